@@ -1,0 +1,30 @@
+# The two commands a user needs: `make demo` and `make test`. Both install
+# missing Debian packages first (scripts/install-deps.sh), then build.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+MODELS ?= $(abspath ../shared/models)
+
+.PHONY: all deps configure build demo test bench clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+configure: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+
+build: configure
+	@cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	@scripts/demo.sh $(BUILD)
+
+test: build
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+bench: build
+	@$(BUILD)/texplan_bench --models $(MODELS) --json $(BUILD)/bench.json
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,1 @@
+// keeps a stage library valid while its folder is still empty

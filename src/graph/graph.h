@@ -1,0 +1,113 @@
+// The in-memory model every stage after import works on: typed tensors with
+// static shapes, and nodes in a valid execution order. It knows nothing of
+// ONNX files, memory plans or OpenCL.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace texplan {
+
+// Every failure a user can cause ends in one of these: a one-line message
+// that names the model, the node or tensor, and the reason.
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+enum class DataType : uint8_t { Float32, Float16, Float64, Int8, UInt8, Int32, Int64, Bool };
+size_t element_size(DataType t);
+const char* to_string(DataType t);
+
+using Shape = std::vector<int64_t>;
+// Number of elements; throws Error if a dim is negative or the product overflows.
+int64_t element_count(const Shape& s);
+std::string to_string(const Shape& s);  // "1x3x224x224"
+
+// Host-side tensor value: constants, weights, inputs and reference results.
+struct HostTensor {
+  DataType dtype = DataType::Float32;
+  Shape shape;
+  std::vector<uint8_t> bytes;  // element_count(shape) * element_size(dtype)
+
+  HostTensor() = default;
+  HostTensor(DataType t, Shape s);
+  int64_t count() const { return element_count(shape); }
+  template <class T> T* data() { return reinterpret_cast<T*>(bytes.data()); }
+  template <class T> const T* data() const { return reinterpret_cast<const T*>(bytes.data()); }
+  // Values of an integer tensor (Int64/Int32/...) widened to int64.
+  std::vector<int64_t> as_int64() const;
+  std::vector<float> as_float() const;
+};
+
+struct Attribute {
+  enum class Kind { Int, Float, String, Ints, Floats, Strings, Tensor } kind = Kind::Int;
+  int64_t i = 0;
+  float f = 0;
+  std::string s;
+  std::vector<int64_t> ints;
+  std::vector<float> floats;
+  std::vector<std::string> strings;
+  std::shared_ptr<HostTensor> tensor;
+};
+
+struct Node {
+  std::string name;     // never empty: the importer names unnamed nodes "<op>_<index>"
+  std::string op_type;  // ONNX operator name, e.g. "Conv"
+  std::vector<int> inputs;   // tensor ids; -1 for an omitted optional input
+  std::vector<int> outputs;  // tensor ids; -1 for an omitted optional output
+  std::map<std::string, Attribute> attrs;
+
+  bool has(const std::string& a) const { return attrs.count(a) != 0; }
+  int64_t get_int(const std::string& a, int64_t dflt) const;
+  float get_float(const std::string& a, float dflt) const;
+  std::string get_string(const std::string& a, const std::string& dflt) const;
+  std::vector<int64_t> get_ints(const std::string& a, std::vector<int64_t> dflt = {}) const;
+  std::vector<float> get_floats(const std::string& a, std::vector<float> dflt = {}) const;
+};
+
+struct Tensor {
+  std::string name;
+  DataType dtype = DataType::Float32;
+  Shape shape;
+  bool is_input = false;     // graph input fed by the user
+  bool is_output = false;    // graph output, must stay valid after the run
+  bool is_constant = false;  // initializer or folded constant: not an activation
+  // Constant values. Empty for weights whose bytes were not loaded (planning
+  // without the .onnx.data file); `has_data` tells.
+  HostTensor value;
+  bool has_data = false;
+  int producer = -1;  // node id, -1 for inputs and constants
+
+  int64_t bytes() const { return element_count(shape) * int64_t(element_size(dtype)); }
+};
+
+struct Graph {
+  std::string model_name;  // for messages: "resnet18"
+  std::string model_path;
+  int64_t opset = 0;
+  std::vector<Tensor> tensors;
+  std::vector<Node> nodes;  // in execution order (topologically sorted)
+  std::vector<int> inputs;  // tensor ids of user-fed inputs
+  std::vector<int> outputs;
+
+  int add_tensor(Tensor t);  // name must be unique
+  int find(const std::string& name) const;  // -1 if absent
+  // Consumers of each tensor (node ids), recomputed on demand.
+  std::vector<std::vector<int>> consumers() const;
+  // Sorts nodes topologically (stable w.r.t. current order); throws Error
+  // naming a node on the cycle if the graph is cyclic. Sets producers.
+  void topological_sort();
+  // Drops nodes whose outputs reach no graph output, and unused tensors.
+  void remove_dead_nodes();
+
+ private:
+  std::unordered_map<std::string, int> index_;
+ public:
+  void rebuild_index();
+};
+
+}  // namespace texplan

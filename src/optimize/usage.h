@@ -1,0 +1,38 @@
+// Graph -> planner input: the execution order is the graph's node order (one
+// step per node), zero-copy aliases share storage, and every tensor that is
+// not a constant becomes (part of) one usage record.
+#pragma once
+#include <vector>
+
+#include "graph/graph.h"
+#include "plan/memory_plan.h"
+
+namespace texplan {
+
+enum class TextureMode { None, Auto };
+
+struct UsageOptions {
+  TextureMode textures = TextureMode::None;
+  const plan::DeviceProfile* device = nullptr;  // image limits for TextureMode::Auto
+};
+
+// Output tensor of Identity/Reshape/Flatten/Squeeze/Unsqueeze shares the
+// bytes of its input: no copy, no kernel. Returns, per tensor, the tensor
+// whose storage it uses (itself if none).
+std::vector<int> alias_roots(const Graph& g);
+
+// Texture extent of a 4D NCHW fp32 activation, channels packed by 4 into
+// RGBA pixels: width = W, height = N * ceil(C/4) * H.
+plan::TextureExtent texture_extent(const Shape& nchw);
+
+struct PlanInput {
+  std::vector<plan::UsageRecord> records;
+  std::vector<int> record_of_tensor;  // tensor id -> record index, -1 for constants
+  std::vector<int> alias_root;        // tensor id -> storage owner tensor id
+  int32_t steps = 0;                  // number of execution steps (= nodes)
+};
+
+// Graph inputs are live from step 0; graph outputs stay live to the last step.
+PlanInput make_usage_records(const Graph& g, const UsageOptions& opt = {});
+
+}  // namespace texplan

@@ -1,0 +1,22 @@
+// Plain C++ implementations of every supported ONNX operator over host
+// tensors. One definition of each operator's meaning, used by the importer to
+// fold constant (shape-computing) subgraphs and by the CPU reference executor
+// to check the OpenCL kernels.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace texplan::reference {
+
+// True if `op_type` has a reference implementation.
+bool supports(const std::string& op_type);
+std::vector<std::string> supported_ops();
+
+// Evaluates one node. `inputs[i]` is null for an omitted optional input.
+// Returns one HostTensor per node output (shape and dtype set).
+// Throws texplan::Error naming the node on unsupported op/attribute/dtype.
+std::vector<HostTensor> evaluate(const Node& node, const std::vector<const HostTensor*>& inputs);
+
+}  // namespace texplan::reference
