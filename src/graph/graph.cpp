@@ -1,0 +1,237 @@
+#include "graph/graph.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <queue>
+#include <sstream>
+
+namespace texplan {
+
+size_t element_size(DataType t) {
+  switch (t) {
+    case DataType::Float32: return 4;
+    case DataType::Float16: return 2;
+    case DataType::Float64: return 8;
+    case DataType::Int8: return 1;
+    case DataType::UInt8: return 1;
+    case DataType::Int32: return 4;
+    case DataType::Int64: return 8;
+    case DataType::Bool: return 1;
+  }
+  return 0;
+}
+
+const char* to_string(DataType t) {
+  switch (t) {
+    case DataType::Float32: return "float32";
+    case DataType::Float16: return "float16";
+    case DataType::Float64: return "float64";
+    case DataType::Int8: return "int8";
+    case DataType::UInt8: return "uint8";
+    case DataType::Int32: return "int32";
+    case DataType::Int64: return "int64";
+    case DataType::Bool: return "bool";
+  }
+  return "?";
+}
+
+int64_t element_count(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) {
+    if (d < 0) throw Error("negative dimension in shape " + to_string(s));
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / 16 / d)
+      throw Error("shape " + to_string(s) + " overflows 64-bit sizes");
+    n *= d;
+  }
+  return n;
+}
+
+std::string to_string(const Shape& s) {
+  if (s.empty()) return "scalar";
+  std::ostringstream o;
+  for (size_t i = 0; i < s.size(); ++i) o << (i ? "x" : "") << s[i];
+  return o.str();
+}
+
+HostTensor::HostTensor(DataType t, Shape s) : dtype(t), shape(std::move(s)) {
+  bytes.assign(size_t(element_count(shape)) * element_size(dtype), 0);
+}
+
+std::vector<int64_t> HostTensor::as_int64() const {
+  int64_t n = count();
+  std::vector<int64_t> v(size_t(n));
+  for (int64_t i = 0; i < n; ++i) {
+    switch (dtype) {
+      case DataType::Int64: v[i] = data<int64_t>()[i]; break;
+      case DataType::Int32: v[i] = data<int32_t>()[i]; break;
+      case DataType::Int8: v[i] = data<int8_t>()[i]; break;
+      case DataType::UInt8: v[i] = data<uint8_t>()[i]; break;
+      case DataType::Bool: v[i] = data<uint8_t>()[i] != 0; break;
+      case DataType::Float32: v[i] = int64_t(data<float>()[i]); break;
+      case DataType::Float64: v[i] = int64_t(data<double>()[i]); break;
+      default: throw Error(std::string("cannot read ") + to_string(dtype) + " as integers");
+    }
+  }
+  return v;
+}
+
+std::vector<float> HostTensor::as_float() const {
+  int64_t n = count();
+  std::vector<float> v(size_t(n));
+  for (int64_t i = 0; i < n; ++i) {
+    switch (dtype) {
+      case DataType::Float32: v[i] = data<float>()[i]; break;
+      case DataType::Float64: v[i] = float(data<double>()[i]); break;
+      case DataType::Int64: v[i] = float(data<int64_t>()[i]); break;
+      case DataType::Int32: v[i] = float(data<int32_t>()[i]); break;
+      case DataType::Int8: v[i] = data<int8_t>()[i]; break;
+      case DataType::UInt8: v[i] = data<uint8_t>()[i]; break;
+      case DataType::Bool: v[i] = data<uint8_t>()[i] != 0; break;
+      default: throw Error(std::string("cannot read ") + to_string(dtype) + " as floats");
+    }
+  }
+  return v;
+}
+
+int64_t Node::get_int(const std::string& a, int64_t dflt) const {
+  auto it = attrs.find(a);
+  return it == attrs.end() ? dflt : it->second.i;
+}
+float Node::get_float(const std::string& a, float dflt) const {
+  auto it = attrs.find(a);
+  return it == attrs.end() ? dflt : it->second.f;
+}
+std::string Node::get_string(const std::string& a, const std::string& dflt) const {
+  auto it = attrs.find(a);
+  return it == attrs.end() ? dflt : it->second.s;
+}
+std::vector<int64_t> Node::get_ints(const std::string& a, std::vector<int64_t> dflt) const {
+  auto it = attrs.find(a);
+  return it == attrs.end() ? dflt : it->second.ints;
+}
+std::vector<float> Node::get_floats(const std::string& a, std::vector<float> dflt) const {
+  auto it = attrs.find(a);
+  return it == attrs.end() ? dflt : it->second.floats;
+}
+
+int Graph::add_tensor(Tensor t) {
+  if (index_.count(t.name)) throw Error(model_name + ": duplicate tensor name '" + t.name + "'");
+  int id = int(tensors.size());
+  index_[t.name] = id;
+  tensors.push_back(std::move(t));
+  return id;
+}
+
+int Graph::find(const std::string& name) const {
+  auto it = index_.find(name);
+  return it == index_.end() ? -1 : it->second;
+}
+
+void Graph::rebuild_index() {
+  index_.clear();
+  for (size_t i = 0; i < tensors.size(); ++i) index_[tensors[i].name] = int(i);
+}
+
+std::vector<std::vector<int>> Graph::consumers() const {
+  std::vector<std::vector<int>> c(tensors.size());
+  for (size_t n = 0; n < nodes.size(); ++n)
+    for (int t : nodes[n].inputs)
+      if (t >= 0 && (c[t].empty() || c[t].back() != int(n))) c[t].push_back(int(n));
+  return c;
+}
+
+void Graph::topological_sort() {
+  // Kahn's algorithm with a min-heap on the original position, so an already
+  // valid order is kept as is (file order is the user's order).
+  std::vector<int> producer(tensors.size(), -1);
+  for (size_t n = 0; n < nodes.size(); ++n)
+    for (int t : nodes[n].outputs)
+      if (t >= 0) {
+        if (producer[t] >= 0)
+          throw Error(model_name + ": tensor '" + tensors[t].name + "' is produced by both node '" +
+                      nodes[producer[t]].name + "' and node '" + nodes[n].name + "'");
+        producer[t] = int(n);
+      }
+  std::vector<int> pending(nodes.size(), 0);
+  std::vector<std::vector<int>> users(nodes.size());
+  for (size_t n = 0; n < nodes.size(); ++n)
+    for (int t : nodes[n].inputs)
+      if (t >= 0 && producer[t] >= 0) {
+        ++pending[n];
+        users[producer[t]].push_back(int(n));
+      }
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (size_t n = 0; n < nodes.size(); ++n)
+    if (pending[n] == 0) ready.push(int(n));
+  std::vector<int> order;
+  order.reserve(nodes.size());
+  while (!ready.empty()) {
+    int n = ready.top();
+    ready.pop();
+    order.push_back(n);
+    for (int u : users[n])
+      if (--pending[u] == 0) ready.push(u);
+  }
+  if (order.size() != nodes.size()) {
+    for (size_t n = 0; n < nodes.size(); ++n)
+      if (pending[n] > 0)
+        throw Error(model_name + ": the graph has a cycle through node '" + nodes[n].name + "' (" +
+                    nodes[n].op_type + ")");
+  }
+  std::vector<Node> sorted;
+  sorted.reserve(nodes.size());
+  for (int n : order) sorted.push_back(std::move(nodes[n]));
+  nodes = std::move(sorted);
+  for (auto& t : tensors) t.producer = -1;
+  for (size_t n = 0; n < nodes.size(); ++n)
+    for (int t : nodes[n].outputs)
+      if (t >= 0) tensors[t].producer = int(n);
+}
+
+void Graph::remove_dead_nodes() {
+  std::vector<char> needed(tensors.size(), 0), keep(nodes.size(), 0);
+  for (int t : outputs) needed[t] = 1;
+  for (size_t k = nodes.size(); k-- > 0;) {
+    bool used = false;
+    for (int t : nodes[k].outputs) used |= (t >= 0 && needed[t]);
+    if (!used) continue;
+    keep[k] = 1;
+    for (int t : nodes[k].inputs)
+      if (t >= 0) needed[t] = 1;
+  }
+  for (int t : inputs) needed[t] = 1;
+  std::vector<Node> live;
+  for (size_t k = 0; k < nodes.size(); ++k)
+    if (keep[k]) live.push_back(std::move(nodes[k]));
+  nodes = std::move(live);
+  // Outputs of kept nodes stay (an unused optional output still needs a home).
+  for (auto& n : nodes)
+    for (int t : n.outputs)
+      if (t >= 0) needed[t] = 1;
+  std::vector<int> remap(tensors.size(), -1);
+  std::vector<Tensor> kept;
+  for (size_t t = 0; t < tensors.size(); ++t)
+    if (needed[t]) {
+      remap[t] = int(kept.size());
+      kept.push_back(std::move(tensors[t]));
+    }
+  tensors = std::move(kept);
+  auto fix = [&](std::vector<int>& ids) {
+    for (int& t : ids)
+      if (t >= 0) t = remap[t];
+  };
+  for (auto& n : nodes) {
+    fix(n.inputs);
+    fix(n.outputs);
+  }
+  fix(inputs);
+  fix(outputs);
+  rebuild_index();
+  for (auto& t : tensors) t.producer = -1;
+  for (size_t n = 0; n < nodes.size(); ++n)
+    for (int t : nodes[n].outputs)
+      if (t >= 0) tensors[t].producer = int(n);
+}
+
+}  // namespace texplan
