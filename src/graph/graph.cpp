@@ -60,7 +60,7 @@ HostTensor::HostTensor(DataType t, Shape s) : dtype(t), shape(std::move(s)) {
 
 std::vector<int64_t> HostTensor::as_int64() const {
   int64_t n = count();
-  std::vector<int64_t> v(size_t(n));
+  std::vector<int64_t> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     switch (dtype) {
       case DataType::Int64: v[i] = data<int64_t>()[i]; break;
@@ -78,7 +78,7 @@ std::vector<int64_t> HostTensor::as_int64() const {
 
 std::vector<float> HostTensor::as_float() const {
   int64_t n = count();
-  std::vector<float> v(size_t(n));
+  std::vector<float> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     switch (dtype) {
       case DataType::Float32: v[i] = data<float>()[i]; break;
