@@ -1,0 +1,88 @@
+// texplan command line: argument parsing only; the work is in commands.h.
+#include <CLI/CLI.hpp>
+#include <fstream>
+#include <iostream>
+
+#include "cli/commands.h"
+
+using namespace texplan;
+
+namespace {
+
+void write_json(const cli::json& j, const std::string& path) {
+  std::ofstream f(path);
+  if (!f) throw Error("cannot write '" + path + "'");
+  f << j.dump(1) << "\n";
+}
+
+TextureMode parse_textures(const std::string& s) { return s == "auto" ? TextureMode::Auto : TextureMode::None; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"texplan: run neural networks on OpenCL GPUs in the least device memory"};
+  app.require_subcommand(1);
+
+  // texplan plan
+  auto* plan = app.add_subcommand("plan", "plan the memory of a model (or a random graph)");
+  std::string model, strategy = "all", target = "pocl", textures = "none", json_path;
+  int64_t random_n = 0;
+  uint64_t seed = 1;
+  plan->add_option("model", model, "model .onnx file or model folder");
+  plan->add_option("--strategy", strategy, "strategy name or 'all'")->capture_default_str();
+  plan->add_option("--target", target, "device profile: pocl, h100, adreno, a .json file, or opencl")
+      ->capture_default_str();
+  plan->add_option("--textures", textures, "none: buffers only; auto: 4D activations as textures")
+      ->check(CLI::IsMember({"none", "auto"}))
+      ->capture_default_str();
+  plan->add_option("--json", json_path, "write the report as JSON");
+  plan->add_option("--random-graph", random_n, "plan a random DAG of N tensors instead of a model");
+  plan->add_option("--seed", seed, "seed of the random graph")->capture_default_str();
+
+  // texplan run / devices / onnx-tests
+  cli::RunArgs run_args;
+  auto* run = app.add_subcommand("run", "run a model on an OpenCL device with its memory plan");
+  cli::add_run_options(*run, run_args);
+  auto* devices = app.add_subcommand("devices", "list OpenCL devices and their profiles");
+  bool devices_json = false;
+  devices->add_flag("--json", devices_json, "print JSON");
+  cli::OnnxTestArgs ot_args;
+  auto* onnx_tests = app.add_subcommand("onnx-tests", "run ONNX's backend node tests through the runtime");
+  cli::add_onnx_test_options(*onnx_tests, ot_args);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  try {
+    if (*plan) {
+      plan::DeviceProfile dev = cli::load_target(target);
+      cli::PlanOptions opt;
+      if (strategy != "all") opt.strategies = {strategy};
+      opt.textures = parse_textures(textures);
+      cli::json report;
+      if (random_n > 0) {
+        opt.include_tensors = random_n <= 200000;
+        report = cli::plan_report("random-" + std::to_string(random_n) + "-seed-" + std::to_string(seed),
+                                  plan::random_records(random_n, seed), dev, opt);
+      } else {
+        if (model.empty()) throw Error("plan: give a model file or folder, or --random-graph N");
+        report = cli::plan_model(model, dev, opt);
+      }
+      cli::print_plan_table(report, std::cout);
+      if (!json_path.empty()) write_json(report, json_path);
+      for (const auto& s : report["strategies"])
+        if (!s["valid"].get<bool>() && !s.value("skipped", false)) return 3;
+      return 0;
+    }
+    if (*run) return cli::run_command(run_args);
+    if (*devices) return cli::devices_command(devices_json);
+    if (*onnx_tests) return cli::onnx_tests_command(ot_args);
+  } catch (const std::exception& e) {
+    std::cerr << "texplan: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,127 @@
+#include <chrono>
+#include <cstdio>
+#include <iomanip>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "import/onnx_import.h"
+
+namespace texplan::cli {
+
+std::string human_bytes(int64_t b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = double(b);
+  int u = 0;
+  while (v >= 1024 && u < 4) v /= 1024, ++u;
+  char s[32];
+  std::snprintf(s, sizeof s, u == 0 ? "%.0f %s" : "%.2f %s", v, units[u]);
+  return s;
+}
+
+json plan_report(const std::string& model, const std::vector<plan::UsageRecord>& recs,
+                 const plan::DeviceProfile& dev, const PlanOptions& opt) {
+  json r;
+  r["model"] = model;
+  r["target"] = dev.name;
+  r["textures"] = opt.textures == TextureMode::Auto ? "auto" : "none";
+  r["records"] = recs.size();
+  int64_t textures = 0;
+  for (const auto& x : recs) textures += x.storage == plan::Storage::Texture;
+  r["texture_records"] = textures;
+  const int64_t lb = plan::lower_bound_bytes(recs);
+  r["lower_bound_bytes"] = lb;
+  std::vector<std::string> names = opt.strategies.empty() ? plan::strategy_names() : opt.strategies;
+  r["strategies"] = json::array();
+  for (const auto& name : names) {
+    json s;
+    s["name"] = name;
+    try {
+      auto t0 = std::chrono::steady_clock::now();
+      plan::MemoryPlan p = plan::plan_memory(recs, dev, name);
+      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      s["plan_ms"] = ms;
+      s["total_bytes"] = p.total_bytes();
+      s["buffer_bytes"] = p.buffer_bytes();
+      s["texture_bytes"] = p.texture_bytes();
+      s["ratio"] = lb > 0 ? double(p.total_bytes()) / double(lb) : 1.0;
+      try {
+        plan::validate(p, recs, dev);
+        s["valid"] = true;
+      } catch (const plan::PlanError& e) {
+        s["valid"] = false;
+        s["error"] = e.what();
+      }
+      s["pools"] = json::array();
+      for (const auto& pool : p.pools) {
+        json j{{"id", pool.id}, {"kind", plan::to_string(pool.kind)}, {"bytes", pool.bytes}};
+        if (pool.kind == plan::Storage::Texture) j["width"] = pool.width, j["height"] = pool.height;
+        s["pools"].push_back(j);
+      }
+      if (opt.include_tensors) {
+        s["tensors"] = json::array();
+        for (size_t i = 0; i < recs.size(); ++i) {
+          const auto& x = recs[i];
+          const auto& pl = p.placements[i];
+          json t{{"name", x.name},   {"bytes", x.bytes},   {"first", x.first},   {"last", x.last},
+                 {"storage", plan::to_string(x.storage)}, {"pool", pl.pool},   {"offset", pl.offset},
+                 {"op", x.op}};
+          if (x.storage == plan::Storage::Texture) {
+            t["width"] = x.extent.width, t["height"] = x.extent.height;
+            if (pl.view) t["row_pitch"] = pl.row_pitch;
+          }
+          s["tensors"].push_back(t);
+        }
+      }
+    } catch (const plan::PlanError& e) {
+      s["valid"] = false;
+      s["error"] = e.what();
+      s["skipped"] = true;
+    }
+    if (name == "naive" && s.contains("total_bytes")) r["naive_bytes"] = s["total_bytes"];
+    r["strategies"].push_back(s);
+  }
+  return r;
+}
+
+void print_plan_table(const json& r, std::ostream& out) {
+  out << "model " << r["model"].get<std::string>() << ": " << r["records"] << " tensors to place";
+  if (r["texture_records"].get<int64_t>() > 0) out << " (" << r["texture_records"] << " as textures)";
+  out << ", target " << r["target"].get<std::string>() << "\n";
+  if (r.contains("raw_lower_bound_bytes") && r["raw_lower_bound_bytes"] != r["lower_bound_bytes"])
+    out << "lower bound as imported: " << human_bytes(r["raw_lower_bound_bytes"]) << "\n";
+  int64_t lb = r["lower_bound_bytes"];
+  out << "lower bound: " << human_bytes(lb) << " (" << lb << " B)\n";
+  out << std::left << std::setw(20) << "strategy" << std::right << std::setw(14) << "total" << std::setw(16)
+      << "bytes" << std::setw(9) << "ratio" << std::setw(7) << "pools" << std::setw(11) << "plan ms"
+      << "  valid\n";
+  for (const auto& s : r["strategies"]) {
+    out << std::left << std::setw(20) << s["name"].get<std::string>() << std::right;
+    if (s.contains("total_bytes")) {
+      std::ostringstream ratio, ms;
+      ratio << std::fixed << std::setprecision(3) << s["ratio"].get<double>();
+      ms << std::fixed << std::setprecision(2) << s["plan_ms"].get<double>();
+      out << std::setw(14) << human_bytes(s["total_bytes"]) << std::setw(16) << s["total_bytes"].get<int64_t>()
+          << std::setw(9) << ratio.str() << std::setw(7) << s["pools"].size() << std::setw(11) << ms.str() << "  "
+          << (s["valid"].get<bool>() ? "yes" : "NO: " + s["error"].get<std::string>()) << "\n";
+    } else {
+      out << "  skipped: " << s["error"].get<std::string>() << "\n";
+    }
+  }
+}
+
+json plan_model(const std::string& model_path, const plan::DeviceProfile& dev, const PlanOptions& opt) {
+  Graph g = import_onnx(model_path);
+  UsageOptions uo;
+  uo.textures = opt.textures;
+  uo.device = &dev;
+  PlanInput in = make_usage_records(g, uo);
+  json r = plan_report(g.model_name, in.records, dev, opt);
+  r["nodes"] = g.nodes.size();
+  int64_t weights = 0;
+  for (const auto& t : g.tensors)
+    if (t.is_constant) weights += t.bytes();
+  r["weight_bytes"] = weights;
+  return r;
+}
+
+}  // namespace texplan::cli

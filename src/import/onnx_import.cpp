@@ -1,0 +1,566 @@
+// ONNX import: protobuf parsing, external data, shape inference and folding.
+//
+// Shapes come from ONNX's own shape inference (with data propagation). What
+// it cannot resolve (a Reshape whose target is computed by Shape -> Gather ->
+// Concat, as PyTorch exports it) is folded: every node whose inputs are all
+// known constants is evaluated with the reference operators, its outputs
+// become initializers, and inference runs again, until nothing changes.
+#include "import/onnx_import.h"
+
+#include <onnx/defs/schema.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "reference/reference_ops.h"
+
+namespace fs = std::filesystem;
+
+namespace texplan {
+namespace {
+
+constexpr int64_t kMinOpset = 7;
+constexpr int64_t kMaxOpset = 17;           // newest opset libonnx 1.12 knows
+constexpr int64_t kFoldLimitElements = 1 << 24;  // never materialise huge constants
+
+DataType from_onnx_type(int t, const std::string& what) {
+  switch (t) {
+    case onnx::TensorProto::FLOAT: return DataType::Float32;
+    case onnx::TensorProto::FLOAT16: return DataType::Float16;
+    case onnx::TensorProto::DOUBLE: return DataType::Float64;
+    case onnx::TensorProto::INT8: return DataType::Int8;
+    case onnx::TensorProto::UINT8: return DataType::UInt8;
+    case onnx::TensorProto::INT32: return DataType::Int32;
+    case onnx::TensorProto::INT64: return DataType::Int64;
+    case onnx::TensorProto::BOOL: return DataType::Bool;
+    default:
+      throw Error(what + ": unsupported data type " +
+                  onnx::TensorProto_DataType_Name(onnx::TensorProto_DataType(t)));
+  }
+}
+
+int to_onnx_type(DataType t) {
+  switch (t) {
+    case DataType::Float32: return onnx::TensorProto::FLOAT;
+    case DataType::Float16: return onnx::TensorProto::FLOAT16;
+    case DataType::Float64: return onnx::TensorProto::DOUBLE;
+    case DataType::Int8: return onnx::TensorProto::INT8;
+    case DataType::UInt8: return onnx::TensorProto::UINT8;
+    case DataType::Int32: return onnx::TensorProto::INT32;
+    case DataType::Int64: return onnx::TensorProto::INT64;
+    case DataType::Bool: return onnx::TensorProto::BOOL;
+  }
+  return 0;
+}
+
+std::string read_file(const std::string& path, const std::string& what) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(what + ": cannot open '" + path + "'");
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// External data must stay inside the model's folder: a model file may not
+// make texplan read /etc/passwd or ../../secret.
+fs::path confined_path(const fs::path& dir, const std::string& location, const std::string& what) {
+  fs::path rel(location);
+  if (rel.empty() || rel.is_absolute())
+    throw Error(what + ": external data location '" + location + "' must be a relative path");
+  fs::path base = fs::weakly_canonical(dir);
+  fs::path full = fs::weakly_canonical(base / rel);
+  auto b = base.string(), f = full.string();
+  if (f.compare(0, b.size(), b) != 0 || (f.size() > b.size() && f[b.size()] != '/'))
+    throw Error(what + ": external data location '" + location + "' leaves the model's folder");
+  return full;
+}
+
+struct ExternalRef {
+  std::string location;
+  int64_t offset = 0, length = -1;
+};
+
+ExternalRef external_ref(const onnx::TensorProto& t) {
+  ExternalRef r;
+  for (const auto& kv : t.external_data()) {
+    if (kv.key() == "location") r.location = kv.value();
+    else if (kv.key() == "offset") r.offset = std::stoll(kv.value());
+    else if (kv.key() == "length") r.length = std::stoll(kv.value());
+  }
+  return r;
+}
+
+bool is_external(const onnx::TensorProto& t) {
+  return t.data_location() == onnx::TensorProto::EXTERNAL;
+}
+
+Shape dims_of(const onnx::TensorProto& t) { return Shape(t.dims().begin(), t.dims().end()); }
+
+// Reads a TensorProto's values. External data is read from `dir`.
+HostTensor tensor_from_proto(const onnx::TensorProto& t, const fs::path& dir, const std::string& what) {
+  HostTensor h(from_onnx_type(t.data_type(), what), dims_of(t));
+  const size_t nbytes = h.bytes.size();
+  const int64_t n = h.count();
+  auto need = [&](int64_t have) {
+    if (have != n)
+      throw Error(what + ": holds " + std::to_string(have) + " values, its shape " + to_string(h.shape) +
+                  " needs " + std::to_string(n));
+  };
+  if (is_external(t)) {
+    ExternalRef r = external_ref(t);
+    fs::path p = confined_path(dir, r.location, what);
+    std::ifstream f(p, std::ios::binary);
+    if (!f) throw Error(what + ": missing weights file '" + p.string() + "'");
+    int64_t len = r.length < 0 ? int64_t(nbytes) : r.length;
+    if (len != int64_t(nbytes))
+      throw Error(what + ": external data length " + std::to_string(len) + " does not match its shape");
+    f.seekg(0, std::ios::end);
+    int64_t file_size = f.tellg();
+    if (r.offset < 0 || r.offset + len > file_size)
+      throw Error(what + ": external data [" + std::to_string(r.offset) + ", +" + std::to_string(len) +
+                  ") lies beyond the end of '" + p.filename().string() + "' (" + std::to_string(file_size) +
+                  " bytes): truncated weights file?");
+    f.seekg(r.offset);
+    f.read(reinterpret_cast<char*>(h.bytes.data()), len);
+  } else if (t.has_raw_data()) {
+    if (t.raw_data().size() != nbytes)
+      throw Error(what + ": raw data has " + std::to_string(t.raw_data().size()) + " bytes, its shape needs " +
+                  std::to_string(nbytes));
+    std::memcpy(h.bytes.data(), t.raw_data().data(), nbytes);
+  } else {
+    switch (h.dtype) {
+      case DataType::Float32:
+        need(t.float_data_size());
+        std::copy(t.float_data().begin(), t.float_data().end(), h.data<float>());
+        break;
+      case DataType::Float64:
+        need(t.double_data_size());
+        std::copy(t.double_data().begin(), t.double_data().end(), h.data<double>());
+        break;
+      case DataType::Int64:
+        need(t.int64_data_size());
+        std::copy(t.int64_data().begin(), t.int64_data().end(), h.data<int64_t>());
+        break;
+      case DataType::Int32:
+        need(t.int32_data_size());
+        std::copy(t.int32_data().begin(), t.int32_data().end(), h.data<int32_t>());
+        break;
+      case DataType::Int8:
+      case DataType::UInt8:
+      case DataType::Bool:
+        need(t.int32_data_size());
+        for (int64_t i = 0; i < n; ++i) h.bytes[i] = uint8_t(t.int32_data(int(i)));
+        break;
+      case DataType::Float16:
+        need(t.int32_data_size());
+        for (int64_t i = 0; i < n; ++i) h.data<uint16_t>()[i] = uint16_t(t.int32_data(int(i)));
+        break;
+    }
+  }
+  return h;
+}
+
+void fill_proto(const HostTensor& h, const std::string& name, onnx::TensorProto* t) {
+  t->Clear();
+  t->set_name(name);
+  t->set_data_type(to_onnx_type(h.dtype));
+  for (int64_t d : h.shape) t->add_dims(d);
+  t->set_raw_data(h.bytes.data(), h.bytes.size());
+}
+
+Attribute attribute_from_proto(const onnx::AttributeProto& a, const fs::path& dir, const std::string& what) {
+  Attribute r;
+  switch (a.type()) {
+    case onnx::AttributeProto::INT: r.kind = Attribute::Kind::Int; r.i = a.i(); break;
+    case onnx::AttributeProto::FLOAT: r.kind = Attribute::Kind::Float; r.f = a.f(); break;
+    case onnx::AttributeProto::STRING: r.kind = Attribute::Kind::String; r.s = a.s(); break;
+    case onnx::AttributeProto::INTS:
+      r.kind = Attribute::Kind::Ints;
+      r.ints.assign(a.ints().begin(), a.ints().end());
+      break;
+    case onnx::AttributeProto::FLOATS:
+      r.kind = Attribute::Kind::Floats;
+      r.floats.assign(a.floats().begin(), a.floats().end());
+      break;
+    case onnx::AttributeProto::STRINGS:
+      r.kind = Attribute::Kind::Strings;
+      r.strings.assign(a.strings().begin(), a.strings().end());
+      break;
+    case onnx::AttributeProto::TENSOR:
+      r.kind = Attribute::Kind::Tensor;
+      r.tensor = std::make_shared<HostTensor>(tensor_from_proto(a.t(), dir, what + " attribute " + a.name()));
+      break;
+    default:
+      throw Error(what + ": attribute '" + a.name() + "' of kind " +
+                  onnx::AttributeProto_AttributeType_Name(a.type()) + " (subgraphs) is not supported");
+  }
+  return r;
+}
+
+std::string node_label(const onnx::NodeProto& n, int index) {
+  return n.name().empty() ? n.op_type() + "_" + std::to_string(index) : n.name();
+}
+
+// True (and the shape) when a value's shape is fully known.
+bool static_shape(const onnx::ValueInfoProto& v, Shape& out, int& elem_type) {
+  if (!v.type().has_tensor_type()) return false;
+  const auto& tt = v.type().tensor_type();
+  elem_type = tt.elem_type();
+  if (!tt.has_shape()) return false;
+  out.clear();
+  for (const auto& d : tt.shape().dim()) {
+    if (!d.has_dim_value() || d.dim_value() < 0) return false;
+    out.push_back(d.dim_value());
+  }
+  return true;
+}
+
+class Importer {
+ public:
+  Importer(const std::string& path, const ImportOptions& opt) : opt_(opt) {
+    file_ = resolve_model_file(path);
+    dir_ = fs::path(file_).parent_path();
+    name_ = fs::path(file_).stem().string();
+  }
+
+  Graph run() {
+    parse();
+    check_opset_and_operators();
+    bypass_identities_of_initializers();
+    index_initializers();
+    for (int round = 0; round < 64; ++round) {
+      infer_shapes();
+      if (!fold_constants()) break;
+    }
+    return build_graph();
+  }
+
+ private:
+  std::string what() const { return name_; }
+
+  void parse() {
+    std::error_code ec;
+    if (!fs::is_regular_file(file_, ec)) throw Error(file_ + ": no such model file");
+    std::string bytes = read_file(file_, name_);
+    if (bytes.empty()) throw Error(name_ + ": '" + file_ + "' is empty");
+    if (!model_.ParseFromString(bytes))
+      throw Error(name_ + ": '" + file_ + "' is not an ONNX model (protobuf parse failed: truncated or another format)");
+    if (model_.ir_version() <= 0 || !model_.has_graph() || model_.opset_import_size() == 0)
+      throw Error(name_ + ": '" + file_ + "' is not an ONNX model (no IR version, graph or opset)");
+    if (!model_.graph().name().empty() && name_.empty()) name_ = model_.graph().name();
+  }
+
+  void check_opset_and_operators() {
+    for (const auto& o : model_.opset_import()) {
+      if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
+    }
+    if (opset_ < kMinOpset || opset_ > kMaxOpset)
+      throw Error(name_ + ": opset " + std::to_string(opset_) + " is not supported (supported: " +
+                  std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) + ")");
+    const auto& g = model_.graph();
+    for (int i = 0; i < g.node_size(); ++i) {
+      const auto& n = g.node(i);
+      std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
+      if (!domain.empty() ||
+          onnx::OpSchemaRegistry::Schema(n.op_type(), int(opset_), domain) == nullptr)
+        throw Error(name_ + ": node '" + node_label(n, i) + "': unknown operator '" +
+                    (domain.empty() ? "" : domain + ".") + n.op_type() + "' at opset " + std::to_string(opset_));
+    }
+  }
+
+  // PyTorch exports shared weights as Identity(initializer): consumers read
+  // the initializer directly (no node, no copy, weights stay weights).
+  void bypass_identities_of_initializers() {
+    auto* g = model_.mutable_graph();
+    std::unordered_set<std::string> inits, outputs;
+    for (const auto& t : g->initializer()) inits.insert(t.name());
+    for (const auto& o : g->output()) outputs.insert(o.name());
+    std::unordered_map<std::string, std::string> rename;
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
+    for (const auto& n : g->node()) {
+      if (n.op_type() == "Identity" && n.input_size() == 1 && inits.count(n.input(0)) &&
+          !outputs.count(n.output(0))) {
+        rename[n.output(0)] = n.input(0);
+        continue;
+      }
+      *kept.Add() = n;
+    }
+    if (rename.empty()) return;
+    for (auto& n : kept)
+      for (auto& in : *n.mutable_input()) {
+        auto it = rename.find(in);
+        if (it != rename.end()) in = it->second;
+      }
+    g->mutable_node()->Swap(&kept);
+  }
+
+  void index_initializers() {
+    // Small initializers are always read when their bytes are at hand: shape
+    // computations may need them even when only planning.
+    for (const auto& t : model_.graph().initializer()) {
+      std::string w = name_ + ": initializer '" + t.name() + "'";
+      Shape s = dims_of(t);
+      from_onnx_type(t.data_type(), w);
+      element_count(s);
+      bool small = element_count(s) <= 4096;
+      bool bytes_at_hand = !is_external(t) || fs::exists(dir_ / external_ref(t).location);
+      if (opt_.load_weights || (small && bytes_at_hand))
+        constants_[t.name()] = tensor_from_proto(t, dir_, w);  // throws on a missing weights file
+    }
+  }
+
+  void infer_shapes() {
+    onnx::ShapeInferenceOptions o(/*check_type=*/false, /*error_mode=*/0, /*data_prop=*/true);
+    try {
+      onnx::shape_inference::InferShapes(model_, onnx::OpSchemaRegistry::Instance(), o);
+    } catch (const std::exception& e) {
+      throw Error(name_ + ": ONNX shape inference failed: " + std::string(e.what()).substr(0, 400));
+    }
+    shapes_.clear();
+    const auto& g = model_.graph();
+    auto note = [&](const onnx::ValueInfoProto& v) {
+      Shape s;
+      int et = 0;
+      if (static_shape(v, s, et)) shapes_[v.name()] = {s, et};
+    };
+    for (const auto& v : g.input()) note(v);
+    for (const auto& v : g.value_info()) note(v);
+    for (const auto& v : g.output()) note(v);
+    for (const auto& t : g.initializer()) shapes_[t.name()] = {dims_of(t), t.data_type()};
+  }
+
+  Node to_node(const onnx::NodeProto& n, int index, const std::unordered_map<std::string, int>* ids) {
+    Node r;
+    r.name = node_label(n, index);
+    r.op_type = n.op_type();
+    std::string w = name_ + ": node '" + r.name + "' (" + n.op_type() + ")";
+    for (const auto& a : n.attribute()) r.attrs[a.name()] = attribute_from_proto(a, dir_, w);
+    if (ids) {
+      for (const auto& in : n.input()) r.inputs.push_back(in.empty() ? -1 : ids->at(in));
+      for (const auto& out : n.output()) r.outputs.push_back(out.empty() ? -1 : ids->at(out));
+    }
+    return r;
+  }
+
+  // One pass over the nodes; returns true if anything was folded.
+  bool fold_constants() {
+    auto* g = model_.mutable_graph();
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
+    bool folded = false;
+    for (int i = 0; i < g->node_size(); ++i) {
+      const auto& n = g->node(i);
+      std::vector<HostTensor> outs;
+      if (try_fold(n, i, outs)) {
+        for (int k = 0; k < n.output_size() && k < int(outs.size()); ++k) {
+          if (n.output(k).empty()) continue;
+          fill_proto(outs[k], n.output(k), g->add_initializer());
+          constants_[n.output(k)] = std::move(outs[k]);
+        }
+        folded = true;
+        continue;
+      }
+      *kept.Add() = n;
+    }
+    if (folded) {
+      g->mutable_node()->Swap(&kept);
+      // Folded values now live as initializers; drop stale value_info for them.
+      std::unordered_set<std::string> inits;
+      for (const auto& t : g->initializer()) inits.insert(t.name());
+      google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> vi;
+      for (const auto& v : g->value_info())
+        if (!inits.count(v.name())) *vi.Add() = v;
+      g->mutable_value_info()->Swap(&vi);
+    }
+    return folded;
+  }
+
+  bool try_fold(const onnx::NodeProto& n, int index, std::vector<HostTensor>& outs) {
+    for (const auto& o : n.output())
+      if (is_graph_output(o)) return false;  // outputs are computed at run time
+    if (n.op_type() == "Shape") {
+      auto it = shapes_.find(n.input(0));
+      if (it == shapes_.end()) return false;
+      HostTensor in(from_onnx_type(it->second.second, name_), it->second.first);
+      in.bytes.clear();  // Shape reads only the shape; do not materialise data
+      Node node = to_node(n, index, nullptr);
+      int64_t rank = int64_t(it->second.first.size());
+      int64_t start = node.get_int("start", 0), end = node.get_int("end", rank);
+      if (start < 0) start += rank;
+      if (end < 0) end += rank;
+      start = std::clamp<int64_t>(start, 0, rank);
+      end = std::clamp<int64_t>(end, start, rank);
+      HostTensor s(DataType::Int64, {end - start});
+      for (int64_t k = start; k < end; ++k) s.data<int64_t>()[k - start] = it->second.first[k];
+      outs.push_back(std::move(s));
+      return true;
+    }
+    if (n.op_type() == "Size") {
+      auto it = shapes_.find(n.input(0));
+      if (it == shapes_.end()) return false;
+      HostTensor s(DataType::Int64, {});
+      s.data<int64_t>()[0] = element_count(it->second.first);
+      outs.push_back(std::move(s));
+      return true;
+    }
+    std::vector<const HostTensor*> ins;
+    for (const auto& in : n.input()) {
+      if (in.empty()) {
+        ins.push_back(nullptr);
+        continue;
+      }
+      auto it = constants_.find(in);
+      if (it == constants_.end()) return false;
+      ins.push_back(&it->second);
+    }
+    if (n.op_type() == "RandomNormal" || n.op_type() == "RandomUniform" || n.op_type().find("Random") == 0)
+      return false;
+    if (!reference::supports(n.op_type())) return false;
+    // Skip folding whose result would be huge (e.g. Expand to a big tensor).
+    for (const auto& o : n.output()) {
+      auto it = shapes_.find(o);
+      if (it != shapes_.end() && element_count(it->second.first) > kFoldLimitElements) return false;
+    }
+    Node node = to_node(n, index, nullptr);
+    outs = reference::evaluate(node, ins);
+    return true;
+  }
+
+  bool is_graph_output(const std::string& name) const {
+    for (const auto& o : model_.graph().output())
+      if (o.name() == name) return true;
+    return false;
+  }
+
+  Graph build_graph() {
+    const auto& g = model_.graph();
+    Graph graph;
+    graph.model_name = name_;
+    graph.model_path = file_;
+    graph.opset = opset_;
+    std::unordered_map<std::string, int> ids;
+    auto add = [&](const std::string& n, bool constant) -> int {
+      auto it = ids.find(n);
+      if (it != ids.end()) return it->second;
+      Tensor t;
+      t.name = n;
+      t.is_constant = constant;
+      auto s = shapes_.find(n);
+      if (s != shapes_.end()) {
+        t.shape = s->second.first;
+        if (s->second.second != 0) t.dtype = from_onnx_type(s->second.second, name_ + ": tensor '" + n + "'");
+      }
+      auto c = constants_.find(n);
+      if (c != constants_.end()) {
+        t.value = c->second;
+        t.dtype = t.value.dtype;
+        t.shape = t.value.shape;
+        t.has_data = true;
+      }
+      int id = graph.add_tensor(std::move(t));
+      ids[n] = id;
+      return id;
+    };
+    std::unordered_set<std::string> init_names;
+    for (const auto& t : g.initializer()) {
+      init_names.insert(t.name());
+      add(t.name(), true);
+    }
+    for (const auto& v : g.input()) {
+      if (init_names.count(v.name())) continue;  // old-style: initializer listed as input
+      int id = add(v.name(), false);
+      graph.tensors[id].is_input = true;
+      graph.inputs.push_back(id);
+    }
+    for (int i = 0; i < g.node_size(); ++i) {
+      const auto& n = g.node(i);
+      for (const auto& in : n.input())
+        if (!in.empty() && !ids.count(in))
+          throw Error(name_ + ": node '" + node_label(n, i) + "' reads '" + in + "', which nothing produces");
+      for (const auto& out : n.output())
+        if (!out.empty()) add(out, false);
+    }
+    for (int i = 0; i < g.node_size(); ++i) graph.nodes.push_back(to_node(g.node(i), i, &ids));
+    for (const auto& v : g.output()) {
+      auto it = ids.find(v.name());
+      if (it == ids.end()) throw Error(name_ + ": graph output '" + v.name() + "' is produced by no node");
+      graph.tensors[it->second].is_output = true;
+      graph.outputs.push_back(it->second);
+    }
+    graph.topological_sort();
+    graph.remove_dead_nodes();
+    // Every tensor needs a concrete shape and a known type.
+    for (const auto& t : graph.tensors) {
+      if (shapes_.count(t.name) || t.has_data) {
+        try {
+          element_count(t.shape);
+        } catch (const Error& e) {
+          throw Error(name_ + ": tensor '" + t.name + "': " + e.what());
+        }
+        continue;
+      }
+      std::string who = t.producer >= 0 ? " (output of node '" + graph.nodes[t.producer].name + "', " +
+                                              graph.nodes[t.producer].op_type + ")"
+                                        : "";
+      throw Error(name_ + ": cannot make the shape of tensor '" + t.name + "'" + who +
+                  " static: it depends on values only known at run time");
+    }
+    for (auto& t : graph.tensors)
+      if (t.is_constant && !t.has_data && opt_.load_weights)
+        throw Error(name_ + ": weights of '" + t.name + "' are not loaded");
+    return graph;
+  }
+
+  ImportOptions opt_;
+  std::string file_, name_;
+  fs::path dir_;
+  onnx::ModelProto model_;
+  int64_t opset_ = 0;
+  std::unordered_map<std::string, HostTensor> constants_;
+  std::unordered_map<std::string, std::pair<Shape, int>> shapes_;
+};
+
+}  // namespace
+
+std::string resolve_model_file(const std::string& path) {
+  std::error_code ec;
+  fs::path p(path);
+  if (fs::is_directory(p, ec)) {
+    fs::path named = p / (p.filename().string() + ".onnx");
+    if (p.filename().empty()) named = p / (p.parent_path().filename().string() + ".onnx");
+    if (fs::is_regular_file(named, ec)) return named.string();
+    std::vector<fs::path> found;
+    for (const auto& e : fs::directory_iterator(p, ec))
+      if (e.path().extension() == ".onnx") found.push_back(e.path());
+    if (found.size() == 1) return found[0].string();
+    throw Error(path + ": folder holds " + std::to_string(found.size()) + " .onnx files; name one");
+  }
+  if (!fs::exists(p, ec)) throw Error(path + ": no such model file or folder");
+  return p.string();
+}
+
+Graph import_onnx(const std::string& path, const ImportOptions& opt) {
+  return Importer(path, opt).run();
+}
+
+HostTensor load_tensor_pb(const std::string& path) {
+  std::string bytes = read_file(path, path);
+  onnx::TensorProto t;
+  if (!t.ParseFromString(bytes)) throw Error(path + ": not a serialized onnx.TensorProto");
+  return tensor_from_proto(t, fs::path(path).parent_path(), path);
+}
+
+void save_tensor_pb(const HostTensor& h, const std::string& name, const std::string& path) {
+  onnx::TensorProto t;
+  fill_proto(h, name, &t);
+  std::ofstream f(path, std::ios::binary);
+  if (!f || !t.SerializeToOstream(&f)) throw Error(path + ": cannot write tensor");
+}
+
+}  // namespace texplan

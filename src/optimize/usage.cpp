@@ -1,0 +1,103 @@
+#include "optimize/usage.h"
+
+#include <algorithm>
+
+namespace texplan {
+namespace {
+
+bool is_alias_op(const std::string& op) {
+  return op == "Identity" || op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze";
+}
+
+}  // namespace
+
+std::vector<int> alias_roots(const Graph& g) {
+  std::vector<int> root(g.tensors.size());
+  for (size_t t = 0; t < root.size(); ++t) root[t] = int(t);
+  for (const auto& n : g.nodes) {  // execution order: a root is resolved before its aliases
+    if (!is_alias_op(n.op_type) || n.inputs.empty() || n.outputs.empty()) continue;
+    int in = n.inputs[0], out = n.outputs[0];
+    if (in < 0 || out < 0 || g.tensors[in].is_constant) continue;
+    if (g.tensors[in].dtype != g.tensors[out].dtype || g.tensors[in].bytes() != g.tensors[out].bytes()) continue;
+    root[out] = root[in];
+  }
+  return root;
+}
+
+plan::TextureExtent texture_extent(const Shape& s) {
+  plan::TextureExtent e;
+  e.width = s[3];
+  e.height = s[0] * ((s[1] + 3) / 4) * s[2];
+  e.pixel_bytes = 16;
+  return e;
+}
+
+PlanInput make_usage_records(const Graph& g, const UsageOptions& opt) {
+  PlanInput p;
+  p.steps = int32_t(std::max<size_t>(g.nodes.size(), 1));
+  p.alias_root = alias_roots(g);
+  const int32_t last_step = p.steps - 1;
+  const size_t nt = g.tensors.size();
+
+  // Storage owners in order of first use, so records follow the execution.
+  std::vector<int32_t> first(nt, -1), last(nt, -1);
+  std::vector<char> group_is_io(nt, 0), group_all_4d_same(nt, 1);
+  for (int t : g.inputs) first[p.alias_root[t]] = 0;
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    const auto& n = g.nodes[k];
+    for (int t : n.outputs) {
+      if (t < 0) continue;
+      int r = p.alias_root[t];
+      if (first[r] < 0) first[r] = int32_t(k);
+      last[r] = std::max(last[r], int32_t(k));
+    }
+    for (int t : n.inputs) {
+      if (t < 0 || g.tensors[t].is_constant) continue;
+      int r = p.alias_root[t];
+      last[r] = std::max(last[r], int32_t(k));
+    }
+  }
+  for (int t : g.outputs) {
+    int r = p.alias_root[t];
+    if (g.tensors[r].is_constant) continue;
+    last[r] = last_step;
+    group_is_io[r] = 1;
+  }
+  for (int t : g.inputs) group_is_io[p.alias_root[t]] = 1;
+  for (size_t t = 0; t < nt; ++t) {
+    int r = p.alias_root[t];
+    if (g.tensors[t].shape != g.tensors[r].shape) group_all_4d_same[r] = 0;
+  }
+
+  p.record_of_tensor.assign(nt, -1);
+  std::vector<int> owners;
+  for (size_t t = 0; t < nt; ++t)
+    if (p.alias_root[t] == int(t) && !g.tensors[t].is_constant && first[t] >= 0) owners.push_back(int(t));
+  std::stable_sort(owners.begin(), owners.end(), [&](int a, int b) { return first[a] < first[b]; });
+
+  for (int t : owners) {
+    const Tensor& x = g.tensors[t];
+    plan::UsageRecord r;
+    r.name = x.name;
+    r.bytes = x.bytes();
+    r.first = first[t];
+    r.last = std::max(last[t], first[t]);
+    r.op = x.producer >= 0 ? g.nodes[x.producer].op_type : "input";
+    if (opt.textures == TextureMode::Auto && opt.device && opt.device->image_support && x.shape.size() == 4 &&
+        x.dtype == DataType::Float32 && group_all_4d_same[t] && !group_is_io[t]) {
+      plan::TextureExtent e = texture_extent(x.shape);
+      if (e.width <= opt.device->max_image2d_width && e.height <= opt.device->max_image2d_height) {
+        r.storage = plan::Storage::Texture;
+        r.extent = e;
+        r.bytes = e.tight_bytes();
+      }
+    }
+    p.record_of_tensor[t] = int(p.records.size());
+    p.records.push_back(std::move(r));
+  }
+  for (size_t t = 0; t < nt; ++t)
+    if (p.record_of_tensor[t] < 0 && p.alias_root[t] != int(t)) p.record_of_tensor[t] = p.record_of_tensor[p.alias_root[t]];
+  return p;
+}
+
+}  // namespace texplan
