@@ -10,6 +10,10 @@
 #include "optimize/usage.h"
 #include "plan/memory_plan.h"
 
+namespace CLI {
+class App;
+}
+
 namespace texplan::cli {
 
 using nlohmann::json;
@@ -36,5 +40,38 @@ void print_plan_table(const json& report, std::ostream& out);
 
 // Import + usage records + plan_report, for a model file or folder.
 json plan_model(const std::string& model_path, const plan::DeviceProfile& dev, const PlanOptions& opt);
+
+// texplan run
+struct RunArgs {
+  std::string model;
+  std::string device = "pocl";  // pocl | gpu | opencl:N | cpu (the reference executor)
+  std::vector<std::string> inputs;
+  std::string strategy = "best";
+  std::string textures = "none";
+  bool check = false;
+  bool guard = false;
+  int bench = 0;
+  double tolerance = 1e-4;
+  std::string json_path;
+};
+void add_run_options(CLI::App& app, RunArgs& a);
+int run_command(const RunArgs& a);
+
+// texplan devices
+int devices_command(bool as_json);
+
+// texplan onnx-tests
+struct OnnxTestArgs {
+  std::string dir = "/usr/share/libonnx-testdata/data/node";
+  std::string device = "pocl";
+  std::string filter;  // substring of the test name
+  std::string json_path;
+  bool verbose = false;
+};
+void add_onnx_test_options(CLI::App& app, OnnxTestArgs& a);
+int onnx_tests_command(const OnnxTestArgs& a);
+
+// Relative error ||out - ref|| / ||ref|| over all elements (float view).
+double relative_error(const HostTensor& out, const HostTensor& ref);
 
 }  // namespace texplan::cli

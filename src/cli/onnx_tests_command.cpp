@@ -1,0 +1,121 @@
+// ONNX's backend node tests (Debian's libonnx-testdata) through the runtime:
+// each test is a one-node model with inputs and expected outputs.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "import/onnx_import.h"
+#include "runtime/device.h"
+#include "runtime/session.h"
+
+namespace fs = std::filesystem;
+
+namespace texplan::cli {
+
+void add_onnx_test_options(CLI::App& app, OnnxTestArgs& a) {
+  app.add_option("dir", a.dir, "folder of test folders (model.onnx + test_data_set_0)")->capture_default_str();
+  app.add_option("--device", a.device, "pocl, gpu or opencl:N")->capture_default_str();
+  app.add_option("--filter", a.filter, "only tests whose name contains this");
+  app.add_option("--json", a.json_path, "write every test's result as JSON");
+  app.add_flag("--verbose", a.verbose, "print every test");
+}
+
+namespace {
+
+// ONNX's backend tolerance: |out - ref| <= atol + rtol * |ref|, NaN == NaN.
+std::string compare(const HostTensor& out, const HostTensor& ref) {
+  if (out.shape != ref.shape) return "shape " + to_string(out.shape) + " != expected " + to_string(ref.shape);
+  std::vector<float> a = out.as_float(), b = ref.as_float();
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(b[i]) && std::isnan(a[i])) continue;
+    if (std::isinf(b[i]) && a[i] == b[i]) continue;
+    if (!(std::fabs(a[i] - b[i]) <= 1e-5 + 1e-3 * std::fabs(b[i])))
+      return "element " + std::to_string(i) + ": " + std::to_string(a[i]) + " != expected " + std::to_string(b[i]);
+  }
+  return "";
+}
+
+bool is_unsupported(const std::string& msg) {
+  return msg.find("not supported") != std::string::npos || msg.find("unsupported") != std::string::npos ||
+         msg.find("unknown operator") != std::string::npos || msg.find("not implemented") != std::string::npos;
+}
+
+std::vector<HostTensor> load_set(const fs::path& set, const std::string& prefix) {
+  std::vector<HostTensor> v;
+  for (int i = 0; fs::exists(set / (prefix + std::to_string(i) + ".pb")); ++i)
+    v.push_back(load_tensor_pb((set / (prefix + std::to_string(i) + ".pb")).string()));
+  return v;
+}
+
+}  // namespace
+
+int onnx_tests_command(const OnnxTestArgs& a) {
+  if (!fs::is_directory(a.dir)) throw Error(a.dir + ": no such folder (apt-get install libonnx-testdata)");
+  std::vector<fs::path> tests;
+  for (const auto& e : fs::directory_iterator(a.dir))
+    if (e.is_directory() && fs::exists(e.path() / "model.onnx") &&
+        (a.filter.empty() || e.path().filename().string().find(a.filter) != std::string::npos))
+      tests.push_back(e.path());
+  std::sort(tests.begin(), tests.end());
+  auto device = runtime::open_device(a.device);
+  const auto& profile = device->info().profile;
+  const bool tty = isatty(1) && !a.verbose;
+
+  json results = json::array();
+  std::map<std::string, int> count;
+  std::map<std::string, int> unsupported_ops;
+  for (size_t i = 0; i < tests.size(); ++i) {
+    const auto& dir = tests[i];
+    std::string name = dir.filename().string(), status, reason, ops;
+    if (tty) std::cout << "\r[" << i + 1 << "/" << tests.size() << "] " << std::left << std::setw(60) << name << std::flush;
+    try {
+      Graph g = import_onnx((dir / "model.onnx").string(), {.load_weights = true});
+      for (const auto& n : g.nodes) ops += (ops.empty() ? "" : ",") + n.op_type;
+      std::vector<HostTensor> inputs = load_set(dir / "test_data_set_0", "input_");
+      std::vector<HostTensor> expected = load_set(dir / "test_data_set_0", "output_");
+      UsageOptions uo;
+      uo.device = &profile;
+      PlanInput pin = make_usage_records(g, uo);
+      plan::MemoryPlan plan = plan::plan_memory(pin.records, profile, "best");
+      plan::validate(plan, pin.records, profile);
+      runtime::Session session(g, pin, plan, device, {});
+      std::vector<HostTensor> outputs = session.run(inputs);
+      for (size_t k = 0; k < expected.size() && reason.empty(); ++k)
+        reason = k < outputs.size() ? compare(outputs[k], expected[k]) : "missing output";
+      bool fell_back = !session.fallback_nodes().empty();
+      status = reason.empty() ? (fell_back ? "passed (cpu fallback)" : "passed")
+                              : (fell_back ? "failed (cpu fallback)" : "failed");
+    } catch (const std::exception& e) {
+      reason = e.what();
+      status = is_unsupported(reason) ? "unsupported" : "failed";
+      if (status == "unsupported") ++unsupported_ops[ops.empty() ? name : ops];
+    }
+    ++count[status];
+    results.push_back({{"test", name}, {"status", status}, {"ops", ops}, {"reason", reason}});
+    if (a.verbose || (status.rfind("failed", 0) == 0)) {
+      if (tty) std::cout << "\r" << std::string(72, ' ') << "\r";
+      std::cout << std::left << std::setw(12) << status << " " << name << (reason.empty() ? "" : ": " + reason.substr(0, 200))
+                << "\n";
+    }
+  }
+  if (tty) std::cout << "\r" << std::string(72, ' ') << "\r";
+  std::cout << "ONNX node tests on " << device->info().name << ": " << tests.size() << " tests\n";
+  for (const auto& [k, v] : count) std::cout << "  " << std::left << std::setw(24) << k << v << "\n";
+  if (!a.json_path.empty()) {
+    std::ofstream f(a.json_path);
+    f << json{{"device", device->info().name}, {"counts", count}, {"tests", results}}.dump(1) << "\n";
+  }
+  int failed = count["failed"] + count["failed (cpu fallback)"];
+  std::cout << count["passed"] + count["passed (cpu fallback)"] << " passed, " << failed << " failed, "
+            << count["unsupported"] << " skipped\n";
+  return failed ? 1 : 0;
+}
+
+}  // namespace texplan::cli

@@ -1,0 +1,189 @@
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "import/onnx_import.h"
+#include "runtime/cpu_executor.h"
+#include "runtime/device.h"
+#include "runtime/session.h"
+
+namespace fs = std::filesystem;
+
+namespace texplan::cli {
+
+double relative_error(const HostTensor& out, const HostTensor& ref) {
+  std::vector<float> a = out.as_float(), b = ref.as_float();
+  if (a.size() != b.size()) return INFINITY;
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    double d = double(a[i]) - double(b[i]);
+    num += d * d;
+    den += double(b[i]) * double(b[i]);
+  }
+  if (std::isnan(num)) return INFINITY;
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+void add_run_options(CLI::App& app, RunArgs& a) {
+  app.add_option("model", a.model, "model .onnx file or model folder")->required();
+  app.add_option("--device", a.device, "pocl, gpu, opencl:N, or cpu (the reference executor)")->capture_default_str();
+  app.add_option("--input", a.inputs, "input tensor(s) as .pb (default: the folder's test_data_set_0)");
+  app.add_option("--strategy", a.strategy, "memory planning strategy")->capture_default_str();
+  app.add_option("--textures", a.textures, "none or auto")->check(CLI::IsMember({"none", "auto"}))->capture_default_str();
+  app.add_flag("--check", a.check, "compare with test_data_set_0/output_*.pb; exit 2 above --tolerance");
+  app.add_option("--tolerance", a.tolerance, "largest relative error --check accepts")->capture_default_str();
+  app.add_flag("--guard", a.guard, "poison pools and check after every node that live tensors stay intact");
+  app.add_option("--bench", a.bench, "time N runs after warm-up");
+  app.add_option("--json", a.json_path, "write the report as JSON");
+}
+
+namespace {
+
+std::vector<std::string> test_files(const std::string& model_file, const std::string& prefix) {
+  fs::path set = fs::path(model_file).parent_path() / "test_data_set_0";
+  std::vector<std::string> files;
+  for (int i = 0; fs::exists(set / (prefix + std::to_string(i) + ".pb")); ++i)
+    files.push_back((set / (prefix + std::to_string(i) + ".pb")).string());
+  return files;
+}
+
+struct Timing {
+  double min_ms = 0, median_ms = 0;
+};
+
+template <class F>
+Timing time_runs(int n, F&& run_once) {
+  run_once();  // warm-up beyond the first (checked) run
+  std::vector<double> ms;
+  for (int i = 0; i < n; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    run_once();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  return {ms.front(), ms[ms.size() / 2]};
+}
+
+}  // namespace
+
+int run_command(const RunArgs& a) {
+  const std::string file = resolve_model_file(a.model);
+  Graph g = import_onnx(file, {.load_weights = true});
+
+  std::vector<std::string> input_files = a.inputs.empty() ? test_files(file, "input_") : a.inputs;
+  if (input_files.empty())
+    throw Error(g.model_name + ": no input given and no test_data_set_0/input_0.pb beside the model: use --input FILE.pb");
+  std::vector<HostTensor> inputs;
+  for (const auto& f : input_files) inputs.push_back(load_tensor_pb(f));
+  runtime::check_inputs(g, inputs);
+
+  const bool on_cpu = a.device == "cpu";
+  std::shared_ptr<runtime::Device> device;
+  plan::DeviceProfile profile;
+  if (on_cpu) {
+    profile = plan::DeviceProfile::load("pocl");
+  } else {
+    device = runtime::open_device(a.device);
+    profile = device->info().profile;
+  }
+  UsageOptions uo;
+  uo.textures = a.textures == "auto" ? TextureMode::Auto : TextureMode::None;
+  uo.device = &profile;
+  PlanInput pin = make_usage_records(g, uo);
+  plan::MemoryPlan plan = plan::plan_memory(pin.records, profile, a.strategy);
+  plan::validate(plan, pin.records, profile);
+  const int64_t lower_bound = plan::lower_bound_bytes(pin.records);
+
+  int64_t weight_bytes = 0;
+  for (const auto& t : g.tensors)
+    if (t.is_constant) weight_bytes += t.bytes();
+
+  json report{{"model", g.model_name}, {"strategy", a.strategy}, {"textures", a.textures},
+              {"lower_bound_bytes", lower_bound}, {"plan_bytes", plan.total_bytes()},
+              {"buffer_bytes", plan.buffer_bytes()}, {"texture_bytes", plan.texture_bytes()}};
+  std::vector<HostTensor> outputs;
+  Timing timing;
+  int64_t activation_bytes = 0;
+  int guard_violations = 0;
+  std::vector<std::string> fallback;
+
+  if (on_cpu) {
+    runtime::CpuExecutor cpu(g, pin, plan);
+    outputs = cpu.run(inputs);
+    activation_bytes = cpu.activation_bytes();
+    if (a.bench > 0) timing = time_runs(a.bench, [&] { cpu.run(inputs); });
+    report["device"] = "cpu (reference executor)";
+  } else {
+    runtime::SessionOptions so;
+    runtime::Session session(g, pin, plan, device, so);
+    outputs = session.run(inputs);
+    activation_bytes = session.activation_bytes();
+    weight_bytes = session.weight_bytes();
+    fallback = session.fallback_nodes();
+    if (a.bench > 0) timing = time_runs(a.bench, [&] { session.run(inputs); });
+    report["device"] = device->info().name + " (" + device->info().platform + ")";
+    if (a.guard) {
+      runtime::SessionOptions go;
+      go.guard = true;
+      runtime::Session guarded(g, pin, plan, device, go);
+      guarded.run(inputs);
+      for (const auto& v : guarded.guard_violations()) {
+        std::cerr << "guard: " << v << "\n";
+        ++guard_violations;
+      }
+      report["guard_violations"] = guard_violations;
+    }
+  }
+  report["activation_bytes"] = activation_bytes;
+  report["weight_bytes"] = weight_bytes;
+  report["fallback_nodes"] = fallback;
+
+  double rel_error = -1;
+  if (a.check) {
+    std::vector<std::string> refs = test_files(file, "output_");
+    if (refs.empty()) throw Error(g.model_name + ": --check needs test_data_set_0/output_0.pb beside the model");
+    rel_error = 0;
+    for (size_t i = 0; i < refs.size() && i < outputs.size(); ++i)
+      rel_error = std::max(rel_error, relative_error(outputs[i], load_tensor_pb(refs[i])));
+    report["rel_error"] = rel_error;
+  }
+  if (a.bench > 0) {
+    report["median_ms"] = timing.median_ms;
+    report["min_ms"] = timing.min_ms;
+    report["runs"] = a.bench;
+  }
+
+  std::cout << "model       " << g.model_name << " (" << g.nodes.size() << " nodes)\n";
+  std::cout << "device      " << report["device"].get<std::string>() << "\n";
+  std::cout << "activations " << human_bytes(activation_bytes) << " allocated (" << activation_bytes
+            << " B), lower bound " << human_bytes(lower_bound) << " (" << std::fixed << std::setprecision(3)
+            << (lower_bound ? double(activation_bytes) / double(lower_bound) : 1.0) << "x), strategy " << a.strategy
+            << "\n";
+  std::cout << "weights     " << human_bytes(weight_bytes) << "\n";
+  if (!fallback.empty()) std::cout << "cpu fallback " << fallback.size() << " node(s)\n";
+  if (a.bench > 0)
+    std::cout << "latency     median " << std::setprecision(3) << timing.median_ms << " ms, min " << timing.min_ms
+              << " ms over " << a.bench << " runs\n";
+  if (a.check) std::cout << "rel error   " << std::scientific << std::setprecision(2) << rel_error << "\n";
+  if (a.guard) std::cout << "guard       " << (guard_violations ? "VIOLATIONS" : "clean") << "\n";
+  if (!a.json_path.empty()) {
+    std::ofstream f(a.json_path);
+    if (!f) throw Error("cannot write '" + a.json_path + "'");
+    f << report.dump(1) << "\n";
+  }
+  if (guard_violations) return 4;
+  if (a.check && !(rel_error <= a.tolerance)) {
+    std::cerr << "texplan: error: " << g.model_name << ": relative error " << rel_error << " exceeds " << a.tolerance
+              << "\n";
+    return 2;
+  }
+  return 0;
+}
+
+}  // namespace texplan::cli

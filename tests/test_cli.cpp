@@ -1,0 +1,143 @@
+// The CLI as a user runs it: exit codes, messages, and the JSON contract.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "onnx_builder.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+struct Result {
+  int code;
+  std::string out;  // stdout and stderr
+};
+
+Result texplan(const std::string& args) {
+  std::string cmd = std::string(TEXPLAN_CLI) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+const std::string kTiny = std::string(TEXPLAN_SOURCE_DIR) + "/examples/models/tiny_cnn";
+
+json read_json(const fs::path& p) {
+  std::ifstream f(p);
+  return json::parse(f);
+}
+
+}  // namespace
+
+TEST(CliPlan, JsonHasTheDocumentedFieldsAndEveryPlanValidates) {
+  auto out = texplan::test::temp_dir("cli") / "plan.json";
+  Result r = texplan("plan " + kTiny + " --json " + out.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("lower bound"), std::string::npos) << r.out;
+  json j = read_json(out);
+  EXPECT_EQ(j["model"], "tiny_cnn");
+  int64_t lb = j["lower_bound_bytes"];
+  EXPECT_GT(lb, 0);
+  ASSERT_GE(j["strategies"].size(), 5u);
+  for (const auto& s : j["strategies"]) {
+    if (s.value("skipped", false)) continue;
+    SCOPED_TRACE(s["name"].get<std::string>());
+    EXPECT_TRUE(s["valid"].get<bool>());
+    EXPECT_GE(s["total_bytes"].get<int64_t>(), lb);
+    EXPECT_GE(s["plan_ms"].get<double>(), 0.0);
+    ASSERT_FALSE(s["pools"].empty());
+    for (const auto& p : s["pools"]) {
+      EXPECT_TRUE(p.contains("id") && p.contains("kind") && p.contains("bytes"));
+    }
+    for (const auto& t : s["tensors"]) {
+      EXPECT_TRUE(t.contains("name") && t.contains("bytes") && t.contains("first") && t.contains("last") &&
+                  t.contains("storage") && t.contains("pool") && t.contains("offset"));
+      EXPECT_LE(t["first"].get<int>(), t["last"].get<int>());
+    }
+    if (s["name"] == "best") EXPECT_LE(s["total_bytes"].get<int64_t>(), lb + lb / 1000);
+  }
+}
+
+TEST(CliPlan, TexturesAutoReportsTexturePools) {
+  auto out = texplan::test::temp_dir("clitex") / "plan.json";
+  Result r = texplan("plan " + kTiny + " --textures auto --target adreno --json " + out.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  json j = read_json(out);
+  EXPECT_GT(j["texture_records"].get<int>(), 0);
+  bool saw_texture_pool = false, saw_view = false;
+  for (const auto& s : j["strategies"]) {
+    for (const auto& p : s["pools"]) saw_texture_pool |= p["kind"] == "texture";
+    if (s["name"] == "texture-views") {
+      EXPECT_TRUE(s["valid"].get<bool>());
+      for (const auto& t : s["tensors"]) saw_view |= t.contains("row_pitch");
+    }
+  }
+  EXPECT_TRUE(saw_texture_pool);
+  EXPECT_TRUE(saw_view);
+}
+
+TEST(CliPlan, RandomGraph) {
+  Result r = texplan("plan --random-graph 2000 --seed 3 --strategy best");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("best"), std::string::npos);
+  EXPECT_NE(r.out.find("yes"), std::string::npos);
+}
+
+TEST(CliErrors, BadInputsGetOneLineAndNonZeroExit) {
+  auto dir = texplan::test::temp_dir("clibad");
+  { std::ofstream(dir / "junk.onnx") << "junk"; }
+  for (const std::string& args :
+       {std::string("plan /no/such/model.onnx"), "plan " + (dir / "junk.onnx").string(),
+        "plan " + kTiny + " --target no-such-profile", "run " + kTiny + " --device opencl:99",
+        "run " + kTiny + " --input " + (dir / "junk.onnx").string()}) {
+    Result r = texplan(args);
+    EXPECT_NE(r.code, 0) << args;
+    EXPECT_EQ(r.out.rfind("texplan: error: ", 0), 0u) << args << "\n" << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << args << "\n" << r.out;
+  }
+}
+
+TEST(CliRun, TinyModelOnPoclIsCorrectAndGuardClean) {
+  auto out = texplan::test::temp_dir("clirun") / "run.json";
+  Result r = texplan("run " + kTiny + " --device pocl --check --guard --bench 2 --json " + out.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  json j = read_json(out);
+  EXPECT_LE(j["rel_error"].get<double>(), 1e-4);
+  EXPECT_EQ(j["guard_violations"].get<int>(), 0);
+  EXPECT_EQ(j["activation_bytes"].get<int64_t>(), j["plan_bytes"].get<int64_t>());
+  EXPECT_GE(j["activation_bytes"].get<int64_t>(), j["lower_bound_bytes"].get<int64_t>());
+  EXPECT_GT(j["weight_bytes"].get<int64_t>(), 0);
+  EXPECT_GT(j["median_ms"].get<double>(), 0.0);
+  for (const char* k : {"device", "rel_error", "median_ms", "activation_bytes", "lower_bound_bytes", "weight_bytes"})
+    EXPECT_TRUE(j.contains(k)) << k;
+}
+
+TEST(CliRun, CpuReferenceExecutorFollowsThePlan) {
+  Result r = texplan("run " + kTiny + " --device cpu --check");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("rel error"), std::string::npos);
+}
+
+TEST(CliRun, WrongInputShapeIsNamed) {
+  auto dir = texplan::test::temp_dir("cliinput");
+  // A 1x3x8x8 input for a model that wants 1x3x32x32.
+  texplan::test::OnnxBuilder b;
+  b.input("x", {1, 3, 8, 8}).output("y");
+  b.node("Relu", {"x"}, {"y"});
+  std::string other = b.save(dir, "other");
+  Result make = texplan("run " + other + " --device cpu");  // no input: clear error
+  EXPECT_NE(make.code, 0);
+  EXPECT_NE(make.out.find("--input"), std::string::npos) << make.out;
+  Result r = texplan("run " + kTiny + " --device cpu --input " + kTiny + "/test_data_set_0/output_0.pb");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("input 'input' must be float32 1x3x32x32"), std::string::npos) << r.out;
+}
