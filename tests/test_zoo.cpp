@@ -1,0 +1,96 @@
+// The shared model zoo (../shared/models): every strategy's plan validates,
+// `best` reaches the lower bound, and every model with weights runs correctly
+// on PoCL with a clean guard. Skips, saying why, when the zoo is absent.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "cli/commands.h"
+#include "import/onnx_import.h"
+#include "runtime/cpu_executor.h"
+#include "runtime/device.h"
+#include "runtime/session.h"
+
+namespace fs = std::filesystem;
+using namespace texplan;
+
+namespace {
+
+std::vector<std::string> zoo_models() {
+  std::vector<std::string> v;
+  fs::path zoo = TEXPLAN_MODELS_DIR;
+  if (!fs::is_directory(zoo)) return v;
+  for (const auto& e : fs::directory_iterator(zoo))
+    if (e.is_directory()) v.push_back(e.path().filename().string());
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+fs::path model_dir(const std::string& name) { return fs::path(TEXPLAN_MODELS_DIR) / name; }
+
+class Zoo : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (!fs::is_directory(model_dir(GetParam())))
+      GTEST_SKIP() << "no model zoo at " << TEXPLAN_MODELS_DIR << " (../shared/models)";
+  }
+};
+
+}  // namespace
+
+TEST_P(Zoo, EveryStrategyValidatesAndBestReachesTheLowerBound) {
+  for (const char* target : {"pocl", "h100", "adreno"}) {
+    for (auto textures : {TextureMode::None, TextureMode::Auto}) {
+      SCOPED_TRACE(std::string(target) + (textures == TextureMode::Auto ? " textures" : " buffers"));
+      plan::DeviceProfile dev = plan::DeviceProfile::load(target);
+      cli::PlanOptions opt;
+      opt.textures = textures;
+      opt.include_tensors = false;
+      cli::json r = cli::plan_model(model_dir(GetParam()).string(), dev, opt);
+      int64_t lb = r["lower_bound_bytes"];
+      for (const auto& s : r["strategies"]) {
+        SCOPED_TRACE(s["name"].get<std::string>());
+        if (s.value("skipped", false)) {
+          EXPECT_FALSE(dev.image2d_from_buffer);  // only texture-views may be unavailable
+          continue;
+        }
+        EXPECT_TRUE(s["valid"].get<bool>()) << s.value("error", "");
+        EXPECT_GE(s["total_bytes"].get<int64_t>(), lb);
+        if (s["name"] == "best" && textures == TextureMode::None)
+          EXPECT_LE(double(s["total_bytes"].get<int64_t>()), double(lb) * 1.001);
+      }
+    }
+  }
+}
+
+TEST_P(Zoo, RunsOnPoclMatchingPyTorchWithACleanGuard) {
+  fs::path dir = model_dir(GetParam());
+  if (!fs::exists(dir / (GetParam() + ".onnx.data")))
+    GTEST_SKIP() << GetParam() << " has no weights here (regenerate with ../shared/tools/export_models.py)";
+  Graph g = import_onnx(dir.string(), {.load_weights = true});
+  auto device = runtime::open_device("pocl");
+  const auto& profile = device->info().profile;
+  UsageOptions uo;
+  uo.device = &profile;
+  PlanInput pin = make_usage_records(g, uo);
+  plan::MemoryPlan plan = plan::plan_memory(pin.records, profile, "best");
+  plan::validate(plan, pin.records, profile);
+  HostTensor input = load_tensor_pb((dir / "test_data_set_0" / "input_0.pb").string());
+  HostTensor expected = load_tensor_pb((dir / "test_data_set_0" / "output_0.pb").string());
+  runtime::SessionOptions so;
+  so.guard = true;
+  runtime::Session session(g, pin, plan, device, so);
+  auto out = session.run({input});
+  EXPECT_TRUE(session.guard_violations().empty()) << session.guard_violations().front();
+  EXPECT_TRUE(session.fallback_nodes().empty());
+  EXPECT_EQ(session.activation_bytes(), plan.total_bytes());
+  EXPECT_LE(cli::relative_error(out[0], expected), 1e-4);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, Zoo,
+                         ::testing::ValuesIn([] {
+                           auto v = zoo_models();
+                           if (v.empty()) v.push_back("zoo_absent");
+                           return v;
+                         }()),
+                         [](const auto& info) { return info.param; });
