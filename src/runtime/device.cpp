@@ -1,0 +1,240 @@
+#include "runtime/device.h"
+
+#include <CL/cl_ext.h>
+
+#include <map>
+#include <sstream>
+
+#include "kernels/kernel_sources.h"
+
+// cl_khr_image2d_from_buffer queries (OpenCL 2.0 core names, same values).
+#ifndef CL_DEVICE_IMAGE_PITCH_ALIGNMENT_KHR
+#define CL_DEVICE_IMAGE_PITCH_ALIGNMENT_KHR 0x104A
+#define CL_DEVICE_IMAGE_BASE_ADDRESS_ALIGNMENT_KHR 0x104B
+#endif
+
+namespace texplan::runtime {
+
+const char* cl_error_name(cl_int s) {
+  switch (s) {
+#define E(x) case x: return #x;
+    E(CL_SUCCESS) E(CL_DEVICE_NOT_FOUND) E(CL_DEVICE_NOT_AVAILABLE) E(CL_COMPILER_NOT_AVAILABLE)
+    E(CL_MEM_OBJECT_ALLOCATION_FAILURE) E(CL_OUT_OF_RESOURCES) E(CL_OUT_OF_HOST_MEMORY)
+    E(CL_PROFILING_INFO_NOT_AVAILABLE) E(CL_MEM_COPY_OVERLAP) E(CL_IMAGE_FORMAT_MISMATCH)
+    E(CL_IMAGE_FORMAT_NOT_SUPPORTED) E(CL_BUILD_PROGRAM_FAILURE) E(CL_MAP_FAILURE)
+    E(CL_MISALIGNED_SUB_BUFFER_OFFSET) E(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
+    E(CL_COMPILE_PROGRAM_FAILURE) E(CL_LINKER_NOT_AVAILABLE) E(CL_LINK_PROGRAM_FAILURE)
+    E(CL_DEVICE_PARTITION_FAILED) E(CL_KERNEL_ARG_INFO_NOT_AVAILABLE) E(CL_INVALID_VALUE)
+    E(CL_INVALID_DEVICE_TYPE) E(CL_INVALID_PLATFORM) E(CL_INVALID_DEVICE) E(CL_INVALID_CONTEXT)
+    E(CL_INVALID_QUEUE_PROPERTIES) E(CL_INVALID_COMMAND_QUEUE) E(CL_INVALID_HOST_PTR)
+    E(CL_INVALID_MEM_OBJECT) E(CL_INVALID_IMAGE_FORMAT_DESCRIPTOR) E(CL_INVALID_IMAGE_SIZE)
+    E(CL_INVALID_SAMPLER) E(CL_INVALID_BINARY) E(CL_INVALID_BUILD_OPTIONS) E(CL_INVALID_PROGRAM)
+    E(CL_INVALID_PROGRAM_EXECUTABLE) E(CL_INVALID_KERNEL_NAME) E(CL_INVALID_KERNEL_DEFINITION)
+    E(CL_INVALID_KERNEL) E(CL_INVALID_ARG_INDEX) E(CL_INVALID_ARG_VALUE) E(CL_INVALID_ARG_SIZE)
+    E(CL_INVALID_KERNEL_ARGS) E(CL_INVALID_WORK_DIMENSION) E(CL_INVALID_WORK_GROUP_SIZE)
+    E(CL_INVALID_WORK_ITEM_SIZE) E(CL_INVALID_GLOBAL_OFFSET) E(CL_INVALID_EVENT_WAIT_LIST)
+    E(CL_INVALID_EVENT) E(CL_INVALID_OPERATION) E(CL_INVALID_GL_OBJECT) E(CL_INVALID_BUFFER_SIZE)
+    E(CL_INVALID_MIP_LEVEL) E(CL_INVALID_GLOBAL_WORK_SIZE) E(CL_INVALID_PROPERTY)
+    E(CL_INVALID_IMAGE_DESCRIPTOR) E(CL_INVALID_COMPILER_OPTIONS) E(CL_INVALID_LINKER_OPTIONS)
+    E(CL_INVALID_DEVICE_PARTITION_COUNT)
+#undef E
+    case -1001: return "CL_PLATFORM_NOT_FOUND_KHR (no OpenCL driver registered with the ICD loader)";
+    default: return "CL_UNKNOWN_ERROR";
+  }
+}
+
+namespace {
+
+void check(cl_int s, const std::string& what) {
+  if (s != CL_SUCCESS) throw Error(what + ": " + cl_error_name(s));
+}
+
+std::string platform_string(cl_platform_id p, cl_platform_info what) {
+  size_t n = 0;
+  check(clGetPlatformInfo(p, what, 0, nullptr, &n), "clGetPlatformInfo");
+  std::string s(n, '\0');
+  check(clGetPlatformInfo(p, what, n, s.data(), nullptr), "clGetPlatformInfo");
+  while (!s.empty() && (s.back() == '\0' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+std::string device_string(cl_device_id d, cl_device_info what) {
+  size_t n = 0;
+  check(clGetDeviceInfo(d, what, 0, nullptr, &n), "clGetDeviceInfo");
+  std::string s(n, '\0');
+  check(clGetDeviceInfo(d, what, n, s.data(), nullptr), "clGetDeviceInfo");
+  while (!s.empty() && (s.back() == '\0' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+template <class T>
+T device_value(cl_device_id d, cl_device_info what) {
+  T v{};
+  check(clGetDeviceInfo(d, what, sizeof v, &v, nullptr), "clGetDeviceInfo");
+  return v;
+}
+
+// All devices in list order: platforms as the ICD loader returns them, then
+// each platform's devices.
+std::vector<cl_device_id> all_device_ids() {
+  cl_uint np = 0;
+  cl_int s = clGetPlatformIDs(0, nullptr, &np);
+  if (s == -1001 || np == 0) return {};  // no ICD registered: no devices, not an error
+  check(s, "clGetPlatformIDs");
+  std::vector<cl_platform_id> platforms(np);
+  check(clGetPlatformIDs(np, platforms.data(), nullptr), "clGetPlatformIDs");
+  std::vector<cl_device_id> ids;
+  for (cl_platform_id p : platforms) {
+    cl_uint nd = 0;
+    if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &nd) != CL_SUCCESS || nd == 0) continue;
+    std::vector<cl_device_id> d(nd);
+    check(clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, nd, d.data(), nullptr), "clGetDeviceIDs");
+    ids.insert(ids.end(), d.begin(), d.end());
+  }
+  return ids;
+}
+
+DeviceInfo describe(cl_device_id d, int index) {
+  DeviceInfo i;
+  i.index = index;
+  auto platform = device_value<cl_platform_id>(d, CL_DEVICE_PLATFORM);
+  i.platform = platform_string(platform, CL_PLATFORM_NAME);
+  i.name = device_string(d, CL_DEVICE_NAME);
+  i.vendor = device_string(d, CL_DEVICE_VENDOR);
+  i.version = device_string(d, CL_DEVICE_VERSION);
+  i.driver = device_string(d, CL_DRIVER_VERSION);
+  auto type = device_value<cl_device_type>(d, CL_DEVICE_TYPE);
+  i.type = type & CL_DEVICE_TYPE_GPU ? "gpu"
+           : type & CL_DEVICE_TYPE_CPU ? "cpu"
+           : type & CL_DEVICE_TYPE_ACCELERATOR ? "accelerator"
+                                               : "other";
+  i.compute_units = int(device_value<cl_uint>(d, CL_DEVICE_MAX_COMPUTE_UNITS));
+  std::istringstream ext(device_string(d, CL_DEVICE_EXTENSIONS));
+  for (std::string e; ext >> e;) i.extensions.push_back(e);
+  auto has = [&](const std::string& e) {
+    for (auto& x : i.extensions)
+      if (x == e) return true;
+    return false;
+  };
+
+  plan::DeviceProfile& p = i.profile;
+  p.name = i.name;
+  p.source = "clGetDeviceInfo: " + i.platform + " / " + i.name + " / " + i.driver;
+  p.image_support = device_value<cl_bool>(d, CL_DEVICE_IMAGE_SUPPORT) == CL_TRUE;
+  if (p.image_support) {
+    p.max_image2d_width = int64_t(device_value<size_t>(d, CL_DEVICE_IMAGE2D_MAX_WIDTH));
+    p.max_image2d_height = int64_t(device_value<size_t>(d, CL_DEVICE_IMAGE2D_MAX_HEIGHT));
+    p.max_image1d_buffer_pixels = int64_t(device_value<size_t>(d, CL_DEVICE_IMAGE_MAX_BUFFER_SIZE));
+  } else {
+    p.max_image2d_width = p.max_image2d_height = p.max_image1d_buffer_pixels = 0;
+  }
+  p.image2d_from_buffer = p.image_support && has("cl_khr_image2d_from_buffer");
+  if (p.image2d_from_buffer) {
+    // Both are reported in pixels; the planner wants bytes of RGBA fp32 pixels.
+    const int64_t rgba_f32 = 16;
+    p.image_pitch_alignment = rgba_f32 * device_value<cl_uint>(d, CL_DEVICE_IMAGE_PITCH_ALIGNMENT_KHR);
+    p.image_base_address_alignment =
+        rgba_f32 * device_value<cl_uint>(d, CL_DEVICE_IMAGE_BASE_ADDRESS_ALIGNMENT_KHR);
+  } else {
+    p.image_pitch_alignment = p.image_base_address_alignment = 0;
+  }
+  p.mem_base_addr_align = int64_t(device_value<cl_uint>(d, CL_DEVICE_MEM_BASE_ADDR_ALIGN)) / 8;
+  p.fp16 = has("cl_khr_fp16");
+  p.global_mem_bytes = int64_t(device_value<cl_ulong>(d, CL_DEVICE_GLOBAL_MEM_SIZE));
+  p.max_alloc_bytes = int64_t(device_value<cl_ulong>(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE));
+  return i;
+}
+
+std::string device_list_text() {
+  std::ostringstream o;
+  auto devs = list_devices();
+  if (devs.empty()) return "no OpenCL devices found (is an ICD such as pocl-opencl-icd installed?)";
+  o << "devices:";
+  for (auto& d : devs) o << " [opencl:" << d.index << "] " << d.platform << " / " << d.name << " (" << d.type << ");";
+  return o.str();
+}
+
+}  // namespace
+
+std::vector<DeviceInfo> list_devices() {
+  std::vector<DeviceInfo> out;
+  auto ids = all_device_ids();
+  for (size_t k = 0; k < ids.size(); ++k) out.push_back(describe(ids[k], int(k)));
+  return out;
+}
+
+Device::Device(cl_device_id id, DeviceInfo info) : info_(std::move(info)), id_(id) {
+  cl_int s = CL_SUCCESS;
+  context_ = clCreateContext(nullptr, 1, &id_, nullptr, nullptr, &s);
+  check(s, "clCreateContext on " + info_.name);
+  queue_ = clCreateCommandQueue(context_, id_, 0, &s);  // in-order
+  check(s, "clCreateCommandQueue on " + info_.name);
+}
+
+Device::~Device() {
+  for (auto& [file, prog] : programs_) clReleaseProgram(prog);
+  if (queue_) clReleaseCommandQueue(queue_);
+  if (context_) clReleaseContext(context_);
+}
+
+cl_program Device::program(const std::string& file) {
+  std::lock_guard<std::mutex> lock(programs_mutex_);
+  for (auto& [f, prog] : programs_)
+    if (f == file) return prog;
+  const auto& srcs = kernels::sources();
+  auto it = srcs.find(file);
+  if (it == srcs.end()) throw Error("no kernel source " + file + " embedded in this build");
+  // common.cl holds the definitions every kernel file shares.
+  std::string text = srcs.at("common.cl") + "\n" + it->second;
+  const char* ptr = text.c_str();
+  size_t len = text.size();
+  cl_int s = CL_SUCCESS;
+  cl_program prog = clCreateProgramWithSource(context_, 1, &ptr, &len, &s);
+  check(s, "clCreateProgramWithSource(" + file + ")");
+  // Exact math: no -cl-fast-relaxed-math; a*b+c may become one fma.
+  s = clBuildProgram(prog, 1, &id_, "-cl-std=CL1.2 -cl-mad-enable", nullptr, nullptr);
+  if (s != CL_SUCCESS) {
+    size_t n = 0;
+    clGetProgramBuildInfo(prog, id_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
+    std::string log(n, '\0');
+    clGetProgramBuildInfo(prog, id_, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
+    clReleaseProgram(prog);
+    throw Error("building kernels " + file + " for " + info_.name + ": " + cl_error_name(s) + "\n" + log);
+  }
+  programs_.emplace_back(file, prog);
+  return prog;
+}
+
+std::shared_ptr<Device> open_device(const std::string& spec) {
+  // Devices live until the process exits and are never released: drivers
+  // may already be unloaded when static destructors run.
+  static std::mutex mutex;
+  static auto* opened = new std::map<int, std::shared_ptr<Device>>();
+  std::lock_guard<std::mutex> lock(mutex);
+
+  auto ids = all_device_ids();
+  int pick = -1;
+  if (spec == "pocl") {
+    for (size_t k = 0; k < ids.size() && pick < 0; ++k) {
+      auto p = device_value<cl_platform_id>(ids[k], CL_DEVICE_PLATFORM);
+      if (platform_string(p, CL_PLATFORM_NAME).find("Portable Computing Language") != std::string::npos) pick = int(k);
+    }
+  } else if (spec == "gpu") {
+    for (size_t k = 0; k < ids.size() && pick < 0; ++k)
+      if (device_value<cl_device_type>(ids[k], CL_DEVICE_TYPE) & CL_DEVICE_TYPE_GPU) pick = int(k);
+  } else if (spec.rfind("opencl:", 0) == 0) {
+    std::string n = spec.substr(7);
+    if (!n.empty() && n.find_first_not_of("0123456789") == std::string::npos && n.size() < 6 &&
+        std::stoi(n) < int(ids.size()))
+      pick = std::stoi(n);
+  } else {
+    throw Error("device spec '" + spec + "' is not one of pocl, gpu, opencl:N; " + device_list_text());
+  }
+  if (pick < 0) throw Error("no OpenCL device matches '" + spec + "'; " + device_list_text());
+
+  auto& dev = (*opened)[pick];
+  if (!dev) dev.reset(new Device(ids[pick], describe(ids[pick], pick)));
+  return dev;
+}
+
+}  // namespace texplan::runtime

@@ -1,0 +1,69 @@
+// OpenCL devices through the ICD loader: listing, selection by spec, the
+// planner's DeviceProfile read from the device, and per device one context,
+// one in-order queue and a cache of built programs shared by every Session.
+//
+//   for (const DeviceInfo& d : list_devices()) std::cout << d.name << "\n";
+//   std::shared_ptr<Device> dev = open_device("pocl");   // or "gpu", "opencl:1"
+//   plan::DeviceProfile p = dev->info().profile;
+#pragma once
+#include <CL/cl.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "plan/memory_plan.h"
+
+namespace texplan::runtime {
+
+struct DeviceInfo {
+  int index = 0;  // position in list_devices(): the N of "opencl:N"
+  std::string platform, name, vendor, version, driver;
+  std::string type;  // "gpu", "cpu", "accelerator", "other"
+  int compute_units = 0;
+  std::vector<std::string> extensions;
+  plan::DeviceProfile profile;
+};
+
+// Every device of every platform, platforms in ICD order.
+std::vector<DeviceInfo> list_devices();
+
+// "UNKNOWN(-9999)" style names for OpenCL status codes: "CL_OUT_OF_RESOURCES".
+const char* cl_error_name(cl_int status);
+
+class Device {
+ public:
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  const DeviceInfo& info() const { return info_; }
+  cl_device_id id() const { return id_; }
+  cl_context context() const { return context_; }
+  cl_command_queue queue() const { return queue_; }
+
+  // The program built from src/kernels/<file>, built on first use and cached
+  // for the life of the process. Throws Error with the build log on failure.
+  cl_program program(const std::string& file);
+
+ private:
+  friend std::shared_ptr<Device> open_device(const std::string& spec);
+  Device(cl_device_id id, DeviceInfo info);
+
+  DeviceInfo info_;
+  cl_device_id id_ = nullptr;
+  cl_context context_ = nullptr;
+  cl_command_queue queue_ = nullptr;
+  std::mutex programs_mutex_;
+  std::vector<std::pair<std::string, cl_program>> programs_;
+};
+
+// Selects a device: "pocl" (the PoCL CPU device), "gpu" (first GPU of any
+// platform), "opencl:N" (Nth entry of list_devices()). Returns the same
+// Device for the same physical device for the life of the process. Throws
+// Error listing the devices that exist when the spec matches none.
+std::shared_ptr<Device> open_device(const std::string& spec = "pocl");
+
+}  // namespace texplan::runtime
