@@ -1,0 +1,68 @@
+// Direct convolutions the GEMM form (gemm.cl) does poorly: depthwise (one
+// input channel per group) and transposed convolution.
+
+// Depthwise: groups == C, OC = C * mult. A work-item computes 4 neighbouring
+// output pixels of one row of one channel, so each weight is read once for 4.
+__kernel void conv2d_depthwise(__global const float* X, int xo, __global const float* Wt, int wo,
+                               __global const float* Bias, int bo, __global float* Y, int yo, int has_bias,
+                               int C, int H, int W, int OC, int OH, int OW, int KH, int KW, int sh, int sw,
+                               int ph, int pw, int dh, int dw) {
+  const int ow0 = get_global_id(0) * 4, oh = get_global_id(1), z = get_global_id(2);
+  if (ow0 >= OW || oh >= OH) return;
+  const int img = z / OC, oc = z % OC, c = oc / (OC / C);
+  __global const float* x = X + xo + (img * C + c) * H * W;
+  __global const float* w = Wt + wo + oc * KH * KW;
+  const float b = has_bias ? Bias[bo + oc] : 0.0f;
+  float acc[4] = {b, b, b, b};
+  for (int kh = 0; kh < KH; ++kh) {
+    int ih = oh * sh - ph + kh * dh;
+    if (ih < 0 || ih >= H) continue;
+    for (int kw = 0; kw < KW; ++kw) {
+      float wv = w[kh * KW + kw];
+      for (int j = 0; j < 4; ++j) {
+        int iw = (ow0 + j) * sw - pw + kw * dw;
+        if (iw >= 0 && iw < W) acc[j] += wv * x[ih * W + iw];
+      }
+    }
+  }
+  __global float* y = Y + yo + ((img * OC + oc) * OH + oh) * OW;
+  for (int j = 0; j < 4 && ow0 + j < OW; ++j) y[ow0 + j] = acc[j];
+}
+
+// Transposed convolution (weight [C, OC/groups, KH, KW]) as a gather: output
+// pixel (oh, ow) sums input pixels ih with ih*sh - ph + kh*dh == oh. A
+// work-item computes 4 output channels of one group at one pixel, reading
+// each input value once for all 4.
+__kernel void conv_transpose2d(__global const float* X, int xo, __global const float* Wt, int wo,
+                               __global const float* Bias, int bo, __global float* Y, int yo, int has_bias,
+                               int C, int H, int W, int OC, int OH, int OW, int KH, int KW, int sh, int sw,
+                               int ph, int pw, int dh, int dw, int groups) {
+  const int ow = get_global_id(0), oh = get_global_id(1), z = get_global_id(2);
+  const int OCg = OC / groups, ICg = C / groups, blocks = (OCg + 3) / 4;
+  if (ow >= OW || oh >= OH) return;  // z covers exactly N * groups * blocks
+  const int img = z / (groups * blocks), g = (z / blocks) % groups, oc0 = (z % blocks) * 4;
+  const int nb = min(4, OCg - oc0);
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int kh = 0; kh < KH; ++kh) {
+    int th = oh + ph - kh * dh;
+    if (th < 0 || th % sh != 0 || th / sh >= H) continue;
+    int ih = th / sh;
+    for (int kw = 0; kw < KW; ++kw) {
+      int tw = ow + pw - kw * dw;
+      if (tw < 0 || tw % sw != 0 || tw / sw >= W) continue;
+      int iw = tw / sw;
+      for (int ic = 0; ic < ICg; ++ic) {
+        int c = g * ICg + ic;
+        float xv = X[xo + ((img * C + c) * H + ih) * W + iw];
+        __global const float* w = Wt + wo + ((c * OCg + oc0) * KH + kh) * KW + kw;
+        for (int j = 0; j < 4; ++j)
+          if (j < nb) acc[j] += xv * w[j * KH * KW];
+      }
+    }
+  }
+  for (int j = 0; j < nb; ++j) {
+    int oc = g * OCg + oc0 + j;
+    float b = has_bias ? Bias[bo + oc] : 0.0f;
+    Y[yo + ((img * OC + oc) * OH + oh) * OW + ow] = acc[j] + b;
+  }
+}

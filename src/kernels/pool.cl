@@ -1,0 +1,41 @@
+// 2D pooling over NCHW, one work-item per output element.
+
+// MaxPool: padding never wins (taps outside the input are skipped).
+__kernel void max_pool2d(__global const float* X, int xo, __global float* Y, int yo, int n, int H, int W,
+                         int OH, int OW, int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw) {
+  int i = get_global_id(0);
+  if (i >= n) return;
+  int ow = i % OW, oh = (i / OW) % OH, plane = i / (OW * OH);
+  __global const float* x = X + xo + plane * H * W;
+  float m = -INFINITY;
+  for (int kh = 0; kh < KH; ++kh) {
+    int ih = oh * sh - ph + kh * dh;
+    if (ih < 0 || ih >= H) continue;
+    for (int kw = 0; kw < KW; ++kw) {
+      int iw = ow * sw - pw + kw * dw;
+      if (iw >= 0 && iw < W) m = fmax(m, x[ih * W + iw]);
+    }
+  }
+  Y[yo + i] = m;
+}
+
+// AveragePool: the divisor counts the taps inside the input, or with
+// count_include_pad the taps inside the padded input (a ceil_mode window
+// that runs past the end padding is cut there, as in PyTorch and ONNX).
+__kernel void avg_pool2d(__global const float* X, int xo, __global float* Y, int yo, int n, int H, int W,
+                         int OH, int OW, int KH, int KW, int sh, int sw, int ph, int pw, int ph_end,
+                         int pw_end, int count_include_pad) {
+  int i = get_global_id(0);
+  if (i >= n) return;
+  int ow = i % OW, oh = (i / OW) % OH, plane = i / (OW * OH);
+  __global const float* x = X + xo + plane * H * W;
+  int h0 = oh * sh - ph, w0 = ow * sw - pw;
+  int h1 = min(h0 + KH, H + ph_end), w1 = min(w0 + KW, W + pw_end);
+  int padded = (h1 - h0) * (w1 - w0);
+  int hs = max(h0, 0), ws = max(w0, 0), he = min(h1, H), we = min(w1, W);
+  float s = 0.0f;
+  for (int ih = hs; ih < he; ++ih)
+    for (int iw = ws; iw < we; ++iw) s += x[ih * W + iw];
+  int count = count_include_pad ? padded : (he - hs) * (we - ws);
+  Y[yo + i] = s / (float)count;
+}

@@ -1,0 +1,83 @@
+// Reductions and Softmax. `_rows` kernels give each contiguous row to one
+// work-group of 64 (tree reduction in local memory); the strided kernels
+// give each output to one work-item.
+
+#define RG 64
+// op: 0 sum, 1 mean, 2 max, 3 min
+inline float reduce_init(int op) { return op == 2 ? -INFINITY : op == 3 ? INFINITY : 0.0f; }
+inline float reduce_step(int op, float a, float v) { return op == 2 ? fmax(a, v) : op == 3 ? fmin(a, v) : a + v; }
+
+// Reduces `v` over the work-group; every work-item gets the result.
+inline float group_reduce(__local float* s, float v, int op) {
+  int l = get_local_id(0);
+  s[l] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int h = RG / 2; h > 0; h >>= 1) {
+    if (l < h) s[l] = reduce_step(op, s[l], s[l + h]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  float r = s[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return r;
+}
+
+// y[row] = reduce(x[row, 0..R)).
+__kernel __attribute__((reqd_work_group_size(RG, 1, 1)))
+void reduce_rows(__global const float* x, int xo, __global float* y, int yo, int R, int op) {
+  __local float s[RG];
+  int row = get_group_id(0), l = get_local_id(0);
+  __global const float* xr = x + xo + row * R;
+  float a = reduce_init(op);
+  for (int r = l; r < R; r += RG) a = reduce_step(op, a, xr[r]);
+  a = group_reduce(s, a, op);
+  if (l == 0) y[yo + row] = op == 1 ? a / (float)R : a;
+}
+
+// Output i (kept dims `odims`, input strides `ost`) reduces the R elements
+// of the reduced dims `rdims` (input strides `rst`).
+__kernel void reduce_strided(__global const float* x, int xo, __global float* y, int yo, int n, int R,
+                             Dims odims, Dims ost, Dims rdims, Dims rst, int op) {
+  int i = get_global_id(0);
+  if (i >= n) return;
+  __global const float* xb = x + xo + strided_offset(i, odims, ost);
+  float a = reduce_init(op);
+  for (int r = 0; r < R; ++r) a = reduce_step(op, a, xb[strided_offset(r, rdims, rst)]);
+  y[yo + i] = op == 1 ? a / (float)R : a;
+}
+
+// Softmax over contiguous rows of R; log_ != 0 gives LogSoftmax.
+__kernel __attribute__((reqd_work_group_size(RG, 1, 1)))
+void softmax_rows(__global const float* x, int xo, __global float* y, int yo, int R, int log_) {
+  __local float s[RG];
+  int row = get_group_id(0), l = get_local_id(0);
+  __global const float* xr = x + xo + row * R;
+  __global float* yr = y + yo + row * R;
+  float m = -INFINITY;
+  for (int r = l; r < R; r += RG) m = fmax(m, xr[r]);
+  m = group_reduce(s, m, 2);
+  float sum = 0.0f;
+  for (int r = l; r < R; r += RG) sum += exp(xr[r] - m);
+  sum = group_reduce(s, sum, 0);
+  if (log_) {
+    float ls = log(sum);
+    for (int r = l; r < R; r += RG) yr[r] = xr[r] - m - ls;
+  } else {
+    for (int r = l; r < R; r += RG) yr[r] = exp(xr[r] - m) / sum;
+  }
+}
+
+// Softmax over the middle dim of [outer, R, inner]; one work-item per (outer, inner).
+__kernel void softmax_strided(__global const float* x, int xo, __global float* y, int yo, int n, int R,
+                              int inner, int log_) {
+  int i = get_global_id(0);
+  if (i >= n) return;
+  int base = (i / inner) * R * inner + i % inner;
+  __global const float* xr = x + xo + base;
+  __global float* yr = y + yo + base;
+  float m = -INFINITY;
+  for (int r = 0; r < R; ++r) m = fmax(m, xr[r * inner]);
+  float sum = 0.0f;
+  for (int r = 0; r < R; ++r) sum += exp(xr[r * inner] - m);
+  float ls = log(sum);
+  for (int r = 0; r < R; ++r) yr[r * inner] = log_ ? xr[r * inner] - m - ls : exp(xr[r * inner] - m) / sum;
+}

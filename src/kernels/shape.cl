@@ -1,0 +1,109 @@
+// Data movement: strided copy (Transpose, Slice, Concat, Split, Expand,
+// Tile, copies), Gather, Pad, Resize. Copies move bit patterns, so one
+// kernel per element size serves every dtype.
+
+// y[walk(i, sy)] = x[walk(i, sx)] for i over the space `dims`.
+#define COPY(NAME, T)                                                                       \
+  __kernel void NAME(__global const T* x, int xo, __global T* y, int yo, int n, Dims dims, \
+                     Dims sy, Dims sx) {                                                    \
+    int i = get_global_id(0);                                                               \
+    if (i >= n) return;                                                                     \
+    int oy, ox;                                                                             \
+    strided_offset2(i, dims, sy, sx, &oy, &ox);                                             \
+    y[yo + oy] = x[xo + ox];                                                                \
+  }
+COPY(copy_b1, uchar)
+COPY(copy_b2, ushort)
+COPY(copy_b4, uint)
+COPY(copy_b8, ulong)
+
+// x viewed as [outer, axis_len, inner], indices flattened to [nidx]:
+// y[o, j, r] = x[o, idx[j], r]. Negative indices count from the end; out of
+// range ones give 0 (the CPU reference rejects them).
+#define GATHER(NAME, T, I)                                                                  \
+  __kernel void NAME(__global const T* x, int xo, __global const I* idx, int io,           \
+                     __global T* y, int yo, int n, int axis_len, int nidx, int inner) {     \
+    int i = get_global_id(0);                                                               \
+    if (i >= n) return;                                                                     \
+    int r = i % inner, t = i / inner;                                                       \
+    int j = t % nidx, o = t / nidx;                                                         \
+    long k = idx[io + j];                                                                   \
+    if (k < 0) k += axis_len;                                                               \
+    y[yo + i] = (k >= 0 && k < axis_len) ? x[xo + (o * axis_len + (int)k) * inner + r] : 0; \
+  }
+GATHER(gather_b4_i64, uint, long)
+GATHER(gather_b4_i32, uint, int)
+GATHER(gather_b8_i64, ulong, long)
+GATHER(gather_b8_i32, ulong, int)
+
+// mode: 0 constant, 1 reflect, 2 edge. ydims/xdims/xst/pad_begin per dim.
+__kernel void pad_f32(__global const float* x, int xo, __global float* y, int yo, int n, Dims ydims,
+                      Dims xdims, Dims xst, Dims pad_begin, int mode, float value) {
+  int i = get_global_id(0);
+  if (i >= n) return;
+  int rest = i, off = 0;
+  for (int k = MAXR - 1; k >= 0; --k) {
+    int c = rest % ydims.d[k] - pad_begin.d[k];
+    rest /= ydims.d[k];
+    int len = xdims.d[k];
+    if (c < 0 || c >= len) {
+      if (mode == 0) {
+        y[yo + i] = value;
+        return;
+      }
+      if (mode == 1) {  // reflect without repeating the edge; pads < len
+        c = c < 0 ? -c : 2 * (len - 1) - c;
+      } else {
+        c = c < 0 ? 0 : len - 1;
+      }
+    }
+    off += c * xst.d[k];
+  }
+  y[yo + i] = x[xo + off];
+}
+
+// ONNX coordinate_transformation_mode / nearest_mode codes (runtime/ops_shape.cpp).
+inline float resize_coord(int o, int in_len, int out_len, float scale, int mode) {
+  switch (mode) {
+    case 0: return ((float)o + 0.5f) / scale - 0.5f;                            // half_pixel
+    case 1: return out_len > 1 ? ((float)o + 0.5f) / scale - 0.5f : 0.0f;       // pytorch_half_pixel
+    case 2: return out_len > 1 ? (float)o * (float)(in_len - 1) / (float)(out_len - 1) : 0.0f;  // align_corners
+    case 3: return (float)o / scale;                                            // asymmetric
+    default: return ((float)o + 0.5f) / scale;                                  // tf_half_pixel_for_nearest
+  }
+}
+
+inline int resize_nearest(float x, int in_len, int mode) {
+  int k;
+  switch (mode) {
+    case 0: k = (x == floor(x) + 0.5f) ? (int)floor(x) : (int)round(x); break;  // round_prefer_floor
+    case 1: k = (int)round(x); break;                                           // round_prefer_ceil
+    case 2: k = (int)floor(x); break;
+    default: k = (int)ceil(x); break;
+  }
+  return clamp(k, 0, in_len - 1);
+}
+
+// 4D NCHW resize over H and W; one work-item per output element.
+__kernel void resize_f32(__global const float* x, int xo, __global float* y, int yo, int n, int IH,
+                         int IW, int OH, int OW, float scale_h, float scale_w, int coord_mode,
+                         int nearest_mode, int linear) {
+  int i = get_global_id(0);
+  if (i >= n) return;
+  int ow = i % OW, oh = (i / OW) % OH, plane = i / (OW * OH);
+  __global const float* src = x + xo + plane * IH * IW;
+  float fy = resize_coord(oh, IH, OH, scale_h, coord_mode);
+  float fx = resize_coord(ow, IW, OW, scale_w, coord_mode);
+  if (!linear) {
+    y[yo + i] = src[resize_nearest(fy, IH, nearest_mode) * IW + resize_nearest(fx, IW, nearest_mode)];
+    return;
+  }
+  fy = clamp(fy, 0.0f, (float)(IH - 1));
+  fx = clamp(fx, 0.0f, (float)(IW - 1));
+  int y0 = (int)floor(fy), x0 = (int)floor(fx);
+  int y1 = min(y0 + 1, IH - 1), x1 = min(x0 + 1, IW - 1);
+  float wy = fy - (float)y0, wx = fx - (float)x0;
+  float top = src[y0 * IW + x0] * (1.0f - wx) + src[y0 * IW + x1] * wx;
+  float bot = src[y1 * IW + x0] * (1.0f - wx) + src[y1 * IW + x1] * wx;
+  y[yo + i] = top * (1.0f - wy) + bot * wy;
+}

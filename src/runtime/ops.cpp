@@ -1,0 +1,165 @@
+#include "runtime/ops.h"
+
+#include <climits>
+#include <map>
+
+namespace texplan::runtime {
+
+Range linear_range(int64_t n, size_t group) {
+  Range r;
+  r.global[0] = size_t(std::max<int64_t>(1, ceil_div(n, int64_t(group)))) * group;
+  r.local[0] = group;
+  r.has_local = true;
+  return r;
+}
+
+Range group_range(std::vector<size_t> groups, std::vector<size_t> local) {
+  Range r;
+  r.dims = cl_uint(groups.size());
+  for (size_t k = 0; k < groups.size(); ++k) {
+    r.global[k] = std::max<size_t>(1, groups[k]) * local[k];
+    r.local[k] = local[k];
+  }
+  r.has_local = true;
+  return r;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+cl_int i32(int64_t v) {
+  if (v > INT_MAX || v < INT_MIN) throw Error("value " + std::to_string(v) + " exceeds the kernels' 32-bit indexing");
+  return cl_int(v);
+}
+
+std::vector<int64_t> contiguous_strides(const Shape& s) {
+  std::vector<int64_t> st(s.size());
+  int64_t acc = 1;
+  for (size_t k = s.size(); k-- > 0;) {
+    st[k] = acc;
+    acc *= s[k];
+  }
+  return st;
+}
+
+std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out) {
+  std::vector<int64_t> own = contiguous_strides(in), st(out.size(), 0);
+  size_t lead = out.size() - in.size();
+  for (size_t k = 0; k < in.size(); ++k)
+    if (in[k] != 1) st[lead + k] = own[k];
+  return st;
+}
+
+Strided collapse(Strided s) {
+  Strided r;
+  r.strides.resize(s.strides.size());
+  for (size_t k = 0; k < s.dims.size(); ++k) {
+    if (s.dims[k] == 1) continue;
+    bool merge = !r.dims.empty();
+    // Mergeable when every operand steps over the previous dim exactly as
+    // if the two were one: stride[prev] == stride[k] * dims[k].
+    for (size_t o = 0; merge && o < s.strides.size(); ++o)
+      merge = r.strides[o].back() == s.strides[o][k] * s.dims[k];
+    if (merge) {
+      r.dims.back() *= s.dims[k];
+      for (size_t o = 0; o < s.strides.size(); ++o) r.strides[o].back() = s.strides[o][k];
+    } else {
+      r.dims.push_back(s.dims[k]);
+      for (size_t o = 0; o < s.strides.size(); ++o) r.strides[o].push_back(s.strides[o][k]);
+    }
+  }
+  return r;
+}
+
+Dims to_dims(const std::vector<int64_t>& v, int64_t pad) {
+  if (v.size() > size_t(kMaxRank)) throw Error("rank " + std::to_string(v.size()) + " exceeds the kernels' limit");
+  Dims d;
+  size_t lead = kMaxRank - v.size();
+  for (size_t k = 0; k < size_t(kMaxRank); ++k) d.d[k] = k < lead ? cl_int(pad) : i32(v[k - lead]);
+  return d;
+}
+
+NodeBuilder::~NodeBuilder() {
+  for (Launch& l : launches) clReleaseKernel(l.kernel);
+}
+
+const HostTensor* NodeBuilder::constant(int i) const {
+  if (!has_in(i)) return nullptr;
+  const Tensor& t = in(i);
+  return t.is_constant && t.has_data ? &t.value : nullptr;
+}
+
+TensorArg NodeBuilder::arg(int tensor) const {
+  const Tensor& t = g_.tensors.at(tensor);
+  Location l = locate_(tensor);
+  int64_t es = int64_t(element_size(t.dtype));
+  if (l.byte_offset % es != 0)
+    throw Error("tensor " + t.name + " at byte offset " + std::to_string(l.byte_offset) +
+                " is not aligned to its element size");
+  return {l.mem, i32(l.byte_offset / es)};
+}
+
+Launch& NodeBuilder::new_launch(const char* file, const char* name, const Range& r) {
+  cl_int s = CL_SUCCESS;
+  cl_kernel k = clCreateKernel(dev_.program(file), name, &s);
+  if (s != CL_SUCCESS) throw Error(std::string("clCreateKernel(") + name + "): " + cl_error_name(s));
+  Launch& l = launches.emplace_back();
+  l.kernel = k;
+  l.name = name;
+  l.dims = r.dims;
+  for (int d = 0; d < 3; ++d) l.global[d] = r.global[d], l.local[d] = r.local[d];
+  l.has_local = r.has_local;
+  return l;
+}
+
+void NodeBuilder::set_raw(Launch& l, cl_uint& index, size_t size, const void* value) {
+  cl_int s = clSetKernelArg(l.kernel, index, size, value);
+  if (s != CL_SUCCESS)
+    throw Error("clSetKernelArg(" + l.name + ", " + std::to_string(index) + "): " + cl_error_name(s));
+  ++index;
+}
+
+namespace {
+using Lowering = bool (*)(NodeBuilder&);
+const std::map<std::string, Lowering>& table() {
+  static const std::map<std::string, Lowering> t = {
+      {"Relu", lower_unary}, {"LeakyRelu", lower_unary}, {"Clip", lower_unary},
+      {"Sigmoid", lower_unary}, {"Tanh", lower_unary}, {"HardSigmoid", lower_unary},
+      {"HardSwish", lower_unary}, {"Erf", lower_unary}, {"Gelu", lower_unary},
+      {"Exp", lower_unary}, {"Log", lower_unary}, {"Neg", lower_unary},
+      {"Abs", lower_unary}, {"Reciprocal", lower_unary}, {"Sqrt", lower_unary},
+      {"Floor", lower_unary}, {"Ceil", lower_unary}, {"Elu", lower_unary},
+      {"Softplus", lower_unary}, {"Sin", lower_unary}, {"Cos", lower_unary},
+      {"Add", lower_binary}, {"Sub", lower_binary}, {"Mul", lower_binary},
+      {"Div", lower_binary}, {"Pow", lower_binary}, {"Max", lower_binary},
+      {"Min", lower_binary}, {"Equal", lower_binary}, {"Less", lower_binary},
+      {"Greater", lower_binary}, {"Where", lower_where}, {"Cast", lower_cast},
+      {"Conv", lower_conv}, {"ConvTranspose", lower_conv_transpose},
+      {"Gemm", lower_gemm}, {"MatMul", lower_matmul},
+      {"MaxPool", lower_pool}, {"AveragePool", lower_pool},
+      {"GlobalAveragePool", lower_global_pool}, {"GlobalMaxPool", lower_global_pool},
+      {"ReduceMean", lower_reduce}, {"ReduceSum", lower_reduce},
+      {"ReduceMax", lower_reduce}, {"ReduceMin", lower_reduce},
+      {"Softmax", lower_softmax}, {"LogSoftmax", lower_softmax},
+      {"BatchNormalization", lower_batch_norm}, {"LayerNormalization", lower_layer_norm},
+      {"Identity", lower_copy}, {"Reshape", lower_copy}, {"Flatten", lower_copy},
+      {"Squeeze", lower_copy}, {"Unsqueeze", lower_copy},
+      {"Concat", lower_concat}, {"Split", lower_split}, {"Transpose", lower_transpose},
+      {"Slice", lower_slice}, {"Expand", lower_expand}, {"Tile", lower_tile},
+      {"Gather", lower_gather}, {"Pad", lower_pad}, {"Resize", lower_resize},
+  };
+  return t;
+}
+}  // namespace
+
+bool lower_node(NodeBuilder& b) {
+  auto it = table().find(b.node.op_type);
+  return it != table().end() && it->second(b);
+}
+
+std::vector<std::string> kernel_ops() {
+  std::vector<std::string> v;
+  for (auto& [op, f] : table()) v.push_back(op);
+  return v;
+}
+
+}  // namespace texplan::runtime

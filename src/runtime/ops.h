@@ -1,0 +1,171 @@
+// Internal to the runtime: lowering one graph node to prepared OpenCL kernel
+// launches. Each op family has its own ops_*.cpp; ops.cpp maps op names to
+// them. A lowering sets every kernel argument once; a run only enqueues.
+#pragma once
+#include <CL/cl.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "runtime/device.h"
+
+namespace texplan::runtime {
+
+// Kernels index tensors with 32-bit ints (fast on GPUs); dims beyond this
+// rank are rejected (the node falls back to the CPU).
+constexpr int kMaxRank = 8;
+// Passed by value; matches `Dims` in src/kernels/common.cl. Right-aligned:
+// unused leading dims are 1 (sizes) or 0 (strides).
+struct Dims {
+  cl_int d[kMaxRank];
+};
+
+// Where a tensor lives: a pool (or weight) buffer and a byte offset in it.
+struct Location {
+  cl_mem mem = nullptr;
+  int64_t byte_offset = 0;
+};
+
+// A tensor as a kernel argument: two arguments, the buffer and the offset in
+// elements of the tensor's type.
+struct TensorArg {
+  cl_mem mem;
+  cl_int offset;
+};
+
+struct Launch {
+  cl_kernel kernel = nullptr;
+  std::string name;
+  cl_uint dims = 1;
+  size_t global[3] = {1, 1, 1};
+  size_t local[3] = {1, 1, 1};
+  bool has_local = false;
+};
+
+struct Range {
+  cl_uint dims = 1;
+  size_t global[3] = {1, 1, 1};
+  size_t local[3] = {1, 1, 1};
+  bool has_local = false;
+};
+// n work-items in groups of `group` (global rounded up; kernels bound-check).
+Range linear_range(int64_t n, size_t group = 128);
+// Whole work-groups: `groups` (x,y,z) of `local` (x,y,z).
+Range group_range(std::vector<size_t> groups, std::vector<size_t> local);
+
+int64_t ceil_div(int64_t a, int64_t b);
+// Checked narrowing for kernel arguments; throws Error if out of int range.
+cl_int i32(int64_t v);
+
+// ---- strided views, shared by elementwise, copy and reduce lowerings ----
+std::vector<int64_t> contiguous_strides(const Shape& s);
+// Strides of `in` read as if broadcast to `out` (numpy rules): 0 on broadcast dims.
+std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out);
+// An iteration space `dims` over several operands, each with its strides.
+struct Strided {
+  std::vector<int64_t> dims;
+  std::vector<std::vector<int64_t>> strides;  // [operand][dim]
+};
+// Drops size-1 dims and merges neighbours that are contiguous in every operand.
+Strided collapse(Strided s);
+// Right-aligned into kMaxRank; throws Error if the rank is larger.
+Dims to_dims(const std::vector<int64_t>& v, int64_t pad);
+
+// Begin and end padding of spatial dim `dim` of a Conv/Pool-like node, from
+// pads or auto_pad (the output size `out` is known from the static shapes).
+struct SpatialPad {
+  int64_t begin = 0, end = 0;
+};
+SpatialPad spatial_pad(const Node& n, size_t dim, size_t rank, int64_t in, int64_t out, int64_t k, int64_t s,
+                       int64_t d, bool transposed = false, int64_t out_pad = 0);
+
+class NodeBuilder;
+// Copies elements (bit patterns of `t`) walking `s`: operand 0 is the
+// destination's strides, operand 1 the source's.
+void launch_copy(NodeBuilder& b, const TensorArg& src, const TensorArg& dst, DataType t, const Strided& s);
+
+// Everything lowering one node sees: its tensors, their device locations,
+// and a way to create prepared launches.
+class NodeBuilder {
+ public:
+  NodeBuilder(Device& dev, const Graph& g, const Node& n, std::function<Location(int)> locate)
+      : node(n), dev_(dev), g_(g), locate_(std::move(locate)) {}
+  ~NodeBuilder();  // releases launches not taken by the caller
+  NodeBuilder(const NodeBuilder&) = delete;
+  NodeBuilder& operator=(const NodeBuilder&) = delete;
+
+  const Node& node;
+  std::vector<Launch> launches;  // take with std::swap to own the kernels
+
+  int64_t opset() const { return g_.opset; }
+  int inputs() const { return int(node.inputs.size()); }
+  bool has_in(int i) const { return i < inputs() && node.inputs[i] >= 0; }
+  const Tensor& in(int i) const { return g_.tensors.at(node.inputs.at(i)); }
+  const Tensor& out(int i) const { return g_.tensors.at(node.outputs.at(i)); }
+  // Value of input i if it is a constant with data, else null.
+  const HostTensor* constant(int i) const;
+  TensorArg arg_in(int i) const { return arg(node.inputs.at(i)); }
+  TensorArg arg_out(int i) const { return arg(node.outputs.at(i)); }
+
+  // Prepares kernel `name` from src/kernels/`file` with `args` (TensorArg,
+  // int, float, Dims) for the given range.
+  template <class... A>
+  void launch(const char* file, const char* name, const Range& r, const A&... args) {
+    Launch& l = new_launch(file, name, r);
+    cl_uint index = 0;
+    (set_arg(l, index, args), ...);
+  }
+
+ private:
+  TensorArg arg(int tensor) const;
+  Launch& new_launch(const char* file, const char* name, const Range& r);
+  void set_raw(Launch& l, cl_uint& index, size_t size, const void* value);
+  void set_arg(Launch& l, cl_uint& i, const TensorArg& t) {
+    set_raw(l, i, sizeof(cl_mem), &t.mem);
+    set_raw(l, i, sizeof(cl_int), &t.offset);
+  }
+  void set_arg(Launch& l, cl_uint& i, const cl_int& v) { set_raw(l, i, sizeof v, &v); }
+  void set_arg(Launch& l, cl_uint& i, const float& v) { set_raw(l, i, sizeof v, &v); }
+  void set_arg(Launch& l, cl_uint& i, const Dims& v) { set_raw(l, i, sizeof v, &v); }
+
+  Device& dev_;
+  const Graph& g_;
+  std::function<Location(int)> locate_;
+};
+
+// Prepares the launches of one node. Returns false when no kernel covers the
+// node (op, attributes or types): the caller runs it on the CPU instead.
+bool lower_node(NodeBuilder& b);
+// Ops with at least one OpenCL kernel (some attribute combinations may
+// still fall back).
+std::vector<std::string> kernel_ops();
+
+// Op families (ops_*.cpp); each returns false to fall back.
+bool lower_unary(NodeBuilder& b);
+bool lower_binary(NodeBuilder& b);
+bool lower_where(NodeBuilder& b);
+bool lower_cast(NodeBuilder& b);
+bool lower_conv(NodeBuilder& b);
+bool lower_conv_transpose(NodeBuilder& b);
+bool lower_gemm(NodeBuilder& b);
+bool lower_matmul(NodeBuilder& b);
+bool lower_pool(NodeBuilder& b);
+bool lower_global_pool(NodeBuilder& b);
+bool lower_reduce(NodeBuilder& b);
+bool lower_softmax(NodeBuilder& b);
+bool lower_batch_norm(NodeBuilder& b);
+bool lower_layer_norm(NodeBuilder& b);
+bool lower_copy(NodeBuilder& b);  // Identity/Reshape/... when not aliased
+bool lower_concat(NodeBuilder& b);
+bool lower_split(NodeBuilder& b);
+bool lower_transpose(NodeBuilder& b);
+bool lower_slice(NodeBuilder& b);
+bool lower_expand(NodeBuilder& b);
+bool lower_tile(NodeBuilder& b);
+bool lower_gather(NodeBuilder& b);
+bool lower_pad(NodeBuilder& b);
+bool lower_resize(NodeBuilder& b);
+
+}  // namespace texplan::runtime

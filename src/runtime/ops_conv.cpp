@@ -1,0 +1,174 @@
+// Conv, ConvTranspose, Gemm and MatMul lowerings onto gemm.cl / conv.cl.
+#include "runtime/ops.h"
+
+namespace texplan::runtime {
+
+SpatialPad spatial_pad(const Node& n, size_t dim, size_t rank, int64_t in, int64_t out, int64_t k, int64_t s,
+                       int64_t d, bool transposed, int64_t out_pad) {
+  std::string auto_pad = n.get_string("auto_pad", "NOTSET");
+  if (auto_pad == "VALID") return {0, 0};
+  std::vector<int64_t> pads = n.get_ints("pads");
+  if (auto_pad == "NOTSET" && !(transposed && pads.empty() && n.has("output_shape"))) {
+    if (pads.size() != 2 * rank) return {0, 0};
+    return {pads[dim], pads[rank + dim]};
+  }
+  int64_t total = transposed ? s * (in - 1) + out_pad + (k - 1) * d + 1 - out
+                             : std::max<int64_t>(0, (out - 1) * s + (k - 1) * d + 1 - in);
+  int64_t begin = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+  return {begin, total - begin};
+}
+
+namespace {
+
+// 1D and 2D convolutions as 2D: spatial dims [H, W] with H = 1 for 1D.
+struct ConvGeometry {
+  int64_t N = 0, C = 0, H = 1, W = 1, OC = 0, OH = 1, OW = 1, KH = 1, KW = 1;
+  int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, groups = 1;
+};
+
+bool conv_geometry(const NodeBuilder& b, bool transposed, ConvGeometry& g) {
+  const Shape &x = b.in(0).shape, &w = b.in(1).shape, &y = b.out(0).shape;
+  if (x.size() != 3 && x.size() != 4) return false;
+  if (b.in(0).dtype != DataType::Float32 || b.in(1).dtype != DataType::Float32) return false;
+  if (b.has_in(2) && b.in(2).dtype != DataType::Float32) return false;
+  size_t rank = x.size() - 2;
+  const Node& n = b.node;
+  std::vector<int64_t> s = n.get_ints("strides", std::vector<int64_t>(rank, 1));
+  std::vector<int64_t> d = n.get_ints("dilations", std::vector<int64_t>(rank, 1));
+  std::vector<int64_t> op = n.get_ints("output_padding", std::vector<int64_t>(rank, 0));
+  if (s.size() != rank || d.size() != rank || op.size() != rank) return false;
+  g.N = x[0], g.C = x[1], g.OC = y[1], g.groups = n.get_int("group", 1);
+  auto spatial = [&](size_t k, int64_t& in, int64_t& out, int64_t& kk, int64_t& st, int64_t& dl, int64_t& p) {
+    in = x[2 + k], out = y[2 + k], kk = w[2 + k], st = s[k], dl = d[k];
+    p = spatial_pad(n, k, rank, in, out, kk, st, dl, transposed, op[k]).begin;
+  };
+  if (rank == 2) spatial(0, g.H, g.OH, g.KH, g.sh, g.dh, g.ph);
+  spatial(rank - 1, g.W, g.OW, g.KW, g.sw, g.dw, g.pw);
+  return g.groups > 0 && g.C % g.groups == 0 && g.OC % g.groups == 0;
+}
+
+Dims batch_dims(std::vector<int64_t> v) { return to_dims(v, 1); }
+
+// Prepared `gemm` launch; `batch` and the *_sb strides describe the batch.
+struct GemmArgs {
+  int64_t M, N, K, a_sm, a_sk, b_sk, b_sn, c_sm = 0, c_sn = 0;
+  bool has_c = false;
+  float alpha = 1, beta = 1;
+  std::vector<int64_t> batch{1}, a_sb{0}, b_sb{0}, c_sb{0};
+};
+
+void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const TensorArg& C, const TensorArg& Y,
+                 const GemmArgs& g) {
+  int64_t nb = 1;
+  for (int64_t d : g.batch) nb *= d;
+  if (g.M == 0 || g.N == 0 || nb == 0) return;
+  Range r = group_range({size_t(ceil_div(g.N, 64)), size_t(ceil_div(g.M, 64)), size_t(nb)}, {16, 16, 1});
+  b.launch("gemm.cl", "gemm", r, A, B, C, Y, i32(g.M), i32(g.N), i32(g.K), i32(g.a_sm), i32(g.a_sk), i32(g.b_sk),
+           i32(g.b_sn), i32(g.c_sm), i32(g.c_sn), cl_int(g.has_c), g.alpha, g.beta, batch_dims(g.batch),
+           to_dims(g.a_sb, 0), to_dims(g.b_sb, 0), to_dims(g.c_sb, 0));
+}
+
+}  // namespace
+
+bool lower_conv(NodeBuilder& b) {
+  ConvGeometry g;
+  if (!conv_geometry(b, false, g)) return false;
+  bool has_bias = b.has_in(2);
+  TensorArg bias = has_bias ? b.arg_in(2) : b.arg_in(1);
+  int64_t ICg = g.C / g.groups, OCg = g.OC / g.groups;
+  if (g.N * g.OC * g.OH * g.OW == 0) return true;
+
+  if (g.groups == g.C && ICg == 1) {  // depthwise
+    Range r = group_range({size_t(ceil_div(ceil_div(g.OW, 4), 16)), size_t(ceil_div(g.OH, 4)), size_t(g.N * g.OC)},
+                          {16, 4, 1});
+    b.launch("conv.cl", "conv2d_depthwise", r, b.arg_in(0), b.arg_in(1), bias, b.arg_out(0), cl_int(has_bias),
+             i32(g.C), i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW), i32(g.KH), i32(g.KW), i32(g.sh),
+             i32(g.sw), i32(g.ph), i32(g.pw), i32(g.dh), i32(g.dw));
+    return true;
+  }
+  if (g.KH == 1 && g.KW == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0) {  // 1x1: a plain GEMM
+    int64_t HW = g.H * g.W;
+    GemmArgs a{OCg, HW, ICg, ICg, 1, HW, 1};
+    a.c_sm = 1, a.c_sn = 0, a.has_c = has_bias;
+    a.batch = {g.N, g.groups};
+    a.a_sb = {0, OCg * ICg};
+    a.b_sb = {g.C * HW, ICg * HW};
+    a.c_sb = {0, OCg};
+    launch_gemm(b, b.arg_in(1), b.arg_in(0), bias, b.arg_out(0), a);
+    return true;
+  }
+  Range r = group_range({size_t(ceil_div(g.OH * g.OW, 64)), size_t(ceil_div(OCg, 64)), size_t(g.N * g.groups)},
+                        {16, 16, 1});
+  b.launch("gemm.cl", "conv2d_gemm", r, b.arg_in(0), b.arg_in(1), bias, b.arg_out(0), cl_int(has_bias), i32(g.C),
+           i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW), i32(g.KH), i32(g.KW), i32(g.sh), i32(g.sw),
+           i32(g.ph), i32(g.pw), i32(g.dh), i32(g.dw), i32(g.groups));
+  return true;
+}
+
+bool lower_conv_transpose(NodeBuilder& b) {
+  ConvGeometry g;
+  if (!conv_geometry(b, true, g)) return false;
+  bool has_bias = b.has_in(2);
+  int64_t OCg = g.OC / g.groups, blocks = ceil_div(OCg, 4);
+  if (g.N * g.OC * g.OH * g.OW == 0) return true;
+  Range r = group_range({size_t(ceil_div(g.OW, 16)), size_t(ceil_div(g.OH, 4)), size_t(g.N * g.groups * blocks)},
+                        {16, 4, 1});
+  b.launch("conv.cl", "conv_transpose2d", r, b.arg_in(0), b.arg_in(1), has_bias ? b.arg_in(2) : b.arg_in(1),
+           b.arg_out(0), cl_int(has_bias), i32(g.C), i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW), i32(g.KH),
+           i32(g.KW), i32(g.sh), i32(g.sw), i32(g.ph), i32(g.pw), i32(g.dh), i32(g.dw), i32(g.groups));
+  return true;
+}
+
+bool lower_gemm(NodeBuilder& b) {
+  for (int i = 0; i < b.inputs(); ++i)
+    if (b.has_in(i) && b.in(i).dtype != DataType::Float32) return false;
+  const Shape &A = b.in(0).shape, &B = b.in(1).shape;
+  if (A.size() != 2 || B.size() != 2) return false;
+  bool ta = b.node.get_int("transA", 0) != 0, tb = b.node.get_int("transB", 0) != 0;
+  int64_t M = ta ? A[1] : A[0], K = ta ? A[0] : A[1], N = tb ? B[0] : B[1];
+  GemmArgs a{M, N, K, ta ? 1 : K, ta ? M : 1, tb ? 1 : N, tb ? K : 1};
+  a.alpha = b.node.get_float("alpha", 1.0f);
+  a.beta = b.node.get_float("beta", 1.0f);
+  a.has_c = b.has_in(2);
+  if (a.has_c) {
+    std::vector<int64_t> cs = broadcast_strides(b.in(2).shape, {M, N});
+    a.c_sm = cs[0], a.c_sn = cs[1];
+  }
+  launch_gemm(b, b.arg_in(0), b.arg_in(1), a.has_c ? b.arg_in(2) : b.arg_in(0), b.arg_out(0), a);
+  return true;
+}
+
+// Batched with numpy broadcasting of the batch dims; 1-D operands get the
+// missing matrix dim (ONNX/numpy rules) which changes no memory layout.
+bool lower_matmul(NodeBuilder& b) {
+  if (b.in(0).dtype != DataType::Float32 || b.in(1).dtype != DataType::Float32) return false;
+  Shape A = b.in(0).shape, B = b.in(1).shape;
+  if (A.empty() || B.empty()) return false;
+  if (A.size() == 1) A.insert(A.begin(), 1);
+  if (B.size() == 1) B.push_back(1);
+  int64_t M = A[A.size() - 2], K = A.back(), N = B.back();
+  Shape ab(A.begin(), A.end() - 2), bb(B.begin(), B.end() - 2);
+  size_t rank = std::max(ab.size(), bb.size());
+  ab.insert(ab.begin(), rank - ab.size(), 1);
+  bb.insert(bb.begin(), rank - bb.size(), 1);
+  Shape batch(rank);
+  for (size_t k = 0; k < rank; ++k) batch[k] = std::max(ab[k], bb[k]);
+  GemmArgs a{M, N, K, K, 1, N, 1};
+  int64_t b_batch = element_count(bb);
+  if (b_batch == 1) {  // B shared by every batch: one tall GEMM
+    a.M = M * element_count(ab);
+  } else {
+    std::vector<int64_t> as = broadcast_strides(ab, batch), bs = broadcast_strides(bb, batch);
+    for (auto& v : as) v *= M * K;
+    for (auto& v : bs) v *= K * N;
+    Strided s = collapse({batch, {contiguous_strides(batch), as, bs}});
+    a.batch = s.dims.empty() ? std::vector<int64_t>{1} : s.dims;
+    a.a_sb = s.dims.empty() ? std::vector<int64_t>{0} : s.strides[1];
+    a.b_sb = s.dims.empty() ? std::vector<int64_t>{0} : s.strides[2];
+    a.c_sb = std::vector<int64_t>(a.batch.size(), 0);
+  }
+  launch_gemm(b, b.arg_in(0), b.arg_in(1), b.arg_in(0), b.arg_out(0), a);
+  return true;
+}
+
+}  // namespace texplan::runtime

@@ -1,0 +1,231 @@
+// Data movement lowerings. Most are one strided copy: the host works out
+// the strides once (transposed, sliced, broadcast, tiled) and the kernel
+// only walks them.
+#include <algorithm>
+
+#include "runtime/ops.h"
+
+namespace texplan::runtime {
+
+void launch_copy(NodeBuilder& b, const TensorArg& src, const TensorArg& dst, DataType t, const Strided& s) {
+  Strided c = collapse(s);
+  int64_t n = 1;
+  for (int64_t d : c.dims) n *= d;
+  if (n == 0) return;
+  const char* k = nullptr;
+  switch (element_size(t)) {
+    case 1: k = "copy_b1"; break;
+    case 2: k = "copy_b2"; break;
+    case 4: k = "copy_b4"; break;
+    case 8: k = "copy_b8"; break;
+    default: throw Error(std::string("no copy kernel for ") + to_string(t));
+  }
+  b.launch("shape.cl", k, linear_range(n), src, dst, i32(n), to_dims(c.dims, 1), to_dims(c.strides[0], 0),
+           to_dims(c.strides[1], 0));
+}
+
+namespace {
+int64_t norm_axis(int64_t axis, size_t rank) { return axis < 0 ? axis + int64_t(rank) : axis; }
+
+// Copy of a whole tensor of `shape` between contiguous locations.
+void flat_copy(NodeBuilder& b, const TensorArg& src, const TensorArg& dst, DataType t, int64_t n) {
+  launch_copy(b, src, dst, t, {{n}, {{1}, {1}}});
+}
+}  // namespace
+
+bool lower_copy(NodeBuilder& b) {
+  flat_copy(b, b.arg_in(0), b.arg_out(0), b.out(0).dtype, element_count(b.out(0).shape));
+  return true;
+}
+
+// Each input is copied into its slab of the output: the output viewed as
+// [outer, axis, inner] with the input's axis extent at an axis offset.
+bool lower_concat(NodeBuilder& b) {
+  const Shape& out = b.out(0).shape;
+  int64_t axis = norm_axis(b.node.get_int("axis", 0), out.size());
+  std::vector<int64_t> ost = contiguous_strides(out);
+  int64_t at = 0;
+  for (int i = 0; i < b.inputs(); ++i) {
+    const Shape& in = b.in(i).shape;
+    TensorArg dst = b.arg_out(0);
+    dst.offset = i32(dst.offset + at * ost[axis]);
+    launch_copy(b, b.arg_in(i), dst, b.out(0).dtype, {in, {ost, contiguous_strides(in)}});
+    at += in[axis];
+  }
+  return true;
+}
+
+bool lower_split(NodeBuilder& b) {
+  const Shape& in = b.in(0).shape;
+  int64_t axis = norm_axis(b.node.get_int("axis", 0), in.size());
+  std::vector<int64_t> ist = contiguous_strides(in);
+  int64_t at = 0;
+  for (size_t o = 0; o < b.node.outputs.size(); ++o) {
+    if (b.node.outputs[o] < 0) continue;
+    const Shape& out = b.out(int(o)).shape;
+    TensorArg src = b.arg_in(0);
+    src.offset = i32(src.offset + at * ist[axis]);
+    launch_copy(b, src, b.arg_out(int(o)), b.in(0).dtype, {out, {contiguous_strides(out), ist}});
+    at += out[axis];
+  }
+  return true;
+}
+
+bool lower_transpose(NodeBuilder& b) {
+  const Shape& in = b.in(0).shape;
+  std::vector<int64_t> perm = b.node.get_ints("perm");
+  if (perm.empty())
+    for (size_t k = in.size(); k-- > 0;) perm.push_back(int64_t(k));
+  std::vector<int64_t> ist = contiguous_strides(in), src(perm.size());
+  for (size_t k = 0; k < perm.size(); ++k) src[k] = ist[perm[k]];
+  const Shape& out = b.out(0).shape;
+  launch_copy(b, b.arg_in(0), b.arg_out(0), b.in(0).dtype, {out, {contiguous_strides(out), src}});
+  return true;
+}
+
+// starts/ends/axes/steps come from attributes (opset < 10) or constant inputs.
+bool lower_slice(NodeBuilder& b) {
+  const Shape& in = b.in(0).shape;
+  const Shape& out = b.out(0).shape;
+  std::vector<int64_t> starts, axes, steps;
+  if (b.node.has("starts")) {
+    starts = b.node.get_ints("starts");
+    axes = b.node.get_ints("axes");
+  } else {
+    const HostTensor* s = b.constant(1);
+    if (!s) return false;
+    starts = s->as_int64();
+    if (b.has_in(3)) {
+      if (!b.constant(3)) return false;
+      axes = b.constant(3)->as_int64();
+    }
+    if (b.has_in(4)) {
+      if (!b.constant(4)) return false;
+      steps = b.constant(4)->as_int64();
+    }
+  }
+  if (axes.empty())
+    for (size_t k = 0; k < starts.size(); ++k) axes.push_back(int64_t(k));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+
+  std::vector<int64_t> ist = contiguous_strides(in), src = ist;
+  int64_t base = 0;
+  for (size_t k = 0; k < axes.size(); ++k) {
+    int64_t a = norm_axis(axes[k], in.size()), dim = in[a], st = steps[k];
+    int64_t s = starts[k] < 0 ? starts[k] + dim : starts[k];
+    s = st > 0 ? std::clamp<int64_t>(s, 0, dim) : std::clamp<int64_t>(s, 0, dim - 1);
+    base += s * ist[a];
+    src[a] = ist[a] * st;
+  }
+  TensorArg from = b.arg_in(0);
+  from.offset = i32(from.offset + base);
+  launch_copy(b, from, b.arg_out(0), b.in(0).dtype, {out, {contiguous_strides(out), src}});
+  return true;
+}
+
+bool lower_expand(NodeBuilder& b) {
+  const Shape& out = b.out(0).shape;
+  launch_copy(b, b.arg_in(0), b.arg_out(0), b.in(0).dtype,
+              {out, {contiguous_strides(out), broadcast_strides(b.in(0).shape, out)}});
+  return true;
+}
+
+// Output dim k (= repeats[k] * in[k]) walked as two dims [repeat, in]:
+// the repeat dim reads with stride 0.
+bool lower_tile(NodeBuilder& b) {
+  const Shape& in = b.in(0).shape;
+  const HostTensor* r = b.constant(1);
+  if (!r) return false;
+  std::vector<int64_t> reps = r->as_int64(), ist = contiguous_strides(in), ost = contiguous_strides(b.out(0).shape);
+  Strided s;
+  s.strides.resize(2);
+  for (size_t k = 0; k < in.size(); ++k) {
+    s.dims.insert(s.dims.end(), {reps[k], in[k]});
+    s.strides[0].insert(s.strides[0].end(), {in[k] * ost[k], ost[k]});
+    s.strides[1].insert(s.strides[1].end(), {0, ist[k]});
+  }
+  launch_copy(b, b.arg_in(0), b.arg_out(0), b.in(0).dtype, s);
+  return true;
+}
+
+bool lower_gather(NodeBuilder& b) {
+  const Shape& data = b.in(0).shape;
+  int64_t axis = norm_axis(b.node.get_int("axis", 0), data.size());
+  size_t es = element_size(b.in(0).dtype);
+  DataType it = b.in(1).dtype;
+  if ((es != 4 && es != 8) || (it != DataType::Int64 && it != DataType::Int32)) return false;
+  int64_t outer = 1, inner = 1;
+  for (int64_t k = 0; k < axis; ++k) outer *= data[k];
+  for (size_t k = axis + 1; k < data.size(); ++k) inner *= data[k];
+  int64_t nidx = element_count(b.in(1).shape), n = outer * nidx * inner;
+  if (n == 0) return true;
+  std::string k = std::string("gather_b") + (es == 4 ? "4" : "8") + (it == DataType::Int64 ? "_i64" : "_i32");
+  b.launch("shape.cl", k.c_str(), linear_range(n), b.arg_in(0), b.arg_in(1), b.arg_out(0), i32(n),
+           i32(data[axis]), i32(nidx), i32(inner));
+  return true;
+}
+
+bool lower_pad(NodeBuilder& b) {
+  if (b.in(0).dtype != DataType::Float32) return false;
+  const Shape& in = b.in(0).shape;
+  std::vector<int64_t> pads;
+  float value = 0;
+  if (b.node.has("pads")) {
+    pads = b.node.get_ints("pads");
+    value = b.node.get_float("value", 0.0f);
+  } else {
+    if (!b.constant(1)) return false;
+    pads = b.constant(1)->as_int64();
+    if (b.has_in(2)) {
+      if (!b.constant(2)) return false;
+      value = b.constant(2)->as_float()[0];
+    }
+    if (b.has_in(3)) return false;  // axes input (opset 18)
+  }
+  if (pads.size() != 2 * in.size()) return false;
+  std::string mode = b.node.get_string("mode", "constant");
+  int m = mode == "constant" ? 0 : mode == "reflect" ? 1 : mode == "edge" ? 2 : -1;
+  if (m < 0) return false;
+  std::vector<int64_t> begin(pads.begin(), pads.begin() + in.size());
+  for (int64_t p : pads)
+    if (p < 0) return false;  // negative pads crop: CPU
+  const Shape& out = b.out(0).shape;
+  int64_t n = element_count(out);
+  b.launch("shape.cl", "pad_f32", linear_range(n), b.arg_in(0), b.arg_out(0), i32(n), to_dims(out, 1),
+           to_dims(in, 1), to_dims(contiguous_strides(in), 0), to_dims(begin, 0), cl_int(m), value);
+  return true;
+}
+
+// 4D NCHW, nearest or linear over H and W. Scales come from the `scales`
+// input when given (ONNX maps coordinates with them), else out/in.
+bool lower_resize(NodeBuilder& b) {
+  const Shape& in = b.in(0).shape;
+  const Shape& out = b.out(0).shape;
+  if (b.in(0).dtype != DataType::Float32 || in.size() != 4 || in[0] != out[0] || in[1] != out[1]) return false;
+  std::string mode = b.node.get_string("mode", "nearest");
+  if (mode != "nearest" && mode != "linear") return false;
+  static const std::vector<std::string> coords = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
+                                                  "tf_half_pixel_for_nearest"};
+  static const std::vector<std::string> nearests = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+  auto cm = std::find(coords.begin(), coords.end(), b.node.get_string("coordinate_transformation_mode", "half_pixel"));
+  auto nm = std::find(nearests.begin(), nearests.end(), b.node.get_string("nearest_mode", "round_prefer_floor"));
+  if (cm == coords.end() || nm == nearests.end()) return false;
+  if (b.node.get_int("antialias", 0) != 0 || b.node.has("axes")) return false;
+  float sh = float(out[2]) / float(in[2]), sw = float(out[3]) / float(in[3]);
+  // Opset 11+: inputs X, roi, scales, sizes; opset 10: X, scales.
+  int scales_input = b.inputs() == 2 ? 1 : 2;
+  if (b.has_in(scales_input) && element_count(b.in(scales_input).shape) > 0) {
+    const HostTensor* s = b.constant(scales_input);
+    if (!s) return false;
+    std::vector<float> v = s->as_float();
+    if (v.size() != 4) return false;
+    sh = v[2], sw = v[3];
+  }
+  int64_t n = element_count(out);
+  b.launch("shape.cl", "resize_f32", linear_range(n), b.arg_in(0), b.arg_out(0), i32(n), i32(in[2]), i32(in[3]),
+           i32(out[2]), i32(out[3]), sh, sw, cl_int(cm - coords.begin()), cl_int(nm - nearests.begin()),
+           cl_int(mode == "linear"));
+  return true;
+}
+
+}  // namespace texplan::runtime
