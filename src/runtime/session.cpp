@@ -1,0 +1,385 @@
+#include "runtime/session.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "reference/reference_ops.h"
+#include "runtime/ops.h"
+
+namespace texplan::runtime {
+
+std::string GuardViolation::to_string() const {
+  return "node " + node + " changed bytes [" + std::to_string(begin) + ", " + std::to_string(end) + ") of pool " +
+         std::to_string(pool) + " holding live tensor " + tensor;
+}
+
+std::ostream& operator<<(std::ostream& o, const GuardViolation& v) { return o << v.to_string(); }
+
+namespace {
+const std::set<std::string> kAliasOps = {"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze"};
+
+bool out_of_memory(cl_int s) { return s == CL_MEM_OBJECT_ALLOCATION_FAILURE || s == CL_OUT_OF_RESOURCES; }
+
+std::string mib(int64_t bytes) { return std::to_string(bytes) + " bytes (" + std::to_string(bytes >> 20) + " MiB)"; }
+
+// Tensor without its value: what a run needs to know about it.
+Tensor metadata(const Tensor& t) {
+  Tensor m;
+  m.name = t.name;
+  m.dtype = t.dtype;
+  m.shape = t.shape;
+  m.is_input = t.is_input;
+  m.is_output = t.is_output;
+  m.is_constant = t.is_constant;
+  m.producer = t.producer;
+  return m;
+}
+}  // namespace
+
+struct Session::Impl {
+  struct Step {
+    int node = 0;
+    std::vector<Launch> launches;
+    bool cpu = false;          // runs through reference::evaluate
+    std::vector<int> writes;   // usage records this step writes (guard mode)
+  };
+
+  std::shared_ptr<Device> dev;
+  SessionOptions opt;
+  Graph graph;  // metadata, plus the values of constants the CPU steps and outputs read
+  PlanInput pin;
+  plan::MemoryPlan plan;
+  std::vector<cl_mem> pools;
+  std::map<int, cl_mem> weights;  // constant tensor id -> its buffer
+  int64_t weight_bytes = 0, pool_bytes = 0;
+  std::vector<Step> steps;
+  std::vector<std::string> fallback;
+  int launches = 0;
+  double last_ms = 0;
+  std::vector<GuardViolation> violations;
+  std::vector<std::vector<uint8_t>> shadows;  // per record, guard mode
+
+  ~Impl() {
+    for (Step& s : steps)
+      for (Launch& l : s.launches) clReleaseKernel(l.kernel);
+    for (cl_mem m : pools)
+      if (m) clReleaseMemObject(m);
+    for (auto& [t, m] : weights) clReleaseMemObject(m);
+  }
+
+  std::string model() const { return "model " + graph.model_name; }
+  std::string at_node(int n) const {
+    return model() + ": node " + graph.nodes[n].name + " (" + graph.nodes[n].op_type + ")";
+  }
+  void check(cl_int s, const std::string& what) const {
+    if (s != CL_SUCCESS) throw Error(what + ": " + cl_error_name(s));
+  }
+
+  int root(int t) const { return pin.alias_root.empty() ? t : pin.alias_root.at(t); }
+  int record(int t) const {
+    int r = pin.record_of_tensor.at(root(t));
+    if (r < 0) throw Error(model() + ": tensor " + graph.tensors[t].name + " has no usage record in the plan");
+    return r;
+  }
+
+  Location locate(const Graph& g, int t) {
+    int r = root(t);
+    if (g.tensors[r].is_constant) return {weight(g, r), 0};
+    const plan::Placement& p = plan.placements.at(record(t));
+    if (p.offset + g.tensors[t].bytes() > plan.pools.at(p.pool).bytes)
+      throw Error(model() + ": tensor " + g.tensors[t].name + " does not fit pool " + std::to_string(p.pool));
+    return {pools.at(p.pool), p.offset};
+  }
+
+  cl_mem weight(const Graph& g, int t) {
+    auto it = weights.find(t);
+    if (it != weights.end()) return it->second;
+    const Tensor& w = g.tensors[t];
+    if (!w.has_data)
+      throw Error(model() + ": weights of " + w.name + " are not loaded (import with load_weights, next to the .onnx.data file)");
+    size_t bytes = std::max<size_t>(1, w.value.bytes.size());
+    cl_int s = CL_SUCCESS;
+    cl_mem m = clCreateBuffer(dev->context(), CL_MEM_READ_ONLY, bytes, nullptr, &s);
+    if (s == CL_SUCCESS && !w.value.bytes.empty())
+      s = clEnqueueWriteBuffer(dev->queue(), m, CL_TRUE, 0, w.value.bytes.size(), w.value.bytes.data(), 0, nullptr,
+                               nullptr);
+    if (s != CL_SUCCESS) {
+      if (m) clReleaseMemObject(m);
+      throw Error(model() + ": uploading weight " + w.name + " of " + mib(int64_t(bytes)) + ": " + cl_error_name(s) +
+                  (out_of_memory(s) ? " (out of device memory)" : ""));
+    }
+    weights[t] = m;
+    weight_bytes += int64_t(w.value.bytes.size());
+    return m;
+  }
+
+  void allocate_pools() {
+    const plan::DeviceProfile& p = dev->info().profile;
+    for (const plan::Pool& pool : plan.pools) {
+      std::string what = model() + ": pool " + std::to_string(pool.id) + " of " + mib(pool.bytes);
+      if (pool.kind != plan::Storage::Buffer)
+        throw Error(what + " is a texture pool: texture execution is not implemented yet (plan buffers only)");
+      if (pool.bytes == 0) {
+        pools.push_back(nullptr);
+        continue;
+      }
+      if (p.max_alloc_bytes > 0 && pool.bytes > p.max_alloc_bytes)
+        throw Error(what + " exceeds the device's largest allocation, " + mib(p.max_alloc_bytes));
+      cl_int s = CL_SUCCESS;
+      cl_mem m = clCreateBuffer(dev->context(), CL_MEM_READ_WRITE, size_t(pool.bytes), nullptr, &s);
+      // Drivers may allocate lazily: touch the pool now so a shortage shows
+      // here, attributed to this pool, rather than in some kernel later.
+      if (s == CL_SUCCESS) {
+        pools.push_back(m);
+        pool_bytes += pool.bytes;
+        const cl_uchar zero = 0;
+        s = clEnqueueFillBuffer(dev->queue(), m, &zero, 1, 0, size_t(pool.bytes), 0, nullptr, nullptr);
+        if (s == CL_SUCCESS) s = clFinish(dev->queue());
+      }
+      if (s != CL_SUCCESS)
+        throw Error(what + ": " + cl_error_name(s) + (out_of_memory(s) ? " (out of device memory)" : ""));
+    }
+    for (const plan::Placement& pl : plan.placements)
+      if (pl.view) throw Error(model() + ": texture views are not implemented yet (plan buffers only)");
+  }
+
+  // Decides per node: nothing (aliases, constant outputs), prepared kernels, or the CPU.
+  void prepare(const Graph& g) {
+    for (int n = 0; n < int(g.nodes.size()); ++n) {
+      const Node& node = g.nodes[n];
+      Step& step = steps.emplace_back();
+      step.node = n;
+      bool all_constant = true, all_alias = kAliasOps.count(node.op_type) && !node.inputs.empty();
+      for (int o : node.outputs) {
+        if (o < 0) continue;
+        all_constant = all_constant && g.tensors[o].is_constant;
+        all_alias = all_alias && root(o) == root(node.inputs[0]);
+      }
+      if (all_constant || all_alias) continue;
+      try {
+        NodeBuilder b(*dev, g, node, [&](int t) { return locate(g, t); });
+        if (lower_node(b)) {
+          std::swap(step.launches, b.launches);
+        } else {
+          if (!reference::supports(node.op_type))
+            throw Error("no OpenCL kernel and no CPU reference for this operator");
+          step.cpu = true;
+          fallback.push_back(node.name + " (" + node.op_type + ")");
+        }
+      } catch (const Error& e) {
+        throw Error(at_node(n) + ": " + e.what());
+      }
+      launches += int(step.launches.size());
+      for (int o : node.outputs)
+        if (o >= 0 && !g.tensors[root(o)].is_constant) step.writes.push_back(record(o));
+    }
+  }
+
+  // The run-time copy of the graph: no weights except those read on the host.
+  void keep_metadata(const Graph& g) {
+    graph.model_name = g.model_name;
+    graph.model_path = g.model_path;
+    graph.opset = g.opset;
+    graph.nodes = g.nodes;
+    graph.inputs = g.inputs;
+    graph.outputs = g.outputs;
+    for (const Tensor& t : g.tensors) graph.tensors.push_back(metadata(t));
+    auto keep = [&](int t) {
+      if (t >= 0 && g.tensors[t].is_constant) {
+        graph.tensors[t].value = g.tensors[t].value;
+        graph.tensors[t].has_data = g.tensors[t].has_data;
+      }
+    };
+    for (const Step& s : steps)
+      if (s.cpu)
+        for (int t : g.nodes[s.node].inputs) keep(t);
+    for (int t : g.outputs) keep(root(t));
+  }
+
+  void read(int t, HostTensor& into) {
+    Location l = locate(graph, t);
+    check(clEnqueueReadBuffer(dev->queue(), l.mem, CL_TRUE, size_t(l.byte_offset), into.bytes.size(),
+                              into.bytes.data(), 0, nullptr, nullptr),
+          model() + ": reading " + graph.tensors[t].name);
+  }
+
+  void run_on_cpu(const Step& s) {
+    const Node& node = graph.nodes[s.node];
+    std::vector<HostTensor> held(node.inputs.size());
+    std::vector<const HostTensor*> ins;
+    for (size_t k = 0; k < node.inputs.size(); ++k) {
+      int t = node.inputs[k];
+      if (t < 0) {
+        ins.push_back(nullptr);
+      } else if (graph.tensors[root(t)].is_constant) {
+        ins.push_back(&graph.tensors[root(t)].value);
+      } else {
+        held[k] = HostTensor(graph.tensors[t].dtype, graph.tensors[t].shape);
+        read(t, held[k]);
+        ins.push_back(&held[k]);
+      }
+    }
+    std::vector<HostTensor> outs;
+    try {
+      outs = reference::evaluate(node, ins);
+    } catch (const Error& e) {
+      throw Error(at_node(s.node) + " on the CPU: " + e.what());
+    }
+    for (size_t k = 0; k < node.outputs.size() && k < outs.size(); ++k) {
+      int t = node.outputs[k];
+      if (t < 0) continue;
+      const Tensor& want = graph.tensors[t];
+      if (outs[k].dtype != want.dtype || outs[k].shape != want.shape)
+        throw Error(at_node(s.node) + ": CPU result " + to_string(outs[k].dtype) + " " + to_string(outs[k].shape) +
+                    " does not match tensor " + want.name + " " + to_string(want.dtype) + " " + to_string(want.shape));
+      Location l = locate(graph, t);
+      check(clEnqueueWriteBuffer(dev->queue(), l.mem, CL_TRUE, size_t(l.byte_offset), outs[k].bytes.size(),
+                                 outs[k].bytes.data(), 0, nullptr, nullptr),
+            at_node(s.node) + ": writing " + want.name);
+    }
+  }
+
+  void enqueue(const Step& s) {
+    for (const Launch& l : s.launches) {
+      cl_int e = clEnqueueNDRangeKernel(dev->queue(), l.kernel, l.dims, nullptr, l.global,
+                                        l.has_local ? l.local : nullptr, 0, nullptr, nullptr);
+      if (e != CL_SUCCESS) throw Error(at_node(s.node) + ": enqueueing kernel " + l.name + ": " + cl_error_name(e));
+    }
+  }
+
+  // ---- guard mode ----
+  std::vector<uint8_t> record_bytes(int r) {
+    const plan::Placement& p = plan.placements[r];
+    std::vector<uint8_t> b(size_t(pin.records[r].bytes));
+    if (!b.empty())
+      check(clEnqueueReadBuffer(dev->queue(), pools[p.pool], CL_TRUE, size_t(p.offset), b.size(), b.data(), 0,
+                                nullptr, nullptr),
+            model() + ": guard readback of " + pin.records[r].name);
+    return b;
+  }
+
+  void poison() {
+    const cl_uchar nan = 0xFF;  // 0xFFFFFFFF is a NaN
+    for (size_t p = 0; p < pools.size(); ++p)
+      if (pools[p])
+        check(clEnqueueFillBuffer(dev->queue(), pools[p], &nan, 1, 0, size_t(plan.pools[p].bytes), 0, nullptr, nullptr),
+              model() + ": poisoning pool " + std::to_string(p));
+    shadows.assign(pin.records.size(), {});
+  }
+
+  void guard_after(int step) {
+    check(clFinish(dev->queue()), at_node(step));
+    const std::vector<int>& writes = steps[step].writes;
+    for (int r = 0; r < int(pin.records.size()); ++r) {
+      const plan::UsageRecord& rec = pin.records[r];
+      bool written = std::find(writes.begin(), writes.end(), r) != writes.end();
+      if (written || step < rec.first || step > rec.last || shadows[r].empty()) continue;
+      std::vector<uint8_t> now = record_bytes(r);
+      if (now == shadows[r]) continue;
+      size_t a = 0, z = now.size();
+      while (now[a] == shadows[r][a]) ++a;
+      while (now[z - 1] == shadows[r][z - 1]) --z;
+      const plan::Placement& p = plan.placements[r];
+      violations.push_back({graph.nodes[step].name, rec.name, p.pool, p.offset + int64_t(a), p.offset + int64_t(z)});
+      shadows[r] = std::move(now);  // report each change once
+    }
+    for (int r : writes) shadows[r] = record_bytes(r);
+  }
+};
+
+Session::Session(const Graph& g, const PlanInput& pin, const plan::MemoryPlan& plan, const std::string& spec,
+                 SessionOptions options)
+    : Session(g, pin, plan, open_device(spec), options) {}
+
+Session::Session(const Graph& g, const PlanInput& pin, const plan::MemoryPlan& plan, std::shared_ptr<Device> device,
+                 SessionOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.dev = std::move(device);
+  m.opt = options;
+  m.graph.model_name = g.model_name;
+  m.pin = pin;
+  m.plan = plan;
+  if (plan.placements.size() != pin.records.size())
+    throw Error(m.model() + ": the plan places " + std::to_string(plan.placements.size()) + " records, the graph has " +
+                std::to_string(pin.records.size()));
+  if (pin.record_of_tensor.size() != g.tensors.size())
+    throw Error(m.model() + ": the usage records describe another graph");
+  m.allocate_pools();
+  m.prepare(g);
+  m.keep_metadata(g);
+}
+
+Session::~Session() = default;
+
+std::vector<HostTensor> Session::run(const std::vector<HostTensor>& inputs) {
+  Impl& m = *impl_;
+  const Graph& g = m.graph;
+  if (inputs.size() != g.inputs.size())
+    throw Error(m.model() + ": expected " + std::to_string(g.inputs.size()) + " inputs, got " +
+                std::to_string(inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = g.tensors[g.inputs[i]];
+    if (inputs[i].dtype != t.dtype || inputs[i].shape != t.shape ||
+        int64_t(inputs[i].bytes.size()) != t.bytes())
+      throw Error(m.model() + ": input " + t.name + " must be " + to_string(t.dtype) + " " + to_string(t.shape) +
+                  ", got " + to_string(inputs[i].dtype) + " " + to_string(inputs[i].shape));
+  }
+  auto start = std::chrono::steady_clock::now();
+  cl_command_queue q = m.dev->queue();
+  m.violations.clear();
+  if (m.opt.guard) m.poison();
+
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    int t = g.inputs[i];
+    if (m.pin.record_of_tensor[m.root(t)] < 0 || inputs[i].bytes.empty()) continue;  // unused input
+    Location l = m.locate(g, t);
+    m.check(clEnqueueWriteBuffer(q, l.mem, CL_FALSE, size_t(l.byte_offset), inputs[i].bytes.size(),
+                                 inputs[i].bytes.data(), 0, nullptr, nullptr),
+            m.model() + ": writing input " + g.tensors[t].name);
+  }
+  if (m.opt.guard) {
+    m.check(clFinish(q), m.model() + ": writing inputs");
+    for (int t : g.inputs)
+      if (m.pin.record_of_tensor[m.root(t)] >= 0) m.shadows[m.record(t)] = m.record_bytes(m.record(t));
+  }
+
+  for (const Impl::Step& s : m.steps) {
+    if (s.cpu) m.run_on_cpu(s);
+    else m.enqueue(s);
+    if (m.opt.guard) m.guard_after(s.node);
+  }
+
+  std::vector<HostTensor> outs;
+  outs.reserve(g.outputs.size());  // reads land in these buffers until clFinish
+  for (int t : g.outputs) {
+    const Tensor& meta = g.tensors[t];
+    if (g.tensors[m.root(t)].is_constant) {
+      outs.push_back(g.tensors[m.root(t)].value);
+      outs.back().shape = meta.shape;
+      continue;
+    }
+    outs.emplace_back(meta.dtype, meta.shape);
+    if (outs.back().bytes.empty()) continue;
+    Location l = m.locate(g, t);
+    m.check(clEnqueueReadBuffer(q, l.mem, CL_FALSE, size_t(l.byte_offset), outs.back().bytes.size(),
+                                outs.back().bytes.data(), 0, nullptr, nullptr),
+            m.model() + ": reading output " + meta.name);
+  }
+  m.check(clFinish(q), m.model() + ": running");
+  m.last_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return outs;
+}
+
+double Session::last_run_ms() const { return impl_->last_ms; }
+int64_t Session::activation_bytes() const { return impl_->pool_bytes; }
+int64_t Session::weight_bytes() const { return impl_->weight_bytes; }
+int Session::kernel_launches() const { return impl_->launches; }
+const std::vector<std::string>& Session::fallback_nodes() const { return impl_->fallback; }
+const std::vector<GuardViolation>& Session::guard_violations() const { return impl_->violations; }
+const Device& Session::device() const { return *impl_->dev; }
+
+}  // namespace texplan::runtime

@@ -1,0 +1,78 @@
+// Executes a Graph on an OpenCL device, in the memory a MemoryPlan decided.
+//
+//   Graph g = import_onnx("squeezenet1_1", {.load_weights = true});
+//   PlanInput pin = make_usage_records(g);
+//   plan::MemoryPlan plan = plan::plan_memory(pin.records, dev_profile, "best");
+//   runtime::Session s(g, pin, plan, "pocl");
+//   std::vector<HostTensor> out = s.run({input});   // g.inputs order in, g.outputs order out
+//   s.last_run_ms(); s.activation_bytes(); s.fallback_nodes();
+//
+// Promises: one device allocation per plan pool, made in the constructor;
+// weights uploaded once; every kernel and its arguments prepared once. A
+// run writes the inputs, enqueues the prepared kernels back to back (no host
+// sync, no allocation), and reads the outputs. Nodes without an OpenCL
+// kernel run on the CPU reference (listed by fallback_nodes(), never
+// silent). Only buffer plans run for now: texture pools are rejected.
+// Failures throw texplan::Error naming the model, the node or pool, and the
+// OpenCL error.
+#pragma once
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "optimize/usage.h"
+#include "plan/memory_plan.h"
+#include "runtime/device.h"
+
+namespace texplan::runtime {
+
+struct SessionOptions {
+  // Proves the plan while running: pools start poisoned (NaN bytes), and
+  // after every node the bytes of every live tensor that node did not write
+  // are compared with what its producer left. Slow (a sync and readback per
+  // node); violations are reported by guard_violations(), not thrown.
+  bool guard = false;
+};
+
+// Bytes [begin, end) of `pool` (the span of the changed bytes) that belong
+// to live tensor `tensor` were changed by `node`, which does not write it.
+struct GuardViolation {
+  std::string node, tensor;
+  int pool = 0;
+  int64_t begin = 0, end = 0;
+  std::string to_string() const;
+};
+std::ostream& operator<<(std::ostream& o, const GuardViolation& v);
+
+class Session {
+ public:
+  // `g` must have its weights loaded; `pin` and `plan` must describe `g`.
+  // Nothing of `g` is referenced after construction.
+  Session(const Graph& g, const PlanInput& pin, const plan::MemoryPlan& plan, std::shared_ptr<Device> device,
+          SessionOptions options = {});
+  Session(const Graph& g, const PlanInput& pin, const plan::MemoryPlan& plan, const std::string& device_spec = "pocl",
+          SessionOptions options = {});
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Inputs in g.inputs order; throws Error naming the input on a shape or
+  // dtype mismatch. Outputs in g.outputs order.
+  std::vector<HostTensor> run(const std::vector<HostTensor>& inputs);
+
+  double last_run_ms() const;         // wall time of the last run(), transfers included
+  int64_t activation_bytes() const;   // device bytes of the pools (= plan.total_bytes())
+  int64_t weight_bytes() const;       // device bytes of the uploaded constants
+  int kernel_launches() const;        // per run
+  const std::vector<std::string>& fallback_nodes() const;  // nodes run on the CPU, "name (op)"
+  const std::vector<GuardViolation>& guard_violations() const;  // of the last run, guard mode only
+  const Device& device() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace texplan::runtime

@@ -1,0 +1,537 @@
+// OpenCL runtime on PoCL: every kernel against the CPU reference on one-node
+// graphs, plans proven by guard mode, device selection and error messages.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "optimize/usage.h"
+#include "plan/memory_plan.h"
+#include "reference/reference_ops.h"
+#include "runtime/session.h"
+
+using namespace texplan;
+using runtime::Session;
+
+namespace {
+
+std::shared_ptr<runtime::Device> pocl() { return runtime::open_device("pocl"); }
+
+HostTensor random_tensor(Shape s, float lo = -1, float hi = 1, uint32_t seed = 1) {
+  std::mt19937 rng(seed * 7919u + uint32_t(element_count(s)));
+  std::uniform_real_distribution<float> u(lo, hi);
+  HostTensor t(DataType::Float32, std::move(s));
+  for (int64_t i = 0; i < t.count(); ++i) t.data<float>()[i] = u(rng);
+  return t;
+}
+
+HostTensor ints(Shape s, std::vector<int64_t> v, DataType dt = DataType::Int64) {
+  HostTensor t(dt, std::move(s));
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (dt == DataType::Int64) t.data<int64_t>()[i] = v[i];
+    else if (dt == DataType::Int32) t.data<int32_t>()[i] = int32_t(v[i]);
+    else t.data<uint8_t>()[i] = uint8_t(v[i]);
+  }
+  return t;
+}
+
+HostTensor floats(Shape s, std::vector<float> v) {
+  HostTensor t(DataType::Float32, std::move(s));
+  std::memcpy(t.bytes.data(), v.data(), v.size() * 4);
+  return t;
+}
+
+Attribute ai(int64_t v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Int;
+  a.i = v;
+  return a;
+}
+Attribute af(float v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Float;
+  a.f = v;
+  return a;
+}
+Attribute as(std::string v) {
+  Attribute a;
+  a.kind = Attribute::Kind::String;
+  a.s = std::move(v);
+  return a;
+}
+Attribute aints(std::vector<int64_t> v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Ints;
+  a.ints = std::move(v);
+  return a;
+}
+
+// One input of the node under test: fed at run time, a constant (weight),
+// or omitted (optional input left out).
+struct Operand {
+  HostTensor value;
+  enum Kind { Fed, Weight, Omitted } kind = Fed;
+};
+Operand fed(HostTensor t) { return {std::move(t), Operand::Fed}; }
+Operand weight(HostTensor t) { return {std::move(t), Operand::Weight}; }
+Operand omitted() { return {{}, Operand::Omitted}; }
+
+struct OpCase {
+  OpCase(std::string o, std::vector<Operand> in, std::map<std::string, Attribute> a = {}, int outs = 1)
+      : op(std::move(o)), inputs(std::move(in)), attrs(std::move(a)), outputs(outs) {}
+  std::string op;
+  std::vector<Operand> inputs;
+  std::map<std::string, Attribute> attrs;
+  int outputs = 1;
+};
+
+// A graph of the one node; its outputs get the shapes and types the
+// reference computes. `feeds` are the fed inputs, `expected` the reference.
+Graph one_node_graph(const OpCase& c, std::vector<HostTensor>& feeds, std::vector<HostTensor>& expected) {
+  Graph g;
+  g.model_name = "test_" + c.op;
+  g.opset = 13;
+  Node n;
+  n.name = c.op + "_0";
+  n.op_type = c.op;
+  n.attrs = c.attrs;
+  std::vector<const HostTensor*> ref_in;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const Operand& o = c.inputs[i];
+    if (o.kind == Operand::Omitted) {
+      n.inputs.push_back(-1);
+      ref_in.push_back(nullptr);
+      continue;
+    }
+    Tensor t;
+    t.name = "in" + std::to_string(i);
+    t.dtype = o.value.dtype;
+    t.shape = o.value.shape;
+    if (o.kind == Operand::Weight) {
+      t.is_constant = t.has_data = true;
+      t.value = o.value;
+    } else {
+      t.is_input = true;
+      feeds.push_back(o.value);
+    }
+    int id = g.add_tensor(t);
+    if (o.kind == Operand::Fed) g.inputs.push_back(id);
+    n.inputs.push_back(id);
+    ref_in.push_back(&o.value);
+  }
+  for (int k = 0; k < c.outputs; ++k) n.outputs.push_back(k);  // placeholders for evaluate()
+  expected = reference::evaluate(n, ref_in);
+  n.outputs.clear();
+  for (size_t k = 0; k < expected.size(); ++k) {
+    Tensor t;
+    t.name = "out" + std::to_string(k);
+    t.dtype = expected[k].dtype;
+    t.shape = expected[k].shape;
+    t.is_output = true;
+    t.producer = 0;
+    int id = g.add_tensor(t);
+    g.outputs.push_back(id);
+    n.outputs.push_back(id);
+  }
+  g.nodes.push_back(n);
+  return g;
+}
+
+plan::MemoryPlan best_plan(const PlanInput& pin) {
+  return plan::plan_memory(pin.records, pocl()->info().profile, "best");
+}
+
+// max |a - r| over max |r|: the error relative to the output's scale.
+double rel_error(const HostTensor& a, const HostTensor& r) {
+  std::vector<float> x = a.as_float(), y = r.as_float();
+  double num = 0, den = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    if (std::isnan(y[i]) != std::isnan(x[i])) return INFINITY;
+    if (std::isnan(y[i])) continue;
+    num = std::max(num, double(std::fabs(x[i] - y[i])));
+    den = std::max(den, double(std::fabs(y[i])));
+  }
+  return den > 0 ? num / den : num;
+}
+
+// Runs the case on PoCL and compares every output with the reference.
+void expect_matches_reference(const OpCase& c, double tol = 1e-5, bool expect_kernel = true) {
+  SCOPED_TRACE(c.op);
+  std::vector<HostTensor> feeds, expected;
+  Graph g = one_node_graph(c, feeds, expected);
+  PlanInput pin = make_usage_records(g);
+  plan::MemoryPlan plan = best_plan(pin);
+  Session s(g, pin, plan, pocl());
+  if (expect_kernel) {
+    EXPECT_TRUE(s.fallback_nodes().empty()) << c.op << " fell back to the CPU";
+  }
+  std::vector<HostTensor> out = s.run(feeds);
+  ASSERT_EQ(out.size(), expected.size());
+  for (size_t k = 0; k < out.size(); ++k) {
+    ASSERT_EQ(out[k].shape, expected[k].shape);
+    ASSERT_EQ(out[k].dtype, expected[k].dtype);
+    if (expected[k].dtype == DataType::Float32)
+      EXPECT_LE(rel_error(out[k], expected[k]), tol) << c.op << " output " << k;
+    else
+      EXPECT_EQ(out[k].bytes, expected[k].bytes) << c.op << " output " << k;
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- devices
+
+TEST(Device, PoclIsListedAndHasAProfile) {
+  auto devices = runtime::list_devices();
+  ASSERT_FALSE(devices.empty());
+  auto d = pocl();
+  EXPECT_EQ(d->info().type, "cpu");
+  EXPECT_GT(d->info().compute_units, 0);
+  const plan::DeviceProfile& p = d->info().profile;
+  EXPECT_GT(p.global_mem_bytes, 0);
+  EXPECT_GT(p.max_alloc_bytes, 0);
+  EXPECT_GE(p.mem_base_addr_align, 4);
+  EXPECT_FALSE(p.fp16);
+  EXPECT_EQ(runtime::open_device("pocl").get(), d.get()) << "one Device per physical device";
+  EXPECT_EQ(runtime::open_device("opencl:" + std::to_string(d->info().index)).get(), d.get());
+}
+
+TEST(Device, SpecsThatMatchNothingListTheDevices) {
+  for (std::string spec : {"opencl:99", "nonsense", "opencl:x"}) {
+    try {
+      runtime::open_device(spec);
+      FAIL() << spec << " opened";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(spec), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("opencl:0"), std::string::npos) << e.what();
+    }
+  }
+  bool has_gpu = false;
+  for (auto& d : runtime::list_devices()) has_gpu = has_gpu || d.type == "gpu";
+  if (!has_gpu) {
+    EXPECT_THROW(runtime::open_device("gpu"), Error);
+  }
+}
+
+// ---------------------------------------------------------------- elementwise
+
+TEST(Kernels, Unary) {
+  HostTensor x = random_tensor({2, 3, 5, 7}, -3, 3);
+  HostTensor pos = random_tensor({3, 37}, 0.1f, 4);
+  for (std::string op : {"Relu", "Sigmoid", "Tanh", "HardSwish", "Erf", "Exp", "Neg", "Abs", "Floor", "Ceil"})
+    expect_matches_reference({op, {fed(x)}});
+  for (std::string op : {"Log", "Reciprocal", "Sqrt"}) expect_matches_reference({op, {fed(pos)}});
+  expect_matches_reference({"LeakyRelu", {fed(x)}, {{"alpha", af(0.2f)}}});
+  expect_matches_reference({"HardSigmoid", {fed(x)}, {{"alpha", af(0.3f)}, {"beta", af(0.4f)}}});
+  expect_matches_reference({"Clip", {fed(x), weight(floats({}, {0})), weight(floats({}, {6}))}});
+  expect_matches_reference({"Clip", {fed(x), omitted(), weight(floats({}, {0.5f}))}});
+}
+
+TEST(Kernels, BinaryBroadcasting) {
+  HostTensor a = random_tensor({2, 3, 4, 5}, -2, 2, 1);
+  for (std::string op : {"Add", "Sub", "Mul", "Div", "Max", "Min"}) {
+    expect_matches_reference({op, {fed(a), fed(random_tensor({2, 3, 4, 5}, 0.5f, 2, 2))}});  // same shape
+    expect_matches_reference({op, {fed(a), weight(random_tensor({3, 1, 1}, 0.5f, 2, 3))}});  // per channel
+    expect_matches_reference({op, {weight(random_tensor({}, 0.5f, 2, 4)), fed(a)}});         // scalar
+    expect_matches_reference({op, {fed(random_tensor({2, 1, 4, 1}, 0.5f, 2, 5)), fed(random_tensor({3, 1, 5}, 1, 2, 6))}});
+  }
+  expect_matches_reference({"Pow", {fed(random_tensor({4, 9}, 0.1f, 3)), weight(floats({}, {2}))}});
+  expect_matches_reference({"Pow", {fed(random_tensor({4, 9}, 0.1f, 3)), fed(random_tensor({9}, -2, 2))}}, 1e-5);
+  // Six broadcast dims of odd sizes.
+  expect_matches_reference(
+      {"Add", {fed(random_tensor({2, 1, 3, 1, 5, 1})), fed(random_tensor({1, 3, 1, 2, 1, 7}))}});
+  // int64 arithmetic and comparisons.
+  HostTensor i = ints({2, 3}, {1, -2, 3, 40, 5, -6}), j = ints({3}, {2, 2, -3});
+  expect_matches_reference({"Add", {fed(i), fed(j)}});
+  expect_matches_reference({"Mul", {fed(i), weight(j)}});
+  expect_matches_reference({"Equal", {fed(i), fed(ints({3}, {1, 5, 3}))}});
+  expect_matches_reference({"Less", {fed(a), fed(random_tensor({5}))}});
+}
+
+TEST(Kernels, WhereCastExpandTile) {
+  HostTensor cond = ints({3, 1}, {1, 0, 1}, DataType::Bool);
+  expect_matches_reference({"Where", {fed(cond), fed(random_tensor({3, 4})), fed(random_tensor({4}))}});
+  expect_matches_reference({"Where", {fed(cond), fed(ints({1}, {7})), fed(ints({3, 2}, {1, 2, 3, 4, 5, 6}))}});
+  OpCase cast{"Cast", {fed(random_tensor({2, 5}, -9, 9))}, {{"to", ai(7)}}};  // float -> int64
+  expect_matches_reference(cast);
+  expect_matches_reference({"Cast", {fed(ints({4}, {-3, 0, 5, 1 << 20}))}, {{"to", ai(1)}}});  // int64 -> float
+  expect_matches_reference({"Expand", {fed(random_tensor({3, 1})), weight(ints({3}, {2, 3, 4}))}});
+  expect_matches_reference({"Tile", {fed(random_tensor({2, 3})), weight(ints({2}, {3, 2}))}});
+}
+
+// ---------------------------------------------------------------- conv, gemm
+
+namespace {
+OpCase conv(Shape x, Shape w, std::map<std::string, Attribute> attrs, bool bias = true, uint32_t seed = 1) {
+  OpCase c{"Conv", {fed(random_tensor(x, -1, 1, seed)), weight(random_tensor(w, -1, 1, seed + 1))}, attrs};
+  int64_t oc = w[0];
+  c.inputs.push_back(bias ? weight(random_tensor({oc}, -1, 1, seed + 2)) : omitted());
+  return c;
+}
+}  // namespace
+
+TEST(Kernels, ConvGeneralGemmPath) {
+  expect_matches_reference(conv({1, 3, 9, 11}, {5, 3, 3, 3}, {{"pads", aints({1, 1, 1, 1})}}));
+  expect_matches_reference(conv({2, 4, 10, 9}, {6, 4, 3, 2}, {{"strides", aints({2, 1})}, {"pads", aints({1, 0, 0, 1})}}));
+  expect_matches_reference(conv({1, 3, 13, 13}, {7, 3, 3, 3}, {{"dilations", aints({2, 3})}, {"pads", aints({2, 2, 2, 2})}}, false));
+  expect_matches_reference(conv({1, 6, 8, 8}, {4, 3, 3, 3}, {{"group", ai(2)}, {"auto_pad", as("SAME_UPPER")}}));
+  expect_matches_reference(conv({1, 4, 7, 7}, {8, 2, 2, 2}, {{"group", ai(2)}, {"strides", aints({2, 2})}, {"auto_pad", as("SAME_LOWER")}}));
+  expect_matches_reference(conv({1, 3, 8, 8}, {4, 3, 3, 3}, {{"auto_pad", as("VALID")}}));
+  // Big enough for several 64x64 tiles and K slices: 70 channels, 9x9 taps.
+  expect_matches_reference(conv({1, 20, 12, 12}, {70, 20, 3, 3}, {{"pads", aints({1, 1, 1, 1})}}), 1e-5);
+  // 1D convolution.
+  expect_matches_reference(conv({2, 3, 17}, {4, 3, 5}, {{"pads", aints({2, 2})}}));
+}
+
+TEST(Kernels, Conv1x1AndDepthwise) {
+  expect_matches_reference(conv({2, 16, 5, 7}, {24, 16, 1, 1}, {}));
+  expect_matches_reference(conv({1, 8, 5, 5}, {12, 4, 1, 1}, {{"group", ai(2)}}, false));
+  expect_matches_reference(conv({1, 130, 3, 3}, {67, 130, 1, 1}, {}));  // K and M past one tile
+  expect_matches_reference(conv({2, 6, 9, 10}, {6, 1, 3, 3}, {{"group", ai(6)}, {"pads", aints({1, 1, 1, 1})}}));
+  expect_matches_reference(
+      conv({1, 5, 11, 11}, {5, 1, 5, 5}, {{"group", ai(5)}, {"strides", aints({2, 2})}, {"pads", aints({2, 2, 2, 2})}}, false));
+  expect_matches_reference(conv({1, 3, 8, 8}, {6, 1, 3, 3}, {{"group", ai(3)}, {"dilations", aints({2, 2})}}));  // multiplier 2
+}
+
+TEST(Kernels, ConvTranspose) {
+  auto ct = [](Shape x, Shape w, std::map<std::string, Attribute> attrs, bool bias) {
+    OpCase c{"ConvTranspose", {fed(random_tensor(x)), weight(random_tensor(w, -1, 1, 2))}, attrs};
+    if (bias) c.inputs.push_back(weight(random_tensor({w[1] * (attrs.count("group") ? attrs["group"].i : 1)})));
+    return c;
+  };
+  expect_matches_reference(ct({1, 4, 5, 5}, {4, 3, 2, 2}, {{"strides", aints({2, 2})}}, true));
+  expect_matches_reference(ct({2, 3, 4, 5}, {3, 5, 3, 3}, {{"strides", aints({2, 2})}, {"pads", aints({1, 1, 1, 1})}, {"output_padding", aints({1, 1})}}, false));
+  expect_matches_reference(ct({1, 4, 3, 3}, {4, 2, 3, 3}, {{"group", ai(2)}, {"dilations", aints({2, 1})}}, true));
+}
+
+TEST(Kernels, GemmAndMatMul) {
+  expect_matches_reference({"Gemm", {fed(random_tensor({7, 9})), weight(random_tensor({9, 5})), weight(random_tensor({5}))}});
+  expect_matches_reference({"Gemm",
+                            {fed(random_tensor({9, 70})), weight(random_tensor({67, 9})), weight(random_tensor({70, 1}))},
+                            {{"transA", ai(1)}, {"transB", ai(1)}, {"alpha", af(0.5f)}, {"beta", af(2)}}});
+  expect_matches_reference({"Gemm", {fed(random_tensor({3, 4})), weight(random_tensor({4, 2}))}});
+  expect_matches_reference({"MatMul", {fed(random_tensor({2, 65, 33})), weight(random_tensor({33, 17}))}});
+  expect_matches_reference({"MatMul", {fed(random_tensor({2, 3, 5, 8})), fed(random_tensor({3, 8, 6}))}});
+  expect_matches_reference({"MatMul", {fed(random_tensor({2, 1, 4, 8})), fed(random_tensor({1, 3, 8, 70}))}});
+  expect_matches_reference({"MatMul", {fed(random_tensor({8})), fed(random_tensor({2, 8, 3}))}});
+  expect_matches_reference({"MatMul", {fed(random_tensor({4, 8})), fed(random_tensor({8}))}});
+}
+
+// ---------------------------------------------------------------- pool, reduce, norm
+
+TEST(Kernels, Pooling) {
+  HostTensor x = random_tensor({2, 3, 11, 10});
+  expect_matches_reference({"MaxPool", {fed(x)}, {{"kernel_shape", aints({3, 3})}, {"strides", aints({2, 2})}}});
+  expect_matches_reference({"MaxPool", {fed(x)}, {{"kernel_shape", aints({3, 3})}, {"strides", aints({2, 2})}, {"pads", aints({1, 1, 1, 1})}, {"ceil_mode", ai(1)}}});
+  expect_matches_reference({"MaxPool", {fed(x)}, {{"kernel_shape", aints({2, 3})}, {"dilations", aints({2, 2})}}});
+  expect_matches_reference({"AveragePool", {fed(x)}, {{"kernel_shape", aints({3, 3})}, {"pads", aints({1, 1, 1, 1})}}});
+  expect_matches_reference({"AveragePool", {fed(x)}, {{"kernel_shape", aints({3, 3})}, {"pads", aints({1, 1, 1, 1})}, {"count_include_pad", ai(1)}}});
+  expect_matches_reference({"AveragePool", {fed(x)}, {{"kernel_shape", aints({3, 2})}, {"strides", aints({2, 2})}, {"ceil_mode", ai(1)}, {"pads", aints({0, 1, 1, 0})}, {"count_include_pad", ai(1)}}});
+  expect_matches_reference({"AveragePool", {fed(x)}, {{"kernel_shape", aints({2, 2})}, {"strides", aints({2, 2})}, {"auto_pad", as("SAME_UPPER")}}});
+  expect_matches_reference({"GlobalAveragePool", {fed(x)}});
+  expect_matches_reference({"GlobalMaxPool", {fed(random_tensor({1, 5, 30, 31}))}});
+}
+
+TEST(Kernels, Reductions) {
+  HostTensor x = random_tensor({2, 3, 4, 5});
+  for (std::string op : {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"}) {
+    expect_matches_reference({op, {fed(x)}, {{"axes", aints({-1})}}});
+    expect_matches_reference({op, {fed(x)}, {{"axes", aints({1})}, {"keepdims", ai(0)}}});
+    expect_matches_reference({op, {fed(x)}, {{"axes", aints({0, 2})}}});
+    expect_matches_reference({op, {fed(x)}});  // all axes
+  }
+  expect_matches_reference({"ReduceSum", {fed(x), weight(ints({2}, {2, 3}))}});  // axes as input (opset 13)
+  expect_matches_reference({"ReduceMean", {fed(random_tensor({3, 1000}))}, {{"axes", aints({1})}}});
+}
+
+TEST(Kernels, SoftmaxAndNorms) {
+  expect_matches_reference({"Softmax", {fed(random_tensor({2, 4, 130}, -5, 5))}});
+  expect_matches_reference({"Softmax", {fed(random_tensor({2, 7, 3}, -5, 5))}, {{"axis", ai(1)}}});
+  expect_matches_reference({"LogSoftmax", {fed(random_tensor({3, 9}, -5, 5))}});
+  HostTensor x = random_tensor({2, 5, 4, 3});
+  expect_matches_reference({"BatchNormalization",
+                            {fed(x), weight(random_tensor({5})), weight(random_tensor({5})), weight(random_tensor({5})),
+                             weight(random_tensor({5}, 0.5f, 2))},
+                            {{"epsilon", af(1e-3f)}}});
+  expect_matches_reference({"LayerNormalization", {fed(random_tensor({2, 3, 100})), weight(random_tensor({100})),
+                                                   weight(random_tensor({100}))}});
+  expect_matches_reference({"LayerNormalization", {fed(random_tensor({4, 3, 5})), weight(random_tensor({3, 5}))},
+                            {{"axis", ai(1)}, {"epsilon", af(1e-3f)}}});
+  expect_matches_reference({"Gelu", {fed(random_tensor({3, 50}, -4, 4))}});
+  expect_matches_reference({"Gelu", {fed(random_tensor({3, 50}, -4, 4))}, {{"approximate", as("tanh")}}});
+}
+
+// ---------------------------------------------------------------- data movement
+
+TEST(Kernels, ConcatSplitTranspose) {
+  expect_matches_reference({"Concat", {fed(random_tensor({2, 3, 4})), fed(random_tensor({2, 5, 4})), weight(random_tensor({2, 1, 4}))}, {{"axis", ai(1)}}});
+  expect_matches_reference({"Concat", {fed(random_tensor({2, 3})), fed(random_tensor({2, 2}))}, {{"axis", ai(-1)}}});
+  expect_matches_reference({"Concat", {fed(ints({2}, {1, 2})), fed(ints({1}, {3}))}, {{"axis", ai(0)}}});
+  expect_matches_reference({"Split", {fed(random_tensor({2, 6, 3}))}, {{"axis", ai(1)}}, 3});
+  expect_matches_reference({"Split", {fed(random_tensor({4, 7})), weight(ints({2}, {3, 4}))}, {{"axis", ai(-1)}}, 2});
+  expect_matches_reference({"Transpose", {fed(random_tensor({2, 3, 4, 5}))}, {{"perm", aints({0, 2, 3, 1})}}});
+  expect_matches_reference({"Transpose", {fed(random_tensor({3, 5, 7}))}});
+  expect_matches_reference({"Transpose", {fed(random_tensor({1, 2, 2, 3, 4}))}, {{"perm", aints({0, 2, 1, 3, 4})}}});  // channel shuffle
+}
+
+TEST(Kernels, SliceGatherPadResize) {
+  HostTensor x = random_tensor({4, 6, 5});
+  expect_matches_reference({"Slice", {fed(x), weight(ints({2}, {1, 0})), weight(ints({2}, {3, 100})), weight(ints({2}, {0, 2}))}});
+  expect_matches_reference({"Slice", {fed(x), weight(ints({1}, {-1})), weight(ints({1}, {-100})), weight(ints({1}, {1})), weight(ints({1}, {-2}))}});
+  expect_matches_reference({"Slice", {fed(x), weight(ints({3}, {0, 1, 4})), weight(ints({3}, {4, 6, 0})), weight(ints({3}, {0, 1, 2})), weight(ints({3}, {2, 2, -1}))}});
+  // Gather: embedding lookup with int64 indices, int32 indices on axis 1, negative indices.
+  expect_matches_reference({"Gather", {weight(random_tensor({50, 16})), fed(ints({1, 7}, {0, 3, 49, 3, 7, 1, 2}))}});
+  expect_matches_reference({"Gather", {fed(x), weight(ints({2, 2}, {5, -1, 0, 2}, DataType::Int32))}, {{"axis", ai(1)}}});
+  expect_matches_reference({"Gather", {fed(ints({5}, {10, 20, 30, 40, 50})), weight(ints({}, {-2}))}});
+  HostTensor img = random_tensor({1, 2, 5, 6});
+  for (std::string mode : {"constant", "reflect", "edge"})
+    expect_matches_reference({"Pad", {fed(img), weight(ints({8}, {0, 0, 2, 1, 0, 1, 1, 3})), weight(floats({}, {0.5f}))}, {{"mode", as(mode)}}});
+  auto resize = [&](std::string mode, std::string coord, Shape sizes) {
+    return OpCase{"Resize",
+                  {fed(img), omitted(), omitted(), weight(ints({4}, std::vector<int64_t>(sizes.begin(), sizes.end())))},
+                  {{"mode", as(mode)}, {"coordinate_transformation_mode", as(coord)}}};
+  };
+  for (std::string coord : {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel"}) {
+    expect_matches_reference(resize("nearest", coord, {1, 2, 10, 12}));
+    expect_matches_reference(resize("linear", coord, {1, 2, 9, 13}));
+  }
+  OpCase scales{"Resize", {fed(img), omitted(), weight(floats({4}, {1, 1, 2, 2}))}, {{"mode", as("nearest")}}};
+  expect_matches_reference(scales);
+}
+
+// ---------------------------------------------------------------- session behaviour
+
+namespace {
+// x -> Relu -> a -> Neg -> b ; y = Add(a, b): `a` is live while Neg writes `b`.
+Graph relu_neg_add() {
+  Graph g;
+  g.model_name = "relu_neg_add";
+  g.opset = 13;
+  auto add = [&](const char* name, bool in, bool out) {
+    Tensor t;
+    t.name = name;
+    t.shape = {1, 4, 5, 6};
+    t.is_input = in;
+    t.is_output = out;
+    return g.add_tensor(t);
+  };
+  int x = add("x", true, false), a = add("a", false, false), b = add("b", false, false), y = add("y", false, true);
+  g.inputs = {x};
+  g.outputs = {y};
+  g.nodes.push_back({"relu", "Relu", {x}, {a}, {}});
+  g.nodes.push_back({"neg", "Neg", {a}, {b}, {}});
+  g.nodes.push_back({"add", "Add", {a, b}, {y}, {}});
+  for (int k = 0; k < 3; ++k) g.tensors[g.nodes[k].outputs[0]].producer = k;
+  return g;
+}
+}  // namespace
+
+TEST(Session, GuardFindsNoViolationInAValidPlan) {
+  Graph g = relu_neg_add();
+  PlanInput pin = make_usage_records(g);
+  plan::MemoryPlan plan = best_plan(pin);
+  Session s(g, pin, plan, pocl(), {.guard = true});
+  HostTensor x = random_tensor({1, 4, 5, 6});
+  auto out = s.run({x});
+  EXPECT_TRUE(s.guard_violations().empty()) << s.guard_violations().front();
+  for (int64_t i = 0; i < x.count(); ++i) EXPECT_EQ(out[0].data<float>()[i], 0.0f);  // relu(x) - relu(x)
+  EXPECT_EQ(s.activation_bytes(), plan.total_bytes());
+  EXPECT_EQ(s.kernel_launches(), 3);
+}
+
+TEST(Session, GuardReportsTwoLiveTensorsAtOneOffset) {
+  Graph g = relu_neg_add();
+  PlanInput pin = make_usage_records(g);
+  plan::MemoryPlan plan = best_plan(pin);
+  int a = pin.record_of_tensor[g.find("a")], b = pin.record_of_tensor[g.find("b")];
+  plan.placements[b] = plan.placements[a];  // b overwrites a while a is still needed
+  Session s(g, pin, plan, pocl(), {.guard = true});
+  s.run({random_tensor({1, 4, 5, 6})});
+  ASSERT_EQ(s.guard_violations().size(), 1u);
+  const runtime::GuardViolation& v = s.guard_violations()[0];
+  EXPECT_EQ(v.node, "neg");
+  EXPECT_EQ(v.tensor, "a");
+  EXPECT_GE(v.begin, plan.placements[a].offset);
+  EXPECT_LE(v.end, plan.placements[a].offset + 4 * 5 * 6 * 4);
+}
+
+TEST(Session, AliasesLaunchNothingAndRunsRepeat) {
+  // x -> Reshape (alias) -> Relu -> y
+  Graph g;
+  g.model_name = "alias";
+  auto tensor = [](const char* name, DataType t, Shape s) {
+    Tensor x;
+    x.name = name;
+    x.dtype = t;
+    x.shape = s;
+    return x;
+  };
+  Tensor x = tensor("x", DataType::Float32, {2, 6}), shape = tensor("shape", DataType::Int64, {2}),
+         r = tensor("r", DataType::Float32, {3, 4}), y = tensor("y", DataType::Float32, {3, 4});
+  x.is_input = true;
+  shape.is_constant = shape.has_data = true;
+  shape.value = ints({2}, {3, 4});
+  y.is_output = true;
+  int xi = g.add_tensor(x), si = g.add_tensor(shape), ri = g.add_tensor(r), yi = g.add_tensor(y);
+  g.inputs = {xi};
+  g.outputs = {yi};
+  g.nodes.push_back({"reshape", "Reshape", {xi, si}, {ri}, {}});
+  g.nodes.push_back({"relu", "Relu", {ri}, {yi}, {}});
+  PlanInput pin = make_usage_records(g);
+  ASSERT_EQ(pin.alias_root[ri], xi);
+  Session s(g, pin, best_plan(pin), pocl());
+  EXPECT_EQ(s.kernel_launches(), 1);
+  EXPECT_EQ(s.weight_bytes(), 0) << "the shape constant is never needed on the device";
+  for (int run = 0; run < 2; ++run) {
+    HostTensor in = random_tensor({2, 6}, -1, 1, run + 1);
+    auto out = s.run({in});
+    for (int i = 0; i < 12; ++i) EXPECT_EQ(out[0].data<float>()[i], std::max(0.0f, in.data<float>()[i]));
+    EXPECT_GT(s.last_run_ms(), 0);
+  }
+}
+
+TEST(Session, OpsWithoutKernelsRunOnTheCpuAndAreListed) {
+  OpCase c{"Hardmax", {fed(random_tensor({3, 7}))}};
+  expect_matches_reference(c, 0, /*expect_kernel=*/false);
+  std::vector<HostTensor> feeds, expected;
+  Graph g = one_node_graph(c, feeds, expected);
+  PlanInput pin = make_usage_records(g);
+  Session s(g, pin, best_plan(pin), pocl());
+  ASSERT_EQ(s.fallback_nodes().size(), 1u);
+  EXPECT_EQ(s.fallback_nodes()[0], "Hardmax_0 (Hardmax)");
+}
+
+TEST(Session, ErrorsNameTheModelAndWhatIsWrong) {
+  Graph g = relu_neg_add();
+  PlanInput pin = make_usage_records(g);
+  plan::MemoryPlan plan = best_plan(pin);
+  Session s(g, pin, plan, pocl());
+  try {
+    s.run({random_tensor({1, 4, 5, 7})});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("input x must be float32 1x4x5x6"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(s.run({}), Error);
+
+  plan::MemoryPlan huge = plan;
+  huge.pools[0].bytes = pocl()->info().profile.max_alloc_bytes + 1;
+  try {
+    Session bad(g, pin, huge, pocl());
+    FAIL();
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("relu_neg_add"), std::string::npos) << m;
+    EXPECT_NE(m.find("pool 0"), std::string::npos) << m;
+  }
+
+  plan::MemoryPlan textured = plan;
+  textured.pools[0].kind = plan::Storage::Texture;
+  try {
+    Session bad(g, pin, textured, pocl());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("texture execution is not implemented yet"), std::string::npos) << e.what();
+  }
+}
