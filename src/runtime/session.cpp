@@ -60,6 +60,7 @@ struct Session::Impl {
   int launches = 0;
   double last_ms = 0;
   std::vector<GuardViolation> violations;
+  std::vector<NodeTime> times;
   std::vector<std::vector<uint8_t>> shadows;  // per record, guard mode
 
   ~Impl() {
@@ -347,9 +348,19 @@ std::vector<HostTensor> Session::run(const std::vector<HostTensor>& inputs) {
       if (m.pin.record_of_tensor[m.root(t)] >= 0) m.shadows[m.record(t)] = m.record_bytes(m.record(t));
   }
 
+  m.times.clear();
+  if (m.opt.profile) m.check(clFinish(q), m.model() + ": writing inputs");
   for (const Impl::Step& s : m.steps) {
+    auto node_start = std::chrono::steady_clock::now();
     if (s.cpu) m.run_on_cpu(s);
     else m.enqueue(s);
+    if (m.opt.profile) {
+      m.check(clFinish(q), m.at_node(s.node));
+      const Node& n = g.nodes[s.node];
+      m.times.push_back({n.name, n.op_type,
+                         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - node_start).count(),
+                         s.cpu});
+    }
     if (m.opt.guard) m.guard_after(s.node);
   }
 
@@ -380,6 +391,7 @@ int64_t Session::weight_bytes() const { return impl_->weight_bytes; }
 int Session::kernel_launches() const { return impl_->launches; }
 const std::vector<std::string>& Session::fallback_nodes() const { return impl_->fallback; }
 const std::vector<GuardViolation>& Session::guard_violations() const { return impl_->violations; }
+const std::vector<NodeTime>& Session::node_times() const { return impl_->times; }
 const Device& Session::device() const { return *impl_->dev; }
 
 }  // namespace texplan::runtime

@@ -34,6 +34,14 @@ struct SessionOptions {
   // are compared with what its producer left. Slow (a sync and readback per
   // node); violations are reported by guard_violations(), not thrown.
   bool guard = false;
+  // Waits after every node to time it (node_times()); slows the run.
+  bool profile = false;
+};
+
+struct NodeTime {
+  std::string node, op;
+  double ms = 0;
+  bool cpu = false;  // ran on the CPU fallback
 };
 
 // Bytes [begin, end) of `pool` (the span of the changed bytes) that belong
@@ -68,6 +76,7 @@ class Session {
   int kernel_launches() const;        // per run
   const std::vector<std::string>& fallback_nodes() const;  // nodes run on the CPU, "name (op)"
   const std::vector<GuardViolation>& guard_violations() const;  // of the last run, guard mode only
+  const std::vector<NodeTime>& node_times() const;              // of the last run, profile mode only
   const Device& device() const;
 
  private:
