@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
@@ -16,6 +17,12 @@ using runtime::Session;
 
 namespace {
 
+// Kernel and session tests run on TEXPLAN_TEST_DEVICE (a device spec) when
+// set, e.g. "gpu" on a GPU machine; PoCL otherwise.
+std::shared_ptr<runtime::Device> test_device() {
+  const char* spec = std::getenv("TEXPLAN_TEST_DEVICE");
+  return runtime::open_device(spec ? spec : "pocl");
+}
 std::shared_ptr<runtime::Device> pocl() { return runtime::open_device("pocl"); }
 
 HostTensor random_tensor(Shape s, float lo = -1, float hi = 1, uint32_t seed = 1) {
@@ -139,7 +146,7 @@ Graph one_node_graph(const OpCase& c, std::vector<HostTensor>& feeds, std::vecto
 }
 
 plan::MemoryPlan best_plan(const PlanInput& pin) {
-  return plan::plan_memory(pin.records, pocl()->info().profile, "best");
+  return plan::plan_memory(pin.records, test_device()->info().profile, "best");
 }
 
 // max |a - r| over max |r|: the error relative to the output's scale.
@@ -162,7 +169,7 @@ void expect_matches_reference(const OpCase& c, double tol = 1e-5, bool expect_ke
   Graph g = one_node_graph(c, feeds, expected);
   PlanInput pin = make_usage_records(g);
   plan::MemoryPlan plan = best_plan(pin);
-  Session s(g, pin, plan, pocl());
+  Session s(g, pin, plan, test_device());
   if (expect_kernel) {
     EXPECT_TRUE(s.fallback_nodes().empty()) << c.op << " fell back to the CPU";
   }
@@ -431,7 +438,7 @@ TEST(Session, GuardFindsNoViolationInAValidPlan) {
   Graph g = relu_neg_add();
   PlanInput pin = make_usage_records(g);
   plan::MemoryPlan plan = best_plan(pin);
-  Session s(g, pin, plan, pocl(), {.guard = true});
+  Session s(g, pin, plan, test_device(), {.guard = true});
   HostTensor x = random_tensor({1, 4, 5, 6});
   auto out = s.run({x});
   EXPECT_TRUE(s.guard_violations().empty()) << s.guard_violations().front();
@@ -446,7 +453,7 @@ TEST(Session, GuardReportsTwoLiveTensorsAtOneOffset) {
   plan::MemoryPlan plan = best_plan(pin);
   int a = pin.record_of_tensor[g.find("a")], b = pin.record_of_tensor[g.find("b")];
   plan.placements[b] = plan.placements[a];  // b overwrites a while a is still needed
-  Session s(g, pin, plan, pocl(), {.guard = true});
+  Session s(g, pin, plan, test_device(), {.guard = true});
   s.run({random_tensor({1, 4, 5, 6})});
   ASSERT_EQ(s.guard_violations().size(), 1u);
   const runtime::GuardViolation& v = s.guard_violations()[0];
@@ -480,7 +487,7 @@ TEST(Session, AliasesLaunchNothingAndRunsRepeat) {
   g.nodes.push_back({"relu", "Relu", {ri}, {yi}, {}});
   PlanInput pin = make_usage_records(g);
   ASSERT_EQ(pin.alias_root[ri], xi);
-  Session s(g, pin, best_plan(pin), pocl());
+  Session s(g, pin, best_plan(pin), test_device());
   EXPECT_EQ(s.kernel_launches(), 1);
   EXPECT_EQ(s.weight_bytes(), 0) << "the shape constant is never needed on the device";
   for (int run = 0; run < 2; ++run) {
@@ -497,7 +504,7 @@ TEST(Session, OpsWithoutKernelsRunOnTheCpuAndAreListed) {
   std::vector<HostTensor> feeds, expected;
   Graph g = one_node_graph(c, feeds, expected);
   PlanInput pin = make_usage_records(g);
-  Session s(g, pin, best_plan(pin), pocl());
+  Session s(g, pin, best_plan(pin), test_device());
   ASSERT_EQ(s.fallback_nodes().size(), 1u);
   EXPECT_EQ(s.fallback_nodes()[0], "Hardmax_0 (Hardmax)");
 }
@@ -506,7 +513,7 @@ TEST(Session, ErrorsNameTheModelAndWhatIsWrong) {
   Graph g = relu_neg_add();
   PlanInput pin = make_usage_records(g);
   plan::MemoryPlan plan = best_plan(pin);
-  Session s(g, pin, plan, pocl());
+  Session s(g, pin, plan, test_device());
   try {
     s.run({random_tensor({1, 4, 5, 7})});
     FAIL();
@@ -516,9 +523,9 @@ TEST(Session, ErrorsNameTheModelAndWhatIsWrong) {
   EXPECT_THROW(s.run({}), Error);
 
   plan::MemoryPlan huge = plan;
-  huge.pools[0].bytes = pocl()->info().profile.max_alloc_bytes + 1;
+  huge.pools[0].bytes = test_device()->info().profile.max_alloc_bytes + 1;
   try {
-    Session bad(g, pin, huge, pocl());
+    Session bad(g, pin, huge, test_device());
     FAIL();
   } catch (const Error& e) {
     std::string m = e.what();
@@ -529,7 +536,7 @@ TEST(Session, ErrorsNameTheModelAndWhatIsWrong) {
   plan::MemoryPlan textured = plan;
   textured.pools[0].kind = plan::Storage::Texture;
   try {
-    Session bad(g, pin, textured, pocl());
+    Session bad(g, pin, textured, test_device());
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("texture execution is not implemented yet"), std::string::npos) << e.what();
