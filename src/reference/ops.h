@@ -1,0 +1,22 @@
+// Internal: how the operator families register their implementations.
+#pragma once
+#include <map>
+#include <string>
+
+#include "reference/common.h"
+
+namespace texplan::reference {
+
+using OpFn = Outputs (*)(const OpContext&);
+using OpTable = std::map<std::string, OpFn>;
+
+void register_elementwise(OpTable& t);    // elementwise.cpp: math, activations, compare, logic, Cast
+void register_matmul(OpTable& t);         // matmul.cpp: MatMul, Gemm
+void register_conv(OpTable& t);           // conv.cpp: Conv, ConvTranspose
+void register_pool(OpTable& t);           // pool.cpp: MaxPool, AveragePool, global pools
+void register_reduce(OpTable& t);         // reduce.cpp: Reduce*, ArgMax/ArgMin
+void register_normalization(OpTable& t);  // normalization.cpp: *Normalization, Softmax family, LRN
+void register_shape_ops(OpTable& t);      // shape_ops.cpp: data movement and shape computation
+void register_resize(OpTable& t);         // resize.cpp: Resize, Upsample
+
+}  // namespace texplan::reference

@@ -1,0 +1,53 @@
+// The op_type -> implementation table and evaluate(), the one entry point.
+#include "reference/ops.h"
+
+namespace texplan::reference {
+namespace {
+
+const OpTable& table() {
+  static const OpTable t = [] {
+    OpTable t;
+    register_elementwise(t);
+    register_matmul(t);
+    return t;
+  }();
+  return t;
+}
+
+}  // namespace
+
+bool supports(const std::string& op_type) { return table().count(op_type) != 0; }
+
+std::vector<std::string> supported_ops() {
+  std::vector<std::string> ops;
+  for (const auto& [name, fn] : table()) ops.push_back(name);
+  return ops;
+}
+
+std::vector<HostTensor> evaluate(const Node& node, const std::vector<const HostTensor*>& inputs) {
+  const OpContext c(node, inputs);
+  auto it = table().find(node.op_type);
+  if (it == table().end()) c.fail("no reference implementation for operator " + node.op_type);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const HostTensor* t = inputs[i];
+    if (t && t->bytes.size() != size_t(t->count()) * element_size(t->dtype))
+      c.fail("input " + std::to_string(i) + " (" + to_string(t->shape) + " " + to_string(t->dtype) +
+             ") has no data or the wrong number of bytes");
+  }
+  std::vector<HostTensor> out;
+  try {
+    out = it->second(c);
+  } catch (const OpError&) {
+    throw;
+  } catch (const std::exception& e) {  // Error from graph helpers, bad_alloc, out_of_range...
+    throw c.error(e.what());
+  }
+  if (out.size() < c.output_count()) {
+    for (size_t i = out.size(); i < c.output_count(); ++i)
+      if (c.output_wanted(i)) c.fail("output " + std::to_string(i) + " is not supported");
+    out.resize(c.output_count());
+  }
+  return out;
+}
+
+}  // namespace texplan::reference
