@@ -9,6 +9,8 @@ const OpTable& table() {
     OpTable t;
     register_elementwise(t);
     register_matmul(t);
+    register_conv(t);
+    register_pool(t);
     return t;
   }();
   return t;
