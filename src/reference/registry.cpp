@@ -11,6 +11,8 @@ const OpTable& table() {
     register_matmul(t);
     register_conv(t);
     register_pool(t);
+    register_reduce(t);
+    register_normalization(t);
     return t;
   }();
   return t;
