@@ -13,6 +13,8 @@ const OpTable& table() {
     register_pool(t);
     register_reduce(t);
     register_normalization(t);
+    register_shape_ops(t);
+    register_resize(t);
     return t;
   }();
   return t;
