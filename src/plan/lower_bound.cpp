@@ -1,0 +1,28 @@
+// Lower bound of any plan for this execution order: the peak over steps of
+// the bytes live at that step. Sweep over +bytes at `first` and -bytes
+// after `last`; at equal steps frees (of records that ended the step
+// before) come first, so they never inflate the peak. O(n log n).
+#include <algorithm>
+
+#include "plan/memory_plan.h"
+
+namespace texplan::plan {
+
+int64_t lower_bound_bytes(const std::vector<UsageRecord>& recs) {
+  std::vector<std::pair<int64_t, int64_t>> events;  // (step, delta)
+  events.reserve(2 * recs.size());
+  for (const UsageRecord& r : recs) {
+    const int64_t bytes = r.storage == Storage::Texture ? r.extent.tight_bytes() : r.bytes;
+    events.emplace_back(r.first, bytes);
+    events.emplace_back(int64_t{r.last} + 1, -bytes);
+  }
+  std::sort(events.begin(), events.end());  // negative deltas sort first within a step
+  int64_t live = 0, peak = 0;
+  for (const auto& [step, delta] : events) {
+    live += delta;
+    peak = std::max(peak, live);
+  }
+  return peak;
+}
+
+}  // namespace texplan::plan
