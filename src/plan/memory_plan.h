@@ -104,9 +104,10 @@ int64_t texture_view_bytes(const TextureExtent& e, const DeviceProfile& dev);
 //   tvm-tokens         TVM graph planner token reuse (baseline); textures in TVM texture pools
 //   greedy-by-size     TFLite GPU offsets, largest first, best fit
 //   greedy-by-breadth  TFLite GPU offsets, by task breadth, best fit
-//   best               texplan's own: reaches the lower bound (see strategies/best.cc)
+//   best               texplan's own: reaches the lower bound (see strategies/best.cpp)
 //   tvm-texture-pools  buffers by `best`, textures in TVM's 2D texture pools
-//   texture-views      everything in one arena, textures as image views over it
+//   texture-views      everything in one arena, textures as image views over it;
+//                      throws PlanError on a device without image2d_from_buffer
 // Buffer-only strategies place texture records in TVM texture pools (naive:
 // one pool each), so every strategy plans every record.
 std::vector<std::string> strategy_names();
