@@ -19,7 +19,7 @@ struct Result {
   std::string out;  // stdout and stderr
 };
 
-Result texplan(const std::string& args) {
+Result run_cli(const std::string& args) {
   std::string cmd = std::string(TEXPLAN_CLI) + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
@@ -40,7 +40,7 @@ json read_json(const fs::path& p) {
 
 TEST(CliPlan, JsonHasTheDocumentedFieldsAndEveryPlanValidates) {
   auto out = texplan::test::temp_dir("cli") / "plan.json";
-  Result r = texplan("plan " + kTiny + " --json " + out.string());
+  Result r = run_cli("plan " + kTiny + " --json " + out.string());
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("lower bound"), std::string::npos) << r.out;
   json j = read_json(out);
@@ -69,7 +69,7 @@ TEST(CliPlan, JsonHasTheDocumentedFieldsAndEveryPlanValidates) {
 
 TEST(CliPlan, TexturesAutoReportsTexturePools) {
   auto out = texplan::test::temp_dir("clitex") / "plan.json";
-  Result r = texplan("plan " + kTiny + " --textures auto --target adreno --json " + out.string());
+  Result r = run_cli("plan " + kTiny + " --textures auto --target adreno --json " + out.string());
   ASSERT_EQ(r.code, 0) << r.out;
   json j = read_json(out);
   EXPECT_GT(j["texture_records"].get<int>(), 0);
@@ -86,7 +86,7 @@ TEST(CliPlan, TexturesAutoReportsTexturePools) {
 }
 
 TEST(CliPlan, RandomGraph) {
-  Result r = texplan("plan --random-graph 2000 --seed 3 --strategy best");
+  Result r = run_cli("plan --random-graph 2000 --seed 3 --strategy best");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("best"), std::string::npos);
   EXPECT_NE(r.out.find("yes"), std::string::npos);
@@ -99,7 +99,7 @@ TEST(CliErrors, BadInputsGetOneLineAndNonZeroExit) {
        {std::string("plan /no/such/model.onnx"), "plan " + (dir / "junk.onnx").string(),
         "plan " + kTiny + " --target no-such-profile", "run " + kTiny + " --device opencl:99",
         "run " + kTiny + " --input " + (dir / "junk.onnx").string()}) {
-    Result r = texplan(args);
+    Result r = run_cli(args);
     EXPECT_NE(r.code, 0) << args;
     EXPECT_EQ(r.out.rfind("texplan: error: ", 0), 0u) << args << "\n" << r.out;
     EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << args << "\n" << r.out;
@@ -108,7 +108,7 @@ TEST(CliErrors, BadInputsGetOneLineAndNonZeroExit) {
 
 TEST(CliRun, TinyModelOnPoclIsCorrectAndGuardClean) {
   auto out = texplan::test::temp_dir("clirun") / "run.json";
-  Result r = texplan("run " + kTiny + " --device pocl --check --guard --bench 2 --json " + out.string());
+  Result r = run_cli("run " + kTiny + " --device pocl --check --guard --bench 2 --json " + out.string());
   ASSERT_EQ(r.code, 0) << r.out;
   json j = read_json(out);
   EXPECT_LE(j["rel_error"].get<double>(), 1e-4);
@@ -122,7 +122,7 @@ TEST(CliRun, TinyModelOnPoclIsCorrectAndGuardClean) {
 }
 
 TEST(CliRun, CpuReferenceExecutorFollowsThePlan) {
-  Result r = texplan("run " + kTiny + " --device cpu --check");
+  Result r = run_cli("run " + kTiny + " --device cpu --check");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("rel error"), std::string::npos);
 }
@@ -134,10 +134,10 @@ TEST(CliRun, WrongInputShapeIsNamed) {
   b.input("x", {1, 3, 8, 8}).output("y");
   b.node("Relu", {"x"}, {"y"});
   std::string other = b.save(dir, "other");
-  Result make = texplan("run " + other + " --device cpu");  // no input: clear error
+  Result make = run_cli("run " + other + " --device cpu");  // no input: clear error
   EXPECT_NE(make.code, 0);
   EXPECT_NE(make.out.find("--input"), std::string::npos) << make.out;
-  Result r = texplan("run " + kTiny + " --device cpu --input " + kTiny + "/test_data_set_0/output_0.pb");
+  Result r = run_cli("run " + kTiny + " --device cpu --input " + kTiny + "/test_data_set_0/output_0.pb");
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.out.find("input 'input' must be float32 1x3x32x32"), std::string::npos) << r.out;
 }

@@ -75,7 +75,7 @@ TEST(Import, UsageRecordsAliasReshapeAndKeepOutputsLive) {
   EXPECT_EQ(x.first, 0);
   EXPECT_EQ(x.last, 0);                    // last read by Conv
   EXPECT_EQ(x.bytes, 1 * 3 * 8 * 8 * 4);
-  EXPECT_EQ(plan::lower_bound_bytes(p.records), (3 * 64 + 4 * 64) * 4);  // x and c live at step 0
+  EXPECT_EQ(plan::lower_bound_bytes(p.records), 2 * (4 * 64) * 4);  // c and r live at step 1
 }
 
 TEST(Import, TexturesMarkInner4DActivations) {

@@ -478,14 +478,13 @@ class Importer {
       graph.tensors[id].is_input = true;
       graph.inputs.push_back(id);
     }
-    for (int i = 0; i < g.node_size(); ++i) {
-      const auto& n = g.node(i);
-      for (const auto& in : n.input())
-        if (!in.empty() && !ids.count(in))
-          throw Error(name_ + ": node '" + node_label(n, i) + "' reads '" + in + "', which nothing produces");
+    for (const auto& n : g.node())
       for (const auto& out : n.output())
         if (!out.empty()) add(out, false);
-    }
+    for (int i = 0; i < g.node_size(); ++i)
+      for (const auto& in : g.node(i).input())
+        if (!in.empty() && !ids.count(in))
+          throw Error(name_ + ": node '" + node_label(g.node(i), i) + "' reads '" + in + "', which nothing produces");
     for (int i = 0; i < g.node_size(); ++i) graph.nodes.push_back(to_node(g.node(i), i, &ids));
     for (const auto& v : g.output()) {
       auto it = ids.find(v.name());
