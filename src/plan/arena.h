@@ -4,8 +4,8 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
-#include <functional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "plan/memory_plan.h"
@@ -25,7 +25,8 @@ struct ArenaItem {
 };
 
 // The items plus an index of who is live with whom, built once in
-// O(n log n + L) (L = sum of lifetimes) and shared by every ordering tried.
+// O(n log n + L) time and memory, L = the sum over items of the tasks (see
+// below) each is alive at, and shared by every ordering tried.
 // Item j overlaps item i in time iff j is alive at step i.first, or j starts
 // within (i.first, i.last]; both sets come straight out of the index, so no
 // placement ever scans all items.

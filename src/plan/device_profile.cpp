@@ -50,7 +50,7 @@ std::string read_file(const fs::path& path) {
 }  // namespace
 
 std::string DeviceProfile::to_json() const {
-  json j = json::object();
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();  // fields in struct order, as in profiles/
   for_each_field(*this, [&](const char* key, const auto& value) { j[key] = value; });
   return j.dump(2) + "\n";
 }

@@ -1,6 +1,7 @@
 // best: texplan's own offset planner, in two phases.
 // 1. Greedy starts: several orders of the records, each placed best-fit (or
-//    first-fit) among the records overlapping it in time:
+//    first-fit) among the records overlapping it in time (the first one,
+//    by size, gets a short round of phase 2 before the others are tried):
 //      by size, ties by longer lifetime; by task breadth (greedy-by-breadth);
 //      by pressure (the widest step a record lives through, then size: the
 //      records that make up the peak are packed first); by lifetime, then
@@ -41,24 +42,26 @@ std::vector<int64_t> pressure(const ArenaProblem& p) {
   return widest;
 }
 
-std::vector<ArenaPlan> greedy_starts(const ArenaProblem& p) {
+std::vector<int32_t> by_size(const ArenaProblem& p) {  // ties: longer lifetime first
+  return order_by(p, [&](int32_t i) { return std::pair(-p.item(i).size, p.item(i).first - p.item(i).last); });
+}
+
+// Appends greedy plans for the other orders, stopping at one that reaches
+// the lower bound.
+void add_greedy_starts(const ArenaProblem& p, std::vector<ArenaPlan>& plans) {
   const auto& it = p.items();
   auto span = [&](int32_t i) { return int64_t{it[i].last} - it[i].first; };
-  std::vector<ArenaPlan> plans;
   auto reached = [&] { return !plans.empty() && plans.back().total <= p.lower_bound(); };
   auto start = [&](auto&& make_order, Fit fit) {  // orders are made only when needed
     if (!reached()) plans.push_back(place_in_order(p, make_order(), fit));
   };
-  auto by_size = [&] { return order_by(p, [&](int32_t i) { return std::pair(-it[i].size, -span(i)); }); };
-  start(by_size, Fit::Best);
   start([&] { return order_by_breadth(p); }, Fit::Best);
-  if (reached()) return plans;
+  if (reached()) return;
   const std::vector<int64_t> widest = pressure(p);
   start([&] { return order_by(p, [&](int32_t i) { return std::pair(-widest[i], -it[i].size); }); }, Fit::Best);
   start([&] { return order_by(p, [&](int32_t i) { return std::pair(-span(i), -it[i].size); }); }, Fit::Best);
   start([&] { return order_by(p, [&](int32_t i) { return -it[i].size * (span(i) + 1); }); }, Fit::Best);
-  start(by_size, Fit::First);
-  return plans;
+  start([&] { return by_size(p); }, Fit::First);
 }
 
 // Tops (offset + size) of all items: the max, how many items reach it, and
@@ -148,15 +151,21 @@ int ruin_and_recreate(const ArenaProblem& p, ArenaPlan& plan, int rounds, uint64
 }  // namespace
 
 ArenaPlan best_offsets(const ArenaProblem& p) {
-  std::vector<ArenaPlan> starts = greedy_starts(p);
+  // Most graphs: greedy by size, or it after a short repair, reaches the bound.
+  std::vector<ArenaPlan> starts = {place_in_order(p, by_size(p))};
+  if (starts[0].total <= p.lower_bound()) return starts[0];
+  ArenaPlan best = starts[0];
+  int rounds_left = kRounds - ruin_and_recreate(p, best, kStallRounds, 1);
+  if (best.total <= p.lower_bound()) return best;
+
+  add_greedy_starts(p, starts);
   std::stable_sort(starts.begin(), starts.end(),
                    [](const ArenaPlan& a, const ArenaPlan& b) { return a.total < b.total; });
-  ArenaPlan best = starts.front();
+  if (starts.front().total < best.total) best = starts.front();
   const size_t restarts_from = std::min(starts.size(), kStarts);
-  int rounds_left = kRounds;
   for (uint64_t run = 0; rounds_left > 0 && best.total > p.lower_bound(); ++run) {
     ArenaPlan plan = starts[run % restarts_from];
-    rounds_left -= ruin_and_recreate(p, plan, rounds_left, run + 1);
+    rounds_left -= ruin_and_recreate(p, plan, rounds_left, run + 2);
     if (plan.total < best.total) best = std::move(plan);
   }
   return best;
