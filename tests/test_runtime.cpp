@@ -295,6 +295,7 @@ TEST(Kernels, Conv1x1AndDepthwise) {
   expect_matches_reference(conv({2, 16, 5, 7}, {24, 16, 1, 1}, {}));
   expect_matches_reference(conv({1, 8, 5, 5}, {12, 4, 1, 1}, {{"group", ai(2)}}, false));
   expect_matches_reference(conv({1, 130, 3, 3}, {67, 130, 1, 1}, {}));  // K and M past one tile
+  expect_matches_reference(conv({2, 96, 1, 1}, {24, 96, 1, 1}, {}));    // squeeze-excite: matrix-vector
   expect_matches_reference(conv({2, 6, 9, 10}, {6, 1, 3, 3}, {{"group", ai(6)}, {"pads", aints({1, 1, 1, 1})}}));
   expect_matches_reference(
       conv({1, 5, 11, 11}, {5, 1, 5, 5}, {{"group", ai(5)}, {"strides", aints({2, 2})}, {"pads", aints({2, 2, 2, 2})}}, false));
@@ -310,6 +311,9 @@ TEST(Kernels, ConvTranspose) {
   expect_matches_reference(ct({1, 4, 5, 5}, {4, 3, 2, 2}, {{"strides", aints({2, 2})}}, true));
   expect_matches_reference(ct({2, 3, 4, 5}, {3, 5, 3, 3}, {{"strides", aints({2, 2})}, {"pads", aints({1, 1, 1, 1})}, {"output_padding", aints({1, 1})}}, false));
   expect_matches_reference(ct({1, 4, 3, 3}, {4, 2, 3, 3}, {{"group", ai(2)}, {"dilations", aints({2, 1})}}, true));
+  // Stride == kernel: the GEMM path.
+  expect_matches_reference(ct({2, 4, 3, 5}, {4, 3, 3, 2}, {{"group", ai(2)}, {"strides", aints({3, 2})}}, true));
+  expect_matches_reference(ct({1, 70, 9, 9}, {70, 20, 2, 2}, {{"strides", aints({2, 2})}}, false));
 }
 
 TEST(Kernels, GemmAndMatMul) {
@@ -323,6 +327,12 @@ TEST(Kernels, GemmAndMatMul) {
   expect_matches_reference({"MatMul", {fed(random_tensor({2, 1, 4, 8})), fed(random_tensor({1, 3, 8, 70}))}});
   expect_matches_reference({"MatMul", {fed(random_tensor({8})), fed(random_tensor({2, 8, 3}))}});
   expect_matches_reference({"MatMul", {fed(random_tensor({4, 8})), fed(random_tensor({8}))}});
+  // One row or one column with a long K: matrix-vector products.
+  expect_matches_reference({"Gemm", {fed(random_tensor({1, 300})), weight(random_tensor({70, 300})), weight(random_tensor({70}))},
+                            {{"transB", ai(1)}, {"beta", af(0.5f)}}});
+  expect_matches_reference({"Gemm", {fed(random_tensor({1, 100})), weight(random_tensor({100, 9}))}, {{"alpha", af(2)}}});
+  expect_matches_reference({"MatMul", {fed(random_tensor({3, 5, 129})), fed(random_tensor({129}))}});
+  expect_matches_reference({"MatMul", {fed(random_tensor({2, 1, 96})), fed(random_tensor({2, 96, 33}))}});
 }
 
 // ---------------------------------------------------------------- pool, reduce, norm

@@ -1,44 +1,49 @@
 // Local-memory tiled matrix products: Y = alpha * A(MxK) B(KxN) + beta * C.
-// A work-group of 16x16 work-items computes a 64x64 tile of Y, each
-// work-item a 4x4 block (rows ly+16i, columns lx+16j: coalesced stores).
-// K advances in slices of 16 staged in local memory. The loaders are macros
-// so convolution can read B straight from the image (implicit im2col).
-
-#define TILE 64
+// A work-group of 16x16 work-items computes a TILE x TILE block of Y, each
+// work-item a WPT x WPT block (rows ly+16i, columns lx+16j: coalesced
+// stores). K advances in slices of TK staged in local memory. The program
+// is built with WPT=4 (64x64 tiles) and, for problems too small to fill the
+// device with those, WPT=2 (32x32). The loaders are macros so convolutions
+// read their operands straight from the image (implicit im2col).
+#ifndef WPT
+#define WPT 4
+#endif
+#define TILE (16 * WPT)
 #define TK 16
+
 // +1 column: stores into the tiles hit different banks.
-#define GEMM_LOCALS                      \
-  __local float As[TK][TILE + 1];        \
-  __local float Bs[TK][TILE + 1];        \
-  const int lx = get_local_id(0), ly = get_local_id(1); \
-  const int tid = ly * 16 + lx;          \
+#define GEMM_LOCALS                                                   \
+  __local float As[TK][TILE + 1];                                     \
+  __local float Bs[TK][TILE + 1];                                     \
+  const int lx = get_local_id(0), ly = get_local_id(1);               \
+  const int tid = ly * 16 + lx;                                       \
   const int n0 = get_group_id(0) * TILE, m0 = get_group_id(1) * TILE; \
-  float acc[4][4];                       \
-  for (int i = 0; i < 4; ++i)            \
-    for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
+  float acc[WPT][WPT];                                                \
+  for (int i = 0; i < WPT; ++i)                                       \
+    for (int j = 0; j < WPT; ++j) acc[i][j] = 0.0f;
 
 // a_kfast / b_nfast pick which tile coordinate neighbouring work-items load
 // (the one contiguous in memory).
-#define GEMM_MAIN_LOOP(LOAD_A, LOAD_B, a_kfast, b_nfast)                     \
-  for (int k0 = 0; k0 < K; k0 += TK) {                                       \
-    for (int r = 0; r < 4; ++r) {                                            \
-      int e = tid + r * 256;                                                 \
-      int m = (a_kfast) ? e >> 4 : e & 63, k = (a_kfast) ? e & 15 : e >> 6;  \
-      int gm = m0 + m, gk = k0 + k;                                          \
-      As[k][m] = (gm < M && gk < K) ? (LOAD_A(gm, gk)) : 0.0f;               \
-      int kb = (b_nfast) ? e >> 6 : e & 15, nb = (b_nfast) ? e & 63 : e >> 4; \
-      int gkb = k0 + kb, gn = n0 + nb;                                       \
-      Bs[kb][nb] = (gkb < K && gn < N) ? (LOAD_B(gkb, gn)) : 0.0f;           \
-    }                                                                        \
-    barrier(CLK_LOCAL_MEM_FENCE);                                            \
-    for (int k = 0; k < TK; ++k) {                                           \
-      float a[4], bv[4];                                                     \
-      for (int i = 0; i < 4; ++i) a[i] = As[k][ly + 16 * i];                 \
-      for (int j = 0; j < 4; ++j) bv[j] = Bs[k][lx + 16 * j];                \
-      for (int i = 0; i < 4; ++i)                                            \
-        for (int j = 0; j < 4; ++j) acc[i][j] += a[i] * bv[j];               \
-    }                                                                        \
-    barrier(CLK_LOCAL_MEM_FENCE);                                            \
+#define GEMM_MAIN_LOOP(LOAD_A, LOAD_B, a_kfast, b_nfast)                         \
+  for (int k0 = 0; k0 < K; k0 += TK) {                                           \
+    for (int r = 0; r < WPT; ++r) {                                              \
+      int e = tid + r * 256;                                                     \
+      int m = (a_kfast) ? e / TK : e % TILE, k = (a_kfast) ? e % TK : e / TILE;  \
+      int gm = m0 + m, gk = k0 + k;                                              \
+      As[k][m] = (gm < M && gk < K) ? (LOAD_A(gm, gk)) : 0.0f;                   \
+      int kb = (b_nfast) ? e / TILE : e % TK, nb = (b_nfast) ? e % TILE : e / TK; \
+      int gkb = k0 + kb, gn = n0 + nb;                                           \
+      Bs[kb][nb] = (gkb < K && gn < N) ? (LOAD_B(gkb, gn)) : 0.0f;               \
+    }                                                                            \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                \
+    for (int k = 0; k < TK; ++k) {                                               \
+      float a[WPT], bv[WPT];                                                     \
+      for (int i = 0; i < WPT; ++i) a[i] = As[k][ly + 16 * i];                   \
+      for (int j = 0; j < WPT; ++j) bv[j] = Bs[k][lx + 16 * j];                  \
+      for (int i = 0; i < WPT; ++i)                                              \
+        for (int j = 0; j < WPT; ++j) acc[i][j] += a[i] * bv[j];                 \
+    }                                                                            \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                \
   }
 
 // Batched over get_group_id(2), decomposed by `batch` into per-operand batch
@@ -55,15 +60,13 @@ void gemm(__global const float* A, int ao, __global const float* B, int bo, __gl
   B += bo + strided_offset(z, batch, b_sb);
   C += co + strided_offset(z, batch, c_sb);
   Y += yo + z * M * N;
-#define LOAD_A(m, k) A[(m) * a_sm + (k) * a_sk]
-#define LOAD_B(k, n) B[(k) * b_sk + (n) * b_sn]
-  GEMM_MAIN_LOOP(LOAD_A, LOAD_B, a_sk == 1, b_sn == 1)
-#undef LOAD_A
-#undef LOAD_B
-  for (int i = 0; i < 4; ++i) {
+#define GEMM_A(m, k) A[(m) * a_sm + (k) * a_sk]
+#define GEMM_B(k, n) B[(k) * b_sk + (n) * b_sn]
+  GEMM_MAIN_LOOP(GEMM_A, GEMM_B, a_sk == 1, b_sn == 1)
+  for (int i = 0; i < WPT; ++i) {
     int m = m0 + ly + 16 * i;
     if (m >= M) continue;
-    for (int j = 0; j < 4; ++j) {
+    for (int j = 0; j < WPT; ++j) {
       int n = n0 + lx + 16 * j;
       if (n >= N) continue;
       float v = alpha * acc[i][j];
@@ -96,19 +99,77 @@ void conv2d_gemm(__global const float* X, int xo, __global const float* Wt, int 
   const int M = OCg, N = OH * OW, K = ICg * KH * KW, KHW = KH * KW;
   __global const float* wg = Wt + wo + g * OCg * K;
   __global const float* xg = X + xo + (img * C + g * ICg) * H * W;
-#define LOAD_A(m, k) wg[(m) * K + (k)]
-#define LOAD_B(k, p) conv_tap(xg, k, p, H, W, OW, KW, KHW, sh, sw, ph, pw, dh, dw)
-  GEMM_MAIN_LOOP(LOAD_A, LOAD_B, 1, 1)
-#undef LOAD_A
-#undef LOAD_B
+#define CONV_A(m, k) wg[(m) * K + (k)]
+#define CONV_B(k, p) conv_tap(xg, k, p, H, W, OW, KW, KHW, sh, sw, ph, pw, dh, dw)
+  GEMM_MAIN_LOOP(CONV_A, CONV_B, 1, 1)
   __global float* yg = Y + yo + (img * OC + g * OCg) * N;
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < WPT; ++i) {
     int m = m0 + ly + 16 * i;
     if (m >= M) continue;
     float bias = has_bias ? Bias[bo + g * OCg + m] : 0.0f;
-    for (int j = 0; j < 4; ++j) {
+    for (int j = 0; j < WPT; ++j) {
       int p = n0 + lx + 16 * j;
       if (p < N) yg[m * N + p] = acc[i][j] + bias;
     }
+  }
+}
+
+// Transposed convolution whose taps tile the output exactly (stride ==
+// kernel, no padding or dilation): every output pixel gets one tap, so it is
+// a GEMM per (image, group) with M = (oc, kh, kw), N = input pixels, K =
+// input channels of the group, and a scattering store.
+__kernel __attribute__((reqd_work_group_size(16, 16, 1)))
+void conv_transpose2d_gemm(__global const float* X, int xo, __global const float* Wt, int wo,
+                           __global const float* Bias, int bo, __global float* Y, int yo, int has_bias, int C,
+                           int H, int W, int OC, int KH, int KW, int groups) {
+  GEMM_LOCALS
+  const int z = get_group_id(2), img = z / groups, g = z % groups;
+  const int ICg = C / groups, OCg = OC / groups, KHW = KH * KW;
+  const int M = OCg * KHW, N = H * W, K = ICg, OW = W * KW, OHW = H * KH * OW;
+  __global const float* wg = Wt + wo + g * ICg * M;  // weight [C, OCg, KH, KW]: row k is (oc, kh, kw)
+  __global const float* xg = X + xo + (img * C + g * ICg) * N;
+#define CT_A(m, k) wg[(k) * M + (m)]
+#define CT_B(k, n) xg[(k) * N + (n)]
+  GEMM_MAIN_LOOP(CT_A, CT_B, 0, 1)
+  __global float* yg = Y + yo + (img * OC + g * OCg) * OHW;
+  for (int i = 0; i < WPT; ++i) {
+    int m = m0 + ly + 16 * i;
+    if (m >= M) continue;
+    int oc = m / KHW, r = m - oc * KHW, kh = r / KW, kw = r - kh * KW;
+    float bias = has_bias ? Bias[bo + g * OCg + oc] : 0.0f;
+    for (int j = 0; j < WPT; ++j) {
+      int n = n0 + lx + 16 * j;
+      if (n >= N) continue;
+      int ih = n / W, iw = n - ih * W;
+      yg[oc * OHW + (ih * KH + kh) * OW + iw * KW + kw] = acc[i][j] + bias;
+    }
+  }
+}
+
+// Matrix-vector products (GEMMs with M or N = 1, which one tile would leave
+// mostly idle): a work-group of 64 reduces each output's dot product of
+// length K. Output o = sum_k Mat[o*m_so + k*m_sk] * Vec[k*v_sk]; batched like
+// gemm; Y contiguous, O outputs per batch.
+#define GV 64
+__kernel __attribute__((reqd_work_group_size(GV, 1, 1)))
+void gemv(__global const float* Mat, int mo, __global const float* Vec, int vo, __global const float* C, int co,
+          __global float* Y, int yo, int O, int K, int m_so, int m_sk, int v_sk, int c_so, int has_c, float alpha,
+          float beta, Dims batch, Dims m_sb, Dims v_sb, Dims c_sb) {
+  __local float s[GV];
+  const int o = get_group_id(0), z = get_group_id(1), l = get_local_id(0);
+  __global const float* row = Mat + mo + strided_offset(z, batch, m_sb) + o * m_so;
+  __global const float* v = Vec + vo + strided_offset(z, batch, v_sb);
+  float a = 0.0f;
+  for (int k = l; k < K; k += GV) a += row[k * m_sk] * v[k * v_sk];
+  s[l] = a;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int h = GV / 2; h > 0; h >>= 1) {
+    if (l < h) s[l] += s[l + h];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (l == 0) {
+    float y = alpha * s[0];
+    if (has_c) y += beta * C[co + strided_offset(z, batch, c_sb) + o * c_so];
+    Y[yo + z * O + o] = y;
   }
 }

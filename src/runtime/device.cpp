@@ -177,10 +177,11 @@ Device::~Device() {
   if (context_) clReleaseContext(context_);
 }
 
-cl_program Device::program(const std::string& file) {
+cl_program Device::program(const std::string& file, const std::string& defines) {
   std::lock_guard<std::mutex> lock(programs_mutex_);
-  for (auto& [f, prog] : programs_)
-    if (f == file) return prog;
+  const std::string key = file + " " + defines;
+  for (auto& [k, prog] : programs_)
+    if (k == key) return prog;
   const auto& srcs = kernels::sources();
   auto it = srcs.find(file);
   if (it == srcs.end()) throw Error("no kernel source " + file + " embedded in this build");
@@ -192,16 +193,17 @@ cl_program Device::program(const std::string& file) {
   cl_program prog = clCreateProgramWithSource(context_, 1, &ptr, &len, &s);
   check(s, "clCreateProgramWithSource(" + file + ")");
   // Exact math: no -cl-fast-relaxed-math; a*b+c may become one fma.
-  s = clBuildProgram(prog, 1, &id_, "-cl-std=CL1.2 -cl-mad-enable", nullptr, nullptr);
+  const std::string options = "-cl-std=CL1.2 -cl-mad-enable " + defines;
+  s = clBuildProgram(prog, 1, &id_, options.c_str(), nullptr, nullptr);
   if (s != CL_SUCCESS) {
     size_t n = 0;
     clGetProgramBuildInfo(prog, id_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
     std::string log(n, '\0');
     clGetProgramBuildInfo(prog, id_, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
     clReleaseProgram(prog);
-    throw Error("building kernels " + file + " for " + info_.name + ": " + cl_error_name(s) + "\n" + log);
+    throw Error("building kernels " + key + " for " + info_.name + ": " + cl_error_name(s) + "\n" + log);
   }
-  programs_.emplace_back(file, prog);
+  programs_.emplace_back(key, prog);
   return prog;
 }
 

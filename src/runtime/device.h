@@ -44,9 +44,10 @@ class Device {
   cl_context context() const { return context_; }
   cl_command_queue queue() const { return queue_; }
 
-  // The program built from src/kernels/<file>, built on first use and cached
-  // for the life of the process. Throws Error with the build log on failure.
-  cl_program program(const std::string& file);
+  // The program built from src/kernels/<file> with extra build options
+  // `defines` (e.g. "-DWPT=2"), built on first use and cached for the life of
+  // the process. Throws Error with the build log on failure.
+  cl_program program(const std::string& file, const std::string& defines = "");
 
  private:
   friend std::shared_ptr<Device> open_device(const std::string& spec);

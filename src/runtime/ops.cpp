@@ -98,9 +98,9 @@ TensorArg NodeBuilder::arg(int tensor) const {
   return {l.mem, i32(l.byte_offset / es)};
 }
 
-Launch& NodeBuilder::new_launch(const char* file, const char* name, const Range& r) {
+Launch& NodeBuilder::new_launch(const Source& src, const char* name, const Range& r) {
   cl_int s = CL_SUCCESS;
-  cl_kernel k = clCreateKernel(dev_.program(file), name, &s);
+  cl_kernel k = clCreateKernel(dev_.program(src.file, src.defines), name, &s);
   if (s != CL_SUCCESS) throw Error(std::string("clCreateKernel(") + name + "): " + cl_error_name(s));
   Launch& l = launches.emplace_back();
   l.kernel = k;

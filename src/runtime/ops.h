@@ -86,6 +86,14 @@ class NodeBuilder;
 // destination's strides, operand 1 the source's.
 void launch_copy(NodeBuilder& b, const TensorArg& src, const TensorArg& dst, DataType t, const Strided& s);
 
+// A kernel file and the build options of the variant wanted.
+struct Source {
+  Source(const char* f) : file(f) {}
+  Source(const char* f, const char* d) : file(f), defines(d) {}
+  const char* file;
+  const char* defines = "";
+};
+
 // Everything lowering one node sees: its tensors, their device locations,
 // and a way to create prepared launches.
 class NodeBuilder {
@@ -109,18 +117,20 @@ class NodeBuilder {
   TensorArg arg_in(int i) const { return arg(node.inputs.at(i)); }
   TensorArg arg_out(int i) const { return arg(node.outputs.at(i)); }
 
-  // Prepares kernel `name` from src/kernels/`file` with `args` (TensorArg,
-  // int, float, Dims) for the given range.
+  int compute_units() const { return dev_.info().compute_units; }
+
+  // Prepares kernel `name` from src/kernels/`src.file` with `args`
+  // (TensorArg, int, float, Dims) for the given range.
   template <class... A>
-  void launch(const char* file, const char* name, const Range& r, const A&... args) {
-    Launch& l = new_launch(file, name, r);
+  void launch(const Source& src, const char* name, const Range& r, const A&... args) {
+    Launch& l = new_launch(src, name, r);
     cl_uint index = 0;
     (set_arg(l, index, args), ...);
   }
 
  private:
   TensorArg arg(int tensor) const;
-  Launch& new_launch(const char* file, const char* name, const Range& r);
+  Launch& new_launch(const Source& src, const char* name, const Range& r);
   void set_raw(Launch& l, cl_uint& index, size_t size, const void* value);
   void set_arg(Launch& l, cl_uint& i, const TensorArg& t) {
     set_raw(l, i, sizeof(cl_mem), &t.mem);

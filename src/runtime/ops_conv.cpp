@@ -49,6 +49,13 @@ bool conv_geometry(const NodeBuilder& b, bool transposed, ConvGeometry& g) {
 
 Dims batch_dims(std::vector<int64_t> v) { return to_dims(v, 1); }
 
+// Tile edge for an MxN output per batch: 64, or 32 when 64 would give fewer
+// work-groups than the device has compute units.
+int64_t gemm_tile(const NodeBuilder& b, int64_t M, int64_t N, int64_t batches) {
+  return ceil_div(M, 64) * ceil_div(N, 64) * batches < b.compute_units() ? 32 : 64;
+}
+Source gemm_source(int64_t tile) { return tile == 64 ? Source("gemm.cl") : Source("gemm.cl", "-DWPT=2"); }
+
 // Prepared `gemm` launch; `batch` and the *_sb strides describe the batch.
 struct GemmArgs {
   int64_t M, N, K, a_sm, a_sk, b_sk, b_sn, c_sm = 0, c_sn = 0;
@@ -57,15 +64,29 @@ struct GemmArgs {
   std::vector<int64_t> batch{1}, a_sb{0}, b_sb{0}, c_sb{0};
 };
 
+// GEMMs with a single row or column become matrix-vector products; the
+// others take 64x64 tiles, or 32x32 when 64x64 ones would leave most of the
+// device's compute units idle.
 void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const TensorArg& C, const TensorArg& Y,
                  const GemmArgs& g) {
   int64_t nb = 1;
   for (int64_t d : g.batch) nb *= d;
   if (g.M == 0 || g.N == 0 || nb == 0) return;
-  Range r = group_range({size_t(ceil_div(g.N, 64)), size_t(ceil_div(g.M, 64)), size_t(nb)}, {16, 16, 1});
-  b.launch("gemm.cl", "gemm", r, A, B, C, Y, i32(g.M), i32(g.N), i32(g.K), i32(g.a_sm), i32(g.a_sk), i32(g.b_sk),
-           i32(g.b_sn), i32(g.c_sm), i32(g.c_sn), cl_int(g.has_c), g.alpha, g.beta, batch_dims(g.batch),
-           to_dims(g.a_sb, 0), to_dims(g.b_sb, 0), to_dims(g.c_sb, 0));
+  if ((g.M == 1 || g.N == 1) && g.K >= 64) {
+    bool col = g.N == 1;  // outputs run along M: rows of A times B's column
+    int64_t outputs = col ? g.M : g.N;
+    b.launch("gemm.cl", "gemv", group_range({size_t(outputs), size_t(nb)}, {64, 1}), col ? A : B, col ? B : A, C, Y,
+             i32(outputs), i32(g.K), i32(col ? g.a_sm : g.b_sn), i32(col ? g.a_sk : g.b_sk),
+             i32(col ? g.b_sk : g.a_sk), i32(col ? g.c_sm : g.c_sn), cl_int(g.has_c), g.alpha, g.beta,
+             batch_dims(g.batch), to_dims(col ? g.a_sb : g.b_sb, 0), to_dims(col ? g.b_sb : g.a_sb, 0),
+             to_dims(g.c_sb, 0));
+    return;
+  }
+  int64_t tile = gemm_tile(b, g.M, g.N, nb);
+  Range r = group_range({size_t(ceil_div(g.N, tile)), size_t(ceil_div(g.M, tile)), size_t(nb)}, {16, 16, 1});
+  b.launch(gemm_source(tile), "gemm", r, A, B, C, Y, i32(g.M), i32(g.N), i32(g.K), i32(g.a_sm), i32(g.a_sk),
+           i32(g.b_sk), i32(g.b_sn), i32(g.c_sm), i32(g.c_sn), cl_int(g.has_c), g.alpha, g.beta,
+           batch_dims(g.batch), to_dims(g.a_sb, 0), to_dims(g.b_sb, 0), to_dims(g.c_sb, 0));
 }
 
 }  // namespace
@@ -97,9 +118,10 @@ bool lower_conv(NodeBuilder& b) {
     launch_gemm(b, b.arg_in(1), b.arg_in(0), bias, b.arg_out(0), a);
     return true;
   }
-  Range r = group_range({size_t(ceil_div(g.OH * g.OW, 64)), size_t(ceil_div(OCg, 64)), size_t(g.N * g.groups)},
-                        {16, 16, 1});
-  b.launch("gemm.cl", "conv2d_gemm", r, b.arg_in(0), b.arg_in(1), bias, b.arg_out(0), cl_int(has_bias), i32(g.C),
+  int64_t tile = gemm_tile(b, OCg, g.OH * g.OW, g.N * g.groups);
+  Range r = group_range(
+      {size_t(ceil_div(g.OH * g.OW, tile)), size_t(ceil_div(OCg, tile)), size_t(g.N * g.groups)}, {16, 16, 1});
+  b.launch(gemm_source(tile), "conv2d_gemm", r, b.arg_in(0), b.arg_in(1), bias, b.arg_out(0), cl_int(has_bias), i32(g.C),
            i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW), i32(g.KH), i32(g.KW), i32(g.sh), i32(g.sw),
            i32(g.ph), i32(g.pw), i32(g.dh), i32(g.dw), i32(g.groups));
   return true;
@@ -111,10 +133,19 @@ bool lower_conv_transpose(NodeBuilder& b) {
   bool has_bias = b.has_in(2);
   int64_t OCg = g.OC / g.groups, blocks = ceil_div(OCg, 4);
   if (g.N * g.OC * g.OH * g.OW == 0) return true;
+  TensorArg bias = has_bias ? b.arg_in(2) : b.arg_in(1);
+  // Taps that tile the output exactly (UNet's 2x2 stride 2): one GEMM.
+  if (g.sh == g.KH && g.sw == g.KW && g.dh == 1 && g.dw == 1 && g.ph == 0 && g.pw == 0 && g.OH == g.H * g.KH &&
+      g.OW == g.W * g.KW) {
+    int64_t M = OCg * g.KH * g.KW, N = g.H * g.W, tile = gemm_tile(b, M, N, g.N * g.groups);
+    Range r = group_range({size_t(ceil_div(N, tile)), size_t(ceil_div(M, tile)), size_t(g.N * g.groups)}, {16, 16, 1});
+    b.launch(gemm_source(tile), "conv_transpose2d_gemm", r, b.arg_in(0), b.arg_in(1), bias, b.arg_out(0),
+             cl_int(has_bias), i32(g.C), i32(g.H), i32(g.W), i32(g.OC), i32(g.KH), i32(g.KW), i32(g.groups));
+    return true;
+  }
   Range r = group_range({size_t(ceil_div(g.OW, 16)), size_t(ceil_div(g.OH, 4)), size_t(g.N * g.groups * blocks)},
                         {16, 4, 1});
-  b.launch("conv.cl", "conv_transpose2d", r, b.arg_in(0), b.arg_in(1), has_bias ? b.arg_in(2) : b.arg_in(1),
-           b.arg_out(0), cl_int(has_bias), i32(g.C), i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW), i32(g.KH),
+  b.launch("conv.cl", "conv_transpose2d", r, b.arg_in(0), b.arg_in(1), bias, b.arg_out(0), cl_int(has_bias), i32(g.C), i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW), i32(g.KH),
            i32(g.KW), i32(g.sh), i32(g.sw), i32(g.ph), i32(g.pw), i32(g.dh), i32(g.dw), i32(g.groups));
   return true;
 }
