@@ -28,5 +28,5 @@ fi
 
 # One line per OpenCL device, if clinfo was packed.
 if command -v clinfo >/dev/null 2>&1; then
-  clinfo -l 2>&1 | sed -n 's/^ *`-- *//p' | sed 's/^/env.sh: OpenCL /'
+  clinfo -l 2>&1 | sed -n 's/^ *`-- *//p' | sed 's/^/env.sh: OpenCL /' || true
 fi
