@@ -249,8 +249,8 @@ Outputs ConvTranspose(const OpContext& c) {
 }  // namespace
 
 void register_conv(OpTable& t) {
-  t["Conv"] = Conv;
-  t["ConvTranspose"] = ConvTranspose;
+  t["Conv"] = {Conv, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}};
+  t["ConvTranspose"] = {ConvTranspose, {"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides"}};
 }
 
 }  // namespace texplan::reference

@@ -227,6 +227,17 @@ void binary_loop(const HostTensor& a, const HostTensor& b, HostTensor& y, Op op)
                  });
 }
 
+// Before opset 7, binary ops broadcast B onto A only when broadcast=1, from
+// dimension `axis` on. Without axis (or with axis aligning B's dims to A's
+// last ones) that is numpy broadcasting; any other axis is refused.
+void check_legacy_broadcast(const OpContext& c, const HostTensor& a, const HostTensor& b) {
+  if (!c.node.has("axis")) return;
+  const int64_t ra = int64_t(a.shape.size()), rb = int64_t(b.shape.size());
+  const int64_t axis = c.node.get_int("axis", 0);
+  if ((axis < 0 ? axis + ra : axis) != ra - rb)
+    c.fail("legacy broadcast with axis=" + std::to_string(axis) + " (opset < 7) is not supported");
+}
+
 // Same-typed numeric operands, result of the same type.
 template <class Op> HostTensor arithmetic(const OpContext& c, const HostTensor& a, const HostTensor& b, Op op) {
   require_same_dtype(c, a, b);
@@ -238,6 +249,7 @@ template <class Op> HostTensor arithmetic(const OpContext& c, const HostTensor& 
   return y;
 }
 template <class Op> Outputs arithmetic(const OpContext& c, Op op) {
+  check_legacy_broadcast(c, c.input(0), c.input(1));
   return single(arithmetic(c, c.input(0), c.input(1), op));
 }
 
@@ -278,6 +290,7 @@ Outputs Mod(const OpContext& c) {
 Outputs Pow(const OpContext& c) {
   // The exponent may have another numeric type; the result has the base's.
   const HostTensor &a = c.input(0), &b = c.input(1);
+  check_legacy_broadcast(c, a, b);
   HostTensor y(a.dtype, broadcast_shapes(c, {a.shape, b.shape}));
   dispatch_numeric(c, a.dtype, [&](auto ta) {
     using A = decltype(ta);
@@ -302,6 +315,7 @@ Outputs PRelu(const OpContext& c) {
 template <class Op> Outputs compare(const OpContext& c, Op op) {
   const HostTensor &a = c.input(0), &b = c.input(1);
   require_same_dtype(c, a, b);
+  check_legacy_broadcast(c, a, b);
   HostTensor y(DataType::Bool, broadcast_shapes(c, {a.shape, b.shape}));
   const DataType t = a.dtype == DataType::Bool ? DataType::UInt8 : a.dtype;
   dispatch_numeric(c, t, [&](auto tag) {
@@ -330,6 +344,7 @@ template <class Op> Outputs logic(const OpContext& c, Op op) {
   const HostTensor &a = c.input(0), &b = c.input(1);
   require_dtype(c, a, DataType::Bool, "input A");
   require_dtype(c, b, DataType::Bool, "input B");
+  check_legacy_broadcast(c, a, b);
   HostTensor y(DataType::Bool, broadcast_shapes(c, {a.shape, b.shape}));
   binary_loop<uint8_t, uint8_t, uint8_t>(a, b, y, [&](uint8_t x, uint8_t z) { return op(x != 0, z != 0) ? 1 : 0; });
   return single(std::move(y));
@@ -481,68 +496,68 @@ Outputs CastLike(const OpContext& c) {
 }  // namespace
 
 void register_elementwise(OpTable& t) {
-  t["Relu"] = Relu;
-  t["LeakyRelu"] = LeakyRelu;
-  t["PRelu"] = PRelu;
-  t["ThresholdedRelu"] = ThresholdedRelu;
-  t["Sigmoid"] = Sigmoid;
-  t["HardSigmoid"] = HardSigmoid;
-  t["HardSwish"] = HardSwish;
-  t["Tanh"] = Tanh;
-  t["Erf"] = Erf;
-  t["Gelu"] = Gelu;
-  t["Exp"] = Exp;
-  t["Log"] = Log;
-  t["Sqrt"] = Sqrt;
-  t["Reciprocal"] = Reciprocal;
-  t["Floor"] = Floor;
-  t["Ceil"] = Ceil;
-  t["Round"] = Round;
-  t["Neg"] = Neg;
-  t["Abs"] = Abs;
-  t["Sign"] = Sign;
-  t["Softplus"] = Softplus;
-  t["Softsign"] = Softsign;
-  t["Elu"] = Elu;
-  t["Selu"] = Selu;
-  t["Celu"] = Celu;
-  t["Shrink"] = Shrink;
-  t["Sin"] = Sin;
-  t["Cos"] = Cos;
-  t["Tan"] = Tan;
-  t["Asin"] = Asin;
-  t["Acos"] = Acos;
-  t["Atan"] = Atan;
-  t["Sinh"] = Sinh;
-  t["Cosh"] = Cosh;
-  t["Asinh"] = Asinh;
-  t["Acosh"] = Acosh;
-  t["Atanh"] = Atanh;
-  t["Not"] = Not;
-  t["IsNaN"] = IsNaN;
-  t["IsInf"] = IsInf;
-  t["Add"] = Add;
-  t["Sub"] = Sub;
-  t["Mul"] = Mul;
-  t["Div"] = Div;
-  t["Mod"] = Mod;
-  t["Pow"] = Pow;
-  t["Equal"] = Equal;
-  t["Greater"] = Greater;
-  t["Less"] = Less;
-  t["GreaterOrEqual"] = GreaterOrEqual;
-  t["LessOrEqual"] = LessOrEqual;
-  t["And"] = And;
-  t["Or"] = Or;
-  t["Xor"] = Xor;
-  t["Where"] = Where;
-  t["Sum"] = Sum;
-  t["Mean"] = Mean;
-  t["Max"] = Max;
-  t["Min"] = Min;
-  t["Clip"] = Clip;
-  t["Cast"] = Cast;
-  t["CastLike"] = CastLike;
+  t["Relu"] = {Relu, {"consumed_inputs"}};
+  t["LeakyRelu"] = {LeakyRelu, {"alpha", "consumed_inputs"}};
+  t["PRelu"] = {PRelu, {"consumed_inputs"}};
+  t["ThresholdedRelu"] = {ThresholdedRelu, {"alpha"}};
+  t["Sigmoid"] = {Sigmoid, {"consumed_inputs"}};
+  t["HardSigmoid"] = {HardSigmoid, {"alpha", "beta", "consumed_inputs"}};
+  t["HardSwish"] = {HardSwish, {}};
+  t["Tanh"] = {Tanh, {"consumed_inputs"}};
+  t["Erf"] = {Erf, {}};
+  t["Gelu"] = {Gelu, {"approximate"}};
+  t["Exp"] = {Exp, {"consumed_inputs"}};
+  t["Log"] = {Log, {"consumed_inputs"}};
+  t["Sqrt"] = {Sqrt, {"consumed_inputs"}};
+  t["Reciprocal"] = {Reciprocal, {"consumed_inputs"}};
+  t["Floor"] = {Floor, {"consumed_inputs"}};
+  t["Ceil"] = {Ceil, {"consumed_inputs"}};
+  t["Round"] = {Round, {}};
+  t["Neg"] = {Neg, {"consumed_inputs"}};
+  t["Abs"] = {Abs, {"consumed_inputs"}};
+  t["Sign"] = {Sign, {}};
+  t["Softplus"] = {Softplus, {}};
+  t["Softsign"] = {Softsign, {}};
+  t["Elu"] = {Elu, {"alpha", "consumed_inputs"}};
+  t["Selu"] = {Selu, {"alpha", "gamma", "consumed_inputs"}};
+  t["Celu"] = {Celu, {"alpha"}};
+  t["Shrink"] = {Shrink, {"bias", "lambd"}};
+  t["Sin"] = {Sin, {}};
+  t["Cos"] = {Cos, {}};
+  t["Tan"] = {Tan, {}};
+  t["Asin"] = {Asin, {}};
+  t["Acos"] = {Acos, {}};
+  t["Atan"] = {Atan, {}};
+  t["Sinh"] = {Sinh, {}};
+  t["Cosh"] = {Cosh, {}};
+  t["Asinh"] = {Asinh, {}};
+  t["Acosh"] = {Acosh, {}};
+  t["Atanh"] = {Atanh, {}};
+  t["Not"] = {Not, {}};
+  t["IsNaN"] = {IsNaN, {}};
+  t["IsInf"] = {IsInf, {"detect_negative", "detect_positive"}};
+  t["Add"] = {Add, {"broadcast", "axis", "consumed_inputs"}};
+  t["Sub"] = {Sub, {"broadcast", "axis", "consumed_inputs"}};
+  t["Mul"] = {Mul, {"broadcast", "axis", "consumed_inputs"}};
+  t["Div"] = {Div, {"broadcast", "axis", "consumed_inputs"}};
+  t["Mod"] = {Mod, {"fmod"}};
+  t["Pow"] = {Pow, {"broadcast", "axis"}};
+  t["Equal"] = {Equal, {"broadcast", "axis"}};
+  t["Greater"] = {Greater, {"broadcast", "axis"}};
+  t["Less"] = {Less, {"broadcast", "axis"}};
+  t["GreaterOrEqual"] = {GreaterOrEqual, {}};
+  t["LessOrEqual"] = {LessOrEqual, {}};
+  t["And"] = {And, {"broadcast", "axis"}};
+  t["Or"] = {Or, {"broadcast", "axis"}};
+  t["Xor"] = {Xor, {"broadcast", "axis"}};
+  t["Where"] = {Where, {}};
+  t["Sum"] = {Sum, {"consumed_inputs"}};
+  t["Mean"] = {Mean, {"consumed_inputs"}};
+  t["Max"] = {Max, {"consumed_inputs"}};
+  t["Min"] = {Min, {"consumed_inputs"}};
+  t["Clip"] = {Clip, {"min", "max", "consumed_inputs"}};
+  t["Cast"] = {Cast, {"to", "saturate"}};
+  t["CastLike"] = {CastLike, {"saturate"}};
 }
 
 }  // namespace texplan::reference

@@ -77,8 +77,8 @@ Outputs Gemm(const OpContext& c) {
 }  // namespace
 
 void register_matmul(OpTable& t) {
-  t["MatMul"] = MatMul;
-  t["Gemm"] = Gemm;
+  t["MatMul"] = {MatMul, {}};
+  t["Gemm"] = {Gemm, {"alpha", "beta", "transA", "transB", "broadcast"}};
 }
 
 }  // namespace texplan::reference

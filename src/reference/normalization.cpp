@@ -187,13 +187,13 @@ template <SoftKind K> Outputs SoftmaxFamily(const OpContext& c) {
 }  // namespace
 
 void register_normalization(OpTable& t) {
-  t["BatchNormalization"] = BatchNormalization;
-  t["InstanceNormalization"] = InstanceNormalization;
-  t["LayerNormalization"] = LayerNormalization;
-  t["LRN"] = LRN;
-  t["Softmax"] = SoftmaxFamily<SoftKind::Softmax>;
-  t["LogSoftmax"] = SoftmaxFamily<SoftKind::LogSoftmax>;
-  t["Hardmax"] = SoftmaxFamily<SoftKind::Hardmax>;
+  t["BatchNormalization"] = {BatchNormalization, {"epsilon", "momentum", "training_mode", "spatial", "is_test", "consumed_inputs"}};
+  t["InstanceNormalization"] = {InstanceNormalization, {"epsilon"}};
+  t["LayerNormalization"] = {LayerNormalization, {"axis", "epsilon", "stash_type"}};
+  t["LRN"] = {LRN, {"alpha", "beta", "bias", "size"}};
+  t["Softmax"] = {SoftmaxFamily<SoftKind::Softmax>, {"axis"}};
+  t["LogSoftmax"] = {SoftmaxFamily<SoftKind::LogSoftmax>, {"axis"}};
+  t["Hardmax"] = {SoftmaxFamily<SoftKind::Hardmax>, {"axis"}};
 }
 
 }  // namespace texplan::reference

@@ -2,13 +2,23 @@
 #pragma once
 #include <map>
 #include <string>
+#include <vector>
 
 #include "reference/common.h"
 
 namespace texplan::reference {
 
 using OpFn = Outputs (*)(const OpContext&);
-using OpTable = std::map<std::string, OpFn>;
+
+// An implementation and the attributes it understands (honours, or may
+// safely ignore like the legacy consumed_inputs). evaluate() rejects any
+// other attribute, so an attribute added by a later opset is an error, not a
+// silently wrong result.
+struct OpEntry {
+  OpFn fn = nullptr;
+  std::vector<std::string> attrs;
+};
+using OpTable = std::map<std::string, OpEntry>;
 
 void register_elementwise(OpTable& t);    // elementwise.cpp: math, activations, compare, logic, Cast
 void register_matmul(OpTable& t);         // matmul.cpp: MatMul, Gemm

@@ -151,10 +151,10 @@ template <bool IsMax> Outputs global_pool(const OpContext& c) {
 }  // namespace
 
 void register_pool(OpTable& t) {
-  t["MaxPool"] = MaxPool;
-  t["AveragePool"] = AveragePool;
-  t["GlobalAveragePool"] = global_pool<false>;
-  t["GlobalMaxPool"] = global_pool<true>;
+  t["MaxPool"] = {MaxPool, {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"}};
+  t["AveragePool"] = {AveragePool, {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"}};
+  t["GlobalAveragePool"] = {global_pool<false>, {}};
+  t["GlobalMaxPool"] = {global_pool<true>, {}};
 }
 
 }  // namespace texplan::reference

@@ -114,18 +114,18 @@ template <bool IsMax> Outputs ArgExtreme(const OpContext& c) {
 }  // namespace
 
 void register_reduce(OpTable& t) {
-  t["ReduceSum"] = Reduce<Kind::Sum>;
-  t["ReduceMean"] = Reduce<Kind::Mean>;
-  t["ReduceMax"] = Reduce<Kind::Max>;
-  t["ReduceMin"] = Reduce<Kind::Min>;
-  t["ReduceProd"] = Reduce<Kind::Prod>;
-  t["ReduceL1"] = Reduce<Kind::L1>;
-  t["ReduceL2"] = Reduce<Kind::L2>;
-  t["ReduceLogSum"] = Reduce<Kind::LogSum>;
-  t["ReduceLogSumExp"] = Reduce<Kind::LogSumExp>;
-  t["ReduceSumSquare"] = Reduce<Kind::SumSquare>;
-  t["ArgMax"] = ArgExtreme<true>;
-  t["ArgMin"] = ArgExtreme<false>;
+  t["ReduceSum"] = {Reduce<Kind::Sum>, {"axes", "keepdims", "noop_with_empty_axes"}};
+  t["ReduceMean"] = {Reduce<Kind::Mean>, {"axes", "keepdims", "noop_with_empty_axes"}};
+  t["ReduceMax"] = {Reduce<Kind::Max>, {"axes", "keepdims", "noop_with_empty_axes"}};
+  t["ReduceMin"] = {Reduce<Kind::Min>, {"axes", "keepdims", "noop_with_empty_axes"}};
+  t["ReduceProd"] = {Reduce<Kind::Prod>, {"axes", "keepdims", "noop_with_empty_axes"}};
+  t["ReduceL1"] = {Reduce<Kind::L1>, {"axes", "keepdims", "noop_with_empty_axes"}};
+  t["ReduceL2"] = {Reduce<Kind::L2>, {"axes", "keepdims", "noop_with_empty_axes"}};
+  t["ReduceLogSum"] = {Reduce<Kind::LogSum>, {"axes", "keepdims", "noop_with_empty_axes"}};
+  t["ReduceLogSumExp"] = {Reduce<Kind::LogSumExp>, {"axes", "keepdims", "noop_with_empty_axes"}};
+  t["ReduceSumSquare"] = {Reduce<Kind::SumSquare>, {"axes", "keepdims", "noop_with_empty_axes"}};
+  t["ArgMax"] = {ArgExtreme<true>, {"axis", "keepdims", "select_last_index"}};
+  t["ArgMin"] = {ArgExtreme<false>, {"axis", "keepdims", "select_last_index"}};
 }
 
 }  // namespace texplan::reference

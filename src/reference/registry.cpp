@@ -1,4 +1,6 @@
 // The op_type -> implementation table and evaluate(), the one entry point.
+#include <algorithm>
+
 #include "reference/ops.h"
 
 namespace texplan::reference {
@@ -34,15 +36,21 @@ std::vector<HostTensor> evaluate(const Node& node, const std::vector<const HostT
   const OpContext c(node, inputs);
   auto it = table().find(node.op_type);
   if (it == table().end()) c.fail("no reference implementation for operator " + node.op_type);
-  for (size_t i = 0; i < inputs.size(); ++i) {
+  // Shape and Size read only the shape, so a tensor without bytes (a weight
+  // imported for planning only, an activation's shape) is fine for them.
+  const bool reads_values = node.op_type != "Shape" && node.op_type != "Size";
+  for (size_t i = 0; i < inputs.size() && reads_values; ++i) {
     const HostTensor* t = inputs[i];
     if (t && t->bytes.size() != size_t(t->count()) * element_size(t->dtype))
       c.fail("input " + std::to_string(i) + " (" + to_string(t->shape) + " " + to_string(t->dtype) +
              ") has no data or the wrong number of bytes");
   }
+  const std::vector<std::string>& known = it->second.attrs;
+  for (const auto& [name, value] : node.attrs)
+    if (std::find(known.begin(), known.end(), name) == known.end()) c.fail("unsupported attribute '" + name + "'");
   std::vector<HostTensor> out;
   try {
-    out = it->second(c);
+    out = it->second.fn(c);
   } catch (const OpError&) {
     throw;
   } catch (const std::exception& e) {  // Error from graph helpers, bad_alloc, out_of_range...

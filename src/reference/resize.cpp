@@ -218,8 +218,8 @@ Outputs Upsample(const OpContext& c) {
 }  // namespace
 
 void register_resize(OpTable& t) {
-  t["Resize"] = Resize;
-  t["Upsample"] = Upsample;
+  t["Resize"] = {Resize, {"mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a", "exclude_outside", "extrapolation_value", "antialias", "keep_aspect_ratio_policy", "axes"}};
+  t["Upsample"] = {Upsample, {"mode", "scales"}};
 }
 
 }  // namespace texplan::reference

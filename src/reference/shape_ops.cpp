@@ -546,30 +546,30 @@ Outputs CumSum(const OpContext& c) {
 }  // namespace
 
 void register_shape_ops(OpTable& t) {
-  t["Shape"] = ShapeOp;
-  t["Size"] = Size;
-  t["Identity"] = Identity;
-  t["Reshape"] = Reshape;
-  t["Flatten"] = Flatten;
-  t["Squeeze"] = Squeeze;
-  t["Unsqueeze"] = Unsqueeze;
-  t["Transpose"] = Transpose;
-  t["Concat"] = Concat;
-  t["Split"] = Split;
-  t["Slice"] = Slice;
-  t["Gather"] = Gather;
-  t["GatherElements"] = GatherElements;
-  t["Expand"] = Expand;
-  t["Tile"] = Tile;
-  t["Pad"] = Pad;
-  t["Dropout"] = Dropout;
-  t["Constant"] = Constant;
-  t["ConstantOfShape"] = ConstantOfShape;
-  t["Range"] = Range;
-  t["DepthToSpace"] = DepthToSpace;
-  t["SpaceToDepth"] = SpaceToDepth;
-  t["Trilu"] = Trilu;
-  t["CumSum"] = CumSum;
+  t["Shape"] = {ShapeOp, {"start", "end"}};
+  t["Size"] = {Size, {}};
+  t["Identity"] = {Identity, {}};
+  t["Reshape"] = {Reshape, {"allowzero", "shape", "consumed_inputs"}};
+  t["Flatten"] = {Flatten, {"axis"}};
+  t["Squeeze"] = {Squeeze, {"axes"}};
+  t["Unsqueeze"] = {Unsqueeze, {"axes"}};
+  t["Transpose"] = {Transpose, {"perm"}};
+  t["Concat"] = {Concat, {"axis"}};
+  t["Split"] = {Split, {"axis", "split", "num_outputs"}};
+  t["Slice"] = {Slice, {"starts", "ends", "axes"}};
+  t["Gather"] = {Gather, {"axis"}};
+  t["GatherElements"] = {GatherElements, {"axis"}};
+  t["Expand"] = {Expand, {}};
+  t["Tile"] = {Tile, {}};
+  t["Pad"] = {Pad, {"mode", "pads", "value"}};
+  t["Dropout"] = {Dropout, {"ratio", "seed", "is_test", "consumed_inputs"}};
+  t["Constant"] = {Constant, {"value", "value_float", "value_floats", "value_int", "value_ints", "sparse_value", "value_string", "value_strings"}};
+  t["ConstantOfShape"] = {ConstantOfShape, {"value"}};
+  t["Range"] = {Range, {}};
+  t["DepthToSpace"] = {DepthToSpace, {"blocksize", "mode"}};
+  t["SpaceToDepth"] = {SpaceToDepth, {"blocksize"}};
+  t["Trilu"] = {Trilu, {"upper"}};
+  t["CumSum"] = {CumSum, {"exclusive", "reverse"}};
 }
 
 }  // namespace texplan::reference
