@@ -123,14 +123,14 @@ int ruin_and_recreate(const ArenaProblem& p, ArenaPlan& plan, int rounds, uint64
     p.for_each_alive_between(from, to, [&](int32_t j) { ruined.push_back(j); });
     for (int32_t i : ruined) prior[i] = plan.offsets[i], plan.offsets[i] = -1, noise[i] = rng.uniform();
 
-    auto by = [&](auto key) {  // ascending key
-      std::sort(ruined.begin(), ruined.end(), [&](int32_t a, int32_t b) { return key(a) < key(b); });
+    auto by = [&](auto key) {  // ascending key, ties by id: the same order with any std::sort
+      std::sort(ruined.begin(), ruined.end(),
+                [&](int32_t a, int32_t b) { return std::pair(key(a), a) < std::pair(key(b), b); });
     };
-    auto bigger_first = [&](int32_t i) { return std::pair(-it[i].size, noise[i]); };
     switch (rng.below(5)) {
       case 0: by([&](int32_t i) { return std::tuple(i != top, prior[i], -it[i].size); }); break;
       case 1: by([&](int32_t i) { return double(prior[i]) - 2.0 * noise[i] * double(it[i].size); }); break;
-      case 2: by(bigger_first); break;
+      case 2: by([&](int32_t i) { return std::pair(-it[i].size, noise[i]); }); break;
       case 3: by([&](int32_t i) { return -double(it[i].size) * (1.0 + 0.5 * noise[i]); }); break;
       default: by([&](int32_t i) { return std::pair(int64_t{it[i].first} - it[i].last, noise[i]); });
     }
