@@ -532,6 +532,17 @@ TEST(Session, ErrorsNameTheModelAndWhatIsWrong) {
   }
   EXPECT_THROW(s.run({}), Error);
 
+  Graph unknown = relu_neg_add();
+  unknown.nodes[1].op_type = "NoSuchOp";
+  try {
+    Session bad(unknown, pin, plan, test_device());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("model relu_neg_add: node neg (NoSuchOp): unsupported operator: no OpenCL kernel and no CPU reference"),
+              std::string::npos)
+        << e.what();
+  }
+
   plan::MemoryPlan huge = plan;
   huge.pools[0].bytes = test_device()->info().profile.max_alloc_bytes + 1;
   try {

@@ -6,16 +6,22 @@ namespace texplan::runtime {
 SpatialPad spatial_pad(const Node& n, size_t dim, size_t rank, int64_t in, int64_t out, int64_t k, int64_t s,
                        int64_t d, bool transposed, int64_t out_pad) {
   std::string auto_pad = n.get_string("auto_pad", "NOTSET");
-  if (auto_pad == "VALID") return {0, 0};
-  std::vector<int64_t> pads = n.get_ints("pads");
-  if (auto_pad == "NOTSET" && !(transposed && pads.empty() && n.has("output_shape"))) {
-    if (pads.size() != 2 * rank) return {0, 0};
-    return {pads[dim], pads[rank + dim]};
+  bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+  if (transposed && (same || n.has("output_shape"))) {
+    // What the full output s*(in-1)+out_pad+(k-1)*d+1 loses to reach `out`;
+    // halves rounded down as the spec's Python does (a negative total pads).
+    int64_t total = s * (in - 1) + out_pad + (k - 1) * d + 1 - out;
+    int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+    return auto_pad == "SAME_UPPER" ? SpatialPad{half, total - half} : SpatialPad{total - half, half};
   }
-  int64_t total = transposed ? s * (in - 1) + out_pad + (k - 1) * d + 1 - out
-                             : std::max<int64_t>(0, (out - 1) * s + (k - 1) * d + 1 - in);
-  int64_t begin = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-  return {begin, total - begin};
+  if (same) {
+    int64_t total = std::max<int64_t>(0, (out - 1) * s + (k - 1) * d + 1 - in);
+    int64_t begin = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+    return {begin, total - begin};
+  }
+  std::vector<int64_t> pads = n.get_ints("pads");
+  if (auto_pad == "VALID" || pads.size() != 2 * rank) return {0, 0};
+  return {pads[dim], pads[rank + dim]};
 }
 
 namespace {

@@ -166,7 +166,7 @@ struct Session::Impl {
           std::swap(step.launches, b.launches);
         } else {
           if (!reference::supports(node.op_type))
-            throw Error("no OpenCL kernel and no CPU reference for this operator");
+            throw Error("unsupported operator: no OpenCL kernel and no CPU reference");
           step.cpu = true;
           fallback.push_back(node.name + " (" + node.op_type + ")");
         }
@@ -179,15 +179,19 @@ struct Session::Impl {
     }
   }
 
-  // The run-time copy of the graph: no weights except those read on the host.
+  // The run-time copy of the graph, without weights (messages need it while
+  // preparing already).
   void keep_metadata(const Graph& g) {
-    graph.model_name = g.model_name;
     graph.model_path = g.model_path;
     graph.opset = g.opset;
     graph.nodes = g.nodes;
     graph.inputs = g.inputs;
     graph.outputs = g.outputs;
     for (const Tensor& t : g.tensors) graph.tensors.push_back(metadata(t));
+  }
+
+  // Values of the constants read on the host: by CPU steps and as outputs.
+  void keep_host_constants(const Graph& g) {
     auto keep = [&](int t) {
       if (t >= 0 && g.tensors[t].is_constant) {
         graph.tensors[t].value = g.tensors[t].value;
@@ -201,6 +205,7 @@ struct Session::Impl {
   }
 
   void read(int t, HostTensor& into) {
+    if (into.bytes.empty()) return;
     Location l = locate(graph, t);
     check(clEnqueueReadBuffer(dev->queue(), l.mem, CL_TRUE, size_t(l.byte_offset), into.bytes.size(),
                               into.bytes.data(), 0, nullptr, nullptr),
@@ -236,6 +241,7 @@ struct Session::Impl {
       if (outs[k].dtype != want.dtype || outs[k].shape != want.shape)
         throw Error(at_node(s.node) + ": CPU result " + to_string(outs[k].dtype) + " " + to_string(outs[k].shape) +
                     " does not match tensor " + want.name + " " + to_string(want.dtype) + " " + to_string(want.shape));
+      if (outs[k].bytes.empty()) continue;
       Location l = locate(graph, t);
       check(clEnqueueWriteBuffer(dev->queue(), l.mem, CL_TRUE, size_t(l.byte_offset), outs[k].bytes.size(),
                                  outs[k].bytes.data(), 0, nullptr, nullptr),
@@ -309,9 +315,10 @@ Session::Session(const Graph& g, const PlanInput& pin, const plan::MemoryPlan& p
                 std::to_string(pin.records.size()));
   if (pin.record_of_tensor.size() != g.tensors.size())
     throw Error(m.model() + ": the usage records describe another graph");
+  m.keep_metadata(g);
   m.allocate_pools();
   m.prepare(g);
-  m.keep_metadata(g);
+  m.keep_host_constants(g);
 }
 
 Session::~Session() = default;
