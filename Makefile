@@ -24,6 +24,8 @@ test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 bench: build
+	@if command -v npm >/dev/null && [ ! -d bench/peers/node_modules ]; then \
+	  (cd bench/peers && npm install --no-audit --no-fund --silent) || echo "onnxruntime peer not installed"; fi
 	@$(BUILD)/texplan_bench --models $(MODELS) --json $(BUILD)/bench.json
 
 clean:

@@ -7,8 +7,12 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <thread>
 
 #include "cli/commands.h"
+#include "import/onnx_import.h"
+#include "runtime/device.h"
+#include "runtime/session.h"
 
 namespace fs = std::filesystem;
 using namespace texplan;
@@ -79,16 +83,104 @@ json planning_time(const plan::DeviceProfile& dev, int64_t max_n) {
   return rows;
 }
 
+struct Latency {
+  double median_ms = 0, min_ms = 0, rel_error = 0;
+};
+
+Latency time_texplan(const fs::path& dir, const std::string& device, int runs) {
+  Graph g = import_onnx(dir.string(), {.load_weights = true});
+  auto dev = runtime::open_device(device);
+  const auto& profile = dev->info().profile;
+  UsageOptions uo;
+  uo.device = &profile;
+  PlanInput pin = make_usage_records(g, uo);
+  plan::MemoryPlan plan = plan::plan_memory(pin.records, profile, "best");
+  runtime::Session s(g, pin, plan, dev);
+  HostTensor in = load_tensor_pb((dir / "test_data_set_0" / "input_0.pb").string());
+  Latency l;
+  l.rel_error = cli::relative_error(s.run({in})[0], load_tensor_pb((dir / "test_data_set_0" / "output_0.pb").string()));
+  s.run({in});
+  std::vector<double> ms;
+  for (int i = 0; i < runs; ++i) {
+    s.run({in});
+    ms.push_back(s.last_run_ms());
+  }
+  std::sort(ms.begin(), ms.end());
+  l.median_ms = ms[ms.size() / 2];
+  l.min_ms = ms.front();
+  return l;
+}
+
+// texplan on PoCL against onnxruntime's CPU provider with as many threads as
+// PoCL uses (every core), same models, same inputs, in one run.
+json latency_vs_onnxruntime(const std::string& models, int runs) {
+  json rows = json::array();
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(models))
+    if (e.is_directory() && fs::exists(e.path() / (e.path().filename().string() + ".onnx.data")))
+      names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  const int threads = int(std::thread::hardware_concurrency());
+  fs::path peers = fs::path(TEXPLAN_SOURCE_DIR) / "bench" / "peers";
+  json ort = json::array();
+  if (fs::exists(peers / "node_modules" / "onnxruntime-node")) {
+    fs::path out = fs::temp_directory_path() / "texplan-ort-bench.json";
+    std::string cmd = "node " + (peers / "ort_bench.mjs").string() + " --models " + models + " --threads " +
+                      std::to_string(threads) + " --runs " + std::to_string(runs) + " --json " + out.string() +
+                      " > /dev/null";
+    if (std::system(cmd.c_str()) == 0) ort = json::parse(std::ifstream(out));
+  } else {
+    std::cout << "\n(onnxruntime peer not installed: cd bench/peers && npm install)\n";
+  }
+  std::cout << "\nLatency on PoCL (" << threads << " threads) against onnxruntime CPU (" << threads
+            << " threads), median of " << runs << " runs\n";
+  std::cout << std::left << std::setw(20) << "model" << std::right << std::setw(14) << "texplan ms" << std::setw(14)
+            << "ort ms" << std::setw(16) << "texplan/ort" << std::setw(14) << "rel error" << "\n";
+  for (const auto& name : names) {
+    json r{{"model", name}, {"threads", threads}};
+    try {
+      Latency l = time_texplan(fs::path(models) / name, "pocl", runs);
+      r["texplan_median_ms"] = l.median_ms;
+      r["texplan_min_ms"] = l.min_ms;
+      r["rel_error"] = l.rel_error;
+    } catch (const std::exception& e) {
+      r["error"] = e.what();
+    }
+    for (const auto& o : ort)
+      if (o["model"] == name && o.contains("median_ms")) r["ort_median_ms"] = o["median_ms"];
+    std::cout << std::left << std::setw(20) << name << std::right << std::fixed << std::setprecision(2);
+    if (r.contains("texplan_median_ms")) std::cout << std::setw(14) << r["texplan_median_ms"].get<double>();
+    else std::cout << std::setw(14) << "error";
+    if (r.contains("ort_median_ms")) {
+      std::cout << std::setw(14) << r["ort_median_ms"].get<double>();
+      if (r.contains("texplan_median_ms")) {
+        r["ratio_vs_ort"] = r["texplan_median_ms"].get<double>() / r["ort_median_ms"].get<double>();
+        std::cout << std::setw(16) << r["ratio_vs_ort"].get<double>();
+      }
+    } else {
+      std::cout << std::setw(14) << "-" << std::setw(16) << "-";
+    }
+    if (r.contains("rel_error")) std::cout << std::setw(14) << std::scientific << std::setprecision(2) << r["rel_error"].get<double>();
+    std::cout << "\n";
+    rows.push_back(r);
+  }
+  return rows;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"texplan benchmarks"};
   std::string models = "../shared/models", json_path = "bench.json", target = "pocl";
   int64_t max_n = 1000000;
+  int runs = 10;
+  bool no_latency = false;
   app.add_option("--models", models, "model zoo folder")->capture_default_str();
   app.add_option("--json", json_path, "where to write the results")->capture_default_str();
   app.add_option("--target", target, "device profile for planning")->capture_default_str();
   app.add_option("--max-tensors", max_n, "largest random graph to plan")->capture_default_str();
+  app.add_option("--runs", runs, "timed runs per model for latency")->capture_default_str();
+  app.add_flag("--no-latency", no_latency, "plans and planning time only");
   CLI11_PARSE(app, argc, argv);
   try {
     plan::DeviceProfile dev = cli::load_target(target);
@@ -101,6 +193,7 @@ int main(int argc, char** argv) {
       std::cout << "no model zoo at " << models << ": skipping model plans\n";
     }
     out["planning_time"] = planning_time(dev, max_n);
+    if (!no_latency && fs::is_directory(models)) out["latency_pocl"] = latency_vs_onnxruntime(models, runs);
     std::ofstream(json_path) << out.dump(1) << "\n";
     std::cout << "\nwrote " << json_path << "\n";
   } catch (const std::exception& e) {

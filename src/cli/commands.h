@@ -53,6 +53,7 @@ struct RunArgs {
   int bench = 0;
   double tolerance = 1e-4;
   std::string json_path;
+  std::string output_dir;  // writes output_N.pb there
 };
 void add_run_options(CLI::App& app, RunArgs& a);
 int run_command(const RunArgs& a);

@@ -41,6 +41,7 @@ void add_run_options(CLI::App& app, RunArgs& a) {
   app.add_flag("--guard", a.guard, "poison pools and check after every node that live tensors stay intact");
   app.add_option("--bench", a.bench, "time N runs after warm-up");
   app.add_option("--json", a.json_path, "write the report as JSON");
+  app.add_option("--output", a.output_dir, "write the outputs as output_N.pb into this folder");
 }
 
 namespace {
@@ -144,6 +145,12 @@ int run_command(const RunArgs& a) {
   report["weight_bytes"] = weight_bytes;
   report["fallback_nodes"] = fallback;
 
+  if (!a.output_dir.empty()) {
+    fs::create_directories(a.output_dir);
+    for (size_t i = 0; i < outputs.size(); ++i)
+      save_tensor_pb(outputs[i], g.tensors[g.outputs[i]].name,
+                     (fs::path(a.output_dir) / ("output_" + std::to_string(i) + ".pb")).string());
+  }
   double rel_error = -1;
   if (a.check) {
     std::vector<std::string> refs = test_files(file, "output_");
