@@ -612,6 +612,25 @@ TEST(ReferenceShape, GatherExpandTile) {
   EXPECT_FLOATS(y, {1, 2, 1, 2, 1, 2});
 }
 
+TEST(ReferenceIndexing, ScatterTopKNonZeroOneHot) {
+  HostTensor y = eval1("ScatterND", {f32({4}, {1, 2, 3, 4}), i64({2, 1}, {3, -4}), f32({2}, {10, 20})});
+  EXPECT_FLOATS(y, {20, 2, 3, 10});
+  y = eval1("ScatterElements", {f32({2, 2}, {0, 0, 0, 0}), i64({1, 2}, {1, 0}), f32({1, 2}, {5, 6})},
+            {{"axis", attr_i(0)}});
+  EXPECT_FLOATS(y, {0, 6, 5, 0});
+  y = eval1("GatherND", {f32({2, 2}, {1, 2, 3, 4}), i64({2, 2}, {0, 1, 1, 0})});
+  EXPECT_FLOATS(y, {2, 3});
+  auto out = eval(make_node("TopK", {}, 2), {f32({2, 3}, {1, 3, 3, 5, 4, 6}), i64v({2})});
+  EXPECT_FLOATS(out[0], {3, 3, 6, 5});
+  EXPECT_EQ(ints(out[1]), (std::vector<int64_t>{1, 2, 2, 0}));
+  y = eval1("NonZero", {boolean({2, 2}, {1, 0, 0, 1})});
+  EXPECT_EQ(y.shape, (Shape{2, 2}));
+  EXPECT_EQ(ints(y), (std::vector<int64_t>{0, 1, 0, 1}));
+  y = eval1("OneHot", {i64v({0, 2, -1, 5}), i64s(3), f32({2}, {0, 1})});
+  EXPECT_EQ(y.shape, (Shape{4, 3}));
+  EXPECT_FLOATS(y, {1, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0});
+}
+
 TEST(ReferenceShape, PadModes) {
   HostTensor x = f32({1, 3}, {1, 2, 3});
   HostTensor pads = i64v({0, 2, 0, 1});

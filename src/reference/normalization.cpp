@@ -1,6 +1,6 @@
 // Normalizations (BatchNormalization for inference, InstanceNormalization,
-// LayerNormalization, LRN) and the softmax family along one axis (opset 13
-// semantics: Softmax, LogSoftmax, Hardmax).
+// LayerNormalization, MeanVarianceNormalization, LRN) and the softmax family
+// along one axis (opset 13 semantics: Softmax, LogSoftmax, Hardmax).
 #include <algorithm>
 #include <cmath>
 
@@ -123,6 +123,42 @@ Outputs LayerNormalization(const OpContext& c) {
   return out;
 }
 
+// y = (x - mean) / (sqrt(var) + 1e-9) over `axes` (default N, H, W), with
+// var = E[x^2] - E[x]^2 as in the ONNX function body.
+Outputs MeanVarianceNormalization(const OpContext& c) {
+  const HostTensor& x = c.input(0);
+  const int64_t r = int64_t(x.shape.size());
+  const std::vector<int64_t> axes = normalize_axes(c, c.node.get_ints("axes", {0, 2, 3}), r);
+  // Statistics have X's shape with the reduced axes set to 1; read along X's
+  // dims their strides are 0 on those axes.
+  Shape kept = x.shape;
+  for (int64_t a : axes) kept[a] = 1;
+  std::vector<int64_t> st = strides_of(kept);
+  for (int64_t a : axes) st[a] = 0;
+  const double n = double(x.count()) / double(std::max<int64_t>(1, element_count(kept)));
+  HostTensor y(x.dtype, x.shape);
+  dispatch_float(c, x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    std::vector<double> sum(size_t(element_count(kept)), 0.0), sq(sum.size(), 0.0);
+    const T* px = x.data<T>();
+    broadcast_runs(x.shape, {st}, [&](int64_t o, const int64_t* off, const int64_t* s, int64_t len) {
+      for (int64_t i = 0; i < len; ++i) {
+        sum[off[0] + i * s[0]] += px[o + i];
+        sq[off[0] + i * s[0]] += double(px[o + i]) * px[o + i];
+      }
+    });
+    for (size_t i = 0; i < sum.size(); ++i) {
+      sum[i] /= n;
+      sq[i] = std::sqrt(std::max(0.0, sq[i] / n - sum[i] * sum[i])) + 1e-9;
+    }
+    broadcast_runs(x.shape, {st}, [&](int64_t o, const int64_t* off, const int64_t* s, int64_t len) {
+      for (int64_t i = 0; i < len; ++i)
+        y.data<T>()[o + i] = T((px[o + i] - sum[off[0] + i * s[0]]) / sq[off[0] + i * s[0]]);
+    });
+  });
+  return single(std::move(y));
+}
+
 Outputs LRN(const OpContext& c) {
   const HostTensor& x = c.input(0);
   if (x.shape.size() < 3) c.fail("X must be N x C x spatial dims, got " + to_string(x.shape));
@@ -190,6 +226,7 @@ void register_normalization(OpTable& t) {
   t["BatchNormalization"] = {BatchNormalization, {"epsilon", "momentum", "training_mode", "spatial", "is_test", "consumed_inputs"}};
   t["InstanceNormalization"] = {InstanceNormalization, {"epsilon"}};
   t["LayerNormalization"] = {LayerNormalization, {"axis", "epsilon", "stash_type"}};
+  t["MeanVarianceNormalization"] = {MeanVarianceNormalization, {"axes"}};
   t["LRN"] = {LRN, {"alpha", "beta", "bias", "size"}};
   t["Softmax"] = {SoftmaxFamily<SoftKind::Softmax>, {"axis"}};
   t["LogSoftmax"] = {SoftmaxFamily<SoftKind::LogSoftmax>, {"axis"}};

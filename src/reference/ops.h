@@ -27,6 +27,7 @@ void register_pool(OpTable& t);           // pool.cpp: MaxPool, AveragePool, glo
 void register_reduce(OpTable& t);         // reduce.cpp: Reduce*, ArgMax/ArgMin
 void register_normalization(OpTable& t);  // normalization.cpp: *Normalization, Softmax family, LRN
 void register_shape_ops(OpTable& t);      // shape_ops.cpp: data movement and shape computation
+void register_indexing(OpTable& t);       // indexing.cpp: Gather*, Scatter*, OneHot, NonZero, TopK
 void register_resize(OpTable& t);         // resize.cpp: Resize, Upsample
 
 }  // namespace texplan::reference

@@ -16,6 +16,7 @@ const OpTable& table() {
     register_reduce(t);
     register_normalization(t);
     register_shape_ops(t);
+    register_indexing(t);
     register_resize(t);
     return t;
   }();

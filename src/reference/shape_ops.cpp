@@ -1,8 +1,9 @@
 // Data movement and shape computation. These ops work on any dtype (they move
 // bytes) and are what the importer folds for shape-computing subgraphs:
 // Shape, Size, Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Concat, Split,
-// Slice, Gather, GatherElements, Expand, Tile, Pad, Identity, Dropout,
-// Constant, ConstantOfShape, Range, DepthToSpace, SpaceToDepth, Trilu, CumSum.
+// Slice, Expand, Tile, Pad, Identity, Dropout, Constant, ConstantOfShape,
+// EyeLike, Range, DepthToSpace, SpaceToDepth, Trilu, CumSum. (Gather and the
+// other index-driven ops are in indexing.cpp.)
 #include <algorithm>
 #include <cmath>
 
@@ -223,57 +224,6 @@ Outputs Slice(const OpContext& c) {
   return single(strided_copy(c, x, offset, shape, strides));
 }
 
-Outputs Gather(const OpContext& c) {
-  const HostTensor& x = c.input(0);
-  const std::vector<int64_t> idx = c.int_values(1);
-  const Shape& idx_shape = c.input(1).shape;
-  const int64_t r = int64_t(x.shape.size());
-  if (r == 0) c.fail("data must not be a scalar");
-  const int64_t axis = normalize_axis(c, c.node.get_int("axis", 0), r), len = x.shape[axis];
-  Shape out(x.shape.begin(), x.shape.begin() + axis);
-  out.insert(out.end(), idx_shape.begin(), idx_shape.end());
-  out.insert(out.end(), x.shape.begin() + axis + 1, x.shape.end());
-  HostTensor y(x.dtype, out);
-  const int64_t outer = product(x.shape, 0, axis);
-  const int64_t inner_bytes = product(x.shape, axis + 1, r) * int64_t(element_size(x.dtype));
-  uint8_t* dst = y.bytes.data();
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t k : idx) {
-      if (k < -len || k >= len)
-        c.fail("index " + std::to_string(k) + " is out of range for an axis of " + std::to_string(len));
-      if (k < 0) k += len;
-      std::memcpy(dst, x.bytes.data() + (o * len + k) * inner_bytes, size_t(inner_bytes));
-      dst += inner_bytes;
-    }
-  return single(std::move(y));
-}
-
-Outputs GatherElements(const OpContext& c) {
-  const HostTensor& x = c.input(0);
-  const std::vector<int64_t> idx = c.int_values(1);
-  const Shape& shape = c.input(1).shape;
-  const int64_t r = int64_t(x.shape.size());
-  if (int64_t(shape.size()) != r) c.fail("indices must have the rank of data");
-  const int64_t axis = normalize_axis(c, c.node.get_int("axis", 0), r), len = x.shape[axis];
-  const std::vector<int64_t> xs = strides_of(x.shape);
-  HostTensor y(x.dtype, shape);
-  const size_t es = element_size(x.dtype);
-  std::vector<int64_t> coord(r, 0);
-  for (size_t i = 0; i < idx.size(); ++i) {
-    int64_t k = idx[i];
-    if (k < -len || k >= len) c.fail("index " + std::to_string(k) + " is out of range for an axis of " + std::to_string(len));
-    if (k < 0) k += len;
-    int64_t src = 0;
-    for (int64_t d = 0; d < r; ++d) src += (d == axis ? k : coord[d]) * xs[d];
-    std::memcpy(y.bytes.data() + i * es, x.bytes.data() + src * es, es);
-    for (int64_t d = r; d-- > 0;) {
-      if (++coord[d] < shape[d]) break;
-      coord[d] = 0;
-    }
-  }
-  return single(std::move(y));
-}
-
 Outputs Expand(const OpContext& c) {
   const HostTensor& x = c.input(0);
   const std::vector<int64_t> shape = c.int_values(1);
@@ -453,6 +403,19 @@ Outputs ConstantOfShape(const OpContext& c) {
   return single(std::move(y));
 }
 
+Outputs EyeLike(const OpContext& c) {
+  const HostTensor& x = c.input(0);
+  if (x.shape.size() != 2) c.fail("input must be 2-D, got " + to_string(x.shape));
+  const DataType t = c.node.has("dtype") ? dtype_from_onnx(c, c.node.get_int("dtype", 1)) : x.dtype;
+  const int64_t k = c.node.get_int("k", 0), rows = x.shape[0], cols = x.shape[1];
+  HostTensor y(t, x.shape);
+  const HostTensor one = scalar_of(c, t, 1.0);
+  const size_t es = element_size(t);
+  for (int64_t i = 0; i < rows; ++i)
+    if (i + k >= 0 && i + k < cols) std::memcpy(y.bytes.data() + (i * cols + i + k) * es, one.bytes.data(), es);
+  return single(std::move(y));
+}
+
 Outputs Range(const OpContext& c) {
   const HostTensor &start = c.input(0), &limit = c.input(1), &delta = c.input(2);
   require_same_dtype(c, start, limit);
@@ -557,14 +520,13 @@ void register_shape_ops(OpTable& t) {
   t["Concat"] = {Concat, {"axis"}};
   t["Split"] = {Split, {"axis", "split", "num_outputs"}};
   t["Slice"] = {Slice, {"starts", "ends", "axes"}};
-  t["Gather"] = {Gather, {"axis"}};
-  t["GatherElements"] = {GatherElements, {"axis"}};
   t["Expand"] = {Expand, {}};
   t["Tile"] = {Tile, {}};
   t["Pad"] = {Pad, {"mode", "pads", "value"}};
   t["Dropout"] = {Dropout, {"ratio", "seed", "is_test", "consumed_inputs"}};
   t["Constant"] = {Constant, {"value", "value_float", "value_floats", "value_int", "value_ints", "sparse_value", "value_string", "value_strings"}};
   t["ConstantOfShape"] = {ConstantOfShape, {"value"}};
+  t["EyeLike"] = {EyeLike, {"dtype", "k"}};
   t["Range"] = {Range, {}};
   t["DepthToSpace"] = {DepthToSpace, {"blocksize", "mode"}};
   t["SpaceToDepth"] = {SpaceToDepth, {"blocksize"}};
