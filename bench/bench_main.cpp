@@ -113,7 +113,7 @@ Latency time_texplan(const fs::path& dir, const std::string& device, int runs) {
 
 // texplan on PoCL against onnxruntime's CPU provider with as many threads as
 // PoCL uses (every core), same models, same inputs, in one run.
-json latency_vs_onnxruntime(const std::string& models, int runs) {
+json latency_vs_onnxruntime(const std::string& models, const std::string& device, int runs) {
   json rows = json::array();
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(models))
@@ -123,7 +123,9 @@ json latency_vs_onnxruntime(const std::string& models, int runs) {
   const int threads = int(std::thread::hardware_concurrency());
   fs::path peers = fs::path(TEXPLAN_SOURCE_DIR) / "bench" / "peers";
   json ort = json::array();
-  if (fs::exists(peers / "node_modules" / "onnxruntime-node")) {
+  if (device != "pocl") {
+    // On a GPU the peer is PyTorch (bench/peers/torch_bench.py), run beside us.
+  } else if (fs::exists(peers / "node_modules" / "onnxruntime-node")) {
     fs::path out = fs::temp_directory_path() / "texplan-ort-bench.json";
     std::string cmd = "node " + (peers / "ort_bench.mjs").string() + " --models " + models + " --threads " +
                       std::to_string(threads) + " --runs " + std::to_string(runs) + " --json " + out.string() +
@@ -132,14 +134,14 @@ json latency_vs_onnxruntime(const std::string& models, int runs) {
   } else {
     std::cout << "\n(onnxruntime peer not installed: cd bench/peers && npm install)\n";
   }
-  std::cout << "\nLatency on PoCL (" << threads << " threads) against onnxruntime CPU (" << threads
-            << " threads), median of " << runs << " runs\n";
+  std::cout << "\nLatency on " << device << " against onnxruntime CPU (" << threads
+            << " threads, as many as PoCL uses), median of " << runs << " runs\n";
   std::cout << std::left << std::setw(20) << "model" << std::right << std::setw(14) << "texplan ms" << std::setw(14)
             << "ort ms" << std::setw(16) << "texplan/ort" << std::setw(14) << "rel error" << "\n";
   for (const auto& name : names) {
     json r{{"model", name}, {"threads", threads}};
     try {
-      Latency l = time_texplan(fs::path(models) / name, "pocl", runs);
+      Latency l = time_texplan(fs::path(models) / name, device, runs);
       r["texplan_median_ms"] = l.median_ms;
       r["texplan_min_ms"] = l.min_ms;
       r["rel_error"] = l.rel_error;
@@ -171,7 +173,7 @@ json latency_vs_onnxruntime(const std::string& models, int runs) {
 
 int main(int argc, char** argv) {
   CLI::App app{"texplan benchmarks"};
-  std::string models = "../shared/models", json_path = "bench.json", target = "pocl";
+  std::string models = "../shared/models", json_path = "bench.json", target = "pocl", device = "pocl";
   int64_t max_n = 1000000;
   int runs = 10;
   bool no_latency = false;
@@ -181,6 +183,7 @@ int main(int argc, char** argv) {
   app.add_option("--max-tensors", max_n, "largest random graph to plan")->capture_default_str();
   app.add_option("--runs", runs, "timed runs per model for latency")->capture_default_str();
   app.add_flag("--no-latency", no_latency, "plans and planning time only");
+  app.add_option("--device", device, "device for the latency table")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
     plan::DeviceProfile dev = cli::load_target(target);
@@ -193,7 +196,7 @@ int main(int argc, char** argv) {
       std::cout << "no model zoo at " << models << ": skipping model plans\n";
     }
     out["planning_time"] = planning_time(dev, max_n);
-    if (!no_latency && fs::is_directory(models)) out["latency_pocl"] = latency_vs_onnxruntime(models, runs);
+    if (!no_latency && fs::is_directory(models)) out["latency"] = latency_vs_onnxruntime(models, device, runs);
     std::ofstream(json_path) << out.dump(1) << "\n";
     std::cout << "\nwrote " << json_path << "\n";
   } catch (const std::exception& e) {

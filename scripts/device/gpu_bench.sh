@@ -55,7 +55,7 @@ run_texplan() {  # MODEL... ; returns 1 if any failed
   for n in "${models[@]}"; do
     echo "== texplan run $n"
     rc=0
-    timeout "$LIMIT" texplan run ".dev/models/$n" --device gpu --check --bench "$RUNS" --json "$tmp/$n.json" || rc=$?
+    timeout "$LIMIT" texplan run ".dev/models/$n" --device gpu --check --guard --bench "$RUNS" --json "$tmp/$n.json" || rc=$?
     ((rc == 0)) || { echo "texplan run $n: exit status $rc"; failed=1; }
     echo "$rc" >"$tmp/$n.rc"
   done
@@ -75,7 +75,7 @@ EOF
   rm -rf "$tmp"
   if [[ -x .dev/bin/texplan_bench ]]; then
     echo "== texplan_bench"
-    timeout 300 texplan_bench --models .dev/models --json "$OUT/texplan_bench.json" || { echo "texplan_bench failed"; failed=1; }
+    timeout 300 texplan_bench --models .dev/models --device gpu --runs "$RUNS" --json "$OUT/texplan_bench.json" || { echo "texplan_bench failed"; failed=1; }
   fi
   return "$failed"
 }

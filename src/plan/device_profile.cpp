@@ -4,17 +4,19 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "plan/memory_plan.h"
 
-#ifndef TEXPLAN_PROFILE_DIR
-#define TEXPLAN_PROFILE_DIR "profiles"
-#endif
 
 namespace texplan::plan {
+
+// profiles/*.json, compiled in (cmake/embed_files.cmake): a binary carried
+// to another machine still knows its profiles.
+const std::map<std::string, std::string>& builtin_profile_files();
 
 namespace {
 
@@ -88,21 +90,21 @@ DeviceProfile DeviceProfile::from_json(const std::string& text) {
 
 std::vector<std::string> DeviceProfile::builtin_names() {
   std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(TEXPLAN_PROFILE_DIR, ec))
-    if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
-  std::sort(names.begin(), names.end());
+  for (const auto& [file, text] : builtin_profile_files()) names.push_back(fs::path(file).stem().string());
   return names;
 }
 
 DeviceProfile DeviceProfile::load(const std::string& name_or_path) {
   const bool is_path = name_or_path.ends_with(".json") || name_or_path.find('/') != std::string::npos;
-  const fs::path path = is_path ? fs::path(name_or_path) : fs::path(TEXPLAN_PROFILE_DIR) / (name_or_path + ".json");
-  if (!fs::exists(path)) {
+  if (!is_path) {
+    auto it = builtin_profile_files().find(name_or_path + ".json");
+    if (it != builtin_profile_files().end()) return from_json(it->second);
+  }
+  const fs::path path(name_or_path);
+  if (!is_path || !fs::exists(path)) {
     std::string known;
     for (const std::string& n : builtin_names()) known += (known.empty() ? "" : ", ") + n;
-    throw PlanError("no device profile '" + name_or_path + "' (" + path.string() + " does not exist; builtin: " +
-                    known + "; or give a path to a .json file)");
+    throw PlanError("no device profile '" + name_or_path + "' (builtin: " + known + "; or a path to a .json file)");
   }
   try {
     return from_json(read_file(path));
