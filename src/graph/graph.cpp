@@ -76,6 +76,29 @@ std::vector<int64_t> HostTensor::as_int64() const {
   return v;
 }
 
+namespace {
+// IEEE half -> float, for reading fp16 tensors (test data, Cast results).
+float half_to_float(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal: normalise
+      exp = 127 - 15 + 1;
+      while (!(mant & 0x400)) mant <<= 1, --exp;
+      bits = sign | (exp << 23) | ((mant & 0x3ff) << 13);
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000 | (mant << 13);
+  } else {
+    bits = sign | ((exp - 15 + 127) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+}  // namespace
+
 std::vector<float> HostTensor::as_float() const {
   int64_t n = count();
   std::vector<float> v(static_cast<size_t>(n));
@@ -88,7 +111,7 @@ std::vector<float> HostTensor::as_float() const {
       case DataType::Int8: v[i] = data<int8_t>()[i]; break;
       case DataType::UInt8: v[i] = data<uint8_t>()[i]; break;
       case DataType::Bool: v[i] = data<uint8_t>()[i] != 0; break;
-      default: throw Error(std::string("cannot read ") + to_string(dtype) + " as floats");
+      case DataType::Float16: v[i] = half_to_float(data<uint16_t>()[i]); break;
     }
   }
   return v;

@@ -237,6 +237,7 @@ class Importer {
     index_initializers();
     for (int round = 0; round < 64; ++round) {
       infer_shapes();
+      check_value_types();
       if (!fold_constants()) break;
     }
     return build_graph();
@@ -314,6 +315,20 @@ class Importer {
       if (opt_.load_weights || (small && bytes_at_hand))
         constants_[t.name()] = tensor_from_proto(t, dir_, w);  // throws on a missing weights file
     }
+  }
+
+  // Sequences, optionals and maps have no static tensor shape: refuse them by name.
+  void check_value_types() {
+    const auto& g = model_.graph();
+    auto check = [&](const onnx::ValueInfoProto& v) {
+      if (v.has_type() && !v.type().has_tensor_type())
+        throw Error(name_ + ": value '" + v.name() + "' is a " +
+                    (v.type().has_sequence_type() ? "sequence" : v.type().has_optional_type() ? "optional" : "map") +
+                    ", which is not supported (tensors only)");
+    };
+    for (const auto& v : g.input()) check(v);
+    for (const auto& v : g.output()) check(v);
+    for (const auto& v : g.value_info()) check(v);
   }
 
   void infer_shapes() {
@@ -508,7 +523,7 @@ class Importer {
                                               graph.nodes[t.producer].op_type + ")"
                                         : "";
       throw Error(name_ + ": cannot make the shape of tensor '" + t.name + "'" + who +
-                  " static: it depends on values only known at run time");
+                  " static: it depends on values only known at run time (data-dependent shapes are not supported)");
     }
     for (auto& t : graph.tensors)
       if (t.is_constant && !t.has_data && opt_.load_weights)
