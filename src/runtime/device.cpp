@@ -192,8 +192,14 @@ cl_program Device::program(const std::string& file, const std::string& defines) 
   cl_int s = CL_SUCCESS;
   cl_program prog = clCreateProgramWithSource(context_, 1, &ptr, &len, &s);
   check(s, "clCreateProgramWithSource(" + file + ")");
-  // Exact math: no -cl-fast-relaxed-math; a*b+c may become one fma.
-  const std::string options = "-cl-std=CL1.2 -cl-mad-enable " + defines;
+  // Exact math: no -cl-fast-relaxed-math; a*b+c may become one fma. NVIDIA's
+  // default fp32 divide and sqrt are not correctly rounded (a few ulp), which
+  // flips nearest-neighbour Resize indices and drifts LayerNorm: ask for IEEE.
+  cl_device_fp_config fp = 0;
+  clGetDeviceInfo(id_, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, nullptr);
+  const std::string options = std::string("-cl-std=CL1.2 -cl-mad-enable ") +
+                              ((fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) ? "-cl-fp32-correctly-rounded-divide-sqrt " : "") +
+                              defines;
   s = clBuildProgram(prog, 1, &id_, options.c_str(), nullptr, nullptr);
   if (s != CL_SUCCESS) {
     size_t n = 0;
