@@ -141,3 +141,19 @@ TEST(CliRun, WrongInputShapeIsNamed) {
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.out.find("input 'input' must be float32 1x3x32x32"), std::string::npos) << r.out;
 }
+
+// ONNX's own node tests through the OpenCL runtime on PoCL: nothing that
+// texplan runs may fail; what it does not support is counted apart.
+TEST(CliOnnxTests, NoSupportedTestFails) {
+  const std::string dir = "/usr/share/libonnx-testdata/data/node";
+  if (!fs::is_directory(dir)) GTEST_SKIP() << "no " << dir << " (apt-get install libonnx-testdata)";
+  auto out = texplan::test::temp_dir("onnxtests") / "ot.json";
+  Result r = run_cli("onnx-tests " + dir + " --device pocl --json " + out.string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  json j = read_json(out);
+  EXPECT_EQ(j["counts"].value("failed", 0), 0);
+  EXPECT_EQ(j["counts"].value("failed (cpu fallback)", 0), 0);
+  EXPECT_GE(j["counts"].value("passed", 0), 250);  // on OpenCL kernels, no fallback
+  for (const auto& t : j["tests"])
+    if (t["status"] == "unsupported") EXPECT_FALSE(t["reason"].get<std::string>().empty()) << t["test"];
+}
