@@ -265,9 +265,13 @@ Outputs Mul(const OpContext& c) {
 Outputs Div(const OpContext& c) {
   // Integer division truncates toward zero (C, ONNX Runtime).
   return arithmetic(c, [&](auto x, auto z) {
-    if constexpr (std::is_integral_v<decltype(x)>)
+    using T = decltype(x);
+    if constexpr (std::is_integral_v<T>) {
       if (z == 0) c.fail("integer division by zero");
-    return x / z;
+      if constexpr (std::is_signed_v<T>)
+        if (z == T(-1)) return T(0 - std::make_unsigned_t<T>(x));  // INT_MIN / -1 would trap; wraps
+    }
+    return T(x / z);
   });
 }
 Outputs Mod(const OpContext& c) {
@@ -281,6 +285,8 @@ Outputs Mod(const OpContext& c) {
       return std::fmod(x, z);
     } else {
       if (z == 0) c.fail("integer modulo by zero");
+      if constexpr (std::is_signed_v<T>)
+        if (z == T(-1)) return T(0);  // INT_MIN % -1 would trap
       T r = T(x % z);
       if (!fmod && r != 0 && ((r < 0) != (z < 0))) r = T(r + z);  // result takes the divisor's sign
       return r;

@@ -164,6 +164,7 @@ Outputs LRN(const OpContext& c) {
   if (x.shape.size() < 3) c.fail("X must be N x C x spatial dims, got " + to_string(x.shape));
   if (!c.node.has("size")) c.fail("attribute size is required");
   const int64_t size = c.node.get_int("size", 1);
+  if (size < 1) c.fail("size must be positive");
   const double alpha = c.node.get_float("alpha", 1e-4f), beta = c.node.get_float("beta", 0.75f),
                bias = c.node.get_float("bias", 1.0f);
   const int64_t N = x.shape[0], C = x.shape[1], plane = product(x.shape, 2, x.shape.size());

@@ -154,7 +154,9 @@ Outputs Split(const OpContext& c) {
   std::vector<int64_t> sizes = c.ints_input_or_attr(1, "split").value_or(std::vector<int64_t>{});
   if (sizes.empty()) {
     // Equal parts; when the axis does not divide, the last part is smaller (opset 18).
-    const int64_t n = c.node.get_int("num_outputs", n_out), part = (dim + n - 1) / n;
+    const int64_t n = c.node.get_int("num_outputs", n_out);
+    if (n < 1) c.fail("num_outputs must be positive");
+    const int64_t part = (dim + n - 1) / n;
     for (int64_t i = 0; i < n; ++i) sizes.push_back(std::clamp(dim - i * part, int64_t(0), part));
   }
   int64_t total = 0;
