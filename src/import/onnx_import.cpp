@@ -509,6 +509,7 @@ class Importer {
     }
     graph.topological_sort();
     graph.remove_dead_nodes();
+    adopt_opset13_softmax(graph);
     // Every tensor needs a concrete shape and a known type.
     for (const auto& t : graph.tensors) {
       if (shapes_.count(t.name) || t.has_data) {
@@ -529,6 +530,27 @@ class Importer {
       if (t.is_constant && !t.has_data && opt_.load_weights)
         throw Error(name_ + ": weights of '" + t.name + "' are not loaded");
     return graph;
+  }
+
+  // Before opset 13, Softmax/LogSoftmax/Hardmax flatten the input to 2-D at
+  // `axis` (default 1); the reference and kernels implement opset 13 (one
+  // axis). The two agree when the axis is the last one; otherwise refuse.
+  void adopt_opset13_softmax(Graph& graph) const {
+    if (opset_ >= 13) return;
+    for (auto& n : graph.nodes) {
+      if (n.op_type != "Softmax" && n.op_type != "LogSoftmax" && n.op_type != "Hardmax") continue;
+      int64_t rank = int64_t(graph.tensors[n.inputs[0]].shape.size());
+      int64_t axis = n.get_int("axis", 1);
+      if (axis < 0) axis += rank;
+      if (axis != rank - 1)
+        throw Error(name_ + ": node '" + n.name + "' (" + n.op_type + ", opset " + std::to_string(opset_) +
+                    "): coercion to 2-D at axis " + std::to_string(axis) + " of a rank-" + std::to_string(rank) +
+                    " input is not supported (only the last axis)");
+      Attribute a;
+      a.kind = Attribute::Kind::Int;
+      a.i = -1;
+      n.attrs["axis"] = a;
+    }
   }
 
   ImportOptions opt_;
