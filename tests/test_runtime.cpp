@@ -375,6 +375,8 @@ TEST(Kernels, SoftmaxAndNorms) {
                                                    weight(random_tensor({100}))}});
   expect_matches_reference({"LayerNormalization", {fed(random_tensor({4, 3, 5})), weight(random_tensor({3, 5}))},
                             {{"axis", ai(1)}, {"epsilon", af(1e-3f)}}});
+  expect_matches_reference({"LayerNormalization", {fed(random_tensor({3, 2, 70})), weight(random_tensor({70}))},
+                            {{"axis", ai(-1)}}, 3});  // with Mean and InvStdDev
   expect_matches_reference({"Gelu", {fed(random_tensor({3, 50}, -4, 4))}});
   expect_matches_reference({"Gelu", {fed(random_tensor({3, 50}, -4, 4))}, {{"approximate", as("tanh")}}});
 }

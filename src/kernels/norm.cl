@@ -27,9 +27,11 @@ inline float group_sum(__local float* s, float v) {
 
 // LayerNormalization over contiguous rows of R: mean, then the variance of
 // the centred values (two passes: no cancellation), then scale and bias.
+// stats bit 1 / bit 2: also write each row's mean / inverse std deviation.
 __kernel __attribute__((reqd_work_group_size(RG, 1, 1)))
 void layer_norm(__global const float* x, int xo, __global const float* scale, int so, __global const float* bias,
-                int bo, int has_bias, __global float* y, int yo, int R, float eps) {
+                int bo, int has_bias, __global float* y, int yo, __global float* mean_out, int mno,
+                __global float* inv_out, int ivo, int stats, int R, float eps) {
   __local float s[RG];
   int row = get_group_id(0), l = get_local_id(0);
   __global const float* xr = x + xo + row * R;
@@ -43,6 +45,8 @@ void layer_norm(__global const float* x, int xo, __global const float* scale, in
     sq += d * d;
   }
   float inv = 1.0f / sqrt(group_sum(s, sq) / (float)R + eps);
+  if (l == 0 && (stats & 1)) mean_out[mno + row] = mean;
+  if (l == 0 && (stats & 2)) inv_out[ivo + row] = inv;
   for (int r = l; r < R; r += RG)
     yr[r] = (xr[r] - mean) * inv * scale[so + r] + (has_bias ? bias[bo + r] : 0.0f);
 }

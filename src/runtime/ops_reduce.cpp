@@ -140,7 +140,7 @@ bool lower_batch_norm(NodeBuilder& b) {
 }
 
 bool lower_layer_norm(NodeBuilder& b) {
-  if (!float_io(b) || extra_outputs(b)) return false;
+  if (!float_io(b) || b.node.get_int("stash_type", 1) != 1) return false;
   const Shape& x = b.in(0).shape;
   int64_t axis = b.node.get_int("axis", -1);
   if (axis < 0) axis += int64_t(x.size());
@@ -149,8 +149,12 @@ bool lower_layer_norm(NodeBuilder& b) {
   if (element_count(b.in(1).shape) != R || (b.has_in(2) && element_count(b.in(2).shape) != R)) return false;
   if (rows * R == 0) return true;
   bool has_bias = b.has_in(2);
+  // Optional outputs Mean and InvStdDev, one value per row.
+  auto wanted = [&](size_t k) { return b.node.outputs.size() > k && b.node.outputs[k] >= 0; };
+  cl_int stats = (wanted(1) ? 1 : 0) | (wanted(2) ? 2 : 0);
   b.launch("norm.cl", "layer_norm", group_range({size_t(rows)}, {64}), b.arg_in(0), b.arg_in(1),
-           has_bias ? b.arg_in(2) : b.arg_in(1), cl_int(has_bias), b.arg_out(0), i32(R),
+           has_bias ? b.arg_in(2) : b.arg_in(1), cl_int(has_bias), b.arg_out(0),
+           wanted(1) ? b.arg_out(1) : b.arg_out(0), wanted(2) ? b.arg_out(2) : b.arg_out(0), stats, i32(R),
            b.node.get_float("epsilon", 1e-5f));
   return true;
 }
