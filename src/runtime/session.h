@@ -14,7 +14,8 @@
 // kernel run on the CPU reference (listed by fallback_nodes(), never
 // silent). Only buffer plans run for now: texture pools are rejected.
 // Failures throw texplan::Error naming the model, the node or pool, and the
-// OpenCL error.
+// OpenCL error. Sessions on one device share its queue: run them from one
+// thread at a time.
 #pragma once
 #include <memory>
 #include <ostream>
