@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/timeline.h"
 
 using namespace texplan;
 
@@ -25,7 +26,7 @@ int main(int argc, char** argv) {
 
   // texplan plan
   auto* plan = app.add_subcommand("plan", "plan the memory of a model (or a random graph)");
-  std::string model, strategy = "all", target = "pocl", textures = "none", json_path;
+  std::string model, strategy = "all", target = "pocl", textures = "none", json_path, timeline_path;
   int64_t random_n = 0;
   uint64_t seed = 1;
   plan->add_option("model", model, "model .onnx file or model folder");
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"none", "auto"}))
       ->capture_default_str();
   plan->add_option("--json", json_path, "write the report as JSON");
+  plan->add_option("--timeline", timeline_path, "draw the plan(s) as a picture: FILE.svg, or FILE.html with hover details");
   plan->add_option("--random-graph", random_n, "plan a random DAG of N tensors instead of a model");
   plan->add_option("--seed", seed, "seed of the random graph")->capture_default_str();
 
@@ -73,6 +75,7 @@ int main(int argc, char** argv) {
       }
       cli::print_plan_table(report, std::cout);
       if (!json_path.empty()) write_json(report, json_path);
+      if (!timeline_path.empty()) cli::write_timeline(report, timeline_path);
       for (const auto& s : report["strategies"])
         if (!s["valid"].get<bool>() && !s.value("skipped", false)) return 3;
       return 0;

@@ -1,0 +1,29 @@
+// Memory pictures of a plan report (plan_report() with include_tensors):
+// every tensor a rectangle spanning its steps [first, last + 1) on x and the
+// bytes it occupies on y, pools stacked bottom-up in one address range, so a
+// panel is as tall as the plan's total bytes. Colour: the producing operator;
+// hatching: textures. Over it, the lower-bound curve (live bytes per step)
+// and its peak as a dashed line. One panel per strategy, stacked.
+//
+//   json report = plan_model("squeezenet1_1", dev, {});   // every strategy
+//   write_timeline(report, "squeezenet.svg");             // or .html
+//
+// The SVG has one <rect class="tensor"> per tensor per panel (each with a
+// <title> for hover text) and one <polyline class="lower-bound"> per panel.
+// The HTML page is self-contained (inline SVG, CSS and a few lines of script
+// for a hover card with name, op, bytes, steps, pool and offset).
+#pragma once
+#include <string>
+
+#include "cli/commands.h"
+
+namespace texplan::cli {
+
+std::string timeline_svg(const json& report);
+std::string timeline_html(const json& report);
+
+// Format by extension: ".svg" or ".html"/".htm". Throws Error for another
+// extension, a report without per-tensor placements, or an unwritable path.
+void write_timeline(const json& report, const std::string& path);
+
+}  // namespace texplan::cli
