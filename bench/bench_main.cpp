@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "import/onnx_import.h"
 #include "runtime/device.h"
 #include "runtime/session.h"
@@ -36,11 +37,15 @@ json plan_zoo(const std::string& models, const plan::DeviceProfile& dev, Texture
             << "lower bound";
   for (const auto& n : names) std::cout << std::setw(24) << n;
   std::cout << "\n";
+  cli::Progress progress("planning the zoo", int64_t(dirs.size()));
   for (const auto& d : dirs) {
     json r;
+    progress.step(int64_t(rows.size()), d.filename().string());
     try {
       r = cli::plan_model(d.string(), dev, opt);
+      progress.clear();
     } catch (const std::exception& e) {
+      progress.clear();
       std::cout << std::left << std::setw(20) << d.filename().string() << " error: " << e.what() << "\n";
       continue;
     }
@@ -66,7 +71,9 @@ json planning_time(const plan::DeviceProfile& dev, int64_t max_n) {
   std::cout << "\nPlanning time of `best` on random graphs (validated)\n";
   std::cout << std::left << std::setw(10) << "tensors" << std::right << std::setw(12) << "plan ms" << std::setw(14)
             << "validate ms" << std::setw(10) << "ratio" << "\n";
+  cli::Progress progress("planning random graphs", 0);
   for (int64_t n = 1000; n <= max_n; n *= 10) {
+    progress.step(0, std::to_string(n) + " tensors");
     auto recs = plan::random_records(n, 7);
     auto t0 = std::chrono::steady_clock::now();
     plan::MemoryPlan p = plan::plan_memory(recs, dev, "best");
@@ -76,6 +83,7 @@ json planning_time(const plan::DeviceProfile& dev, int64_t max_n) {
     double plan_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
     double val_ms = std::chrono::duration<double, std::milli>(t2 - t1).count();
     double ratio = double(p.total_bytes()) / double(plan::lower_bound_bytes(recs));
+    progress.clear();
     std::cout << std::left << std::setw(10) << n << std::right << std::fixed << std::setprecision(1) << std::setw(12)
               << plan_ms << std::setw(14) << val_ms << std::setprecision(4) << std::setw(10) << ratio << "\n";
     rows.push_back({{"tensors", n}, {"plan_ms", plan_ms}, {"validate_ms", val_ms}, {"ratio", ratio}});
@@ -138,8 +146,10 @@ json latency_vs_onnxruntime(const std::string& models, const std::string& device
             << " threads, as many as PoCL uses), median of " << runs << " runs\n";
   std::cout << std::left << std::setw(20) << "model" << std::right << std::setw(14) << "texplan ms" << std::setw(14)
             << "ort ms" << std::setw(16) << "texplan/ort" << std::setw(14) << "rel error" << "\n";
+  cli::Progress progress("latency", int64_t(names.size()));
   for (const auto& name : names) {
     json r{{"model", name}, {"threads", threads}};
+    progress.step(int64_t(rows.size()), name);
     try {
       Latency l = time_texplan(fs::path(models) / name, device, runs);
       r["texplan_median_ms"] = l.median_ms;
@@ -148,6 +158,7 @@ json latency_vs_onnxruntime(const std::string& models, const std::string& device
     } catch (const std::exception& e) {
       r["error"] = e.what();
     }
+    progress.clear();
     for (const auto& o : ort)
       if (o["model"] == name && o.contains("median_ms")) r["ort_median_ms"] = o["median_ms"];
     std::cout << std::left << std::setw(20) << name << std::right << std::fixed << std::setprecision(2);

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "cli/timeline.h"
 
 using namespace texplan;
@@ -23,6 +24,10 @@ TextureMode parse_textures(const std::string& s) { return s == "auto" ? TextureM
 int main(int argc, char** argv) {
   CLI::App app{"texplan: run neural networks on OpenCL GPUs in the least device memory"};
   app.require_subcommand(1);
+  app.fallthrough();  // global flags also after the subcommand: `texplan plan m.onnx -q`
+  bool quiet = false, verbose = false;
+  app.add_flag("-q,--quiet", quiet, "print only errors (files asked for are still written)");
+  app.add_flag("-v,--verbose", verbose, "say more: stage timings, every test");
 
   // texplan plan
   auto* plan = app.add_subcommand("plan", "plan the memory of a model (or a random graph)");
@@ -57,6 +62,15 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+
+  if (quiet && verbose) {
+    std::cerr << "texplan: error: --quiet and --verbose exclude each other\n";
+    return 1;
+  }
+  cli::set_verbosity(quiet ? cli::Verbosity::Quiet : verbose ? cli::Verbosity::Verbose : cli::Verbosity::Normal);
+  ot_args.verbose = ot_args.verbose || verbose;
+  // Quiet: stdout says nothing, except what was asked of it (devices --json).
+  if (quiet && !(*devices && devices_json)) std::cout.setstate(std::ios::badbit);
 
   try {
     if (*plan) {

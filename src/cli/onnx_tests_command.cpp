@@ -8,9 +8,9 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "import/onnx_import.h"
 #include "runtime/device.h"
 #include "runtime/session.h"
@@ -66,7 +66,7 @@ int onnx_tests_command(const OnnxTestArgs& a) {
   std::sort(tests.begin(), tests.end());
   auto device = runtime::open_device(a.device);
   const auto& profile = device->info().profile;
-  const bool tty = isatty(1) && !a.verbose;
+  Progress progress("onnx tests", int64_t(tests.size()));
 
   json results = json::array();
   std::map<std::string, int> count;
@@ -74,7 +74,7 @@ int onnx_tests_command(const OnnxTestArgs& a) {
   for (size_t i = 0; i < tests.size(); ++i) {
     const auto& dir = tests[i];
     std::string name = dir.filename().string(), status, reason, ops;
-    if (tty) std::cout << "\r[" << i + 1 << "/" << tests.size() << "] " << std::left << std::setw(60) << name << std::flush;
+    progress.step(int64_t(i), name);
     try {
       Graph g = import_onnx((dir / "model.onnx").string(), {.load_weights = true});
       for (const auto& n : g.nodes) ops += (ops.empty() ? "" : ",") + n.op_type;
@@ -100,12 +100,12 @@ int onnx_tests_command(const OnnxTestArgs& a) {
     ++count[status];
     results.push_back({{"test", name}, {"status", status}, {"ops", ops}, {"reason", reason}});
     if (a.verbose || (status.rfind("failed", 0) == 0)) {
-      if (tty) std::cout << "\r" << std::string(72, ' ') << "\r";
+      progress.clear();
       std::cout << std::left << std::setw(12) << status << " " << name << (reason.empty() ? "" : ": " + reason.substr(0, 200))
                 << "\n";
     }
   }
-  if (tty) std::cout << "\r" << std::string(72, ' ') << "\r";
+  progress.clear();
   std::cout << "ONNX node tests on " << device->info().name << ": " << tests.size() << " tests\n";
   for (const auto& [k, v] : count) std::cout << "  " << std::left << std::setw(24) << k << v << "\n";
   if (!a.json_path.empty()) {

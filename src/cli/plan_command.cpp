@@ -4,9 +4,18 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "import/onnx_import.h"
 
 namespace texplan::cli {
+
+namespace {
+std::string ms_text(double ms) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2f ms", ms);
+  return b;
+}
+}  // namespace
 
 std::string human_bytes(int64_t b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -32,7 +41,9 @@ json plan_report(const std::string& model, const std::vector<plan::UsageRecord>&
   r["lower_bound_bytes"] = lb;
   std::vector<std::string> names = opt.strategies.empty() ? plan::strategy_names() : opt.strategies;
   r["strategies"] = json::array();
+  Progress progress("planning " + std::to_string(recs.size()) + " tensors", int64_t(names.size()));
   for (const auto& name : names) {
+    progress.step(int64_t(r["strategies"].size()), name);
     json s;
     s["name"] = name;
     try {
@@ -40,6 +51,8 @@ json plan_report(const std::string& model, const std::vector<plan::UsageRecord>&
       plan::MemoryPlan p = plan::plan_memory(recs, dev, name);
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       s["plan_ms"] = ms;
+      verbose_log() << name << ": " << human_bytes(p.total_bytes()) << " in " << p.pools.size() << " pool(s), planned in "
+                    << ms_text(ms) << "\n";
       s["total_bytes"] = p.total_bytes();
       s["buffer_bytes"] = p.buffer_bytes();
       s["texture_bytes"] = p.texture_bytes();
@@ -110,11 +123,18 @@ void print_plan_table(const json& r, std::ostream& out) {
 }
 
 json plan_model(const std::string& model_path, const plan::DeviceProfile& dev, const PlanOptions& opt) {
+  auto t0 = std::chrono::steady_clock::now();
   Graph g = import_onnx(model_path);
+  auto t1 = std::chrono::steady_clock::now();
   UsageOptions uo;
   uo.textures = opt.textures;
   uo.device = &dev;
   PlanInput in = make_usage_records(g, uo);
+  auto t2 = std::chrono::steady_clock::now();
+  verbose_log() << g.model_name << ": imported " << g.nodes.size() << " nodes, " << g.tensors.size() << " tensors in "
+                << ms_text(std::chrono::duration<double, std::milli>(t1 - t0).count()) << "; " << in.records.size()
+                << " usage records over " << in.steps << " steps in "
+                << ms_text(std::chrono::duration<double, std::milli>(t2 - t1).count()) << "\n";
   json r = plan_report(g.model_name, in.records, dev, opt);
   r["nodes"] = g.nodes.size();
   int64_t weights = 0;

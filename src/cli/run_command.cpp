@@ -6,8 +6,10 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <sstream>
 
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "import/onnx_import.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/device.h"
@@ -62,7 +64,9 @@ template <class F>
 Timing time_runs(int n, F&& run_once) {
   run_once();  // warm-up beyond the first (checked) run
   std::vector<double> ms;
+  Progress progress("timing runs", n);
   for (int i = 0; i < n; ++i) {
+    progress.step(i);
     auto t0 = std::chrono::steady_clock::now();
     run_once();
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
@@ -75,7 +79,16 @@ Timing time_runs(int n, F&& run_once) {
 
 int run_command(const RunArgs& a) {
   const std::string file = resolve_model_file(a.model);
+  auto t_start = std::chrono::steady_clock::now();
+  auto since = [&] {  // "12.3 ms" since the previous call, for --verbose
+    auto now = std::chrono::steady_clock::now();
+    std::ostringstream o;
+    o << std::fixed << std::setprecision(1) << std::chrono::duration<double, std::milli>(now - t_start).count() << " ms";
+    t_start = now;
+    return o.str();
+  };
   Graph g = import_onnx(file, {.load_weights = true});
+  verbose_log() << g.model_name << ": imported " << g.nodes.size() << " nodes with weights in " << since() << "\n";
 
   std::vector<std::string> input_files = a.inputs.empty() ? test_files(file, "input_") : a.inputs;
   if (input_files.empty())
@@ -99,6 +112,8 @@ int run_command(const RunArgs& a) {
   PlanInput pin = make_usage_records(g, uo);
   plan::MemoryPlan plan = plan::plan_memory(pin.records, profile, a.strategy);
   plan::validate(plan, pin.records, profile);
+  verbose_log() << "device opened, " << pin.records.size() << " records planned with " << a.strategy << " and validated in " << since()
+                << "\n";
   const int64_t lower_bound = plan::lower_bound_bytes(pin.records);
 
   int64_t weight_bytes = 0;
@@ -123,7 +138,10 @@ int run_command(const RunArgs& a) {
   } else {
     runtime::SessionOptions so;
     runtime::Session session(g, pin, plan, device, so);
+    verbose_log() << "session on " << device->info().name << " (pools allocated, weights uploaded, kernels built) in "
+                  << since() << "\n";
     outputs = session.run(inputs);
+    verbose_log() << "first run in " << since() << "\n";
     activation_bytes = session.activation_bytes();
     weight_bytes = session.weight_bytes();
     fallback = session.fallback_nodes();
