@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 MODELS ?= $(abspath ../shared/models)
 
-.PHONY: all deps configure build demo test bench clean
+.PHONY: all deps configure build demo test bench python clean
 
 all: build
 
@@ -22,6 +22,11 @@ demo: build
 
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The Python module (pybind11): build/python/texplan, used with PYTHONPATH.
+python: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target texplan_python
+	@echo "built $(BUILD)/python/texplan: PYTHONPATH=$(abspath $(BUILD))/python python3 -c 'import texplan'"
 
 bench: build
 	@if command -v npm >/dev/null && [ ! -d bench/peers/node_modules ]; then \

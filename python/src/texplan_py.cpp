@@ -1,0 +1,287 @@
+// texplan's Python module (pybind11): plan a model, run it, read and write
+// tensors as numpy arrays. The pure-Python package python/texplan/ re-exports
+// these names; see its docstring for the user's view.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <mutex>
+
+#include "cli/commands.h"
+#include "cli/timeline.h"
+#include "import/onnx_import.h"
+#include "runtime/device.h"
+#include "runtime/session.h"
+
+namespace py = pybind11;
+using namespace texplan;
+
+namespace {
+
+// Sessions on one device share its OpenCL queue (session.h): runs are
+// serialized here, with the GIL released while the device works.
+std::mutex g_run_mutex;
+
+py::object to_python(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
+
+TextureMode parse_textures(const std::string& s) {
+  if (s == "none") return TextureMode::None;
+  if (s == "auto") return TextureMode::Auto;
+  throw Error("textures: '" + s + "': give 'none' or 'auto'");
+}
+
+py::dtype numpy_dtype(DataType t) {
+  switch (t) {
+    case DataType::Float32: return py::dtype("float32");
+    case DataType::Float16: return py::dtype("float16");
+    case DataType::Float64: return py::dtype("float64");
+    case DataType::Int8: return py::dtype("int8");
+    case DataType::UInt8: return py::dtype("uint8");
+    case DataType::Int32: return py::dtype("int32");
+    case DataType::Int64: return py::dtype("int64");
+    case DataType::Bool: return py::dtype("bool");
+  }
+  throw Error("unknown data type");
+}
+
+DataType texplan_dtype(const py::dtype& d) {
+  const char k = d.kind();
+  const auto n = d.itemsize();
+  if (k == 'f' && n == 4) return DataType::Float32;
+  if (k == 'f' && n == 2) return DataType::Float16;
+  if (k == 'f' && n == 8) return DataType::Float64;
+  if (k == 'i' && n == 1) return DataType::Int8;
+  if (k == 'u' && n == 1) return DataType::UInt8;
+  if (k == 'i' && n == 4) return DataType::Int32;
+  if (k == 'i' && n == 8) return DataType::Int64;
+  if (k == 'b') return DataType::Bool;
+  throw Error("numpy dtype " + py::cast<std::string>(py::str(py::handle(d))) + " has no texplan equivalent");
+}
+
+// numpy -> HostTensor, cast to `want` (the model's type for that input) and
+// made contiguous; one copy into the tensor's bytes.
+HostTensor from_numpy(const py::handle& obj, DataType want, const std::string& what) {
+  py::array a = py::array::ensure(obj);
+  if (!a) throw Error(what + ": not convertible to a numpy array");
+  py::array c = py::array::ensure(a.attr("astype")(numpy_dtype(want), py::arg("copy") = false),
+                                  py::array::c_style | py::array::forcecast);
+  Shape shape(c.shape(), c.shape() + c.ndim());
+  HostTensor t(want, shape);
+  if (size_t(c.nbytes()) != t.bytes.size()) throw Error(what + ": size mismatch");
+  std::memcpy(t.bytes.data(), c.data(), t.bytes.size());
+  return t;
+}
+
+// HostTensor -> numpy without a copy: the array owns the moved tensor.
+py::array to_numpy(HostTensor&& t) {
+  auto* owned = new HostTensor(std::move(t));
+  py::capsule owner(owned, [](void* p) { delete static_cast<HostTensor*>(p); });
+  std::vector<py::ssize_t> shape(owned->shape.begin(), owned->shape.end());
+  return py::array(numpy_dtype(owned->dtype), shape, {}, owned->bytes.data(), owner);
+}
+
+struct TensorInfo {
+  std::string name;
+  Shape shape;
+  DataType dtype;
+};
+
+py::dict info_dict(const TensorInfo& i) {
+  py::dict d;
+  d["name"] = i.name;
+  d["shape"] = py::tuple(py::cast(i.shape));
+  d["dtype"] = numpy_dtype(i.dtype);
+  return d;
+}
+
+// A model imported with its weights, planned for a device, and ready to run
+// (the sequence of `texplan run`).
+class PySession {
+ public:
+  PySession(const std::string& path, const std::string& device_spec, const std::string& strategy,
+            const std::string& textures)
+      : strategy_(strategy) {
+    Graph g = import_onnx(path, {.load_weights = true});
+    model_ = g.model_name;
+    for (int id : g.inputs) inputs_.push_back({g.tensors[id].name, g.tensors[id].shape, g.tensors[id].dtype});
+    for (int id : g.outputs) outputs_.push_back({g.tensors[id].name, g.tensors[id].shape, g.tensors[id].dtype});
+    device_ = runtime::open_device(device_spec);
+    const plan::DeviceProfile& profile = device_->info().profile;
+    UsageOptions uo;
+    uo.textures = parse_textures(textures);
+    uo.device = &profile;
+    PlanInput pin = make_usage_records(g, uo);
+    plan::MemoryPlan plan = plan::plan_memory(pin.records, profile, strategy);
+    plan::validate(plan, pin.records, profile);
+    lower_bound_ = plan::lower_bound_bytes(pin.records);
+    plan_bytes_ = plan.total_bytes();
+    session_ = std::make_unique<runtime::Session>(g, pin, plan, device_);
+  }
+
+  py::dict run(const py::object& feeds) {
+    std::vector<HostTensor> in;
+    if (py::isinstance<py::dict>(feeds)) {
+      py::dict d = feeds.cast<py::dict>();
+      for (const auto& [k, v] : d) {
+        std::string key = py::str(k);
+        bool known = false;
+        for (const auto& i : inputs_) known = known || i.name == key;
+        if (!known) throw Error(model_ + ": no input named '" + key + "'" + input_names());
+      }
+      for (const auto& i : inputs_) {
+        if (!d.contains(i.name)) throw Error(model_ + ": input '" + i.name + "' not given" + input_names());
+        in.push_back(from_numpy(d[py::str(i.name)], i.dtype, model_ + ": input '" + i.name + "'"));
+      }
+    } else {
+      py::sequence seq = feeds.cast<py::sequence>();
+      if (seq.size() != inputs_.size())
+        throw Error(model_ + ": " + std::to_string(inputs_.size()) + " input(s) expected, " +
+                    std::to_string(seq.size()) + " given" + input_names());
+      for (size_t k = 0; k < inputs_.size(); ++k)
+        in.push_back(from_numpy(seq[k], inputs_[k].dtype, model_ + ": input '" + inputs_[k].name + "'"));
+    }
+    std::vector<HostTensor> out;
+    {
+      py::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(g_run_mutex);
+      out = session_->run(in);
+    }
+    py::dict result;
+    for (size_t k = 0; k < out.size() && k < outputs_.size(); ++k)
+      result[py::str(outputs_[k].name)] = to_numpy(std::move(out[k]));
+    return result;
+  }
+
+  std::string input_names() const {
+    std::string s = " (inputs:";
+    for (const auto& i : inputs_) s += " " + i.name;
+    return s + ")";
+  }
+
+  std::string model_, strategy_;
+  std::vector<TensorInfo> inputs_, outputs_;
+  std::shared_ptr<runtime::Device> device_;
+  std::unique_ptr<runtime::Session> session_;
+  int64_t lower_bound_ = 0, plan_bytes_ = 0;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(_texplan, m) {
+  m.doc() = "texplan: run neural networks on OpenCL in the least device memory (C++ core)";
+  m.attr("__version__") = TEXPLAN_VERSION;
+  static py::exception<Error> error(m, "Error", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const Error& e) {
+      error(e.what());
+    } catch (const plan::PlanError& e) {
+      error(e.what());
+    }
+  });
+
+  m.def(
+      "plan",
+      [](const std::string& path, const std::string& strategy, const std::string& target, const std::string& textures,
+         bool tensors) {
+        nlohmann::json r;
+        {
+          py::gil_scoped_release release;
+          plan::DeviceProfile dev = cli::load_target(target);
+          cli::PlanOptions opt;
+          if (strategy != "all") opt.strategies = {strategy};
+          opt.textures = parse_textures(textures);
+          opt.include_tensors = tensors;
+          r = cli::plan_model(path, dev, opt);
+          if (r["strategies"].size() == 1) {  // the chosen plan's numbers at the top
+            const auto& s = r["strategies"][0];
+            if (s.value("skipped", false)) throw Error(s.value("error", std::string("strategy ") + strategy + " failed"));
+            for (const char* k : {"total_bytes", "buffer_bytes", "texture_bytes", "ratio", "valid", "error"})
+              if (s.contains(k)) r[k] = s[k];
+            r["strategy"] = s["name"];
+          }
+        }
+        return to_python(r);
+      },
+      py::arg("path"), py::arg("strategy") = "best", py::arg("target") = "pocl", py::arg("textures") = "none",
+      py::arg("tensors") = true,
+      "Plans the activation memory of a model (.onnx file or model folder) and returns the report as a dict "
+      "(the JSON of `texplan plan --json`, docs/plan-json.md). strategy: a name or 'all'; target: pocl, h100, "
+      "adreno, a profile .json path, or opencl; textures: none or auto; tensors: include per-tensor placements.");
+
+  m.def(
+      "timeline",
+      [](const py::object& report, const std::string& path) {
+        std::string text = py::str(py::module_::import("json").attr("dumps")(report));
+        cli::write_timeline(nlohmann::json::parse(text), path);
+      },
+      py::arg("report"), py::arg("path"),
+      "Draws a plan() report (made with tensors=True) as a .svg or self-contained .html picture.");
+
+  m.def(
+      "load_tensor", [](const std::string& path) { return to_numpy(load_tensor_pb(path)); }, py::arg("path"),
+      "Reads a serialized onnx.TensorProto (.pb, as in test_data_set_0/) into a numpy array.");
+  m.def(
+      "save_tensor",
+      [](const py::array& a, const std::string& name, const std::string& path) {
+        save_tensor_pb(from_numpy(a, texplan_dtype(a.dtype()), name), name, path);
+      },
+      py::arg("array"), py::arg("name"), py::arg("path"), "Writes a numpy array as a serialized onnx.TensorProto.");
+
+  m.def(
+      "devices",
+      [] {
+        nlohmann::json out = nlohmann::json::array();
+        for (const auto& d : runtime::list_devices())
+          out.push_back({{"spec", "opencl:" + std::to_string(d.index)},
+                         {"name", d.name},
+                         {"platform", d.platform},
+                         {"type", d.type},
+                         {"version", d.version},
+                         {"compute_units", d.compute_units},
+                         {"profile", nlohmann::json::parse(d.profile.to_json())}});
+        return to_python(out);
+      },
+      "Lists the OpenCL devices with the planner's profile of each.");
+
+  py::class_<PySession>(m, "Session",
+                        "A model imported with its weights, planned and ready to run on an OpenCL device.\n\n"
+                        "    s = texplan.Session('examples/models/tiny_cnn', device='pocl')\n"
+                        "    out = s.run({'input': x})   # {output name: numpy array}")
+      .def(py::init([](const std::string& path, const std::string& device, const std::string& strategy,
+                       const std::string& textures) {
+             py::gil_scoped_release release;
+             return std::make_unique<PySession>(path, device, strategy, textures);
+           }),
+           py::arg("path"), py::arg("device") = "pocl", py::arg("strategy") = "best", py::arg("textures") = "none")
+      .def("run", &PySession::run, py::arg("inputs"),
+           "Runs the model. inputs: {name: array} or a list in input order; arrays are cast to the model's "
+           "dtype. Returns {output name: numpy array} (the arrays own the results, no copy).")
+      .def_property_readonly("model", [](const PySession& s) { return s.model_; })
+      .def_property_readonly("strategy", [](const PySession& s) { return s.strategy_; })
+      .def_property_readonly("inputs",
+                             [](const PySession& s) {
+                               py::list l;
+                               for (const auto& i : s.inputs_) l.append(info_dict(i));
+                               return l;
+                             })
+      .def_property_readonly("outputs",
+                             [](const PySession& s) {
+                               py::list l;
+                               for (const auto& i : s.outputs_) l.append(info_dict(i));
+                               return l;
+                             })
+      .def_property_readonly("device", [](const PySession& s) { return s.device_->info().name; })
+      .def_property_readonly("lower_bound_bytes", [](const PySession& s) { return s.lower_bound_; })
+      .def_property_readonly("plan_bytes", [](const PySession& s) { return s.plan_bytes_; })
+      .def_property_readonly("activation_bytes", [](const PySession& s) { return s.session_->activation_bytes(); })
+      .def_property_readonly("weight_bytes", [](const PySession& s) { return s.session_->weight_bytes(); })
+      .def_property_readonly("last_run_ms", [](const PySession& s) { return s.session_->last_run_ms(); })
+      .def_property_readonly("fallback_nodes", [](const PySession& s) { return s.session_->fallback_nodes(); })
+      .def("__repr__", [](const PySession& s) {
+        return "<texplan.Session " + s.model_ + " on " + s.device_->info().name + ", " +
+               cli::human_bytes(s.plan_bytes_) + " of activations (" + s.strategy_ + ")>";
+      });
+}

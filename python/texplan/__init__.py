@@ -1,0 +1,20 @@
+"""texplan: run neural networks on OpenCL GPUs in the least device memory.
+
+    import numpy as np, texplan
+
+    report = texplan.plan("examples/models/tiny_cnn", strategy="all")
+    report["lower_bound_bytes"], [(s["name"], s["total_bytes"]) for s in report["strategies"]]
+
+    s = texplan.Session("examples/models/tiny_cnn", device="pocl")
+    x = np.zeros(s.inputs[0]["shape"], np.float32)
+    y = s.run({s.inputs[0]["name"]: x})          # {output name: numpy array}
+    s.activation_bytes, s.lower_bound_bytes
+
+plan() returns the JSON report of `texplan plan --json` as a dict (see
+docs/plan-json.md); with one strategy its numbers (total_bytes, ratio,
+valid, ...) are also at the top level. Failures raise texplan.Error (a
+RuntimeError) with a one-line message naming the model, node or tensor.
+"""
+from ._texplan import Error, Session, __version__, devices, load_tensor, plan, save_tensor, timeline
+
+__all__ = ["Error", "Session", "devices", "load_tensor", "plan", "save_tensor", "timeline", "__version__"]
