@@ -1,0 +1,93 @@
+// The install as a user gets it: `cmake --install` into a fresh prefix, the
+// prefix moved elsewhere (the package files are relocatable), then
+// examples/ configured with find_package(texplan), built and run, and the
+// same program built with pkg-config alone.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+
+#include "onnx_builder.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int code;
+  std::string out;
+};
+
+Result sh(const std::string& cmd) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+const fs::path kSource = TEXPLAN_SOURCE_DIR;
+const fs::path kBuild = fs::path(TEXPLAN_CLI).parent_path();  // the CLI sits at the top of the build
+const std::string kTiny = (kSource / "examples" / "models" / "tiny_cnn").string();
+
+void expect_example_output(const std::string& out) {
+  EXPECT_NE(out.find("model tiny_cnn: 15 nodes, 16 activations, lower bound 49152 B"), std::string::npos) << out;
+  EXPECT_NE(out.find("  best                  49152 B  1.000x  1 pool(s)"), std::string::npos) << out;
+  EXPECT_NE(out.find("49152 B of activations"), std::string::npos) << out;
+  EXPECT_NE(out.find("output output 1x10:"), std::string::npos) << out;
+  EXPECT_NE(out.find("argmax 7"), std::string::npos) << out;
+  EXPECT_NE(out.find("relative error against the reference"), std::string::npos) << out;
+  EXPECT_NE(out.find("(ok)"), std::string::npos) << out;
+}
+
+}  // namespace
+
+TEST(Packaging, InstallThenBuildTheExampleWithFindPackageAndPkgConfig) {
+  const fs::path tmp = texplan::test::temp_dir("packaging");
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  const fs::path staged = tmp / "staged", prefix = tmp / "prefix";
+
+  Result r = sh("cmake --install " + kBuild.string() + " --prefix " + staged.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  fs::rename(staged, prefix);  // relocatable: nothing may point into `staged`
+
+  for (const char* stage : {"graph", "import", "reference", "optimize", "plan", "kernels", "runtime"})
+    EXPECT_TRUE(fs::exists(prefix / "lib" / (std::string("libtexplan_") + stage + ".a"))) << stage;
+  for (const char* h : {"plan/memory_plan.h", "runtime/session.h", "import/onnx_import.h", "graph/graph.h",
+                        "optimize/usage.h", "runtime/device.h"})
+    EXPECT_TRUE(fs::exists(prefix / "include" / "texplan" / h)) << h;
+  EXPECT_TRUE(fs::exists(prefix / "lib" / "cmake" / "texplan" / "texplanConfig.cmake"));
+  EXPECT_TRUE(fs::exists(prefix / "lib" / "pkgconfig" / "texplan.pc"));
+  r = sh("grep -rl " + staged.string() + " " + (prefix / "lib" / "cmake").string() + " " +
+         (prefix / "lib" / "pkgconfig").string());
+  EXPECT_EQ(r.out, "") << "installed files name the staging prefix";
+
+  // The installed CLI works on its own.
+  r = sh((prefix / "bin" / "texplan").string() + " plan " + kTiny + " --strategy best");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("lower bound: 48.00 KiB (49152 B)"), std::string::npos) << r.out;
+
+  // examples/ as a separate project, through find_package(texplan).
+  const fs::path ex = tmp / "examples-build";
+  r = sh("cmake -S " + (kSource / "examples").string() + " -B " + ex.string() + " -DCMAKE_PREFIX_PATH=" +
+         prefix.string() + " -DCMAKE_BUILD_TYPE=Release");
+  ASSERT_EQ(r.code, 0) << r.out;
+  r = sh("cmake --build " + ex.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  r = sh((ex / "plan_and_run").string() + " " + kTiny);
+  EXPECT_EQ(r.code, 0) << r.out;
+  expect_example_output(r.out);
+
+  // The same program with pkg-config only.
+  const fs::path pc_bin = tmp / "plan_and_run_pc";
+  r = sh("PKG_CONFIG_PATH=" + (prefix / "lib" / "pkgconfig").string() + " sh -c 'c++ -O1 -o " + pc_bin.string() +
+         " " + (kSource / "examples" / "plan_and_run.cpp").string() + " $(pkg-config --cflags --libs texplan)'");
+  ASSERT_EQ(r.code, 0) << r.out;
+  r = sh(pc_bin.string() + " " + kTiny);
+  EXPECT_EQ(r.code, 0) << r.out;
+  expect_example_output(r.out);
+  fs::remove_all(tmp);
+}
