@@ -54,8 +54,27 @@ std::string to_string(const Shape& s) {
   return o.str();
 }
 
+namespace {
+thread_local int64_t host_tensor_limit = 0;
+thread_local uint64_t host_tensor_refusals = 0;
+}
+
+HostTensorLimit::HostTensorLimit(int64_t bytes)
+    : previous_(host_tensor_limit), refusals_at_start_(host_tensor_refusals) {
+  host_tensor_limit = bytes;
+}
+HostTensorLimit::~HostTensorLimit() { host_tensor_limit = previous_; }
+int64_t HostTensorLimit::current() { return host_tensor_limit; }
+bool HostTensorLimit::exceeded() const { return host_tensor_refusals != refusals_at_start_; }
+
 HostTensor::HostTensor(DataType t, Shape s) : dtype(t), shape(std::move(s)) {
-  bytes.assign(size_t(element_count(shape)) * element_size(dtype), 0);
+  const int64_t n = element_count(shape) * int64_t(element_size(dtype));  // element_count leaves room for x8
+  if (host_tensor_limit > 0 && n > host_tensor_limit) {
+    ++host_tensor_refusals;
+    throw Error("a " + std::string(to_string(dtype)) + " tensor of shape " + to_string(shape) + " (" +
+                std::to_string(n) + " bytes) exceeds the limit of " + std::to_string(host_tensor_limit) + " bytes");
+  }
+  bytes.assign(size_t(n), 0);
 }
 
 std::vector<int64_t> HostTensor::as_int64() const {

@@ -28,6 +28,8 @@ int64_t element_count(const Shape& s);
 std::string to_string(const Shape& s);  // "1x3x224x224"
 
 // Host-side tensor value: constants, weights, inputs and reference results.
+// Construction allocates element_count(shape) * element_size(dtype) bytes,
+// unless a HostTensorLimit on this thread forbids it (see below).
 struct HostTensor {
   DataType dtype = DataType::Float32;
   Shape shape;
@@ -41,6 +43,24 @@ struct HostTensor {
   // Values of an integer tensor (Int64/Int32/...) widened to int64.
   std::vector<int64_t> as_int64() const;
   std::vector<float> as_float() const;
+};
+
+// While one lives, HostTensors made on this thread may hold at most `bytes`
+// bytes; a larger one throws Error before allocating. The importer sets it
+// while folding constants, so a hostile model cannot make it allocate
+// terabytes. Scopes nest; the innermost wins.
+class HostTensorLimit {
+ public:
+  explicit HostTensorLimit(int64_t bytes);
+  ~HostTensorLimit();
+  HostTensorLimit(const HostTensorLimit&) = delete;
+  HostTensorLimit& operator=(const HostTensorLimit&) = delete;
+  static int64_t current();  // 0: no limit
+  bool exceeded() const;     // a HostTensor was refused while this scope lived
+
+ private:
+  int64_t previous_;
+  uint64_t refusals_at_start_;
 };
 
 struct Attribute {
