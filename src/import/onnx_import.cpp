@@ -12,9 +12,11 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -29,6 +31,22 @@ namespace {
 constexpr int64_t kMinOpset = 7;
 constexpr int64_t kMaxOpset = 17;           // newest opset libonnx 1.12 knows
 constexpr int64_t kFoldLimitElements = 1 << 24;  // never materialise huge constants
+// Operators whose cost grows faster than their inputs and outputs (windows,
+// matrix products): folded only when every operand is this small, so a
+// hostile model cannot make import compute for hours.
+constexpr int64_t kFoldHeavyLimitElements = 4096;
+bool is_heavy_op(const std::string& op) {
+  return op == "Conv" || op == "ConvTranspose" || op == "MatMul" || op == "Gemm" || op == "MaxPool" ||
+         op == "AveragePool" || op == "LRN" || op == "LpPool";
+}
+
+// One line, whatever a library put in its message.
+std::string one_line(std::string s, size_t max = 400) {
+  if (s.size() > max) s = s.substr(0, max) + "...";
+  for (char& c : s)
+    if (c == '\n' || c == '\r') c = ' ';
+  return s;
+}
 
 DataType from_onnx_type(int t, const std::string& what) {
   switch (t) {
@@ -87,14 +105,35 @@ struct ExternalRef {
   int64_t offset = 0, length = -1;
 };
 
-ExternalRef external_ref(const onnx::TensorProto& t) {
+ExternalRef external_ref(const onnx::TensorProto& t, const std::string& what) {
   ExternalRef r;
+  auto number = [&](const std::string& key, const std::string& v) {
+    int64_t x = 0;
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+    if (ec != std::errc() || end != v.data() + v.size() || x < 0)
+      throw Error(what + ": external data " + key + " '" + one_line(v, 40) + "' is not a non-negative integer");
+    return x;
+  };
   for (const auto& kv : t.external_data()) {
     if (kv.key() == "location") r.location = kv.value();
-    else if (kv.key() == "offset") r.offset = std::stoll(kv.value());
-    else if (kv.key() == "length") r.length = std::stoll(kv.value());
+    else if (kv.key() == "offset") r.offset = number("offset", kv.value());
+    else if (kv.key() == "length") r.length = number("length", kv.value());
   }
   return r;
+}
+
+// The file an external tensor reads: confined to the model's folder (after
+// following symlinks) and a regular file (not a FIFO or device that could
+// block or never end). Empty path when the file does not exist.
+fs::path external_file(const fs::path& dir, const ExternalRef& r, const std::string& what) {
+  if (dir.empty()) throw Error(what + ": external data, but the model was read from memory (no folder)");
+  fs::path p = confined_path(dir, r.location, what);
+  std::error_code ec;
+  fs::file_status st = fs::status(p, ec);
+  if (!fs::exists(st)) return {};
+  if (!fs::is_regular_file(st))
+    throw Error(what + ": external data location '" + r.location + "' is not a regular file");
+  return p;
 }
 
 bool is_external(const onnx::TensorProto& t) {
@@ -103,66 +142,87 @@ bool is_external(const onnx::TensorProto& t) {
 
 Shape dims_of(const onnx::TensorProto& t) { return Shape(t.dims().begin(), t.dims().end()); }
 
-// Reads a TensorProto's values. External data is read from `dir`.
+// Element count of a declared shape; Error naming `what` if it is negative
+// or overflows.
+int64_t checked_count(const Shape& s, const std::string& what) {
+  try {
+    return element_count(s);
+  } catch (const Error& e) {
+    throw Error(what + ": " + e.what());
+  }
+}
+
+// Reads a TensorProto's values. External data is read from `dir`. Every
+// size is checked against the bytes actually present before anything is
+// allocated: a header cannot make texplan allocate what its data lacks.
 HostTensor tensor_from_proto(const onnx::TensorProto& t, const fs::path& dir, const std::string& what) {
-  HostTensor h(from_onnx_type(t.data_type(), what), dims_of(t));
-  const size_t nbytes = h.bytes.size();
-  const int64_t n = h.count();
+  const DataType dtype = from_onnx_type(t.data_type(), what);
+  const Shape shape = dims_of(t);
+  const int64_t n = checked_count(shape, what);
+  const int64_t nbytes = n * int64_t(element_size(dtype));  // element_count leaves room for x8
   auto need = [&](int64_t have) {
     if (have != n)
-      throw Error(what + ": holds " + std::to_string(have) + " values, its shape " + to_string(h.shape) +
+      throw Error(what + ": holds " + std::to_string(have) + " values, its shape " + to_string(shape) +
                   " needs " + std::to_string(n));
   };
   if (is_external(t)) {
-    ExternalRef r = external_ref(t);
-    fs::path p = confined_path(dir, r.location, what);
+    ExternalRef r = external_ref(t, what);
+    fs::path p = external_file(dir, r, what);
+    if (p.empty()) throw Error(what + ": missing weights file '" + (dir / r.location).string() + "'");
+    int64_t len = r.length < 0 ? nbytes : r.length;
+    if (len != nbytes)
+      throw Error(what + ": external data length " + std::to_string(len) + " does not match its shape " +
+                  to_string(shape) + " (" + std::to_string(nbytes) + " bytes)");
     std::ifstream f(p, std::ios::binary);
-    if (!f) throw Error(what + ": missing weights file '" + p.string() + "'");
-    int64_t len = r.length < 0 ? int64_t(nbytes) : r.length;
-    if (len != int64_t(nbytes))
-      throw Error(what + ": external data length " + std::to_string(len) + " does not match its shape");
+    if (!f) throw Error(what + ": cannot open weights file '" + p.string() + "'");
     f.seekg(0, std::ios::end);
-    int64_t file_size = f.tellg();
-    if (r.offset < 0 || r.offset + len > file_size)
+    const int64_t file_size = f.tellg();
+    if (file_size < 0 || r.offset > file_size || len > file_size - r.offset)
       throw Error(what + ": external data [" + std::to_string(r.offset) + ", +" + std::to_string(len) +
                   ") lies beyond the end of '" + p.filename().string() + "' (" + std::to_string(file_size) +
                   " bytes): truncated weights file?");
+    HostTensor h(dtype, shape);
     f.seekg(r.offset);
     f.read(reinterpret_cast<char*>(h.bytes.data()), len);
-  } else if (t.has_raw_data()) {
-    if (t.raw_data().size() != nbytes)
-      throw Error(what + ": raw data has " + std::to_string(t.raw_data().size()) + " bytes, its shape needs " +
-                  std::to_string(nbytes));
-    std::memcpy(h.bytes.data(), t.raw_data().data(), nbytes);
-  } else {
-    switch (h.dtype) {
-      case DataType::Float32:
-        need(t.float_data_size());
-        std::copy(t.float_data().begin(), t.float_data().end(), h.data<float>());
-        break;
-      case DataType::Float64:
-        need(t.double_data_size());
-        std::copy(t.double_data().begin(), t.double_data().end(), h.data<double>());
-        break;
-      case DataType::Int64:
-        need(t.int64_data_size());
-        std::copy(t.int64_data().begin(), t.int64_data().end(), h.data<int64_t>());
-        break;
-      case DataType::Int32:
-        need(t.int32_data_size());
-        std::copy(t.int32_data().begin(), t.int32_data().end(), h.data<int32_t>());
-        break;
-      case DataType::Int8:
-      case DataType::UInt8:
-      case DataType::Bool:
-        need(t.int32_data_size());
-        for (int64_t i = 0; i < n; ++i) h.bytes[i] = uint8_t(t.int32_data(int(i)));
-        break;
-      case DataType::Float16:
-        need(t.int32_data_size());
-        for (int64_t i = 0; i < n; ++i) h.data<uint16_t>()[i] = uint16_t(t.int32_data(int(i)));
-        break;
-    }
+    if (f.gcount() != len) throw Error(what + ": reading '" + p.filename().string() + "' failed");
+    return h;
+  }
+  if (t.has_raw_data()) {
+    if (int64_t(t.raw_data().size()) != nbytes)
+      throw Error(what + ": raw data has " + std::to_string(t.raw_data().size()) + " bytes, its shape " +
+                  to_string(shape) + " needs " + std::to_string(nbytes));
+    HostTensor h(dtype, shape);
+    if (nbytes) std::memcpy(h.bytes.data(), t.raw_data().data(), size_t(nbytes));
+    return h;
+  }
+  switch (dtype) {
+    case DataType::Float32: need(t.float_data_size()); break;
+    case DataType::Float64: need(t.double_data_size()); break;
+    case DataType::Int64: need(t.int64_data_size()); break;
+    default: need(t.int32_data_size()); break;
+  }
+  HostTensor h(dtype, shape);
+  switch (dtype) {
+    case DataType::Float32:
+      std::copy(t.float_data().begin(), t.float_data().end(), h.data<float>());
+      break;
+    case DataType::Float64:
+      std::copy(t.double_data().begin(), t.double_data().end(), h.data<double>());
+      break;
+    case DataType::Int64:
+      std::copy(t.int64_data().begin(), t.int64_data().end(), h.data<int64_t>());
+      break;
+    case DataType::Int32:
+      std::copy(t.int32_data().begin(), t.int32_data().end(), h.data<int32_t>());
+      break;
+    case DataType::Int8:
+    case DataType::UInt8:
+    case DataType::Bool:
+      for (int64_t i = 0; i < n; ++i) h.bytes[i] = uint8_t(t.int32_data(int(i)));
+      break;
+    case DataType::Float16:
+      for (int64_t i = 0; i < n; ++i) h.data<uint16_t>()[i] = uint16_t(t.int32_data(int(i)));
+      break;
   }
   return h;
 }
@@ -227,12 +287,27 @@ class Importer {
   Importer(const std::string& path, const ImportOptions& opt) : opt_(opt) {
     file_ = resolve_model_file(path);
     dir_ = fs::path(file_).parent_path();
+    if (dir_.empty()) dir_ = ".";
     name_ = fs::path(file_).stem().string();
   }
+  Importer(std::string_view bytes, const std::string& name, const std::string& dir, const ImportOptions& opt)
+      : opt_(opt), file_("<memory>"), name_(name), dir_(dir), bytes_(bytes), from_memory_(true) {}
 
+  // Every Error names the model, whatever stage raised it.
   Graph run() {
+    try {
+      return stages();
+    } catch (const Error& e) {
+      if (std::string_view(e.what()).starts_with(name_ + ":")) throw;
+      throw Error(name_ + ": " + e.what());
+    }
+  }
+
+ private:
+  Graph stages() {
     parse();
     check_opset_and_operators();
+    check_names();
     bypass_identities_of_initializers();
     index_initializers();
     for (int round = 0; round < 64; ++round) {
@@ -243,25 +318,38 @@ class Importer {
     return build_graph();
   }
 
- private:
   std::string what() const { return name_; }
 
   void parse() {
-    std::error_code ec;
-    if (!fs::is_regular_file(file_, ec)) throw Error(file_ + ": no such model file");
-    std::string bytes = read_file(file_, name_);
-    if (bytes.empty()) throw Error(name_ + ": '" + file_ + "' is empty");
-    if (!model_.ParseFromString(bytes))
+    std::string file_bytes;
+    if (!from_memory_) {
+      std::error_code ec;
+      if (!fs::is_regular_file(file_, ec)) throw Error(file_ + ": no such model file");
+      file_bytes = read_file(file_, name_);
+      bytes_ = file_bytes;
+    }
+    if (bytes_.empty()) throw Error(name_ + ": '" + file_ + "' is empty");
+    // Protobuf refuses messages nested deeper than 100 levels, so parsing
+    // cannot exhaust the stack.
+    if (bytes_.size() > size_t(std::numeric_limits<int>::max()) ||
+        !model_.ParseFromArray(bytes_.data(), int(bytes_.size())))
       throw Error(name_ + ": '" + file_ + "' is not an ONNX model (protobuf parse failed: truncated or another format)");
+    bytes_ = {};
     if (model_.ir_version() <= 0 || !model_.has_graph() || model_.opset_import_size() == 0)
       throw Error(name_ + ": '" + file_ + "' is not an ONNX model (no IR version, graph or opset)");
     if (!model_.graph().name().empty() && name_.empty()) name_ = model_.graph().name();
+    const auto& g = model_.graph();
+    if (opt_.max_nodes > 0 && g.node_size() > opt_.max_nodes)
+      throw Error(name_ + ": the graph has " + std::to_string(g.node_size()) + " nodes, more than the " +
+                  std::to_string(opt_.max_nodes) + " texplan accepts (ImportOptions::max_nodes)");
   }
 
   void check_opset_and_operators() {
+    bool has_default = false;
     for (const auto& o : model_.opset_import()) {
-      if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
+      if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version(), has_default = true;
     }
+    if (!has_default) throw Error(name_ + ": imports no opset of the default ONNX domain (ai.onnx): other domains are not supported");
     if (opset_ < kMinOpset || opset_ > kMaxOpset)
       throw Error(name_ + ": opset " + std::to_string(opset_) + " is not supported (supported: " +
                   std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) + ")");
@@ -269,11 +357,46 @@ class Importer {
     for (int i = 0; i < g.node_size(); ++i) {
       const auto& n = g.node(i);
       std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
-      if (!domain.empty() ||
-          onnx::OpSchemaRegistry::Schema(n.op_type(), int(opset_), domain) == nullptr)
-        throw Error(name_ + ": node '" + node_label(n, i) + "': unknown operator '" +
-                    (domain.empty() ? "" : domain + ".") + n.op_type() + "' at opset " + std::to_string(opset_));
+      const onnx::OpSchema* schema =
+          domain.empty() ? onnx::OpSchemaRegistry::Schema(n.op_type(), int(opset_), domain) : nullptr;
+      if (!schema)
+        throw Error(name_ + ": node '" + one_line(node_label(n, i), 200) + "': unknown operator '" +
+                    one_line((domain.empty() ? "" : domain + ".") + n.op_type(), 200) + "' at opset " +
+                    std::to_string(opset_));
+      // Input and output counts, attribute names and types, as the schema
+      // says: ONNX's shape inference trusts them.
+      try {
+        schema->Verify(n);
+      } catch (const std::exception& e) {
+        throw Error(name_ + ": node '" + one_line(node_label(n, i), 200) + "' (" + n.op_type() +
+                    "): " + one_line(e.what()));
+      }
     }
+  }
+
+  // Every tensor name is defined once: by an initializer, a graph input or
+  // one node output. (An initializer may also be listed as a graph input:
+  // before IR 4 that was how weights were declared; it stays a constant.)
+  void check_names() {
+    const auto& g = model_.graph();
+    std::unordered_map<std::string, std::string> defined;
+    auto define = [&](const std::string& n, const std::string& by) {
+      if (n.empty()) throw Error(name_ + ": " + by + " has no name");
+      auto [it, fresh] = defined.emplace(n, by);
+      if (!fresh)
+        throw Error(name_ + ": tensor '" + one_line(n, 200) + "' is defined twice, by " + it->second + " and by " +
+                    by);
+    };
+    std::unordered_set<std::string> inits;
+    for (const auto& t : g.initializer()) {
+      define(t.name(), "an initializer");
+      inits.insert(t.name());
+    }
+    for (const auto& v : g.input())
+      if (!inits.count(v.name())) define(v.name(), "a graph input");
+    for (int i = 0; i < g.node_size(); ++i)
+      for (const auto& out : g.node(i).output())
+        if (!out.empty()) define(out, "node '" + one_line(node_label(g.node(i), i), 200) + "'");
   }
 
   // PyTorch exports shared weights as Identity(initializer): consumers read
@@ -307,11 +430,11 @@ class Importer {
     // computations may need them even when only planning.
     for (const auto& t : model_.graph().initializer()) {
       std::string w = name_ + ": initializer '" + t.name() + "'";
-      Shape s = dims_of(t);
       from_onnx_type(t.data_type(), w);
-      element_count(s);
-      bool small = element_count(s) <= 4096;
-      bool bytes_at_hand = !is_external(t) || fs::exists(dir_ / external_ref(t).location);
+      bool small = checked_count(dims_of(t), w) <= 4096;
+      // Planning reads no big weights, but refuses a location that leaves the
+      // model's folder just as running does.
+      bool bytes_at_hand = !is_external(t) || !external_file(dir_, external_ref(t, w), w).empty();
       if (opt_.load_weights || (small && bytes_at_hand))
         constants_[t.name()] = tensor_from_proto(t, dir_, w);  // throws on a missing weights file
     }
@@ -321,10 +444,14 @@ class Importer {
   void check_value_types() {
     const auto& g = model_.graph();
     auto check = [&](const onnx::ValueInfoProto& v) {
-      if (v.has_type() && !v.type().has_tensor_type())
-        throw Error(name_ + ": value '" + v.name() + "' is a " +
-                    (v.type().has_sequence_type() ? "sequence" : v.type().has_optional_type() ? "optional" : "map") +
-                    ", which is not supported (tensors only)");
+      if (!v.has_type() || v.type().has_tensor_type() || v.type().value_case() == onnx::TypeProto::VALUE_NOT_SET)
+        return;
+      const auto& t = v.type();
+      throw Error(name_ + ": value '" + one_line(v.name(), 200) + "' is a " +
+                  (t.has_sequence_type() ? "sequence" : t.has_optional_type() ? "optional" : t.has_map_type() ? "map"
+                   : t.has_sparse_tensor_type()                               ? "sparse tensor"
+                                                                              : "non-tensor value") +
+                  ", which is not supported (tensors only)");
     };
     for (const auto& v : g.input()) check(v);
     for (const auto& v : g.output()) check(v);
@@ -336,7 +463,7 @@ class Importer {
     try {
       onnx::shape_inference::InferShapes(model_, onnx::OpSchemaRegistry::Instance(), o);
     } catch (const std::exception& e) {
-      throw Error(name_ + ": ONNX shape inference failed: " + std::string(e.what()).substr(0, 400));
+      throw Error(name_ + ": ONNX shape inference failed: " + one_line(e.what()));
     }
     shapes_.clear();
     const auto& g = model_.graph();
@@ -402,8 +529,6 @@ class Importer {
     if (n.op_type() == "Shape") {
       auto it = shapes_.find(n.input(0));
       if (it == shapes_.end()) return false;
-      HostTensor in(from_onnx_type(it->second.second, name_), it->second.first);
-      in.bytes.clear();  // Shape reads only the shape; do not materialise data
       Node node = to_node(n, index, nullptr);
       int64_t rank = int64_t(it->second.first.size());
       int64_t start = node.get_int("start", 0), end = node.get_int("end", rank);
@@ -419,6 +544,7 @@ class Importer {
     if (n.op_type() == "Size") {
       auto it = shapes_.find(n.input(0));
       if (it == shapes_.end()) return false;
+      if (count_or_max(it->second.first) == std::numeric_limits<int64_t>::max()) return false;
       HostTensor s(DataType::Int64, {});
       s.data<int64_t>()[0] = element_count(it->second.first);
       outs.push_back(std::move(s));
@@ -438,13 +564,44 @@ class Importer {
       return false;
     if (!reference::supports(n.op_type())) return false;
     // Skip folding whose result would be huge (e.g. Expand to a big tensor).
+    const bool heavy = is_heavy_op(n.op_type());
     for (const auto& o : n.output()) {
       auto it = shapes_.find(o);
-      if (it != shapes_.end() && element_count(it->second.first) > kFoldLimitElements) return false;
+      if (it != shapes_.end() && count_or_max(it->second.first) > kFoldLimitElements) return false;
+      if (heavy && (it == shapes_.end() || count_or_max(it->second.first) > kFoldHeavyLimitElements)) return false;
+    }
+    if (heavy) {
+      for (const HostTensor* t : ins)
+        if (t && t->count() > kFoldHeavyLimitElements) return false;
+      for (const auto& a : n.attribute())  // window sizes
+        if (a.name() == "kernel_shape" || a.name() == "size") {
+          int64_t k = 1;
+          for (int64_t d : a.ints()) {
+            if (d <= 0 || d > kFoldHeavyLimitElements / k) return false;
+            k *= d;
+          }
+          if (a.i() > kFoldHeavyLimitElements) return false;
+        }
     }
     Node node = to_node(n, index, nullptr);
-    outs = reference::evaluate(node, ins);
+    // Outputs whose shapes inference could not give are bounded here: a
+    // tensor beyond the fold limit is not folded (it stays a node).
+    HostTensorLimit limit(kFoldLimitElements * 8);
+    try {
+      outs = reference::evaluate(node, ins);
+    } catch (const Error& e) {
+      if (limit.exceeded()) return false;
+      throw Error(name_ + ": folding constants: node " + one_line(e.what()));
+    }
     return true;
+  }
+
+  static int64_t count_or_max(const Shape& s) {
+    try {
+      return element_count(s);
+    } catch (const Error&) {
+      return std::numeric_limits<int64_t>::max();
+    }
   }
 
   bool is_graph_output(const std::string& name) const {
@@ -556,6 +713,8 @@ class Importer {
   ImportOptions opt_;
   std::string file_, name_;
   fs::path dir_;
+  std::string_view bytes_;
+  bool from_memory_ = false;
   onnx::ModelProto model_;
   int64_t opset_ = 0;
   std::unordered_map<std::string, HostTensor> constants_;
@@ -585,11 +744,21 @@ Graph import_onnx(const std::string& path, const ImportOptions& opt) {
   return Importer(path, opt).run();
 }
 
-HostTensor load_tensor_pb(const std::string& path) {
-  std::string bytes = read_file(path, path);
+Graph import_onnx_bytes(std::string_view bytes, const std::string& name, const std::string& dir,
+                        const ImportOptions& opt) {
+  return Importer(bytes, name, dir, opt).run();
+}
+
+HostTensor parse_tensor_pb(std::string_view bytes, const std::string& what, const std::string& dir) {
   onnx::TensorProto t;
-  if (!t.ParseFromString(bytes)) throw Error(path + ": not a serialized onnx.TensorProto");
-  return tensor_from_proto(t, fs::path(path).parent_path(), path);
+  if (bytes.size() > size_t(std::numeric_limits<int>::max()) || !t.ParseFromArray(bytes.data(), int(bytes.size())))
+    throw Error(what + ": not a serialized onnx.TensorProto");
+  return tensor_from_proto(t, dir, what);
+}
+
+HostTensor load_tensor_pb(const std::string& path) {
+  std::string dir = fs::path(path).parent_path().string();
+  return parse_tensor_pb(read_file(path, path), path, dir.empty() ? "." : dir);
 }
 
 void save_tensor_pb(const HostTensor& h, const std::string& name, const std::string& path) {

@@ -1,6 +1,7 @@
 // ONNX file -> Graph with a static shape on every tensor.
 #pragma once
 #include <string>
+#include <string_view>
 
 #include "graph/graph.h"
 
@@ -10,15 +11,26 @@ struct ImportOptions {
   // Load initializer bytes (needed to execute, not to plan). When false, a
   // missing .onnx.data file is fine: dims and type come from the .onnx.
   bool load_weights = false;
+  // Graphs with more nodes are refused right after parsing (0: no limit),
+  // so a hostile file cannot hold texplan for minutes and gigabytes. Import
+  // costs about 16 us and 2 KB per node.
+  int64_t max_nodes = 1000000;
 };
 
 // Accepts a .onnx file or a model folder holding NAME.onnx. Runs ONNX shape
 // inference and folds shape-computing subgraphs until every tensor has a
 // static shape; throws Error naming the model and tensor/node otherwise.
 Graph import_onnx(const std::string& path, const ImportOptions& opt = {});
+// The same from a serialized onnx.ModelProto in memory. `name` names the
+// model in messages; external data is read from folder `dir` (confined to
+// it), and refused when `dir` is empty.
+Graph import_onnx_bytes(std::string_view bytes, const std::string& name, const std::string& dir = "",
+                        const ImportOptions& opt = {});
 
 // Reads a serialized onnx.TensorProto (test_data_set_*/input_0.pb).
 HostTensor load_tensor_pb(const std::string& path);
+// The same from bytes; `what` names it in messages, external data from `dir`.
+HostTensor parse_tensor_pb(std::string_view bytes, const std::string& what, const std::string& dir = "");
 void save_tensor_pb(const HostTensor& t, const std::string& name, const std::string& path);
 
 // The .onnx file inside a model folder (or the path itself if it is a file).
