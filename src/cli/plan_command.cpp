@@ -135,7 +135,18 @@ json plan_model(const std::string& model_path, const plan::DeviceProfile& dev, c
                 << ms_text(std::chrono::duration<double, std::milli>(t1 - t0).count()) << "; " << in.records.size()
                 << " usage records over " << in.steps << " steps in "
                 << ms_text(std::chrono::duration<double, std::milli>(t2 - t1).count()) << "\n";
-  json r = plan_report(g.model_name, in.records, dev, opt);
+  // Per-tensor placements cost about 1 KB of JSON per tensor and strategy:
+  // beyond this many the report keeps the totals (as for random graphs).
+  constexpr size_t kMaxReportTensors = 200000;
+  PlanOptions o = opt;
+  if (in.records.size() > kMaxReportTensors) o.include_tensors = false;
+  json r;
+  try {
+    r = plan_report(g.model_name, in.records, dev, o);
+  } catch (const plan::PlanError& e) {
+    throw Error(g.model_name + ": " + e.what());
+  }
+  if (opt.include_tensors && !o.include_tensors) r["tensors_omitted"] = true;
   r["nodes"] = g.nodes.size();
   int64_t weights = 0;
   for (const auto& t : g.tensors)

@@ -112,6 +112,12 @@ int run_command(const RunArgs& a) {
   PlanInput pin = make_usage_records(g, uo);
   plan::MemoryPlan plan = plan::plan_memory(pin.records, profile, a.strategy);
   plan::validate(plan, pin.records, profile);
+  if (on_cpu)  // host pools: the same limit as PoCL's, rather than an allocation that takes the machine down
+    for (const auto& pool : plan.pools)
+      if (profile.max_alloc_bytes > 0 && pool.bytes > profile.max_alloc_bytes)
+        throw Error(g.model_name + ": pool " + std::to_string(pool.id) + " of " + human_bytes(pool.bytes) +
+                    " exceeds the CPU executor's largest allocation, " + human_bytes(profile.max_alloc_bytes) +
+                    " (profile " + profile.name + ")");
   verbose_log() << "device opened, " << pin.records.size() << " records planned with " << a.strategy << " and validated in " << since()
                 << "\n";
   const int64_t lower_bound = plan::lower_bound_bytes(pin.records);
