@@ -1,6 +1,6 @@
 # `cmake --install BUILD --prefix P` installs:
 #   P/lib/libtexplan_<stage>.a               the stage libraries
-#   P/include/texplan/<stage>/*.h            the public headers (#include "plan/memory_plan.h")
+#   P/include/texplan/<stage>/*.h            the public headers (#include "plan/memory_plan.h"), not cli/
 #   P/bin/texplan                            the CLI
 #   P/lib/cmake/texplan/texplanConfig.cmake  find_package(texplan) -> texplan::texplan
 #   P/lib/pkgconfig/texplan.pc               pkg-config --cflags --libs texplan
@@ -28,6 +28,7 @@ install(TARGETS ${texplan_install_targets}
 install(TARGETS texplan_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 file(GLOB_RECURSE texplan_headers RELATIVE ${CMAKE_CURRENT_SOURCE_DIR}/src CONFIGURE_DEPENDS
      ${CMAKE_CURRENT_SOURCE_DIR}/src/*.h)
+list(FILTER texplan_headers EXCLUDE REGEX "^cli/")  # the CLI's library is not installed
 foreach(h ${texplan_headers})  # one by one: no empty folders for stages without headers
   get_filename_component(d ${h} DIRECTORY)
   install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/src/${h} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/texplan/${d})
