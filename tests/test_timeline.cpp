@@ -166,7 +166,8 @@ TEST(Timeline, OneRectanglePerTensorPerPanelAndTheLowerBoundCurve) {
 TEST(Timeline, CurveFollowsLiveBytesAndPeaksAtTheLowerBound) {
   json r = tiny_report();
   const std::string svg = cli::timeline_svg(r);
-  const auto& best = panels(svg)["best"];
+  const auto ps = panels(svg);
+  const std::string& best = ps.at("best");
   // The plot's y axis maps 0..ymax to [bottom, bottom - 250]; the highest
   // point of the curve is the lower bound, which `best` reaches here.
   std::smatch m;
