@@ -78,7 +78,8 @@ DeviceProfile DeviceProfile::from_json(const std::string& text) {
     }
   });
   if (known != j.size()) {
-    for (const auto& [key, value] : j.items()) {
+    for (const auto& item : j.items()) {
+      const std::string& key = item.key();  // not a structured binding: clang < 16 cannot capture those
       bool is_field = false;
       for_each_field(d, [&](const char* k, auto&) { is_field |= key == k; });
       if (!is_field) throw PlanError("device profile has an unknown field '" + key + "'");
