@@ -1,7 +1,8 @@
 // Lower bound of any plan for this execution order: the peak over steps of
 // the bytes live at that step. Sweep over +bytes at `first` and -bytes
 // after `last`; at equal steps frees (of records that ended the step
-// before) come first, so they never inflate the peak. O(n log n).
+// before) come first, so they never inflate the peak. O(n log n). Throws
+// PlanError on negative sizes or sums beyond 64 bits.
 #include <algorithm>
 
 #include "plan/memory_plan.h"
@@ -11,15 +12,23 @@ namespace texplan::plan {
 int64_t lower_bound_bytes(const std::vector<UsageRecord>& recs) {
   std::vector<std::pair<int64_t, int64_t>> events;  // (step, delta)
   events.reserve(2 * recs.size());
+  auto overflow = [](const UsageRecord& r) {
+    return PlanError("record '" + r.name + "': sizes overflow 64-bit sums");
+  };
   for (const UsageRecord& r : recs) {
-    const int64_t bytes = r.storage == Storage::Texture ? r.extent.tight_bytes() : r.bytes;
+    int64_t bytes = r.bytes;
+    if (r.storage == Storage::Texture &&
+        (__builtin_mul_overflow(r.extent.width, r.extent.height, &bytes) ||
+         __builtin_mul_overflow(bytes, r.extent.pixel_bytes, &bytes)))
+      throw overflow(r);
+    if (bytes < 0) throw PlanError("record '" + r.name + "': negative size");
     events.emplace_back(r.first, bytes);
     events.emplace_back(int64_t{r.last} + 1, -bytes);
   }
   std::sort(events.begin(), events.end());  // negative deltas sort first within a step
   int64_t live = 0, peak = 0;
   for (const auto& [step, delta] : events) {
-    live += delta;
+    if (__builtin_add_overflow(live, delta, &live)) throw PlanError("sizes of the records overflow 64-bit sums");
     peak = std::max(peak, live);
   }
   return peak;

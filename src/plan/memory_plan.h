@@ -92,7 +92,8 @@ struct MemoryPlan {
 };
 
 // Peak over steps of the bytes live at that step: no plan for this order is
-// smaller. Textures count their tight size. O(n log n).
+// smaller. Textures count their tight size. O(n log n). Throws PlanError on
+// a negative size or sums beyond 64 bits.
 int64_t lower_bound_bytes(const std::vector<UsageRecord>& recs);
 
 // Bytes a texture occupies as a view in a buffer: round_up(width*pixel_bytes,

@@ -73,18 +73,43 @@ constexpr std::pair<std::string_view, StrategyFn> kStrategies[] = {
     {"texture-views", plan_texture_views},
 };
 
-// Strategies trust their input; reject what would make a plan meaningless.
+// Strategies trust their input; reject what would make a plan meaningless,
+// and sizes whose sums could overflow 64 bits anywhere in a strategy: every
+// record's bytes, aligned (textures: the largest pool the device allows,
+// images at most 65536 pixels a side), add up below 2^61.
 void check_records(const std::vector<UsageRecord>& recs, const DeviceProfile& dev) {
+  constexpr int64_t kMaxAlign = int64_t{1} << 24, kMaxTotal = int64_t{1} << 61;
+  constexpr int64_t kMaxImageDim = int64_t{1} << 16, kMaxPixelBytes = 64;
+  const int64_t max_width = std::min(dev.max_image2d_width, kMaxImageDim);
+  const int64_t max_height = std::min(dev.max_image2d_height, kMaxImageDim);
+  for (int64_t a : {dev.mem_base_addr_align, dev.image_pitch_alignment, dev.image_base_address_alignment})
+    if (a > kMaxAlign)
+      throw PlanError("device " + dev.name + ": alignment " + std::to_string(a) + " is beyond " +
+                      std::to_string(kMaxAlign) + " bytes");
+  const int64_t align = std::max<int64_t>(1, dev.mem_base_addr_align) * std::max<int64_t>(1, dev.image_base_address_alignment);
+  int64_t total = 0;
   for (const UsageRecord& r : recs) {
     auto fail = [&](const std::string& why) { throw PlanError("record '" + r.name + "': " + why); };
     if (r.first < 0 || r.first > r.last)
       fail("steps [" + std::to_string(r.first) + ", " + std::to_string(r.last) + "] are not 0 <= first <= last");
     if (r.bytes < 0) fail("negative size");
+    int64_t bytes = r.bytes;
     if (r.storage == Storage::Texture) {
-      if (r.extent.width <= 0 || r.extent.height <= 0 || r.extent.pixel_bytes <= 0)
-        fail("texture extent must be positive");
+      const TextureExtent& e = r.extent;
+      if (e.width <= 0 || e.height <= 0 || e.pixel_bytes <= 0) fail("texture extent must be positive");
       if (!dev.image_support) fail("is a texture, but " + dev.name + " has no image support");
+      if (e.width > max_width || e.height > max_height)
+        fail("texture of " + std::to_string(e.width) + "x" + std::to_string(e.height) + " is beyond " + dev.name +
+             "'s image limit " + std::to_string(max_width) + "x" + std::to_string(max_height));
+      if (e.pixel_bytes > kMaxPixelBytes) fail("pixels of " + std::to_string(e.pixel_bytes) + " bytes");
+      // Texture pools grow to the device's image limits at most; views take
+      // rows rounded up to the pitch alignment.
+      const int64_t row = round_up(e.width * e.pixel_bytes, std::max<int64_t>(1, dev.image_pitch_alignment));
+      bytes = std::max({bytes, max_width * max_height * e.pixel_bytes, row * e.height});
     }
+    if (bytes > kMaxTotal - total - align)
+      fail("sizes of the records add up beyond 2^61 bytes");
+    total += bytes + align;
   }
 }
 
