@@ -359,10 +359,10 @@ void gemm_accumulate(int64_t M, int64_t N, int64_t K, const T* A, int64_t lda, c
                   a3 = A[(i + 3) * lda + k];
           for (int64_t j = 0; j < nb; ++j) {
             const T bj = b[j];
-            c0[j] += a0 * bj;
-            c1[j] += a1 * bj;
-            c2[j] += a2 * bj;
-            c3[j] += a3 * bj;
+            c0[j] = wrap_madd(c0[j], a0, bj);
+            c1[j] = wrap_madd(c1[j], a1, bj);
+            c2[j] = wrap_madd(c2[j], a2, bj);
+            c3[j] = wrap_madd(c3[j], a3, bj);
           }
         }
       }
@@ -371,7 +371,7 @@ void gemm_accumulate(int64_t M, int64_t N, int64_t K, const T* A, int64_t lda, c
         for (int64_t k = k0; k < kend; ++k) {
           const T* __restrict b = B + k * ldb + j0;
           const T a0 = A[i * lda + k];
-          for (int64_t j = 0; j < nb; ++j) c0[j] += a0 * b[j];
+          for (int64_t j = 0; j < nb; ++j) c0[j] = wrap_madd(c0[j], a0, b[j]);
         }
       }
     }

@@ -4,7 +4,9 @@
 // operator file includes this header; nothing here is repeated elsewhere.
 #pragma once
 #include <cstdint>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <functional>
 #include <optional>
 #include <string>
@@ -170,6 +172,46 @@ struct Window {
 // size up, dropping a last window that would start in the end padding.
 Window forward_window(const OpContext& c, const Shape& in_spatial, std::vector<int64_t> kernel,
                       bool ceil_mode);
+
+// ---- integer arithmetic as ONNX means it ------------------------------------
+
+// Signed integer + - * wrap around (two's complement), as in ONNX Runtime;
+// in C++ overflow would be undefined. Floats pass through.
+template <class T> inline T wrap_add(T x, T z) {
+  if constexpr (std::is_integral_v<T> && std::is_signed_v<T>)
+    return T(std::make_unsigned_t<T>(x) + std::make_unsigned_t<T>(z));
+  else
+    return T(x + z);
+}
+template <class T> inline T wrap_sub(T x, T z) {
+  if constexpr (std::is_integral_v<T> && std::is_signed_v<T>)
+    return T(std::make_unsigned_t<T>(x) - std::make_unsigned_t<T>(z));
+  else
+    return T(x - z);
+}
+template <class T> inline T wrap_mul(T x, T z) {
+  if constexpr (std::is_integral_v<T> && std::is_signed_v<T>)
+    return T(std::make_unsigned_t<T>(x) * std::make_unsigned_t<T>(z));
+  else
+    return T(x * z);
+}
+// c + a * b, wrapping for signed integers (floats: the plain expression).
+template <class T> inline T wrap_madd(T c, T a, T b) {
+  if constexpr (std::is_integral_v<T> && std::is_signed_v<T>)
+    return wrap_add(c, wrap_mul(a, b));
+  else
+    return c + a * b;
+}
+// A value converted to element type R: floats into integers saturate (NaN
+// gives 0) rather than being undefined when out of range.
+template <class R, class V> inline R to_element(V v) {
+  if constexpr (std::is_integral_v<R> && std::is_floating_point_v<V>) {
+    if (std::isnan(v)) return R(0);
+    if (v <= V(std::numeric_limits<R>::min())) return std::numeric_limits<R>::min();
+    if (v >= V(std::numeric_limits<R>::max())) return std::numeric_limits<R>::max();
+  }
+  return static_cast<R>(v);
+}
 
 // ---- matrix product ---------------------------------------------------------
 

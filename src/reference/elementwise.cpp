@@ -214,15 +214,15 @@ void binary_loop(const HostTensor& a, const HostTensor& b, HostTensor& y, Op op)
                    const B* z = pb + off[1];
                    R* out = py + o;
                    if (st[0] == 1 && st[1] == 1) {
-                     for (int64_t i = 0; i < n; ++i) out[i] = static_cast<R>(op(x[i], z[i]));
+                     for (int64_t i = 0; i < n; ++i) out[i] = to_element<R>(op(x[i], z[i]));
                    } else if (st[0] == 1 && st[1] == 0) {
                      const B zv = *z;
-                     for (int64_t i = 0; i < n; ++i) out[i] = static_cast<R>(op(x[i], zv));
+                     for (int64_t i = 0; i < n; ++i) out[i] = to_element<R>(op(x[i], zv));
                    } else if (st[0] == 0 && st[1] == 1) {
                      const A xv = *x;
-                     for (int64_t i = 0; i < n; ++i) out[i] = static_cast<R>(op(xv, z[i]));
+                     for (int64_t i = 0; i < n; ++i) out[i] = to_element<R>(op(xv, z[i]));
                    } else {
-                     for (int64_t i = 0; i < n; ++i) out[i] = static_cast<R>(op(x[i * st[0]], z[i * st[1]]));
+                     for (int64_t i = 0; i < n; ++i) out[i] = to_element<R>(op(x[i * st[0]], z[i * st[1]]));
                    }
                  });
 }
@@ -254,13 +254,13 @@ template <class Op> Outputs arithmetic(const OpContext& c, Op op) {
 }
 
 Outputs Add(const OpContext& c) {
-  return arithmetic(c, [](auto x, auto z) { return x + z; });
+  return arithmetic(c, [](auto x, auto z) { return wrap_add(x, z); });
 }
 Outputs Sub(const OpContext& c) {
-  return arithmetic(c, [](auto x, auto z) { return x - z; });
+  return arithmetic(c, [](auto x, auto z) { return wrap_sub(x, z); });
 }
 Outputs Mul(const OpContext& c) {
-  return arithmetic(c, [](auto x, auto z) { return x * z; });
+  return arithmetic(c, [](auto x, auto z) { return wrap_mul(x, z); });
 }
 Outputs Div(const OpContext& c) {
   // Integer division truncates toward zero (C, ONNX Runtime).
