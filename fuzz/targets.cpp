@@ -1,0 +1,405 @@
+// The fuzz targets (see targets.h). Inputs are decoded with a small reader
+// of our own (not FuzzedDataProvider) so the same decoding runs in the
+// ordinary GoogleTest build that replays fuzz/regressions.
+#include "targets.h"
+
+#include <onnx/onnx_pb.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string_view>
+
+#include "import/onnx_import.h"
+#include "optimize/usage.h"
+#include "plan/memory_plan.h"
+
+namespace fs = std::filesystem;
+
+namespace texplan::fuzz {
+namespace {
+
+[[noreturn]] void broken(const std::string& what) {
+  std::fprintf(stderr, "texplan fuzz: broken promise: %s\n", what.c_str());
+  std::abort();
+}
+
+// A scratch folder with a small weights file, so external data in fuzzed
+// models resolves to something (locations escaping it must be refused).
+const std::string& scratch_dir() {
+  static const std::string dir = [] {
+    fs::path d = fs::temp_directory_path() / ("texplan-fuzz-" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    std::ofstream(d / "w.bin", std::ios::binary) << std::string(4096, '\x01');
+    std::ofstream(d / "model.onnx.data", std::ios::binary) << std::string(65536, '\x02');
+    return d.string();
+  }();
+  return dir;
+}
+
+// Downstream of a successful import: usage records for both texture
+// modes, the lower bound, one plan, validated.
+void plan_graph(const Graph& g) {
+  static const plan::DeviceProfile adreno = plan::DeviceProfile::load("adreno");
+  for (TextureMode mode : {TextureMode::None, TextureMode::Auto}) {
+    PlanInput in = make_usage_records(g, {mode, &adreno});
+    if (in.record_of_tensor.size() != g.tensors.size()) broken("record_of_tensor does not cover the tensors");
+    try {
+      plan::lower_bound_bytes(in.records);
+      plan::MemoryPlan p = plan::plan_memory(in.records, adreno, mode == TextureMode::Auto ? "texture-views" : "best");
+      plan::validate(p, in.records, adreno);
+    } catch (const plan::PlanError&) {
+    }
+  }
+}
+
+void import_and_plan(std::string_view bytes, bool load_weights) {
+  try {
+    Graph g = import_onnx_bytes(bytes, "fuzz", scratch_dir(), {.load_weights = load_weights});
+    plan_graph(g);
+  } catch (const Error& e) {
+    if (std::string_view(e.what()).find('\n') != std::string_view::npos) broken("multi-line error: " + std::string(e.what()));
+  } catch (const plan::PlanError&) {
+  }
+}
+
+// Reads the fuzz input front to back; zeros once it runs out.
+class Reader {
+ public:
+  Reader(const uint8_t* d, size_t n) : d_(d), n_(n) {}
+  bool done() const { return i_ >= n_; }
+  uint8_t u8() { return i_ < n_ ? d_[i_++] : 0; }
+  uint16_t u16() { return uint16_t(u8() | u8() << 8); }
+  uint64_t u64() {
+    uint64_t v = 0;
+    for (int k = 0; k < 8; ++k) v = v << 8 | u8();
+    return v;
+  }
+  size_t below(size_t k) { return k <= 1 ? 0 : (k <= 256 ? u8() % k : u16() % k); }
+  bool chance(int percent) { return u8() % 100 < uint8_t(percent); }
+  // Integers as models use them: mostly small, sometimes edge values.
+  int64_t small_int() {
+    switch (u8() % 16) {
+      case 0: return -1;
+      case 1: return 0;
+      case 2: return int64_t(u64());
+      case 3: return -int64_t(below(8)) - 2;
+      case 4: return int64_t(1) << (u8() % 63);
+      default: return int64_t(u8() % 9);
+    }
+  }
+  int64_t dim() {
+    switch (u8() % 16) {
+      case 0: return 0;
+      case 1: return 1 + u16();
+      case 2: return -1;  // symbolic
+      default: return 1 + u8() % 6;
+    }
+  }
+  template <class T, size_t N>
+  const T& pick(const std::array<T, N>& a) {
+    return a[below(N)];
+  }
+
+ private:
+  const uint8_t* d_;
+  size_t n_, i_ = 0;
+};
+
+enum class A { Int, Ints, Float, Type, Tensor, Mode };
+struct AttrSpec {
+  const char* name;
+  A kind;
+};
+struct OpSpec {
+  const char* op;
+  int min_in, max_in, outs;
+  std::vector<AttrSpec> attrs;
+};
+
+const std::vector<OpSpec>& ops() {
+  static const std::vector<OpSpec> v = {
+      {"Shape", 1, 1, 1, {{"start", A::Int}, {"end", A::Int}}},
+      {"Size", 1, 1, 1, {}},
+      {"Gather", 2, 2, 1, {{"axis", A::Int}}},
+      {"GatherElements", 2, 2, 1, {{"axis", A::Int}}},
+      {"GatherND", 2, 2, 1, {{"batch_dims", A::Int}}},
+      {"ScatterND", 3, 3, 1, {}},
+      {"Concat", 1, 4, 1, {{"axis", A::Int}}},
+      {"Unsqueeze", 1, 2, 1, {{"axes", A::Ints}}},
+      {"Squeeze", 1, 2, 1, {{"axes", A::Ints}}},
+      {"Reshape", 2, 2, 1, {{"allowzero", A::Int}}},
+      {"Flatten", 1, 1, 1, {{"axis", A::Int}}},
+      {"Slice", 1, 5, 1, {{"starts", A::Ints}, {"ends", A::Ints}, {"axes", A::Ints}}},
+      {"Expand", 2, 2, 1, {}},
+      {"ConstantOfShape", 1, 1, 1, {{"value", A::Tensor}}},
+      {"Range", 3, 3, 1, {}},
+      {"Cast", 1, 1, 1, {{"to", A::Type}}},
+      {"Add", 2, 2, 1, {}},
+      {"Sub", 2, 2, 1, {}},
+      {"Mul", 2, 2, 1, {}},
+      {"Div", 2, 2, 1, {}},
+      {"Mod", 2, 2, 1, {{"fmod", A::Int}}},
+      {"Pow", 2, 2, 1, {}},
+      {"Equal", 2, 2, 1, {}},
+      {"Less", 2, 2, 1, {}},
+      {"Where", 3, 3, 1, {}},
+      {"Max", 1, 3, 1, {}},
+      {"Transpose", 1, 1, 1, {{"perm", A::Ints}}},
+      {"Split", 1, 2, 2, {{"axis", A::Int}, {"split", A::Ints}}},
+      {"Tile", 2, 2, 1, {}},
+      {"Pad", 1, 3, 1, {{"pads", A::Ints}, {"mode", A::Mode}}},
+      {"Resize", 1, 4, 1, {{"mode", A::Mode}}},
+      {"Upsample", 2, 2, 1, {{"mode", A::Mode}}},
+      {"ReduceSum", 1, 2, 1, {{"axes", A::Ints}, {"keepdims", A::Int}}},
+      {"ReduceMax", 1, 1, 1, {{"axes", A::Ints}, {"keepdims", A::Int}}},
+      {"ReduceMean", 1, 1, 1, {{"axes", A::Ints}, {"keepdims", A::Int}}},
+      {"ArgMax", 1, 1, 1, {{"axis", A::Int}, {"keepdims", A::Int}}},
+      {"Conv", 2, 3, 1,
+       {{"kernel_shape", A::Ints}, {"pads", A::Ints}, {"strides", A::Ints}, {"dilations", A::Ints},
+        {"group", A::Int}, {"auto_pad", A::Mode}}},
+      {"ConvTranspose", 2, 3, 1,
+       {{"kernel_shape", A::Ints}, {"pads", A::Ints}, {"strides", A::Ints}, {"output_padding", A::Ints},
+        {"output_shape", A::Ints}, {"group", A::Int}}},
+      {"MaxPool", 1, 1, 1, {{"kernel_shape", A::Ints}, {"pads", A::Ints}, {"strides", A::Ints}, {"ceil_mode", A::Int}}},
+      {"AveragePool", 1, 1, 1, {{"kernel_shape", A::Ints}, {"pads", A::Ints}, {"strides", A::Ints}}},
+      {"GlobalAveragePool", 1, 1, 1, {}},
+      {"LRN", 1, 1, 1, {{"size", A::Int}, {"alpha", A::Float}}},
+      {"MatMul", 2, 2, 1, {}},
+      {"Gemm", 2, 3, 1, {{"transA", A::Int}, {"transB", A::Int}, {"alpha", A::Float}}},
+      {"Relu", 1, 1, 1, {}},
+      {"Sqrt", 1, 1, 1, {}},
+      {"Neg", 1, 1, 1, {}},
+      {"Softmax", 1, 1, 1, {{"axis", A::Int}}},
+      {"Identity", 1, 1, 1, {}},
+      {"Dropout", 1, 3, 1, {}},
+      {"Constant", 0, 0, 1, {{"value", A::Tensor}}},
+      {"TopK", 2, 2, 2, {{"axis", A::Int}, {"largest", A::Int}}},
+      {"OneHot", 3, 3, 1, {{"axis", A::Int}}},
+      {"NonZero", 1, 1, 1, {}},
+      {"CumSum", 2, 2, 1, {{"exclusive", A::Int}}},
+      {"Trilu", 1, 2, 1, {{"upper", A::Int}}},
+      {"Clip", 1, 3, 1, {}},
+      {"EyeLike", 1, 1, 1, {{"k", A::Int}}},
+      {"BatchNormalization", 5, 5, 1, {{"epsilon", A::Float}}},
+      {"InstanceNormalization", 3, 3, 1, {{"epsilon", A::Float}}},
+      {"LayerNormalization", 1, 3, 1, {{"axis", A::Int}}},
+      {"DepthToSpace", 1, 1, 1, {{"blocksize", A::Int}}},
+      {"SpaceToDepth", 1, 1, 1, {{"blocksize", A::Int}}},
+  };
+  return v;
+}
+
+constexpr std::array<int, 6> kTypes = {onnx::TensorProto::FLOAT, onnx::TensorProto::INT64, onnx::TensorProto::INT32,
+                                        onnx::TensorProto::BOOL,  onnx::TensorProto::UINT8, onnx::TensorProto::FLOAT16};
+
+// A small tensor: mostly int64 shape-like vectors, else floats.
+void fill_tensor(Reader& r, onnx::TensorProto* t) {
+  const bool ints = r.chance(60);
+  t->set_data_type(ints ? onnx::TensorProto::INT64 : onnx::TensorProto::FLOAT);
+  const size_t rank = r.below(ints ? 2 : 4);
+  int64_t n = 1;
+  for (size_t k = 0; k < rank; ++k) {
+    int64_t d = int64_t(r.below(ints ? 6 : 4));
+    t->add_dims(d);
+    n *= d;
+  }
+  if (rank > 0 && r.chance(3)) t->set_dims(0, r.small_int());  // a lie about the data
+  for (int64_t i = 0; i < n; ++i) {
+    if (ints) t->add_int64_data(r.small_int());
+    else t->add_float_data(float(int8_t(r.u8())) / 8);
+  }
+  if (r.chance(3)) {  // external data, in or out of the scratch folder
+    t->clear_int64_data();
+    t->clear_float_data();
+    t->set_data_location(onnx::TensorProto::EXTERNAL);
+    auto* kv = t->add_external_data();
+    kv->set_key("location");
+    static const std::array<const char*, 5> where = {"w.bin", "model.onnx.data", "../w.bin", "/etc/hostname", "nope"};
+    kv->set_value(r.pick(where));
+    if (r.chance(50)) {
+      kv = t->add_external_data();
+      kv->set_key(r.chance(50) ? "offset" : "length");
+      kv->set_value(std::to_string(r.small_int()));
+    }
+  }
+}
+
+void add_attribute(Reader& r, onnx::NodeProto* n, const AttrSpec& spec) {
+  auto* a = n->add_attribute();
+  a->set_name(spec.name);
+  switch (spec.kind) {
+    case A::Int:
+      a->set_type(onnx::AttributeProto::INT);
+      a->set_i(r.small_int());
+      break;
+    case A::Ints: {
+      a->set_type(onnx::AttributeProto::INTS);
+      size_t k = r.below(7);
+      for (size_t i = 0; i < k; ++i) a->add_ints(r.small_int());
+      break;
+    }
+    case A::Float:
+      a->set_type(onnx::AttributeProto::FLOAT);
+      a->set_f(float(int8_t(r.u8())) / 16);
+      break;
+    case A::Type:
+      a->set_type(onnx::AttributeProto::INT);
+      a->set_i(r.chance(90) ? r.pick(kTypes) : r.small_int());
+      break;
+    case A::Tensor:
+      a->set_type(onnx::AttributeProto::TENSOR);
+      fill_tensor(r, a->mutable_t());
+      break;
+    case A::Mode: {
+      static const std::array<const char*, 8> modes = {"nearest", "linear", "constant", "reflect", "edge",
+                                                         "SAME_UPPER", "VALID", "cubic"};
+      a->set_type(onnx::AttributeProto::STRING);
+      a->set_s(r.pick(modes));
+      break;
+    }
+  }
+}
+
+std::string build_model(Reader& r) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* o = m.add_opset_import();
+  o->set_version(7 + int64_t(r.below(11)));
+  auto* g = m.mutable_graph();
+  g->set_name("fuzz");
+  std::vector<std::string> names;
+  const size_t inputs = 1 + r.below(2);
+  for (size_t i = 0; i < inputs; ++i) {
+    auto* v = g->add_input();
+    v->set_name("in" + std::to_string(i));
+    auto* tt = v->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(r.chance(80) ? onnx::TensorProto::FLOAT : r.pick(kTypes));
+    auto* shape = tt->mutable_shape();
+    const size_t rank = r.below(5);
+    for (size_t k = 0; k < rank; ++k) {
+      int64_t d = r.dim();
+      if (d < 0) shape->add_dim()->set_dim_param("N");
+      else shape->add_dim()->set_dim_value(d);
+    }
+    names.push_back(v->name());
+  }
+  const size_t inits = r.below(5);
+  for (size_t i = 0; i < inits; ++i) {
+    auto* t = g->add_initializer();
+    t->set_name("c" + std::to_string(i));
+    fill_tensor(r, t);
+    names.push_back(t->name());
+  }
+  const size_t nodes = 1 + r.below(12);
+  for (size_t i = 0; i < nodes && !r.done(); ++i) {
+    const OpSpec& spec = ops()[r.below(ops().size())];
+    auto* n = g->add_node();
+    n->set_op_type(spec.op);
+    n->set_name("n" + std::to_string(i));
+    const int in = spec.min_in + int(r.below(size_t(spec.max_in - spec.min_in + 1)));
+    for (int k = 0; k < in; ++k) {
+      if (r.chance(3)) n->add_input(r.chance(50) ? "" : "undefined");
+      else n->add_input(names[r.below(names.size())]);
+    }
+    for (int k = 0; k < spec.outs; ++k) {
+      std::string out = "t" + std::to_string(i) + "_" + std::to_string(k);
+      n->add_output(out);
+      names.push_back(out);
+    }
+    for (const AttrSpec& a : spec.attrs)
+      if (r.chance(40)) add_attribute(r, n, a);
+  }
+  g->add_output()->set_name(names.back());
+  if (r.chance(30)) g->add_output()->set_name(names[r.below(names.size())]);
+  return m.SerializeAsString();
+}
+
+}  // namespace
+
+void import_model(const uint8_t* data, size_t size) {
+  // Both modes from one input: planning (small weights only) and running.
+  import_and_plan(std::string_view(reinterpret_cast<const char*>(data), size), false);
+  import_and_plan(std::string_view(reinterpret_cast<const char*>(data), size), true);
+}
+
+void shapes(const uint8_t* data, size_t size) {
+  Reader r(data, size);
+  const bool load_weights = r.chance(50);
+  import_and_plan(build_model(r), load_weights);
+}
+
+std::string shapes_model(const uint8_t* data, size_t size) {
+  Reader r(data, size);
+  r.chance(50);
+  return build_model(r);
+}
+
+void planner(const uint8_t* data, size_t size) {
+  Reader r(data, size);
+  plan::DeviceProfile dev;
+  dev.name = "fuzz";
+  static const std::array<int64_t, 9> aligns = {0, 1, 4, 16, 64, 128, 256, 3, 4096};
+  dev.image_support = r.chance(80);
+  dev.max_image2d_width = r.chance(90) ? int64_t(r.u16()) : r.small_int();
+  dev.max_image2d_height = r.chance(90) ? int64_t(r.u16()) : r.small_int();
+  dev.image2d_from_buffer = r.chance(50);
+  dev.image_pitch_alignment = r.chance(90) ? r.pick(aligns) : r.small_int();
+  dev.image_base_address_alignment = r.chance(90) ? r.pick(aligns) : r.small_int();
+  dev.mem_base_addr_align = r.chance(90) ? r.pick(aligns) : r.small_int();
+  std::vector<plan::UsageRecord> recs(r.below(96));
+  const int32_t steps = 1 + int32_t(r.below(64));
+  for (size_t i = 0; i < recs.size(); ++i) {
+    plan::UsageRecord& x = recs[i];
+    x.name = "r" + std::to_string(i);
+    x.first = r.chance(98) ? int32_t(r.below(size_t(steps))) : int32_t(r.small_int());
+    x.last = r.chance(98) ? int32_t(int64_t(x.first) + int64_t(r.below(8))) : int32_t(r.small_int());
+    x.bytes = r.chance(95) ? int64_t(r.u16()) * (1 + r.below(64)) : r.small_int();
+    if (r.chance(30)) {
+      x.storage = plan::Storage::Texture;
+      x.extent.width = r.chance(95) ? 1 + int64_t(r.below(300)) : r.small_int();
+      x.extent.height = r.chance(95) ? 1 + int64_t(r.below(300)) : r.small_int();
+      x.extent.pixel_bytes = r.chance(95) ? (r.chance(50) ? 16 : 8) : r.small_int();
+      x.bytes = r.chance(95) ? int64_t(uint64_t(x.extent.width) * uint64_t(x.extent.height) * uint64_t(x.extent.pixel_bytes))
+                             : r.small_int();
+    }
+  }
+  for (const std::string& s : plan::strategy_names()) {
+    plan::MemoryPlan p;
+    try {
+      p = plan::plan_memory(recs, dev, s);
+    } catch (const plan::PlanError&) {
+      continue;  // refused: the records or the device make no valid plan
+    }
+    try {
+      plan::validate(p, recs, dev);
+    } catch (const plan::PlanError& e) {
+      broken(s + " made a plan the validator rejects: " + e.what());
+    }
+  }
+  try {
+    plan::lower_bound_bytes(recs);
+  } catch (const plan::PlanError&) {
+  }
+}
+
+void tensor(const uint8_t* data, size_t size) {
+  try {
+    HostTensor t = parse_tensor_pb(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.pb",
+                                   scratch_dir());
+    if (int64_t(t.bytes.size()) != t.count() * int64_t(element_size(t.dtype))) broken("tensor bytes do not match its shape");
+    t.as_float();
+  } catch (const Error&) {
+  }
+}
+
+const std::vector<Target>& targets() {
+  static const std::vector<Target> t = {
+      {"import", import_model}, {"shapes", shapes}, {"planner", planner}, {"tensor", tensor}};
+  return t;
+}
+
+}  // namespace texplan::fuzz
