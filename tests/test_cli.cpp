@@ -1,6 +1,8 @@
 // The CLI as a user runs it: exit codes, messages, and the JSON contract.
 #include <gtest/gtest.h>
 
+#include "shell.h"
+
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -14,20 +16,9 @@ using nlohmann::json;
 
 namespace {
 
-struct Result {
-  int code;
-  std::string out;  // stdout and stderr
-};
+using Result = texplan::test::ShellResult;
 
-Result run_cli(const std::string& args) {
-  std::string cmd = std::string(TEXPLAN_CLI) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+Result run_cli(const std::string& args) { return texplan::test::sh(std::string(TEXPLAN_CLI) + " " + args); }
 
 const std::string kTiny = std::string(TEXPLAN_SOURCE_DIR) + "/examples/models/tiny_cnn";
 

@@ -2,6 +2,8 @@
 // --verbose, aligned tables.
 #include <gtest/gtest.h>
 
+#include "shell.h"
+
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -14,19 +16,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int code;
-  std::string out;
-};
-
-Result sh(const std::string& cmd) {
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using Result = texplan::test::ShellResult;
+Result sh(const std::string& cmd) { return texplan::test::sh(cmd, /*merge_stderr=*/false); }
 
 const std::string kCli = TEXPLAN_CLI;
 const std::string kTiny = std::string(TEXPLAN_SOURCE_DIR) + "/examples/models/tiny_cnn";

@@ -4,6 +4,8 @@
 // same program built with pkg-config alone.
 #include <gtest/gtest.h>
 
+#include "shell.h"
+
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -14,19 +16,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int code;
-  std::string out;
-};
-
-Result sh(const std::string& cmd) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using Result = texplan::test::ShellResult;
+using texplan::test::sh;
 
 const fs::path kSource = TEXPLAN_SOURCE_DIR;
 const fs::path kBuild = fs::path(TEXPLAN_CLI).parent_path();  // the CLI sits at the top of the build

@@ -3,6 +3,8 @@
 // the SVG and the HTML page into a picture that is not blank.
 #include <gtest/gtest.h>
 
+#include "shell.h"
+
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -23,19 +25,8 @@ namespace {
 
 const std::string kTiny = std::string(TEXPLAN_SOURCE_DIR) + "/examples/models/tiny_cnn";
 
-struct Result {
-  int code;
-  std::string out;
-};
-
-Result sh(const std::string& cmd) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using Result = texplan::test::ShellResult;
+using texplan::test::sh;
 
 size_t count(const std::string& s, const std::string& what) {
   size_t n = 0;
