@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -42,11 +43,13 @@ bool is_heavy_op(const std::string& op) {
          op == "AveragePool" || op == "LRN" || op == "LpPool";
 }
 
-// One line, whatever a library put in its message.
+// One line of printable text, whatever a library or a model's names put in
+// a message (names may hold newlines or terminal escape sequences).
 std::string one_line(std::string s, size_t max = 400) {
   if (s.size() > max) s = s.substr(0, max) + "...";
   for (char& c : s)
-    if (c == '\n' || c == '\r') c = ' ';
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+    else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
   return s;
 }
 
@@ -382,6 +385,26 @@ Attribute attribute_from_proto(const onnx::AttributeProto& a, const fs::path& di
   return r;
 }
 
+// A model's name for a tensor or node as the Graph keeps it: control
+// characters (newlines, terminal escapes) written as \xNN, so no message or
+// table that shows the name can be split or hijacked by it.
+std::string printable(const std::string& name) {
+  if (std::none_of(name.begin(), name.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+    return name;
+  std::string out;
+  for (char c : name) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u != 0x7f) {
+      out += c;
+    } else {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", u);
+      out += hex;
+    }
+  }
+  return out;
+}
+
 std::string node_label(const onnx::NodeProto& n, int index) {
   return n.name().empty() ? n.op_type() + "_" + std::to_string(index) : n.name();
 }
@@ -406,18 +429,19 @@ class Importer {
     file_ = resolve_model_file(path);
     dir_ = fs::path(file_).parent_path();
     if (dir_.empty()) dir_ = ".";
-    name_ = fs::path(file_).stem().string();
+    name_ = one_line(fs::path(file_).stem().string(), 200);
   }
   Importer(std::string_view bytes, const std::string& name, const std::string& dir, const ImportOptions& opt)
-      : opt_(opt), file_("<memory>"), name_(name), dir_(dir), bytes_(bytes), from_memory_(true) {}
+      : opt_(opt), file_("<memory>"), name_(one_line(name, 200)), dir_(dir), bytes_(bytes), from_memory_(true) {}
 
   // Every Error names the model, whatever stage raised it.
   Graph run() {
     try {
       return stages();
     } catch (const Error& e) {
-      if (std::string_view(e.what()).starts_with(name_ + ":")) throw;
-      throw Error(name_ + ": " + e.what());
+      std::string m = e.what();
+      if (!m.starts_with(name_ + ":")) m = name_ + ": " + m;
+      throw Error(one_line(m, 2000));
     }
   }
 
@@ -455,7 +479,7 @@ class Importer {
     bytes_ = {};
     if (model_.ir_version() <= 0 || !model_.has_graph() || model_.opset_import_size() == 0)
       throw Error(name_ + ": '" + file_ + "' is not an ONNX model (no IR version, graph or opset)");
-    if (!model_.graph().name().empty() && name_.empty()) name_ = model_.graph().name();
+    if (!model_.graph().name().empty() && name_.empty()) name_ = one_line(model_.graph().name(), 200);
     const auto& g = model_.graph();
     if (opt_.max_nodes > 0 && g.node_size() > opt_.max_nodes)
       throw Error(name_ + ": the graph has " + std::to_string(g.node_size()) + " nodes, more than the " +
@@ -600,7 +624,7 @@ class Importer {
 
   Node to_node(const onnx::NodeProto& n, int index, const std::unordered_map<std::string, int>* ids) {
     Node r;
-    r.name = node_label(n, index);
+    r.name = printable(node_label(n, index));
     r.op_type = n.op_type();
     std::string w = name_ + ": node '" + r.name + "' (" + n.op_type() + ")";
     for (const auto& a : n.attribute()) r.attrs[a.name()] = attribute_from_proto(a, dir_, w);
@@ -741,7 +765,7 @@ class Importer {
       auto it = ids.find(n);
       if (it != ids.end()) return it->second;
       Tensor t;
-      t.name = n;
+      t.name = printable(n);
       t.is_constant = constant;
       auto s = shapes_.find(n);
       if (s != shapes_.end()) {
