@@ -519,6 +519,7 @@ class Importer {
   // Every tensor name is defined once: by an initializer, a graph input or
   // one node output. (An initializer may also be listed as a graph input:
   // before IR 4 that was how weights were declared; it stays a constant.)
+  // Graph inputs declare no negative dimension.
   void check_names() {
     const auto& g = model_.graph();
     std::unordered_map<std::string, std::string> defined;
@@ -539,6 +540,11 @@ class Importer {
     for (int i = 0; i < g.node_size(); ++i)
       for (const auto& out : g.node(i).output())
         if (!out.empty()) define(out, "node '" + one_line(node_label(g.node(i), i), 200) + "'");
+    for (const auto& v : g.input())
+      if (v.type().has_tensor_type())
+        for (const auto& d : v.type().tensor_type().shape().dim())
+          if (d.has_dim_value() && d.dim_value() < 0)
+            throw Error(name_ + ": graph input '" + v.name() + "': negative dimension " + std::to_string(d.dim_value()));
   }
 
   // PyTorch exports shared weights as Identity(initializer): consumers read
