@@ -493,7 +493,9 @@ TEST(HostileExternalData, LocationsEscapingTheFolderAreRefusedByPlanAndRun) {
     fs::create_directories(folder / "sub");
     if (c.model == "symlink") fs::create_symlink(secret, folder / "link.bin");
     if (c.model == "symlinked_dir") fs::create_directory_symlink(dir / "outside", folder / "linkdir");
-    if (c.model == "fifo") ASSERT_EQ(mkfifo((folder / "pipe").c_str(), 0600), 0);
+    if (c.model == "fifo") {
+      ASSERT_EQ(mkfifo((folder / "pipe").c_str(), 0600), 0);
+    }
     expect_cli_error(cli("plan " + path, 60), {c.model, "initializer 'w'", c.message});
     expect_cli_error(cli("run " + path + " --device cpu", 60), {c.model, "initializer 'w'", c.message});
   }

@@ -15,6 +15,8 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <iostream>
 #include <functional>
 #include <random>
 
@@ -157,6 +159,7 @@ std::string error_of(const std::function<void()>& f) {
 }
 
 void expect_one_line(const std::string& m, const std::vector<std::string>& needles) {
+  if (std::getenv("TEXPLAN_SHOW_ERRORS")) std::cout << "  message: " << m << "\n";
   EXPECT_FALSE(m.empty());
   EXPECT_EQ(m.find('\n'), std::string::npos) << m;
   for (const auto& n : needles) EXPECT_NE(m.find(n), std::string::npos) << "'" << n << "' not in: " << m;

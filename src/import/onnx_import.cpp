@@ -195,8 +195,8 @@ class GuardedSchemas final : public onnx::ISchemaRegistry {
 };
 
 const GuardedSchemas& guarded_schemas() {
-  static const GuardedSchemas* g = new GuardedSchemas();  // never destroyed: ONNX's registry outlives us
-  return *g;
+  static const GuardedSchemas g;  // copies of schemas: nothing in them refers back to ONNX's registry
+  return g;
 }
 
 std::string read_file(const std::string& path, const std::string& what) {
