@@ -40,7 +40,7 @@ HostTensor CpuExecutor::read(int t) const {
   const Tensor& x = g_.tensors[t];
   if (x.is_constant) return x.value;
   HostTensor v(x.dtype, x.shape);
-  std::memcpy(v.bytes.data(), const_cast<CpuExecutor*>(this)->place(t), v.bytes.size());
+  if (!v.bytes.empty()) std::memcpy(v.bytes.data(), const_cast<CpuExecutor*>(this)->place(t), v.bytes.size());
   return v;
 }
 
@@ -49,7 +49,7 @@ void CpuExecutor::write(int t, const HostTensor& v) {
   if (v.shape != x.shape || v.dtype != x.dtype)
     throw Error(g_.model_name + ": reference result for '" + x.name + "' is " + to_string(v.dtype) + " " +
                 to_string(v.shape) + ", the graph says " + to_string(x.dtype) + " " + to_string(x.shape));
-  std::memmove(place(t), v.bytes.data(), v.bytes.size());
+  if (!v.bytes.empty()) std::memmove(place(t), v.bytes.data(), v.bytes.size());  // zero-size: no pointer to pass
 }
 
 std::vector<HostTensor> CpuExecutor::run(const std::vector<HostTensor>& inputs) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <set>
 
@@ -338,6 +339,17 @@ std::vector<HostTensor> Session::run(const std::vector<HostTensor>& inputs) {
   }
   auto start = std::chrono::steady_clock::now();
   cl_command_queue q = m.dev->queue();
+  std::vector<HostTensor> outs;
+  // Input writes and output reads are asynchronous: when anything below
+  // throws (a lost device, a failed enqueue), wait for the queue before
+  // `inputs` and `outs` may go, or the device would use freed memory.
+  struct DrainOnThrow {
+    cl_command_queue q;
+    int pending = std::uncaught_exceptions();
+    ~DrainOnThrow() {
+      if (std::uncaught_exceptions() > pending) clFinish(q);
+    }
+  } drain{q};
   m.violations.clear();
   if (m.opt.guard) m.poison();
 
@@ -371,7 +383,6 @@ std::vector<HostTensor> Session::run(const std::vector<HostTensor>& inputs) {
     if (m.opt.guard) m.guard_after(s.node);
   }
 
-  std::vector<HostTensor> outs;
   outs.reserve(g.outputs.size());  // reads land in these buffers until clFinish
   for (int t : g.outputs) {
     const Tensor& meta = g.tensors[t];
