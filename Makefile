@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 MODELS ?= $(abspath ../shared/models)
 
-.PHONY: all deps configure build demo test bench python clean
+.PHONY: all deps configure build demo test bench python fuzz sanitize valgrind clean
 
 all: build
 
@@ -32,6 +32,42 @@ bench: build
 	@if command -v npm >/dev/null && [ ! -d bench/peers/node_modules ]; then \
 	  (cd bench/peers && npm install --no-audit --no-fund --silent) || echo "onnxruntime peer not installed"; fi
 	@$(BUILD)/texplan_bench --models $(MODELS) --json $(BUILD)/bench.json
+
+# Fuzzing (fuzz/): the libFuzzer targets are built with clang, ASan and UBSan
+# inside the main build (when clang is installed); each runs FUZZ_SECONDS,
+# seeded from examples/models, $(MODELS) and ONNX's node tests, its corpus
+# kept in $(BUILD)/fuzz-work. A crash stops it and names the input: fix it,
+# then keep the input in fuzz/regressions/TARGET/ (make test replays them).
+FUZZ_SECONDS ?= 3600
+FUZZ_TARGETS ?= import shapes planner tensor
+fuzz: build
+	@for t in $(FUZZ_TARGETS); do \
+	  FUZZ_WORK=$(abspath $(BUILD))/fuzz-work FUZZ_MODELS=$(MODELS) fuzz/run.sh fuzz $(BUILD)/fuzz-clang $$t $(FUZZ_SECONDS) || exit 1; \
+	done
+
+# The whole suite built with AddressSanitizer + UndefinedBehaviorSanitizer
+# (LeakSanitizer included: a leak fails the test) in $(SANITIZE_BUILD).
+# SANITIZE_TESTS: a ctest -R regex to run only some. Excluded: the packaging
+# test (it links an uninstrumented example against the instrumented install).
+SANITIZE_BUILD ?= build-asan
+SANITIZE_TESTS ?=
+SANITIZE_EXCLUDE ?= ^Packaging
+SANITIZE_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+SANITIZE_ENV := ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1 \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+sanitize: deps
+	@cmake -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" \
+	  "-DCMAKE_CXX_FLAGS=$(SANITIZE_FLAGS)" "-DCMAKE_EXE_LINKER_FLAGS=$(SANITIZE_FLAGS)" \
+	  "-DCMAKE_SHARED_LINKER_FLAGS=$(SANITIZE_FLAGS)" -DTEXPLAN_FUZZ=OFF -DTEXPLAN_BENCH=OFF \
+	  -DCMAKE_DISABLE_FIND_PACKAGE_pybind11=ON >/dev/null
+	@cmake --build $(SANITIZE_BUILD) -j $(JOBS)
+	@cd $(SANITIZE_BUILD) && $(SANITIZE_ENV) ctest --output-on-failure -j $(JOBS) -E '$(SANITIZE_EXCLUDE)' \
+	  $(if $(SANITIZE_TESTS),-R '$(SANITIZE_TESTS)')
+
+# The CPU path (import, plan, reference executor) under valgrind's memcheck.
+valgrind: build
+	@valgrind --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect \
+	  --error-exitcode=9 $(BUILD)/texplan run examples/models/tiny_cnn --device cpu --check
 
 clean:
 	rm -rf $(BUILD)

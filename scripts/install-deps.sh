@@ -4,7 +4,8 @@ set -euo pipefail
 pkgs=(cmake make g++ pkg-config libonnx-dev libprotobuf-dev protobuf-compiler
       ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo libclblast-dev
       nlohmann-json3-dev libcli11-dev libgtest-dev libbenchmark-dev libonnx-testdata
-      chromium python3 python3-dev pybind11-dev python3-numpy)
+      chromium python3 python3-dev pybind11-dev python3-numpy
+      clang libclang-rt-dev valgrind)  # clang + its runtime: fuzz targets (fuzz/); valgrind: make valgrind
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
