@@ -600,3 +600,9 @@ TEST(HostileInputs, WrongTypeCountOrFile) {
   expect_cli_error(cli("run " + tiny + " --device cpu --input " + (dir / "liar.pb").string()),
                    {"liar.pb", "raw data has 16 bytes"});
 }
+
+// Sizes asked for on the command line are bounded too.
+TEST(HostileInputs, RandomGraphOfAHundredBillionTensorsIsRefused) {
+  expect_cli_error(cli("plan --random-graph 100000000000", 60),
+                   {"random graphs are limited to 20000000 tensors, asked for 100000000000"});
+}

@@ -124,6 +124,7 @@ void validate(const MemoryPlan& plan, const std::vector<UsageRecord>& recs, cons
 
 // Random DAG-shaped records for scale and property tests: `n` tensors over
 // about n steps, sizes log-uniform, fan-out and long skips like real models.
+// Throws PlanError for n beyond 20 million.
 std::vector<UsageRecord> random_records(int64_t n, uint64_t seed);
 
 }  // namespace texplan::plan

@@ -15,6 +15,10 @@
 namespace texplan::plan {
 
 std::vector<UsageRecord> random_records(int64_t n, uint64_t seed) {
+  constexpr int64_t kMaxRecords = 20000000;  // ~2 GB of records: beyond, refuse rather than exhaust memory
+  if (n > kMaxRecords)
+    throw PlanError("random graphs are limited to " + std::to_string(kMaxRecords) + " tensors, asked for " +
+                    std::to_string(n));
   detail::SplitMix64 rng{seed};
   std::vector<UsageRecord> recs(static_cast<size_t>(std::max<int64_t>(n, 0)));
   const double lo = std::log(1024.0), hi = std::log(4.0 * 1024 * 1024);
