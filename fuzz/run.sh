@@ -34,8 +34,14 @@ node_tests=/usr/share/libonnx-testdata/data/node
 seeds=$work/seeds/$target corpus=$work/corpus/$target artifacts=$work/artifacts/$target
 mkdir -p "$corpus" "$artifacts"
 rm -rf "$seeds" && mkdir -p "$seeds"
-# Links named after their folder, so node tests' model.onnx do not collide.
-link() { for f in "$@"; do [ -f "$f" ] && ln -sf "$f" "$seeds/$(basename "$(dirname "$f")")_$(basename "$f")"; done; return 0; }
+# Links named after their last three path parts, so the node tests' many
+# model.onnx and test_data_set_0/input_0.pb do not collide.
+link() {
+  for f in "$@"; do
+    [ -f "$f" ] && ln -sf "$f" "$seeds/$(echo "$f" | awk -F/ '{print $(NF-2) "_" $(NF-1) "_" $NF}')"
+  done
+  return 0
+}
 sample() { if [ "${FUZZ_SEEDS:-all}" = few ]; then awk 'NR % 25 == 1'; else cat; fi; }
 shopt -s nullglob
 case $target in

@@ -172,6 +172,44 @@ TEST(HostileProtobuf, EveryByteFlippedAndEveryTruncationOfTinyCnn) {
   EXPECT_GT(imported, 10);  // names, doc strings, weights: many flips leave a valid model
 }
 
+// Subgraphs nested a thousand deep (If inside If...): protobuf refuses
+// nesting beyond 100 levels, so parsing cannot exhaust the stack; shallower
+// subgraphs are refused by name (texplan runs no control flow).
+TEST(HostileProtobuf, DeepNestingIsRefused) {
+  auto dir = test::temp_dir("deep");
+  auto nest = [](int levels) {
+    OnnxBuilder b;
+    b.input("c", {}, onnx::TensorProto::BOOL).output("y");
+    onnx::GraphProto inner;
+    inner.set_name("leaf");
+    for (int i = 0; i < levels; ++i) {
+      onnx::GraphProto outer;
+      outer.set_name("level" + std::to_string(i));
+      auto* n = outer.add_node();
+      n->set_op_type("If");
+      n->add_input("c");
+      n->add_output("y");
+      auto* then_branch = n->add_attribute();  // the nesting goes down this branch only
+      then_branch->set_name("then_branch");
+      then_branch->set_type(onnx::AttributeProto::GRAPH);
+      then_branch->mutable_g()->Swap(&inner);
+      auto* else_branch = n->add_attribute();
+      else_branch->set_name("else_branch");
+      else_branch->set_type(onnx::AttributeProto::GRAPH);
+      else_branch->mutable_g()->set_name("leaf");
+      inner = std::move(outer);
+    }
+    *b.m.mutable_graph()->add_node() = inner.node(0);
+    return b;
+  };
+  std::string e = import_error(nest(1000).save(dir, "deep"));
+  expect_named(e, "deep", "is not an ONNX model (protobuf parse failed");
+  e = import_error(nest(3).save(dir, "shallow"));
+  show(e);
+  EXPECT_FALSE(e.empty());
+  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+}
+
 // ---- opsets and operators ---------------------------------------------------
 
 TEST(HostileModel, WrongOrFutureOpsetAndForeignDomains) {
