@@ -44,7 +44,8 @@ Outputs Gather(const OpContext& c) {
   uint8_t* dst = y.bytes.data();
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t k : idx) {
-      std::memcpy(dst, x.bytes.data() + (o * len + checked_index(c, k, len)) * inner_bytes, size_t(inner_bytes));
+      const int64_t from = (o * len + checked_index(c, k, len)) * inner_bytes;
+      if (inner_bytes > 0) std::memcpy(dst, x.bytes.data() + from, size_t(inner_bytes));  // empty: no pointer
       dst += inner_bytes;
     }
   return single(std::move(y));
