@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -101,6 +102,24 @@ void check_for_inference(const std::string& op, onnx::InferenceContext& c) {
     if (const auto* a = c.getAttribute("batch_dims"); a && a->i() < 0)
       fail_shape_inference("batch_dims ", a->i(), " must be >= 0");
   }
+  if (op == "DepthToSpace" || op == "SpaceToDepth") {  // ONNX squares it: overflow, then a division by 0
+    if (const auto* a = c.getAttribute("blocksize"); a && (a->i() < 1 || a->i() > 65536))
+      fail_shape_inference("blocksize ", a->i(), " is not in [1, 65536]");
+  }
+  // Inputs whose length becomes a rank (a shape, axes, pads, scales): ONNX
+  // makes one dimension per element, so a length of 2^49 exhausts memory.
+  static const std::map<std::string, std::vector<size_t>> rank_inputs = {
+      {"Expand", {1}}, {"Reshape", {1}}, {"ConstantOfShape", {0}}, {"Tile", {1}}, {"Upsample", {1}},
+      {"Resize", {1, 2, 3}}, {"Slice", {1, 2, 3, 4}}, {"Pad", {1}}, {"Squeeze", {1}}, {"Unsqueeze", {1}},
+      {"ReduceSum", {1}}, {"ReduceMean", {1}}, {"ReduceMax", {1}}, {"ReduceMin", {1}}, {"ReduceProd", {1}}};
+  if (auto it = rank_inputs.find(op); it != rank_inputs.end())
+    for (size_t i : it->second) {
+      const onnx::TypeProto* t = i < c.getNumInputs() ? c.getInputType(i) : nullptr;
+      if (rank_of(t) < 1) continue;
+      const auto& d = t->tensor_type().shape().dim(0);
+      if (d.has_dim_value() && d.dim_value() > 1024)
+        fail_shape_inference("input ", i, " holds ", d.dim_value(), " values where a rank's worth is expected");
+    }
   if (!is_window_op(op)) return;
   // Ranks: X is N x C x D1..Dn (n >= 1); a weight has X's rank.
   const int r = rank_of(c.getInputType(0));
