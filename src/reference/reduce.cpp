@@ -23,11 +23,12 @@ template <Kind K, class A> A initial() {
 template <Kind K, class A> A combine(A acc, A v) {
   if constexpr (K == Kind::Max) return v > acc || std::isnan(double(v)) ? v : acc;
   if constexpr (K == Kind::Min) return v < acc || std::isnan(double(v)) ? v : acc;
-  if constexpr (K == Kind::Prod) return acc * v;
-  if constexpr (K == Kind::L1) return acc + (v < 0 ? -v : v);
-  if constexpr (K == Kind::L2 || K == Kind::SumSquare) return acc + v * v;
+  // Integers wrap around (wrap_*: signed overflow would be undefined).
+  if constexpr (K == Kind::Prod) return wrap_mul(acc, v);
+  if constexpr (K == Kind::L1) return wrap_add(acc, v < 0 ? wrap_sub(A(0), v) : v);
+  if constexpr (K == Kind::L2 || K == Kind::SumSquare) return wrap_madd(acc, v, v);
   if constexpr (K == Kind::LogSumExp) return acc + A(std::exp(double(v)));
-  return acc + v;  // Sum, Mean, LogSum
+  return wrap_add(acc, v);  // Sum, Mean, LogSum
 }
 
 template <Kind K, class A> A finish(A acc, int64_t count) {
