@@ -54,6 +54,7 @@ struct RunArgs {
   double tolerance = 1e-4;
   std::string json_path;
   std::string output_dir;  // writes output_N.pb there
+  bool profile = false;    // per-node device times (cli/profile_report.h)
 };
 void add_run_options(CLI::App& app, RunArgs& a);
 int run_command(const RunArgs& a);

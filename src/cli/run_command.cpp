@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/profile_report.h"
 #include "cli/progress.h"
 #include "import/onnx_import.h"
 #include "runtime/cpu_executor.h"
@@ -44,6 +45,7 @@ void add_run_options(CLI::App& app, RunArgs& a) {
   app.add_option("--bench", a.bench, "time N runs after warm-up");
   app.add_option("--json", a.json_path, "write the report as JSON");
   app.add_option("--output", a.output_dir, "write the outputs as output_N.pb into this folder");
+  app.add_flag("--profile", a.profile, "time every node from OpenCL events, per operator type, with GFLOP/s and GB/s");
 }
 
 namespace {
@@ -153,6 +155,18 @@ int run_command(const RunArgs& a) {
     fallback = session.fallback_nodes();
     if (a.bench > 0) timing = time_runs(a.bench, [&] { session.run(inputs); });
     report["device"] = device->info().name + " (" + device->info().platform + ")";
+    if (a.profile) {
+      runtime::SessionOptions po;
+      po.profile = true;
+      runtime::Session profiled(g, pin, plan, device, po);
+      profiled.run(inputs);  // warm-up
+      std::vector<std::vector<runtime::NodeTime>> runs;
+      for (int i = 0; i < 5; ++i) {
+        profiled.run(inputs);
+        runs.push_back(profiled.node_times());
+      }
+      report["profile"] = profile_report(runs, runtime::measure_ceilings(*device));
+    }
     if (a.guard) {
       runtime::SessionOptions go;
       go.guard = true;
@@ -203,6 +217,7 @@ int run_command(const RunArgs& a) {
               << " ms over " << a.bench << " runs\n";
   if (a.check) std::cout << "rel error   " << std::scientific << std::setprecision(2) << rel_error << "\n";
   if (a.guard) std::cout << "guard       " << (guard_violations ? "VIOLATIONS" : "clean") << "\n";
+  if (report.contains("profile")) print_profile(report["profile"], std::cout);
   if (!a.json_path.empty()) {
     std::ofstream f(a.json_path);
     if (!f) throw Error("cannot write '" + a.json_path + "'");

@@ -18,6 +18,7 @@ const OpTable& table() {
     register_shape_ops(t);
     register_indexing(t);
     register_resize(t);
+    register_fused(t);
     return t;
   }();
   return t;
@@ -47,8 +48,10 @@ std::vector<HostTensor> evaluate(const Node& node, const std::vector<const HostT
              ") has no data or the wrong number of bytes");
   }
   const std::vector<std::string>& known = it->second.attrs;
+  // texplan_* attributes are the optimizer's notes to executors (texplan_elided).
   for (const auto& [name, value] : node.attrs)
-    if (std::find(known.begin(), known.end(), name) == known.end()) c.fail("unsupported attribute '" + name + "'");
+    if (name.rfind("texplan_", 0) != 0 && std::find(known.begin(), known.end(), name) == known.end())
+      c.fail("unsupported attribute '" + name + "'");
   std::vector<HostTensor> out;
   try {
     out = it->second.fn(c);

@@ -171,8 +171,19 @@ Device::Device(cl_device_id id, DeviceInfo info) : info_(std::move(info)), id_(i
   check(s, "clCreateCommandQueue on " + info_.name);
 }
 
+cl_command_queue Device::profiling_queue() {
+  std::lock_guard<std::mutex> lock(programs_mutex_);
+  if (!profiling_queue_) {
+    cl_int s = CL_SUCCESS;
+    profiling_queue_ = clCreateCommandQueue(context_, id_, CL_QUEUE_PROFILING_ENABLE, &s);
+    check(s, "clCreateCommandQueue(CL_QUEUE_PROFILING_ENABLE) on " + info_.name);
+  }
+  return profiling_queue_;
+}
+
 Device::~Device() {
   for (auto& [file, prog] : programs_) clReleaseProgram(prog);
+  if (profiling_queue_) clReleaseCommandQueue(profiling_queue_);
   if (queue_) clReleaseCommandQueue(queue_);
   if (context_) clReleaseContext(context_);
 }

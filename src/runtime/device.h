@@ -43,6 +43,9 @@ class Device {
   cl_device_id id() const { return id_; }
   cl_context context() const { return context_; }
   cl_command_queue queue() const { return queue_; }
+  // A second in-order queue with CL_QUEUE_PROFILING_ENABLE, created on first
+  // use, for profiled runs (event timestamps); the plain queue stays lean.
+  cl_command_queue profiling_queue();
 
   // The program built from src/kernels/<file> with extra build options
   // `defines` (e.g. "-DWPT=2"), built on first use and cached for the life of
@@ -57,6 +60,7 @@ class Device {
   cl_device_id id_ = nullptr;
   cl_context context_ = nullptr;
   cl_command_queue queue_ = nullptr;
+  cl_command_queue profiling_queue_ = nullptr;
   std::mutex programs_mutex_;
   std::vector<std::pair<std::string, cl_program>> programs_;
 };

@@ -9,6 +9,7 @@
 
 #include "reference/reference_ops.h"
 #include "runtime/ops.h"
+#include "runtime/profile.h"
 
 namespace texplan::runtime {
 
@@ -49,6 +50,7 @@ struct Session::Impl {
   };
 
   std::shared_ptr<Device> dev;
+  cl_command_queue q = nullptr;  // the device's queue, or its profiling queue
   SessionOptions opt;
   Graph graph;  // metadata, plus the values of constants the CPU steps and outputs read
   PlanInput pin;
@@ -106,7 +108,7 @@ struct Session::Impl {
     cl_int s = CL_SUCCESS;
     cl_mem m = clCreateBuffer(dev->context(), CL_MEM_READ_ONLY, bytes, nullptr, &s);
     if (s == CL_SUCCESS && !w.value.bytes.empty())
-      s = clEnqueueWriteBuffer(dev->queue(), m, CL_TRUE, 0, w.value.bytes.size(), w.value.bytes.data(), 0, nullptr,
+      s = clEnqueueWriteBuffer(q, m, CL_TRUE, 0, w.value.bytes.size(), w.value.bytes.data(), 0, nullptr,
                                nullptr);
     if (s != CL_SUCCESS) {
       if (m) clReleaseMemObject(m);
@@ -138,8 +140,8 @@ struct Session::Impl {
         pools.push_back(m);
         pool_bytes += pool.bytes;
         const cl_uchar zero = 0;
-        s = clEnqueueFillBuffer(dev->queue(), m, &zero, 1, 0, size_t(pool.bytes), 0, nullptr, nullptr);
-        if (s == CL_SUCCESS) s = clFinish(dev->queue());
+        s = clEnqueueFillBuffer(q, m, &zero, 1, 0, size_t(pool.bytes), 0, nullptr, nullptr);
+        if (s == CL_SUCCESS) s = clFinish(q);
       }
       if (s != CL_SUCCESS)
         throw Error(what + ": " + cl_error_name(s) + (out_of_memory(s) ? " (out of device memory)" : ""));
@@ -208,7 +210,7 @@ struct Session::Impl {
   void read(int t, HostTensor& into) {
     if (into.bytes.empty()) return;
     Location l = locate(graph, t);
-    check(clEnqueueReadBuffer(dev->queue(), l.mem, CL_TRUE, size_t(l.byte_offset), into.bytes.size(),
+    check(clEnqueueReadBuffer(q, l.mem, CL_TRUE, size_t(l.byte_offset), into.bytes.size(),
                               into.bytes.data(), 0, nullptr, nullptr),
           model() + ": reading " + graph.tensors[t].name);
   }
@@ -244,17 +246,22 @@ struct Session::Impl {
                     " does not match tensor " + want.name + " " + to_string(want.dtype) + " " + to_string(want.shape));
       if (outs[k].bytes.empty()) continue;
       Location l = locate(graph, t);
-      check(clEnqueueWriteBuffer(dev->queue(), l.mem, CL_TRUE, size_t(l.byte_offset), outs[k].bytes.size(),
+      check(clEnqueueWriteBuffer(q, l.mem, CL_TRUE, size_t(l.byte_offset), outs[k].bytes.size(),
                                  outs[k].bytes.data(), 0, nullptr, nullptr),
             at_node(s.node) + ": writing " + want.name);
     }
   }
 
-  void enqueue(const Step& s) {
+  // `events` (profile mode) receives one event per launch.
+  void enqueue(const Step& s, std::vector<cl_event>* events = nullptr) {
     for (const Launch& l : s.launches) {
-      cl_int e = clEnqueueNDRangeKernel(dev->queue(), l.kernel, l.dims, nullptr, l.global,
-                                        l.has_local ? l.local : nullptr, 0, nullptr, nullptr);
-      if (e != CL_SUCCESS) throw Error(at_node(s.node) + ": enqueueing kernel " + l.name + ": " + cl_error_name(e));
+      cl_event* ev = events ? &events->emplace_back() : nullptr;
+      cl_int e = clEnqueueNDRangeKernel(q, l.kernel, l.dims, nullptr, l.global,
+                                        l.has_local ? l.local : nullptr, 0, nullptr, ev);
+      if (e != CL_SUCCESS) {
+        if (ev) events->pop_back();
+        throw Error(at_node(s.node) + ": enqueueing kernel " + l.name + ": " + cl_error_name(e));
+      }
     }
   }
 
@@ -263,7 +270,7 @@ struct Session::Impl {
     const plan::Placement& p = plan.placements[r];
     std::vector<uint8_t> b(size_t(pin.records[r].bytes));
     if (!b.empty())
-      check(clEnqueueReadBuffer(dev->queue(), pools[p.pool], CL_TRUE, size_t(p.offset), b.size(), b.data(), 0,
+      check(clEnqueueReadBuffer(q, pools[p.pool], CL_TRUE, size_t(p.offset), b.size(), b.data(), 0,
                                 nullptr, nullptr),
             model() + ": guard readback of " + pin.records[r].name);
     return b;
@@ -273,13 +280,13 @@ struct Session::Impl {
     const cl_uchar nan = 0xFF;  // 0xFFFFFFFF is a NaN
     for (size_t p = 0; p < pools.size(); ++p)
       if (pools[p])
-        check(clEnqueueFillBuffer(dev->queue(), pools[p], &nan, 1, 0, size_t(plan.pools[p].bytes), 0, nullptr, nullptr),
+        check(clEnqueueFillBuffer(q, pools[p], &nan, 1, 0, size_t(plan.pools[p].bytes), 0, nullptr, nullptr),
               model() + ": poisoning pool " + std::to_string(p));
     shadows.assign(pin.records.size(), {});
   }
 
   void guard_after(int step) {
-    check(clFinish(dev->queue()), at_node(step));
+    check(clFinish(q), at_node(step));
     const std::vector<int>& writes = steps[step].writes;
     for (int r = 0; r < int(pin.records.size()); ++r) {
       const plan::UsageRecord& rec = pin.records[r];
@@ -308,6 +315,7 @@ Session::Session(const Graph& g, const PlanInput& pin, const plan::MemoryPlan& p
   Impl& m = *impl_;
   m.dev = std::move(device);
   m.opt = options;
+  m.q = options.profile ? m.dev->profiling_queue() : m.dev->queue();
   m.graph.model_name = g.model_name;
   m.pin = pin;
   m.plan = plan;
@@ -338,7 +346,7 @@ std::vector<HostTensor> Session::run(const std::vector<HostTensor>& inputs) {
                   ", got " + to_string(inputs[i].dtype) + " " + to_string(inputs[i].shape));
   }
   auto start = std::chrono::steady_clock::now();
-  cl_command_queue q = m.dev->queue();
+  cl_command_queue q = m.q;
   std::vector<HostTensor> outs;
   // Input writes and output reads are asynchronous: when anything below
   // throws (a lost device, a failed enqueue), wait for the queue before
@@ -368,17 +376,21 @@ std::vector<HostTensor> Session::run(const std::vector<HostTensor>& inputs) {
   }
 
   m.times.clear();
-  if (m.opt.profile) m.check(clFinish(q), m.model() + ": writing inputs");
+  ProfileEvents profiled;  // profile mode: events per step, released on every path
   for (const Impl::Step& s : m.steps) {
     auto node_start = std::chrono::steady_clock::now();
+    std::vector<cl_event>* events = m.opt.profile ? &profiled.step() : nullptr;
     if (s.cpu) m.run_on_cpu(s);
-    else m.enqueue(s);
+    else m.enqueue(s, events);
     if (m.opt.profile) {
-      m.check(clFinish(q), m.at_node(s.node));
       const Node& n = g.nodes[s.node];
-      m.times.push_back({n.name, n.op_type,
-                         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - node_start).count(),
-                         s.cpu});
+      NodeTime& t = m.times.emplace_back();
+      t.node = n.name, t.op = n.op_type, t.cpu = s.cpu, t.launches = int(s.launches.size());
+      double host_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - node_start).count();
+      if (s.cpu) t.ms = host_ms;
+      else t.enqueue_us = host_ms * 1e3;
+      NodeCost c = node_cost(g, n);
+      t.flops = c.flops, t.bytes = c.bytes;
     }
     if (m.opt.guard) m.guard_after(s.node);
   }
@@ -399,6 +411,7 @@ std::vector<HostTensor> Session::run(const std::vector<HostTensor>& inputs) {
             m.model() + ": reading output " + meta.name);
   }
   m.check(clFinish(q), m.model() + ": running");
+  if (m.opt.profile) profiled.device_times(m.times);
   m.last_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return outs;
 }

@@ -35,14 +35,19 @@ struct SessionOptions {
   // are compared with what its producer left. Slow (a sync and readback per
   // node); violations are reported by guard_violations(), not thrown.
   bool guard = false;
-  // Waits after every node to time it (node_times()); slows the run.
+  // Times every node from OpenCL profiling events (node_times()) on the
+  // device's profiling queue: no host sync between nodes; CPU fallback nodes
+  // are timed on the host.
   bool profile = false;
 };
 
 struct NodeTime {
   std::string node, op;
-  double ms = 0;
-  bool cpu = false;  // ran on the CPU fallback
+  double ms = 0;            // device time: first kernel start to last kernel end (host time on the CPU)
+  bool cpu = false;         // ran on the CPU fallback
+  int launches = 0;         // kernels enqueued
+  double enqueue_us = 0;    // host time inside clEnqueueNDRangeKernel for them
+  double flops = 0, bytes = 0;  // work of the node (runtime/profile.h: node_cost)
 };
 
 // Bytes [begin, end) of `pool` (the span of the changed bytes) that belong

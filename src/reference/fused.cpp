@@ -1,0 +1,135 @@
+// Fused operators of the optimizer (docs/fused-ops.md): FusedConv,
+// FusedMatMul, FusedElementwise. Each runs its unfused core (Conv, MatMul)
+// through the reference table, then the epilogue program elementwise, so the
+// fused result means exactly what the unfused ONNX ops mean.
+#include "graph/epilogue.h"
+#include "reference/ops.h"
+
+namespace texplan::reference {
+namespace {
+
+Epilogue program_of(const OpContext& c) {
+  try {
+    return Epilogue::parse(c.node);
+  } catch (const Error& e) {
+    throw OpError(e.what());  // already names the node
+  }
+}
+
+// Checks that the program reads no operand beyond x0..x<k>.
+void check_operands(const OpContext& c, const Epilogue& e, size_t extra_inputs) {
+  if (size_t(e.inputs()) > extra_inputs + 1)
+    c.fail("program reads x" + std::to_string(e.inputs() - 1) + " but the node has " + std::to_string(extra_inputs) +
+           " epilogue inputs");
+}
+
+// y[i] = program(y[i], E1[i], ..., Ek[i]); each Ej already has y's shape.
+void apply_epilogue(const Epilogue& e, HostTensor& y, const std::vector<HostTensor>& extra) {
+  if (e.code.empty()) return;
+  float* py = y.data<float>();
+  std::vector<float> x(extra.size() + 1);
+  for (int64_t i = 0; i < y.count(); ++i) {
+    x[0] = py[i];
+    for (size_t j = 0; j < extra.size(); ++j) x[j + 1] = extra[j].data<float>()[i];
+    py[i] = e.eval(x.data());
+  }
+}
+
+// A node like `n` with another op type, only the named attributes and the
+// given inputs (the unfused core).
+Node core_node(const Node& n, const std::string& op, const std::vector<std::string>& keep, size_t input_count) {
+  Node core;
+  core.name = n.name;
+  core.op_type = op;
+  for (const auto& k : keep)
+    if (n.has(k)) core.attrs[k] = n.attrs.at(k);
+  core.inputs.assign(n.inputs.begin(), n.inputs.begin() + std::min(input_count, n.inputs.size()));
+  core.outputs = n.outputs;
+  return core;
+}
+
+const std::vector<std::string> kConvAttrs = {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"};
+
+Outputs FusedConv(const OpContext& c) {
+  const Epilogue e = program_of(c);
+  if (c.input_count() < 2) c.fail("needs X and W");
+  require_dtype(c, c.input(0), DataType::Float32, "X");
+  std::vector<const HostTensor*> core_in = {&c.input(0), &c.input(1), c.has_input(2) ? &c.input(2) : nullptr};
+  Outputs out = evaluate(core_node(c.node, "Conv", kConvAttrs, 3), core_in);
+  HostTensor& y = out[0];
+  std::vector<HostTensor> extra;
+  for (size_t j = 3; j < c.input_count(); ++j) {
+    const HostTensor& t = c.input(j);
+    require_dtype(c, t, DataType::Float32, "epilogue input");
+    if (t.shape != y.shape)
+      c.fail("epilogue input " + std::to_string(j - 2) + " has shape " + to_string(t.shape) + ", Y has " +
+             to_string(y.shape));
+    extra.push_back(t);
+  }
+  check_operands(c, e, extra.size());
+  apply_epilogue(e, y, extra);
+  return out;
+}
+
+Outputs FusedMatMul(const OpContext& c) {
+  const Epilogue e = program_of(c);
+  if (c.input_count() < 2) c.fail("needs A and B");
+  const HostTensor &a = c.input(0), &b0 = c.input(1);
+  require_dtype(c, a, DataType::Float32, "A");
+  const bool trans_b = c.node.get_int("transB", 0) != 0;
+  HostTensor b_t;
+  if (trans_b) {
+    if (b0.shape.size() != 2) c.fail("transB needs a 2-D B, got " + to_string(b0.shape));
+    b_t = transpose(c, b0, {1, 0});
+  }
+  Outputs out = evaluate(core_node(c.node, "MatMul", {}, 2), {&a, trans_b ? &b_t : &b0});
+  HostTensor& y = out[0];
+  std::vector<HostTensor> extra;
+  for (size_t j = 2; j < c.input_count(); ++j) {
+    const HostTensor& t = c.input(j);
+    require_dtype(c, t, DataType::Float32, "epilogue input");
+    if (broadcast_shapes(c, {t.shape, y.shape}) != y.shape)
+      c.fail("epilogue input " + std::to_string(j - 1) + " of shape " + to_string(t.shape) +
+             " does not broadcast to Y's " + to_string(y.shape));
+    extra.push_back(broadcast_to(c, t, y.shape));
+  }
+  check_operands(c, e, extra.size());
+  apply_epilogue(e, y, extra);
+  return out;
+}
+
+Outputs FusedElementwise(const OpContext& c) {
+  const Epilogue e = program_of(c);
+  if (c.input_count() == 0) c.fail("needs at least one input");
+  std::vector<Shape> shapes;
+  for (size_t j = 0; j < c.input_count(); ++j) {
+    require_dtype(c, c.input(j), DataType::Float32, "input");
+    shapes.push_back(c.input(j).shape);
+  }
+  const Shape shape = broadcast_shapes(c, shapes);
+  if (size_t(e.inputs()) > c.input_count())
+    c.fail("program reads x" + std::to_string(e.inputs() - 1) + " but the node has " +
+           std::to_string(c.input_count()) + " inputs");
+  std::vector<HostTensor> in;
+  for (size_t j = 0; j < c.input_count(); ++j) in.push_back(broadcast_to(c, c.input(j), shape));
+  HostTensor y(DataType::Float32, shape);
+  float* py = y.data<float>();
+  std::vector<float> x(in.size());
+  for (int64_t i = 0; i < y.count(); ++i) {
+    for (size_t j = 0; j < in.size(); ++j) x[j] = in[j].data<float>()[i];
+    py[i] = e.eval(x.data());
+  }
+  return single(std::move(y));
+}
+
+}  // namespace
+
+void register_fused(OpTable& t) {
+  std::vector<std::string> conv_attrs = kConvAttrs;
+  conv_attrs.push_back("program");
+  t["FusedConv"] = {FusedConv, conv_attrs};
+  t["FusedMatMul"] = {FusedMatMul, {"transB", "program"}};
+  t["FusedElementwise"] = {FusedElementwise, {"program"}};
+}
+
+}  // namespace texplan::reference

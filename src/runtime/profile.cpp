@@ -1,0 +1,143 @@
+#include "runtime/profile.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "runtime/session.h"
+
+namespace texplan::runtime {
+
+NodeCost node_cost(const Graph& g, const Node& n) {
+  NodeCost c;
+  std::set<int> seen;
+  for (int t : n.inputs)
+    if (t >= 0 && seen.insert(t).second) c.bytes += double(g.tensors[t].bytes());
+  for (int t : n.outputs)
+    if (t >= 0 && seen.insert(t).second) c.bytes += double(g.tensors[t].bytes());
+  auto in = [&](size_t k) -> const Shape* {
+    return k < n.inputs.size() && n.inputs[k] >= 0 ? &g.tensors[n.inputs[k]].shape : nullptr;
+  };
+  const Shape* y = n.outputs.empty() || n.outputs[0] < 0 ? nullptr : &g.tensors[n.outputs[0]].shape;
+  const Shape *a = in(0), *b = in(1);
+  if (!y || !a || !b) return c;
+  auto tail = [](const Shape& s, size_t from) {  // product of dims [from, end)
+    double p = 1;
+    for (size_t k = from; k < s.size(); ++k) p *= double(s[k]);
+    return p;
+  };
+  const std::string& op = n.op_type;
+  if (op == "Conv" || op == "FusedConv") {
+    c.flops = 2 * tail(*y, 0) * tail(*b, 1);  // W: [OC, C/groups, k...]
+  } else if (op == "ConvTranspose") {
+    c.flops = 2 * tail(*a, 0) * tail(*b, 1);  // W: [C, OC/groups, k...]: every input pixel hits every tap
+  } else if (op == "Gemm") {
+    bool ta = n.get_int("transA", 0) != 0;
+    if (a->size() == 2) c.flops = 2 * tail(*y, 0) * double(ta ? (*a)[0] : (*a)[1]);
+  } else if (op == "MatMul" || op == "FusedMatMul") {
+    c.flops = 2 * tail(*y, 0) * double(a->back());
+  }
+  return c;
+}
+
+ProfileEvents::~ProfileEvents() {
+  for (auto& s : steps_)
+    for (cl_event e : s) clReleaseEvent(e);
+}
+
+void ProfileEvents::device_times(std::vector<NodeTime>& times) const {
+  for (size_t k = 0; k < steps_.size() && k < times.size(); ++k) {
+    if (steps_[k].empty()) continue;
+    cl_ulong first = ~cl_ulong(0), last = 0;
+    for (cl_event e : steps_[k]) {
+      cl_ulong s = 0, t = 0;
+      if (clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof s, &s, nullptr) != CL_SUCCESS ||
+          clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof t, &t, nullptr) != CL_SUCCESS)
+        continue;
+      first = std::min(first, s);
+      last = std::max(last, t);
+    }
+    if (last >= first) times[k].ms = double(last - first) * 1e-6;
+  }
+}
+
+namespace {
+
+void check(cl_int s, const char* what) {
+  if (s != CL_SUCCESS) throw Error(std::string("measuring the device's ceilings: ") + what + ": " + cl_error_name(s));
+}
+
+// Best of `reps` timed runs of one kernel, in seconds.
+double best_seconds(cl_command_queue q, cl_kernel k, size_t global, int reps) {
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    cl_event e = nullptr;
+    check(clEnqueueNDRangeKernel(q, k, 1, nullptr, &global, nullptr, 0, nullptr, &e), "clEnqueueNDRangeKernel");
+    cl_int s = clWaitForEvents(1, &e);
+    cl_ulong t0 = 0, t1 = 0;
+    if (s == CL_SUCCESS) s = clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof t0, &t0, nullptr);
+    if (s == CL_SUCCESS) s = clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof t1, &t1, nullptr);
+    clReleaseEvent(e);
+    check(s, "kernel timing");
+    if (r > 0) best = std::min(best, double(t1 - t0) * 1e-9);  // the first run warms up
+  }
+  return best;
+}
+
+}  // namespace
+
+Ceilings measure_ceilings(Device& dev) {
+  static std::mutex mutex;
+  static std::map<const Device*, Ceilings> measured;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = measured.find(&dev); it != measured.end()) return it->second;
+
+  const bool gpu = dev.info().type == "gpu";
+  cl_command_queue q = dev.profiling_queue();
+  cl_program prog = dev.program("ceiling.cl");
+  cl_int s = CL_SUCCESS;
+  Ceilings c;
+  size_t bytes = gpu ? (256u << 20) : (64u << 20);
+  if (dev.info().profile.max_alloc_bytes > 0)
+    bytes = std::min<size_t>(bytes, size_t(dev.info().profile.max_alloc_bytes) / 2);
+  cl_mem a = clCreateBuffer(dev.context(), CL_MEM_READ_WRITE, bytes, nullptr, &s);
+  check(s, "clCreateBuffer");
+  cl_mem b = clCreateBuffer(dev.context(), CL_MEM_READ_WRITE, bytes, nullptr, &s);
+  cl_kernel copy = nullptr, fma = nullptr;
+  try {
+    check(s, "clCreateBuffer");
+    const cl_uchar zero = 0;
+    check(clEnqueueFillBuffer(q, a, &zero, 1, 0, bytes, 0, nullptr, nullptr), "clEnqueueFillBuffer");
+    check(clEnqueueFillBuffer(q, b, &zero, 1, 0, bytes, 0, nullptr, nullptr), "clEnqueueFillBuffer");
+    copy = clCreateKernel(prog, "stream_copy", &s);
+    check(s, "clCreateKernel(stream_copy)");
+    check(clSetKernelArg(copy, 0, sizeof a, &a), "clSetKernelArg");
+    check(clSetKernelArg(copy, 1, sizeof b, &b), "clSetKernelArg");
+    c.gbps = 2.0 * double(bytes) / best_seconds(q, copy, bytes / 16, 4) * 1e-9;
+
+    fma = clCreateKernel(prog, "fma_loop", &s);
+    check(s, "clCreateKernel(fma_loop)");
+    const size_t items = size_t(std::max(1, dev.info().compute_units)) * (gpu ? 2048 : 1024);
+    const cl_int iters = gpu ? 4096 : 2048;
+    const cl_float scale = 0.999f;
+    check(clSetKernelArg(fma, 0, sizeof b, &b), "clSetKernelArg");
+    check(clSetKernelArg(fma, 1, sizeof iters, &iters), "clSetKernelArg");
+    check(clSetKernelArg(fma, 2, sizeof scale, &scale), "clSetKernelArg");
+    c.gflops = 16.0 * double(items) * double(iters) / best_seconds(q, fma, items, 4) * 1e-9;
+  } catch (...) {
+    if (copy) clReleaseKernel(copy);
+    if (fma) clReleaseKernel(fma);
+    clReleaseMemObject(a);
+    if (b) clReleaseMemObject(b);
+    throw;
+  }
+  clReleaseKernel(copy);
+  clReleaseKernel(fma);
+  clReleaseMemObject(a);
+  clReleaseMemObject(b);
+  measured[&dev] = c;
+  return c;
+}
+
+}  // namespace texplan::runtime
