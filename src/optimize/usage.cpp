@@ -2,27 +2,9 @@
 
 #include <algorithm>
 
+#include "optimize/sharing.h"
+
 namespace texplan {
-namespace {
-
-bool is_alias_op(const std::string& op) {
-  return op == "Identity" || op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze";
-}
-
-}  // namespace
-
-std::vector<int> alias_roots(const Graph& g) {
-  std::vector<int> root(g.tensors.size());
-  for (size_t t = 0; t < root.size(); ++t) root[t] = int(t);
-  for (const auto& n : g.nodes) {  // execution order: a root is resolved before its aliases
-    if (!is_alias_op(n.op_type) || n.inputs.empty() || n.outputs.empty()) continue;
-    int in = n.inputs[0], out = n.outputs[0];
-    if (in < 0 || out < 0 || g.tensors[in].is_constant) continue;
-    if (g.tensors[in].dtype != g.tensors[out].dtype || g.tensors[in].bytes() != g.tensors[out].bytes()) continue;
-    root[out] = root[in];
-  }
-  return root;
-}
 
 plan::TextureExtent texture_extent(const Shape& s) {
   plan::TextureExtent e;
@@ -35,7 +17,9 @@ plan::TextureExtent texture_extent(const Shape& s) {
 PlanInput make_usage_records(const Graph& g, const UsageOptions& opt) {
   PlanInput p;
   p.steps = int32_t(std::max<size_t>(g.nodes.size(), 1));
-  p.alias_root = alias_roots(g);
+  StorageSharing sharing = storage_sharing(g);
+  p.alias_root = std::move(sharing.root);
+  p.alias_offset = std::move(sharing.offset);
   const int32_t last_step = p.steps - 1;
   const size_t nt = g.tensors.size();
 

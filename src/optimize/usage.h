@@ -16,9 +16,9 @@ struct UsageOptions {
   const plan::DeviceProfile* device = nullptr;  // image limits for TextureMode::Auto
 };
 
-// Output tensor of Identity/Reshape/Flatten/Squeeze/Unsqueeze shares the
-// bytes of its input: no copy, no kernel. Returns, per tensor, the tensor
-// whose storage it uses (itself if none).
+// Per tensor, the tensor whose storage it uses (itself if none):
+// storage_sharing(g).root (optimize/sharing.h: aliases such as Reshape,
+// zero-copy concat, in-place writes).
 std::vector<int> alias_roots(const Graph& g);
 
 // Texture extent of a 4D NCHW fp32 activation, channels packed by 4 into
@@ -29,6 +29,7 @@ struct PlanInput {
   std::vector<plan::UsageRecord> records;
   std::vector<int> record_of_tensor;  // tensor id -> record index, -1 for constants
   std::vector<int> alias_root;        // tensor id -> storage owner tensor id
+  std::vector<int64_t> alias_offset;  // tensor id -> byte offset inside its owner's storage
   int32_t steps = 0;                  // number of execution steps (= nodes)
 };
 

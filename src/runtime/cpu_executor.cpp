@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "optimize/sharing.h"
 #include "reference/reference_ops.h"
 
 namespace texplan::runtime {
@@ -33,7 +34,7 @@ uint8_t* CpuExecutor::place(int t) {
   int r = in_.record_of_tensor[t];
   const auto& pl = plan_.placements[r];
   // Textures keep their values linearly at the start of their pool or view.
-  return pools_[pl.pool].data() + pl.offset;
+  return pools_[pl.pool].data() + pl.offset + (in_.alias_offset.empty() ? 0 : in_.alias_offset[t]);
 }
 
 HostTensor CpuExecutor::read(int t) const {
@@ -56,8 +57,7 @@ std::vector<HostTensor> CpuExecutor::run(const std::vector<HostTensor>& inputs) 
   check_inputs(g_, inputs);
   for (size_t i = 0; i < inputs.size(); ++i) write(g_.inputs[i], inputs[i]);
   for (const auto& n : g_.nodes) {
-    bool alias = !n.outputs.empty() && n.outputs[0] >= 0 && in_.alias_root[n.outputs[0]] != n.outputs[0];
-    if (alias) continue;  // zero-copy: the output already holds the bytes
+    if (writes_nothing(n, in_.alias_root, in_.alias_offset)) continue;  // zero-copy: the output already holds the bytes
     std::vector<HostTensor> vals;
     std::vector<const HostTensor*> args;
     vals.reserve(n.inputs.size());

@@ -93,9 +93,10 @@ struct Session::Impl {
     int r = root(t);
     if (g.tensors[r].is_constant) return {weight(g, r), 0};
     const plan::Placement& p = plan.placements.at(record(t));
-    if (p.offset + g.tensors[t].bytes() > plan.pools.at(p.pool).bytes)
+    const int64_t offset = p.offset + (pin.alias_offset.empty() ? 0 : pin.alias_offset.at(t));  // zero-copy concat slice
+    if (offset + g.tensors[t].bytes() > plan.pools.at(p.pool).bytes)
       throw Error(model() + ": tensor " + g.tensors[t].name + " does not fit pool " + std::to_string(p.pool));
-    return {pools.at(p.pool), p.offset};
+    return {pools.at(p.pool), offset};
   }
 
   cl_mem weight(const Graph& g, int t) {
@@ -162,7 +163,7 @@ struct Session::Impl {
         all_constant = all_constant && g.tensors[o].is_constant;
         all_alias = all_alias && root(o) == root(node.inputs[0]);
       }
-      if (all_constant || all_alias) continue;
+      if (all_constant || all_alias || node.get_int("texplan_elided", 0) == 1) continue;  // elided: inputs are views
       try {
         NodeBuilder b(*dev, g, node, [&](int t) { return locate(g, t); });
         if (lower_node(b)) {

@@ -1,0 +1,246 @@
+#include "optimize/sharing.h"
+
+#include <algorithm>
+#include <set>
+
+#include "optimize/usage.h"
+
+namespace texplan {
+namespace {
+
+bool is_alias_op(const std::string& op) {
+  return op == "Identity" || op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze";
+}
+
+const std::set<std::string>& elementwise_in_place_ops() {
+  static const std::set<std::string> ops = {
+      "Relu", "Sigmoid", "Tanh", "Exp",       "Log",         "Sqrt",      "Abs", "Neg", "Erf",  "Reciprocal",
+      "Floor", "Ceil",   "Softplus", "Sign",  "HardSwish",   "HardSigmoid", "LeakyRelu", "Elu", "Gelu", "Clip",
+      "Add",  "Sub",     "Mul",  "Div",       "Pow",         "Max",       "Min", "FusedElementwise"};
+  return ops;
+}
+
+// Inputs before this index are read at other elements than the one written
+// (the core operands of a fused node); from it on, at the written element.
+size_t first_same_index_input(const Node& n) {
+  if (n.op_type == "FusedConv") return 3;
+  if (n.op_type == "FusedMatMul") return 2;
+  if (n.op_type == "Clip") return 0;  // min/max are scalars: never the same shape as Y
+  return 0;
+}
+
+// Parent links: tensor t lives at offset[t] bytes inside parent[t] (-1: own storage).
+struct Forest {
+  std::vector<int> parent;
+  std::vector<int64_t> offset;
+  explicit Forest(size_t n) : parent(n, -1), offset(n, 0) {}
+  // (root, byte offset in root); compresses paths (a link, once set, never changes).
+  std::pair<int, int64_t> resolve(int t) {
+    int64_t off = 0;
+    int r = t;
+    while (parent[r] >= 0) {
+      off += offset[r];
+      r = parent[r];
+    }
+    int64_t rest = off;
+    for (int x = t; parent[x] >= 0;) {
+      const int next = parent[x];
+      const int64_t step = offset[x];
+      if (next != r) {
+        parent[x] = r;
+        offset[x] = rest;
+      }
+      rest -= step;
+      x = next;
+    }
+    return {r, off};
+  }
+};
+
+void place_aliases(const Graph& g, Forest& f) {
+  for (const auto& n : g.nodes) {  // execution order: a root is resolved before its aliases
+    if (!is_alias_op(n.op_type) || n.inputs.empty() || n.outputs.empty()) continue;
+    const int in = n.inputs[0], out = n.outputs[0];
+    if (in < 0 || out < 0 || in == out || g.tensors[in].is_constant) continue;
+    if (g.tensors[in].dtype != g.tensors[out].dtype || g.tensors[in].bytes() != g.tensors[out].bytes()) continue;
+    if (f.parent[out] >= 0) continue;
+    f.parent[out] = in;
+  }
+}
+
+// Concats in the order they claim storage: largest output first, so an
+// earlier (prefix) concat finds its inputs already laid out in a later one.
+std::vector<int> concat_order(const Graph& g) {
+  std::vector<int> order;
+  for (int k = 0; k < int(g.nodes.size()); ++k)
+    if (g.nodes[k].op_type == "Concat" && !g.nodes[k].outputs.empty() && g.nodes[k].outputs[0] >= 0) order.push_back(k);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return g.tensors[g.nodes[a].outputs[0]].bytes() > g.tensors[g.nodes[b].outputs[0]].bytes();
+  });
+  return order;
+}
+
+bool slice_candidate(const Tensor& t) { return !t.is_constant && !t.is_input && !t.is_output && t.producer >= 0; }
+
+// Lays out the inputs of Concat node `k` as views of its output; false (and
+// nothing changed) when the layout does not allow it.
+bool place_concat(const Graph& g, int k, Forest& f) {
+  const Node& n = g.nodes[k];
+  const int out = n.outputs[0];
+  const Tensor& y = g.tensors[out];
+  const int64_t rank = int64_t(y.shape.size());
+  int64_t axis = n.get_int("axis", 0);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank || n.inputs.empty()) return false;
+  // With every dim before the axis 1, the output is its inputs' bytes one after another.
+  for (int64_t d = 0; d < axis; ++d)
+    if (y.shape[d] != 1) return false;
+  if (y.is_constant) return false;
+  std::vector<int64_t> local;
+  int64_t sum = 0;
+  std::set<int> seen;
+  for (int t : n.inputs) {
+    if (t < 0 || !seen.insert(t).second) return false;
+    const Tensor& x = g.tensors[t];
+    if (x.dtype != y.dtype || x.is_constant) return false;
+    local.push_back(sum);
+    sum += x.bytes();
+  }
+  if (sum != y.bytes()) return false;
+
+  // Inputs already contiguous in one storage: the output is a view there.
+  if (f.parent[out] < 0 && !y.is_output && std::all_of(n.inputs.begin(), n.inputs.end(), [&](int t) { return f.parent[t] >= 0; })) {
+    const auto [r0, o0] = f.resolve(n.inputs[0]);
+    bool contiguous = r0 != out;
+    for (size_t i = 0; i < n.inputs.size() && contiguous; ++i) {
+      const auto [r, o] = f.resolve(n.inputs[i]);
+      contiguous = r == r0 && o == o0 + local[i];
+    }
+    if (contiguous && o0 + y.bytes() <= g.tensors[r0].bytes()) {
+      f.parent[out] = r0;
+      f.offset[out] = o0;
+      return true;
+    }
+  }
+
+  const auto [root, base] = f.resolve(out);
+  std::vector<int> to_place;
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const int t = n.inputs[i];
+    if (f.parent[t] < 0 && t != root) {
+      if (!slice_candidate(g.tensors[t])) return false;
+      to_place.push_back(int(i));
+      continue;
+    }
+    const auto [r, o] = f.resolve(t);
+    if (r != root || o != base + local[i]) return false;
+  }
+  for (int i : to_place) {
+    f.parent[n.inputs[i]] = out;
+    f.offset[n.inputs[i]] = local[i];
+  }
+  return true;
+}
+
+bool elided(const Node& n) { return n.op_type == "Concat" && n.get_int("texplan_elided", 0) == 1; }
+
+// Takes each in-place mark whose conditions hold in the graph's order.
+void place_in_place(const Graph& g, Forest& f) {
+  const size_t nt = g.tensors.size();
+  // Per storage root: last step that touches any tensor in it, and whether
+  // it holds a graph input or output (then it must not be overwritten).
+  std::vector<int> last(nt, -1);
+  std::vector<char> io(nt, 0);
+  for (size_t t = 0; t < nt; ++t)
+    if (g.tensors[t].is_input || g.tensors[t].is_output) io[f.resolve(int(t)).first] = 1;
+  for (int k = 0; k < int(g.nodes.size()); ++k)
+    for (const auto* list : {&g.nodes[k].inputs, &g.nodes[k].outputs})
+      for (int t : *list)
+        if (t >= 0) {
+          int& l = last[f.resolve(t).first];
+          l = std::max(l, k);
+        }
+
+  for (int k = 0; k < int(g.nodes.size()); ++k) {
+    const Node& n = g.nodes[k];
+    if (n.get_int("texplan_inplace", 0) != 1 || !may_run_in_place(n) || n.outputs.size() != 1) continue;
+    const int y = n.outputs[0];
+    if (y < 0 || f.parent[y] >= 0 || io[y] || g.tensors[y].is_constant) continue;
+    const Tensor& ty = g.tensors[y];
+    const size_t first_same = first_same_index_input(n);
+    for (size_t j = first_same; j < n.inputs.size(); ++j) {
+      const int x = n.inputs[j];
+      if (x < 0 || x == y) continue;
+      const Tensor& tx = g.tensors[x];
+      if (tx.is_constant || tx.shape != ty.shape || tx.dtype != ty.dtype) continue;
+      const auto [r, ox] = f.resolve(x);
+      if (r == y || io[r] || g.tensors[r].is_constant || last[r] != k) continue;
+      bool overlap = false;  // another input of n in the same storage, read elsewhere
+      for (size_t i = 0; i < n.inputs.size() && !overlap; ++i) {
+        const int t = n.inputs[i];
+        if (i == j || t < 0 || g.tensors[t].is_constant) continue;
+        const auto [ri, oi] = f.resolve(t);
+        if (ri != r) continue;
+        overlap = i < first_same || oi != ox || g.tensors[t].shape != tx.shape;
+      }
+      if (overlap) continue;
+      f.parent[y] = x;
+      f.offset[y] = 0;
+      last[r] = std::max(last[r], last[y]);
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+bool may_run_in_place(const Node& n) {
+  return n.op_type == "FusedConv" || n.op_type == "FusedMatMul" || elementwise_in_place_ops().count(n.op_type);
+}
+
+StorageSharing storage_sharing(const Graph& g) {
+  Forest f(g.tensors.size());
+  place_aliases(g, f);
+  for (int k : concat_order(g))
+    if (elided(g.nodes[k]) && !place_concat(g, k, f))
+      throw Error(g.model_name + ": node " + g.nodes[k].name +
+                  " (Concat): marked texplan_elided, but its inputs cannot be laid out in its output");
+  place_in_place(g, f);
+  StorageSharing s;
+  s.root.resize(g.tensors.size());
+  s.offset.resize(g.tensors.size());
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    std::tie(s.root[t], s.offset[t]) = f.resolve(int(t));
+    if (s.offset[t] + g.tensors[t].bytes() > g.tensors[s.root[t]].bytes())
+      throw Error(g.model_name + ": tensor " + g.tensors[t].name + " does not fit in the storage of " +
+                  g.tensors[s.root[t]].name);
+  }
+  return s;
+}
+
+std::vector<int> elidable_concats(const Graph& g, const std::vector<char>& candidates) {
+  Forest f(g.tensors.size());
+  place_aliases(g, f);
+  std::vector<int> chosen;
+  for (int k : concat_order(g)) {
+    const bool wanted = elided(g.nodes[k]) || candidates.empty() || (size_t(k) < candidates.size() && candidates[k]);
+    if (wanted && place_concat(g, k, f)) chosen.push_back(k);
+  }
+  std::sort(chosen.begin(), chosen.end());
+  return chosen;
+}
+
+bool writes_nothing(const Node& n, const std::vector<int>& root, const std::vector<int64_t>& offset) {
+  if (elided(n)) return true;
+  if (!is_alias_op(n.op_type) || n.inputs.empty() || n.inputs[0] < 0 || root.empty()) return false;
+  for (int o : n.outputs) {
+    if (o < 0) continue;
+    const int i = n.inputs[0];
+    if (root[o] != root[i] || (!offset.empty() && offset[o] != offset[i])) return false;
+  }
+  return true;
+}
+
+std::vector<int> alias_roots(const Graph& g) { return storage_sharing(g).root; }
+
+}  // namespace texplan
