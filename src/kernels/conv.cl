@@ -1,12 +1,17 @@
 // Direct convolutions the GEMM form (gemm.cl) does poorly: depthwise (one
-// input channel per group) and transposed convolution.
+// input channel per group) and transposed convolution. Fused epilogues: see
+// gemm.cl (EPI at the output's linear index).
+#ifndef EPI
+#define EPI(v, i) (v)
+#define EPI_PARAMS
+#endif
 
 // Depthwise: groups == C, OC = C * mult. A work-item computes 4 neighbouring
 // output pixels of one row of one channel, so each weight is read once for 4.
 __kernel void conv2d_depthwise(__global const float* X, int xo, __global const float* Wt, int wo,
                                __global const float* Bias, int bo, __global float* Y, int yo, int has_bias,
                                int C, int H, int W, int OC, int OH, int OW, int KH, int KW, int sh, int sw,
-                               int ph, int pw, int dh, int dw) {
+                               int ph, int pw, int dh, int dw EPI_PARAMS) {
   const int ow0 = get_global_id(0) * 4, oh = get_global_id(1), z = get_global_id(2);
   if (ow0 >= OW || oh >= OH) return;
   const int img = z / OC, oc = z % OC, c = oc / (OC / C);
@@ -25,8 +30,8 @@ __kernel void conv2d_depthwise(__global const float* X, int xo, __global const f
       }
     }
   }
-  __global float* y = Y + yo + ((img * OC + oc) * OH + oh) * OW;
-  for (int j = 0; j < 4 && ow0 + j < OW; ++j) y[ow0 + j] = acc[j];
+  const int y0 = ((img * OC + oc) * OH + oh) * OW + ow0;
+  for (int j = 0; j < 4 && ow0 + j < OW; ++j) Y[yo + y0 + j] = EPI(acc[j], y0 + j);
 }
 
 // Transposed convolution (weight [C, OC/groups, KH, KW]) as a gather: output

@@ -1,49 +1,104 @@
 // Local-memory tiled matrix products: Y = alpha * A(MxK) B(KxN) + beta * C.
-// A work-group of 16x16 work-items computes a TILE x TILE block of Y, each
-// work-item a WPT x WPT block (rows ly+16i, columns lx+16j: coalesced
-// stores). K advances in slices of TK staged in local memory. The program
-// is built with WPT=4 (64x64 tiles) and, for problems too small to fill the
-// device with those, WPT=2 (32x32). The loaders are macros so convolutions
-// read their operands straight from the image (implicit im2col).
+// A work-group of 16x16 work-items computes a TILE_M x TILE_N block of Y,
+// each work-item a WPTM x WPTN block (rows ly+16i, columns lx+16j: coalesced
+// stores, conflict-free local reads). K advances in slices of TK staged in
+// local memory; the next slice's global values are loaded into registers
+// while the current one is multiplied (the loads' latency hides behind the
+// arithmetic). Variants are build options: WPTM, WPTN (default WPT=4: 64x64
+// tiles; 2: 32x32 for small problems; 8: 128-wide tiles for large ones). The
+// loaders are macros so convolutions read their operands straight from the
+// image (implicit im2col).
+//
+// Fused epilogues (runtime/epilogue_cl.h): a generated prelude defines
+// EPI(v, i) and EPI_PARAMS; every store goes through EPI at the output's
+// linear index, reading extra inputs at that index before writing it (safe
+// when Y aliases one of them).
+#ifndef EPI
+#define EPI(v, i) (v)
+#define EPI_PARAMS
+#endif
 #ifndef WPT
 #define WPT 4
 #endif
-#define TILE (16 * WPT)
+#ifndef WPTM
+#define WPTM WPT
+#endif
+#ifndef WPTN
+#define WPTN WPT
+#endif
+#define TILE_M (16 * WPTM)
+#define TILE_N (16 * WPTN)
 #define TK 16
 
 // +1 column: stores into the tiles hit different banks.
-#define GEMM_LOCALS                                                   \
-  __local float As[TK][TILE + 1];                                     \
-  __local float Bs[TK][TILE + 1];                                     \
-  const int lx = get_local_id(0), ly = get_local_id(1);               \
-  const int tid = ly * 16 + lx;                                       \
-  const int n0 = get_group_id(0) * TILE, m0 = get_group_id(1) * TILE; \
-  float acc[WPT][WPT];                                                \
-  for (int i = 0; i < WPT; ++i)                                       \
-    for (int j = 0; j < WPT; ++j) acc[i][j] = 0.0f;
+#define GEMM_LOCALS                                                       \
+  __local float As[TK][TILE_M + 1];                                       \
+  __local float Bs[TK][TILE_N + 1];                                       \
+  const int lx = get_local_id(0), ly = get_local_id(1);                   \
+  const int tid = ly * 16 + lx;                                           \
+  const int n0 = get_group_id(0) * TILE_N, m0 = get_group_id(1) * TILE_M; \
+  float acc[WPTM][WPTN];                                                  \
+  for (int i = 0; i < WPTM; ++i)                                          \
+    for (int j = 0; j < WPTN; ++j) acc[i][j] = 0.0f;
 
-// a_kfast / b_nfast pick which tile coordinate neighbouring work-items load
-// (the one contiguous in memory).
-#define GEMM_MAIN_LOOP(LOAD_A, LOAD_B, a_kfast, b_nfast)                         \
-  for (int k0 = 0; k0 < K; k0 += TK) {                                           \
-    for (int r = 0; r < WPT; ++r) {                                              \
-      int e = tid + r * 256;                                                     \
-      int m = (a_kfast) ? e / TK : e % TILE, k = (a_kfast) ? e % TK : e / TILE;  \
-      int gm = m0 + m, gk = k0 + k;                                              \
-      As[k][m] = (gm < M && gk < K) ? (LOAD_A(gm, gk)) : 0.0f;                   \
-      int kb = (b_nfast) ? e / TILE : e % TK, nb = (b_nfast) ? e % TILE : e / TK; \
-      int gkb = k0 + kb, gn = n0 + nb;                                           \
-      Bs[kb][nb] = (gkb < K && gn < N) ? (LOAD_B(gkb, gn)) : 0.0f;               \
-    }                                                                            \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                \
-    for (int k = 0; k < TK; ++k) {                                               \
-      float a[WPT], bv[WPT];                                                     \
-      for (int i = 0; i < WPT; ++i) a[i] = As[k][ly + 16 * i];                   \
-      for (int j = 0; j < WPT; ++j) bv[j] = Bs[k][lx + 16 * j];                  \
-      for (int i = 0; i < WPT; ++i)                                              \
-        for (int j = 0; j < WPT; ++j) acc[i][j] += a[i] * bv[j];                 \
-    }                                                                            \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                \
+// Element r of this work-item's share of a slice: A tile coordinates (m, k)
+// and B tile coordinates (kb, nb). a_kfast / b_nfast pick which coordinate
+// neighbouring work-items load (the one contiguous in memory).
+#define GEMM_A_COORD(r, m, k, a_kfast)                 \
+  const int e##m = tid + (r) * 256;                    \
+  const int m = (a_kfast) ? e##m / TK : e##m % TILE_M; \
+  const int k = (a_kfast) ? e##m % TK : e##m / TILE_M;
+#define GEMM_B_COORD(r, kb, nb, b_nfast)                  \
+  const int e##kb = tid + (r) * 256;                      \
+  const int kb = (b_nfast) ? e##kb / TILE_N : e##kb % TK; \
+  const int nb = (b_nfast) ? e##kb % TILE_N : e##kb / TK;
+
+// Multiplies the slice in As/Bs into acc.
+#define GEMM_MULTIPLY_SLICE                                        \
+  for (int k = 0; k < TK; ++k) {                                   \
+    float a[WPTM], bv[WPTN];                                       \
+    for (int i = 0; i < WPTM; ++i) a[i] = As[k][ly + 16 * i];      \
+    for (int j = 0; j < WPTN; ++j) bv[j] = Bs[k][lx + 16 * j];     \
+    for (int i = 0; i < WPTM; ++i)                                 \
+      for (int j = 0; j < WPTN; ++j) acc[i][j] += a[i] * bv[j];    \
+  }
+
+// LOAD_A(gm, gk) and LOAD_B(gk, gn) read one element (in range).
+#define GEMM_MAIN_LOOP(LOAD_A, LOAD_B, a_kfast, b_nfast)                          \
+  {                                                                               \
+    float ra[WPTM], rb[WPTN];                                                     \
+    for (int r = 0; r < WPTM; ++r) {                                              \
+      GEMM_A_COORD(r, m, k, a_kfast)                                              \
+      ra[r] = (m0 + m < M && k < K) ? (LOAD_A(m0 + m, k)) : 0.0f;                 \
+    }                                                                             \
+    for (int r = 0; r < WPTN; ++r) {                                              \
+      GEMM_B_COORD(r, kb, nb, b_nfast)                                            \
+      rb[r] = (kb < K && n0 + nb < N) ? (LOAD_B(kb, n0 + nb)) : 0.0f;             \
+    }                                                                             \
+    for (int k0 = 0; k0 < K; k0 += TK) {                                          \
+      for (int r = 0; r < WPTM; ++r) {                                            \
+        GEMM_A_COORD(r, m, k, a_kfast)                                            \
+        As[k][m] = ra[r];                                                         \
+      }                                                                           \
+      for (int r = 0; r < WPTN; ++r) {                                            \
+        GEMM_B_COORD(r, kb, nb, b_nfast)                                          \
+        Bs[kb][nb] = rb[r];                                                       \
+      }                                                                           \
+      barrier(CLK_LOCAL_MEM_FENCE);                                               \
+      const int k1 = k0 + TK;                                                     \
+      if (k1 < K) {                                                               \
+        for (int r = 0; r < WPTM; ++r) {                                          \
+          GEMM_A_COORD(r, m, k, a_kfast)                                          \
+          ra[r] = (m0 + m < M && k1 + k < K) ? (LOAD_A(m0 + m, k1 + k)) : 0.0f;   \
+        }                                                                         \
+        for (int r = 0; r < WPTN; ++r) {                                          \
+          GEMM_B_COORD(r, kb, nb, b_nfast)                                        \
+          rb[r] = (k1 + kb < K && n0 + nb < N) ? (LOAD_B(k1 + kb, n0 + nb)) : 0.0f; \
+        }                                                                         \
+      }                                                                           \
+      GEMM_MULTIPLY_SLICE                                                         \
+      barrier(CLK_LOCAL_MEM_FENCE);                                               \
+    }                                                                             \
   }
 
 // Batched over get_group_id(2), decomposed by `batch` into per-operand batch
@@ -53,25 +108,102 @@
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void gemm(__global const float* A, int ao, __global const float* B, int bo, __global const float* C, int co,
           __global float* Y, int yo, int M, int N, int K, int a_sm, int a_sk, int b_sk, int b_sn, int c_sm,
-          int c_sn, int has_c, float alpha, float beta, Dims batch, Dims a_sb, Dims b_sb, Dims c_sb) {
+          int c_sn, int has_c, float alpha, float beta, Dims batch, Dims a_sb, Dims b_sb, Dims c_sb EPI_PARAMS) {
   GEMM_LOCALS
   const int z = get_group_id(2);
   A += ao + strided_offset(z, batch, a_sb);
   B += bo + strided_offset(z, batch, b_sb);
   C += co + strided_offset(z, batch, c_sb);
-  Y += yo + z * M * N;
 #define GEMM_A(m, k) A[(m) * a_sm + (k) * a_sk]
 #define GEMM_B(k, n) B[(k) * b_sk + (n) * b_sn]
   GEMM_MAIN_LOOP(GEMM_A, GEMM_B, a_sk == 1, b_sn == 1)
-  for (int i = 0; i < WPT; ++i) {
+  const int y0 = z * M * N;
+  for (int i = 0; i < WPTM; ++i) {
     int m = m0 + ly + 16 * i;
     if (m >= M) continue;
-    for (int j = 0; j < WPT; ++j) {
+    for (int j = 0; j < WPTN; ++j) {
       int n = n0 + lx + 16 * j;
       if (n >= N) continue;
       float v = alpha * acc[i][j];
       if (has_c) v += beta * C[m * c_sm + n * c_sn];
-      Y[m * N + n] = v;
+      Y[yo + y0 + m * N + n] = EPI(v, y0 + m * N + n);
+    }
+  }
+}
+
+// 2D convolution as an implicit GEMM per (image, group): M = output channels
+// of the group, N = output pixels, K = input channels of the group x KH x KW.
+// A is the weight [OC, C/groups, KH, KW] read as rows; B(k, p) is the input
+// pixel under tap k of output pixel p (0 in the padding), never stored.
+// Each work-item loads B for one fixed pixel (decoded once) and a fixed set
+// of rows of every slice, so the taps (ic, kh, kw) advance by a constant TK
+// with mixed-radix carries instead of divisions per element.
+__kernel __attribute__((reqd_work_group_size(16, 16, 1)))
+void conv2d_gemm(__global const float* X, int xo, __global const float* Wt, int wo, __global const float* Bias,
+                 int bo, __global float* Y, int yo, int has_bias, int C, int H, int W, int OC, int OH, int OW,
+                 int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw, int groups EPI_PARAMS) {
+  GEMM_LOCALS
+  const int z = get_group_id(2), img = z / groups, g = z % groups;
+  const int ICg = C / groups, OCg = OC / groups;
+  const int M = OCg, N = OH * OW, K = ICg * KH * KW, KHW = KH * KW;
+  __global const float* wg = Wt + wo + g * OCg * K;
+  __global const float* xg = X + xo + (img * C + g * ICg) * H * W;
+  // B loader state: pixel nb = tid % TILE_N, rows kb_r = tid / TILE_N + r * (256 / TILE_N).
+  const int nb = tid % TILE_N, p = n0 + nb;
+  const bool p_in = p < N;
+  const int oh = p / OW, ow = p - oh * OW, ih0 = oh * sh - ph, iw0 = ow * sw - pw;
+  int t_ic[WPTN], t_kh[WPTN], t_kw[WPTN];
+  for (int r = 0; r < WPTN; ++r) {
+    int k = tid / TILE_N + r * (256 / TILE_N);
+    t_ic[r] = k / KHW;
+    int rem = k - t_ic[r] * KHW;
+    t_kh[r] = rem / KW;
+    t_kw[r] = rem - t_kh[r] * KW;
+  }
+  // TK as a mixed-radix step (ic, kh, kw).
+  const int s_ic = TK / KHW, s_kh = (TK - s_ic * KHW) / KW, s_kw = TK - s_ic * KHW - s_kh * KW;
+  float ra[WPTM], rb[WPTN];
+#define CONV_LOAD_A(k0)                                                  \
+  for (int r = 0; r < WPTM; ++r) {                                       \
+    GEMM_A_COORD(r, m, k, 1)                                             \
+    ra[r] = (m0 + m < M && (k0) + k < K) ? wg[(m0 + m) * K + (k0) + k] : 0.0f; \
+  }
+#define CONV_LOAD_B(k0)                                                                   \
+  for (int r = 0; r < WPTN; ++r) {                                                        \
+    int ih = ih0 + t_kh[r] * dh, iw = iw0 + t_kw[r] * dw;                                 \
+    bool in = p_in && (k0) + tid / TILE_N + r * (256 / TILE_N) < K && ih >= 0 && ih < H && \
+              iw >= 0 && iw < W;                                                          \
+    rb[r] = in ? xg[(t_ic[r] * H + ih) * W + iw] : 0.0f;                                  \
+    t_kw[r] += s_kw;                                                                      \
+    if (t_kw[r] >= KW) t_kw[r] -= KW, ++t_kh[r];                                          \
+    t_kh[r] += s_kh;                                                                      \
+    if (t_kh[r] >= KH) t_kh[r] -= KH, ++t_ic[r];                                          \
+    t_ic[r] += s_ic;                                                                      \
+  }
+  CONV_LOAD_A(0)
+  CONV_LOAD_B(0)
+  for (int k0 = 0; k0 < K; k0 += TK) {
+    for (int r = 0; r < WPTM; ++r) {
+      GEMM_A_COORD(r, m, k, 1)
+      As[k][m] = ra[r];
+    }
+    for (int r = 0; r < WPTN; ++r) Bs[tid / TILE_N + r * (256 / TILE_N)][nb] = rb[r];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (k0 + TK < K) {
+      CONV_LOAD_A(k0 + TK)
+      CONV_LOAD_B(k0 + TK)
+    }
+    GEMM_MULTIPLY_SLICE
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const int y0 = (img * OC + g * OCg) * N;
+  for (int i = 0; i < WPTM; ++i) {
+    int m = m0 + ly + 16 * i;
+    if (m >= M) continue;
+    float bias = has_bias ? Bias[bo + g * OCg + m] : 0.0f;
+    for (int j = 0; j < WPTN; ++j) {
+      int q = n0 + lx + 16 * j;
+      if (q < N) Y[yo + y0 + m * N + q] = EPI(acc[i][j] + bias, y0 + m * N + q);
     }
   }
 }
@@ -85,14 +217,12 @@ inline float conv_tap(__global const float* x, int k, int p, int H, int W, int O
   return (ih >= 0 && ih < H && iw >= 0 && iw < W) ? x[(ic * H + ih) * W + iw] : 0.0f;
 }
 
-// 2D convolution as an implicit GEMM per (image, group): M = output channels
-// of the group, N = output pixels, K = input channels of the group x KH x KW.
-// A is the weight [OC, C/groups, KH, KW] read as rows; B(k, p) is the input
-// pixel under tap k of output pixel p (0 in the padding), never stored.
+// conv2d_gemm with every tap decoded by divisions where it is loaded: the
+// previous session's kernel, kept as the baseline of bench/kernels.
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
-void conv2d_gemm(__global const float* X, int xo, __global const float* Wt, int wo, __global const float* Bias,
-                 int bo, __global float* Y, int yo, int has_bias, int C, int H, int W, int OC, int OH, int OW,
-                 int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw, int groups) {
+void conv2d_gemm_taps(__global const float* X, int xo, __global const float* Wt, int wo, __global const float* Bias,
+                      int bo, __global float* Y, int yo, int has_bias, int C, int H, int W, int OC, int OH, int OW,
+                      int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw, int groups EPI_PARAMS) {
   GEMM_LOCALS
   const int z = get_group_id(2), img = z / groups, g = z % groups;
   const int ICg = C / groups, OCg = OC / groups;
@@ -102,14 +232,14 @@ void conv2d_gemm(__global const float* X, int xo, __global const float* Wt, int 
 #define CONV_A(m, k) wg[(m) * K + (k)]
 #define CONV_B(k, p) conv_tap(xg, k, p, H, W, OW, KW, KHW, sh, sw, ph, pw, dh, dw)
   GEMM_MAIN_LOOP(CONV_A, CONV_B, 1, 1)
-  __global float* yg = Y + yo + (img * OC + g * OCg) * N;
-  for (int i = 0; i < WPT; ++i) {
+  const int y0 = (img * OC + g * OCg) * N;
+  for (int i = 0; i < WPTM; ++i) {
     int m = m0 + ly + 16 * i;
     if (m >= M) continue;
     float bias = has_bias ? Bias[bo + g * OCg + m] : 0.0f;
-    for (int j = 0; j < WPT; ++j) {
-      int p = n0 + lx + 16 * j;
-      if (p < N) yg[m * N + p] = acc[i][j] + bias;
+    for (int j = 0; j < WPTN; ++j) {
+      int q = n0 + lx + 16 * j;
+      if (q < N) Y[yo + y0 + m * N + q] = EPI(acc[i][j] + bias, y0 + m * N + q);
     }
   }
 }
@@ -132,12 +262,12 @@ void conv_transpose2d_gemm(__global const float* X, int xo, __global const float
 #define CT_B(k, n) xg[(k) * N + (n)]
   GEMM_MAIN_LOOP(CT_A, CT_B, 0, 1)
   __global float* yg = Y + yo + (img * OC + g * OCg) * OHW;
-  for (int i = 0; i < WPT; ++i) {
+  for (int i = 0; i < WPTM; ++i) {
     int m = m0 + ly + 16 * i;
     if (m >= M) continue;
     int oc = m / KHW, r = m - oc * KHW, kh = r / KW, kw = r - kh * KW;
     float bias = has_bias ? Bias[bo + g * OCg + oc] : 0.0f;
-    for (int j = 0; j < WPT; ++j) {
+    for (int j = 0; j < WPTN; ++j) {
       int n = n0 + lx + 16 * j;
       if (n >= N) continue;
       int ih = n / W, iw = n - ih * W;
@@ -154,7 +284,7 @@ void conv_transpose2d_gemm(__global const float* X, int xo, __global const float
 __kernel __attribute__((reqd_work_group_size(GV, 1, 1)))
 void gemv(__global const float* Mat, int mo, __global const float* Vec, int vo, __global const float* C, int co,
           __global float* Y, int yo, int O, int K, int m_so, int m_sk, int v_sk, int c_so, int has_c, float alpha,
-          float beta, Dims batch, Dims m_sb, Dims v_sb, Dims c_sb) {
+          float beta, Dims batch, Dims m_sb, Dims v_sb, Dims c_sb EPI_PARAMS) {
   __local float s[GV];
   const int o = get_group_id(0), z = get_group_id(1), l = get_local_id(0);
   __global const float* row = Mat + mo + strided_offset(z, batch, m_sb) + o * m_so;
@@ -170,6 +300,6 @@ void gemv(__global const float* Mat, int mo, __global const float* Vec, int vo, 
   if (l == 0) {
     float y = alpha * s[0];
     if (has_c) y += beta * C[co + strided_offset(z, batch, c_sb) + o * c_so];
-    Y[yo + z * O + o] = y;
+    Y[yo + z * O + o] = EPI(y, z * O + o);
   }
 }

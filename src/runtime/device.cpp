@@ -188,16 +188,16 @@ Device::~Device() {
   if (context_) clReleaseContext(context_);
 }
 
-cl_program Device::program(const std::string& file, const std::string& defines) {
+cl_program Device::program(const std::string& file, const std::string& defines, const std::string& prelude) {
   std::lock_guard<std::mutex> lock(programs_mutex_);
-  const std::string key = file + " " + defines;
+  const std::string key = file + " " + defines + (prelude.empty() ? "" : "\n" + prelude);
   for (auto& [k, prog] : programs_)
     if (k == key) return prog;
   const auto& srcs = kernels::sources();
   auto it = srcs.find(file);
   if (it == srcs.end()) throw Error("no kernel source " + file + " embedded in this build");
   // common.cl holds the definitions every kernel file shares.
-  std::string text = srcs.at("common.cl") + "\n" + it->second;
+  std::string text = srcs.at("common.cl") + "\n" + prelude + "\n" + it->second;
   const char* ptr = text.c_str();
   size_t len = text.size();
   cl_int s = CL_SUCCESS;

@@ -49,8 +49,9 @@ class Device {
 
   // The program built from src/kernels/<file> with extra build options
   // `defines` (e.g. "-DWPT=2"), built on first use and cached for the life of
-  // the process. Throws Error with the build log on failure.
-  cl_program program(const std::string& file, const std::string& defines = "");
+  // the process. `prelude` is OpenCL C placed before the file (generated
+  // code, e.g. a fused epilogue). Throws Error with the build log on failure.
+  cl_program program(const std::string& file, const std::string& defines = "", const std::string& prelude = "");
 
  private:
   friend std::shared_ptr<Device> open_device(const std::string& spec);

@@ -100,7 +100,7 @@ TensorArg NodeBuilder::arg(int tensor) const {
 
 Launch& NodeBuilder::new_launch(const Source& src, const char* name, const Range& r) {
   cl_int s = CL_SUCCESS;
-  cl_kernel k = clCreateKernel(dev_.program(src.file, src.defines), name, &s);
+  cl_kernel k = clCreateKernel(dev_.program(src.file, src.defines, src.prelude), name, &s);
   if (s != CL_SUCCESS) throw Error(std::string("clCreateKernel(") + name + "): " + cl_error_name(s));
   Launch& l = launches.emplace_back();
   l.kernel = k;
@@ -146,6 +146,8 @@ const std::map<std::string, Lowering>& table() {
       {"Concat", lower_concat}, {"Split", lower_split}, {"Transpose", lower_transpose},
       {"Slice", lower_slice}, {"Expand", lower_expand}, {"Tile", lower_tile},
       {"Gather", lower_gather}, {"Pad", lower_pad}, {"Resize", lower_resize},
+      {"FusedConv", lower_fused_conv}, {"FusedMatMul", lower_fused_matmul},
+      {"FusedElementwise", lower_fused_elementwise},
   };
   return t;
 }

@@ -42,6 +42,7 @@ struct Launch {
   size_t global[3] = {1, 1, 1};
   size_t local[3] = {1, 1, 1};
   bool has_local = false;
+  cl_uint args = 0;  // arguments set so far
 };
 
 struct Range {
@@ -86,12 +87,14 @@ class NodeBuilder;
 // destination's strides, operand 1 the source's.
 void launch_copy(NodeBuilder& b, const TensorArg& src, const TensorArg& dst, DataType t, const Strided& s);
 
-// A kernel file and the build options of the variant wanted.
+// A kernel file and the build options of the variant wanted; `prelude` is
+// generated OpenCL C placed before the file (fused epilogues, epilogue_cl.h).
 struct Source {
   Source(const char* f) : file(f) {}
-  Source(const char* f, const char* d) : file(f), defines(d) {}
+  Source(const char* f, std::string d, std::string p = "") : file(f), defines(std::move(d)), prelude(std::move(p)) {}
   const char* file;
-  const char* defines = "";
+  std::string defines;
+  std::string prelude;
 };
 
 // Everything lowering one node sees: its tensors, their device locations,
@@ -118,15 +121,19 @@ class NodeBuilder {
   TensorArg arg_out(int i) const { return arg(node.outputs.at(i)); }
 
   int compute_units() const { return dev_.info().compute_units; }
+  const std::string& device_type() const { return dev_.info().type; }  // "gpu", "cpu", ...
 
   // Prepares kernel `name` from src/kernels/`src.file` with `args`
   // (TensorArg, int, float, Dims) for the given range.
   template <class... A>
   void launch(const Source& src, const char* name, const Range& r, const A&... args) {
     Launch& l = new_launch(src, name, r);
-    cl_uint index = 0;
-    (set_arg(l, index, args), ...);
+    (set_arg(l, l.args, args), ...);
   }
+  // Appends arguments to the last prepared launch (a variable tail, such as
+  // a fused epilogue's extra inputs).
+  void more_args(const TensorArg& t) { set_arg(launches.back(), launches.back().args, t); }
+  void more_args(const Dims& d) { set_arg(launches.back(), launches.back().args, d); }
 
  private:
   TensorArg arg(int tensor) const;
@@ -145,6 +152,30 @@ class NodeBuilder {
   std::function<Location(int)> locate_;
 };
 
+// The elementwise tail of a fused node (docs/fused-ops.md) as a lowering
+// applies it: generated OpenCL C (epilogue_cl.h) for the kernel file's
+// prelude, and the arguments to append after the kernel's own.
+struct FusedTail {
+  struct Input {
+    TensorArg arg;
+    bool strided = false;  // then `strides` (broadcast, over `dims`) follow it
+    Dims strides{};
+  };
+  std::string prelude;        // empty: plain stores
+  std::vector<Input> inputs;  // buffer operands, in operand order
+  bool strided = false;       // any input strided: `dims` is passed last
+  Dims dims{};
+  void append_args(NodeBuilder& b) const;
+};
+
+// Kernel variants chosen by shape and device, forced by name for
+// measurements (bench/kernels). The conv/gemm tiles are "MxN" (rows of
+// output channels x output pixels per work-group), with "taps:" in front
+// for the baseline convolution that decodes every tap with divisions.
+std::vector<std::string> conv_tile_variants();
+// "" restores the choice by shape; throws Error on an unknown name.
+void force_conv_variant(const std::string& variant);
+
 // Prepares the launches of one node. Returns false when no kernel covers the
 // node (op, attributes or types): the caller runs it on the CPU instead.
 bool lower_node(NodeBuilder& b);
@@ -158,9 +189,14 @@ bool lower_binary(NodeBuilder& b);
 bool lower_where(NodeBuilder& b);
 bool lower_cast(NodeBuilder& b);
 bool lower_conv(NodeBuilder& b);
+bool lower_conv(NodeBuilder& b, const FusedTail& tail);  // FusedConv: Conv + epilogue
 bool lower_conv_transpose(NodeBuilder& b);
 bool lower_gemm(NodeBuilder& b);
 bool lower_matmul(NodeBuilder& b);
+bool lower_matmul(NodeBuilder& b, bool trans_b, const FusedTail& tail);  // FusedMatMul
+bool lower_fused_conv(NodeBuilder& b);         // ops_fused.cpp
+bool lower_fused_matmul(NodeBuilder& b);
+bool lower_fused_elementwise(NodeBuilder& b);
 bool lower_pool(NodeBuilder& b);
 bool lower_global_pool(NodeBuilder& b);
 bool lower_reduce(NodeBuilder& b);

@@ -55,12 +55,60 @@ bool conv_geometry(const NodeBuilder& b, bool transposed, ConvGeometry& g) {
 
 Dims batch_dims(std::vector<int64_t> v) { return to_dims(v, 1); }
 
-// Tile edge for an MxN output per batch: 64, or 32 when 64 would give fewer
-// work-groups than the device has compute units.
-int64_t gemm_tile(const NodeBuilder& b, int64_t M, int64_t N, int64_t batches) {
-  return ceil_div(M, 64) * ceil_div(N, 64) * batches < b.compute_units() ? 32 : 64;
+// Register-tile variants of gemm.cl: a 16x16 work-group, each work-item
+// WPTM x WPTN outputs. `speed` is the expected throughput per work-group
+// relative to 2x2 (FMAs per local-memory read, saturating): bigger tiles
+// read local memory less per FMA but leave compute units idle on small
+// problems.
+struct Tiles {
+  const char* name;
+  int wptm, wptn;
+  double speed;
+  int64_t tm() const { return 16 * wptm; }
+  int64_t tn() const { return 16 * wptn; }
+};
+const Tiles kTiles[] = {
+    {"32x32", 2, 2, 1.0}, {"64x64", 4, 4, 2.0}, {"64x128", 4, 8, 2.67}, {"128x64", 8, 4, 2.67}, {"128x128", 8, 8, 3.0}};
+
+struct Forced {
+  const Tiles* tiles = nullptr;
+  bool taps = false;
+};
+Forced& forced() {
+  static Forced f;
+  return f;
 }
-Source gemm_source(int64_t tile) { return tile == 64 ? Source("gemm.cl") : Source("gemm.cl", "-DWPT=2"); }
+
+const Tiles& tiles_named(const char* n) {
+  for (const Tiles& t : kTiles)
+    if (std::string(n) == t.name) return t;
+  throw Error(std::string("no tile variant ") + n);
+}
+
+// Tiles for an MxN output per batch. On CPUs (PoCL) 64x64, or 32x32 when
+// 64x64 gives fewer work-groups than compute units. On GPUs the tiles that
+// waste at most a quarter of their area on the edges, scored by waves of
+// work-groups (one per compute unit per wave) times the work of one tile
+// over its speed.
+const Tiles& choose_tiles(const NodeBuilder& b, int64_t M, int64_t N, int64_t batches) {
+  if (forced().tiles) return *forced().tiles;
+  auto groups = [&](const Tiles& t) { return ceil_div(M, t.tm()) * ceil_div(N, t.tn()) * batches; };
+  const int64_t cu = std::max(1, b.compute_units());
+  if (b.device_type() != "gpu") return groups(kTiles[1]) < cu ? kTiles[0] : kTiles[1];
+  const Tiles* best = &kTiles[0];
+  double best_cost = 1e300;
+  for (const Tiles& t : kTiles) {
+    double area = double(ceil_div(M, t.tm()) * t.tm()) * double(ceil_div(N, t.tn()) * t.tn());
+    if (&t != &kTiles[0] && double(M) * double(N) < 0.75 * area) continue;
+    double cost = double(ceil_div(groups(t), cu)) * double(t.tm() * t.tn()) / t.speed;
+    if (cost < best_cost) best = &t, best_cost = cost;
+  }
+  return *best;
+}
+
+Source gemm_source(const Tiles& t, const FusedTail& tail) {
+  return Source("gemm.cl", "-DWPTM=" + std::to_string(t.wptm) + " -DWPTN=" + std::to_string(t.wptn), tail.prelude);
+}
 
 // Prepared `gemm` launch; `batch` and the *_sb strides describe the batch.
 struct GemmArgs {
@@ -71,33 +119,60 @@ struct GemmArgs {
 };
 
 // GEMMs with a single row or column become matrix-vector products; the
-// others take 64x64 tiles, or 32x32 when 64x64 ones would leave most of the
-// device's compute units idle.
+// others take register tiles chosen by choose_tiles.
 void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const TensorArg& C, const TensorArg& Y,
-                 const GemmArgs& g) {
+                 const GemmArgs& g, const FusedTail& tail) {
   int64_t nb = 1;
   for (int64_t d : g.batch) nb *= d;
   if (g.M == 0 || g.N == 0 || nb == 0) return;
   if ((g.M == 1 || g.N == 1) && g.K >= 64) {
     bool col = g.N == 1;  // outputs run along M: rows of A times B's column
     int64_t outputs = col ? g.M : g.N;
-    b.launch("gemm.cl", "gemv", group_range({size_t(outputs), size_t(nb)}, {64, 1}), col ? A : B, col ? B : A, C, Y,
-             i32(outputs), i32(g.K), i32(col ? g.a_sm : g.b_sn), i32(col ? g.a_sk : g.b_sk),
-             i32(col ? g.b_sk : g.a_sk), i32(col ? g.c_sm : g.c_sn), cl_int(g.has_c), g.alpha, g.beta,
-             batch_dims(g.batch), to_dims(col ? g.a_sb : g.b_sb, 0), to_dims(col ? g.b_sb : g.a_sb, 0),
-             to_dims(g.c_sb, 0));
+    b.launch(Source("gemm.cl", "", tail.prelude), "gemv", group_range({size_t(outputs), size_t(nb)}, {64, 1}),
+             col ? A : B, col ? B : A, C, Y, i32(outputs), i32(g.K), i32(col ? g.a_sm : g.b_sn),
+             i32(col ? g.a_sk : g.b_sk), i32(col ? g.b_sk : g.a_sk), i32(col ? g.c_sm : g.c_sn), cl_int(g.has_c),
+             g.alpha, g.beta, batch_dims(g.batch), to_dims(col ? g.a_sb : g.b_sb, 0),
+             to_dims(col ? g.b_sb : g.a_sb, 0), to_dims(g.c_sb, 0));
+    tail.append_args(b);
     return;
   }
-  int64_t tile = gemm_tile(b, g.M, g.N, nb);
-  Range r = group_range({size_t(ceil_div(g.N, tile)), size_t(ceil_div(g.M, tile)), size_t(nb)}, {16, 16, 1});
-  b.launch(gemm_source(tile), "gemm", r, A, B, C, Y, i32(g.M), i32(g.N), i32(g.K), i32(g.a_sm), i32(g.a_sk),
+  const Tiles& t = choose_tiles(b, g.M, g.N, nb);
+  Range r = group_range({size_t(ceil_div(g.N, t.tn())), size_t(ceil_div(g.M, t.tm())), size_t(nb)}, {16, 16, 1});
+  b.launch(gemm_source(t, tail), "gemm", r, A, B, C, Y, i32(g.M), i32(g.N), i32(g.K), i32(g.a_sm), i32(g.a_sk),
            i32(g.b_sk), i32(g.b_sn), i32(g.c_sm), i32(g.c_sn), cl_int(g.has_c), g.alpha, g.beta,
            batch_dims(g.batch), to_dims(g.a_sb, 0), to_dims(g.b_sb, 0), to_dims(g.c_sb, 0));
+  tail.append_args(b);
 }
 
 }  // namespace
 
-bool lower_conv(NodeBuilder& b) {
+void FusedTail::append_args(NodeBuilder& b) const {
+  for (const Input& in : inputs) {
+    b.more_args(in.arg);
+    if (in.strided) b.more_args(in.strides);
+  }
+  if (strided) b.more_args(dims);
+}
+
+std::vector<std::string> conv_tile_variants() {
+  std::vector<std::string> v;
+  for (const Tiles& t : kTiles) v.push_back(t.name);
+  for (const Tiles& t : kTiles) v.push_back(std::string("taps:") + t.name);
+  return v;
+}
+
+void force_conv_variant(const std::string& variant) {
+  Forced f;
+  if (!variant.empty()) {
+    f.taps = variant.rfind("taps:", 0) == 0;
+    f.tiles = &tiles_named(variant.c_str() + (f.taps ? 5 : 0));
+  }
+  forced() = f;
+}
+
+bool lower_conv(NodeBuilder& b) { return lower_conv(b, FusedTail{}); }
+
+bool lower_conv(NodeBuilder& b, const FusedTail& tail) {
   ConvGeometry g;
   if (!conv_geometry(b, false, g)) return false;
   bool has_bias = b.has_in(2);
@@ -108,9 +183,10 @@ bool lower_conv(NodeBuilder& b) {
   if (g.groups == g.C && ICg == 1) {  // depthwise
     Range r = group_range({size_t(ceil_div(ceil_div(g.OW, 4), 16)), size_t(ceil_div(g.OH, 4)), size_t(g.N * g.OC)},
                           {16, 4, 1});
-    b.launch("conv.cl", "conv2d_depthwise", r, b.arg_in(0), b.arg_in(1), bias, b.arg_out(0), cl_int(has_bias),
-             i32(g.C), i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW), i32(g.KH), i32(g.KW), i32(g.sh),
-             i32(g.sw), i32(g.ph), i32(g.pw), i32(g.dh), i32(g.dw));
+    b.launch(Source("conv.cl", "", tail.prelude), "conv2d_depthwise", r, b.arg_in(0), b.arg_in(1), bias,
+             b.arg_out(0), cl_int(has_bias), i32(g.C), i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW),
+             i32(g.KH), i32(g.KW), i32(g.sh), i32(g.sw), i32(g.ph), i32(g.pw), i32(g.dh), i32(g.dw));
+    tail.append_args(b);
     return true;
   }
   if (g.KH == 1 && g.KW == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0) {  // 1x1: a plain GEMM
@@ -121,15 +197,16 @@ bool lower_conv(NodeBuilder& b) {
     a.a_sb = {0, OCg * ICg};
     a.b_sb = {g.C * HW, ICg * HW};
     a.c_sb = {0, OCg};
-    launch_gemm(b, b.arg_in(1), b.arg_in(0), bias, b.arg_out(0), a);
+    launch_gemm(b, b.arg_in(1), b.arg_in(0), bias, b.arg_out(0), a, tail);
     return true;
   }
-  int64_t tile = gemm_tile(b, OCg, g.OH * g.OW, g.N * g.groups);
+  const Tiles& t = choose_tiles(b, OCg, g.OH * g.OW, g.N * g.groups);
   Range r = group_range(
-      {size_t(ceil_div(g.OH * g.OW, tile)), size_t(ceil_div(OCg, tile)), size_t(g.N * g.groups)}, {16, 16, 1});
-  b.launch(gemm_source(tile), "conv2d_gemm", r, b.arg_in(0), b.arg_in(1), bias, b.arg_out(0), cl_int(has_bias), i32(g.C),
-           i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW), i32(g.KH), i32(g.KW), i32(g.sh), i32(g.sw),
-           i32(g.ph), i32(g.pw), i32(g.dh), i32(g.dw), i32(g.groups));
+      {size_t(ceil_div(g.OH * g.OW, t.tn())), size_t(ceil_div(OCg, t.tm())), size_t(g.N * g.groups)}, {16, 16, 1});
+  b.launch(gemm_source(t, tail), forced().taps ? "conv2d_gemm_taps" : "conv2d_gemm", r, b.arg_in(0), b.arg_in(1),
+           bias, b.arg_out(0), cl_int(has_bias), i32(g.C), i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW),
+           i32(g.KH), i32(g.KW), i32(g.sh), i32(g.sw), i32(g.ph), i32(g.pw), i32(g.dh), i32(g.dw), i32(g.groups));
+  tail.append_args(b);
   return true;
 }
 
@@ -143,9 +220,10 @@ bool lower_conv_transpose(NodeBuilder& b) {
   // Taps that tile the output exactly (UNet's 2x2 stride 2): one GEMM.
   if (g.sh == g.KH && g.sw == g.KW && g.dh == 1 && g.dw == 1 && g.ph == 0 && g.pw == 0 && g.OH == g.H * g.KH &&
       g.OW == g.W * g.KW) {
-    int64_t M = OCg * g.KH * g.KW, N = g.H * g.W, tile = gemm_tile(b, M, N, g.N * g.groups);
-    Range r = group_range({size_t(ceil_div(N, tile)), size_t(ceil_div(M, tile)), size_t(g.N * g.groups)}, {16, 16, 1});
-    b.launch(gemm_source(tile), "conv_transpose2d_gemm", r, b.arg_in(0), b.arg_in(1), bias, b.arg_out(0),
+    int64_t M = OCg * g.KH * g.KW, N = g.H * g.W;
+    const Tiles& t = choose_tiles(b, M, N, g.N * g.groups);
+    Range r = group_range({size_t(ceil_div(N, t.tn())), size_t(ceil_div(M, t.tm())), size_t(g.N * g.groups)}, {16, 16, 1});
+    b.launch(gemm_source(t, FusedTail{}), "conv_transpose2d_gemm", r, b.arg_in(0), b.arg_in(1), bias, b.arg_out(0),
              cl_int(has_bias), i32(g.C), i32(g.H), i32(g.W), i32(g.OC), i32(g.KH), i32(g.KW), i32(g.groups));
     return true;
   }
@@ -171,16 +249,23 @@ bool lower_gemm(NodeBuilder& b) {
     std::vector<int64_t> cs = broadcast_strides(b.in(2).shape, {M, N});
     a.c_sm = cs[0], a.c_sn = cs[1];
   }
-  launch_gemm(b, b.arg_in(0), b.arg_in(1), a.has_c ? b.arg_in(2) : b.arg_in(0), b.arg_out(0), a);
+  launch_gemm(b, b.arg_in(0), b.arg_in(1), a.has_c ? b.arg_in(2) : b.arg_in(0), b.arg_out(0), a, FusedTail{});
   return true;
 }
 
 // Batched with numpy broadcasting of the batch dims; 1-D operands get the
 // missing matrix dim (ONNX/numpy rules) which changes no memory layout.
-bool lower_matmul(NodeBuilder& b) {
+bool lower_matmul(NodeBuilder& b) { return lower_matmul(b, false, FusedTail{}); }
+
+// trans_b: B is 2-D [N, K] (FusedMatMul's transB).
+bool lower_matmul(NodeBuilder& b, bool trans_b, const FusedTail& tail) {
   if (b.in(0).dtype != DataType::Float32 || b.in(1).dtype != DataType::Float32) return false;
   Shape A = b.in(0).shape, B = b.in(1).shape;
   if (A.empty() || B.empty()) return false;
+  if (trans_b) {
+    if (B.size() != 2) return false;
+    std::swap(B[0], B[1]);  // the logical [K, N]
+  }
   if (A.size() == 1) A.insert(A.begin(), 1);
   if (B.size() == 1) B.push_back(1);
   int64_t M = A[A.size() - 2], K = A.back(), N = B.back();
@@ -190,7 +275,7 @@ bool lower_matmul(NodeBuilder& b) {
   bb.insert(bb.begin(), rank - bb.size(), 1);
   Shape batch(rank);
   for (size_t k = 0; k < rank; ++k) batch[k] = std::max(ab[k], bb[k]);
-  GemmArgs a{M, N, K, K, 1, N, 1};
+  GemmArgs a{M, N, K, K, 1, trans_b ? 1 : N, trans_b ? K : 1};
   int64_t b_batch = element_count(bb);
   if (b_batch == 1) {  // B shared by every batch: one tall GEMM
     a.M = M * element_count(ab);
@@ -204,7 +289,7 @@ bool lower_matmul(NodeBuilder& b) {
     a.b_sb = s.dims.empty() ? std::vector<int64_t>{0} : s.strides[2];
     a.c_sb = std::vector<int64_t>(a.batch.size(), 0);
   }
-  launch_gemm(b, b.arg_in(0), b.arg_in(1), b.arg_in(0), b.arg_out(0), a);
+  launch_gemm(b, b.arg_in(0), b.arg_in(1), b.arg_in(0), b.arg_out(0), a, tail);
   return true;
 }
 

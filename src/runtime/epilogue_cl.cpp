@@ -1,0 +1,136 @@
+#include "runtime/epilogue_cl.h"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+namespace texplan::runtime {
+namespace {
+
+// Exact float literals: hexadecimal, so no decimal rounding on either side.
+std::string literal(float v) {
+  if (std::isnan(v)) return "NAN";
+  if (std::isinf(v)) return v > 0 ? "INFINITY" : "(-INFINITY)";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "(%af)", double(v));
+  return buf;
+}
+
+// Helpers with std::min/std::max/std::isnan meaning (as in epilogue.cpp),
+// not fmin/fmax (which differ on NaN).
+const char* kHelpers = R"CL(
+inline float epi_std_min(float a, float b) { return b < a ? b : a; }
+inline float epi_std_max(float a, float b) { return a < b ? b : a; }
+inline float epi_nan_max(float a, float b) { return isnan(a) || a > b ? a : b; }
+inline float epi_nan_min(float a, float b) { return isnan(a) || a < b ? a : b; }
+inline float epi_sigmoid(float x) {
+  if (x >= 0.0f) return 1.0f / (1.0f + exp(-x));
+  const float e = exp(x);
+  return e / (1.0f + e);
+}
+inline float epi_softplus(float x) { return x > 0.0f ? x + log1p(exp(-x)) : log1p(exp(x)); }
+)CL";
+
+// OpenCL C for each op, $0 $1 $2 standing for its operands (same formulas
+// as Epilogue::eval).
+struct OpForm {
+  const char* op;
+  int operands;
+  const char* form;
+};
+const OpForm kForms[] = {
+    {"Relu", 1, "($0 > 0.0f ? $0 : 0.0f)"},
+    {"Sigmoid", 1, "epi_sigmoid($0)"},
+    {"Tanh", 1, "tanh($0)"},
+    {"Exp", 1, "exp($0)"},
+    {"Log", 1, "log($0)"},
+    {"Sqrt", 1, "sqrt($0)"},
+    {"Abs", 1, "fabs($0)"},
+    {"Neg", 1, "(-$0)"},
+    {"Erf", 1, "erf($0)"},
+    {"Reciprocal", 1, "(1.0f / $0)"},
+    {"Floor", 1, "floor($0)"},
+    {"Ceil", 1, "ceil($0)"},
+    {"Softplus", 1, "epi_softplus($0)"},
+    {"Sign", 1, "(float)(($0 > 0.0f) - ($0 < 0.0f))"},
+    {"HardSwish", 1, "($0 * epi_std_max(0.0f, epi_std_min(1.0f, $0 / 6.0f + 0.5f)))"},
+    {"Gelu", 1, "(0.5f * $0 * (1.0f + erf($0 * 0.7071067811865476f)))"},
+    {"Add", 2, "($0 + $1)"},
+    {"Sub", 2, "($0 - $1)"},
+    {"Mul", 2, "($0 * $1)"},
+    {"Div", 2, "($0 / $1)"},
+    {"Pow", 2, "pow($0, $1)"},
+    {"Max", 2, "epi_nan_max($0, $1)"},
+    {"Min", 2, "epi_nan_min($0, $1)"},
+    {"Clip", 3, "epi_std_min(epi_std_max($0, $1), $2)"},
+    {"LeakyRelu", 2, "($0 < 0.0f ? $1 * $0 : $0)"},
+    {"HardSigmoid", 3, "epi_std_max(0.0f, epi_std_min(1.0f, $1 * $0 + $2))"},
+    {"Elu", 2, "($0 >= 0.0f ? $0 : $1 * (exp($0) - 1.0f))"},
+};
+
+std::string expression(const EpilogueInstr& in, const std::vector<std::string>& a) {
+  for (const OpForm& f : kForms) {
+    if (in.op != f.op) continue;
+    if (int(a.size()) != f.operands)
+      throw Error("epilogue: " + in.op + " takes " + std::to_string(f.operands) + " operands");
+    std::string out;
+    for (const char* c = f.form; *c; ++c) {
+      if (*c == '$') out += a.at(size_t(*++c - '0'));
+      else out += *c;
+    }
+    return out;
+  }
+  throw Error("epilogue: no OpenCL form for operator '" + in.op + "'");
+}
+
+}  // namespace
+
+std::string epilogue_cl(const Epilogue& e, const std::vector<EpilogueRead>& reads) {
+  if (int(reads.size()) < e.inputs())
+    throw Error("epilogue reads x" + std::to_string(e.inputs() - 1) + " but only " + std::to_string(reads.size()) +
+                " operands are bound");
+  std::ostringstream o;
+  o << kHelpers;
+  bool strided = false;
+  o << "#define EPI_PARAMS";
+  for (size_t k = 0; k < reads.size(); ++k) {
+    if (reads[k] == EpilogueRead::Value) continue;
+    o << " , __global const float* X" << k << ", int X" << k << "o";
+    if (reads[k] == EpilogueRead::Strided) o << ", Dims X" << k << "s", strided = true;
+  }
+  if (strided) o << ", Dims epi_dims";
+  o << "\ninline float epi_program(";
+  for (size_t k = 0; k < reads.size(); ++k) o << (k ? ", " : "") << "float x" << k;
+  o << ") {\n";
+  for (size_t k = 0; k < e.code.size(); ++k) {
+    std::vector<std::string> args;
+    for (const EpilogueOperand& a : e.code[k].args) {
+      if (a.kind == EpilogueOperand::Kind::Literal) {
+        args.push_back(literal(a.value));
+      } else {
+        int limit = a.kind == EpilogueOperand::Kind::Input ? int(reads.size()) : int(k);
+        if (a.index < 0 || a.index >= limit) throw Error("epilogue: operand out of range in " + e.code[k].op);
+        std::string name(1, a.kind == EpilogueOperand::Kind::Input ? 'x' : 't');
+        args.push_back(name.append(std::to_string(a.index)));
+      }
+    }
+    o << "  const float t" << k << " = " << expression(e.code[k], args) << ";\n";
+  }
+  if (e.code.empty())
+    o << "  return x0;\n}\n";
+  else
+    o << "  return t" << e.code.size() - 1 << ";\n}\n";
+  o << "#define EPI(v, i) epi_program(";
+  for (size_t k = 0; k < reads.size(); ++k) {
+    o << (k ? ", " : "");
+    switch (reads[k]) {
+      case EpilogueRead::Value: o << "(v)"; break;
+      case EpilogueRead::Direct: o << "X" << k << "[X" << k << "o + (i)]"; break;
+      case EpilogueRead::Strided: o << "X" << k << "[X" << k << "o + strided_offset((i), epi_dims, X" << k << "s)]"; break;
+    }
+  }
+  o << ")\n";
+  return o.str();
+}
+
+}  // namespace texplan::runtime

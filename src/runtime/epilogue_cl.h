@@ -1,0 +1,30 @@
+// Epilogue programs (graph/epilogue.h) as OpenCL C: the generated text is the
+// `prelude` of a kernel file (ops.h Source) that has a fused-epilogue hook.
+// It defines two macros the kernel files use:
+//   EPI_PARAMS  extra kernel parameters, appended after the kernel's own;
+//   EPI(v, i)   the program's value at output element i (linear index in Y)
+//               where v is the kernel's own result there (operand x0).
+// Kernel files default to EPI(v, i) = v and no extra parameters.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "graph/epilogue.h"
+
+namespace texplan::runtime {
+
+// How operand x<k> reaches the program.
+enum class EpilogueRead {
+  Value,    // the kernel's own result v (x0 of FusedConv, FusedMatMul)
+  Direct,   // buffer X<k> at element i (same shape as Y)
+  Strided,  // buffer X<k> at strided_offset(i, epi_dims, X<k>s) (numpy broadcast)
+};
+
+// OpenCL C for `e`, operand x<k> read as `reads[k]`. Parameters appended, in
+// operand order: for each buffer operand `__global const float* X<k>, int
+// X<k>o` (buffer, element offset: a TensorArg), then `Dims X<k>s` if Strided;
+// last, when any operand is Strided, `Dims epi_dims` (the iteration space).
+// Semantics match Epilogue::eval exactly (same formulas, same NaN rules).
+std::string epilogue_cl(const Epilogue& e, const std::vector<EpilogueRead>& reads);
+
+}  // namespace texplan::runtime

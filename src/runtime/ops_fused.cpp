@@ -1,0 +1,77 @@
+// FusedConv, FusedMatMul and FusedElementwise (docs/fused-ops.md): the conv
+// and matmul lowerings with the epilogue generated into their stores, and one
+// elementwise kernel for a whole chain. Every kernel reads an element's
+// operands before writing that element, at the same index only, so Y may
+// share storage with an epilogue input (in-place).
+#include "graph/epilogue.h"
+#include "runtime/epilogue_cl.h"
+#include "runtime/ops.h"
+
+namespace texplan::runtime {
+namespace {
+
+bool float32(const Tensor& t) { return t.dtype == DataType::Float32; }
+
+// The tail whose program operands are, in order: the kernel's own value (when
+// value_x0), then node inputs `first`.. as buffers. Inputs with Y's elements
+// are read at Y's index, the others through broadcast strides.
+bool make_tail(NodeBuilder& b, int first, bool value_x0, FusedTail& tail) {
+  const Shape& y = b.out(0).shape;
+  if (!float32(b.out(0))) return false;
+  Epilogue e = Epilogue::parse(b.node);
+  std::vector<EpilogueRead> reads;
+  if (value_x0) reads.push_back(EpilogueRead::Value);
+  std::vector<std::vector<int64_t>> strides = {contiguous_strides(y)};
+  for (int i = first; i < b.inputs(); ++i) {
+    if (!b.has_in(i) || !float32(b.in(i))) return false;
+    const Shape& s = b.in(i).shape;
+    if (s.size() > y.size()) return false;
+    for (size_t k = 0; k < s.size(); ++k)
+      if (s[k] != 1 && s[k] != y[y.size() - s.size() + k]) return false;
+    // Broadcast-compatible with as many elements: the same order, no strides.
+    bool direct = element_count(s) == element_count(y);
+    reads.push_back(direct ? EpilogueRead::Direct : EpilogueRead::Strided);
+    tail.inputs.push_back({b.arg_in(i), !direct, Dims{}});
+    strides.push_back(broadcast_strides(s, y));
+    tail.strided = tail.strided || !direct;
+  }
+  if (e.inputs() > int(reads.size()))
+    throw Error("program reads x" + std::to_string(e.inputs() - 1) + " but the node binds " +
+                std::to_string(reads.size()) + " operands");
+  if (tail.strided) {
+    Strided c = collapse({y, strides});
+    tail.dims = to_dims(c.dims, 1);
+    for (size_t k = 0; k < tail.inputs.size(); ++k) tail.inputs[k].strides = to_dims(c.strides[k + 1], 0);
+  }
+  tail.prelude = epilogue_cl(e, reads);
+  return true;
+}
+
+}  // namespace
+
+bool lower_fused_conv(NodeBuilder& b) {
+  if (b.inputs() < 2) return false;
+  for (int i = 3; i < b.inputs(); ++i)
+    if (!b.has_in(i) || b.in(i).shape != b.out(0).shape) return false;  // the contract: Ej has Y's shape
+  FusedTail tail;
+  return make_tail(b, 3, true, tail) && lower_conv(b, tail);
+}
+
+bool lower_fused_matmul(NodeBuilder& b) {
+  if (b.inputs() < 2) return false;
+  FusedTail tail;
+  return make_tail(b, 2, true, tail) && lower_matmul(b, b.node.get_int("transB", 0) != 0, tail);
+}
+
+bool lower_fused_elementwise(NodeBuilder& b) {
+  if (b.inputs() < 1) return false;
+  FusedTail tail;
+  if (!make_tail(b, 0, false, tail)) return false;
+  int64_t n = element_count(b.out(0).shape);
+  if (n == 0) return true;
+  b.launch(Source("fused.cl", "", tail.prelude), "fused_elementwise", linear_range(n), b.arg_out(0), i32(n));
+  tail.append_args(b);
+  return true;
+}
+
+}  // namespace texplan::runtime
