@@ -8,6 +8,7 @@
 #include <set>
 
 #include "reference/reference_ops.h"
+#include "runtime/offload_hook.h"
 #include "runtime/ops.h"
 #include "runtime/profile.h"
 
@@ -46,6 +47,10 @@ struct Session::Impl {
     int node = 0;
     std::vector<Launch> launches;
     bool cpu = false;          // runs through reference::evaluate
+    // Run by the offloader; `launches` (or the CPU) stay ready for when the
+    // library rejects a call, after which they run this node for good.
+    std::unique_ptr<OffloadedNode> offload;
+    mutable bool offload_rejected = false;
     std::vector<int> writes;   // usage records this step writes (guard mode)
   };
 
@@ -60,6 +65,7 @@ struct Session::Impl {
   int64_t weight_bytes = 0, pool_bytes = 0;
   std::vector<Step> steps;
   std::vector<std::string> fallback;
+  std::vector<std::string> offloaded;
   int launches = 0;
   double last_ms = 0;
   std::vector<GuardViolation> violations;
@@ -67,6 +73,7 @@ struct Session::Impl {
   std::vector<std::vector<uint8_t>> shadows;  // per record, guard mode
 
   ~Impl() {
+    for (Step& s : steps) s.offload.reset();  // may hold sub-buffers of the pools
     for (Step& s : steps)
       for (Launch& l : s.launches) clReleaseKernel(l.kernel);
     for (cl_mem m : pools)
@@ -177,10 +184,50 @@ struct Session::Impl {
       } catch (const Error& e) {
         throw Error(at_node(n) + ": " + e.what());
       }
+      if (opt.offload) offload(g, step);
       launches += int(step.launches.size());
       for (int o : node.outputs)
         if (o >= 0 && !g.tensors[root(o)].is_constant) step.writes.push_back(record(o));
+      for (int r : scratch_records[n]) step.writes.push_back(r);
     }
+  }
+
+  // Records no tensor owns are scratch space an offloaded node asked for
+  // (src/offload): the node at their first step writes them.
+  std::vector<std::vector<int>> scratch_records;
+  void find_scratch_records(const Graph& g) {
+    std::vector<bool> owned(pin.records.size(), false);
+    for (int r : pin.record_of_tensor)
+      if (r >= 0) owned[size_t(r)] = true;
+    scratch_records.assign(g.nodes.size(), {});
+    for (size_t r = 0; r < pin.records.size(); ++r)
+      if (!owned[r] && pin.records[r].first >= 0 && pin.records[r].first < int(g.nodes.size()))
+        scratch_records[size_t(pin.records[r].first)].push_back(int(r));
+  }
+
+  void offload(const Graph& g, Step& step) {
+    const Node& node = g.nodes[step.node];
+    OffloadRequest r{*dev,
+                     q,
+                     g,
+                     step.node,
+                     [&](int t) { return locate(g, t); },
+                     [&](int rec) {
+                       const plan::Placement& p = plan.placements.at(size_t(rec));
+                       return Location{pools.at(size_t(p.pool)), p.offset};
+                     },
+                     step.launches};
+    step.offload = opt.offload->prepare(r);
+    if (step.offload) offloaded.push_back(node.name + " (" + node.op_type + ")");
+  }
+
+  // True when the offloader ran the step; false (after one warning) when it
+  // rejected the call: the caller then runs the step's own launches.
+  bool enqueue_offloaded(const Step& s, std::vector<cl_event>* events) {
+    if (!s.offload || s.offload_rejected) return false;
+    if (s.offload->enqueue(q, events)) return true;
+    s.offload_rejected = true;
+    return false;
   }
 
   // The run-time copy of the graph, without weights (messages need it while
@@ -326,6 +373,7 @@ Session::Session(const Graph& g, const PlanInput& pin, const plan::MemoryPlan& p
   if (pin.record_of_tensor.size() != g.tensors.size())
     throw Error(m.model() + ": the usage records describe another graph");
   m.keep_metadata(g);
+  m.find_scratch_records(g);
   m.allocate_pools();
   m.prepare(g);
   m.keep_host_constants(g);
@@ -381,7 +429,8 @@ std::vector<HostTensor> Session::run(const std::vector<HostTensor>& inputs) {
   for (const Impl::Step& s : m.steps) {
     auto node_start = std::chrono::steady_clock::now();
     std::vector<cl_event>* events = m.opt.profile ? &profiled.step() : nullptr;
-    if (s.cpu) m.run_on_cpu(s);
+    if (m.enqueue_offloaded(s, events)) {
+    } else if (s.cpu) m.run_on_cpu(s);
     else m.enqueue(s, events);
     if (m.opt.profile) {
       const Node& n = g.nodes[s.node];
@@ -422,6 +471,7 @@ int64_t Session::activation_bytes() const { return impl_->pool_bytes; }
 int64_t Session::weight_bytes() const { return impl_->weight_bytes; }
 int Session::kernel_launches() const { return impl_->launches; }
 const std::vector<std::string>& Session::fallback_nodes() const { return impl_->fallback; }
+const std::vector<std::string>& Session::offloaded_nodes() const { return impl_->offloaded; }
 const std::vector<GuardViolation>& Session::guard_violations() const { return impl_->violations; }
 const std::vector<NodeTime>& Session::node_times() const { return impl_->times; }
 const Device& Session::device() const { return *impl_->dev; }

@@ -29,6 +29,8 @@
 
 namespace texplan::runtime {
 
+class Offloader;  // runtime/offload_hook.h
+
 struct SessionOptions {
   // Proves the plan while running: pools start poisoned (NaN bytes), and
   // after every node the bytes of every live tensor that node did not write
@@ -39,6 +41,9 @@ struct SessionOptions {
   // device's profiling queue: no host sync between nodes; CPU fallback nodes
   // are timed on the host.
   bool profile = false;
+  // Runs the nodes it takes in a library (src/offload), in this session's
+  // pools and queue; null: texplan's kernels run every node.
+  std::shared_ptr<Offloader> offload;
 };
 
 struct NodeTime {
@@ -81,6 +86,7 @@ class Session {
   int64_t weight_bytes() const;       // device bytes of the uploaded constants
   int kernel_launches() const;        // per run
   const std::vector<std::string>& fallback_nodes() const;  // nodes run on the CPU, "name (op)"
+  const std::vector<std::string>& offloaded_nodes() const; // nodes the offloader runs, "name (op)"
   const std::vector<GuardViolation>& guard_violations() const;  // of the last run, guard mode only
   const std::vector<NodeTime>& node_times() const;              // of the last run, profile mode only
   const Device& device() const;
