@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "optimize/optimize.h"
 #include "optimize/usage.h"
 #include "plan/memory_plan.h"
 
@@ -28,6 +29,8 @@ struct PlanOptions {
   std::vector<std::string> strategies;  // empty: all
   TextureMode textures = TextureMode::None;
   bool include_tensors = true;          // per-tensor placements in the report
+  OptimizeOptions optimize;             // graph rewrites before planning (optimize/optimize.h)
+  bool optimization_shares = true;      // re-optimize with each one off to report its share
 };
 
 // Plans `recs` with each strategy and validates every plan. JSON fields:
@@ -40,6 +43,15 @@ void print_plan_table(const json& report, std::ostream& out);
 
 // Import + usage records + plan_report, for a model file or folder.
 json plan_model(const std::string& model_path, const plan::DeviceProfile& dev, const PlanOptions& opt);
+
+// --no-fuse, --no-inplace, --no-concat-elision, --order file|memory.
+void add_optimize_options(CLI::App& app, OptimizeOptions& o);
+// JSON fields: raw_lower_bound_bytes, lower_bound_bytes, nodes_before/after,
+// fused_conv, fused_matmul, fused_elementwise, folded_batchnorm, inplace,
+// elided_concats, order, order_ms, optimize_ms, shares[{name,
+// lower_bound_without, bytes_saved}].
+json optimize_json(const OptimizeReport& r, const std::vector<OptimizationShare>& shares);
+void print_optimize_summary(const json& optimization, std::ostream& out);
 
 // texplan run
 struct RunArgs {
@@ -55,6 +67,7 @@ struct RunArgs {
   std::string json_path;
   std::string output_dir;  // writes output_N.pb there
   bool profile = false;    // per-node device times (cli/profile_report.h)
+  OptimizeOptions optimize;  // graph rewrites before planning (optimize/optimize.h)
 };
 void add_run_options(CLI::App& app, RunArgs& a);
 int run_command(const RunArgs& a);

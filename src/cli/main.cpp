@@ -38,6 +38,8 @@ int main(int argc, char** argv) {
   plan->add_option("--strategy", strategy, "strategy name or 'all'")->capture_default_str();
   plan->add_option("--target", target, "device profile: pocl, h100, adreno, a .json file, or opencl")
       ->capture_default_str();
+  OptimizeOptions plan_optimize;
+  cli::add_optimize_options(*plan, plan_optimize);
   plan->add_option("--textures", textures, "none: buffers only; auto: 4D activations as textures")
       ->check(CLI::IsMember({"none", "auto"}))
       ->capture_default_str();
@@ -78,6 +80,7 @@ int main(int argc, char** argv) {
       cli::PlanOptions opt;
       if (strategy != "all") opt.strategies = {strategy};
       opt.textures = parse_textures(textures);
+      opt.optimize = plan_optimize;
       cli::json report;
       if (random_n > 0) {
         opt.include_tensors = random_n <= 200000;

@@ -97,6 +97,7 @@ json plan_report(const std::string& model, const std::vector<plan::UsageRecord>&
 }
 
 void print_plan_table(const json& r, std::ostream& out) {
+  if (r.contains("optimization")) print_optimize_summary(r["optimization"], out);
   out << "model " << r["model"].get<std::string>() << ": " << r["records"] << " tensors to place";
   if (r["texture_records"].get<int64_t>() > 0) out << " (" << r["texture_records"] << " as textures)";
   out << ", target " << r["target"].get<std::string>() << "\n";
@@ -125,6 +126,9 @@ void print_plan_table(const json& r, std::ostream& out) {
 json plan_model(const std::string& model_path, const plan::DeviceProfile& dev, const PlanOptions& opt) {
   auto t0 = std::chrono::steady_clock::now();
   Graph g = import_onnx(model_path);
+  std::unique_ptr<Graph> imported;  // for each optimization's share
+  if (opt.optimization_shares) imported = std::make_unique<Graph>(g);
+  const OptimizeReport optimized = optimize(g, opt.optimize);
   auto t1 = std::chrono::steady_clock::now();
   UsageOptions uo;
   uo.textures = opt.textures;
@@ -148,6 +152,10 @@ json plan_model(const std::string& model_path, const plan::DeviceProfile& dev, c
   }
   if (opt.include_tensors && !o.include_tensors) r["tensors_omitted"] = true;
   r["nodes"] = g.nodes.size();
+  r["optimization"] = optimize_json(
+      optimized, imported ? optimization_shares(*imported, opt.optimize, optimized.lower_bound_bytes)
+                          : std::vector<OptimizationShare>{});
+  r["raw_lower_bound_bytes"] = optimized.raw_lower_bound_bytes;
   int64_t weights = 0;
   for (const auto& t : g.tensors)
     if (t.is_constant) weights += t.bytes();

@@ -46,6 +46,7 @@ void add_run_options(CLI::App& app, RunArgs& a) {
   app.add_option("--json", a.json_path, "write the report as JSON");
   app.add_option("--output", a.output_dir, "write the outputs as output_N.pb into this folder");
   app.add_flag("--profile", a.profile, "time every node from OpenCL events, per operator type, with GFLOP/s and GB/s");
+  add_optimize_options(app, a.optimize);
 }
 
 namespace {
@@ -91,6 +92,8 @@ int run_command(const RunArgs& a) {
   };
   Graph g = import_onnx(file, {.load_weights = true});
   verbose_log() << g.model_name << ": imported " << g.nodes.size() << " nodes with weights in " << since() << "\n";
+  const OptimizeReport optimized = optimize(g, a.optimize);
+  verbose_log() << g.model_name << ": optimized to " << g.nodes.size() << " nodes in " << since() << "\n";
 
   std::vector<std::string> input_files = a.inputs.empty() ? test_files(file, "input_") : a.inputs;
   if (input_files.empty())
@@ -179,6 +182,8 @@ int run_command(const RunArgs& a) {
       report["guard_violations"] = guard_violations;
     }
   }
+  report["optimization"] = optimize_json(optimized, {});
+  report["raw_lower_bound_bytes"] = optimized.raw_lower_bound_bytes;
   report["activation_bytes"] = activation_bytes;
   report["weight_bytes"] = weight_bytes;
   report["fallback_nodes"] = fallback;
@@ -210,6 +215,9 @@ int run_command(const RunArgs& a) {
             << " B), lower bound " << human_bytes(lower_bound) << " (" << std::fixed << std::setprecision(3)
             << (lower_bound ? double(activation_bytes) / double(lower_bound) : 1.0) << "x), strategy " << a.strategy
             << "\n";
+  std::cout << "optimized   " << optimized.nodes_before << " -> " << optimized.nodes_after << " nodes, lower bound "
+            << human_bytes(optimized.raw_lower_bound_bytes) << " as imported -> "
+            << human_bytes(optimized.lower_bound_bytes) << " (order " << optimized.order << ")\n";
   std::cout << "weights     " << human_bytes(weight_bytes) << "\n";
   if (!fallback.empty()) std::cout << "cpu fallback " << fallback.size() << " node(s)\n";
   if (a.bench > 0)

@@ -1,0 +1,60 @@
+// The optimizer's switches on the command line and its part of the reports
+// (texplan plan, texplan run, texplan_bench).
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+
+namespace texplan::cli {
+
+void add_optimize_options(CLI::App& app, OptimizeOptions& o) {
+  app.add_flag_callback("--no-fuse", [&o] { o.fuse = false; }, "keep Conv/MatMul/BatchNormalization/activations unfused");
+  app.add_flag_callback("--no-inplace", [&o] { o.inplace = false; }, "every node writes fresh storage");
+  app.add_flag_callback("--no-concat-elision", [&o] { o.concat_elision = false; },
+                        "Concat copies its inputs instead of producers writing their slice");
+  app.add_option_function<std::string>(
+         "--order", [&o](const std::string& s) { o.order = parse_order(s); },
+         "execution order: file (as imported) or memory (lowest peak of live bytes among several heuristics)")
+      ->check(CLI::IsMember({"file", "memory"}))
+      ->default_str("memory");
+}
+
+json optimize_json(const OptimizeReport& r, const std::vector<OptimizationShare>& shares) {
+  json j{{"raw_lower_bound_bytes", r.raw_lower_bound_bytes},
+         {"lower_bound_bytes", r.lower_bound_bytes},
+         {"nodes_before", r.nodes_before},
+         {"nodes_after", r.nodes_after},
+         {"fused_conv", r.fused_conv},
+         {"fused_matmul", r.fused_matmul},
+         {"fused_elementwise", r.fused_elementwise},
+         {"folded_batchnorm", r.folded_batchnorm},
+         {"inplace", r.inplace},
+         {"elided_concats", r.elided_concats},
+         {"order", r.order},
+         {"order_ms", r.order_ms},
+         {"optimize_ms", r.total_ms}};
+  j["shares"] = json::array();
+  for (const auto& s : shares)
+    j["shares"].push_back({{"name", s.name}, {"lower_bound_without", s.lower_bound_without}, {"bytes_saved", s.bytes_saved}});
+  return j;
+}
+
+void print_optimize_summary(const json& o, std::ostream& out) {
+  out << "optimized: " << o["nodes_before"] << " -> " << o["nodes_after"] << " nodes (" << o["fused_conv"]
+      << " FusedConv, " << o["fused_matmul"] << " FusedMatMul, " << o["fused_elementwise"] << " FusedElementwise, "
+      << o["folded_batchnorm"] << " BatchNormalization folded), " << o["inplace"] << " in place, "
+      << o["elided_concats"] << " concats elided, order " << o["order"].get<std::string>() << "\n";
+  out << "lower bound: " << human_bytes(o["raw_lower_bound_bytes"]) << " as imported -> "
+      << human_bytes(o["lower_bound_bytes"]) << " optimized";
+  const double raw = double(std::max<int64_t>(1, o["raw_lower_bound_bytes"].get<int64_t>()));
+  char ratio[32];
+  std::snprintf(ratio, sizeof ratio, " (%.3f)", double(o["lower_bound_bytes"].get<int64_t>()) / raw);
+  out << ratio << "\n";
+  if (!o["shares"].empty()) {
+    out << "saved by each (bound with it off alone):";
+    for (const auto& s : o["shares"])
+      out << " " << s["name"].get<std::string>() << " " << human_bytes(s["bytes_saved"].get<int64_t>());
+    out << "\n";
+  }
+}
+
+}  // namespace texplan::cli

@@ -1,0 +1,126 @@
+#include "optimize/optimize.h"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "optimize/passes.h"
+#include "optimize/sharing.h"
+#include "optimize/usage.h"
+
+namespace texplan {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+Attribute int_attr(int64_t v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Int;
+  a.i = v;
+  return a;
+}
+
+void mark_concats(Graph& g, const std::vector<int>& chosen) {
+  for (auto& n : g.nodes)
+    if (n.op_type == "Concat") n.attrs.erase("texplan_elided");
+  for (int k : chosen) g.nodes[k].attrs["texplan_elided"] = int_attr(1);
+}
+
+// Elides every concat that can be, then drops each one whose elision does not
+// lower the bound (a slice kept alive for the whole concat can cost more
+// than the copy saves, e.g. U-Net's skip connections).
+void elide_concats(Graph& g) {
+  mark_concats(g, {});
+  std::vector<int> chosen = elidable_concats(g);
+  mark_concats(g, chosen);
+  int64_t best = graph_lower_bound(g);
+  const std::vector<int> tried = chosen;
+  for (int k : tried) {
+    if (std::find(chosen.begin(), chosen.end(), k) == chosen.end()) continue;
+    std::vector<char> allowed(g.nodes.size(), 0);
+    for (int c : chosen) allowed[c] = c != k;
+    mark_concats(g, {});
+    std::vector<int> without = elidable_concats(g, allowed);
+    mark_concats(g, without);
+    const int64_t bytes = graph_lower_bound(g);
+    if (bytes < best) {
+      best = bytes;
+      chosen = without;
+    } else {
+      mark_concats(g, chosen);
+    }
+  }
+}
+
+}  // namespace
+
+OptimizeOptions::Order parse_order(const std::string& s) {
+  if (s == "file") return OptimizeOptions::Order::File;
+  if (s == "memory") return OptimizeOptions::Order::Memory;
+  throw Error("unknown order '" + s + "' (expects file or memory)");
+}
+
+int64_t graph_lower_bound(const Graph& g) { return plan::lower_bound_bytes(make_usage_records(g).records); }
+
+OptimizeReport optimize(Graph& g, const OptimizeOptions& opt) {
+  const auto start = Clock::now();
+  OptimizeReport r;
+  r.nodes_before = int(g.nodes.size());
+  r.raw_lower_bound_bytes = graph_lower_bound(g);
+  if (opt.fuse) {
+    const FuseCounts c = fuse(g);
+    r.fused_conv = c.conv;
+    r.fused_matmul = c.matmul;
+    r.fused_elementwise = c.elementwise;
+    r.folded_batchnorm = c.batchnorm;
+  }
+  for (auto& n : g.nodes) {
+    n.attrs.erase("texplan_inplace");
+    if (opt.inplace && may_run_in_place(n)) n.attrs["texplan_inplace"] = int_attr(1);
+  }
+  if (opt.concat_elision) elide_concats(g);
+  else mark_concats(g, {});
+  r.order = "file";
+  if (opt.order == OptimizeOptions::Order::Memory) {
+    const auto t = Clock::now();
+    r.order = memory_aware_order(g);
+    if (opt.concat_elision && r.order != "file") elide_concats(g);  // decisions for the new order
+    r.order_ms = ms_since(t);
+  }
+  r.lower_bound_bytes = graph_lower_bound(g);
+  if (r.lower_bound_bytes > r.raw_lower_bound_bytes && opt.concat_elision) {
+    mark_concats(g, {});  // never worse than the graph as given
+    r.lower_bound_bytes = graph_lower_bound(g);
+  }
+  const StorageSharing s = storage_sharing(g);
+  for (const auto& n : g.nodes) {
+    if (n.get_int("texplan_elided", 0) == 1) ++r.elided_concats;
+    if (n.get_int("texplan_inplace", 0) == 1 && n.outputs.size() == 1 && n.outputs[0] >= 0 &&
+        s.root[n.outputs[0]] != n.outputs[0])
+      ++r.inplace;
+  }
+  r.nodes_after = int(g.nodes.size());
+  r.total_ms = ms_since(start);
+  return r;
+}
+
+std::vector<OptimizationShare> optimization_shares(const Graph& imported, const OptimizeOptions& opt,
+                                                   int64_t optimized_lower_bound) {
+  std::vector<OptimizationShare> shares;
+  auto without = [&](const std::string& name, auto&& turn_off) {
+    OptimizeOptions o = opt;
+    turn_off(o);
+    Graph g = imported;
+    const OptimizeReport r = optimize(g, o);
+    shares.push_back({name, r.lower_bound_bytes, r.lower_bound_bytes - optimized_lower_bound});
+  };
+  if (opt.fuse) without("fuse", [](OptimizeOptions& o) { o.fuse = false; });
+  if (opt.inplace) without("inplace", [](OptimizeOptions& o) { o.inplace = false; });
+  if (opt.concat_elision) without("concat_elision", [](OptimizeOptions& o) { o.concat_elision = false; });
+  if (opt.order == OptimizeOptions::Order::Memory)
+    without("order", [](OptimizeOptions& o) { o.order = OptimizeOptions::Order::File; });
+  return shares;
+}
+
+}  // namespace texplan

@@ -1,0 +1,58 @@
+// Graph rewrites that lower the memory bound itself (docs/optimizations.md):
+// operator fusion, in-place execution, zero-copy concat and a memory-aware
+// execution order. Run on the imported graph, before storage assignment and
+// make_usage_records:
+//
+//   Graph g = import_onnx(path);
+//   OptimizeReport r = optimize(g, {});   // r.raw_lower_bound_bytes: g as imported
+//   PlanInput pin = make_usage_records(g);
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace texplan {
+
+struct OptimizeOptions {
+  bool fuse = true;            // Conv/MatMul/Gemm + BatchNormalization, bias, activation, residual; elementwise chains
+  bool inplace = true;         // elementwise writes over an input that dies at the node
+  bool concat_elision = true;  // producers write their slice of a Concat's output
+  enum class Order { File, Memory } order = Order::Memory;
+};
+// "file" or "memory"; throws Error on anything else.
+OptimizeOptions::Order parse_order(const std::string& s);
+
+struct OptimizeReport {
+  int64_t raw_lower_bound_bytes = 0;  // the graph as given: file order, no optimization
+  int64_t lower_bound_bytes = 0;      // after the rewrites (buffers only)
+  int nodes_before = 0, nodes_after = 0;
+  int fused_conv = 0, fused_matmul = 0, fused_elementwise = 0;  // fused nodes made
+  int folded_batchnorm = 0;   // BatchNormalization folded into a convolution's weights
+  int inplace = 0;            // nodes whose output shares an input's storage
+  int elided_concats = 0;     // Concat nodes whose inputs are views of the output
+  std::string order;          // heuristic that won ("file", "greedy-net", ...)
+  double order_ms = 0;        // time spent choosing the order
+  double total_ms = 0;
+};
+
+// Rewrites `g` in place. The result is a valid graph with the same outputs
+// and values (up to float rounding of folded BatchNormalization); fused ops
+// and marks are described in docs/fused-ops.md.
+OptimizeReport optimize(Graph& g, const OptimizeOptions& opt = {});
+
+// Each enabled optimization's share: the optimized lower bound with that one
+// switched off, minus the bound with all of `opt` on (bytes it saves).
+struct OptimizationShare {
+  std::string name;  // "fuse", "inplace", "concat_elision", "order"
+  int64_t lower_bound_without = 0;
+  int64_t bytes_saved = 0;
+};
+std::vector<OptimizationShare> optimization_shares(const Graph& imported, const OptimizeOptions& opt,
+                                                   int64_t optimized_lower_bound);
+
+// Lower bound of `g` in its node order, buffers only.
+int64_t graph_lower_bound(const Graph& g);
+
+}  // namespace texplan

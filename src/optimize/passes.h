@@ -1,0 +1,22 @@
+// Internal: the passes optimize() runs (fuse.cpp, order.cpp).
+#pragma once
+#include <string>
+
+#include "graph/graph.h"
+
+namespace texplan {
+
+struct FuseCounts {
+  int conv = 0, matmul = 0, elementwise = 0, batchnorm = 0;
+};
+// BatchNormalization into the preceding Conv's weights (or into Mul/Add
+// when no Conv precedes it), then each Conv/MatMul/Gemm with the chain of
+// elementwise nodes after it, then the remaining elementwise chains.
+FuseCounts fuse(Graph& g);
+
+// Reorders g.nodes topologically to lower the peak of live bytes; keeps the
+// file order unless another order's lower bound is smaller. Returns the
+// winning heuristic's name.
+std::string memory_aware_order(Graph& g);
+
+}  // namespace texplan
