@@ -29,6 +29,8 @@ struct PlanOptions {
   std::vector<std::string> strategies;  // empty: all
   TextureMode textures = TextureMode::None;
   bool include_tensors = true;          // per-tensor placements in the report
+  std::string offload = "none";         // none | clblast | auto: partition and scratch records (src/offload)
+  bool offload_on_device = false;       // --target opencl: CLBlast sizes its scratch on that device
   OptimizeOptions optimize;             // graph rewrites before planning (optimize/optimize.h)
   bool optimization_shares = true;      // re-optimize with each one off to report its share
 };
@@ -67,6 +69,10 @@ struct RunArgs {
   std::string json_path;
   std::string output_dir;  // writes output_N.pb there
   bool profile = false;    // per-node device times (cli/profile_report.h)
+  std::string offload = "none";  // none | clblast | auto (src/offload)
+  // One tuning results file for every part that measures once and reuses
+  // (runtime/tuning_cache.h): read at start, written back when changed.
+  std::string tuning_cache;
   OptimizeOptions optimize;  // graph rewrites before planning (optimize/optimize.h)
 };
 void add_run_options(CLI::App& app, RunArgs& a);

@@ -43,6 +43,11 @@ int main(int argc, char** argv) {
   plan->add_option("--textures", textures, "none: buffers only; auto: 4D activations as textures")
       ->check(CLI::IsMember({"none", "auto"}))
       ->capture_default_str();
+  std::string offload = "none";
+  plan->add_option("--offload", offload,
+                   "none, clblast or auto: partition the nodes between texplan and CLBlast and plan CLBlast's scratch")
+      ->check(CLI::IsMember({"none", "clblast", "auto"}))
+      ->capture_default_str();
   plan->add_option("--json", json_path, "write the report as JSON");
   plan->add_option("--timeline", timeline_path, "draw the plan(s) as a picture: FILE.svg, or FILE.html with hover details");
   plan->add_option("--random-graph", random_n, "plan a random DAG of N tensors instead of a model");
@@ -79,6 +84,8 @@ int main(int argc, char** argv) {
       plan::DeviceProfile dev = cli::load_target(target);
       cli::PlanOptions opt;
       if (strategy != "all") opt.strategies = {strategy};
+      opt.offload = offload;
+      opt.offload_on_device = target == "opencl";
       opt.textures = parse_textures(textures);
       opt.optimize = plan_optimize;
       cli::json report;

@@ -6,6 +6,8 @@
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "import/onnx_import.h"
+#include "offload/offload.h"
+#include "runtime/device.h"
 
 namespace texplan::cli {
 
@@ -97,6 +99,7 @@ json plan_report(const std::string& model, const std::vector<plan::UsageRecord>&
 }
 
 void print_plan_table(const json& r, std::ostream& out) {
+  if (r.contains("partition")) offload::print_partition(r["partition"], out);
   if (r.contains("optimization")) print_optimize_summary(r["optimization"], out);
   out << "model " << r["model"].get<std::string>() << ": " << r["records"] << " tensors to place";
   if (r["texture_records"].get<int64_t>() > 0) out << " (" << r["texture_records"] << " as textures)";
@@ -134,6 +137,18 @@ json plan_model(const std::string& model_path, const plan::DeviceProfile& dev, c
   uo.textures = opt.textures;
   uo.device = &dev;
   PlanInput in = make_usage_records(g, uo);
+  // Offload: the partition's scratch records are planned with the tensors.
+  std::unique_ptr<offload::Offloader> offloader;
+  if (opt.offload != "none") {
+    std::shared_ptr<runtime::Device> device;  // the device load_target("opencl") read
+    if (opt.offload_on_device) {
+      for (const auto& d : runtime::list_devices())
+        if (!device && d.type == "gpu") device = runtime::open_device("opencl:" + std::to_string(d.index));
+      if (!device) device = runtime::open_device("pocl");
+    }
+    offloader = std::make_unique<offload::Offloader>(offload::parse_mode(opt.offload), device, nullptr);
+    offloader->partition(g, in);
+  }
   auto t2 = std::chrono::steady_clock::now();
   verbose_log() << g.model_name << ": imported " << g.nodes.size() << " nodes, " << g.tensors.size() << " tensors in "
                 << ms_text(std::chrono::duration<double, std::milli>(t1 - t0).count()) << "; " << in.records.size()
@@ -152,6 +167,13 @@ json plan_model(const std::string& model_path, const plan::DeviceProfile& dev, c
   }
   if (opt.include_tensors && !o.include_tensors) r["tensors_omitted"] = true;
   r["nodes"] = g.nodes.size();
+  if (offloader) {
+    r["partition"] = offloader->report();
+    r["partition"]["scratch_sizing"] = opt.offload_on_device
+                                           ? "exact: CLBlast sized its GEMM scratch on the device"
+                                           : "GEMM scratch as an upper bound (no device: --target opencl asks CLBlast)";
+    r["offloaded_nodes"] = r["partition"]["offloaded_nodes"];
+  }
   r["optimization"] = optimize_json(
       optimized, imported ? optimization_shares(*imported, opt.optimize, optimized.lower_bound_bytes)
                           : std::vector<OptimizationShare>{});

@@ -6,12 +6,14 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "cli/commands.h"
 #include "cli/profile_report.h"
 #include "cli/progress.h"
 #include "import/onnx_import.h"
+#include "offload/offload.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/device.h"
 #include "runtime/session.h"
@@ -45,6 +47,13 @@ void add_run_options(CLI::App& app, RunArgs& a) {
   app.add_option("--bench", a.bench, "time N runs after warm-up");
   app.add_option("--json", a.json_path, "write the report as JSON");
   app.add_option("--output", a.output_dir, "write the outputs as output_N.pb into this folder");
+  app.add_option("--offload", a.offload,
+                 "none: texplan's kernels only; clblast: GEMM-shaped nodes (Gemm, MatMul, Conv as im2col+GEMM) "
+                 "to CLBlast; auto: per node the faster of the two, measured once (kept in --tuning-cache)")
+      ->check(CLI::IsMember({"none", "clblast", "auto"}))
+      ->capture_default_str();
+  app.add_option("--tuning-cache", a.tuning_cache,
+                 "tuning results file (read, and updated when something was measured): kernel choices and CLBlast's");
   app.add_flag("--profile", a.profile, "time every node from OpenCL events, per operator type, with GFLOP/s and GB/s");
   add_optimize_options(app, a.optimize);
 }
@@ -76,6 +85,28 @@ Timing time_runs(int n, F&& run_once) {
   }
   std::sort(ms.begin(), ms.end());
   return {ms.front(), ms[ms.size() / 2]};
+}
+
+// Device time of one run spent in CLBlast's nodes and in texplan's (from
+// profiling events; the median run of three).
+json time_partitions(const Graph& g, const PlanInput& pin, const plan::MemoryPlan& plan,
+                     std::shared_ptr<runtime::Device> device, std::shared_ptr<offload::Offloader> offloader,
+                     const std::vector<HostTensor>& inputs) {
+  runtime::SessionOptions o;
+  o.profile = true;
+  o.offload = offloader;
+  runtime::Session s(g, pin, plan, device, o);
+  std::set<std::string> library(s.offloaded_nodes().begin(), s.offloaded_nodes().end());
+  s.run(inputs);  // warm-up
+  std::vector<std::pair<double, double>> runs;
+  for (int i = 0; i < 3; ++i) {
+    s.run(inputs);
+    double lib = 0, own = 0;
+    for (const auto& t : s.node_times()) (library.count(t.node + " (" + t.op + ")") ? lib : own) += t.ms;
+    runs.push_back({lib + own, lib});
+  }
+  std::sort(runs.begin(), runs.end());
+  return {{"clblast", runs[1].second}, {"texplan", runs[1].first - runs[1].second}};
 }
 
 }  // namespace
@@ -115,6 +146,14 @@ int run_command(const RunArgs& a) {
   uo.textures = a.textures == "auto" ? TextureMode::Auto : TextureMode::None;
   uo.device = &profile;
   PlanInput pin = make_usage_records(g, uo);
+  std::unique_ptr<runtime::TuningCache> cache;
+  if (!a.tuning_cache.empty()) cache = std::make_unique<runtime::TuningCache>(a.tuning_cache);
+  // Offload: the partition adds its scratch records before planning.
+  std::shared_ptr<offload::Offloader> offloader;
+  if (!on_cpu && a.offload != "none") {
+    offloader = std::make_shared<offload::Offloader>(offload::parse_mode(a.offload), device, cache.get());
+    offloader->partition(g, pin);
+  }
   plan::MemoryPlan plan = plan::plan_memory(pin.records, profile, a.strategy);
   plan::validate(plan, pin.records, profile);
   if (on_cpu)  // host pools: the same limit as PoCL's, rather than an allocation that takes the machine down
@@ -138,7 +177,8 @@ int run_command(const RunArgs& a) {
   Timing timing;
   int64_t activation_bytes = 0;
   int guard_violations = 0;
-  std::vector<std::string> fallback;
+  std::vector<std::string> fallback, offloaded;
+  json partition_ms;
 
   if (on_cpu) {
     runtime::CpuExecutor cpu(g, pin, plan);
@@ -148,6 +188,7 @@ int run_command(const RunArgs& a) {
     report["device"] = "cpu (reference executor)";
   } else {
     runtime::SessionOptions so;
+    so.offload = offloader;
     runtime::Session session(g, pin, plan, device, so);
     verbose_log() << "session on " << device->info().name << " (pools allocated, weights uploaded, kernels built) in "
                   << since() << "\n";
@@ -156,11 +197,13 @@ int run_command(const RunArgs& a) {
     activation_bytes = session.activation_bytes();
     weight_bytes = session.weight_bytes();
     fallback = session.fallback_nodes();
+    offloaded = session.offloaded_nodes();
     if (a.bench > 0) timing = time_runs(a.bench, [&] { session.run(inputs); });
     report["device"] = device->info().name + " (" + device->info().platform + ")";
     if (a.profile) {
       runtime::SessionOptions po;
       po.profile = true;
+      po.offload = offloader;
       runtime::Session profiled(g, pin, plan, device, po);
       profiled.run(inputs);  // warm-up
       std::vector<std::vector<runtime::NodeTime>> runs;
@@ -170,9 +213,11 @@ int run_command(const RunArgs& a) {
       }
       report["profile"] = profile_report(runs, runtime::measure_ceilings(*device));
     }
+    if (offloader) partition_ms = time_partitions(g, pin, plan, device, offloader, inputs);
     if (a.guard) {
       runtime::SessionOptions go;
       go.guard = true;
+      go.offload = offloader;
       runtime::Session guarded(g, pin, plan, device, go);
       guarded.run(inputs);
       for (const auto& v : guarded.guard_violations()) {
@@ -187,6 +232,13 @@ int run_command(const RunArgs& a) {
   report["activation_bytes"] = activation_bytes;
   report["weight_bytes"] = weight_bytes;
   report["fallback_nodes"] = fallback;
+  report["offload"] = a.offload;
+  report["offloaded_nodes"] = offloaded;
+  if (offloader) {
+    report["partition"] = offloader->report();
+    report["partition_ms"] = partition_ms;
+  }
+  if (cache && cache->dirty()) cache->save();
 
   if (!a.output_dir.empty()) {
     fs::create_directories(a.output_dir);
@@ -220,6 +272,12 @@ int run_command(const RunArgs& a) {
             << human_bytes(optimized.lower_bound_bytes) << " (order " << optimized.order << ")\n";
   std::cout << "weights     " << human_bytes(weight_bytes) << "\n";
   if (!fallback.empty()) std::cout << "cpu fallback " << fallback.size() << " node(s)\n";
+  if (offloader) {
+    offload::print_partition(report["partition"], std::cout);
+    std::cout << "partition   device time per run: clblast " << std::setprecision(3)
+              << partition_ms["clblast"].get<double>() << " ms, texplan " << partition_ms["texplan"].get<double>()
+              << " ms\n";
+  }
   if (a.bench > 0)
     std::cout << "latency     median " << std::setprecision(3) << timing.median_ms << " ms, min " << timing.min_ms
               << " ms over " << a.bench << " runs\n";
