@@ -30,10 +30,31 @@
 #define TILE_N (16 * WPTN)
 #define TK 16
 
-// +1 column: stores into the tiles hit different banks.
+// Two layouts of the tiles in local memory and of a work-item's outputs:
+// - scalar (default): rows ly+16i, columns lx+16j; +1 column of padding so
+//   stores into the tiles hit different banks;
+// - VEC (WPTM, WPTN multiples of 4): rows 4(ly+16i')+r, columns
+//   4(lx+16j')+c, read from local memory as float4 (a quarter of the local
+//   reads per FMA); +4 columns of padding keep rows 16-byte aligned.
+// AS(k, m) / BS(k, n) address one element; ROW(i) / COL(j) are the tile
+// row / column of acc[i][j].
+#ifdef VEC
+#define PAD 4
+#define ROW(i) (4 * (ly + 16 * ((i) / 4)) + (i) % 4)
+#define COL(j) (4 * (lx + 16 * ((j) / 4)) + (j) % 4)
+#else
+#define PAD 1
+#define ROW(i) (ly + 16 * (i))
+#define COL(j) (lx + 16 * (j))
+#endif
+#define AS(k, m) As[(k) * (TILE_M + PAD) + (m)]
+#define BS(k, n) Bs[(k) * (TILE_N + PAD) + (n)]
+
 #define GEMM_LOCALS                                                       \
-  __local float As[TK][TILE_M + 1];                                       \
-  __local float Bs[TK][TILE_N + 1];                                       \
+  __local float4 As4[TK * (TILE_M + PAD) / 4 + 1];                        \
+  __local float4 Bs4[TK * (TILE_N + PAD) / 4 + 1];                        \
+  __local float* As = (__local float*)As4;                                \
+  __local float* Bs = (__local float*)Bs4;                                \
   const int lx = get_local_id(0), ly = get_local_id(1);                   \
   const int tid = ly * 16 + lx;                                           \
   const int n0 = get_group_id(0) * TILE_N, m0 = get_group_id(1) * TILE_M; \
@@ -54,14 +75,27 @@
   const int nb = (b_nfast) ? e##kb % TILE_N : e##kb / TK;
 
 // Multiplies the slice in As/Bs into acc.
-#define GEMM_MULTIPLY_SLICE                                        \
-  for (int k = 0; k < TK; ++k) {                                   \
-    float a[WPTM], bv[WPTN];                                       \
-    for (int i = 0; i < WPTM; ++i) a[i] = As[k][ly + 16 * i];      \
-    for (int j = 0; j < WPTN; ++j) bv[j] = Bs[k][lx + 16 * j];     \
-    for (int i = 0; i < WPTM; ++i)                                 \
-      for (int j = 0; j < WPTN; ++j) acc[i][j] += a[i] * bv[j];    \
+#ifdef VEC
+#define GEMM_MULTIPLY_SLICE                                                          \
+  for (int k = 0; k < TK; ++k) {                                                     \
+    float a[WPTM], bv[WPTN];                                                         \
+    __local const float4* ak = As4 + k * (TILE_M + PAD) / 4;                         \
+    __local const float4* bk = Bs4 + k * (TILE_N + PAD) / 4;                         \
+    for (int i = 0; i < WPTM / 4; ++i) vstore4(ak[ly + 16 * i], i, a);              \
+    for (int j = 0; j < WPTN / 4; ++j) vstore4(bk[lx + 16 * j], j, bv);             \
+    for (int i = 0; i < WPTM; ++i)                                                   \
+      for (int j = 0; j < WPTN; ++j) acc[i][j] += a[i] * bv[j];                      \
   }
+#else
+#define GEMM_MULTIPLY_SLICE                                    \
+  for (int k = 0; k < TK; ++k) {                               \
+    float a[WPTM], bv[WPTN];                                   \
+    for (int i = 0; i < WPTM; ++i) a[i] = AS(k, ROW(i));       \
+    for (int j = 0; j < WPTN; ++j) bv[j] = BS(k, COL(j));      \
+    for (int i = 0; i < WPTM; ++i)                             \
+      for (int j = 0; j < WPTN; ++j) acc[i][j] += a[i] * bv[j]; \
+  }
+#endif
 
 // LOAD_A(gm, gk) and LOAD_B(gk, gn) read one element (in range).
 #define GEMM_MAIN_LOOP(LOAD_A, LOAD_B, a_kfast, b_nfast)                          \
@@ -78,11 +112,11 @@
     for (int k0 = 0; k0 < K; k0 += TK) {                                          \
       for (int r = 0; r < WPTM; ++r) {                                            \
         GEMM_A_COORD(r, m, k, a_kfast)                                            \
-        As[k][m] = ra[r];                                                         \
+        AS(k, m) = ra[r];                                                         \
       }                                                                           \
       for (int r = 0; r < WPTN; ++r) {                                            \
         GEMM_B_COORD(r, kb, nb, b_nfast)                                          \
-        Bs[kb][nb] = rb[r];                                                       \
+        BS(kb, nb) = rb[r];                                                       \
       }                                                                           \
       barrier(CLK_LOCAL_MEM_FENCE);                                               \
       const int k1 = k0 + TK;                                                     \
@@ -119,10 +153,10 @@ void gemm(__global const float* A, int ao, __global const float* B, int bo, __gl
   GEMM_MAIN_LOOP(GEMM_A, GEMM_B, a_sk == 1, b_sn == 1)
   const int y0 = z * M * N;
   for (int i = 0; i < WPTM; ++i) {
-    int m = m0 + ly + 16 * i;
+    int m = m0 + ROW(i);
     if (m >= M) continue;
     for (int j = 0; j < WPTN; ++j) {
-      int n = n0 + lx + 16 * j;
+      int n = n0 + COL(j);
       if (n >= N) continue;
       float v = alpha * acc[i][j];
       if (has_c) v += beta * C[m * c_sm + n * c_sn];
@@ -185,9 +219,9 @@ void conv2d_gemm(__global const float* X, int xo, __global const float* Wt, int 
   for (int k0 = 0; k0 < K; k0 += TK) {
     for (int r = 0; r < WPTM; ++r) {
       GEMM_A_COORD(r, m, k, 1)
-      As[k][m] = ra[r];
+      AS(k, m) = ra[r];
     }
-    for (int r = 0; r < WPTN; ++r) Bs[tid / TILE_N + r * (256 / TILE_N)][nb] = rb[r];
+    for (int r = 0; r < WPTN; ++r) BS(tid / TILE_N + r * (256 / TILE_N), nb) = rb[r];
     barrier(CLK_LOCAL_MEM_FENCE);
     if (k0 + TK < K) {
       CONV_LOAD_A(k0 + TK)
@@ -198,11 +232,11 @@ void conv2d_gemm(__global const float* X, int xo, __global const float* Wt, int 
   }
   const int y0 = (img * OC + g * OCg) * N;
   for (int i = 0; i < WPTM; ++i) {
-    int m = m0 + ly + 16 * i;
+    int m = m0 + ROW(i);
     if (m >= M) continue;
     float bias = has_bias ? Bias[bo + g * OCg + m] : 0.0f;
     for (int j = 0; j < WPTN; ++j) {
-      int q = n0 + lx + 16 * j;
+      int q = n0 + COL(j);
       if (q < N) Y[yo + y0 + m * N + q] = EPI(acc[i][j] + bias, y0 + m * N + q);
     }
   }
@@ -234,11 +268,11 @@ void conv2d_gemm_taps(__global const float* X, int xo, __global const float* Wt,
   GEMM_MAIN_LOOP(CONV_A, CONV_B, 1, 1)
   const int y0 = (img * OC + g * OCg) * N;
   for (int i = 0; i < WPTM; ++i) {
-    int m = m0 + ly + 16 * i;
+    int m = m0 + ROW(i);
     if (m >= M) continue;
     float bias = has_bias ? Bias[bo + g * OCg + m] : 0.0f;
     for (int j = 0; j < WPTN; ++j) {
-      int q = n0 + lx + 16 * j;
+      int q = n0 + COL(j);
       if (q < N) Y[yo + y0 + m * N + q] = EPI(acc[i][j] + bias, y0 + m * N + q);
     }
   }
@@ -263,12 +297,12 @@ void conv_transpose2d_gemm(__global const float* X, int xo, __global const float
   GEMM_MAIN_LOOP(CT_A, CT_B, 0, 1)
   __global float* yg = Y + yo + (img * OC + g * OCg) * OHW;
   for (int i = 0; i < WPTM; ++i) {
-    int m = m0 + ly + 16 * i;
+    int m = m0 + ROW(i);
     if (m >= M) continue;
     int oc = m / KHW, r = m - oc * KHW, kh = r / KW, kw = r - kh * KW;
     float bias = has_bias ? Bias[bo + g * OCg + oc] : 0.0f;
     for (int j = 0; j < WPTN; ++j) {
-      int n = n0 + lx + 16 * j;
+      int n = n0 + COL(j);
       if (n >= N) continue;
       int ih = n / W, iw = n - ih * W;
       yg[oc * OHW + (ih * KH + kh) * OW + iw * KW + kw] = acc[i][j] + bias;

@@ -169,12 +169,16 @@ struct FusedTail {
 };
 
 // Kernel variants chosen by shape and device, forced by name for
-// measurements (bench/kernels). The conv/gemm tiles are "MxN" (rows of
-// output channels x output pixels per work-group), with "taps:" in front
-// for the baseline convolution that decodes every tap with divisions.
+// measurements and tests (bench/kernels, tests/test_fused_kernels). The
+// conv/gemm tiles are "MxN" (rows of output channels x output pixels per
+// work-group), "v" at the end for float4 local reads, "taps:" in front for
+// the baseline convolution that decodes every tap with divisions.
 std::vector<std::string> conv_tile_variants();
-// "" restores the choice by shape; throws Error on an unknown name.
+// Forces the GPU kernels (gemm.cl, conv.cl) with these tiles on every device,
+// CPUs included; "" restores the choice by shape and device. Throws Error on
+// an unknown name.
 void force_conv_variant(const std::string& variant);
+bool gpu_kernels_forced();
 
 // Prepares the launches of one node. Returns false when no kernel covers the
 // node (op, attributes or types): the caller runs it on the CPU instead.

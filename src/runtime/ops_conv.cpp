@@ -56,19 +56,24 @@ bool conv_geometry(const NodeBuilder& b, bool transposed, ConvGeometry& g) {
 Dims batch_dims(std::vector<int64_t> v) { return to_dims(v, 1); }
 
 // Register-tile variants of gemm.cl: a 16x16 work-group, each work-item
-// WPTM x WPTN outputs. `speed` is the expected throughput per work-group
-// relative to 2x2 (FMAs per local-memory read, saturating): bigger tiles
-// read local memory less per FMA but leave compute units idle on small
-// problems.
+// WPTM x WPTN outputs, read from local memory as scalars or (vec, "v") as
+// float4. `speed` is the expected throughput per work-group relative to 2x2
+// (FMAs per local-memory read, saturating): bigger tiles read local memory
+// less per FMA but leave compute units idle on small problems. Measured
+// choices come from the tuning cache (texplan tune) where it has them.
 struct Tiles {
   const char* name;
   int wptm, wptn;
+  bool vec;
   double speed;
   int64_t tm() const { return 16 * wptm; }
   int64_t tn() const { return 16 * wptn; }
 };
-const Tiles kTiles[] = {
-    {"32x32", 2, 2, 1.0}, {"64x64", 4, 4, 2.0}, {"64x128", 4, 8, 2.67}, {"128x64", 8, 4, 2.67}, {"128x128", 8, 8, 3.0}};
+const Tiles kTiles[] = {{"32x32", 2, 2, false, 1.0},     {"64x64", 4, 4, false, 2.0},
+                        {"64x64v", 4, 4, true, 2.5},     {"64x128", 4, 8, false, 2.67},
+                        {"64x128v", 4, 8, true, 3.2},    {"128x64", 8, 4, false, 2.67},
+                        {"128x64v", 8, 4, true, 3.2},    {"128x128", 8, 8, false, 3.0},
+                        {"128x128v", 8, 8, true, 4.0}};
 
 struct Forced {
   const Tiles* tiles = nullptr;
@@ -85,9 +90,9 @@ const Tiles& tiles_named(const char* n) {
   throw Error(std::string("no tile variant ") + n);
 }
 
-// Tiles for an MxN output per batch. On CPUs (PoCL) 64x64, or 32x32 when
-// 64x64 gives fewer work-groups than compute units. On GPUs the tiles that
-// waste at most a quarter of their area on the edges, scored by waves of
+// Tiles for an MxN output per batch. On CPUs 64x64, or 32x32 when 64x64
+// gives fewer work-groups than compute units. On GPUs the tiles that waste
+// at most a quarter of their area on the edges, scored by waves of
 // work-groups (one per compute unit per wave) times the work of one tile
 // over its speed.
 const Tiles& choose_tiles(const NodeBuilder& b, int64_t M, int64_t N, int64_t batches) {
@@ -107,7 +112,8 @@ const Tiles& choose_tiles(const NodeBuilder& b, int64_t M, int64_t N, int64_t ba
 }
 
 Source gemm_source(const Tiles& t, const FusedTail& tail) {
-  return Source("gemm.cl", "-DWPTM=" + std::to_string(t.wptm) + " -DWPTN=" + std::to_string(t.wptn), tail.prelude);
+  return Source("gemm.cl", "-DWPTM=" + std::to_string(t.wptm) + " -DWPTN=" + std::to_string(t.wptn) + (t.vec ? " -DVEC" : ""),
+                tail.prelude);
 }
 
 // Prepared `gemm` launch; `batch` and the *_sb strides describe the batch.
@@ -157,9 +163,11 @@ void FusedTail::append_args(NodeBuilder& b) const {
 std::vector<std::string> conv_tile_variants() {
   std::vector<std::string> v;
   for (const Tiles& t : kTiles) v.push_back(t.name);
-  for (const Tiles& t : kTiles) v.push_back(std::string("taps:") + t.name);
+  for (const char* t : {"32x32", "64x64"}) v.push_back(std::string("taps:") + t);  // the previous kernels
   return v;
 }
+
+bool gpu_kernels_forced() { return forced().tiles != nullptr; }
 
 void force_conv_variant(const std::string& variant) {
   Forced f;

@@ -1,0 +1,258 @@
+// texplan_conv_bench: the convolution shapes that dominate the zoo's GPU
+// time, each timed with every kernel variant (runtime/ops.h
+// conv_tile_variants) and with the variant the lowering chooses by itself
+// ("auto"), as GFLOP/s and as a ratio to the best variant of that shape.
+// One call on the GPU machine answers which tiles win where:
+//
+//   texplan_conv_bench --device gpu --reps 20 --json conv_bench.json
+//
+// Times are the medians over --reps runs of the node's device time
+// (Session profile mode), after one warm-up run.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <random>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "optimize/usage.h"
+#include "plan/memory_plan.h"
+#include "runtime/ops.h"
+#include "runtime/session.h"
+
+using namespace texplan;
+
+namespace {
+
+struct ConvShape {
+  std::string name;
+  int64_t C, H, W, OC, K, stride, pad, groups;
+  bool fused_residual = false;  // FusedConv: relu(conv + residual)
+};
+
+// Batch 1, as the zoo runs. K x K kernels, square images.
+std::vector<ConvShape> zoo_shapes() {
+  return {
+      {"vgg16 3->64 224 3x3", 3, 224, 224, 64, 3, 1, 1, 1},
+      {"vgg16 64->64 224 3x3", 64, 224, 224, 64, 3, 1, 1, 1},
+      {"vgg16 64->128 112 3x3", 64, 112, 112, 128, 3, 1, 1, 1},
+      {"vgg16 128->128 112 3x3", 128, 112, 112, 128, 3, 1, 1, 1},
+      {"vgg16 128->256 56 3x3", 128, 56, 56, 256, 3, 1, 1, 1},
+      {"vgg16 256->256 56 3x3", 256, 56, 56, 256, 3, 1, 1, 1},
+      {"vgg16 256->512 28 3x3", 256, 28, 28, 512, 3, 1, 1, 1},
+      {"vgg16 512->512 28 3x3", 512, 28, 28, 512, 3, 1, 1, 1},
+      {"vgg16 512->512 14 3x3", 512, 14, 14, 512, 3, 1, 1, 1},
+      {"unet 32->32 256 3x3", 32, 256, 256, 32, 3, 1, 1, 1},
+      {"resnet 3->64 224 7x7 s2", 3, 224, 224, 64, 7, 2, 3, 1},
+      {"resnet 64->64 56 3x3", 64, 56, 56, 64, 3, 1, 1, 1},
+      {"resnet 64->64 56 3x3 +res", 64, 56, 56, 64, 3, 1, 1, 1, true},
+      {"resnet 128->128 28 3x3", 128, 28, 28, 128, 3, 1, 1, 1},
+      {"resnet 128->128 56 3x3 s2", 128, 56, 56, 128, 3, 2, 1, 1},
+      {"resnet 256->256 14 3x3", 256, 14, 14, 256, 3, 1, 1, 1},
+      {"resnet 512->512 7 3x3", 512, 7, 7, 512, 3, 1, 1, 1},
+      {"1x1 64->256 56", 64, 56, 56, 256, 1, 1, 0, 1},
+      {"1x1 256->64 56", 256, 56, 56, 64, 1, 1, 0, 1},
+      {"1x1 512->128 28", 512, 28, 28, 128, 1, 1, 0, 1},
+      {"1x1 1024->256 14", 1024, 14, 14, 256, 1, 1, 0, 1},
+      {"1x1 256->1024 14 +res", 256, 14, 14, 1024, 1, 1, 0, 1, true},
+      {"1x1 2048->512 7", 2048, 7, 7, 512, 1, 1, 0, 1},
+      {"1x1 512->2048 7", 512, 7, 7, 2048, 1, 1, 0, 1},
+      {"densenet 1x1 512->128 28", 512, 28, 28, 128, 1, 1, 0, 1},
+      {"densenet 128->32 28 3x3", 128, 28, 28, 32, 3, 1, 1, 1},
+      {"dw 3x3 32 112", 32, 112, 112, 32, 3, 1, 1, 32},
+      {"dw 3x3 144 56", 144, 56, 56, 144, 3, 1, 1, 144},
+      {"dw 3x3 96 112 s2", 96, 112, 112, 96, 3, 2, 1, 96},
+      {"dw 3x3 576 14", 576, 14, 14, 576, 3, 1, 1, 576},
+      {"dw 5x5 240 28", 240, 28, 28, 240, 5, 1, 2, 240},
+      {"dw 5x5 672 14 s2", 672, 14, 14, 672, 5, 2, 2, 672},
+      {"dw 5x5 1152 7", 1152, 7, 7, 1152, 5, 1, 2, 1152},
+  };
+}
+
+HostTensor random_tensor(Shape s, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  HostTensor t(DataType::Float32, std::move(s));
+  for (int64_t i = 0; i < t.count(); ++i) t.data<float>()[i] = u(rng);
+  return t;
+}
+
+Attribute ints(std::vector<int64_t> v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Ints;
+  a.ints = std::move(v);
+  return a;
+}
+
+// One Conv (or FusedConv with a residual) node: X fed, W and B weights.
+Graph conv_graph(const ConvShape& c, std::vector<HostTensor>& feeds) {
+  Graph g;
+  g.model_name = "conv_bench";
+  g.opset = 17;
+  int64_t OH = (c.H + 2 * c.pad - c.K) / c.stride + 1, OW = (c.W + 2 * c.pad - c.K) / c.stride + 1;
+  auto add = [&](const std::string& name, Shape s, bool input, bool output, HostTensor* value) {
+    Tensor t;
+    t.name = name;
+    t.shape = std::move(s);
+    t.is_input = input;
+    t.is_output = output;
+    if (value) t.is_constant = t.has_data = true, t.value = *value;
+    int id = g.add_tensor(t);
+    if (input) g.inputs.push_back(id);
+    if (output) g.outputs.push_back(id);
+    return id;
+  };
+  HostTensor w = random_tensor({c.OC, c.C / c.groups, c.K, c.K}, 2), b = random_tensor({c.OC}, 3);
+  feeds = {random_tensor({1, c.C, c.H, c.W}, 1)};
+  Node n;
+  n.name = "conv";
+  n.op_type = c.fused_residual ? "FusedConv" : "Conv";
+  n.inputs = {add("x", {1, c.C, c.H, c.W}, true, false, nullptr), add("w", w.shape, false, false, &w),
+              add("b", b.shape, false, false, &b)};
+  if (c.fused_residual) {
+    feeds.push_back(random_tensor({1, c.OC, OH, OW}, 4));
+    n.inputs.push_back(add("r", {1, c.OC, OH, OW}, true, false, nullptr));
+    Attribute p;
+    p.kind = Attribute::Kind::Strings;
+    p.strings = {"Add x0 x1", "Relu t0"};
+    n.attrs["program"] = p;
+  }
+  n.attrs["strides"] = ints({c.stride, c.stride});
+  n.attrs["pads"] = ints({c.pad, c.pad, c.pad, c.pad});
+  n.attrs["kernel_shape"] = ints({c.K, c.K});
+  Attribute gr;
+  gr.kind = Attribute::Kind::Int;
+  gr.i = c.groups;
+  n.attrs["group"] = gr;
+  n.outputs = {add("y", {1, c.OC, OH, OW}, false, true, nullptr)};
+  g.tensors[size_t(n.outputs[0])].producer = 0;
+  g.nodes.push_back(n);
+  return g;
+}
+
+double flops(const ConvShape& c) {
+  int64_t OH = (c.H + 2 * c.pad - c.K) / c.stride + 1, OW = (c.W + 2 * c.pad - c.K) / c.stride + 1;
+  return 2.0 * double(c.OC) * double(OH * OW) * double(c.C / c.groups) * double(c.K * c.K);
+}
+
+// Median device ms of the node over `reps` runs, after a warm-up; the first
+// output's checksum so variants can be compared for agreement.
+double time_node(const Graph& g, const std::vector<HostTensor>& feeds, std::shared_ptr<runtime::Device> dev, int reps,
+                 double& checksum) {
+  PlanInput pin = make_usage_records(g);
+  plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
+  runtime::SessionOptions opt;
+  opt.profile = true;
+  runtime::Session s(g, pin, plan, dev, opt);
+  std::vector<HostTensor> out = s.run(feeds);
+  checksum = 0;
+  for (float v : out[0].as_float()) checksum += double(v);
+  std::vector<double> ms;
+  for (int r = 0; r < reps; ++r) {
+    s.run(feeds);
+    double t = 0;
+    for (const auto& nt : s.node_times()) t += nt.ms;
+    ms.push_back(t);
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+int usage(const char* argv0) {
+  std::cerr << "usage: " << argv0
+            << " [--device SPEC] [--reps N] [--filter TEXT] [--variants a,b,...] [--json FILE] [--list]\n"
+               "  SPEC: gpu, pocl, opencl:N (default gpu); variants default to all of --list\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string device = "gpu", filter, json_path, variants_arg;
+  int reps = 20;
+  bool list = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw Error("missing value after " + a);
+      return argv[++i];
+    };
+    try {
+      if (a == "--device") device = value();
+      else if (a == "--reps") reps = std::max(1, std::atoi(value().c_str()));
+      else if (a == "--filter") filter = value();
+      else if (a == "--variants") variants_arg = value();
+      else if (a == "--json") json_path = value();
+      else if (a == "--list") list = true;
+      else return usage(argv[0]);
+    } catch (const Error& e) {
+      std::cerr << e.what() << "\n";
+      return usage(argv[0]);
+    }
+  }
+  std::vector<std::string> variants = runtime::conv_tile_variants();
+  if (list) {
+    for (const auto& v : variants) std::cout << v << "\n";
+    return 0;
+  }
+  if (!variants_arg.empty()) {
+    variants.clear();
+    std::stringstream ss(variants_arg);
+    for (std::string v; std::getline(ss, v, ',');) variants.push_back(v);
+  }
+  try {
+    auto dev = runtime::open_device(device);
+    std::cout << "device: " << dev->info().platform << " / " << dev->info().name << " (" << dev->info().type << ", "
+              << dev->info().compute_units << " compute units), " << reps << " reps, median device ms\n";
+    nlohmann::json rows = nlohmann::json::array();
+    for (const ConvShape& c : zoo_shapes()) {
+      if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
+      std::vector<HostTensor> feeds;
+      Graph g = conv_graph(c, feeds);
+      const bool depthwise = c.groups == c.C && c.groups > 1;
+      // Depthwise has one kernel: time it once (auto); the others per variant.
+      std::vector<std::string> names = {"auto"};
+      if (!depthwise) names.insert(names.end(), variants.begin(), variants.end());
+      std::vector<double> ms(names.size(), NAN), sums(names.size(), NAN);
+      for (size_t v = 0; v < names.size(); ++v) {
+        try {
+          runtime::force_conv_variant(names[v] == "auto" ? "" : names[v]);
+          ms[v] = time_node(g, feeds, dev, reps, sums[v]);
+        } catch (const Error& e) {
+          std::cerr << c.name << " / " << names[v] << ": " << e.what() << "\n";
+        }
+      }
+      runtime::force_conv_variant("");
+      double best = INFINITY;
+      for (double m : ms)
+        if (m > 0) best = std::min(best, m);
+      std::cout << "\n" << c.name << "  (" << std::fixed << std::setprecision(2) << flops(c) / 1e9 << " GFLOP)\n";
+      nlohmann::json row = {{"shape", c.name}, {"gflop", flops(c) / 1e9}, {"variants", nlohmann::json::object()}};
+      for (size_t v = 0; v < names.size(); ++v) {
+        if (!(ms[v] > 0)) continue;
+        double gflops = flops(c) / (ms[v] * 1e6);
+        // Variants must agree: the checksum of Y relative to "auto".
+        double dev_sum = std::fabs(sums[v] - sums[0]) / std::max(1.0, std::fabs(sums[0]));
+        std::cout << "  " << std::left << std::setw(14) << names[v] << std::right << std::setw(10)
+                  << std::setprecision(4) << ms[v] << " ms" << std::setw(10) << std::setprecision(1) << gflops
+                  << " GFLOP/s" << std::setw(8) << std::setprecision(2) << best / ms[v]
+                  << (ms[v] == best ? "  best" : "") << (dev_sum > 1e-3 ? "  CHECKSUM DIFFERS" : "") << "\n";
+        row["variants"][names[v]] = {{"ms", ms[v]}, {"gflops", gflops}, {"ratio_to_best", best / ms[v]}};
+      }
+      rows.push_back(row);
+    }
+    if (!json_path.empty()) {
+      std::ofstream(json_path) << nlohmann::json{{"device", dev->info().name}, {"reps", reps}, {"shapes", rows}}.dump(1)
+                               << "\n";
+    }
+  } catch (const Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

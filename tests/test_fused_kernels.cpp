@@ -1,0 +1,421 @@
+// OpenCL kernels of the fused operators (FusedConv on every conv path,
+// FusedMatMul, FusedElementwise) and every conv tile variant, against the CPU
+// reference on the same node, with tensors placed at odd offsets of one pool
+// and, for the in-place cases, the output placed over an input.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+
+#include "graph/epilogue.h"
+#include "optimize/usage.h"
+#include "plan/memory_plan.h"
+#include "reference/reference_ops.h"
+#include "runtime/epilogue_cl.h"
+#include "runtime/ops.h"
+#include "runtime/session.h"
+
+using namespace texplan;
+
+namespace {
+
+// TEXPLAN_TEST_DEVICE (a device spec, e.g. "gpu") when set; PoCL otherwise.
+std::shared_ptr<runtime::Device> test_device() {
+  const char* spec = std::getenv("TEXPLAN_TEST_DEVICE");
+  return runtime::open_device(spec ? spec : "pocl");
+}
+
+HostTensor random_tensor(Shape s, float lo = -1, float hi = 1, uint32_t seed = 1) {
+  std::mt19937 rng(seed * 7919u + uint32_t(element_count(s)));
+  std::uniform_real_distribution<float> u(lo, hi);
+  HostTensor t(DataType::Float32, std::move(s));
+  for (int64_t i = 0; i < t.count(); ++i) t.data<float>()[i] = u(rng);
+  return t;
+}
+
+Attribute ai(int64_t v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Int;
+  a.i = v;
+  return a;
+}
+Attribute aints(std::vector<int64_t> v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Ints;
+  a.ints = std::move(v);
+  return a;
+}
+Attribute program(std::vector<std::string> v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Strings;
+  a.strings = std::move(v);
+  return a;
+}
+
+// max |a - r| over max |r|.
+double rel_error(const HostTensor& a, const HostTensor& r) {
+  std::vector<float> x = a.as_float(), y = r.as_float();
+  double num = 0, den = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    if (std::isnan(y[i]) != std::isnan(x[i])) return INFINITY;
+    if (std::isnan(y[i])) continue;
+    num = std::max(num, double(std::fabs(x[i] - y[i])));
+    den = std::max(den, double(std::fabs(y[i])));
+  }
+  return den > 0 ? num / den : num;
+}
+
+struct FusedCase {
+  std::string op;
+  std::vector<HostTensor> inputs;  // empty shape with no bytes: omitted (-1)
+  std::map<std::string, Attribute> attrs;
+  int output_over = -1;  // in-place: the output shares this input's storage
+};
+
+bool omitted(const HostTensor& t) { return t.bytes.empty() && t.shape.empty(); }
+
+// Lowers the node with every tensor at an odd element offset of one pool
+// buffer, runs its launches, and returns the output (and whether it lowered).
+bool run_on_device(const FusedCase& c, HostTensor& out, const Shape& out_shape) {
+  auto dev = test_device();
+  Graph g;
+  g.model_name = "fused_test";
+  g.opset = 17;
+  Node n;
+  n.name = c.op + "_0";
+  n.op_type = c.op;
+  n.attrs = c.attrs;
+  std::vector<int64_t> offset;  // per tensor, in floats
+  int64_t next = 3;             // odd: offsets are not aligned to anything
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    if (omitted(c.inputs[i])) {
+      n.inputs.push_back(-1);
+      continue;
+    }
+    Tensor t;
+    t.name = "in" + std::to_string(i);
+    t.shape = c.inputs[i].shape;
+    n.inputs.push_back(g.add_tensor(t));
+    offset.push_back(next);
+    next += std::max<int64_t>(1, c.inputs[i].count()) + 5;
+  }
+  Tensor y;
+  y.name = "out";
+  y.shape = out_shape;
+  n.outputs.push_back(g.add_tensor(y));
+  if (c.output_over >= 0) {
+    offset.push_back(offset.at(size_t(n.inputs.at(size_t(c.output_over)))));
+  } else {
+    offset.push_back(next);
+    next += element_count(out_shape) + 5;
+  }
+  g.nodes.push_back(n);
+
+  cl_int s = CL_SUCCESS;
+  cl_mem pool = clCreateBuffer(dev->context(), CL_MEM_READ_WRITE, size_t(next) * 4, nullptr, &s);
+  EXPECT_EQ(s, CL_SUCCESS);
+  std::vector<float> host(size_t(next), NAN);
+  for (size_t i = 0; i < c.inputs.size(); ++i)
+    if (!omitted(c.inputs[i])) {
+      const float* v = c.inputs[i].data<float>();
+      std::copy(v, v + c.inputs[i].count(), host.begin() + offset[size_t(n.inputs[i])]);
+    }
+  clEnqueueWriteBuffer(dev->queue(), pool, CL_TRUE, 0, host.size() * 4, host.data(), 0, nullptr, nullptr);
+  bool lowered = false;
+  {
+    runtime::NodeBuilder b(*dev, g, g.nodes[0], [&](int t) { return runtime::Location{pool, offset.at(size_t(t)) * 4}; });
+    lowered = runtime::lower_node(b);
+    for (const runtime::Launch& l : b.launches) {
+      s = clEnqueueNDRangeKernel(dev->queue(), l.kernel, l.dims, nullptr, l.global, l.has_local ? l.local : nullptr,
+                                 0, nullptr, nullptr);
+      EXPECT_EQ(s, CL_SUCCESS) << l.name;
+    }
+  }
+  out = HostTensor(DataType::Float32, out_shape);
+  clEnqueueReadBuffer(dev->queue(), pool, CL_TRUE, size_t(offset.back()) * 4, out.bytes.size(), out.bytes.data(), 0,
+                      nullptr, nullptr);
+  clReleaseMemObject(pool);
+  return lowered;
+}
+
+// Runs the case on the device and compares with reference::evaluate.
+void expect_matches_reference(const FusedCase& c, double tol = 1e-4) {
+  Node n;
+  n.name = c.op + "_0";
+  n.op_type = c.op;
+  n.attrs = c.attrs;
+  std::vector<const HostTensor*> ins;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    n.inputs.push_back(omitted(c.inputs[i]) ? -1 : int(i));
+    ins.push_back(omitted(c.inputs[i]) ? nullptr : &c.inputs[i]);
+  }
+  n.outputs = {int(c.inputs.size())};
+  std::vector<HostTensor> expected = reference::evaluate(n, ins);
+  HostTensor out;
+  ASSERT_TRUE(run_on_device(c, out, expected[0].shape)) << c.op << " did not lower to a kernel";
+  EXPECT_LE(rel_error(out, expected[0]), tol);
+}
+
+HostTensor none() { return {}; }
+
+// FusedConv: X [x], W [w], bias or not, attrs, program, extra inputs of Y's shape.
+FusedCase fused_conv(Shape x, Shape w, std::map<std::string, Attribute> attrs, bool bias,
+                     std::vector<std::string> prog, int extras, uint32_t seed = 1) {
+  FusedCase c{"FusedConv", {random_tensor(x, -1, 1, seed), random_tensor(w, -1, 1, seed + 1)}, attrs};
+  c.inputs.push_back(bias ? random_tensor({w[0]}, -1, 1, seed + 2) : none());
+  c.attrs["program"] = program(std::move(prog));
+  if (extras > 0) {
+    // Y's shape from the reference conv.
+    Node conv;
+    conv.name = "shape";
+    conv.op_type = "Conv";
+    for (auto& [k, v] : attrs) conv.attrs[k] = v;
+    conv.inputs = {0, 1};
+    conv.outputs = {2};
+    Shape y = reference::evaluate(conv, {&c.inputs[0], &c.inputs[1]})[0].shape;
+    for (int k = 0; k < extras; ++k) c.inputs.push_back(random_tensor(y, -1, 1, seed + 10 + uint32_t(k)));
+  }
+  return c;
+}
+
+// Forces texplan's GPU kernels (gemm.cl, conv.cl) for the scope, on CPU
+// devices too, where the lowerings would otherwise take ops_cpu.
+struct GpuKernels {
+  explicit GpuKernels(const std::string& tiles = "64x64") { runtime::force_conv_variant(tiles); }
+  ~GpuKernels() { runtime::force_conv_variant(""); }
+};
+
+const std::vector<std::string> kResidualRelu = {"Add x0 x1", "Relu t0"};
+const std::vector<std::string> kSiLU = {"Sigmoid x0", "Mul x0 t0"};
+
+}  // namespace
+
+// ---------------------------------------------------------------- codegen
+
+TEST(EpilogueCl, EveryOpHasAnOpenClForm) {
+  for (const std::string& op : Epilogue::ops()) {
+    Epilogue e;
+    EpilogueInstr in;
+    in.op = op;
+    int values = (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow" || op == "Max" ||
+                  op == "Min")
+                     ? 2
+                     : 1;
+    int params = op == "Clip" || op == "HardSigmoid" ? 2 : op == "LeakyRelu" || op == "Elu" ? 1 : 0;
+    for (int k = 0; k < values; ++k) in.args.push_back({EpilogueOperand::Kind::Input, k, 0});
+    for (int k = 0; k < params; ++k) in.args.push_back({EpilogueOperand::Kind::Literal, 0, 0.25f});
+    e.code.push_back(in);
+    std::string cl = runtime::epilogue_cl(e, {runtime::EpilogueRead::Value, runtime::EpilogueRead::Direct});
+    EXPECT_NE(cl.find("#define EPI(v, i)"), std::string::npos) << op;
+  }
+  Epilogue bad;
+  bad.code.push_back({"Frobnicate", {{EpilogueOperand::Kind::Input, 0, 0}}});
+  EXPECT_THROW(runtime::epilogue_cl(bad, {runtime::EpilogueRead::Value}), Error);
+  Epilogue reads_x2 = Epilogue::parse(std::vector<std::string>{"Add x0 x2"});
+  EXPECT_THROW(runtime::epilogue_cl(reads_x2, {runtime::EpilogueRead::Value, runtime::EpilogueRead::Direct}), Error);
+}
+
+// Every epilogue op through FusedElementwise, against Epilogue::eval.
+TEST(FusedKernels, ElementwiseEveryOp) {
+  HostTensor a = random_tensor({3, 5, 7}, -3, 3, 1), b = random_tensor({3, 5, 7}, 0.5f, 2, 2);
+  HostTensor pos = random_tensor({3, 5, 7}, 0.1f, 4, 3);
+  for (const std::string& op : Epilogue::ops()) {
+    SCOPED_TRACE(op);
+    std::vector<std::string> prog;
+    std::vector<HostTensor> in = {a, b};
+    if (op == "Log" || op == "Sqrt" || op == "Pow") in[0] = pos;
+    if (op == "Clip") prog = {"Clip x0 -0.5 0.75"};
+    else if (op == "LeakyRelu") prog = {"LeakyRelu x0 0.1"};
+    else if (op == "HardSigmoid") prog = {"HardSigmoid x0 0.3 0.4"};
+    else if (op == "Elu") prog = {"Elu x0 1.5"};
+    else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow" || op == "Max" || op == "Min")
+      prog = {op + " x0 x1"};
+    else
+      prog = {op + " x0"};
+    expect_matches_reference({"FusedElementwise", in, {{"program", program(prog)}}});
+  }
+}
+
+TEST(FusedKernels, ElementwiseChainsBroadcastAndInPlace) {
+  HostTensor x = random_tensor({2, 8, 16}, -3, 3, 4);
+  // BERT's Gelu chain with literals.
+  std::vector<std::string> gelu = {"Div x0 1.41421354", "Erf t0", "Add t1 1", "Mul x0 t2", "Mul t3 0.5"};
+  expect_matches_reference({"FusedElementwise", {x}, {{"program", program(gelu)}}});
+  expect_matches_reference({"FusedElementwise", {x}, {{"program", program(gelu)}}, 0});  // in place
+  // Broadcast: per-channel, scalar, and a middle dim.
+  HostTensor a = random_tensor({2, 3, 4, 5}, -2, 2, 5), c = random_tensor({3, 1, 1}, -1, 1, 6);
+  HostTensor s = random_tensor({}, -1, 1, 7), m = random_tensor({1, 4, 1}, -1, 1, 8);
+  std::vector<std::string> p = {"Mul x0 x1", "Add t0 x2", "Sigmoid t1", "Mul t2 x0", "Sub t3 x3"};
+  expect_matches_reference({"FusedElementwise", {a, c, s, m}, {{"program", program(p)}}});
+  expect_matches_reference({"FusedElementwise", {a, c, s, m}, {{"program", program(p)}}, 0});
+  // The full-shape operand is not first; output over it.
+  expect_matches_reference({"FusedElementwise", {c, a}, {{"program", program({"Sub x1 x0", "Tanh t0"})}}, 1});
+  // Empty program: a copy of x0.
+  expect_matches_reference({"FusedElementwise", {a}, {{"program", program({})}}});
+}
+
+// ---------------------------------------------------------------- FusedConv
+
+TEST(FusedKernels, ConvGeneralPath) {
+  GpuKernels gpu;
+  // 3x3 pad 1, residual + Relu, and the same in place over the residual.
+  expect_matches_reference(fused_conv({1, 3, 9, 11}, {5, 3, 3, 3}, {{"pads", aints({1, 1, 1, 1})}}, true, kResidualRelu, 1));
+  FusedCase in_place = fused_conv({1, 3, 9, 11}, {5, 3, 3, 3}, {{"pads", aints({1, 1, 1, 1})}}, true, kResidualRelu, 1);
+  in_place.output_over = 3;
+  expect_matches_reference(in_place);
+  // Strides, asymmetric pads, no bias, SiLU.
+  expect_matches_reference(fused_conv({2, 4, 10, 9}, {6, 4, 3, 2}, {{"strides", aints({2, 1})}, {"pads", aints({1, 0, 0, 1})}},
+                                      false, kSiLU, 0));
+  // Dilation, two extra inputs.
+  expect_matches_reference(fused_conv({1, 3, 13, 13}, {7, 3, 3, 3}, {{"dilations", aints({2, 3})}, {"pads", aints({2, 2, 2, 2})}},
+                                      true, {"Mul x0 x1", "Add t0 x2", "Clip t1 -0.5 0.5"}, 2));
+  // Grouped.
+  expect_matches_reference(fused_conv({1, 6, 8, 8}, {4, 3, 3, 3}, {{"group", ai(2)}, {"pads", aints({1, 1, 1, 1})}}, true,
+                                      {"HardSwish x0"}, 0));
+  // 1-D.
+  expect_matches_reference(fused_conv({2, 3, 17}, {4, 3, 5}, {{"pads", aints({2, 2})}}, true, {"LeakyRelu x0 0.1"}, 0));
+  // Plain (empty program).
+  expect_matches_reference(fused_conv({1, 3, 8, 8}, {4, 3, 3, 3}, {}, true, {}, 0));
+}
+
+TEST(FusedKernels, ConvOneByOneAndMatrixVector) {
+  GpuKernels gpu;
+  expect_matches_reference(fused_conv({2, 16, 5, 7}, {24, 16, 1, 1}, {}, true, {"Gelu x0"}, 0));
+  FusedCase res = fused_conv({1, 130, 3, 3}, {67, 130, 1, 1}, {}, true, kResidualRelu, 1);  // K and M past a tile
+  expect_matches_reference(res);
+  res.output_over = 3;
+  expect_matches_reference(res);
+  expect_matches_reference(fused_conv({1, 8, 5, 5}, {12, 4, 1, 1}, {{"group", ai(2)}}, false, {"Relu x0"}, 0));
+  // 1x1 spatial, C >= 64: matrix-vector (squeeze-excite), with the product gating an input.
+  FusedCase se = fused_conv({2, 96, 1, 1}, {24, 96, 1, 1}, {}, true, {"Sigmoid x0", "Mul t0 x1"}, 1);
+  expect_matches_reference(se);
+  se.output_over = 3;
+  expect_matches_reference(se);
+}
+
+TEST(FusedKernels, ConvDepthwise) {
+  GpuKernels gpu;
+  expect_matches_reference(fused_conv({2, 6, 9, 10}, {6, 1, 3, 3}, {{"group", ai(6)}, {"pads", aints({1, 1, 1, 1})}}, true,
+                                      {"Clip x0 0 6"}, 0));
+  FusedCase res = fused_conv({1, 5, 11, 11}, {5, 1, 5, 5}, {{"group", ai(5)}, {"strides", aints({2, 2})}, {"pads", aints({2, 2, 2, 2})}},
+                             false, kResidualRelu, 1);
+  expect_matches_reference(res);
+  res.output_over = 3;
+  expect_matches_reference(res);
+  expect_matches_reference(fused_conv({1, 3, 8, 8}, {6, 1, 3, 3}, {{"group", ai(3)}, {"dilations", aints({2, 2})}}, true, kSiLU, 0));
+}
+
+// Every register-tile variant (and the baseline that decodes every tap) on
+// shapes with ragged edges in M, N and K, through the general and 1x1 paths.
+TEST(FusedKernels, ConvEveryTileVariant) {
+  for (const std::string& v : runtime::conv_tile_variants()) {
+    SCOPED_TRACE(v);
+    GpuKernels gpu(v);
+    expect_matches_reference(fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", aints({1, 1, 1, 1})}}, true, kResidualRelu, 1));
+    // One program per variant (each is a build): the same epilogue throughout.
+    expect_matches_reference(fused_conv({2, 9, 11, 10}, {140, 9, 3, 3}, {{"strides", aints({2, 2})}}, false, kResidualRelu, 1));
+    if (v.rfind("taps:", 0) != 0) {
+      expect_matches_reference(fused_conv({1, 33, 17, 9}, {130, 33, 1, 1}, {}, true, kResidualRelu, 1));
+      expect_matches_reference(fused_conv({2, 5, 7, 7}, {6, 5, 1, 1}, {}, false, kResidualRelu, 1));
+    }
+  }
+  EXPECT_THROW(runtime::force_conv_variant("99x99"), Error);
+  EXPECT_FALSE(runtime::gpu_kernels_forced());
+}
+
+TEST(FusedKernels, ConvExtraInputOfAnotherShapeFallsBack) {
+  FusedCase c = fused_conv({1, 3, 8, 8}, {4, 3, 3, 3}, {{"pads", aints({1, 1, 1, 1})}}, true, kResidualRelu, 0);
+  c.inputs.push_back(random_tensor({1, 4, 1, 1}));
+  HostTensor out;
+  EXPECT_FALSE(run_on_device(c, out, {1, 4, 8, 8}));
+}
+
+// ---------------------------------------------------------------- FusedMatMul
+
+TEST(FusedKernels, MatMul) {
+  GpuKernels gpu;
+  auto mm = [](HostTensor a, HostTensor b, std::vector<HostTensor> extra, std::vector<std::string> prog, bool trans_b = false,
+               int over = -1) {
+    FusedCase c{"FusedMatMul", {std::move(a), std::move(b)}, {{"program", program(std::move(prog))}}, over};
+    if (trans_b) c.attrs["transB"] = ai(1);
+    for (auto& e : extra) c.inputs.push_back(std::move(e));
+    expect_matches_reference(c);
+  };
+  // Bias broadcast along rows, then Gelu (BERT's FFN).
+  mm(random_tensor({2, 65, 33}), random_tensor({33, 17}, -1, 1, 2), {random_tensor({17}, -1, 1, 3)}, {"Add x0 x1", "Gelu t0"});
+  // transB (Gemm's layout), full-shape residual, in place over it.
+  mm(random_tensor({7, 9}), random_tensor({5, 9}, -1, 1, 2), {random_tensor({7, 5}, -1, 1, 3)}, {"Add x0 x1"}, true);
+  mm(random_tensor({7, 9}), random_tensor({5, 9}, -1, 1, 2), {random_tensor({7, 5}, -1, 1, 3)}, {"Add x0 x1"}, true, 2);
+  mm(random_tensor({70, 40}), random_tensor({130, 40}, -1, 1, 2), {random_tensor({70, 1}, -1, 1, 3)}, {"Sub x0 x1", "Tanh t0"}, true);
+  // Batched with broadcasting batch dims and a strided extra.
+  mm(random_tensor({2, 3, 5, 8}), random_tensor({3, 8, 6}, -1, 1, 2), {random_tensor({1, 3, 1, 6}, -1, 1, 3)},
+     {"Mul x0 x1", "Tanh t0"});
+  // Matrix-vector: one row, long K; and 1-D A.
+  mm(random_tensor({1, 256}), random_tensor({256, 40}, -1, 1, 2), {random_tensor({40}, -1, 1, 3)}, {"Add x0 x1", "Relu t0"});
+  mm(random_tensor({256}), random_tensor({40, 256}, -1, 1, 2), {random_tensor({40}, -1, 1, 3)}, {"Add x0 x1"}, true);
+  // No extras, empty program: a plain MatMul.
+  mm(random_tensor({4, 8}), random_tensor({8, 3}, -1, 1, 2), {}, {});
+}
+
+// The lowerings chosen for the test device (on PoCL: ops_cpu's kernels).
+TEST(FusedKernels, ChosenPathsOfTheDevice) {
+  expect_matches_reference(fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", aints({1, 1, 1, 1})}}, true, kResidualRelu, 1));
+  expect_matches_reference(fused_conv({1, 33, 17, 9}, {130, 33, 1, 1}, {}, true, kSiLU, 0));
+  expect_matches_reference(fused_conv({2, 6, 9, 10}, {6, 1, 3, 3}, {{"group", ai(6)}, {"pads", aints({1, 1, 1, 1})}}, true,
+                                      {"Clip x0 0 6"}, 0));
+  FusedCase in_place = fused_conv({1, 3, 9, 11}, {5, 3, 3, 3}, {{"pads", aints({1, 1, 1, 1})}}, true, kResidualRelu, 1);
+  in_place.output_over = 3;
+  expect_matches_reference(in_place);
+}
+
+// The fused ops through a Session (registered lowerings, no CPU fallback).
+TEST(FusedKernels, SessionRunsFusedNodesOnKernels) {
+  Graph g;
+  g.model_name = "fused_session";
+  g.opset = 17;
+  auto add = [&](std::string name, Shape s, bool input) {
+    Tensor t;
+    t.name = std::move(name);
+    t.shape = std::move(s);
+    t.is_input = input;
+    int id = g.add_tensor(t);
+    if (input) g.inputs.push_back(id);
+    return id;
+  };
+  HostTensor x = random_tensor({1, 4, 6, 6}), r = random_tensor({1, 8, 6, 6}, -1, 1, 2);
+  Tensor w;
+  w.name = "w";
+  w.shape = {8, 4, 3, 3};
+  w.is_constant = w.has_data = true;
+  w.value = random_tensor(w.shape, -1, 1, 3);
+  int xi = add("x", x.shape, true), ri = add("r", r.shape, true), wi = g.add_tensor(w);
+  int yi = add("y", r.shape, false), zi = add("z", r.shape, false);
+  g.tensors[size_t(zi)].is_output = true;
+  Node conv;
+  conv.name = "conv";
+  conv.op_type = "FusedConv";
+  conv.inputs = {xi, wi, -1, ri};
+  conv.outputs = {yi};
+  conv.attrs = {{"pads", aints({1, 1, 1, 1})}, {"program", program(kResidualRelu)}};
+  g.tensors[size_t(yi)].producer = 0;
+  Node ew;
+  ew.name = "ew";
+  ew.op_type = "FusedElementwise";
+  ew.inputs = {yi};
+  ew.outputs = {zi};
+  ew.attrs = {{"program", program(kSiLU)}};
+  g.tensors[size_t(zi)].producer = 1;
+  g.nodes = {conv, ew};
+  g.outputs = {zi};
+
+  PlanInput pin = make_usage_records(g);
+  plan::MemoryPlan plan = plan::plan_memory(pin.records, test_device()->info().profile, "best");
+  runtime::Session s(g, pin, plan, test_device());
+  EXPECT_TRUE(s.fallback_nodes().empty());
+  std::vector<HostTensor> out = s.run({x, r});
+  HostTensor y = reference::evaluate(conv, {&x, &w.value, nullptr, &r})[0];
+  HostTensor z = reference::evaluate(ew, {&y})[0];
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_LE(rel_error(out[0], z), 1e-4);
+}
