@@ -8,6 +8,8 @@ namespace texplan::cli {
 
 void add_optimize_options(CLI::App& app, OptimizeOptions& o) {
   app.add_flag_callback("--no-fuse", [&o] { o.fuse = false; }, "keep Conv/MatMul/BatchNormalization/activations unfused");
+  app.add_flag_callback("--no-pool-fusion", [&o] { o.pool_fusion = false; },
+                        "keep MaxPool apart from the convolution before it");
   app.add_flag_callback("--no-inplace", [&o] { o.inplace = false; }, "every node writes fresh storage");
   app.add_flag_callback("--no-concat-elision", [&o] { o.concat_elision = false; },
                         "Concat copies its inputs instead of producers writing their slice");
@@ -27,6 +29,7 @@ json optimize_json(const OptimizeReport& r, const std::vector<OptimizationShare>
          {"fused_matmul", r.fused_matmul},
          {"fused_elementwise", r.fused_elementwise},
          {"folded_batchnorm", r.folded_batchnorm},
+         {"fused_pool", r.fused_pool},
          {"inplace", r.inplace},
          {"elided_concats", r.elided_concats},
          {"order", r.order},
@@ -41,7 +44,7 @@ json optimize_json(const OptimizeReport& r, const std::vector<OptimizationShare>
 void print_optimize_summary(const json& o, std::ostream& out) {
   out << "optimized: " << o["nodes_before"] << " -> " << o["nodes_after"] << " nodes (" << o["fused_conv"]
       << " FusedConv, " << o["fused_matmul"] << " FusedMatMul, " << o["fused_elementwise"] << " FusedElementwise, "
-      << o["folded_batchnorm"] << " BatchNormalization folded), " << o["inplace"] << " in place, "
+      << o["fused_pool"] << " FusedConvMaxPool, " << o["folded_batchnorm"] << " BatchNormalization folded), " << o["inplace"] << " in place, "
       << o["elided_concats"] << " concats elided, order " << o["order"].get<std::string>() << "\n";
   out << "lower bound: " << human_bytes(o["raw_lower_bound_bytes"]) << " as imported -> "
       << human_bytes(o["lower_bound_bytes"]) << " optimized";

@@ -16,6 +16,7 @@
 #include "offload/offload.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/device.h"
+#include "runtime/ops.h"
 #include "runtime/session.h"
 
 namespace fs = std::filesystem;
@@ -123,7 +124,13 @@ int run_command(const RunArgs& a) {
   };
   Graph g = import_onnx(file, {.load_weights = true});
   verbose_log() << g.model_name << ": imported " << g.nodes.size() << " nodes with weights in " << since() << "\n";
-  const OptimizeReport optimized = optimize(g, a.optimize);
+  OptimizeOptions optimize_options = a.optimize;
+  {  // FusedConvMaxPool only where a kernel runs it: the CPU fallback of a stem conv costs seconds
+    const auto ops = runtime::kernel_ops();
+    if (a.device != "cpu" && std::find(ops.begin(), ops.end(), "FusedConvMaxPool") == ops.end())
+      optimize_options.pool_fusion = false;
+  }
+  const OptimizeReport optimized = optimize(g, optimize_options);
   verbose_log() << g.model_name << ": optimized to " << g.nodes.size() << " nodes in " << since() << "\n";
 
   std::vector<std::string> input_files = a.inputs.empty() ? test_files(file, "input_") : a.inputs;

@@ -69,7 +69,7 @@ struct Region {
 
 class Fuser {
  public:
-  explicit Fuser(Graph& g) : g_(g), dead_(g.nodes.size(), 0), cons_(g.tensors.size()) {
+  Fuser(Graph& g, bool pool) : g_(g), pool_(pool), dead_(g.nodes.size(), 0), cons_(g.tensors.size()) {
     for (int k = 0; k < int(g.nodes.size()); ++k)
       for (int t : g.nodes[k].inputs)
         if (t >= 0 && (cons_[t].empty() || cons_[t].back() != k)) cons_[t].push_back(k);
@@ -86,6 +86,9 @@ class Fuser {
       else
         grow_elementwise(k);
     }
+    if (pool_) 
+      for (int k = 0; k < int(g_.nodes.size()); ++k)
+        if (!dead_[k] && g_.nodes[k].op_type == "MaxPool") fuse_max_pool(k);
     std::vector<Node> alive;
     for (int k = 0; k < int(g_.nodes.size()); ++k)
       if (!dead_[k]) alive.push_back(std::move(g_.nodes[k]));
@@ -97,6 +100,7 @@ class Fuser {
 
  private:
   Graph& g_;
+  bool pool_;
   std::vector<char> dead_;
   std::vector<std::vector<int>> cons_;
   FuseCounts counts_;
@@ -120,6 +124,37 @@ class Fuser {
     cons_.resize(g_.tensors.size());
     return id;
   }
+  // Conv/FusedConv (no epilogue inputs) -> MaxPool: one FusedConvMaxPool, so
+  // the full-resolution convolution output is never stored (VGG, ResNet and
+  // GoogLeNet stems: the peak of the whole model).
+  void fuse_max_pool(int k) {
+    const Node& pool = g_.nodes[k];
+    if (pool.inputs.size() != 1 || pool.inputs[0] < 0 || pool.outputs.empty() || pool.outputs[0] < 0) return;
+    for (size_t i = 1; i < pool.outputs.size(); ++i)
+      if (pool.outputs[i] >= 0) return;  // Indices wanted
+    if (pool.get_string("auto_pad", "NOTSET") != "NOTSET" || pool.get_int("storage_order", 0) != 0) return;
+    const int x = pool.inputs[0];
+    const int p = g_.tensors[x].producer;
+    if (p < 0 || dead_[p] || g_.tensors[x].is_output || alive_consumers(x) != 1 || !is_f32(g_.tensors[x])) return;
+    const Node& conv = g_.nodes[p];
+    if ((conv.op_type != "Conv" && conv.op_type != "FusedConv") || conv.inputs.size() > 3 || conv.outputs.size() != 1)
+      return;
+    if (conv.get_string("auto_pad", "NOTSET") != "NOTSET" || g_.tensors[x].shape.size() != 4) return;
+    Node fused = conv;
+    fused.op_type = "FusedConvMaxPool";
+    for (const auto& [name, value] : pool.attrs) fused.attrs["pool_" + name] = value;
+    fused.attrs.erase("pool_auto_pad");
+    fused.attrs.erase("pool_storage_order");
+    fused.outputs = {pool.outputs[0]};
+    const int y = pool.outputs[0];
+    g_.nodes[k] = std::move(fused);  // at the pool's place: its inputs came before the conv
+    g_.tensors[y].producer = k;
+    dead_[p] = 1;
+    for (int t : g_.nodes[k].inputs)
+      if (t >= 0) std::replace(cons_[t].begin(), cons_[t].end(), p, k);
+    ++counts_.pool;
+  }
+
   bool constant_f32(int t, int64_t count) const {
     return t >= 0 && g_.tensors[t].is_constant && is_f32(g_.tensors[t]) && element_count(g_.tensors[t].shape) == count;
   }
@@ -451,6 +486,6 @@ class Fuser {
 
 }  // namespace
 
-FuseCounts fuse(Graph& g) { return Fuser(g).run(); }
+FuseCounts fuse(Graph& g, bool pool) { return Fuser(g, pool).run(); }
 
 }  // namespace texplan

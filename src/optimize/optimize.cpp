@@ -69,11 +69,12 @@ OptimizeReport optimize(Graph& g, const OptimizeOptions& opt) {
   r.nodes_before = int(g.nodes.size());
   r.raw_lower_bound_bytes = graph_lower_bound(g);
   if (opt.fuse) {
-    const FuseCounts c = fuse(g);
+    const FuseCounts c = fuse(g, opt.pool_fusion);
     r.fused_conv = c.conv;
     r.fused_matmul = c.matmul;
     r.fused_elementwise = c.elementwise;
     r.folded_batchnorm = c.batchnorm;
+    r.fused_pool = c.pool;
   }
   for (auto& n : g.nodes) {
     n.attrs.erase("texplan_inplace");
@@ -116,6 +117,7 @@ std::vector<OptimizationShare> optimization_shares(const Graph& imported, const 
     shares.push_back({name, r.lower_bound_bytes, r.lower_bound_bytes - optimized_lower_bound});
   };
   if (opt.fuse) without("fuse", [](OptimizeOptions& o) { o.fuse = false; });
+  if (opt.fuse && opt.pool_fusion) without("pool_fusion", [](OptimizeOptions& o) { o.pool_fusion = false; });
   if (opt.inplace) without("inplace", [](OptimizeOptions& o) { o.inplace = false; });
   if (opt.concat_elision) without("concat_elision", [](OptimizeOptions& o) { o.concat_elision = false; });
   if (opt.order == OptimizeOptions::Order::Memory)

@@ -19,6 +19,9 @@ struct OptimizeOptions {
   bool fuse = true;            // Conv/MatMul/Gemm + BatchNormalization, bias, activation, residual; elementwise chains
   bool inplace = true;         // elementwise writes over an input that dies at the node
   bool concat_elision = true;  // producers write their slice of a Concat's output
+  // Conv(+epilogue) -> MaxPool as one FusedConvMaxPool (docs/fused-ops.md).
+  // texplan run turns it off while the device has no kernel for it.
+  bool pool_fusion = true;
   enum class Order { File, Memory } order = Order::Memory;
 };
 // "file" or "memory"; throws Error on anything else.
@@ -30,6 +33,7 @@ struct OptimizeReport {
   int nodes_before = 0, nodes_after = 0;
   int fused_conv = 0, fused_matmul = 0, fused_elementwise = 0;  // fused nodes made
   int folded_batchnorm = 0;   // BatchNormalization folded into a convolution's weights
+  int fused_pool = 0;         // FusedConvMaxPool nodes
   int inplace = 0;            // nodes whose output shares an input's storage
   int elided_concats = 0;     // Concat nodes whose inputs are views of the output
   std::string order;          // heuristic that won ("file", "greedy-net", ...)
@@ -45,7 +49,7 @@ OptimizeReport optimize(Graph& g, const OptimizeOptions& opt = {});
 // Each enabled optimization's share: the optimized lower bound with that one
 // switched off, minus the bound with all of `opt` on (bytes it saves).
 struct OptimizationShare {
-  std::string name;  // "fuse", "inplace", "concat_elision", "order"
+  std::string name;  // "fuse", "pool_fusion", "inplace", "concat_elision", "order"
   int64_t lower_bound_without = 0;
   int64_t bytes_saved = 0;
 };

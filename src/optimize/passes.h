@@ -7,12 +7,13 @@
 namespace texplan {
 
 struct FuseCounts {
-  int conv = 0, matmul = 0, elementwise = 0, batchnorm = 0;
+  int conv = 0, matmul = 0, elementwise = 0, batchnorm = 0, pool = 0;
 };
 // BatchNormalization into the preceding Conv's weights (or into Mul/Add
 // when no Conv precedes it), then each Conv/MatMul/Gemm with the chain of
-// elementwise nodes after it, then the remaining elementwise chains.
-FuseCounts fuse(Graph& g);
+// elementwise nodes after it, then the remaining elementwise chains; with
+// `pool`, a MaxPool after a convolution without epilogue inputs too.
+FuseCounts fuse(Graph& g, bool pool);
 
 // Reorders g.nodes topologically to lower the peak of live bytes; keeps the
 // file order unless another order's lower bound is smaller. Returns the

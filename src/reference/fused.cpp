@@ -71,6 +71,24 @@ Outputs FusedConv(const OpContext& c) {
   return out;
 }
 
+// FusedConvMaxPool: Y = MaxPool(program(conv(X, W) + B)), pool attributes
+// under a pool_ prefix; no epilogue inputs.
+Outputs FusedConvMaxPool(const OpContext& c) {
+  if (c.input_count() > 3) c.fail("takes no epilogue inputs");
+  Node conv = core_node(c.node, "FusedConv", kConvAttrs, 3);
+  if (c.node.has("program")) conv.attrs["program"] = c.node.attrs.at("program");
+  std::vector<const HostTensor*> in;
+  for (size_t i = 0; i < c.input_count(); ++i) in.push_back(c.has_input(i) ? &c.input(i) : nullptr);
+  Outputs y = evaluate(conv, in);
+  Node pool;
+  pool.name = c.node.name;
+  pool.op_type = "MaxPool";
+  pool.outputs = {c.node.outputs.empty() ? 0 : c.node.outputs[0]};
+  for (const auto& [name, value] : c.node.attrs)
+    if (name.rfind("pool_", 0) == 0) pool.attrs[name.substr(5)] = value;
+  return evaluate(pool, {&y[0]});
+}
+
 Outputs FusedMatMul(const OpContext& c) {
   const Epilogue e = program_of(c);
   if (c.input_count() < 2) c.fail("needs A and B");
@@ -129,6 +147,9 @@ void register_fused(OpTable& t) {
   conv_attrs.push_back("program");
   t["FusedConv"] = {FusedConv, conv_attrs};
   t["FusedMatMul"] = {FusedMatMul, {"transB", "program"}};
+  for (const char* a : {"pool_kernel_shape", "pool_strides", "pool_pads", "pool_dilations", "pool_ceil_mode"})
+    conv_attrs.push_back(a);
+  t["FusedConvMaxPool"] = {FusedConvMaxPool, conv_attrs};
   t["FusedElementwise"] = {FusedElementwise, {"program"}};
 }
 
