@@ -3,6 +3,7 @@
 // against onnxruntime (when bench/peers is installed), as tables and JSON.
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -179,6 +180,40 @@ json latency_vs_onnxruntime(const std::string& models, const std::string& device
   }
   return rows;
 }
+// Issue 5: what the graph rewrites buy. Per model the lower bound as
+// imported (file order, no optimization), the optimized bound, the best
+// plan, best / raw, and each optimization's share (bytes its absence costs).
+json optimization_table(const json& plans) {
+  json rows = json::array();
+  std::cout << "\nGraph optimizations (buffers): best plan against the lower bound as imported\n";
+  std::cout << std::left << std::setw(20) << "model" << std::right << std::setw(12) << "raw bound" << std::setw(12)
+            << "optimized" << std::setw(12) << "best plan" << std::setw(10) << "best/raw" << "  saved by each alone\n";
+  double log_sum = 0;
+  int n = 0;
+  for (const auto& r : plans) {
+    if (!r.contains("optimization")) continue;
+    const json& o = r["optimization"];
+    int64_t best = 0;
+    for (const auto& s : r["strategies"])
+      if (s["name"] == "best" && s.contains("total_bytes")) best = s["total_bytes"];
+    const int64_t raw = std::max<int64_t>(1, r["raw_lower_bound_bytes"].get<int64_t>());
+    const double ratio = double(best) / double(raw);
+    log_sum += std::log(ratio);
+    ++n;
+    std::ostringstream shares;
+    for (const auto& s : o["shares"])
+      shares << " " << s["name"].get<std::string>() << " " << cli::human_bytes(s["bytes_saved"].get<int64_t>());
+    std::cout << std::left << std::setw(20) << r["model"].get<std::string>() << std::right << std::setw(12)
+              << cli::human_bytes(raw) << std::setw(12) << cli::human_bytes(o["lower_bound_bytes"]) << std::setw(12)
+              << cli::human_bytes(best) << std::setw(10) << std::fixed << std::setprecision(3) << ratio << " "
+              << shares.str() << "\n";
+    rows.push_back({{"model", r["model"]}, {"raw_lower_bound_bytes", raw}, {"lower_bound_bytes", o["lower_bound_bytes"]},
+                    {"best_bytes", best}, {"best_over_raw", ratio}, {"optimization", o}});
+  }
+  const double geomean = n ? std::exp(log_sum / n) : 1.0;
+  std::cout << "geometric mean of best/raw: " << std::setprecision(3) << geomean << "\n";
+  return {{"models", rows}, {"geomean_best_over_raw", geomean}};
+}
 
 }  // namespace
 
@@ -201,6 +236,7 @@ int main(int argc, char** argv) {
     json out;
     if (fs::is_directory(models)) {
       out["plans"] = plan_zoo(models, dev, TextureMode::None);
+      out["optimization"] = optimization_table(out["plans"]);
       plan::DeviceProfile adreno = plan::DeviceProfile::load("adreno");
       out["plans_textures_adreno"] = plan_zoo(models, adreno, TextureMode::Auto);
     } else {

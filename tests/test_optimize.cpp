@@ -1,0 +1,191 @@
+// Tests of the graph optimizations (docs/optimizations.md) on small graphs:
+// the optimized graph computes what the imported one does (CPU executor on
+// the planned pools, so shared storage is exercised), and the rewrites happen.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "cli/commands.h"
+#include "optimize/optimize.h"
+#include "optimize/sharing.h"
+#include "runtime/cpu_executor.h"
+
+using namespace texplan;
+
+namespace {
+
+int tensor(Graph& g, const std::string& name, Shape s) {
+  Tensor t;
+  t.name = name;
+  t.shape = std::move(s);
+  return g.add_tensor(std::move(t));
+}
+int weight(Graph& g, const std::string& name, Shape s, std::mt19937& rng) {
+  Tensor t;
+  t.name = name;
+  t.shape = s;
+  t.is_constant = true;
+  t.has_data = true;
+  t.value = HostTensor(DataType::Float32, s);
+  std::uniform_real_distribution<float> d(-0.5f, 0.5f);
+  for (int64_t i = 0; i < t.value.count(); ++i) t.value.data<float>()[i] = d(rng);
+  return g.add_tensor(std::move(t));
+}
+void node(Graph& g, const std::string& op, std::vector<int> in, std::vector<int> out,
+          std::map<std::string, Attribute> attrs = {}) {
+  Node n;
+  n.name = op + "_" + std::to_string(g.nodes.size());
+  n.op_type = op;
+  n.inputs = std::move(in);
+  n.outputs = std::move(out);
+  n.attrs = std::move(attrs);
+  g.nodes.push_back(std::move(n));
+}
+Attribute ints(std::vector<int64_t> v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Ints;
+  a.ints = std::move(v);
+  return a;
+}
+Attribute one(int64_t v) {
+  Attribute a;
+  a.i = v;
+  return a;
+}
+
+HostTensor run_cpu(const Graph& g, const HostTensor& input) {
+  PlanInput pin = make_usage_records(g);
+  plan::DeviceProfile dev = plan::DeviceProfile::load("pocl");
+  plan::MemoryPlan plan = plan::plan_memory(pin.records, dev, "best");
+  plan::validate(plan, pin.records, dev);
+  runtime::CpuExecutor cpu(g, pin, plan);
+  return cpu.run({input})[0];
+}
+
+// X -> Sigmoid s -> Conv -> BatchNormalization -> Relu -> Add(s) -> Relu -> MaxPool
+//   and a second branch s -> Relu r, concat(pool-branch?, no): Concat(a, b) of two
+//   elementwise outputs, then Conv.
+Graph sample(std::mt19937& rng) {
+  Graph g;
+  g.model_name = "sample";
+  const int x = tensor(g, "x", {1, 4, 8, 8});
+  g.tensors[x].is_input = true;
+  g.inputs = {x};
+  const int s = tensor(g, "s", {1, 4, 8, 8});
+  node(g, "Sigmoid", {x}, {s});
+  const int c = tensor(g, "c", {1, 4, 8, 8});
+  node(g, "Conv", {s, weight(g, "w", {4, 4, 3, 3}, rng), weight(g, "b", {4}, rng)}, {c}, {{"pads", ints({1, 1, 1, 1})}});
+  const int bn = tensor(g, "bn", {1, 4, 8, 8});
+  node(g, "BatchNormalization",
+       {c, weight(g, "scale", {4}, rng), weight(g, "beta", {4}, rng), weight(g, "mean", {4}, rng),
+        [&] {
+          int v = weight(g, "var", {4}, rng);
+          for (int i = 0; i < 4; ++i) g.tensors[v].value.data<float>()[i] = 0.5f + 0.1f * float(i);
+          return v;
+        }()},
+       {bn});
+  const int r1 = tensor(g, "r1", {1, 4, 8, 8});
+  node(g, "Relu", {bn}, {r1});
+  const int sum = tensor(g, "sum", {1, 4, 8, 8});
+  node(g, "Add", {r1, s}, {sum});
+  const int r2 = tensor(g, "r2", {1, 4, 8, 8});
+  node(g, "Relu", {sum}, {r2});
+  const int a = tensor(g, "a", {1, 4, 8, 8}), b = tensor(g, "bb", {1, 4, 8, 8});
+  node(g, "Tanh", {r2}, {a});
+  node(g, "Neg", {r2}, {b});
+  const int cat = tensor(g, "cat", {1, 8, 8, 8});
+  node(g, "Concat", {a, b}, {cat}, {{"axis", one(1)}});
+  const int c2 = tensor(g, "c2", {1, 2, 8, 8});
+  node(g, "Conv", {cat, weight(g, "w2", {2, 8, 1, 1}, rng)}, {c2});
+  const int y = tensor(g, "y", {1, 2, 4, 4});
+  node(g, "MaxPool", {c2}, {y}, {{"kernel_shape", ints({2, 2})}, {"strides", ints({2, 2})}});
+  g.tensors[y].is_output = true;
+  g.outputs = {y};
+  g.topological_sort();
+  return g;
+}
+
+void expect_close(const HostTensor& a, const HostTensor& b) {
+  ASSERT_EQ(a.shape, b.shape);
+  EXPECT_LE(cli::relative_error(a, b), 1e-5);
+}
+
+}  // namespace
+
+TEST(Optimize, EveryCombinationComputesTheSameOutput) {
+  std::mt19937 rng(7);
+  const Graph g0 = sample(rng);
+  HostTensor input(DataType::Float32, {1, 4, 8, 8});
+  std::uniform_real_distribution<float> d(-2, 2);
+  for (int64_t i = 0; i < input.count(); ++i) input.data<float>()[i] = d(rng);
+  const HostTensor want = run_cpu(g0, input);
+  for (int mask = 0; mask < 32; ++mask) {
+    OptimizeOptions o;
+    o.fuse = mask & 1;
+    o.inplace = mask & 2;
+    o.concat_elision = mask & 4;
+    o.pool_fusion = mask & 8;
+    o.order = mask & 16 ? OptimizeOptions::Order::Memory : OptimizeOptions::Order::File;
+    SCOPED_TRACE(mask);
+    Graph g = g0;
+    const OptimizeReport r = optimize(g, o);
+    EXPECT_LE(r.lower_bound_bytes, r.raw_lower_bound_bytes);
+    expect_close(run_cpu(g, input), want);
+  }
+}
+
+TEST(Optimize, FusesFoldsShares) {
+  std::mt19937 rng(8);
+  Graph g = sample(rng);
+  const OptimizeReport r = optimize(g, {});
+  EXPECT_EQ(r.folded_batchnorm, 1);
+  EXPECT_EQ(r.fused_conv, 1);        // conv + bn + relu + add + relu
+  EXPECT_EQ(r.fused_pool, 1);        // conv2 + maxpool
+  EXPECT_EQ(r.elided_concats, 1);    // tanh and neg write their halves of cat
+  EXPECT_GE(r.inplace, 1);           // the residual conv writes over s
+  EXPECT_LT(r.lower_bound_bytes, r.raw_lower_bound_bytes);
+  int fused_conv = 0;
+  for (const auto& n : g.nodes) fused_conv += n.op_type == "FusedConv";
+  EXPECT_EQ(fused_conv, 1);
+  const StorageSharing s = storage_sharing(g);
+  const int a = g.find("a"), b = g.find("bb"), cat = g.find("cat");
+  EXPECT_EQ(s.root[a], cat);
+  EXPECT_EQ(s.root[b], cat);
+  EXPECT_EQ(s.offset[b], g.tensors[a].bytes());
+}
+
+TEST(Optimize, ElidedConcatThatCannotBeLaidOutIsAnError) {
+  std::mt19937 rng(9);
+  Graph g = sample(rng);
+  for (auto& n : g.nodes)
+    if (n.op_type == "Concat") {
+      n.inputs = {n.inputs[0], n.inputs[0]};  // the same tensor twice cannot be two slices
+      n.attrs["texplan_elided"] = one(1);
+    }
+  EXPECT_THROW(storage_sharing(g), Error);
+}
+
+TEST(Optimize, MemoryOrderIsFastOnALargeGraph) {
+  // A chain of 5000 two-branch blocks (10k+ nodes): the order pass must stay
+  // cheap (no time asserted: the machine is shared; this guards quadratic blowups).
+  Graph g;
+  g.model_name = "chain";
+  int x = tensor(g, "x", {1, 16});
+  g.tensors[x].is_input = true;
+  g.inputs = {x};
+  for (int i = 0; i < 5000; ++i) {
+    const int a = tensor(g, "a" + std::to_string(i), {1, 16}), b = tensor(g, "b" + std::to_string(i), {1, 16});
+    const int y = tensor(g, "y" + std::to_string(i), {1, 16});
+    node(g, "Exp", {x}, {a});
+    node(g, "Tanh", {x}, {b});
+    node(g, "Mul", {a, b}, {y});
+    x = y;
+  }
+  g.tensors[x].is_output = true;
+  g.outputs = {x};
+  OptimizeOptions o;
+  o.fuse = false;
+  const OptimizeReport r = optimize(g, o);
+  EXPECT_LE(r.lower_bound_bytes, r.raw_lower_bound_bytes);
+  EXPECT_EQ(int(g.nodes.size()), 15000);
+}
