@@ -74,9 +74,13 @@ struct RunArgs {
   // (runtime/tuning_cache.h): read at start, written back when changed.
   std::string tuning_cache;
   OptimizeOptions optimize;  // graph rewrites before planning (optimize/optimize.h)
+  bool tune = false;  // texplan tune: measure kernel variants missing from the tuning cache
 };
 void add_run_options(CLI::App& app, RunArgs& a);
 int run_command(const RunArgs& a);
+// texplan tune (tune_command.cpp): run's options, --tuning-cache required.
+void add_tune_options(CLI::App& app, RunArgs& a);
+int tune_command(RunArgs a);
 
 // texplan devices
 int devices_command(bool as_json);

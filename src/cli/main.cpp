@@ -57,6 +57,9 @@ int main(int argc, char** argv) {
   cli::RunArgs run_args;
   auto* run = app.add_subcommand("run", "run a model on an OpenCL device with its memory plan");
   cli::add_run_options(*run, run_args);
+  cli::RunArgs tune_args;
+  auto* tune = app.add_subcommand("tune", "measure kernel variants per node shape once, into --tuning-cache");
+  cli::add_tune_options(*tune, tune_args);
   auto* devices = app.add_subcommand("devices", "list OpenCL devices and their profiles");
   bool devices_json = false;
   devices->add_flag("--json", devices_json, "print JSON");
@@ -105,6 +108,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*run) return cli::run_command(run_args);
+    if (*tune) return cli::tune_command(tune_args);
     if (*devices) return cli::devices_command(devices_json);
     if (*onnx_tests) return cli::onnx_tests_command(ot_args);
   } catch (const std::exception& e) {

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -18,6 +19,7 @@
 #include "runtime/device.h"
 #include "runtime/ops.h"
 #include "runtime/session.h"
+#include "runtime/tuning.h"
 
 namespace fs = std::filesystem;
 
@@ -155,6 +157,16 @@ int run_command(const RunArgs& a) {
   PlanInput pin = make_usage_records(g, uo);
   std::unique_ptr<runtime::TuningCache> cache;
   if (!a.tuning_cache.empty()) cache = std::make_unique<runtime::TuningCache>(a.tuning_cache);
+  // Kernel choices from the cache; only `texplan tune` measures what it lacks.
+  std::optional<runtime::TuningScope> tuning;
+  std::unique_ptr<Progress> tuning_progress;
+  if (cache && device) {
+    tuning.emplace(cache.get(), a.tune, *device);
+    if (a.tune) {
+      tuning_progress = std::make_unique<Progress>("tuning " + g.model_name, 0);
+      tuning->on_search = [&](int n, const std::string& key) { tuning_progress->step(n, key); };
+    }
+  }
   // Offload: the partition adds its scratch records before planning.
   std::shared_ptr<offload::Offloader> offloader;
   if (!on_cpu && a.offload != "none") {
@@ -197,6 +209,7 @@ int run_command(const RunArgs& a) {
     runtime::SessionOptions so;
     so.offload = offloader;
     runtime::Session session(g, pin, plan, device, so);
+    tuning_progress.reset();
     verbose_log() << "session on " << device->info().name << " (pools allocated, weights uploaded, kernels built) in "
                   << since() << "\n";
     outputs = session.run(inputs);
@@ -236,6 +249,8 @@ int run_command(const RunArgs& a) {
   }
   report["optimization"] = optimize_json(optimized, {});
   report["raw_lower_bound_bytes"] = optimized.raw_lower_bound_bytes;
+  if (tuning)
+    report["tuning"] = {{"searched", tuning->stats().searched}, {"cached", tuning->stats().cached}, {"file", a.tuning_cache}};
   report["activation_bytes"] = activation_bytes;
   report["weight_bytes"] = weight_bytes;
   report["fallback_nodes"] = fallback;
@@ -290,6 +305,9 @@ int run_command(const RunArgs& a) {
               << " ms over " << a.bench << " runs\n";
   if (a.check) std::cout << "rel error   " << std::scientific << std::setprecision(2) << rel_error << "\n";
   if (a.guard) std::cout << "guard       " << (guard_violations ? "VIOLATIONS" : "clean") << "\n";
+  if (tuning)
+    std::cout << "tuning      " << tuning->stats().searched << " node shape(s) measured, " << tuning->stats().cached
+              << " from " << a.tuning_cache << "\n";
   if (report.contains("profile")) print_profile(report["profile"], std::cout);
   if (!a.json_path.empty()) {
     std::ofstream f(a.json_path);

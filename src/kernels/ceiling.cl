@@ -7,21 +7,33 @@ __kernel void stream_copy(__global const float4* a, __global float4* b) {
   b[i] = a[i];
 }
 
-// 8 independent FMA chains per work-item (hides FMA latency; CPU devices
-// vectorize across work-items), 16 FLOPs per iteration.
+// 8 independent FMA chains of FMA_W-wide vectors per work-item (CPU
+// compilers vectorize explicit vectors, not loops across work-items),
+// 16 * FMA_W FLOPs per iteration.
+#ifndef FMA_W
+#define FMA_W 4
+#endif
+#define FCAT_(a, b) a##b
+#define FCAT(a, b) FCAT_(a, b)
+#define FV FCAT(float, FMA_W)
 __kernel void fma_loop(__global float* out, int iters, float s) {
-  float x = (float)get_global_id(0) * 1e-7f;
-  float a0 = x, a1 = x + 0.1f, a2 = x + 0.2f, a3 = x + 0.3f, a4 = x + 0.4f, a5 = x + 0.5f, a6 = x + 0.6f,
-        a7 = x + 0.7f;
+  const FV x = (FV)((float)get_global_id(0) * 1e-7f);
+  FV a0 = x, a1 = x + 0.1f, a2 = x + 0.2f, a3 = x + 0.3f, a4 = x + 0.4f, a5 = x + 0.5f, a6 = x + 0.6f, a7 = x + 0.7f;
+  const FV sv = (FV)(s), h = (FV)(0.5f);
   for (int i = 0; i < iters; ++i) {
-    a0 = fma(a0, s, 0.5f);
-    a1 = fma(a1, s, 0.5f);
-    a2 = fma(a2, s, 0.5f);
-    a3 = fma(a3, s, 0.5f);
-    a4 = fma(a4, s, 0.5f);
-    a5 = fma(a5, s, 0.5f);
-    a6 = fma(a6, s, 0.5f);
-    a7 = fma(a7, s, 0.5f);
+    a0 = fma(a0, sv, h);
+    a1 = fma(a1, sv, h);
+    a2 = fma(a2, sv, h);
+    a3 = fma(a3, sv, h);
+    a4 = fma(a4, sv, h);
+    a5 = fma(a5, sv, h);
+    a6 = fma(a6, sv, h);
+    a7 = fma(a7, sv, h);
   }
-  out[get_global_id(0)] = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
+  FV r = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
+  float t[FMA_W];
+  FCAT(vstore, FMA_W)(r, 0, t);
+  float sum = 0.0f;
+  for (int j = 0; j < FMA_W; ++j) sum += t[j];
+  out[get_global_id(0)] = sum;
 }

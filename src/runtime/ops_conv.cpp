@@ -1,5 +1,6 @@
 // Conv, ConvTranspose, Gemm and MatMul lowerings onto gemm.cl / conv.cl.
 #include "runtime/ops.h"
+#include "runtime/ops_cpu.h"
 
 namespace texplan::runtime {
 
@@ -128,6 +129,7 @@ struct GemmArgs {
 // others take register tiles chosen by choose_tiles.
 void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const TensorArg& C, const TensorArg& Y,
                  const GemmArgs& g, const FusedTail& tail) {
+  if (b.device_type() == "cpu" && !gpu_kernels_forced() && launch_gemm_cpu(b, A, B, C, Y, g, tail)) return;  // PoCL: ops_cpu.cpp
   int64_t nb = 1;
   for (int64_t d : g.batch) nb *= d;
   if (g.M == 0 || g.N == 0 || nb == 0) return;
@@ -181,6 +183,7 @@ void force_conv_variant(const std::string& variant) {
 bool lower_conv(NodeBuilder& b) { return lower_conv(b, FusedTail{}); }
 
 bool lower_conv(NodeBuilder& b, const FusedTail& tail) {
+  if (b.device_type() == "cpu" && !gpu_kernels_forced() && lower_conv_cpu(b, tail)) return true;  // PoCL: ops_cpu.cpp
   ConvGeometry g;
   if (!conv_geometry(b, false, g)) return false;
   bool has_bias = b.has_in(2);
@@ -219,6 +222,7 @@ bool lower_conv(NodeBuilder& b, const FusedTail& tail) {
 }
 
 bool lower_conv_transpose(NodeBuilder& b) {
+  if (b.device_type() == "cpu" && lower_conv_transpose_cpu(b)) return true;  // PoCL: ops_cpu.cpp
   ConvGeometry g;
   if (!conv_geometry(b, true, g)) return false;
   bool has_bias = b.has_in(2);

@@ -69,11 +69,11 @@ void check(cl_int s, const char* what) {
 }
 
 // Best of `reps` timed runs of one kernel, in seconds.
-double best_seconds(cl_command_queue q, cl_kernel k, size_t global, int reps) {
+double best_seconds(cl_command_queue q, cl_kernel k, size_t global, const size_t* local, int reps) {
   double best = 1e30;
   for (int r = 0; r < reps; ++r) {
     cl_event e = nullptr;
-    check(clEnqueueNDRangeKernel(q, k, 1, nullptr, &global, nullptr, 0, nullptr, &e), "clEnqueueNDRangeKernel");
+    check(clEnqueueNDRangeKernel(q, k, 1, nullptr, &global, local, 0, nullptr, &e), "clEnqueueNDRangeKernel");
     cl_int s = clWaitForEvents(1, &e);
     cl_ulong t0 = 0, t1 = 0;
     if (s == CL_SUCCESS) s = clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof t0, &t0, nullptr);
@@ -95,7 +95,7 @@ Ceilings measure_ceilings(Device& dev) {
 
   const bool gpu = dev.info().type == "gpu";
   cl_command_queue q = dev.profiling_queue();
-  cl_program prog = dev.program("ceiling.cl");
+  cl_program prog = dev.program("ceiling.cl", gpu ? "-DFMA_W=4" : "-DFMA_W=16");
   cl_int s = CL_SUCCESS;
   Ceilings c;
   size_t bytes = gpu ? (256u << 20) : (64u << 20);
@@ -114,17 +114,18 @@ Ceilings measure_ceilings(Device& dev) {
     check(s, "clCreateKernel(stream_copy)");
     check(clSetKernelArg(copy, 0, sizeof a, &a), "clSetKernelArg");
     check(clSetKernelArg(copy, 1, sizeof b, &b), "clSetKernelArg");
-    c.gbps = 2.0 * double(bytes) / best_seconds(q, copy, bytes / 16, 4) * 1e-9;
+    c.gbps = 2.0 * double(bytes) / best_seconds(q, copy, bytes / 16, nullptr, 6) * 1e-9;
 
     fma = clCreateKernel(prog, "fma_loop", &s);
     check(s, "clCreateKernel(fma_loop)");
-    const size_t items = size_t(std::max(1, dev.info().compute_units)) * (gpu ? 2048 : 1024);
-    const cl_int iters = gpu ? 4096 : 2048;
+    // CPUs: groups of 8 work-items, 128 groups per compute unit to balance.
+    const size_t items = size_t(std::max(1, dev.info().compute_units)) * (gpu ? 2048 : 1024), cpu_local = 8;
+    const cl_int iters = gpu ? 4096 : 256;
     const cl_float scale = 0.999f;
     check(clSetKernelArg(fma, 0, sizeof b, &b), "clSetKernelArg");
     check(clSetKernelArg(fma, 1, sizeof iters, &iters), "clSetKernelArg");
     check(clSetKernelArg(fma, 2, sizeof scale, &scale), "clSetKernelArg");
-    c.gflops = 16.0 * double(items) * double(iters) / best_seconds(q, fma, items, 4) * 1e-9;
+    c.gflops = (gpu ? 64.0 : 256.0) * double(items) * double(iters) / best_seconds(q, fma, items, gpu ? nullptr : &cpu_local, 6) * 1e-9;
   } catch (...) {
     if (copy) clReleaseKernel(copy);
     if (fma) clReleaseKernel(fma);

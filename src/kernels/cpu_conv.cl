@@ -1,0 +1,281 @@
+// Convolutions and matrix products for CPU OpenCL devices (PoCL): no local
+// memory, no barriers. A work-item computes a register block of OCB output
+// channels x PB output pixels (PB = 8 or 16, one float vector per channel),
+// so the compiler keeps OCB vector accumulators in registers and each input
+// vector loaded feeds OCB FMAs. Pixels are the flattened OH*OW index, so
+// small images (7x7, 14x14) fill whole vectors too. The block is built with
+// -DOCB=.. -DPB=.. (runtime/ops_cpu.cpp, variants chosen by runtime/tuning).
+// Fused epilogues (docs/fused-ops.md) arrive as EPI / EPI_PARAMS.
+#ifndef OCB
+#define OCB 8
+#endif
+#ifndef PB
+#define PB 16
+#endif
+#ifndef EPI
+#define EPI(v, i) (v)
+#define EPI_PARAMS
+#define EPI_NONE
+#endif
+
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#define VF CAT(float, PB)
+#define VI CAT(int, PB)
+#define VLOAD CAT(vload, PB)
+#define VSTORE CAT(vstore, PB)
+#if PB == 16
+#define LANES (VI)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+#elif PB == 8
+#define LANES (VI)(0, 1, 2, 3, 4, 5, 6, 7)
+#else
+#error PB must be 8 or 16
+#endif
+
+// Stores the vector v of results at elements [i, i+PB) of Y, only the first
+// n when the block is cut by the end; a macro so EPI sees the kernel's
+// parameters.
+#ifdef EPI_NONE
+#define STORE_BLOCK(i, v, n)                                                   \
+  do {                                                                         \
+    if ((n) >= PB) {                                                           \
+      VSTORE((v), 0, Y + yo + (i));                                            \
+    } else {                                                                   \
+      float t_[PB];                                                            \
+      VSTORE((v), 0, t_);                                                      \
+      for (int j_ = 0; j_ < (n); ++j_) Y[yo + (i) + j_] = t_[j_];              \
+    }                                                                          \
+  } while (0)
+#else
+#define STORE_BLOCK(i, v, n)                                                   \
+  do {                                                                         \
+    float t_[PB];                                                              \
+    VSTORE((v), 0, t_);                                                        \
+    for (int j_ = 0; j_ < PB && j_ < (n); ++j_) Y[yo + (i) + j_] = EPI(t_[j_], (i) + j_); \
+  } while (0)
+#endif
+
+// 2D convolution, weights [OC, C/groups, KH, KW]. get_global_id(0): block of
+// PB output pixels; (1): block of OCB output channels of one group; (2):
+// image * groups + group. Per tap the PB input offsets are computed once;
+// where they are consecutive and inside the image (most taps of most
+// blocks) the channel loop reads one vector per channel, else it gathers
+// with zeros for the padding.
+__kernel void conv2d_cpu(__global const float* X, int xo, __global const float* Wt, int wo,
+                         __global const float* Bias, int bo, __global float* Y, int yo, int has_bias, int C, int H,
+                         int W, int OC, int OH, int OW, int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw,
+                         int groups EPI_PARAMS) {
+  const int P = OH * OW, OCg = OC / groups, ICg = C / groups;
+  const int p0 = get_global_id(0) * PB, oc0 = get_global_id(1) * OCB, z = get_global_id(2);
+  if (p0 >= P || oc0 >= OCg) return;
+  const int img = z / groups, g = z - img * groups;
+  const int HW = H * W, KHW = KH * KW, K = ICg * KHW;
+  __global const float* x = X + xo + (img * C + g * ICg) * HW;
+  __global const float* w = Wt + wo + (g * OCg) * K;
+  int wrow[OCB];  // weight row of each channel of the block (the last one again past OCg)
+#pragma unroll
+  for (int o = 0; o < OCB; ++o) wrow[o] = min(oc0 + o, OCg - 1) * K;
+
+  const VI p = min(p0 + LANES, P - 1);
+  const VI oh = p / OW, ow = p - oh * OW;
+  const VI ih0 = oh * sh - ph, iw0 = ow * sw - pw;
+  VF acc[OCB];
+#pragma unroll
+  for (int o = 0; o < OCB; ++o) acc[o] = (VF)(0.0f);
+
+  for (int kh = 0; kh < KH; ++kh) {
+    const VI ih = ih0 + kh * dh;
+    for (int kw = 0; kw < KW; ++kw) {
+      const VI iw = iw0 + kw * dw;
+      const VI valid = (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W);
+      const VI off = ih * W + iw;
+      const int t = kh * KW + kw;
+      if (!any(valid)) continue;
+      const int first = off.s0;
+      if (all(valid) && all(off == first + LANES)) {
+        __global const float* xc = x + first;
+        for (int c = 0; c < ICg; ++c) {
+          const VF xv = VLOAD(0, xc + c * HW);
+          const int wc = c * KHW + t;
+#pragma unroll
+          for (int o = 0; o < OCB; ++o) acc[o] = fma((VF)(w[wrow[o] + wc]), xv, acc[o]);
+        }
+      } else {
+        int offs[PB];
+        VSTORE(select((VI)(0), off, valid), 0, offs);
+        for (int c = 0; c < ICg; ++c) {
+          __global const float* xc = x + c * HW;
+          float t8[PB];
+#pragma unroll
+          for (int j = 0; j < PB; ++j) t8[j] = xc[offs[j]];
+          const VF xv = select((VF)(0.0f), VLOAD(0, t8), valid);
+          const int wc = c * KHW + t;
+#pragma unroll
+          for (int o = 0; o < OCB; ++o) acc[o] = fma((VF)(w[wrow[o] + wc]), xv, acc[o]);
+        }
+      }
+    }
+  }
+  const int n = P - p0;
+#pragma unroll
+  for (int o = 0; o < OCB; ++o) {
+    const int oc = oc0 + o;
+    if (oc >= OCg) break;
+    const float b = has_bias ? Bias[bo + g * OCg + oc] : 0.0f;
+    STORE_BLOCK((img * OC + g * OCg + oc) * P + p0, acc[o] + (VF)(b), n);
+  }
+}
+
+// Depthwise (groups == C, OC = C * multiplier): a work-item computes PB
+// neighbouring output pixels of one row of one channel. Stride-1 taps inside
+// the row are one vector load; the others (edges, strides) gather.
+__kernel void depthwise_cpu(__global const float* X, int xo, __global const float* Wt, int wo,
+                            __global const float* Bias, int bo, __global float* Y, int yo, int has_bias, int C,
+                            int H, int W, int OC, int OH, int OW, int KH, int KW, int sh, int sw, int ph, int pw,
+                            int dh, int dw EPI_PARAMS) {
+  const int ow0 = get_global_id(0) * PB, oh = get_global_id(1), z = get_global_id(2);
+  if (ow0 >= OW || oh >= OH) return;
+  const int img = z / OC, oc = z - img * OC, c = oc / (OC / C);
+  __global const float* x = X + xo + (img * C + c) * H * W;
+  __global const float* w = Wt + wo + oc * KH * KW;
+  VF acc = (VF)(has_bias ? Bias[bo + oc] : 0.0f);
+  const VI iw_lane = (ow0 + LANES) * sw - pw;  // input column of each lane at kw = 0
+  for (int kh = 0; kh < KH; ++kh) {
+    const int ih = oh * sh - ph + kh * dh;
+    if (ih < 0 || ih >= H) continue;
+    __global const float* xr = x + ih * W;
+    for (int kw = 0; kw < KW; ++kw) {
+      const int iw0 = ow0 * sw - pw + kw * dw;
+      const float wv = w[kh * KW + kw];
+      VF xv;
+      if (sw == 1 && iw0 >= 0 && iw0 + PB <= W) {
+        xv = VLOAD(0, xr + iw0);
+      } else {
+        const VI iw = iw_lane + kw * dw;
+        const VI valid = (iw >= 0) & (iw < W);
+        int offs[PB];
+        VSTORE(select((VI)(0), iw, valid), 0, offs);
+        float t[PB];
+#pragma unroll
+        for (int j = 0; j < PB; ++j) t[j] = xr[offs[j]];
+        xv = select((VF)(0.0f), VLOAD(0, t), valid);
+      }
+      acc = fma((VF)(wv), xv, acc);
+    }
+  }
+  STORE_BLOCK((img * OC + oc) * OH * OW + oh * OW + ow0, acc, OW - ow0);
+}
+
+// ConvTranspose whose taps tile the output exactly (stride == kernel, no
+// padding or dilation; weight [C, OC/groups, KH, KW]): every output pixel
+// gets one tap, so per tap (kh, kw) it is a GEMM over the input pixels with
+// a scattered store. get_global_id(0): PB input pixels; (1): OCB output
+// channels of the group; (2): ((image * groups) + group) * KH*KW + tap.
+__kernel void conv_transpose_tiled_cpu(__global const float* X, int xo, __global const float* Wt, int wo,
+                                       __global const float* Bias, int bo, __global float* Y, int yo, int has_bias,
+                                       int C, int H, int W, int OC, int KH, int KW, int groups EPI_PARAMS) {
+  const int HW = H * W, KHW = KH * KW, OCg = OC / groups, ICg = C / groups;
+  const int p0 = get_global_id(0) * PB, oc0 = get_global_id(1) * OCB, z = get_global_id(2);
+  if (p0 >= HW || oc0 >= OCg) return;
+  const int t = z % KHW, zg = z / KHW, img = zg / groups, g = zg - img * groups;
+  const int kh = t / KW, kw = t - kh * KW;
+  __global const float* x = X + xo + (img * C + g * ICg) * HW;
+  __global const float* w = Wt + wo + g * ICg * OCg * KHW;
+  int wcol[OCB];
+#pragma unroll
+  for (int o = 0; o < OCB; ++o) wcol[o] = min(oc0 + o, OCg - 1) * KHW + t;
+  VF acc[OCB];
+#pragma unroll
+  for (int o = 0; o < OCB; ++o) acc[o] = (VF)(0.0f);
+  const int n = HW - p0;
+  if (n >= PB) {
+    for (int c = 0; c < ICg; ++c) {
+      const VF xv = VLOAD(0, x + c * HW + p0);
+      __global const float* wc = w + c * OCg * KHW;
+#pragma unroll
+      for (int o = 0; o < OCB; ++o) acc[o] = fma((VF)(wc[wcol[o]]), xv, acc[o]);
+    }
+  } else {
+    int pix[PB];
+    VSTORE(min(p0 + LANES, HW - 1), 0, pix);
+    for (int c = 0; c < ICg; ++c) {
+      float tx[PB];
+#pragma unroll
+      for (int j = 0; j < PB; ++j) tx[j] = x[c * HW + pix[j]];
+      const VF xv = VLOAD(0, tx);
+      __global const float* wc = w + c * OCg * KHW;
+#pragma unroll
+      for (int o = 0; o < OCB; ++o) acc[o] = fma((VF)(wc[wcol[o]]), xv, acc[o]);
+    }
+  }
+  const int OH = H * KH, OW = W * KW;
+#pragma unroll
+  for (int o = 0; o < OCB; ++o) {
+    const int oc = oc0 + o;
+    if (oc >= OCg) break;
+    float r[PB];
+    VSTORE(acc[o] + (VF)(has_bias ? Bias[bo + g * OCg + oc] : 0.0f), 0, r);
+    const int plane = (img * OC + g * OCg + oc) * OH;
+    for (int j = 0; j < PB && j < n; ++j) {
+      const int p = p0 + j, ih = p / W, iw = p - ih * W;
+      const int i = (plane + ih * KH + kh) * OW + iw * KW + kw;
+      Y[yo + i] = EPI(r[j], i);
+    }
+  }
+}
+
+// Y (M x N per batch, contiguous) = alpha * A B + beta * C, A(m,k) at
+// A[m*a_sm + k*a_sk], B(k,n) at B[k*b_sk + n*b_sn], C broadcast through
+// c_sm/c_sn; batched like gemm.cl over get_global_id(2). A work-item: OCB
+// rows x PB columns. B rows are vector loads when b_sn == 1, else gathers.
+__kernel void gemm_cpu(__global const float* A, int ao, __global const float* B, int bo, __global const float* C,
+                       int co, __global float* Y, int yo, int M, int N, int K, int a_sm, int a_sk, int b_sk, int b_sn,
+                       int c_sm, int c_sn, int has_c, float alpha, float beta, Dims batch, Dims a_sb, Dims b_sb,
+                       Dims c_sb EPI_PARAMS) {
+  const int n0 = get_global_id(0) * PB, m0 = get_global_id(1) * OCB, z = get_global_id(2);
+  if (n0 >= N || m0 >= M) return;
+  A += ao + strided_offset(z, batch, a_sb);
+  B += bo + strided_offset(z, batch, b_sb);
+  C += co + strided_offset(z, batch, c_sb);
+  int arow[OCB];
+#pragma unroll
+  for (int o = 0; o < OCB; ++o) arow[o] = min(m0 + o, M - 1) * a_sm;
+  VF acc[OCB];
+#pragma unroll
+  for (int o = 0; o < OCB; ++o) acc[o] = (VF)(0.0f);
+  const int n = N - n0;
+  if (b_sn == 1 && n >= PB) {
+    for (int k = 0; k < K; ++k) {
+      const VF bv = VLOAD(0, B + k * b_sk + n0);
+#pragma unroll
+      for (int o = 0; o < OCB; ++o) acc[o] = fma((VF)(A[arow[o] + k * a_sk]), bv, acc[o]);
+    }
+  } else {
+    int cols[PB];
+    VSTORE(min(n0 + LANES, N - 1) * b_sn, 0, cols);
+    for (int k = 0; k < K; ++k) {
+      __global const float* bk = B + k * b_sk;
+      float t[PB];
+#pragma unroll
+      for (int j = 0; j < PB; ++j) t[j] = bk[cols[j]];
+      const VF bv = VLOAD(0, t);
+#pragma unroll
+      for (int o = 0; o < OCB; ++o) acc[o] = fma((VF)(A[arow[o] + k * a_sk]), bv, acc[o]);
+    }
+  }
+  int ccols[PB];
+  VSTORE(min(n0 + LANES, N - 1) * c_sn, 0, ccols);
+#pragma unroll
+  for (int o = 0; o < OCB; ++o) {
+    const int m = m0 + o;
+    if (m >= M) break;
+    VF v = (VF)(alpha) * acc[o];
+    if (has_c) {
+      float t[PB];
+#pragma unroll
+      for (int j = 0; j < PB; ++j) t[j] = C[m * c_sm + ccols[j]];
+      v += (VF)(beta) * VLOAD(0, t);
+    }
+    STORE_BLOCK(z * M * N + m * N + n0, v, n);
+  }
+}

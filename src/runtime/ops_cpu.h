@@ -1,0 +1,36 @@
+// Lowerings for CPU OpenCL devices (PoCL), onto src/kernels/cpu_conv.cl:
+// register-blocked kernels without local memory or barriers, which a CPU
+// compiler vectorizes (the GPU kernels' 16x16 work-groups, local tiles and
+// barriers are a poor fit there). The GPU lowerings call these first when
+// the device is a CPU; false means "not covered": the caller goes on.
+#pragma once
+#include "runtime/ops.h"
+
+namespace texplan::runtime {
+
+// Conv and FusedConv, 1-D and 2-D, any groups (depthwise included).
+bool lower_conv_cpu(NodeBuilder& b, const FusedTail& tail);
+
+// ConvTranspose (2-D) whose taps tile the output exactly (U-Net's 2x2
+// stride 2); others are left to the caller.
+bool lower_conv_transpose_cpu(NodeBuilder& b);
+
+// Y = alpha A B + beta C, batched (the GEMM of ops_conv.cpp's launch_gemm).
+struct CpuGemm {
+  int64_t M, N, K, a_sm, a_sk, b_sk, b_sn, c_sm, c_sn;
+  bool has_c;
+  float alpha, beta;
+  std::vector<int64_t> batch, a_sb, b_sb, c_sb;
+};
+bool launch_gemm_cpu(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const TensorArg& C, const TensorArg& Y,
+                     const CpuGemm& g, const FusedTail& tail);
+template <class G>  // any struct with CpuGemm's fields (ops_conv.cpp's GemmArgs)
+bool launch_gemm_cpu(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const TensorArg& C, const TensorArg& Y,
+                     const G& g, const FusedTail& tail) {
+  return launch_gemm_cpu(b, A, B, C, Y,
+                         CpuGemm{g.M, g.N, g.K, g.a_sm, g.a_sk, g.b_sk, g.b_sn, g.c_sm, g.c_sn, g.has_c, g.alpha,
+                                 g.beta, g.batch, g.a_sb, g.b_sb, g.c_sb},
+                         tail);
+}
+
+}  // namespace texplan::runtime
