@@ -100,9 +100,7 @@ Latency time_texplan(const fs::path& dir, const std::string& device, int runs) {
   Graph g = import_onnx(dir.string(), {.load_weights = true});
   auto dev = runtime::open_device(device);
   const auto& profile = dev->info().profile;
-  UsageOptions uo;
-  uo.device = &profile;
-  PlanInput pin = make_usage_records(g, uo);
+  PlanInput pin = make_usage_records(g);
   plan::MemoryPlan plan = plan::plan_memory(pin.records, profile, "best");
   runtime::Session s(g, pin, plan, dev);
   HostTensor in = load_tensor_pb((dir / "test_data_set_0" / "input_0.pb").string());

@@ -44,12 +44,14 @@ const std::string& scratch_dir() {
 // modes, the lower bound, one plan, validated.
 void plan_graph(const Graph& g) {
   static const plan::DeviceProfile adreno = plan::DeviceProfile::load("adreno");
-  for (TextureMode mode : {TextureMode::None, TextureMode::Auto}) {
-    PlanInput in = make_usage_records(g, {mode, &adreno});
-    if (in.record_of_tensor.size() != g.tensors.size()) broken("record_of_tensor does not cover the tensors");
+  for (TextureMode mode : {TextureMode::None, TextureMode::Views}) {
+    Graph converted = g;
+    const StorageAssignment storage = assign_storage(converted, adreno, mode);
+    PlanInput in = make_usage_records(converted, {&storage});
+    if (in.record_of_tensor.size() != converted.tensors.size()) broken("record_of_tensor does not cover the tensors");
     try {
       plan::lower_bound_bytes(in.records);
-      plan::MemoryPlan p = plan::plan_memory(in.records, adreno, mode == TextureMode::Auto ? "texture-views" : "best");
+      plan::MemoryPlan p = plan::plan_memory(in.records, adreno, strategy_for(mode, "best"));
       plan::validate(p, in.records, adreno);
     } catch (const plan::PlanError&) {
     }

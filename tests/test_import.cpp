@@ -82,18 +82,21 @@ TEST(Import, TexturesMarkInner4DActivations) {
   auto dir = test::temp_dir("tex");
   Graph g = import_onnx(conv_relu_reshape().save(dir, "tiny"));
   plan::DeviceProfile dev;
-  UsageOptions uo{TextureMode::Auto, &dev};
-  PlanInput p = make_usage_records(g, uo);
-  const auto& c = p.records[p.record_of_tensor[g.find("c")]];
+  Graph tex = g;
+  const StorageAssignment sa = assign_storage(tex, dev, TextureMode::Pools);
+  PlanInput p = make_usage_records(tex, {&sa});
+  const auto& c = p.records[p.record_of_tensor[tex.find("c")]];
   EXPECT_EQ(c.storage, plan::Storage::Texture);
   EXPECT_EQ(c.extent.width, 8);
   EXPECT_EQ(c.extent.height, 1 * 1 * 8);  // N * ceil(4/4) * H
   // r is reshaped to 2D, x is a graph input: both stay buffers.
-  EXPECT_EQ(p.records[p.record_of_tensor[g.find("r")]].storage, plan::Storage::Buffer);
-  EXPECT_EQ(p.records[p.record_of_tensor[g.find("x")]].storage, plan::Storage::Buffer);
+  EXPECT_EQ(p.records[p.record_of_tensor[tex.find("r")]].storage, plan::Storage::Buffer);
+  EXPECT_EQ(p.records[p.record_of_tensor[tex.find("x")]].storage, plan::Storage::Buffer);
   dev.max_image2d_width = 4;  // too narrow: stays a buffer
-  uo.device = &dev;
-  EXPECT_EQ(make_usage_records(g, uo).records[1].storage, plan::Storage::Buffer);
+  Graph narrow = g;
+  const StorageAssignment sn = assign_storage(narrow, dev, TextureMode::Pools);
+  PlanInput pn = make_usage_records(narrow, {&sn});
+  EXPECT_EQ(pn.records[pn.record_of_tensor[narrow.find("c")]].storage, plan::Storage::Buffer);
 }
 
 TEST(ImportErrors, MissingFile) {

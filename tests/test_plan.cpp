@@ -382,7 +382,11 @@ TEST(TextureViews, PitchAndSizeMath) {
   EXPECT_EQ(texture_view_bytes({16, 3, 16}, dev), 256 * 3);  // exactly 256
   EXPECT_EQ(texture_view_bytes({17, 2, 16}, dev), 512 * 2);
   EXPECT_EQ(texture_view_bytes({10, 3, 8}, dev), 256 * 3);
-  expect_plan_error([] { texture_view_bytes({10, 3, 16}, no_view_device()); }, {"image2d_from_buffer", "noviews"});
+  // Without image2d_from_buffer a view is an image1d_buffer: rows packed tight.
+  EXPECT_EQ(texture_view_bytes({10, 3, 16}, no_view_device()), 160 * 3);
+  DeviceProfile no_images = no_view_device();
+  no_images.image_support = false;
+  expect_plan_error([&] { texture_view_bytes({10, 3, 16}, no_images); }, {"needs images", "noviews"});
 }
 
 TEST(TextureViews, OneArenaSharedByBuffersAndViews) {
@@ -398,9 +402,16 @@ TEST(TextureViews, OneArenaSharedByBuffersAndViews) {
   EXPECT_EQ(p.total_bytes(), 1024 + 768);  // a and b share, the view sits beside them
 }
 
-TEST(TextureViews, NeedsImage2dFromBuffer) {
-  expect_plan_error([] { plan_memory({buf("a", 64, 0, 0)}, no_view_device(), "texture-views"); },
-                    {"texture-views needs image2d_from_buffer", "noviews lacks"});
+TEST(TextureViews, OneDimensionalViewsWithoutImage2dFromBuffer) {
+  // a 10x3 texture as an image1d_buffer over the arena: 480 tight bytes
+  const std::vector<UsageRecord> recs = {buf("a", 1024, 0, 1), tex("t", 10, 3, 1, 2), buf("b", 1024, 2, 3)};
+  const MemoryPlan p = plan_and_validate(recs, no_view_device(), "texture-views");
+  EXPECT_TRUE(p.placements[1].view);
+  EXPECT_EQ(p.placements[1].row_pitch, 160);
+  DeviceProfile no_images = no_view_device();
+  no_images.image_support = false;
+  expect_plan_error([&] { plan_memory({buf("a", 64, 0, 0)}, no_images, "texture-views"); },
+                    {"texture-views needs images", "noviews lacks"});
 }
 
 // ---------------------------------------------------------------- validator

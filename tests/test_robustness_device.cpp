@@ -247,7 +247,8 @@ TEST(DeviceFaults, ImageLargerThanTheDeviceAllowsStaysABuffer) {
   g.nodes.push_back({"neg", "Neg", {ai}, {yi}, {}});
   g.tensors[ai].producer = 0;
   g.tensors[yi].producer = 1;
-  PlanInput pin = make_usage_records(g, {TextureMode::Auto, &p});
+  const StorageAssignment sa = assign_storage(g, p, TextureMode::Pools);
+  PlanInput pin = make_usage_records(g, {&sa});
   for (const auto& r : pin.records) EXPECT_EQ(r.storage, plan::Storage::Buffer) << r.name;
   plan::MemoryPlan plan = plan::plan_memory(pin.records, p, "best");
   plan::validate(plan, pin.records, p);

@@ -40,8 +40,8 @@ class Zoo : public ::testing::TestWithParam<std::string> {
 
 TEST_P(Zoo, EveryStrategyValidatesAndBestReachesTheLowerBound) {
   for (const char* target : {"pocl", "h100", "adreno"}) {
-    for (auto textures : {TextureMode::None, TextureMode::Auto}) {
-      SCOPED_TRACE(std::string(target) + (textures == TextureMode::Auto ? " textures" : " buffers"));
+    for (auto textures : {TextureMode::None, TextureMode::Pools}) {
+      SCOPED_TRACE(std::string(target) + (textures == TextureMode::Pools ? " textures" : " buffers"));
       plan::DeviceProfile dev = plan::DeviceProfile::load(target);
       cli::PlanOptions opt;
       opt.textures = textures;
@@ -70,9 +70,7 @@ TEST_P(Zoo, RunsOnPoclMatchingPyTorchWithACleanGuard) {
   Graph g = import_onnx(dir.string(), {.load_weights = true});
   auto device = runtime::open_device("pocl");
   const auto& profile = device->info().profile;
-  UsageOptions uo;
-  uo.device = &profile;
-  PlanInput pin = make_usage_records(g, uo);
+  PlanInput pin = make_usage_records(g);
   plan::MemoryPlan plan = plan::plan_memory(pin.records, profile, "best");
   plan::validate(plan, pin.records, profile);
   HostTensor input = load_tensor_pb((dir / "test_data_set_0" / "input_0.pb").string());

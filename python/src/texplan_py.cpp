@@ -25,12 +25,6 @@ std::mutex g_run_mutex;
 
 py::object to_python(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
 
-TextureMode parse_textures(const std::string& s) {
-  if (s == "none") return TextureMode::None;
-  if (s == "auto") return TextureMode::Auto;
-  throw Error("textures: '" + s + "': give 'none' or 'auto'");
-}
-
 py::dtype numpy_dtype(DataType t) {
   switch (t) {
     case DataType::Float32: return py::dtype("float32");
@@ -108,11 +102,11 @@ class PySession {
     for (int id : g.outputs) outputs_.push_back({g.tensors[id].name, g.tensors[id].shape, g.tensors[id].dtype});
     device_ = runtime::open_device(device_spec);
     const plan::DeviceProfile& profile = device_->info().profile;
+    const StorageAssignment storage = assign_storage(g, profile, parse_texture_mode(textures));
     UsageOptions uo;
-    uo.textures = parse_textures(textures);
-    uo.device = &profile;
+    uo.storage = &storage;
     PlanInput pin = make_usage_records(g, uo);
-    plan::MemoryPlan plan = plan::plan_memory(pin.records, profile, strategy);
+    plan::MemoryPlan plan = plan::plan_memory(pin.records, profile, strategy_for(storage.mode, strategy));
     plan::validate(plan, pin.records, profile);
     lower_bound_ = plan::lower_bound_bytes(pin.records);
     plan_bytes_ = plan.total_bytes();
@@ -192,7 +186,7 @@ PYBIND11_MODULE(_texplan, m) {
           plan::DeviceProfile dev = cli::load_target(target);
           cli::PlanOptions opt;
           if (strategy != "all") opt.strategies = {strategy};
-          opt.textures = parse_textures(textures);
+          opt.textures = parse_texture_mode(textures);
           opt.include_tensors = tensors;
           r = cli::plan_model(path, dev, opt);
           if (r["strategies"].size() == 1) {  // the chosen plan's numbers at the top

@@ -17,8 +17,6 @@ void write_json(const cli::json& j, const std::string& path) {
   f << j.dump(1) << "\n";
 }
 
-TextureMode parse_textures(const std::string& s) { return s == "auto" ? TextureMode::Auto : TextureMode::None; }
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -40,8 +38,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   OptimizeOptions plan_optimize;
   cli::add_optimize_options(*plan, plan_optimize);
-  plan->add_option("--textures", textures, "none: buffers only; auto: 4D activations as textures")
-      ->check(CLI::IsMember({"none", "auto"}))
+  plan->add_option("--textures", textures,
+                   "none: buffers only; pools: 4D activations as textures in image pools; views: as image views "
+                   "over the buffer arena; auto: what the target's profile says pays")
+      ->check(CLI::IsMember({"none", "auto", "pools", "views"}))
       ->capture_default_str();
   std::string offload = "none";
   plan->add_option("--offload", offload,
@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
       if (strategy != "all") opt.strategies = {strategy};
       opt.offload = offload;
       opt.offload_on_device = target == "opencl";
-      opt.textures = parse_textures(textures);
+      opt.textures = parse_texture_mode(textures);
       opt.optimize = plan_optimize;
       cli::json report;
       if (random_n > 0) {

@@ -80,9 +80,7 @@ int onnx_tests_command(const OnnxTestArgs& a) {
       for (const auto& n : g.nodes) ops += (ops.empty() ? "" : ",") + n.op_type;
       std::vector<HostTensor> inputs = load_set(dir / "test_data_set_0", "input_");
       std::vector<HostTensor> expected = load_set(dir / "test_data_set_0", "output_");
-      UsageOptions uo;
-      uo.device = &profile;
-      PlanInput pin = make_usage_records(g, uo);
+      PlanInput pin = make_usage_records(g);
       plan::MemoryPlan plan = plan::plan_memory(pin.records, profile, "best");
       plan::validate(plan, pin.records, profile);
       runtime::Session session(g, pin, plan, device, {});

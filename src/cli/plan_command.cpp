@@ -34,7 +34,7 @@ json plan_report(const std::string& model, const std::vector<plan::UsageRecord>&
   json r;
   r["model"] = model;
   r["target"] = dev.name;
-  r["textures"] = opt.textures == TextureMode::Auto ? "auto" : "none";
+  r["textures"] = to_string(resolve(opt.textures, dev));
   r["records"] = recs.size();
   int64_t textures = 0;
   for (const auto& x : recs) textures += x.storage == plan::Storage::Texture;
@@ -108,9 +108,12 @@ void print_plan_table(const json& r, std::ostream& out) {
     out << "lower bound as imported: " << human_bytes(r["raw_lower_bound_bytes"]) << "\n";
   int64_t lb = r["lower_bound_bytes"];
   out << "lower bound: " << human_bytes(lb) << " (" << lb << " B)\n";
+  if (r.contains("buffer_lower_bound_bytes") && r["buffer_lower_bound_bytes"] != r["lower_bound_bytes"])
+    out << "buffer-only lower bound: " << human_bytes(r["buffer_lower_bound_bytes"]) << " ("
+        << r["layout_conversions"].get<int>() << " layout conversions)\n";
   out << std::left << std::setw(20) << "strategy" << std::right << std::setw(14) << "total" << std::setw(16)
-      << "bytes" << std::setw(9) << "ratio" << std::setw(7) << "pools" << std::setw(11) << "plan ms"
-      << "  valid\n";
+      << "bytes" << std::setw(12) << "buffers" << std::setw(12) << "textures" << std::setw(9) << "ratio"
+      << std::setw(7) << "pools" << std::setw(11) << "plan ms" << "  valid\n";
   for (const auto& s : r["strategies"]) {
     out << std::left << std::setw(20) << s["name"].get<std::string>() << std::right;
     if (s.contains("total_bytes")) {
@@ -118,6 +121,7 @@ void print_plan_table(const json& r, std::ostream& out) {
       ratio << std::fixed << std::setprecision(3) << s["ratio"].get<double>();
       ms << std::fixed << std::setprecision(2) << s["plan_ms"].get<double>();
       out << std::setw(14) << human_bytes(s["total_bytes"]) << std::setw(16) << s["total_bytes"].get<int64_t>()
+          << std::setw(12) << human_bytes(s["buffer_bytes"]) << std::setw(12) << human_bytes(s["texture_bytes"])
           << std::setw(9) << ratio.str() << std::setw(7) << s["pools"].size() << std::setw(11) << ms.str() << "  "
           << (s["valid"].get<bool>() ? "yes" : "NO: " + s["error"].get<std::string>()) << "\n";
     } else {
@@ -133,9 +137,11 @@ json plan_model(const std::string& model_path, const plan::DeviceProfile& dev, c
   if (opt.optimization_shares) imported = std::make_unique<Graph>(g);
   const OptimizeReport optimized = optimize(g, opt.optimize);
   auto t1 = std::chrono::steady_clock::now();
+  // Without textures: the buffer-only lower bound every texture plan is measured against.
+  const int64_t buffer_lower_bound = plan::lower_bound_bytes(make_usage_records(g).records);
+  const StorageAssignment storage = assign_storage(g, dev, opt.textures);
   UsageOptions uo;
-  uo.textures = opt.textures;
-  uo.device = &dev;
+  uo.storage = &storage;
   PlanInput in = make_usage_records(g, uo);
   // Offload: the partition's scratch records are planned with the tensors.
   std::unique_ptr<offload::Offloader> offloader;
@@ -166,6 +172,12 @@ json plan_model(const std::string& model_path, const plan::DeviceProfile& dev, c
     throw Error(g.model_name + ": " + e.what());
   }
   if (opt.include_tensors && !o.include_tensors) r["tensors_omitted"] = true;
+  r["layout_conversions"] = storage.conversions;
+  r["buffer_lower_bound_bytes"] = buffer_lower_bound;
+  for (auto& s : r["strategies"])
+    if (s.contains("total_bytes"))
+      s["ratio_to_buffer_lower_bound"] = double(s["total_bytes"].get<int64_t>()) / double(std::max<int64_t>(1, buffer_lower_bound));
+  r["texture_fallbacks"] = storage.fallbacks;
   r["nodes"] = g.nodes.size();
   if (offloader) {
     r["partition"] = offloader->report();

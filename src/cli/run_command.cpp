@@ -43,7 +43,11 @@ void add_run_options(CLI::App& app, RunArgs& a) {
   app.add_option("--device", a.device, "pocl, gpu, opencl:N, or cpu (the reference executor)")->capture_default_str();
   app.add_option("--input", a.inputs, "input tensor(s) as .pb (default: the folder's test_data_set_0)");
   app.add_option("--strategy", a.strategy, "memory planning strategy")->capture_default_str();
-  app.add_option("--textures", a.textures, "none or auto")->check(CLI::IsMember({"none", "auto"}))->capture_default_str();
+  app.add_option("--textures", a.textures,
+                 "none: buffers; pools: 4D activations as textures in image pools; views: as image views over the "
+                 "buffer arena; auto: what the device's profile says pays")
+      ->check(CLI::IsMember({"none", "auto", "pools", "views"}))
+      ->capture_default_str();
   app.add_flag("--check", a.check, "compare with test_data_set_0/output_*.pb; exit 2 above --tolerance");
   app.add_option("--tolerance", a.tolerance, "largest relative error --check accepts")->capture_default_str();
   app.add_flag("--guard", a.guard, "poison pools and check after every node that live tensors stay intact");
@@ -151,9 +155,13 @@ int run_command(const RunArgs& a) {
     device = runtime::open_device(a.device);
     profile = device->info().profile;
   }
+  // Textures run on OpenCL devices only: the CPU executor plans buffers.
+  const int64_t buffer_lower_bound = plan::lower_bound_bytes(make_usage_records(g).records);
+  const StorageAssignment storage =
+      assign_storage(g, profile, on_cpu ? TextureMode::None : parse_texture_mode(a.textures));
+  for (const auto& f : storage.fallbacks) verbose_log() << "texture fallback: " << f << "\n";
   UsageOptions uo;
-  uo.textures = a.textures == "auto" ? TextureMode::Auto : TextureMode::None;
-  uo.device = &profile;
+  uo.storage = &storage;
   PlanInput pin = make_usage_records(g, uo);
   std::unique_ptr<runtime::TuningCache> cache;
   if (!a.tuning_cache.empty()) cache = std::make_unique<runtime::TuningCache>(a.tuning_cache);
@@ -173,7 +181,8 @@ int run_command(const RunArgs& a) {
     offloader = std::make_shared<offload::Offloader>(offload::parse_mode(a.offload), device, cache.get());
     offloader->partition(g, pin);
   }
-  plan::MemoryPlan plan = plan::plan_memory(pin.records, profile, a.strategy);
+  const std::string strategy = strategy_for(storage.mode, a.strategy);
+  plan::MemoryPlan plan = plan::plan_memory(pin.records, profile, strategy);
   plan::validate(plan, pin.records, profile);
   if (on_cpu)  // host pools: the same limit as PoCL's, rather than an allocation that takes the machine down
     for (const auto& pool : plan.pools)
@@ -181,7 +190,7 @@ int run_command(const RunArgs& a) {
         throw Error(g.model_name + ": pool " + std::to_string(pool.id) + " of " + human_bytes(pool.bytes) +
                     " exceeds the CPU executor's largest allocation, " + human_bytes(profile.max_alloc_bytes) +
                     " (profile " + profile.name + ")");
-  verbose_log() << "device opened, " << pin.records.size() << " records planned with " << a.strategy << " and validated in " << since()
+  verbose_log() << "device opened, " << pin.records.size() << " records planned with " << strategy << " and validated in " << since()
                 << "\n";
   const int64_t lower_bound = plan::lower_bound_bytes(pin.records);
 
@@ -189,9 +198,15 @@ int run_command(const RunArgs& a) {
   for (const auto& t : g.tensors)
     if (t.is_constant) weight_bytes += t.bytes();
 
-  json report{{"model", g.model_name}, {"strategy", a.strategy}, {"textures", a.textures},
-              {"lower_bound_bytes", lower_bound}, {"plan_bytes", plan.total_bytes()},
-              {"buffer_bytes", plan.buffer_bytes()}, {"texture_bytes", plan.texture_bytes()}};
+  json report{{"model", g.model_name}, {"strategy", strategy}, {"textures", to_string(storage.mode)},
+              {"lower_bound_bytes", lower_bound}, {"buffer_lower_bound_bytes", buffer_lower_bound},
+              {"plan_bytes", plan.total_bytes()}, {"buffer_bytes", plan.buffer_bytes()},
+              {"texture_bytes", plan.texture_bytes()}, {"texture_tensors", int(pin.records.size()) - [&] {
+                 int b = 0;
+                 for (const auto& r : pin.records) b += r.storage == plan::Storage::Buffer;
+                 return b;
+               }()},
+              {"layout_conversions", storage.conversions}, {"texture_fallbacks", storage.fallbacks}};
   std::vector<HostTensor> outputs;
   Timing timing;
   int64_t activation_bytes = 0;
@@ -287,8 +302,14 @@ int run_command(const RunArgs& a) {
   std::cout << "device      " << report["device"].get<std::string>() << "\n";
   std::cout << "activations " << human_bytes(activation_bytes) << " allocated (" << activation_bytes
             << " B), lower bound " << human_bytes(lower_bound) << " (" << std::fixed << std::setprecision(3)
-            << (lower_bound ? double(activation_bytes) / double(lower_bound) : 1.0) << "x), strategy " << a.strategy
+            << (lower_bound ? double(activation_bytes) / double(lower_bound) : 1.0) << "x), strategy " << strategy
             << "\n";
+  if (storage.mode != TextureMode::None)
+    std::cout << "textures    " << to_string(storage.mode) << ": " << report["texture_tensors"].get<int>()
+              << " tensors, " << storage.conversions << " layout conversions; buffers "
+              << human_bytes(plan.buffer_bytes()) << ", texture pools " << human_bytes(plan.texture_bytes())
+              << ", total " << std::setprecision(3) << double(plan.total_bytes()) / double(std::max<int64_t>(1, buffer_lower_bound))
+              << "x the buffer-only lower bound " << human_bytes(buffer_lower_bound) << "\n";
   std::cout << "optimized   " << optimized.nodes_before << " -> " << optimized.nodes_after << " nodes, lower bound "
             << human_bytes(optimized.raw_lower_bound_bytes) << " as imported -> "
             << human_bytes(optimized.lower_bound_bytes) << " (order " << optimized.order << ")\n";

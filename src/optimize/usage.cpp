@@ -25,7 +25,6 @@ PlanInput make_usage_records(const Graph& g, const UsageOptions& opt) {
 
   // Storage owners in order of first use, so records follow the execution.
   std::vector<int32_t> first(nt, -1), last(nt, -1);
-  std::vector<char> group_is_io(nt, 0), group_all_4d_same(nt, 1);
   for (int t : g.inputs) first[p.alias_root[t]] = 0;
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     const auto& n = g.nodes[k];
@@ -45,12 +44,6 @@ PlanInput make_usage_records(const Graph& g, const UsageOptions& opt) {
     int r = p.alias_root[t];
     if (g.tensors[r].is_constant) continue;
     last[r] = last_step;
-    group_is_io[r] = 1;
-  }
-  for (int t : g.inputs) group_is_io[p.alias_root[t]] = 1;
-  for (size_t t = 0; t < nt; ++t) {
-    int r = p.alias_root[t];
-    if (g.tensors[t].shape != g.tensors[r].shape) group_all_4d_same[r] = 0;
   }
 
   p.record_of_tensor.assign(nt, -1);
@@ -67,14 +60,10 @@ PlanInput make_usage_records(const Graph& g, const UsageOptions& opt) {
     r.first = first[t];
     r.last = std::max(last[t], first[t]);
     r.op = x.producer >= 0 ? g.nodes[x.producer].op_type : "input";
-    if (opt.textures == TextureMode::Auto && opt.device && opt.device->image_support && x.shape.size() == 4 &&
-        x.dtype == DataType::Float32 && group_all_4d_same[t] && !group_is_io[t]) {
-      plan::TextureExtent e = texture_extent(x.shape);
-      if (e.width <= opt.device->max_image2d_width && e.height <= opt.device->max_image2d_height) {
-        r.storage = plan::Storage::Texture;
-        r.extent = e;
-        r.bytes = e.tight_bytes();
-      }
+    if (opt.storage && opt.storage->is_texture(t)) {
+      r.storage = plan::Storage::Texture;
+      r.extent = texture_extent(x.shape);
+      r.bytes = r.extent.tight_bytes();
     }
     p.record_of_tensor[t] = int(p.records.size());
     p.records.push_back(std::move(r));

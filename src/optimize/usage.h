@@ -5,15 +5,14 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "optimize/storage.h"
 #include "plan/memory_plan.h"
 
 namespace texplan {
 
-enum class TextureMode { None, Auto };
-
 struct UsageOptions {
-  TextureMode textures = TextureMode::None;
-  const plan::DeviceProfile* device = nullptr;  // image limits for TextureMode::Auto
+  // Which tensors are textures (optimize/storage.h); null: all buffers.
+  const StorageAssignment* storage = nullptr;
 };
 
 // Per tensor, the tensor whose storage it uses (itself if none):

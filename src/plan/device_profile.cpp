@@ -39,6 +39,7 @@ void for_each_field(Profile& d, Visit&& visit) {
   visit("fp16", d.fp16);
   visit("global_mem_bytes", d.global_mem_bytes);
   visit("max_alloc_bytes", d.max_alloc_bytes);
+  visit("auto_textures", d.auto_textures);
 }
 
 std::string read_file(const fs::path& path) {

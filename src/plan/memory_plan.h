@@ -56,6 +56,11 @@ struct DeviceProfile {
   bool fp16 = false;
   int64_t global_mem_bytes = 0;
   int64_t max_alloc_bytes = 0;
+  // What `--textures auto` picks on this device: "none", "pools" or "views"
+  // (optimize/storage.h). Set from measurements (`texplan run M --bench`
+  // with --textures none and pools/views); devices read at run time get
+  // "views" on GPUs with image2d_from_buffer, else "none".
+  std::string auto_textures = "none";
 
   static DeviceProfile load(const std::string& name_or_path);  // "pocl", "h100", "adreno", or a .json path
   static std::vector<std::string> builtin_names();
@@ -97,7 +102,8 @@ struct MemoryPlan {
 int64_t lower_bound_bytes(const std::vector<UsageRecord>& recs);
 
 // Bytes a texture occupies as a view in a buffer: round_up(width*pixel_bytes,
-// pitch) * height. Throws PlanError if the device cannot make such views.
+// pitch) * height (1D views, without image2d_from_buffer: width*pixel_bytes
+// * height). Throws PlanError on a device without images.
 int64_t texture_view_bytes(const TextureExtent& e, const DeviceProfile& dev);
 
 // Strategies (one file each, in strategies/):
@@ -107,8 +113,9 @@ int64_t texture_view_bytes(const TextureExtent& e, const DeviceProfile& dev);
 //   greedy-by-breadth  TFLite GPU offsets, by task breadth, best fit
 //   best               texplan's own: reaches the lower bound (see strategies/best.cpp)
 //   tvm-texture-pools  buffers by `best`, textures in TVM's 2D texture pools
-//   texture-views      everything in one arena, textures as image views over it;
-//                      throws PlanError on a device without image2d_from_buffer
+//   texture-views      everything in one arena, textures as image views over it
+//                      (image2d-from-buffer, or image1d_buffer on devices
+//                      without it); throws PlanError on a device without images
 // Buffer-only strategies place texture records in TVM texture pools (naive:
 // one pool each), so every strategy plans every record.
 std::vector<std::string> strategy_names();

@@ -29,8 +29,10 @@ int64_t MemoryPlan::texture_bytes() const {
 }
 
 int64_t detail::view_row_pitch(const TextureExtent& e, const DeviceProfile& dev) {
-  if (!dev.image_support || !dev.image2d_from_buffer)
-    throw PlanError("texture-views needs image2d_from_buffer, which " + dev.name + " lacks");
+  if (!dev.image_support) throw PlanError("texture-views needs images, which " + dev.name + " lacks");
+  // Without image2d_from_buffer a view is an image1d_buffer over the
+  // region (core OpenCL 1.2): rows packed with no padding.
+  if (!dev.image2d_from_buffer) return e.width * e.pixel_bytes;
   return round_up(e.width * e.pixel_bytes, std::max<int64_t>(1, dev.image_pitch_alignment));
 }
 

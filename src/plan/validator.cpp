@@ -99,8 +99,17 @@ void validate(const MemoryPlan& plan, const std::vector<UsageRecord>& recs, cons
     const std::string where = "tensor " + quoted(r) + " in pool " + std::to_string(p.pool);
     if (r.storage == Storage::Buffer && (pool.kind != Storage::Buffer || p.view))
       throw PlanError(where + ": a buffer must be placed in a buffer pool, not as a view");
+    const bool view_1d = p.view && !dev.image2d_from_buffer;
     if (r.storage == Storage::Texture) {
-      check_image_limits(r, dev);
+      if (view_1d) {
+        if (!dev.image_support) throw PlanError("texture " + quoted(r) + " on " + dev.name + ", which has no images");
+        if (r.extent.width * r.extent.height > dev.max_image1d_buffer_pixels)
+          throw PlanError("texture " + quoted(r) + " of " + std::to_string(r.extent.width * r.extent.height) +
+                          " pixels is beyond " + dev.name + "'s 1D image limit " +
+                          std::to_string(dev.max_image1d_buffer_pixels));
+      } else {
+        check_image_limits(r, dev);
+      }
       if (p.view != (pool.kind == Storage::Buffer))
         throw PlanError(where + ": a texture lives in a texture pool or as a view over a buffer pool");
     }
@@ -118,9 +127,10 @@ void validate(const MemoryPlan& plan, const std::vector<UsageRecord>& recs, cons
       if (!aligned(p.offset, dev.mem_base_addr_align))
         throw PlanError(where + ": offset " + std::to_string(p.offset) + " not aligned to mem_base_addr_align " +
                         std::to_string(dev.mem_base_addr_align));
-      if (p.view) {  // a sub-buffer (above) then an image over it (here)
-        if (!dev.image2d_from_buffer)
-          throw PlanError(where + ": texture view, but " + dev.name + " lacks image2d_from_buffer");
+      if (view_1d && p.row_pitch != r.extent.width * r.extent.pixel_bytes)
+        throw PlanError(where + ": 1D view (no image2d_from_buffer on " + dev.name + ") with row pitch " +
+                        std::to_string(p.row_pitch) + ", not " + std::to_string(r.extent.width * r.extent.pixel_bytes));
+      if (p.view && !view_1d) {  // a sub-buffer (above) then an image over it (here)
         if (!aligned(p.offset, dev.image_base_address_alignment))
           throw PlanError(where + ": view offset " + std::to_string(p.offset) +
                           " not aligned to image_base_address_alignment " +

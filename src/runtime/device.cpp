@@ -142,6 +142,9 @@ DeviceInfo describe(cl_device_id d, int index) {
   p.fp16 = has("cl_khr_fp16");
   p.global_mem_bytes = int64_t(device_value<cl_ulong>(d, CL_DEVICE_GLOBAL_MEM_SIZE));
   p.max_alloc_bytes = int64_t(device_value<cl_ulong>(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE));
+  // Textures pay where images share the arena on a GPU; on CPUs (PoCL)
+  // images are emulated in software and measured slower than buffers.
+  p.auto_textures = i.type == "gpu" && p.image2d_from_buffer ? "views" : "none";
   return i;
 }
 

@@ -1,5 +1,6 @@
 #include "runtime/ops.h"
 
+#include <algorithm>
 #include <climits>
 #include <map>
 
@@ -80,6 +81,16 @@ Dims to_dims(const std::vector<int64_t>& v, int64_t pad) {
 
 NodeBuilder::~NodeBuilder() {
   for (Launch& l : launches) clReleaseKernel(l.kernel);
+  for (cl_mem m : buffers) clReleaseMemObject(m);
+}
+
+MemArg NodeBuilder::upload(const void* data, size_t bytes) {
+  cl_int s = CL_SUCCESS;
+  cl_mem m = clCreateBuffer(dev_.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, std::max<size_t>(bytes, 1),
+                            const_cast<void*>(data), &s);
+  if (s != CL_SUCCESS) throw Error("uploading " + std::to_string(bytes) + " bytes of packed weights: " + cl_error_name(s));
+  buffers.push_back(m);
+  return {m};
 }
 
 const HostTensor* NodeBuilder::constant(int i) const {

@@ -35,6 +35,12 @@ struct TensorArg {
   cl_int offset;
 };
 
+// A bare memory object as a kernel argument: an image, or a buffer read
+// from its start (packed weights).
+struct MemArg {
+  cl_mem mem;
+};
+
 struct Launch {
   cl_kernel kernel = nullptr;
   std::string name;
@@ -134,6 +140,18 @@ class NodeBuilder {
   // a fused epilogue's extra inputs).
   void more_args(const TensorArg& t) { set_arg(launches.back(), launches.back().args, t); }
   void more_args(const Dims& d) { set_arg(launches.back(), launches.back().args, d); }
+  void more_args(const MemArg& m) { set_arg(launches.back(), launches.back().args, m); }
+
+  // Textures (ops_texture.cpp): the image holding tensor `t` and the pixel
+  // where it starts in it (`mem` null for a buffer); `images_1d` when they
+  // are image1d_buffer views (kernels -DTEX1D).
+  void set_images(std::function<TensorArg(int)> image, bool one_d) { image_ = std::move(image), images_1d_ = one_d; }
+  TensorArg image(int t) const { return image_ && t >= 0 ? image_(t) : TensorArg{nullptr, 0}; }
+  bool images_1d() const { return images_1d_; }
+  // A read-only device buffer holding `bytes` of `data` (packed weights),
+  // owned by `buffers` (take with std::swap, like `launches`).
+  MemArg upload(const void* data, size_t bytes);
+  std::vector<cl_mem> buffers;
 
  private:
   TensorArg arg(int tensor) const;
@@ -146,10 +164,13 @@ class NodeBuilder {
   void set_arg(Launch& l, cl_uint& i, const cl_int& v) { set_raw(l, i, sizeof v, &v); }
   void set_arg(Launch& l, cl_uint& i, const float& v) { set_raw(l, i, sizeof v, &v); }
   void set_arg(Launch& l, cl_uint& i, const Dims& v) { set_raw(l, i, sizeof v, &v); }
+  void set_arg(Launch& l, cl_uint& i, const MemArg& m) { set_raw(l, i, sizeof(cl_mem), &m.mem); }
 
   Device& dev_;
   const Graph& g_;
   std::function<Location(int)> locate_;
+  std::function<TensorArg(int)> image_;
+  bool images_1d_ = false;
 };
 
 // The elementwise tail of a fused node (docs/fused-ops.md) as a lowering
@@ -217,5 +238,9 @@ bool lower_tile(NodeBuilder& b);
 bool lower_gather(NodeBuilder& b);
 bool lower_pad(NodeBuilder& b);
 bool lower_resize(NodeBuilder& b);
+// Nodes whose 4D activations are textures (storage.h texture_kernel), and
+// the BufferToTexture/TextureToBuffer conversions; throws Error where the
+// storage assignment promised a kernel that does not cover the node.
+void lower_texture(NodeBuilder& b);
 
 }  // namespace texplan::runtime

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <exception>
 #include <map>
@@ -61,6 +62,12 @@ struct Session::Impl {
   PlanInput pin;
   plan::MemoryPlan plan;
   std::vector<cl_mem> pools;
+  // Textures: one image per texture pool, or per buffer pool with 1D views
+  // (else null); one image2d per record placed as a 2D view (over
+  // `view_buffers`, its region of the arena); the packed weights the texture
+  // lowerings uploaded.
+  std::vector<cl_mem> pool_images, view_images, view_buffers, packed;
+  bool images_1d = false;  // views are image1d_buffer (no image2d_from_buffer)
   std::map<int, cl_mem> weights;  // constant tensor id -> its buffer
   int64_t weight_bytes = 0, pool_bytes = 0;
   std::vector<Step> steps;
@@ -76,6 +83,9 @@ struct Session::Impl {
     for (Step& s : steps) s.offload.reset();  // may hold sub-buffers of the pools
     for (Step& s : steps)
       for (Launch& l : s.launches) clReleaseKernel(l.kernel);
+    for (auto* list : {&view_images, &view_buffers, &pool_images, &packed})
+      for (cl_mem m : *list)
+        if (m) clReleaseMemObject(m);
     for (cl_mem m : pools)
       if (m) clReleaseMemObject(m);
     for (auto& [t, m] : weights) clReleaseMemObject(m);
@@ -132,8 +142,12 @@ struct Session::Impl {
     const plan::DeviceProfile& p = dev->info().profile;
     for (const plan::Pool& pool : plan.pools) {
       std::string what = model() + ": pool " + std::to_string(pool.id) + " of " + mib(pool.bytes);
-      if (pool.kind != plan::Storage::Buffer)
-        throw Error(what + " is a texture pool: texture execution is not implemented yet (plan buffers only)");
+      pool_images.push_back(nullptr);
+      if (pool.kind == plan::Storage::Texture) {
+        pools.push_back(nullptr);
+        allocate_image_pool(pool, what);
+        continue;
+      }
       if (pool.bytes == 0) {
         pools.push_back(nullptr);
         continue;
@@ -154,8 +168,108 @@ struct Session::Impl {
       if (s != CL_SUCCESS)
         throw Error(what + ": " + cl_error_name(s) + (out_of_memory(s) ? " (out of device memory)" : ""));
     }
-    for (const plan::Placement& pl : plan.placements)
-      if (pl.view) throw Error(model() + ": texture views are not implemented yet (plan buffers only)");
+    allocate_views();
+  }
+
+  // ---- textures ----
+  static cl_image_format rgba_float() { return {CL_RGBA, CL_FLOAT}; }
+
+  void allocate_image_pool(const plan::Pool& pool, const std::string& what) {
+    const plan::DeviceProfile& p = dev->info().profile;
+    if (!p.image_support) throw Error(what + " is a texture pool, but the device has no images");
+    if (pool.width > p.max_image2d_width || pool.height > p.max_image2d_height)
+      throw Error(what + ": image " + std::to_string(pool.width) + "x" + std::to_string(pool.height) +
+                  " exceeds the device's limit " + std::to_string(p.max_image2d_width) + "x" +
+                  std::to_string(p.max_image2d_height) + " (plan with --textures none, or views)");
+    cl_image_desc d{};
+    d.image_type = CL_MEM_OBJECT_IMAGE2D;
+    d.image_width = size_t(pool.width);
+    d.image_height = size_t(pool.height);
+    const cl_image_format f = rgba_float();
+    cl_int s = CL_SUCCESS;
+    cl_mem m = clCreateImage(dev->context(), CL_MEM_READ_WRITE, &f, &d, nullptr, &s);
+    if (s == CL_SUCCESS) {
+      pool_images.back() = m;
+      pool_bytes += pool.bytes;
+      const cl_float zero[4] = {0, 0, 0, 0};
+      const size_t origin[3] = {0, 0, 0}, region[3] = {d.image_width, d.image_height, 1};
+      s = clEnqueueFillImage(q, m, zero, origin, region, 0, nullptr, nullptr);
+      if (s == CL_SUCCESS) s = clFinish(q);
+    }
+    if (s != CL_SUCCESS)
+      throw Error(what + " (image " + std::to_string(pool.width) + "x" + std::to_string(pool.height) +
+                  "): " + cl_error_name(s) + (out_of_memory(s) ? " (out of device memory)" : ""));
+  }
+
+  // Textures placed as views of the arena. With image2d_from_buffer: a
+  // sub-buffer of the texture's region, then an image2d over it with the
+  // plan's row pitch. Without (NVIDIA, PoCL): one image1d_buffer over each
+  // whole buffer pool, the texture at pixel offset / 16 in it (PoCL makes
+  // no images over sub-buffers; the plan aligns views to 16 bytes anyway).
+  void allocate_views() {
+    const plan::DeviceProfile& p = dev->info().profile;
+    images_1d = !p.image2d_from_buffer &&
+                std::any_of(plan.placements.begin(), plan.placements.end(), [](const auto& pl) { return pl.view; });
+    view_images.assign(plan.placements.size(), nullptr);
+    const cl_image_format f = rgba_float();
+    for (size_t r = 0; r < plan.placements.size(); ++r) {
+      const plan::Placement& pl = plan.placements[r];
+      if (!pl.view) continue;
+      const plan::UsageRecord& rec = pin.records[r];
+      const std::string what = model() + ": texture view " + rec.name;
+      if (!p.image_support) throw Error(what + ": the device has no images");
+      cl_int s = CL_SUCCESS;
+      if (images_1d) {
+        if (pool_images.at(pl.pool)) continue;  // the pool's image exists
+        const int64_t pixels = plan.pools.at(pl.pool).bytes / 16;
+        if (pixels > p.max_image1d_buffer_pixels)
+          throw Error(what + ": pool " + std::to_string(pl.pool) + " of " + std::to_string(pixels) +
+                      " pixels exceeds the device's 1D image limit " + std::to_string(p.max_image1d_buffer_pixels) +
+                      " (use --textures pools or none)");
+        cl_image_desc d{};
+        d.image_type = CL_MEM_OBJECT_IMAGE1D_BUFFER;
+        d.image_width = size_t(pixels);
+        d.buffer = pools.at(pl.pool);  // CL 1.2 `buffer` (mem_object in 2.0)
+        cl_mem img = clCreateImage(dev->context(), CL_MEM_READ_WRITE, &f, &d, nullptr, &s);
+        if (s != CL_SUCCESS) throw Error(what + ": 1D image over pool " + std::to_string(pl.pool) + ": " + cl_error_name(s));
+        pool_images[pl.pool] = img;
+        continue;
+      }
+      cl_buffer_region region{size_t(pl.offset), size_t(pl.row_pitch * rec.extent.height)};
+      cl_mem sub = clCreateSubBuffer(pools.at(pl.pool), CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &s);
+      if (s != CL_SUCCESS) throw Error(what + ": sub-buffer at " + std::to_string(pl.offset) + ": " + cl_error_name(s));
+      view_buffers.push_back(sub);
+      cl_image_desc d{};
+      d.image_type = CL_MEM_OBJECT_IMAGE2D;
+      d.image_width = size_t(rec.extent.width);
+      d.image_height = size_t(rec.extent.height);
+      d.image_row_pitch = size_t(pl.row_pitch);
+      d.buffer = sub;
+      cl_mem img = clCreateImage(dev->context(), CL_MEM_READ_WRITE, &f, &d, nullptr, &s);
+      if (s != CL_SUCCESS) throw Error(what + ": image over the arena: " + cl_error_name(s));
+      view_images[r] = img;
+    }
+  }
+
+  // The image of texture tensor `t` and its first pixel there; a null image
+  // for buffers and constants.
+  TensorArg image(int t) const {
+    int rt = root(t);
+    if (graph.tensors.at(rt).is_constant) return {nullptr, 0};
+    int r = pin.record_of_tensor.at(rt);
+    if (r < 0 || pin.records[r].storage != plan::Storage::Texture) return {nullptr, 0};
+    const plan::Placement& p = plan.placements.at(r);
+    if (p.view && !images_1d) return {view_images.at(r), 0};
+    return {pool_images.at(p.pool), p.view ? i32(p.offset / 16) : 0};
+  }
+
+  bool texture_step(const Node& node) const {
+    if (node.op_type == "BufferToTexture" || node.op_type == "TextureToBuffer") return true;
+    for (int t : node.inputs)
+      if (t >= 0 && image(t).mem) return true;
+    for (int t : node.outputs)
+      if (t >= 0 && image(t).mem) return true;
+    return false;
   }
 
   // Decides per node: nothing (aliases, constant outputs), prepared kernels, or the CPU.
@@ -173,7 +287,18 @@ struct Session::Impl {
       if (all_constant || all_alias || node.get_int("texplan_elided", 0) == 1) continue;  // elided: inputs are views
       try {
         NodeBuilder b(*dev, g, node, [&](int t) { return locate(g, t); });
-        if (lower_node(b)) {
+        b.set_images([&](int t) { return image(t); }, images_1d);
+        if (texture_step(node)) {
+          lower_texture(b);
+          std::swap(step.launches, b.launches);
+          for (cl_mem m : b.buffers) {
+            size_t bytes = 0;
+            clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof bytes, &bytes, nullptr);
+            weight_bytes += int64_t(bytes);
+          }
+          packed.insert(packed.end(), b.buffers.begin(), b.buffers.end());
+          b.buffers.clear();
+        } else if (lower_node(b)) {
           std::swap(step.launches, b.launches);
         } else {
           if (!reference::supports(node.op_type))
@@ -184,7 +309,7 @@ struct Session::Impl {
       } catch (const Error& e) {
         throw Error(at_node(n) + ": " + e.what());
       }
-      if (opt.offload) offload(g, step);
+      if (opt.offload && !texture_step(node)) offload(g, step);
       launches += int(step.launches.size());
       for (int o : node.outputs)
         if (o >= 0 && !g.tensors[root(o)].is_constant) step.writes.push_back(record(o));
@@ -317,7 +442,12 @@ struct Session::Impl {
   std::vector<uint8_t> record_bytes(int r) {
     const plan::Placement& p = plan.placements[r];
     std::vector<uint8_t> b(size_t(pin.records[r].bytes));
-    if (!b.empty())
+    if (!b.empty() && plan.pools[p.pool].kind == plan::Storage::Texture) {  // a texture pool: its image's pixels of this texture
+      const plan::TextureExtent& e = pin.records[r].extent;
+      const size_t origin[3] = {0, 0, 0}, region[3] = {size_t(e.width), size_t(e.height), 1};
+      check(clEnqueueReadImage(q, pool_images[p.pool], CL_TRUE, origin, region, 0, 0, b.data(), 0, nullptr, nullptr),
+            model() + ": guard readback of texture " + pin.records[r].name);
+    } else if (!b.empty())
       check(clEnqueueReadBuffer(q, pools[p.pool], CL_TRUE, size_t(p.offset), b.size(), b.data(), 0,
                                 nullptr, nullptr),
             model() + ": guard readback of " + pin.records[r].name);
@@ -330,6 +460,13 @@ struct Session::Impl {
       if (pools[p])
         check(clEnqueueFillBuffer(q, pools[p], &nan, 1, 0, size_t(plan.pools[p].bytes), 0, nullptr, nullptr),
               model() + ": poisoning pool " + std::to_string(p));
+    const cl_float nan4[4] = {NAN, NAN, NAN, NAN};
+    for (size_t p = 0; p < pool_images.size(); ++p)
+      if (pool_images[p] && plan.pools[p].kind == plan::Storage::Texture) {
+        const size_t origin[3] = {0, 0, 0}, region[3] = {size_t(plan.pools[p].width), size_t(plan.pools[p].height), 1};
+        check(clEnqueueFillImage(q, pool_images[p], nan4, origin, region, 0, nullptr, nullptr),
+              model() + ": poisoning texture pool " + std::to_string(p));
+      }
     shadows.assign(pin.records.size(), {});
   }
 

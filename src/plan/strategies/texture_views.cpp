@@ -4,7 +4,9 @@
 // texture_view_bytes = round_up(width * pixel_bytes, pitch) * height bytes,
 // at an offset aligned to both the sub-buffer origin alignment
 // (mem_base_addr_align) and the image base-address alignment. Offsets come
-// from `best`. Needs a device with image2d_from_buffer.
+// from `best`. Devices without image2d_from_buffer (NVIDIA, PoCL) get 1D
+// views instead: an image1d_buffer over the region, rows packed tight
+// (pitch = width * pixel_bytes), kernels index pixels as y * width + x.
 #include <numeric>
 
 #include "plan/arena.h"
@@ -12,8 +14,7 @@
 namespace texplan::plan::detail {
 
 MemoryPlan plan_texture_views(const std::vector<UsageRecord>& recs, const DeviceProfile& dev) {
-  if (!dev.image2d_from_buffer)
-    throw PlanError("texture-views needs image2d_from_buffer, which " + dev.name + " lacks");
+  if (!dev.image_support) throw PlanError("texture-views needs images, which " + dev.name + " lacks");
   const int64_t buffer_align = std::max<int64_t>(1, dev.mem_base_addr_align);
   const int64_t view_align = std::lcm(buffer_align, std::max<int64_t>(1, dev.image_base_address_alignment));
   std::vector<ArenaItem> items;

@@ -1,0 +1,307 @@
+#include "optimize/storage.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "graph/epilogue.h"
+#include "optimize/usage.h"
+
+namespace texplan {
+
+TextureMode parse_texture_mode(const std::string& s) {
+  if (s == "none") return TextureMode::None;
+  if (s == "auto") return TextureMode::Auto;
+  if (s == "pools") return TextureMode::Pools;
+  if (s == "views") return TextureMode::Views;
+  throw Error("textures: '" + s + "': give none, auto, pools or views");
+}
+
+const char* to_string(TextureMode m) {
+  switch (m) {
+    case TextureMode::None: return "none";
+    case TextureMode::Auto: return "auto";
+    case TextureMode::Pools: return "pools";
+    case TextureMode::Views: return "views";
+  }
+  return "?";
+}
+
+TextureMode resolve(TextureMode m, const plan::DeviceProfile& dev) {
+  if (!dev.image_support) return TextureMode::None;
+  if (m != TextureMode::Auto) return m;
+  TextureMode a = parse_texture_mode(dev.auto_textures.empty() ? "none" : dev.auto_textures);
+  return a == TextureMode::Auto ? TextureMode::None : a;
+}
+
+std::string strategy_for(TextureMode m, const std::string& strategy) {
+  return m == TextureMode::Views ? "texture-views" : strategy;
+}
+
+namespace {
+
+const std::set<std::string> kUnary = {"Relu", "Clip", "Sigmoid", "HardSwish", "HardSigmoid", "LeakyRelu", "Tanh"};
+const std::set<std::string> kBinary = {"Add", "Sub", "Mul", "Div"};
+
+bool is_act(const Graph& g, int t) { return t >= 0 && !g.tensors[t].is_constant; }
+bool is_4d_float(const Tensor& t) { return t.shape.size() == 4 && t.dtype == DataType::Float32; }
+bool is_float_constant(const Graph& g, int t) {
+  return t >= 0 && g.tensors[t].is_constant && g.tensors[t].dtype == DataType::Float32;
+}
+
+// Every dim of `in` is 1 or equal to `out`'s (right-aligned, numpy rules).
+bool broadcasts_to(const Shape& in, const Shape& out) {
+  if (in.size() > out.size()) return false;
+  for (size_t k = 0; k < in.size(); ++k) {
+    int64_t a = in[in.size() - 1 - k], b = out[out.size() - 1 - k];
+    if (a != 1 && a != b) return false;
+  }
+  return true;
+}
+
+bool conv_like(const Graph& g, const Node& n) {
+  if (n.inputs.size() < 2 || !is_act(g, n.inputs[0]) || !is_float_constant(g, n.inputs[1])) return false;
+  if (n.inputs.size() > 2 && n.inputs[2] >= 0 && !is_float_constant(g, n.inputs[2])) return false;
+  const Shape& w = g.tensors[n.inputs[1]].shape;
+  if (w.size() != 4) return false;
+  int64_t groups = n.get_int("group", 1);
+  const Shape& x = g.tensors[n.inputs[0]].shape;
+  return groups > 0 && x[1] % groups == 0 && w[0] % groups == 0 && n.get_ints("strides", {1, 1}).size() == 2 &&
+         n.get_ints("dilations", {1, 1}).size() == 2;
+}
+
+}  // namespace
+
+bool texture_kernel(const Graph& g, const Node& n) {
+  if (n.op_type == "BufferToTexture" || n.op_type == "TextureToBuffer") return true;
+  if (n.has("texplan_elided")) return false;
+  // Every activation the node touches is 4D fp32.
+  int acts_in = 0;
+  for (int t : n.inputs)
+    if (is_act(g, t)) {
+      if (!is_4d_float(g.tensors[t])) return false;
+      ++acts_in;
+    }
+  if (n.outputs.size() != 1 || n.outputs[0] < 0 || !is_4d_float(g.tensors[n.outputs[0]])) return false;
+  const Shape& y = g.tensors[n.outputs[0]].shape;
+  const std::string& op = n.op_type;
+  if (op == "Conv") return n.inputs.size() <= 3 && conv_like(g, n);
+  if (op == "FusedConv") {
+    // Texture form covers epilogues over the convolution's value (x0) and
+    // at most one operand of Y's shape (a residual, x1).
+    if (!conv_like(g, n) || n.inputs.size() > 4) return false;
+    int operands = 1;
+    if (n.inputs.size() == 4) {
+      if (!is_act(g, n.inputs[3]) || g.tensors[n.inputs[3]].shape != y) return false;
+      operands = 2;
+    }
+    return Epilogue::parse(n).inputs() <= operands;
+  }
+  if (kUnary.count(op)) {
+    if (acts_in != 1 || !is_act(g, n.inputs[0])) return false;
+    for (size_t k = 1; k < n.inputs.size(); ++k)  // Clip's min/max
+      if (n.inputs[k] >= 0 && (!is_float_constant(g, n.inputs[k]) || g.tensors[n.inputs[k]].bytes() != 4 ||
+                               !g.tensors[n.inputs[k]].has_data))
+        return false;
+    return true;
+  }
+  if (kBinary.count(op)) {
+    if (n.inputs.size() != 2 || acts_in < 1) return false;
+    for (int t : n.inputs) {
+      if (t < 0) return false;
+      const Tensor& x = g.tensors[t];
+      if (x.dtype != DataType::Float32 || !broadcasts_to(x.shape, y)) return false;
+      // A broadcast activation keeps its channels or has one; so does a constant.
+      Shape s = x.shape;
+      while (s.size() < 4) s.insert(s.begin(), 1);
+      if (s[1] != 1 && s[1] != y[1]) return false;
+    }
+    return true;
+  }
+  if (op == "MaxPool" || op == "AveragePool") {
+    if (acts_in != 1 || n.outputs.size() != 1) return false;
+    if (n.get_ints("kernel_shape").size() != 2 || n.get_ints("strides", {1, 1}).size() != 2) return false;
+    return n.get_ints("dilations", {1, 1}) == std::vector<int64_t>{1, 1};
+  }
+  if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return acts_in == 1;
+  if (op == "BatchNormalization") {
+    if (acts_in != 1 || n.inputs.size() != 5) return false;
+    for (int k = 1; k < 5; ++k)
+      if (!is_float_constant(g, n.inputs[k]) || !g.tensors[n.inputs[k]].has_data) return false;
+    return true;
+  }
+  if (op == "Concat") {
+    int64_t axis = n.get_int("axis", 0);
+    if (axis != 1 && axis != -3) return false;
+    if (acts_in != int(n.inputs.size()) || acts_in < 1) return false;
+    // Slices land whole when every input but the last has C % 4 == 0;
+    // otherwise lanes are gathered, from at most 4 inputs.
+    bool whole = true;
+    for (size_t k = 0; k + 1 < n.inputs.size(); ++k) whole = whole && g.tensors[n.inputs[k]].shape[1] % 4 == 0;
+    return whole || acts_in <= 4;
+  }
+  return false;
+}
+
+namespace {
+
+plan::TextureExtent extent_of(const Tensor& t) { return texture_extent(t.shape); }
+
+// Whether a 4D fp32 tensor fits the images of `mode` on `dev`.
+bool fits(const Tensor& t, const plan::DeviceProfile& dev, TextureMode mode, std::string* why) {
+  plan::TextureExtent e = extent_of(t);
+  if (e.width <= 0 || e.height <= 0) {
+    *why = "empty";
+    return false;
+  }
+  if (mode == TextureMode::Views && !dev.image2d_from_buffer) {
+    if (e.width * e.height > dev.max_image1d_buffer_pixels) {
+      *why = std::to_string(e.width * e.height) + " pixels exceed the 1D image limit " +
+             std::to_string(dev.max_image1d_buffer_pixels);
+      return false;
+    }
+    return true;
+  }
+  if (e.width > dev.max_image2d_width || e.height > dev.max_image2d_height) {
+    *why = "image " + std::to_string(e.width) + "x" + std::to_string(e.height) + " exceeds " + dev.name + "'s limit " +
+           std::to_string(dev.max_image2d_width) + "x" + std::to_string(dev.max_image2d_height);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+StorageAssignment assign_storage(Graph& g, const plan::DeviceProfile& dev, TextureMode requested) {
+  StorageAssignment sa;
+  sa.mode = resolve(requested, dev);
+  sa.texture.assign(g.tensors.size(), 0);
+  if (sa.mode == TextureMode::None) return sa;
+
+  // Texture kernels do not run in place (an image is read and written
+  // through different objects): drop the optimizer's in-place marks there
+  // first, so those tensors may become textures.
+  for (Node& n : g.nodes)
+    if (n.has("texplan_inplace") && texture_kernel(g, n)) n.attrs.erase("texplan_inplace");
+
+  // Tensors that may be textures: 4D fp32 activations of their own storage
+  // (no alias shares it), not graph inputs or outputs, within the limits.
+  const std::vector<int> root = alias_roots(g);
+  std::vector<int> sharers(g.tensors.size(), 0);
+  for (size_t t = 0; t < root.size(); ++t) ++sharers[root[t]];
+  std::vector<char> eligible(g.tensors.size(), 0), too_big(g.tensors.size(), 0);
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    const Tensor& x = g.tensors[t];
+    if (x.is_constant || x.is_input || x.is_output || !is_4d_float(x)) continue;
+    if (root[t] != int(t) || sharers[t] != 1) continue;
+    std::string why;
+    if (!fits(x, dev, sa.mode, &why)) {
+      too_big[t] = 1;
+      sa.fallbacks.push_back(x.name + ": " + why + ", kept as a buffer");
+      continue;
+    }
+    eligible[t] = 1;
+  }
+
+  // Node forms: texture where a kernel covers the node and no tensor it
+  // touches is beyond the image limits; then lone islands go back to buffers.
+  const size_t nn = g.nodes.size();
+  std::vector<char> tex_node(nn, 0);
+  for (size_t k = 0; k < nn; ++k) {
+    const Node& n = g.nodes[k];
+    if (!texture_kernel(g, n)) continue;
+    bool ok = true;
+    for (int t : n.inputs) ok = ok && !(t >= 0 && too_big[t]);
+    for (int t : n.outputs) ok = ok && !(t >= 0 && too_big[t]);
+    tex_node[k] = ok;
+  }
+  const auto consumers = g.consumers();
+  for (size_t k = 0; k < nn; ++k) {
+    if (!tex_node[k]) continue;
+    bool neighbour = false;
+    for (int t : g.nodes[k].inputs)
+      if (t >= 0 && g.tensors[t].producer >= 0 && tex_node[g.tensors[t].producer]) neighbour = true;
+    for (int t : g.nodes[k].outputs)
+      if (t >= 0)
+        for (int c : consumers[t]) neighbour = neighbour || tex_node[c];
+    tex_node[k] = neighbour;
+  }
+
+  // A tensor is born a texture when a texture node writes it and it may be
+  // one. Readers of the other form get a converted copy, made just before
+  // the first of them runs; a texture node's output that must stay a buffer
+  // (graph output, shared storage) is written as a texture and converted
+  // right after.
+  std::vector<Node> order;
+  std::map<int, int> as_texture, as_buffer;  // tensor -> its converted copy
+  auto converted = [&](int t, bool to_texture) {
+    auto& memo = to_texture ? as_texture : as_buffer;
+    auto it = memo.find(t);
+    if (it != memo.end()) return it->second;
+    Tensor c;
+    c.name = g.tensors[t].name + (to_texture ? "@texture" : "@buffer");
+    c.dtype = g.tensors[t].dtype;
+    c.shape = g.tensors[t].shape;
+    int id = g.add_tensor(c);
+    sa.texture.push_back(to_texture);
+    Node conv;
+    conv.name = c.name;
+    conv.op_type = to_texture ? "BufferToTexture" : "TextureToBuffer";
+    conv.inputs = {t};
+    conv.outputs = {id};
+    order.push_back(std::move(conv));
+    ++sa.conversions;
+    memo[t] = id;
+    return id;
+  };
+  std::vector<char> born_texture(g.tensors.size(), 0);
+  for (size_t k = 0; k < nn; ++k) {
+    Node n = g.nodes[k];
+    const bool tex = tex_node[k];
+    for (int& t : n.inputs) {
+      if (!is_act(g, t) || !is_4d_float(g.tensors[t])) continue;
+      if (tex != bool(born_texture[t])) t = converted(t, tex);
+    }
+    std::vector<std::pair<int, int>> after;  // (texture written, buffer wanted)
+    if (tex) {
+      for (int& t : n.outputs) {
+        if (t < 0) continue;
+        if (eligible[t]) {
+          born_texture[t] = 1;
+        } else {
+          Tensor c;
+          c.name = g.tensors[t].name + "@texture";
+          c.dtype = g.tensors[t].dtype;
+          c.shape = g.tensors[t].shape;
+          int id = g.add_tensor(c);
+          sa.texture.push_back(1);
+          born_texture.push_back(1);
+          after.push_back({id, t});
+          as_texture[t] = id;
+          t = id;
+        }
+      }
+    }
+    order.push_back(std::move(n));
+    for (auto [from, to] : after) {
+      Node conv;
+      conv.name = g.tensors[to].name + "@buffer";
+      conv.op_type = "TextureToBuffer";
+      conv.inputs = {from};
+      conv.outputs = {to};
+      order.push_back(std::move(conv));
+      ++sa.conversions;
+    }
+    born_texture.resize(g.tensors.size(), 0);
+  }
+  for (size_t t = 0; t < born_texture.size() && t < sa.texture.size(); ++t) sa.texture[t] |= born_texture[t];
+  g.nodes = std::move(order);
+  for (Tensor& t : g.tensors)
+    if (!t.is_constant) t.producer = -1;
+  for (size_t k = 0; k < g.nodes.size(); ++k)
+    for (int t : g.nodes[k].outputs)
+      if (t >= 0) g.tensors[t].producer = int(k);
+  return sa;
+}
+
+}  // namespace texplan

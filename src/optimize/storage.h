@@ -1,0 +1,75 @@
+// Storage assignment: for every tensor, a flat buffer or a 2D texture
+// (image), decided once, here, from the device profile and the texture
+// kernels that exist. The planner and the runtime only read the decision.
+//
+//   Graph g = import_onnx(path);                       // (optimized)
+//   StorageAssignment sa = assign_storage(g, dev, TextureMode::Pools);
+//   PlanInput pin = make_usage_records(g, {.storage = &sa});
+//
+// Texture layout of a 4D NCHW fp32 activation (texture_extent in usage.h):
+// channels packed by 4 into RGBA pixels, C4 = ceil(C/4) slices,
+//   pixel (x, y) = (w, (n * C4 + c4) * H + h),  lane k = channel 4*c4 + k.
+// Why: W is the innermost, contiguous dim of NCHW, so neighbouring work-items
+// (along x) read neighbouring pixels, and a 3x3 window is a 3x3 block of the
+// image, which is what 2D texture caches are built for. N, C4 and H share
+// the height because only W must stay unsplit for 2D locality, and height
+// (N*C4*H) is the dim real models keep under the 16384/32768 limits (1280
+// channels at 7x7: 2240 rows). Lanes of the last slice beyond C are zero:
+// every texture kernel writes them as 0, so consumers may multiply them
+// with no mask (a NaN there would poison a dot product).
+// Convolution weights are packed by 4 output channels: [OC4][C/g][KH][KW]
+// float4, lane k = output channel 4*oc4 + k, zero beyond OC, so one read
+// gives the weights of the four output channels of one output pixel.
+//
+// A node runs in texture form (reads and writes its 4D activations as
+// textures) when texture_kernel() says a kernel covers it, the mode is not
+// None, and it is not a lone island (at least one neighbour runs in texture
+// form too: two conversions around one node never pay). Where a tensor's
+// producer and consumer disagree, an explicit conversion node is inserted
+// into the graph, so the planner sees it as a step with its own tensor:
+//   BufferToTexture  X (NCHW buffer) -> Y (texture of X's shape)
+//   TextureToBuffer  X (texture)     -> Y (NCHW buffer)
+// Graph inputs and outputs, and tensors that share storage with another
+// (aliases, in-place, zero-copy concat), stay buffers. A 4D tensor whose
+// image exceeds the device's limits (2D: width or height; 1D views: pixels)
+// stays a buffer and every node touching it runs in buffer form: the
+// documented fallback, listed in `fallbacks`.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "plan/memory_plan.h"
+
+namespace texplan {
+
+// none: buffers only. pools: textures in dedicated image2d pools
+// (tvm-texture-pools). views: textures as image views over the one buffer
+// arena (image2d-from-buffer where the device has it, else image1d_buffer).
+// auto: what the profile's `auto_textures` says for this device.
+enum class TextureMode { None, Auto, Pools, Views };
+TextureMode parse_texture_mode(const std::string& s);  // throws Error on anything else
+const char* to_string(TextureMode m);
+// Auto resolved through the profile (`auto_textures`); None without image support.
+TextureMode resolve(TextureMode m, const plan::DeviceProfile& dev);
+// The planning strategy a mode needs ("texture-views" for Views, else `strategy`).
+std::string strategy_for(TextureMode m, const std::string& strategy);
+
+struct StorageAssignment {
+  TextureMode mode = TextureMode::None;  // resolved: None, Pools or Views
+  std::vector<char> texture;             // per tensor id: 1 = texture
+  int conversions = 0;                   // BufferToTexture/TextureToBuffer nodes inserted
+  std::vector<std::string> fallbacks;    // "tensor: reason" for 4D tensors kept as buffers by the limits
+  bool is_texture(int t) const { return t >= 0 && size_t(t) < texture.size() && texture[t]; }
+};
+
+// True when a texture kernel covers node `n` with its 4D activations as
+// textures (constants stay buffers). The runtime's texture lowering covers
+// exactly these nodes.
+bool texture_kernel(const Graph& g, const Node& n);
+
+// Decides every tensor's storage and inserts the conversion nodes into `g`
+// (tensors named "<name>@texture" / "<name>@buffer").
+StorageAssignment assign_storage(Graph& g, const plan::DeviceProfile& dev, TextureMode mode);
+
+}  // namespace texplan
