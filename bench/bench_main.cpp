@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "import/onnx_import.h"
+#include "runtime/optimize_for_device.h"
 #include "runtime/device.h"
 #include "runtime/session.h"
 
@@ -98,6 +99,7 @@ struct Latency {
 
 Latency time_texplan(const fs::path& dir, const std::string& device, int runs) {
   Graph g = import_onnx(dir.string(), {.load_weights = true});
+  optimize(g, runtime::runnable({}, false));
   auto dev = runtime::open_device(device);
   const auto& profile = dev->info().profile;
   PlanInput pin = make_usage_records(g);

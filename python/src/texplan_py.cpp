@@ -12,6 +12,7 @@
 #include "cli/timeline.h"
 #include "import/onnx_import.h"
 #include "runtime/device.h"
+#include "runtime/optimize_for_device.h"
 #include "runtime/session.h"
 
 namespace py = pybind11;
@@ -101,6 +102,7 @@ class PySession {
     for (int id : g.inputs) inputs_.push_back({g.tensors[id].name, g.tensors[id].shape, g.tensors[id].dtype});
     for (int id : g.outputs) outputs_.push_back({g.tensors[id].name, g.tensors[id].shape, g.tensors[id].dtype});
     device_ = runtime::open_device(device_spec);
+    optimize(g, runtime::runnable({}, false));  // fusion, in place, zero-copy concat, memory-aware order
     const plan::DeviceProfile& profile = device_->info().profile;
     const StorageAssignment storage = assign_storage(g, profile, parse_texture_mode(textures));
     UsageOptions uo;

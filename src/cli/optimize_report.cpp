@@ -35,6 +35,8 @@ json optimize_json(const OptimizeReport& r, const std::vector<OptimizationShare>
          {"order", r.order},
          {"order_ms", r.order_ms},
          {"optimize_ms", r.total_ms}};
+  j["order_candidates"] = json::object();
+  for (const auto& [name, bytes] : r.order_candidates) j["order_candidates"][name] = bytes;
   j["shares"] = json::array();
   for (const auto& s : shares)
     j["shares"].push_back({{"name", s.name}, {"lower_bound_without", s.lower_bound_without}, {"bytes_saved", s.bytes_saved}});

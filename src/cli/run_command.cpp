@@ -17,7 +17,7 @@
 #include "offload/offload.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/device.h"
-#include "runtime/ops.h"
+#include "runtime/optimize_for_device.h"
 #include "runtime/session.h"
 #include "runtime/tuning.h"
 
@@ -130,13 +130,7 @@ int run_command(const RunArgs& a) {
   };
   Graph g = import_onnx(file, {.load_weights = true});
   verbose_log() << g.model_name << ": imported " << g.nodes.size() << " nodes with weights in " << since() << "\n";
-  OptimizeOptions optimize_options = a.optimize;
-  {  // FusedConvMaxPool only where a kernel runs it: the CPU fallback of a stem conv costs seconds
-    const auto ops = runtime::kernel_ops();
-    if (a.device != "cpu" && std::find(ops.begin(), ops.end(), "FusedConvMaxPool") == ops.end())
-      optimize_options.pool_fusion = false;
-  }
-  const OptimizeReport optimized = optimize(g, optimize_options);
+  const OptimizeReport optimized = optimize(g, runtime::runnable(a.optimize, a.device == "cpu"));
   verbose_log() << g.model_name << ": optimized to " << g.nodes.size() << " nodes in " << since() << "\n";
 
   std::vector<std::string> input_files = a.inputs.empty() ? test_files(file, "input_") : a.inputs;

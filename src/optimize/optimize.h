@@ -9,6 +9,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/graph.h"
@@ -37,6 +38,7 @@ struct OptimizeReport {
   int inplace = 0;            // nodes whose output shares an input's storage
   int elided_concats = 0;     // Concat nodes whose inputs are views of the output
   std::string order;          // heuristic that won ("file", "greedy-net", ...)
+  std::vector<std::pair<std::string, int64_t>> order_candidates;  // each heuristic's lower bound
   double order_ms = 0;        // time spent choosing the order
   double total_ms = 0;
 };

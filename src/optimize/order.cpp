@@ -153,7 +153,7 @@ void apply_order(Graph& g, const std::vector<int>& order) {
 
 }  // namespace
 
-std::string memory_aware_order(Graph& g) {
+std::string memory_aware_order(Graph& g, std::vector<std::pair<std::string, int64_t>>* candidates) {
   if (g.nodes.size() < 2) return "file";
   const Dag d = build_dag(g);
   std::vector<std::pair<std::string, std::vector<int>>> orders;
@@ -170,6 +170,7 @@ std::string memory_aware_order(Graph& g) {
   std::string best_name = "file";
   std::vector<int> best = file;
   int64_t best_bytes = graph_lower_bound(g);
+  if (candidates) candidates->push_back({"file", best_bytes});
   for (size_t i = 1; i < orders.size(); ++i) {
     const auto& [name, order] = orders[i];
     if (int(order.size()) != d.n) continue;
@@ -178,6 +179,7 @@ std::string memory_aware_order(Graph& g) {
     apply_order(g, order);
     const int64_t bytes = graph_lower_bound(g);
     apply_order(g, inverse);
+    if (candidates) candidates->push_back({name, bytes});
     if (bytes < best_bytes) best_bytes = bytes, best = order, best_name = name;
   }
   apply_order(g, best);

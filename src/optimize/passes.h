@@ -1,6 +1,9 @@
 // Internal: the passes optimize() runs (fuse.cpp, order.cpp).
 #pragma once
+#include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "graph/graph.h"
 
@@ -18,6 +21,7 @@ FuseCounts fuse(Graph& g, bool pool);
 // Reorders g.nodes topologically to lower the peak of live bytes; keeps the
 // file order unless another order's lower bound is smaller. Returns the
 // winning heuristic's name.
-std::string memory_aware_order(Graph& g);
+// `candidates`, when given, gets each heuristic's lower bound.
+std::string memory_aware_order(Graph& g, std::vector<std::pair<std::string, int64_t>>* candidates = nullptr);
 
 }  // namespace texplan
