@@ -2,6 +2,7 @@
 // preparation of CLBlast calls over the session's pools, auto's measurement,
 // CLBlast's tuned parameters in the tuning cache, and the fallback rules.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -89,6 +90,17 @@ std::string forced_rejection() {
   return e ? e : "";
 }
 
+// Debugging and tests: TEXPLAN_OFFLOAD_ONLY=a,b offloads only the nodes
+// whose names contain one of the comma-separated parts.
+bool selected(const std::string& node) {
+  const char* e = std::getenv("TEXPLAN_OFFLOAD_ONLY");
+  if (!e || !*e) return true;
+  std::stringstream parts(e);
+  for (std::string part; std::getline(parts, part, ',');)
+    if (!part.empty() && node.find(part) != std::string::npos) return true;
+  return false;
+}
+
 }  // namespace
 
 struct Offloader::Impl {
@@ -119,7 +131,6 @@ class ClblastNode : public runtime::OffloadedNode {
   std::vector<std::variant<Im2col, Gemm>> calls;
   cl_mem temp = nullptr;  // sub-buffer over the planned temp record
   bool reject = false;    // forced rejection (tests)
-  bool warned = false;
 
   ~ClblastNode() override {
     for (Launch& l : before) clReleaseKernel(l.kernel);
@@ -161,10 +172,11 @@ class ClblastNode : public runtime::OffloadedNode {
                                  m.b.offset, size_t(x.ldb), x.beta, m.c.mem, m.c.offset, size_t(x.ldc), &q, evp, temp);
       }
       if (s != clblast::StatusCode::kSuccess) {
-        if (!warned)
+        // One warning per process: a library that rejects one call usually rejects many.
+        static std::atomic<bool> warned{false};
+        if (!warned.exchange(true))
           warn("node " + node_name + ": CLBlast rejected " + what + " (" + status_name(s) +
-               "): texplan's kernel runs this node instead");
-        warned = true;
+               "): texplan's kernel runs this node instead, as any other node CLBlast rejects (not reported again)");
         return false;
       }
       if (events && ev) events->push_back(ev);
@@ -252,14 +264,26 @@ void Offloader::partition(const Graph& g, PlanInput& pin) {
   choice_of_node_.assign(g.nodes.size(), -1);
   if (mode_ == Mode::None) return;
   const bool have = !library_version().empty();
+  // Bytes live at each step, and the peak: the slack im2col may use.
+  std::vector<int64_t> live(g.nodes.size() + 1, 0);
+  for (const plan::UsageRecord& rec : pin.records) {
+    if (rec.first < 0 || rec.first >= int(live.size())) continue;
+    live[size_t(rec.first)] += rec.bytes;
+    live[size_t(std::min<int>(rec.last + 1, int(live.size()) - 1))] -= rec.bytes;
+  }
+  for (size_t k = 1; k < live.size(); ++k) live[k] += live[k - 1];
+  const int64_t peak = live.empty() ? 0 : *std::max_element(live.begin(), live.end());
   for (int n = 0; n < int(g.nodes.size()); ++n) {
     const Node& node = g.nodes[n];
     if (node.get_int("texplan_elided", 0)) continue;
-    Match m = match_node(g, pin, n);
+    MatchContext cx{pin, std::max<int64_t>(0, peak - live[size_t(n)])};
+    Match m = match_node(g, cx, n);
     if (!m.ok && m.reason == "no pattern") continue;
     NodeChoice c;
     c.node = n, c.name = node.name, c.op = node.op_type, c.routine = m.work.routine, c.flops = m.work.flops;
-    if (!m.ok) {
+    if (m.ok && !selected(node.name)) {
+      c.target = "texplan", c.reason = "not named in TEXPLAN_OFFLOAD_ONLY";
+    } else if (!m.ok) {
       c.target = "texplan", c.reason = m.reason;
     } else if (!have) {
       c.target = "texplan", c.reason = "built without CLBlast";

@@ -73,7 +73,7 @@ std::string gemm_dims(int64_t m, int64_t n, int64_t k) {
   return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
 }
 
-Match match_conv(const Graph& g, const Node& n, const PlanInput& pin) {
+Match match_conv(const Graph& g, const Node& n, const MatchContext& cx) {
   Match r;
   const bool fused = n.op_type == "FusedConv";
   const Shape& x = g.tensors[n.inputs[0]].shape;
@@ -109,32 +109,44 @@ Match match_conv(const Graph& g, const Node& n, const PlanInput& pin) {
     beta_one = true;
   }
   if (fused) add_epilogue(w, g, n, 3, beta_one);
-  if (!pointwise) w.col_elems = K * P;
+  // Input channels per im2col chunk: all of them if the scratch fits the budget.
+  const int64_t per_channel = kh * kw * P;
+  int64_t chunk = Cg;
+  if (!pointwise) {
+    // At least K = 64 per GEMM: thinner ones waste CLBlast's tiles, and more
+    // calls cost more than the bytes they save.
+    const int64_t least = std::min(Cg, (64 + kh * kw - 1) / (kh * kw));
+    chunk = std::clamp<int64_t>(cx.col_budget_bytes / 4 / per_channel, least, Cg);
+    w.col_elems = chunk * per_channel;
+  }
   for (int64_t b = 0; b < N; ++b)
-    for (int64_t gi = 0; gi < groups; ++gi) {
-      Operand image{n.inputs[0], false, (b * C + gi * Cg) * H * W};
-      Operand col = image;
-      if (!pointwise) {
-        Im2colCall ic{Cg, H, W, kh, kw, ph.begin, pw.begin, s[0], s[1], d[0], d[1], image};
-        w.calls.push_back(ic);
-        col = Operand{-1, true, 0};
+    for (int64_t gi = 0; gi < groups; ++gi)
+      for (int64_t c0 = 0; c0 < Cg; c0 += chunk) {
+        const int64_t cc = std::min(chunk, Cg - c0);
+        Operand image{n.inputs[0], false, (b * C + gi * Cg + c0) * H * W};
+        Operand col = image;
+        if (!pointwise) {
+          Im2colCall ic{cc, H, W, kh, kw, ph.begin, pw.begin, s[0], s[1], d[0], d[1], image};
+          w.calls.push_back(ic);
+          col = Operand{-1, true, 0};
+        }
+        GemmCall gc;
+        gc.m = OCg, gc.n = P, gc.k = cc * kh * kw;
+        gc.beta = beta_one || c0 > 0 ? 1.f : 0.f;  // later chunks accumulate
+        gc.a = {n.inputs[1], false, gi * OCg * K + c0 * kh * kw}, gc.lda = K;
+        gc.b = col, gc.ldb = P;
+        gc.c = {n.outputs[0], false, (b * OC + gi * OCg) * P}, gc.ldc = P;
+        w.calls.push_back(gc);
       }
-      GemmCall gc;
-      gc.m = OCg, gc.n = P, gc.k = K;
-      gc.beta = beta_one ? 1.f : 0.f;
-      gc.a = {n.inputs[1], false, gi * OCg * K}, gc.lda = K;
-      gc.b = col, gc.ldb = P;
-      gc.c = {n.outputs[0], false, (b * OC + gi * OCg) * P}, gc.ldc = P;
-      w.calls.push_back(gc);
-    }
   w.routine = std::string(pointwise ? "gemm (1x1 conv)" : "im2col+gemm") + " " + gemm_dims(OCg, P, K) +
-              (N * groups > 1 ? " x" + std::to_string(N * groups) : "");
+              (N * groups > 1 ? " x" + std::to_string(N * groups) : "") +
+              (chunk < Cg ? " in " + std::to_string((Cg + chunk - 1) / chunk) + " channel chunks" : "");
   w.flops = 2.0 * double(N * groups) * double(OCg) * double(P) * double(K);
   r.ok = true;
   return r;
 }
 
-Match match_gemm(const Graph& g, const Node& n, const PlanInput& pin) {
+Match match_gemm(const Graph& g, const Node& n, const MatchContext& cx) {
   Match r;
   const Shape& a = g.tensors[n.inputs[0]].shape;
   const Shape& b = g.tensors[n.inputs[1]].shape;
@@ -164,7 +176,7 @@ Match match_gemm(const Graph& g, const Node& n, const PlanInput& pin) {
 }
 
 // MatMul (numpy batching and broadcast) and FusedMatMul (transB, epilogue).
-Match match_matmul(const Graph& g, const Node& n, const PlanInput& pin) {
+Match match_matmul(const Graph& g, const Node& n, const MatchContext& cx) {
   Match r;
   const bool fused = n.op_type == "FusedMatMul";
   Shape A = g.tensors[n.inputs[0]].shape, B = g.tensors[n.inputs[1]].shape;
@@ -234,7 +246,8 @@ const std::vector<Pattern>& pattern_table() {
   return t;
 }
 
-Match match_node(const Graph& g, const PlanInput& pin, int node) {
+Match match_node(const Graph& g, const MatchContext& cx, int node) {
+  const PlanInput& pin = cx.pin;
   const Node& n = g.nodes[node];
   Match r;
   for (const Pattern& p : pattern_table()) {
@@ -244,7 +257,13 @@ Match match_node(const Graph& g, const PlanInput& pin, int node) {
     if (!all_float(g, n)) return r.no("not fp32");
     if (!all_buffers(g, pin, n)) return r.no("a texture operand (CLBlast reads buffers)");
     if (element_count(g.tensors[n.outputs[0]].shape) == 0) return r.no("empty output");
-    r = p.match(g, n, pin);
+    // CLBlast writes Y in several passes (prefill, GEMMs, epilogue): an
+    // input living in Y's storage (in-place sharing) would be overwritten
+    // before it is read.
+    if (!pin.alias_root.empty())
+      for (int t : n.inputs)
+        if (t >= 0 && pin.alias_root[t] == pin.alias_root[n.outputs[0]]) return r.no("output shares an input's storage (in place)");
+    r = p.match(g, n, cx);
     if (r.ok && r.work.flops < kMinOffloadFlops) {
       std::ostringstream o;
       o << "tiny: " << r.work.flops / 1e6 << " MFLOP < " << kMinOffloadFlops / 1e6 << " (texplan's kernel avoids CLBlast's launch overhead)";

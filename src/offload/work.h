@@ -1,5 +1,6 @@
 // Internal to src/offload: a matched node as library calls over its tensors.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <variant>
 #include <vector>
@@ -65,14 +66,24 @@ struct Match {
   }
 };
 
+// What a match may use besides the node: the storage decisions, and how
+// many bytes of im2col scratch fit in the slack of the node's step (the
+// plan's peak minus what is live there): im2col runs in chunks of input
+// channels (at least one) that fit, accumulating into Y, so the scratch
+// leaves the peak alone wherever one channel fits.
+struct MatchContext {
+  const PlanInput& pin;
+  int64_t col_budget_bytes = INT64_MAX;
+};
+
 struct Pattern {
   std::string op;
-  std::string conditions;  // for docs and --help
-  Match (*match)(const Graph&, const Node&, const PlanInput&);
+  std::string conditions;  // for docs and reports
+  Match (*match)(const Graph&, const Node&, const MatchContext&);
 };
 const std::vector<Pattern>& pattern_table();
 
 // Runs the table and the cost rule on one node.
-Match match_node(const Graph& g, const PlanInput& pin, int node);
+Match match_node(const Graph& g, const MatchContext& cx, int node);
 
 }  // namespace texplan::offload
