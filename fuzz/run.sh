@@ -9,6 +9,8 @@
 # tensors) and crashes (artifacts/TARGET/crash-*). FUZZ_SEEDS=few seeds from a
 # sample (quick runs in make test), =all from every model and tensor found:
 # examples/models, FUZZ_MODELS (../shared/models), and ONNX's node tests.
+# FUZZ_TIMEOUT (default 30): seconds of wall time one input may take (more
+# on a loaded machine: nice -n 19 stretches wall time, not CPU time).
 # A crash exits non-zero and names the input: fix it, then keep the input as
 # fuzz/regressions/TARGET/<name> (replayed by make test).
 set -euo pipefail
@@ -55,7 +57,7 @@ case $target in
 esac
 echo "fuzz_$target: ${seconds}s, corpus $corpus ($(ls "$corpus" | wc -l) inputs) + $(ls "$seeds" | wc -l) seeds"
 set +e
-"$bin" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
+"$bin" -max_total_time="$seconds" -timeout="${FUZZ_TIMEOUT:-30}" -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
   -artifact_prefix="$artifacts/" "$corpus" "$seeds" 2>&1 | grep --line-buffered -v "^#[0-9]*.*\(NEW\|REDUCE\|pulse\) "
 status=${PIPESTATUS[0]}
 set -e
