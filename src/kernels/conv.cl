@@ -71,3 +71,42 @@ __kernel void conv_transpose2d(__global const float* X, int xo, __global const f
     Y[yo + ((img * OC + oc) * OH + oh) * OW + ow] = acc[j] + b;
   }
 }
+
+// FusedConvMaxPool with any pool window: one work-item per pooled output
+// computes the convolution at each window position (recomputing where
+// windows overlap) and keeps the max of the epilogue's values; positions
+// outside the conv output (pool padding) never win.
+__kernel void conv2d_maxpool(__global const float* X, int xo, __global const float* Wt, int wo,
+                             __global const float* Bias, int bo, __global float* Y, int yo, int has_bias, int C,
+                             int H, int W, int OC, int OH, int OW, int KH, int KW, int sh, int sw, int ph, int pw,
+                             int dh, int dw, int groups, int PH, int PW, int PKH, int PKW, int psh, int psw,
+                             int pph, int ppw, int pdh, int pdw, int total EPI_PARAMS) {
+  const int i = get_global_id(0);
+  if (i >= total) return;
+  const int px = i % PW, py = (i / PW) % PH, oc = (i / (PW * PH)) % OC, img = i / (PW * PH * OC);
+  const int ICg = C / groups, OCg = OC / groups, g = oc / OCg;
+  __global const float* x = X + xo + (img * C + g * ICg) * H * W;
+  __global const float* w = Wt + wo + oc * ICg * KH * KW;
+  const float b = has_bias ? Bias[bo + oc] : 0.0f;
+  float best = -INFINITY;
+  for (int pkh = 0; pkh < PKH; ++pkh) {
+    const int oh = py * psh - pph + pkh * pdh;
+    if (oh < 0 || oh >= OH) continue;
+    for (int pkw = 0; pkw < PKW; ++pkw) {
+      const int ow = px * psw - ppw + pkw * pdw;
+      if (ow < 0 || ow >= OW) continue;
+      float acc = b;
+      for (int ic = 0; ic < ICg; ++ic)
+        for (int kh = 0; kh < KH; ++kh) {
+          const int ih = oh * sh - ph + kh * dh;
+          if (ih < 0 || ih >= H) continue;
+          for (int kw = 0; kw < KW; ++kw) {
+            const int iw = ow * sw - pw + kw * dw;
+            if (iw >= 0 && iw < W) acc += w[(ic * KH + kh) * KW + kw] * x[(ic * H + ih) * W + iw];
+          }
+        }
+      best = fmax(best, EPI(acc, i));
+    }
+  }
+  Y[yo + i] = best;
+}

@@ -172,20 +172,41 @@ void gemm(__global const float* A, int ao, __global const float* B, int bo, __gl
 // Each work-item loads B for one fixed pixel (decoded once) and a fixed set
 // of rows of every slice, so the taps (ic, kh, kw) advance by a constant TK
 // with mixed-radix carries instead of divisions per element.
+//
+// POOL2 (with VEC; FusedConvMaxPool): Y is the 2x2 stride-2 max pool of the
+// convolution (PH x PW pooled pixels). N enumerates (pooled pixel, window
+// position): n = 4 * pooled + 2 * wy + wx, so the four columns of a float4
+// group are one window, which its work-item reduces at the store.
+#ifdef POOL2
+#define POOL_PARAMS , int PH, int PW
+#else
+#define POOL_PARAMS
+#endif
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void conv2d_gemm(__global const float* X, int xo, __global const float* Wt, int wo, __global const float* Bias,
                  int bo, __global float* Y, int yo, int has_bias, int C, int H, int W, int OC, int OH, int OW,
-                 int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw, int groups EPI_PARAMS) {
+                 int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw, int groups POOL_PARAMS EPI_PARAMS) {
   GEMM_LOCALS
   const int z = get_group_id(2), img = z / groups, g = z % groups;
   const int ICg = C / groups, OCg = OC / groups;
-  const int M = OCg, N = OH * OW, K = ICg * KH * KW, KHW = KH * KW;
+#ifdef POOL2
+  const int N = PH * PW * 4;
+#else
+  const int N = OH * OW;
+#endif
+  const int M = OCg, K = ICg * KH * KW, KHW = KH * KW;
   __global const float* wg = Wt + wo + g * OCg * K;
   __global const float* xg = X + xo + (img * C + g * ICg) * H * W;
   // B loader state: pixel nb = tid % TILE_N, rows kb_r = tid / TILE_N + r * (256 / TILE_N).
   const int nb = tid % TILE_N, p = n0 + nb;
+#ifdef POOL2
+  const int pooled = p >> 2, oh = (pooled / PW) * 2 + ((p >> 1) & 1), ow = (pooled % PW) * 2 + (p & 1);
+  const bool p_in = p < N && oh < OH && ow < OW;  // ceil_mode windows may run past the conv output
+#else
+  const int oh = p / OW, ow = p - oh * OW;
   const bool p_in = p < N;
-  const int oh = p / OW, ow = p - oh * OW, ih0 = oh * sh - ph, iw0 = ow * sw - pw;
+#endif
+  const int ih0 = oh * sh - ph, iw0 = ow * sw - pw;
   int t_ic[WPTN], t_kh[WPTN], t_kw[WPTN];
   for (int r = 0; r < WPTN; ++r) {
     int k = tid / TILE_N + r * (256 / TILE_N);
@@ -230,6 +251,24 @@ void conv2d_gemm(__global const float* X, int xo, __global const float* Wt, int 
     GEMM_MULTIPLY_SLICE
     barrier(CLK_LOCAL_MEM_FENCE);
   }
+#ifdef POOL2
+  const int y0 = (img * OC + g * OCg) * PH * PW;
+  for (int i = 0; i < WPTM; ++i) {
+    int m = m0 + ROW(i);
+    if (m >= M) continue;
+    float bias = has_bias ? Bias[bo + g * OCg + m] : 0.0f;
+    for (int j4 = 0; j4 < WPTN / 4; ++j4) {
+      int q = n0 + COL(4 * j4);  // a multiple of 4: one window
+      if (q >= N) continue;
+      int pooled = q >> 2, py = pooled / PW, px = pooled - py * PW;
+      float best = -INFINITY;  // padding never wins
+      for (int c = 0; c < 4; ++c)
+        if (py * 2 + (c >> 1) < OH && px * 2 + (c & 1) < OW)
+          best = fmax(best, EPI(acc[i][4 * j4 + c] + bias, y0 + m * PH * PW + pooled));
+      Y[yo + y0 + m * PH * PW + pooled] = best;
+    }
+  }
+#else
   const int y0 = (img * OC + g * OCg) * N;
   for (int i = 0; i < WPTM; ++i) {
     int m = m0 + ROW(i);
@@ -240,6 +279,7 @@ void conv2d_gemm(__global const float* X, int xo, __global const float* Wt, int 
       if (q < N) Y[yo + y0 + m * N + q] = EPI(acc[i][j] + bias, y0 + m * N + q);
     }
   }
+#endif
 }
 
 // Input pixel under tap k = (ic, kh, kw) of output pixel p = (oh, ow).

@@ -196,8 +196,8 @@ struct FusedTail {
 // the baseline convolution that decodes every tap with divisions.
 std::vector<std::string> conv_tile_variants();
 // Forces the GPU kernels (gemm.cl, conv.cl) with these tiles on every device,
-// CPUs included; "" restores the choice by shape and device. Throws Error on
-// an unknown name.
+// CPUs included ("gpu": with the tiles chosen by shape or tuning); "" restores
+// the choice by shape and device. Throws Error on an unknown name.
 void force_conv_variant(const std::string& variant);
 bool gpu_kernels_forced();
 
@@ -222,6 +222,12 @@ bool lower_matmul(NodeBuilder& b, bool trans_b, const FusedTail& tail);  // Fuse
 bool lower_fused_conv(NodeBuilder& b);         // ops_fused.cpp
 bool lower_fused_matmul(NodeBuilder& b);
 bool lower_fused_elementwise(NodeBuilder& b);
+// FusedConvMaxPool (ops_conv.cpp). Not in lower_node's table yet, so `texplan
+// run` keeps pool fusion off: 2x2/2 windows on GPUs are an implicit GEMM with
+// no recomputation, but overlapping windows recompute the conv per window
+// position, measured 15x slower than conv + MaxPool on PoCL (squeezenet's
+// stem: 232 ms against 15 ms).
+bool lower_fused_conv_maxpool(NodeBuilder& b);
 bool lower_pool(NodeBuilder& b);
 bool lower_global_pool(NodeBuilder& b);
 bool lower_reduce(NodeBuilder& b);

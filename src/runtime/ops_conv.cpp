@@ -1,6 +1,9 @@
 // Conv, ConvTranspose, Gemm and MatMul lowerings onto gemm.cl / conv.cl.
+#include "graph/epilogue.h"
+#include "runtime/epilogue_cl.h"
 #include "runtime/ops.h"
 #include "runtime/ops_cpu.h"
+#include "runtime/tuning.h"
 
 namespace texplan::runtime {
 
@@ -33,8 +36,18 @@ struct ConvGeometry {
   int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, groups = 1;
 };
 
-bool conv_geometry(const NodeBuilder& b, bool transposed, ConvGeometry& g) {
-  const Shape &x = b.in(0).shape, &w = b.in(1).shape, &y = b.out(0).shape;
+// Output size of a (forward) convolution's spatial dim `k` of `rank`.
+int64_t conv_out_size(const Node& n, size_t k, size_t rank, int64_t in, int64_t kk, int64_t st, int64_t dl) {
+  std::string auto_pad = n.get_string("auto_pad", "NOTSET");
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") return ceil_div(in, st);
+  std::vector<int64_t> pads = n.get_ints("pads");
+  int64_t total = auto_pad == "VALID" || pads.size() != 2 * rank ? 0 : pads[k] + pads[rank + k];
+  return (in + total - dl * (kk - 1) - 1) / st + 1;
+}
+
+// `conv_out`: the convolution's output shape when Y is not it (a fused pool).
+bool conv_geometry(const NodeBuilder& b, bool transposed, ConvGeometry& g, const Shape* conv_out = nullptr) {
+  const Shape &x = b.in(0).shape, &w = b.in(1).shape, &y = conv_out ? *conv_out : b.out(0).shape;
   if (x.size() != 3 && x.size() != 4) return false;
   if (b.in(0).dtype != DataType::Float32 || b.in(1).dtype != DataType::Float32) return false;
   if (b.has_in(2) && b.in(2).dtype != DataType::Float32) return false;
@@ -77,8 +90,9 @@ const Tiles kTiles[] = {{"32x32", 2, 2, false, 1.0},     {"64x64", 4, 4, false, 
                         {"128x128v", 8, 8, true, 4.0}};
 
 struct Forced {
-  const Tiles* tiles = nullptr;
-  bool taps = false;
+  bool gpu = false;              // texplan's GPU kernels on every device
+  const Tiles* tiles = nullptr;  // these tiles, not the choice by shape
+  bool taps = false;             // conv2d_gemm_taps for conv2d_gemm
 };
 Forced& forced() {
   static Forced f;
@@ -110,6 +124,45 @@ const Tiles& choose_tiles(const NodeBuilder& b, int64_t M, int64_t N, int64_t ba
     if (cost < best_cost) best = &t, best_cost = cost;
   }
   return *best;
+}
+
+// The tiles of a GPU launch prepared by `emit(t)` (as the last of
+// b.launches) for the shape named `key`: forced, else the tuning cache's
+// measured choice (texplan tune times every variant once), else
+// choose_tiles' heuristic.
+const Tiles& pick_tiles(NodeBuilder& b, const std::string& key, int64_t M, int64_t N, int64_t batches,
+                        const std::function<void(const Tiles&)>& emit) {
+  if (forced().tiles) return *forced().tiles;
+  const Tiles& guess = choose_tiles(b, M, N, batches);
+  std::vector<std::string> names;
+  int fallback = 0;
+  for (const Tiles& t : kTiles) {
+    if (&t == &guess) fallback = int(names.size());
+    names.push_back(t.name);
+  }
+  int i = choose_variant(key, names, fallback, [&](int v) {
+    Device* dev = tuning_device();
+    if (!dev) return -1.0;
+    emit(kTiles[v]);
+    Launch l = b.launches.back();
+    b.launches.pop_back();
+    double ms = time_launch(*dev, l.kernel, l.dims, l.global, l.has_local ? l.local : nullptr);
+    clReleaseKernel(l.kernel);
+    return ms;
+  });
+  return kTiles[i];
+}
+
+// "kernel 1,2,3": a tuning cache key.
+std::string shape_key(const char* kernel, std::initializer_list<int64_t> v) {
+  std::string s = kernel;
+  char sep = ' ';
+  for (int64_t x : v) {
+    s += sep;
+    s += std::to_string(x);
+    sep = ',';
+  }
+  return s;
 }
 
 Source gemm_source(const Tiles& t, const FusedTail& tail) {
@@ -144,12 +197,14 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
     tail.append_args(b);
     return;
   }
-  const Tiles& t = choose_tiles(b, g.M, g.N, nb);
-  Range r = group_range({size_t(ceil_div(g.N, t.tn())), size_t(ceil_div(g.M, t.tm())), size_t(nb)}, {16, 16, 1});
-  b.launch(gemm_source(t, tail), "gemm", r, A, B, C, Y, i32(g.M), i32(g.N), i32(g.K), i32(g.a_sm), i32(g.a_sk),
-           i32(g.b_sk), i32(g.b_sn), i32(g.c_sm), i32(g.c_sn), cl_int(g.has_c), g.alpha, g.beta,
-           batch_dims(g.batch), to_dims(g.a_sb, 0), to_dims(g.b_sb, 0), to_dims(g.c_sb, 0));
-  tail.append_args(b);
+  auto emit = [&](const Tiles& t) {
+    Range r = group_range({size_t(ceil_div(g.N, t.tn())), size_t(ceil_div(g.M, t.tm())), size_t(nb)}, {16, 16, 1});
+    b.launch(gemm_source(t, tail), "gemm", r, A, B, C, Y, i32(g.M), i32(g.N), i32(g.K), i32(g.a_sm), i32(g.a_sk),
+             i32(g.b_sk), i32(g.b_sn), i32(g.c_sm), i32(g.c_sn), cl_int(g.has_c), g.alpha, g.beta,
+             batch_dims(g.batch), to_dims(g.a_sb, 0), to_dims(g.b_sb, 0), to_dims(g.c_sb, 0));
+    tail.append_args(b);
+  };
+  emit(pick_tiles(b, shape_key("gemm", {g.M, g.N, g.K, nb, g.a_sk == 1, g.b_sn == 1}), g.M, g.N, nb, emit));
 }
 
 }  // namespace
@@ -169,11 +224,12 @@ std::vector<std::string> conv_tile_variants() {
   return v;
 }
 
-bool gpu_kernels_forced() { return forced().tiles != nullptr; }
+bool gpu_kernels_forced() { return forced().gpu; }
 
 void force_conv_variant(const std::string& variant) {
   Forced f;
-  if (!variant.empty()) {
+  f.gpu = !variant.empty();
+  if (!variant.empty() && variant != "gpu") {
     f.taps = variant.rfind("taps:", 0) == 0;
     f.tiles = &tiles_named(variant.c_str() + (f.taps ? 5 : 0));
   }
@@ -211,18 +267,76 @@ bool lower_conv(NodeBuilder& b, const FusedTail& tail) {
     launch_gemm(b, b.arg_in(1), b.arg_in(0), bias, b.arg_out(0), a, tail);
     return true;
   }
-  const Tiles& t = choose_tiles(b, OCg, g.OH * g.OW, g.N * g.groups);
-  Range r = group_range(
-      {size_t(ceil_div(g.OH * g.OW, t.tn())), size_t(ceil_div(OCg, t.tm())), size_t(g.N * g.groups)}, {16, 16, 1});
-  b.launch(gemm_source(t, tail), forced().taps ? "conv2d_gemm_taps" : "conv2d_gemm", r, b.arg_in(0), b.arg_in(1),
-           bias, b.arg_out(0), cl_int(has_bias), i32(g.C), i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW),
-           i32(g.KH), i32(g.KW), i32(g.sh), i32(g.sw), i32(g.ph), i32(g.pw), i32(g.dh), i32(g.dw), i32(g.groups));
-  tail.append_args(b);
+  auto emit = [&](const Tiles& t) {
+    Range r = group_range(
+        {size_t(ceil_div(g.OH * g.OW, t.tn())), size_t(ceil_div(OCg, t.tm())), size_t(g.N * g.groups)}, {16, 16, 1});
+    b.launch(gemm_source(t, tail), forced().taps ? "conv2d_gemm_taps" : "conv2d_gemm", r, b.arg_in(0), b.arg_in(1),
+             bias, b.arg_out(0), cl_int(has_bias), i32(g.C), i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW),
+             i32(g.KH), i32(g.KW), i32(g.sh), i32(g.sw), i32(g.ph), i32(g.pw), i32(g.dh), i32(g.dw), i32(g.groups));
+    tail.append_args(b);
+  };
+  std::string key = shape_key("conv2d_gemm", {g.N, g.C, g.H, g.W, g.OC, g.OH, g.OW, g.KH, g.KW, g.sh, g.sw, g.ph,
+                                              g.pw, g.dh, g.dw, g.groups});
+  emit(pick_tiles(b, key, OCg, g.OH * g.OW, g.N * g.groups, emit));
+  return true;
+}
+
+// FusedConvMaxPool (docs/fused-ops.md): Y = MaxPool(program(conv + B)), the
+// conv output never stored. 2x2 windows of stride 2 (VGG, U-Net): the
+// implicit GEMM with N enumerating (pooled pixel, window position), so each
+// work-item holds whole windows in its float4 column groups (VEC tiles) and
+// stores their max. Other windows (overlapping stems): one work-item per
+// pooled output recomputing the conv at each window position.
+bool lower_fused_conv_maxpool(NodeBuilder& b) {
+  const Node& n = b.node;
+  const Shape &x = b.in(0).shape, &w = b.in(1).shape, &y = b.out(0).shape;
+  if (x.size() != 4 || w.size() != 4 || y.size() != 4 || b.inputs() > 3) return false;
+  std::vector<int64_t> s = n.get_ints("strides", {1, 1}), d = n.get_ints("dilations", {1, 1});
+  if (s.size() != 2 || d.size() != 2) return false;
+  Shape conv_out = {x[0], y[1], conv_out_size(n, 0, 2, x[2], w[2], s[0], d[0]),
+                    conv_out_size(n, 1, 2, x[3], w[3], s[1], d[1])};
+  ConvGeometry g;
+  if (!conv_geometry(b, false, g, &conv_out) || g.OH <= 0 || g.OW <= 0) return false;
+  std::vector<int64_t> pk = n.get_ints("pool_kernel_shape"), ps = n.get_ints("pool_strides", {1, 1}),
+                       pp = n.get_ints("pool_pads", {0, 0, 0, 0}), pd = n.get_ints("pool_dilations", {1, 1});
+  if (pk.size() != 2 || ps.size() != 2 || pp.size() != 4 || pd.size() != 2) return false;
+  if (n.get_string("pool_auto_pad", "NOTSET") != "NOTSET") return false;
+  FusedTail tail;
+  Epilogue e = Epilogue::parse(n);
+  if (e.inputs() > 1) throw Error("program reads x" + std::to_string(e.inputs() - 1) + " but the node has no epilogue inputs");
+  tail.prelude = epilogue_cl(e, {EpilogueRead::Value});
+  const bool has_bias = b.has_in(2);
+  const TensorArg bias = has_bias ? b.arg_in(2) : b.arg_in(1);
+  const int64_t PH = y[2], PW = y[3], OCg = g.OC / g.groups;
+  if (g.N * g.OC * PH * PW == 0) return true;
+  const bool pairs = pk == std::vector<int64_t>{2, 2} && ps == std::vector<int64_t>{2, 2} &&
+                     pp == std::vector<int64_t>{0, 0, 0, 0} && pd == std::vector<int64_t>{1, 1};
+  if (pairs && (b.device_type() == "gpu" || gpu_kernels_forced())) {
+    const Tiles* t = forced().tiles;
+    if (!t || !t->vec) {  // the heuristic's tiles, in their float4 form
+      const Tiles& c = choose_tiles(b, OCg, PH * PW * 4, g.N * g.groups);
+      t = &tiles_named(c.wptm == 2 ? "64x64v" : (std::string(c.name) + (c.vec ? "" : "v")).c_str());
+    }
+    Range r = group_range(
+        {size_t(ceil_div(PH * PW * 4, t->tn())), size_t(ceil_div(OCg, t->tm())), size_t(g.N * g.groups)}, {16, 16, 1});
+    Source src("gemm.cl", "-DWPTM=" + std::to_string(t->wptm) + " -DWPTN=" + std::to_string(t->wptn) + " -DVEC -DPOOL2",
+               tail.prelude);
+    b.launch(src, "conv2d_gemm", r, b.arg_in(0), b.arg_in(1), bias, b.arg_out(0), cl_int(has_bias), i32(g.C), i32(g.H),
+             i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW), i32(g.KH), i32(g.KW), i32(g.sh), i32(g.sw), i32(g.ph),
+             i32(g.pw), i32(g.dh), i32(g.dw), i32(g.groups), i32(PH), i32(PW));
+    return true;
+  }
+  int64_t total = g.N * g.OC * PH * PW;
+  b.launch(Source("conv.cl", "", tail.prelude), "conv2d_maxpool", linear_range(total), b.arg_in(0), b.arg_in(1), bias,
+           b.arg_out(0), cl_int(has_bias), i32(g.C), i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW), i32(g.KH),
+           i32(g.KW), i32(g.sh), i32(g.sw), i32(g.ph), i32(g.pw), i32(g.dh), i32(g.dw), i32(g.groups), i32(PH),
+           i32(PW), i32(pk[0]), i32(pk[1]), i32(ps[0]), i32(ps[1]), i32(pp[0]), i32(pp[1]), i32(pd[0]), i32(pd[1]),
+           i32(total));
   return true;
 }
 
 bool lower_conv_transpose(NodeBuilder& b) {
-  if (b.device_type() == "cpu" && lower_conv_transpose_cpu(b)) return true;  // PoCL: ops_cpu.cpp
+  if (b.device_type() == "cpu" && !gpu_kernels_forced() && lower_conv_transpose_cpu(b)) return true;  // PoCL: ops_cpu.cpp
   ConvGeometry g;
   if (!conv_geometry(b, true, g)) return false;
   bool has_bias = b.has_in(2);
