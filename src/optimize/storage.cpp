@@ -183,6 +183,18 @@ StorageAssignment assign_storage(Graph& g, const plan::DeviceProfile& dev, Textu
   // first, so those tensors may become textures.
   for (Node& n : g.nodes)
     if (n.has("texplan_inplace") && texture_kernel(g, n)) n.attrs.erase("texplan_inplace");
+  // Likewise a zero-copy concat whose producers all have texture kernels
+  // runs as a texture Concat (a copy): kept elided, every producer would
+  // write a texture and convert it into its slice of the buffer.
+  for (Node& n : g.nodes) {
+    if (n.op_type != "Concat" || !n.has("texplan_elided")) continue;
+    Node copy = n;
+    copy.attrs.erase("texplan_elided");
+    bool producers = texture_kernel(g, copy);
+    for (int t : n.inputs)
+      producers = producers && t >= 0 && g.tensors[t].producer >= 0 && texture_kernel(g, g.nodes[g.tensors[t].producer]);
+    if (producers) n.attrs.erase("texplan_elided");
+  }
 
   // Tensors that may be textures: 4D fp32 activations of their own storage
   // (no alias shares it), not graph inputs or outputs, within the limits.
