@@ -6,7 +6,8 @@
 #
 #   .dev/bin     texplan, texplan_bench (if built), EXTRA_BINARYs (paths, or names in BUILD), clinfo
 #   .dev/lib     the shared libraries they need that the GPU machine (Ubuntu 24.04) may lack,
-#                found with ldd: everything but glibc, zlib and the gcc runtime (newer there)
+#                found with ldd: everything but glibc, zlib and the gcc runtime (newer there);
+#                libclblast.so.1 (the --offload library, 4.4 MiB) among them, checked
 #   .dev/models  every zoo model's .onnx and reference output (small: plan-only use and the
 #                torch bench's correctness check); for the models in -m also the weights
 #                (.onnx.data) and input, so texplan can run them
@@ -62,6 +63,14 @@ for b in "${bins[@]}"; do
   ldd "$b" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }'
 done | sort -u | while read -r soname path; do
   [[ $soname =~ $system ]] || cp -L "$path" "$DEV/lib/$soname"
+done
+# CLBlast (the offload, linked normally): the GPU machine has no Debian packages, so
+# libclblast.so.1 travels with texplan (it needs only libOpenCL.so.1 and the C++
+# runtime, both there); a binary that links it must find it in .dev/lib.
+for b in "${bins[@]}"; do
+  if ldd "$b" | grep -q 'libclblast\.so' && [[ ! -f $DEV/lib/libclblast.so.1 ]]; then
+    echo "error: $b links libclblast.so.1 but it was not packed" >&2; exit 1
+  fi
 done
 
 # --- models ---

@@ -73,6 +73,9 @@ struct RunArgs {
   // One tuning results file for every part that measures once and reuses
   // (runtime/tuning_cache.h): read at start, written back when changed.
   std::string tuning_cache;
+  // Tune CLBlast's GEMM kernels over this fraction of their search space
+  // first, unless the tuning cache holds them for this device (0: don't).
+  double clblast_tune = 0;
   OptimizeOptions optimize;  // graph rewrites before planning (optimize/optimize.h)
   bool tune = false;  // texplan tune: measure kernel variants missing from the tuning cache
 };

@@ -59,6 +59,9 @@ void add_run_options(CLI::App& app, RunArgs& a) {
                  "to CLBlast; auto: per node the faster of the two, measured once (kept in --tuning-cache)")
       ->check(CLI::IsMember({"none", "clblast", "auto"}))
       ->capture_default_str();
+  app.add_option("--clblast-tune", a.clblast_tune,
+                 "with --offload and --tuning-cache: tune CLBlast's GEMM kernels over FRACTION (0..1] of their search "
+                 "space once per device and keep them in the cache (minutes on a GPU; hours on PoCL)");
   app.add_option("--tuning-cache", a.tuning_cache,
                  "tuning results file (read, and updated when something was measured): kernel choices and CLBlast's");
   app.add_flag("--profile", a.profile, "time every node from OpenCL events, per operator type, with GFLOP/s and GB/s");
@@ -95,7 +98,7 @@ Timing time_runs(int n, F&& run_once) {
 }
 
 // Device time of one run spent in CLBlast's nodes and in texplan's (from
-// profiling events; the median run of three).
+// profiling events; the median run of three). With --bench only: 4 more runs.
 json time_partitions(const Graph& g, const PlanInput& pin, const plan::MemoryPlan& plan,
                      std::shared_ptr<runtime::Device> device, std::shared_ptr<offload::Offloader> offloader,
                      const std::vector<HostTensor>& inputs) {
@@ -173,6 +176,13 @@ int run_command(const RunArgs& a) {
   std::shared_ptr<offload::Offloader> offloader;
   if (!on_cpu && a.offload != "none") {
     offloader = std::make_shared<offload::Offloader>(offload::parse_mode(a.offload), device, cache.get());
+    if (a.clblast_tune > 0) {
+      if (!cache) throw Error("--clblast-tune needs --tuning-cache FILE to keep what it finds");
+      if (offloader->report()["tuned_parameters"].get<std::string>().empty()) {
+        std::cout << "clblast     " << offloader->tune(a.clblast_tune) << "\n";
+        cache->save();
+      }
+    }
     offloader->partition(g, pin);
   }
   const std::string strategy = strategy_for(storage.mode, a.strategy);
@@ -242,7 +252,7 @@ int run_command(const RunArgs& a) {
       }
       report["profile"] = profile_report(runs, runtime::measure_ceilings(*device));
     }
-    if (offloader) partition_ms = time_partitions(g, pin, plan, device, offloader, inputs);
+    if (offloader && a.bench > 0) partition_ms = time_partitions(g, pin, plan, device, offloader, inputs);
     if (a.guard) {
       runtime::SessionOptions go;
       go.guard = true;
@@ -267,7 +277,7 @@ int run_command(const RunArgs& a) {
   report["offloaded_nodes"] = offloaded;
   if (offloader) {
     report["partition"] = offloader->report();
-    report["partition_ms"] = partition_ms;
+    if (!partition_ms.is_null()) report["partition_ms"] = partition_ms;
   }
   if (cache && cache->dirty()) cache->save();
 
@@ -311,9 +321,10 @@ int run_command(const RunArgs& a) {
   if (!fallback.empty()) std::cout << "cpu fallback " << fallback.size() << " node(s)\n";
   if (offloader) {
     offload::print_partition(report["partition"], std::cout);
-    std::cout << "partition   device time per run: clblast " << std::setprecision(3)
-              << partition_ms["clblast"].get<double>() << " ms, texplan " << partition_ms["texplan"].get<double>()
-              << " ms\n";
+    if (!partition_ms.is_null())
+      std::cout << "partition   device time per run: clblast " << std::setprecision(3)
+                << partition_ms["clblast"].get<double>() << " ms, texplan " << partition_ms["texplan"].get<double>()
+                << " ms\n";
   }
   if (a.bench > 0)
     std::cout << "latency     median " << std::setprecision(3) << timing.median_ms << " ms, min " << timing.min_ms

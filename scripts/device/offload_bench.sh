@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Runs THERE, on the GPU machine, from the repo root, over a .dev/ made by pack.sh
+# (which carries libclblast.so.1 with texplan): per model, texplan with
+# `--offload none`, `clblast` and `auto` (each --check --guard --bench), and PyTorch
+# eager on the same models, then one table of latencies and ratios.
+#
+#   scripts/device/offload_bench.sh [-n RUNS] [-t SECONDS] [-f FRACTION] [-T] [MODEL ...]
+#     -n RUNS      timed runs per model and mode (default 50)
+#     -t SECONDS   time limit per texplan call (default 150)
+#     -f FRACTION  first tune CLBlast's GEMM kernels over FRACTION of their search
+#                  space (texplan run --clblast-tune; default 0: CLBlast's own database)
+#     -T           skip the torch bench
+#     MODEL ...    default: every model of .dev/models with weights
+#
+# Writes under $OUT (./out-gpu elsewhere): offload.json (per model and mode: the
+# `texplan run --json` report, with rc), tuning.json (the tuning cache: CLBlast's
+# parameters and auto's per-node measurements), torch.json, log.txt.
+# `auto` runs after `none` and `clblast` with the tuning cache of this run: it
+# measures each candidate node once (both ways) and keeps the faster.
+set -euo pipefail
+
+RUNS=50 LIMIT=150 FRACTION=0 TORCH=1
+while getopts "n:t:f:Th" opt; do
+  case $opt in
+    n) RUNS=$OPTARG ;; t) LIMIT=$OPTARG ;; f) FRACTION=$OPTARG ;; T) TORCH=0 ;;
+    *) sed -n '2,19p' "$0"; exit 2 ;;
+  esac
+done
+shift $((OPTIND - 1))
+
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-$PWD/out-gpu}
+mkdir -p "$OUT"
+source scripts/device/env.sh
+syspython() { env LD_LIBRARY_PATH="$TEXPLAN_SYSTEM_LD_LIBRARY_PATH" python3 "$@"; }
+
+main() {
+  local models=("$@") tmp rc failed=0 n mode
+  [[ -x .dev/bin/texplan ]] || { echo "error: .dev/bin/texplan missing (run pack.sh here first)"; return 1; }
+  if [[ ${#models[@]} -eq 0 ]]; then
+    for d in .dev/models/*/; do n=$(basename "$d"); [[ -f $d/$n.onnx.data ]] && models+=("$n"); done
+  fi
+  texplan devices || true
+  tmp=$(mktemp -d)
+  local cache=$OUT/tuning.json
+  for n in "${models[@]}"; do
+    for mode in none clblast auto; do
+      echo "== texplan run $n --offload $mode"
+      local extra=()
+      if [[ $mode != none && $FRACTION != 0 ]]; then extra=(--clblast-tune "$FRACTION"); fi
+      rc=0
+      timeout "$LIMIT" texplan run ".dev/models/$n" --device gpu --offload "$mode" --tuning-cache "$cache" \
+        "${extra[@]}" --check --guard --bench "$RUNS" --json "$tmp/$n.$mode.json" || rc=$?
+      echo "$rc" >"$tmp/$n.$mode.rc"
+      ((rc == 0)) || { echo "texplan run $n --offload $mode: exit status $rc"; failed=1; }
+    done
+  done
+  if ((TORCH)); then
+    echo "== torch eager (bench/peers/torch_bench.py)"
+    timeout 400 env LD_LIBRARY_PATH="$TEXPLAN_SYSTEM_LD_LIBRARY_PATH" python3 bench/peers/torch_bench.py \
+      --zoo .dev/tools/export_models.py --models .dev/models --runs "$RUNS" --json "$OUT/torch.json" "${models[@]}" ||
+      failed=1
+  fi
+  syspython - "$tmp" "$OUT" "${models[@]}" <<'EOF'
+import json, os, sys
+tmp, out, names = sys.argv[1], sys.argv[2], sys.argv[3:]
+def load(p):
+    try:
+        return json.load(open(p)) if os.path.exists(p) else None
+    except ValueError:
+        return None
+torch = {r["model"]: r for r in (load(os.path.join(out, "torch.json")) or [])}
+rows = []
+print(f"\n{'model':20} {'none ms':>9} {'clblast':>9} {'auto':>9} {'eager':>9} {'auto/none':>10} {'auto/clb':>9} "
+      f"{'auto/eager':>10} {'offl':>5}  auto vs best  rel_error(auto) guard  act MiB none/clblast")
+for n in names:
+    row = {"model": n}
+    for mode in ("none", "clblast", "auto"):
+        row[mode] = {"rc": int(open(os.path.join(tmp, f"{n}.{mode}.rc")).read()),
+                     "result": load(os.path.join(tmp, f"{n}.{mode}.json"))}
+    ms = {m: (row[m]["result"] or {}).get("median_ms") for m in ("none", "clblast", "auto")}
+    eager = torch.get(n, {}).get("median_ms")
+    row["eager_ms"] = eager
+    rows.append(row)
+    f = lambda v: f"{v:9.3f}" if v else "      n/a"
+    r = lambda a, b: f"{a / b:10.2f}" if a and b else "       n/a"
+    best = min([v for v in (ms["none"], ms["clblast"]) if v] or [0])
+    verdict = "n/a" if not (ms["auto"] and best) else ("ok" if ms["auto"] <= best * 1.05 else f"SLOWER {ms['auto'] / best:.2f}x")
+    auto = row["auto"]["result"] or {}
+    act = lambda m: (row[m]["result"] or {}).get("activation_bytes", 0) / 2**20
+    print(f"{n:20} {f(ms['none'])} {f(ms['clblast'])} {f(ms['auto'])} {f(eager)} {r(ms['auto'], ms['none'])} "
+          f"{r(ms['auto'], ms['clblast'])[1:]} {r(ms['auto'], eager)} {len(auto.get('offloaded_nodes', [])):5}  "
+          f"{verdict:12} {auto.get('rel_error', float('nan')):.2e}       {auto.get('guard_violations', 'n/a')}     "
+          f"{act('none'):.2f}/{act('clblast'):.2f}")
+json.dump(rows, open(os.path.join(out, "offload.json"), "w"), indent=2)
+print("(auto vs best: auto's median against the better of none and clblast; 'ok' within 5% run-to-run noise)")
+EOF
+  rm -rf "$tmp"
+  return "$failed"
+}
+
+main "$@" 2>&1 | tee -a "$OUT/log.txt"
