@@ -156,7 +156,8 @@ json plan_model(const std::string& model_path, const plan::DeviceProfile& dev, c
     offloader->partition(g, in);
   }
   auto t2 = std::chrono::steady_clock::now();
-  verbose_log() << g.model_name << ": imported " << g.nodes.size() << " nodes, " << g.tensors.size() << " tensors in "
+  verbose_log() << g.model_name << ": imported " << optimized.nodes_before << " nodes (" << g.nodes.size()
+                << " optimized), " << g.tensors.size() << " tensors in "
                 << ms_text(std::chrono::duration<double, std::milli>(t1 - t0).count()) << "; " << in.records.size()
                 << " usage records over " << in.steps << " steps in "
                 << ms_text(std::chrono::duration<double, std::milli>(t2 - t1).count()) << "\n";
