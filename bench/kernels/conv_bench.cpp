@@ -231,7 +231,7 @@ int main(int argc, char** argv) {
       double best = INFINITY;
       for (double m : ms)
         if (m > 0) best = std::min(best, m);
-      std::cout << "\n" << c.name << "  (" << std::fixed << std::setprecision(2) << flops(c) / 1e9 << " GFLOP)\n";
+      std::cout << "\n" << c.name << "  (" << std::fixed << std::setprecision(3) << flops(c) / 1e9 << " GFLOP)\n";
       nlohmann::json row = {{"shape", c.name}, {"gflop", flops(c) / 1e9}, {"variants", nlohmann::json::object()}};
       for (size_t v = 0; v < names.size(); ++v) {
         if (!(ms[v] > 0)) continue;

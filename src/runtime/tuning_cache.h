@@ -4,6 +4,10 @@
 // Each part reads and writes only its own section; saving keeps the others.
 // Entries are keyed by device (Device::info().name plus driver version) so a
 // file moved to another GPU is searched again, not trusted.
+// Keys of section "texplan" start with the kernel they choose for:
+// "conv2d_cpu ..." and friends (ops_cpu.cpp, CPU devices), "conv2d_gemm
+// N,C,H,W,OC,OH,OW,KH,KW,sh,sw,ph,pw,dh,dw,groups" and "gemm
+// M,N,K,batches,a_kfast,b_nfast" (ops_conv.cpp, GPU tiles).
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
