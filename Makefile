@@ -28,9 +28,11 @@ python: configure
 	@cmake --build $(BUILD) -j $(JOBS) --target texplan_python
 	@echo "built $(BUILD)/python/texplan: PYTHONPATH=$(abspath $(BUILD))/python python3 -c 'import texplan'"
 
+# --ignore-scripts: onnxruntime-node's install script only fetches CUDA binaries from
+# nuget.org (unreachable offline); the CPU ones ship in the npm package itself.
 bench: build
 	@if command -v npm >/dev/null && [ ! -d bench/peers/node_modules ]; then \
-	  (cd bench/peers && npm install --no-audit --no-fund --silent) || echo "onnxruntime peer not installed"; fi
+	  (cd bench/peers && npm install --no-audit --no-fund --silent --ignore-scripts) || echo "onnxruntime peer not installed"; fi
 	@$(BUILD)/texplan_bench --models $(MODELS) --json $(BUILD)/bench.json
 
 # Fuzzing (fuzz/): the libFuzzer targets are built with clang, ASan and UBSan

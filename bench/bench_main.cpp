@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "cli/commands.h"
@@ -15,7 +16,9 @@
 #include "import/onnx_import.h"
 #include "runtime/optimize_for_device.h"
 #include "runtime/device.h"
+#include "runtime/ops.h"
 #include "runtime/session.h"
+#include "runtime/tuning.h"
 
 namespace fs = std::filesystem;
 using namespace texplan;
@@ -97,10 +100,14 @@ struct Latency {
   double median_ms = 0, min_ms = 0, rel_error = 0;
 };
 
+runtime::TuningCache* kernel_choices = nullptr;  // --tuning-cache: what texplan tune measured
+
 Latency time_texplan(const fs::path& dir, const std::string& device, int runs) {
   Graph g = import_onnx(dir.string(), {.load_weights = true});
   optimize(g, runtime::runnable({}, false));
   auto dev = runtime::open_device(device);
+  std::optional<runtime::TuningScope> tuning;
+  if (kernel_choices) tuning.emplace(kernel_choices, false, *dev);
   const auto& profile = dev->info().profile;
   PlanInput pin = make_usage_records(g);
   plan::MemoryPlan plan = plan::plan_memory(pin.records, profile, "best");
@@ -230,11 +237,20 @@ int main(int argc, char** argv) {
   app.add_option("--runs", runs, "timed runs per model for latency")->capture_default_str();
   app.add_flag("--no-latency", no_latency, "plans and planning time only");
   app.add_option("--device", device, "device for the latency table")->capture_default_str();
+  std::string kernels, tuning_cache;
+  bool latency_only = false;
+  app.add_option("--kernels", kernels, "gpu: texplan's GPU kernels on every device, PoCL's CPU kernels off (a before/after)");
+  app.add_option("--tuning-cache", tuning_cache, "kernel choices measured by texplan tune");
+  app.add_flag("--latency-only", latency_only, "only the latency table");
   CLI11_PARSE(app, argc, argv);
   try {
+    if (!kernels.empty()) runtime::force_conv_variant(kernels);
+    std::unique_ptr<runtime::TuningCache> cache;
+    if (!tuning_cache.empty()) kernel_choices = (cache = std::make_unique<runtime::TuningCache>(tuning_cache)).get();
     plan::DeviceProfile dev = cli::load_target(target);
     json out;
-    if (fs::is_directory(models)) {
+    if (latency_only) {
+    } else if (fs::is_directory(models)) {
       out["plans"] = plan_zoo(models, dev, TextureMode::None);
       out["optimization"] = optimization_table(out["plans"]);
       plan::DeviceProfile adreno = plan::DeviceProfile::load("adreno");
@@ -242,7 +258,7 @@ int main(int argc, char** argv) {
     } else {
       std::cout << "no model zoo at " << models << ": skipping model plans\n";
     }
-    out["planning_time"] = planning_time(dev, max_n);
+    if (!latency_only) out["planning_time"] = planning_time(dev, max_n);
     if (!no_latency && fs::is_directory(models)) out["latency"] = latency_vs_onnxruntime(models, device, runs);
     std::ofstream(json_path) << out.dump(1) << "\n";
     std::cout << "\nwrote " << json_path << "\n";

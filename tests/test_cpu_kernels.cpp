@@ -1,0 +1,197 @@
+// CPU-device kernels (runtime/ops_cpu.h, src/kernels/cpu_conv.cl) on PoCL
+// against the CPU reference, on shapes that exercise every path: tails of
+// the register blocks, gathers at padded edges, strides, dilations, groups,
+// depthwise multipliers, 1-D convolutions, fused epilogues, GEMM strides and
+// broadcasts; and kernel tuning (runtime/tuning.h): a tuned run computes the
+// same outputs, and a second search finds every shape in the cache.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include "optimize/usage.h"
+#include "plan/memory_plan.h"
+#include "reference/reference_ops.h"
+#include "runtime/session.h"
+#include "runtime/tuning.h"
+
+using namespace texplan;
+
+namespace {
+
+std::shared_ptr<runtime::Device> pocl() { return runtime::open_device("pocl"); }
+
+HostTensor random_tensor(Shape s, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  HostTensor t(DataType::Float32, std::move(s));
+  for (int64_t i = 0; i < t.count(); ++i) t.data<float>()[i] = u(rng);
+  return t;
+}
+
+Attribute ints(std::vector<int64_t> v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Ints;
+  a.ints = std::move(v);
+  return a;
+}
+Attribute one(int64_t v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Int;
+  a.i = v;
+  return a;
+}
+Attribute strings(std::vector<std::string> v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Strings;
+  a.strings = std::move(v);
+  return a;
+}
+
+// One node: input 0 fed, the others weights (an empty shape: omitted).
+struct Case {
+  std::string op;
+  std::vector<Shape> inputs;
+  std::map<std::string, Attribute> attrs;
+};
+
+Graph graph_of(const Case& c, std::vector<HostTensor>& feeds, HostTensor& expected) {
+  Graph g;
+  g.model_name = "cpu_" + c.op;
+  g.opset = 13;
+  Node n;
+  n.name = c.op;
+  n.op_type = c.op;
+  n.attrs = c.attrs;
+  std::vector<HostTensor> values;
+  for (size_t i = 0; i < c.inputs.size(); ++i)
+    values.push_back(c.inputs[i].empty() ? HostTensor() : random_tensor(c.inputs[i], uint32_t(17 + i)));
+  std::vector<const HostTensor*> ref;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    if (c.inputs[i].empty()) {
+      n.inputs.push_back(-1);
+      ref.push_back(nullptr);
+      continue;
+    }
+    Tensor t;
+    t.name = "in" + std::to_string(i);
+    t.shape = c.inputs[i];
+    bool fed = i == 0;
+    t.is_input = fed;
+    t.is_constant = t.has_data = !fed;
+    if (!fed) t.value = values[i];
+    int id = g.add_tensor(t);
+    if (fed) g.inputs.push_back(id), feeds.push_back(values[i]);
+    n.inputs.push_back(id);
+    ref.push_back(&values[i]);
+  }
+  n.outputs = {0};
+  expected = reference::evaluate(n, ref).at(0);
+  Tensor y;
+  y.name = "y";
+  y.shape = expected.shape;
+  y.is_output = true;
+  y.producer = 0;
+  n.outputs = {g.add_tensor(y)};
+  g.outputs = n.outputs;
+  g.nodes.push_back(n);
+  return g;
+}
+
+double rel_error(const HostTensor& a, const HostTensor& r) {
+  std::vector<float> x = a.as_float(), y = r.as_float();
+  if (x.size() != y.size()) return INFINITY;
+  double num = 0, den = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    num = std::max(num, double(std::fabs(x[i] - y[i])));
+    den = std::max(den, double(std::fabs(y[i])));
+  }
+  return den > 0 ? num / den : num;
+}
+
+HostTensor run(const Case& c, HostTensor* expected = nullptr) {
+  std::vector<HostTensor> feeds;
+  HostTensor want;
+  Graph g = graph_of(c, feeds, want);
+  PlanInput pin = make_usage_records(g);
+  plan::MemoryPlan plan = plan::plan_memory(pin.records, pocl()->info().profile, "best");
+  runtime::Session s(g, pin, plan, pocl());
+  EXPECT_TRUE(s.fallback_nodes().empty());
+  if (expected) *expected = want;
+  return s.run(feeds).at(0);
+}
+
+void expect_matches(const Case& c) {
+  HostTensor want;
+  HostTensor got = run(c, &want);
+  ASSERT_EQ(got.shape, want.shape);
+  EXPECT_LE(rel_error(got, want), 1e-5);
+}
+
+}  // namespace
+
+TEST(CpuKernels, Convolutions) {
+  // 3x3 pad 1: OC 10 and 7x7 pixels cut both register blocks; edges gather.
+  expect_matches({"Conv", {{1, 5, 7, 7}, {10, 5, 3, 3}, {10}}, {{"pads", ints({1, 1, 1, 1})}}});
+  // Stride 2, asymmetric pads, dilation 2, no bias, batch 2.
+  expect_matches({"Conv", {{2, 3, 13, 11}, {9, 3, 3, 3}}, {{"pads", ints({0, 1, 2, 1})}, {"strides", ints({2, 2})}}});
+  expect_matches({"Conv", {{1, 4, 12, 12}, {6, 4, 3, 3}, {6}}, {{"dilations", ints({2, 2})}, {"pads", ints({2, 2, 2, 2})}}});
+  // Grouped (not depthwise), 1x1 over 17x17 pixels, 1-D.
+  expect_matches({"Conv", {{1, 8, 9, 9}, {12, 4, 3, 3}, {12}}, {{"group", one(2)}, {"pads", ints({1, 1, 1, 1})}}});
+  expect_matches({"Conv", {{1, 24, 17, 17}, {40, 24, 1, 1}, {40}}, {}});
+  expect_matches({"Conv", {{1, 6, 30}, {8, 6, 5}, {8}}, {{"pads", ints({2, 2})}, {"strides", ints({2})}}});
+  // Depthwise: stride 1 and 2, a multiplier of 2, wide rows (vector loads) and narrow ones.
+  expect_matches({"Conv", {{1, 6, 40, 37}, {6, 1, 3, 3}, {6}}, {{"group", one(6)}, {"pads", ints({1, 1, 1, 1})}}});
+  expect_matches({"Conv", {{1, 4, 15, 15}, {4, 1, 5, 5}, {4}},
+                  {{"group", one(4)}, {"pads", ints({2, 2, 2, 2})}, {"strides", ints({2, 2})}}});
+  expect_matches({"Conv", {{1, 3, 7, 7}, {6, 1, 3, 3}}, {{"group", one(3)}, {"pads", ints({1, 1, 1, 1})}}});
+}
+
+TEST(CpuKernels, FusedConvEpilogue) {
+  // relu(conv + bias + residual): the epilogue's extra input at the output index.
+  expect_matches({"FusedConv", {{1, 5, 9, 9}, {12, 5, 3, 3}, {12}, {1, 12, 9, 9}},
+                  {{"pads", ints({1, 1, 1, 1})}, {"program", strings({"Add x0 x1", "Relu t0"})}}});
+  expect_matches({"FusedConv", {{1, 8, 11, 11}, {8, 1, 3, 3}, {8}},
+                  {{"group", one(8)}, {"pads", ints({1, 1, 1, 1})}, {"program", strings({"Clip x0 0 6"})}}});
+}
+
+TEST(CpuKernels, ConvTransposeAndGemm) {
+  expect_matches({"ConvTranspose", {{1, 6, 5, 7}, {6, 4, 2, 2}, {4}}, {{"strides", ints({2, 2})}}});
+  expect_matches({"ConvTranspose", {{2, 4, 3, 3}, {4, 3, 2, 2}}, {{"strides", ints({2, 2})}, {"group", one(2)}}});
+  Attribute on = one(1);
+  expect_matches({"Gemm", {{5, 33}, {33, 19}, {19}}, {}});
+  expect_matches({"Gemm", {{33, 5}, {19, 33}, {5, 1}}, {{"transA", on}, {"transB", on}}});
+  expect_matches({"MatMul", {{2, 3, 7, 20}, {20, 18}}, {}});
+  expect_matches({"MatMul", {{2, 3, 7, 20}, {2, 1, 20, 18}}, {}});
+}
+
+TEST(CpuKernels, TunedRunMatchesAndSecondSearchFindsEveryShapeCached) {
+  // Two shapes of one kernel (each variant is a program PoCL compiles: keep it short).
+  const std::vector<Case> cases = {{"Gemm", {{4, 40}, {40, 24}, {24}}, {}}, {"Gemm", {{3, 40}, {40, 24}, {24}}, {}}};
+  auto path = std::filesystem::temp_directory_path() / ("texplan-tuning-" + std::to_string(::getpid()) + ".json");
+  std::filesystem::remove(path);
+  std::vector<HostTensor> plain;
+  for (const Case& c : cases) plain.push_back(run(c));
+
+  std::vector<HostTensor> tuned;
+  {
+    runtime::TuningCache cache(path.string());
+    runtime::TuningScope scope(&cache, true, *pocl());
+    for (const Case& c : cases) tuned.push_back(run(c));
+    EXPECT_EQ(scope.stats().searched, int(cases.size()));
+    EXPECT_EQ(scope.stats().cached, 0);
+    EXPECT_TRUE(cache.dirty());
+    cache.save();
+  }
+  for (size_t k = 0; k < cases.size(); ++k) EXPECT_LE(rel_error(tuned[k], plain[k]), 1e-5) << cases[k].op;
+  {
+    runtime::TuningCache cache(path.string());
+    runtime::TuningScope scope(&cache, true, *pocl());
+    for (size_t k = 0; k < cases.size(); ++k) EXPECT_EQ(run(cases[k]).bytes, tuned[k].bytes) << cases[k].op;
+    EXPECT_EQ(scope.stats().searched, 0);
+    EXPECT_EQ(scope.stats().cached, int(cases.size()));
+    EXPECT_FALSE(cache.dirty());
+  }
+  std::filesystem::remove(path);
+}
