@@ -172,73 +172,14 @@ bool fits(const Tensor& t, const plan::DeviceProfile& dev, TextureMode mode, std
 
 }  // namespace
 
-StorageAssignment assign_storage(Graph& g, const plan::DeviceProfile& dev, TextureMode requested) {
-  StorageAssignment sa;
-  sa.mode = resolve(requested, dev);
-  sa.texture.assign(g.tensors.size(), 0);
-  if (sa.mode == TextureMode::None) return sa;
+namespace {
 
-  // Texture kernels do not run in place (an image is read and written
-  // through different objects): drop the optimizer's in-place marks there
-  // first, so those tensors may become textures.
-  for (Node& n : g.nodes)
-    if (n.has("texplan_inplace") && texture_kernel(g, n)) n.attrs.erase("texplan_inplace");
-  // Likewise a zero-copy concat whose producers all have texture kernels
-  // runs as a texture Concat (a copy): kept elided, every producer would
-  // write a texture and convert it into its slice of the buffer.
-  for (Node& n : g.nodes) {
-    if (n.op_type != "Concat" || !n.has("texplan_elided")) continue;
-    Node copy = n;
-    copy.attrs.erase("texplan_elided");
-    bool producers = texture_kernel(g, copy);
-    for (int t : n.inputs)
-      producers = producers && t >= 0 && g.tensors[t].producer >= 0 && texture_kernel(g, g.nodes[g.tensors[t].producer]);
-    if (producers) n.attrs.erase("texplan_elided");
-  }
-
-  // Tensors that may be textures: 4D fp32 activations of their own storage
-  // (no alias shares it), not graph inputs or outputs, within the limits.
-  const std::vector<int> root = alias_roots(g);
-  std::vector<int> sharers(g.tensors.size(), 0);
-  for (size_t t = 0; t < root.size(); ++t) ++sharers[root[t]];
-  std::vector<char> eligible(g.tensors.size(), 0), too_big(g.tensors.size(), 0);
-  for (size_t t = 0; t < g.tensors.size(); ++t) {
-    const Tensor& x = g.tensors[t];
-    if (x.is_constant || x.is_input || x.is_output || !is_4d_float(x)) continue;
-    if (root[t] != int(t) || sharers[t] != 1) continue;
-    std::string why;
-    if (!fits(x, dev, sa.mode, &why)) {
-      too_big[t] = 1;
-      sa.fallbacks.push_back(x.name + ": " + why + ", kept as a buffer");
-      continue;
-    }
-    eligible[t] = 1;
-  }
-
-  // Node forms: texture where a kernel covers the node and no tensor it
-  // touches is beyond the image limits; then lone islands go back to buffers.
+// Rewrites `g` for the node forms `tex_node`: conversions where producer and
+// consumer disagree. Fills sa.texture and sa.conversions.
+void rewrite(Graph& g, const std::vector<char>& tex_node, const std::vector<char>& eligible, StorageAssignment& sa) {
   const size_t nn = g.nodes.size();
-  std::vector<char> tex_node(nn, 0);
-  for (size_t k = 0; k < nn; ++k) {
-    const Node& n = g.nodes[k];
-    if (!texture_kernel(g, n)) continue;
-    bool ok = true;
-    for (int t : n.inputs) ok = ok && !(t >= 0 && too_big[t]);
-    for (int t : n.outputs) ok = ok && !(t >= 0 && too_big[t]);
-    tex_node[k] = ok;
-  }
-  const auto consumers = g.consumers();
-  for (size_t k = 0; k < nn; ++k) {
-    if (!tex_node[k]) continue;
-    bool neighbour = false;
-    for (int t : g.nodes[k].inputs)
-      if (t >= 0 && g.tensors[t].producer >= 0 && tex_node[g.tensors[t].producer]) neighbour = true;
-    for (int t : g.nodes[k].outputs)
-      if (t >= 0)
-        for (int c : consumers[t]) neighbour = neighbour || tex_node[c];
-    tex_node[k] = neighbour;
-  }
-
+  sa.texture.assign(g.tensors.size(), 0);
+  sa.conversions = 0;
   // A tensor is born a texture when a texture node writes it and it may be
   // one. Readers of the other form get a converted copy, made just before
   // the first of them runs; a texture node's output that must stay a buffer
@@ -313,6 +254,136 @@ StorageAssignment assign_storage(Graph& g, const plan::DeviceProfile& dev, Textu
   for (size_t k = 0; k < g.nodes.size(); ++k)
     for (int t : g.nodes[k].outputs)
       if (t >= 0) g.tensors[t].producer = int(k);
+}
+
+// A graph with the metadata of `g` and none of its constant values, for
+// trying node forms.
+Graph without_values(const Graph& g) {
+  Graph h;
+  h.model_name = g.model_name;
+  h.opset = g.opset;
+  h.nodes = g.nodes;
+  h.inputs = g.inputs;
+  h.outputs = g.outputs;
+  for (const Tensor& t : g.tensors) {
+    Tensor m;
+    m.name = t.name, m.dtype = t.dtype, m.shape = t.shape, m.producer = t.producer;
+    m.is_input = t.is_input, m.is_output = t.is_output, m.is_constant = t.is_constant, m.has_data = t.has_data;
+    h.tensors.push_back(std::move(m));
+  }
+  h.rebuild_index();
+  return h;
+}
+
+}  // namespace
+
+StorageAssignment assign_storage(Graph& g, const plan::DeviceProfile& dev, TextureMode requested, bool memory_aware) {
+  StorageAssignment sa;
+  sa.mode = resolve(requested, dev);
+  sa.texture.assign(g.tensors.size(), 0);
+  if (sa.mode == TextureMode::None) return sa;
+
+  // Texture kernels do not run in place (an image is read and written
+  // through different objects): drop the optimizer's in-place marks there
+  // first, so those tensors may become textures.
+  for (Node& n : g.nodes)
+    if (n.has("texplan_inplace") && texture_kernel(g, n)) n.attrs.erase("texplan_inplace");
+  // Likewise a zero-copy concat whose producers all have texture kernels
+  // runs as a texture Concat (a copy): kept elided, every producer would
+  // write a texture and convert it into its slice of the buffer.
+  for (Node& n : g.nodes) {
+    if (n.op_type != "Concat" || !n.has("texplan_elided")) continue;
+    Node copy = n;
+    copy.attrs.erase("texplan_elided");
+    bool producers = texture_kernel(g, copy);
+    for (int t : n.inputs)
+      producers = producers && t >= 0 && g.tensors[t].producer >= 0 && texture_kernel(g, g.nodes[g.tensors[t].producer]);
+    if (producers) n.attrs.erase("texplan_elided");
+  }
+
+  // Tensors that may be textures: 4D fp32 activations of their own storage
+  // (no alias shares it), not graph inputs or outputs, within the limits.
+  const std::vector<int> root = alias_roots(g);
+  std::vector<int> sharers(g.tensors.size(), 0);
+  for (size_t t = 0; t < root.size(); ++t) ++sharers[root[t]];
+  std::vector<char> eligible(g.tensors.size(), 0), too_big(g.tensors.size(), 0);
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    const Tensor& x = g.tensors[t];
+    if (x.is_constant || x.is_input || x.is_output || !is_4d_float(x)) continue;
+    if (root[t] != int(t) || sharers[t] != 1) continue;
+    std::string why;
+    if (!fits(x, dev, sa.mode, &why)) {
+      too_big[t] = 1;
+      sa.fallbacks.push_back(x.name + ": " + why + ", kept as a buffer");
+      continue;
+    }
+    eligible[t] = 1;
+  }
+
+  // Node forms: texture where a kernel covers the node and no tensor it
+  // touches is beyond the image limits; then lone islands go back to buffers.
+  const size_t nn = g.nodes.size();
+  std::vector<char> tex_node(nn, 0);
+  for (size_t k = 0; k < nn; ++k) {
+    const Node& n = g.nodes[k];
+    if (!texture_kernel(g, n)) continue;
+    bool ok = true;
+    for (int t : n.inputs) ok = ok && !(t >= 0 && too_big[t]);
+    for (int t : n.outputs) ok = ok && !(t >= 0 && too_big[t]);
+    tex_node[k] = ok;
+  }
+  const auto consumers = g.consumers();
+  for (size_t k = 0; k < nn; ++k) {
+    if (!tex_node[k]) continue;
+    bool neighbour = false;
+    for (int t : g.nodes[k].inputs)
+      if (t >= 0 && g.tensors[t].producer >= 0 && tex_node[g.tensors[t].producer]) neighbour = true;
+    for (int t : g.nodes[k].outputs)
+      if (t >= 0)
+        for (int c : consumers[t]) neighbour = neighbour || tex_node[c];
+    tex_node[k] = neighbour;
+  }
+
+  // Views (memory first): a region of texture nodes (connected through
+  // their tensors) goes back to buffers when that lowers the lower bound by
+  // more than 0.5%, i.e. when its conversions' copies sit at the peak of
+  // live bytes. One trial per region, each O(n log n).
+  std::vector<int> region(nn, -1);
+  int regions = 0;
+  for (size_t k = 0; k < nn; ++k) {
+    if (!tex_node[k] || region[k] >= 0) continue;
+    std::vector<int> stack = {int(k)};
+    region[k] = regions;
+    while (!stack.empty()) {
+      int m = stack.back();
+      stack.pop_back();
+      std::vector<int> next;
+      for (int t : g.nodes[m].inputs)
+        if (t >= 0 && g.tensors[t].producer >= 0) next.push_back(g.tensors[t].producer);
+      for (int t : g.nodes[m].outputs)
+        if (t >= 0) next.insert(next.end(), consumers[t].begin(), consumers[t].end());
+      for (int o : next)
+        if (tex_node[o] && region[o] < 0) region[o] = regions, stack.push_back(o);
+    }
+    ++regions;
+  }
+  auto bound = [&](const std::vector<char>& forms) {
+    Graph h = without_values(g);
+    StorageAssignment trial = sa;
+    rewrite(h, forms, eligible, trial);
+    return plan::lower_bound_bytes(make_usage_records(h, {&trial}).records);
+  };
+  if (memory_aware && sa.mode == TextureMode::Views && regions > 0 && regions <= 256) {
+    int64_t best = bound(tex_node);
+    for (int r = 0; r < regions; ++r) {
+      std::vector<char> trial = tex_node;
+      for (size_t k = 0; k < nn; ++k)
+        if (region[k] == r) trial[k] = 0;
+      int64_t b = bound(trial);
+      if (b < best - best / 200) best = b, tex_node = std::move(trial);  // more than 0.5% lower
+    }
+  }
+  rewrite(g, tex_node, eligible, sa);
   return sa;
 }
 
