@@ -112,6 +112,11 @@ TEST(CliOffload, AutoKeepsTheFasterPerNodeAndCachesTheMeasurement) {
     EXPECT_EQ(n["target"].get<std::string>(), lib < own ? "clblast" : "texplan") << n["node"];
   }
   EXPECT_GT(measured, 0);
+  // Measured before the final plan: only the nodes auto gives CLBlast bring scratch.
+  Result none = run_cli("run " + m + " --offload none --json " + (dir / "none.json").string());
+  ASSERT_EQ(none.code, 0) << none.out;
+  EXPECT_LE(first["activation_bytes"].get<int64_t>(), read_json(dir / "none.json")["activation_bytes"].get<int64_t>() +
+                                                          first["partition"]["scratch_bytes"].get<int64_t>());
   EXPECT_GE(first["partition_ms"]["clblast"].get<double>(), 0.0);  // --bench: time per partition
   EXPECT_GT(first["partition_ms"]["texplan"].get<double>(), 0.0);
   json c = read_json(cache);

@@ -188,6 +188,20 @@ int run_command(const RunArgs& a) {
   const std::string strategy = strategy_for(storage.mode, a.strategy);
   plan::MemoryPlan plan = plan::plan_memory(pin.records, profile, strategy);
   plan::validate(plan, pin.records, profile);
+  if (offloader && offloader->needs_measurement()) {
+    // Auto without a cached measurement: a first session measures each
+    // candidate; then partition and plan again, without the scratch of the
+    // nodes texplan keeps (its pools are freed first).
+    {
+      runtime::SessionOptions mo;
+      mo.offload = offloader;
+      runtime::Session measure(g, pin, plan, device, mo);
+    }
+    pin = make_usage_records(g, uo);
+    offloader->partition(g, pin);
+    plan = plan::plan_memory(pin.records, profile, strategy);
+    plan::validate(plan, pin.records, profile);
+  }
   if (on_cpu)  // host pools: the same limit as PoCL's, rather than an allocation that takes the machine down
     for (const auto& pool : plan.pools)
       if (profile.max_alloc_bytes > 0 && pool.bytes > profile.max_alloc_bytes)

@@ -66,6 +66,10 @@ class Offloader : public runtime::Offloader {
   void partition(const Graph& g, PlanInput& pin);
   const std::vector<NodeChoice>& choices() const { return choices_; }
   int64_t scratch_bytes() const;  // sum of the scratch records' sizes
+  // Auto: some chosen node has no measurement yet (none in the tuning cache).
+  // Measure them with a Session over a plan of this partition, then
+  // partition and plan again: nodes texplan keeps then get no scratch.
+  bool needs_measurement() const;
   // {mode, library, tuned, nodes[], offloaded_nodes[], scratch_bytes}
   nlohmann::json report() const;
 
@@ -77,6 +81,8 @@ class Offloader : public runtime::Offloader {
   std::unique_ptr<runtime::OffloadedNode> prepare(const runtime::OffloadRequest& r) override;
 
  private:
+  nlohmann::json& measurement(const Graph& g, const Node& n);
+  static bool decide(NodeChoice& c, const nlohmann::json& m);
   struct Impl;
   Mode mode_;
   std::shared_ptr<runtime::Device> device_;

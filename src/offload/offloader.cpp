@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <iomanip>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "offload/offload.h"
@@ -108,6 +109,7 @@ struct Offloader::Impl {
   std::string key;             // device key in the cache
   std::string tuned;           // what the cache's parameters are, "" if none
   nlohmann::json measured = nlohmann::json::object();  // auto's measurements without a cache
+  std::set<std::string> rejected;  // nodes CLBlast rejected while a session prepared
 };
 
 // A node prepared for CLBlast: resolved buffers and offsets, texplan's own
@@ -287,9 +289,18 @@ void Offloader::partition(const Graph& g, PlanInput& pin) {
       c.target = "texplan", c.reason = m.reason;
     } else if (!have) {
       c.target = "texplan", c.reason = "built without CLBlast";
+    } else if (impl_->rejected.count(node.name)) {
+      c.target = "texplan", c.reason = "CLBlast rejected the call";
     } else {
       c.target = "clblast";
       c.reason = mode_ == Mode::Auto ? "auto: measured when a session prepares" : "pattern table";
+      if (mode_ == Mode::Auto && decide(c, measurement(g, node)) && c.target == "texplan") {
+        // decided before planning: no scratch for a node texplan keeps
+        choice_of_node_[n] = int(choices_.size());
+        choices_.push_back(c);
+        impl_->work.push_back(std::move(m.work));
+        continue;
+      }
       auto scratch = [&](const std::string& what, int64_t bytes) {
         if (bytes <= 0) return -1;
         plan::UsageRecord r;
@@ -334,6 +345,32 @@ void Offloader::partition(const Graph& g, PlanInput& pin) {
     choices_.push_back(c);
     impl_->work.push_back(std::move(m.work));
   }
+}
+
+nlohmann::json& Offloader::measurement(const Graph& g, const Node& n) {
+  std::string sig = signature(g, n);
+  if (cache_ && device_) return cache_->entry(kSection, device_key(*device_))["nodes"][sig];
+  return impl_->measured[sig];
+}
+
+// Auto's decision from a measurement made before (this process or the tuning cache).
+bool Offloader::decide(NodeChoice& c, const nlohmann::json& m) {
+  if (!m.is_object() || !m.contains("texplan_ms") || !m.contains("clblast_ms")) return false;
+  c.texplan_ms = m["texplan_ms"].get<double>(), c.clblast_ms = m["clblast_ms"].get<double>();
+  bool library = c.clblast_ms < c.texplan_ms;
+  std::ostringstream why;
+  why << std::setprecision(3) << "auto: " << (library ? "clblast" : "texplan") << " faster (" << c.clblast_ms << " vs "
+      << c.texplan_ms << " ms)";
+  c.target = library ? "clblast" : "texplan";
+  c.reason = why.str();
+  return true;
+}
+
+bool Offloader::needs_measurement() const {
+  if (mode_ != Mode::Auto) return false;
+  for (const NodeChoice& c : choices_)
+    if (c.target == "clblast" && c.clblast_ms < 0) return true;
+  return false;
 }
 
 int64_t Offloader::scratch_bytes() const {
@@ -434,34 +471,22 @@ std::unique_ptr<runtime::OffloadedNode> Offloader::prepare(const runtime::Offloa
     clFinish(r.queue);
     if (!ok) {
       c.target = "texplan", c.reason = "CLBlast rejected the call";
+      impl_->rejected.insert(node.name);
       return nullptr;
     }
   }
   if (mode_ == Mode::Auto) {
-    nlohmann::json* entry = nullptr;
-    std::string sig = signature(g, node);
-    if (cache_ && device_) {
-      entry = &cache_->entry(kSection, device_key(*device_))["nodes"][sig];
-    } else {
-      entry = &impl_->measured[sig];
-    }
-    if (entry->is_object() && entry->contains("texplan_ms") && entry->contains("clblast_ms")) {
-      c.texplan_ms = (*entry)["texplan_ms"].get<double>(), c.clblast_ms = (*entry)["clblast_ms"].get<double>();
-    } else {
-      c.clblast_ms = time_ms(r.queue, [&] { out->enqueue(r.queue, nullptr); });
-      c.texplan_ms = r.builtin.empty() ? INFINITY : time_ms(r.queue, [&] {
+    nlohmann::json& entry = measurement(g, node);
+    if (!decide(c, entry)) {
+      double lib = time_ms(r.queue, [&] { out->enqueue(r.queue, nullptr); });
+      double own = r.builtin.empty() ? 1e30 : time_ms(r.queue, [&] {
         for (const Launch& l : r.builtin) ClblastNode::launch(r.queue, l, nullptr);
       });
-      *entry = {{"texplan_ms", std::isfinite(c.texplan_ms) ? c.texplan_ms : 1e30}, {"clblast_ms", c.clblast_ms}};
+      entry = {{"texplan_ms", own}, {"clblast_ms", lib}};
       if (cache_) cache_->mark_dirty();
+      decide(c, entry);
     }
-    bool library = c.clblast_ms < c.texplan_ms;
-    std::ostringstream why;
-    why << std::setprecision(3) << "auto: " << (library ? "clblast" : "texplan") << " faster (" << c.clblast_ms
-        << " vs " << c.texplan_ms << " ms)";
-    c.target = library ? "clblast" : "texplan";
-    c.reason = why.str();
-    if (!library) return nullptr;
+    if (c.target != "clblast") return nullptr;
   }
   return out;
 #endif
