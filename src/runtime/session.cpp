@@ -66,7 +66,9 @@ struct Session::Impl {
   // (else null); one image2d per record placed as a 2D view (over
   // `view_buffers`, its region of the arena); the packed weights the texture
   // lowerings uploaded.
-  std::vector<cl_mem> pool_images, view_images, view_buffers, packed;
+  // With 1D views a kernel may read and write the same pool: it gets two
+  // image objects over it (`pool_write_images`), never one object as both.
+  std::vector<cl_mem> pool_images, pool_write_images, view_images, view_buffers, packed;
   bool images_1d = false;  // views are image1d_buffer (no image2d_from_buffer)
   std::map<int, cl_mem> weights;  // constant tensor id -> its buffer
   int64_t weight_bytes = 0, pool_bytes = 0;
@@ -83,7 +85,7 @@ struct Session::Impl {
     for (Step& s : steps) s.offload.reset();  // may hold sub-buffers of the pools
     for (Step& s : steps)
       for (Launch& l : s.launches) clReleaseKernel(l.kernel);
-    for (auto* list : {&view_images, &view_buffers, &pool_images, &packed})
+    for (auto* list : {&view_images, &view_buffers, &pool_images, &pool_write_images, &packed})
       for (cl_mem m : *list)
         if (m) clReleaseMemObject(m);
     for (cl_mem m : pools)
@@ -233,6 +235,9 @@ struct Session::Impl {
         cl_mem img = clCreateImage(dev->context(), CL_MEM_READ_WRITE, &f, &d, nullptr, &s);
         if (s != CL_SUCCESS) throw Error(what + ": 1D image over pool " + std::to_string(pl.pool) + ": " + cl_error_name(s));
         pool_images[pl.pool] = img;
+        pool_write_images.resize(plan.pools.size(), nullptr);
+        pool_write_images[pl.pool] = clCreateImage(dev->context(), CL_MEM_READ_WRITE, &f, &d, nullptr, &s);
+        if (s != CL_SUCCESS) throw Error(what + ": 1D image over pool " + std::to_string(pl.pool) + ": " + cl_error_name(s));
         continue;
       }
       cl_buffer_region region{size_t(pl.offset), size_t(pl.row_pitch * rec.extent.height)};
@@ -253,14 +258,15 @@ struct Session::Impl {
 
   // The image of texture tensor `t` and its first pixel there; a null image
   // for buffers and constants.
-  TensorArg image(int t) const {
+  TensorArg image(int t, bool write = false) const {
     int rt = root(t);
     if (graph.tensors.at(rt).is_constant) return {nullptr, 0};
     int r = pin.record_of_tensor.at(rt);
     if (r < 0 || pin.records[r].storage != plan::Storage::Texture) return {nullptr, 0};
     const plan::Placement& p = plan.placements.at(r);
     if (p.view && !images_1d) return {view_images.at(r), 0};
-    return {pool_images.at(p.pool), p.view ? i32(p.offset / 16) : 0};
+    if (p.view) return {(write ? pool_write_images : pool_images).at(p.pool), i32(p.offset / 16)};
+    return {pool_images.at(p.pool), 0};
   }
 
   bool texture_step(const Node& node) const {
@@ -287,7 +293,11 @@ struct Session::Impl {
       if (all_constant || all_alias || node.get_int("texplan_elided", 0) == 1) continue;  // elided: inputs are views
       try {
         NodeBuilder b(*dev, g, node, [&](int t) { return locate(g, t); });
-        b.set_images([&](int t) { return image(t); }, images_1d);
+        b.set_images(
+            [&](int t) {
+              return image(t, std::find(node.outputs.begin(), node.outputs.end(), t) != node.outputs.end());
+            },
+            images_1d);
         if (texture_step(node)) {
           lower_texture(b);
           std::swap(step.launches, b.launches);
