@@ -104,8 +104,8 @@ runtime::TuningCache* kernel_choices = nullptr;  // --tuning-cache: what texplan
 
 Latency time_texplan(const fs::path& dir, const std::string& device, int runs) {
   Graph g = import_onnx(dir.string(), {.load_weights = true});
-  optimize(g, runtime::runnable({}, false));
   auto dev = runtime::open_device(device);
+  optimize(g, runtime::runnable({}, dev->info().type));
   std::optional<runtime::TuningScope> tuning;
   if (kernel_choices) tuning.emplace(kernel_choices, false, *dev);
   const auto& profile = dev->info().profile;

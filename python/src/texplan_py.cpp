@@ -102,7 +102,7 @@ class PySession {
     for (int id : g.inputs) inputs_.push_back({g.tensors[id].name, g.tensors[id].shape, g.tensors[id].dtype});
     for (int id : g.outputs) outputs_.push_back({g.tensors[id].name, g.tensors[id].shape, g.tensors[id].dtype});
     device_ = runtime::open_device(device_spec);
-    optimize(g, runtime::runnable({}, false));  // fusion, in place, zero-copy concat, memory-aware order
+    optimize(g, runtime::runnable({}, device_->info().type));  // fusion, in place, zero-copy concat, memory-aware order
     const plan::DeviceProfile& profile = device_->info().profile;
     const StorageAssignment storage = assign_storage(g, profile, parse_texture_mode(textures));
     UsageOptions uo;

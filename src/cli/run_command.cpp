@@ -133,8 +133,6 @@ int run_command(const RunArgs& a) {
   };
   Graph g = import_onnx(file, {.load_weights = true});
   verbose_log() << g.model_name << ": imported " << g.nodes.size() << " nodes with weights in " << since() << "\n";
-  const OptimizeReport optimized = optimize(g, runtime::runnable(a.optimize, a.device == "cpu"));
-  verbose_log() << g.model_name << ": optimized to " << g.nodes.size() << " nodes in " << since() << "\n";
 
   std::vector<std::string> input_files = a.inputs.empty() ? test_files(file, "input_") : a.inputs;
   if (input_files.empty())
@@ -152,6 +150,9 @@ int run_command(const RunArgs& a) {
     device = runtime::open_device(a.device);
     profile = device->info().profile;
   }
+  const OptimizeReport optimized =
+      optimize(g, runtime::runnable(a.optimize, on_cpu ? "cpu-executor" : device->info().type));
+  verbose_log() << g.model_name << ": optimized to " << g.nodes.size() << " nodes in " << since() << "\n";
   // Textures run on OpenCL devices only: the CPU executor plans buffers.
   const int64_t buffer_lower_bound = plan::lower_bound_bytes(make_usage_records(g).records);
   const StorageAssignment storage =

@@ -159,6 +159,7 @@ const std::map<std::string, Lowering>& table() {
       {"Gather", lower_gather}, {"Pad", lower_pad}, {"Resize", lower_resize},
       {"FusedConv", lower_fused_conv}, {"FusedMatMul", lower_fused_matmul},
       {"FusedElementwise", lower_fused_elementwise},
+      {"FusedConvMaxPool", lower_fused_conv_maxpool},
   };
   return t;
 }

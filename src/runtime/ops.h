@@ -222,11 +222,11 @@ bool lower_matmul(NodeBuilder& b, bool trans_b, const FusedTail& tail);  // Fuse
 bool lower_fused_conv(NodeBuilder& b);         // ops_fused.cpp
 bool lower_fused_matmul(NodeBuilder& b);
 bool lower_fused_elementwise(NodeBuilder& b);
-// FusedConvMaxPool (ops_conv.cpp). Not in lower_node's table yet, so `texplan
-// run` keeps pool fusion off: 2x2/2 windows on GPUs are an implicit GEMM with
-// no recomputation, but overlapping windows recompute the conv per window
-// position, measured 15x slower than conv + MaxPool on PoCL (squeezenet's
-// stem: 232 ms against 15 ms).
+// FusedConvMaxPool (ops_conv.cpp): 2x2/2 windows on GPUs are an implicit GEMM
+// with no recomputation; overlapping windows recompute the conv per window
+// position (cheap for GPU stems, 15x slower than conv + MaxPool on PoCL's
+// squeezenet stem: 232 ms against 15 ms, hence runnable() keeps pool fusion
+// to GPUs).
 bool lower_fused_conv_maxpool(NodeBuilder& b);
 bool lower_pool(NodeBuilder& b);
 bool lower_global_pool(NodeBuilder& b);

@@ -6,10 +6,11 @@
 
 namespace texplan::runtime {
 
-OptimizeOptions runnable(OptimizeOptions o, bool cpu_executor) {
-  if (cpu_executor) return o;
+OptimizeOptions runnable(OptimizeOptions o, const std::string& device_type) {
+  if (device_type == "cpu-executor") return o;
   const auto ops = kernel_ops();
-  if (std::find(ops.begin(), ops.end(), "FusedConvMaxPool") == ops.end()) o.pool_fusion = false;
+  if (device_type != "gpu" || std::find(ops.begin(), ops.end(), "FusedConvMaxPool") == ops.end())
+    o.pool_fusion = false;
   return o;
 }
 

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Runs THERE, on the GPU machine: every GPU measurement of the session in one
+# call, over the whole zoo. The machine exports the zoo models whose weights
+# did not travel (the 64 MiB carry cannot take them) with its own PyTorch
+# (export_models.py, fixed seed, TorchScript exporter) into .dev/models, so
+# the other scripts find them as packed models; then it runs, each under its
+# own time limit, with a fuzz burst in the background if .dev/fuzz exists:
+#   texplan_conv_bench        convolution kernel variants (issue 7)
+#   gpu_optimize.sh           optimizations on/off, guarded buffer/pools/views (issues 5, 4)
+#   gpu_textures.sh           textures against buffers (issue 4)
+#   offload_bench.sh -T       --offload none/clblast/auto (issue 6)
+#   gpu_profile.sh            tune, tuned latency, per-family throughput (issue 7)
+#   gpu_bench.sh -X           PyTorch eager / CUDA graph / memory over the zoo
+#
+#   scripts/device/all.sh [-n RUNS] [-F FUZZ_SECONDS] [-s "STEPS"] [-m "MODELS"]
+#     STEPS: any of export conv optimize textures offload profile torch (default all)
+set -uo pipefail
+RUNS=30 FUZZ=0 STEPS="export conv optimize textures offload profile torch" MODELS=""
+while getopts "n:F:s:m:h" opt; do
+  case $opt in n) RUNS=$OPTARG ;; F) FUZZ=$OPTARG ;; s) STEPS=$OPTARG ;; m) MODELS=$OPTARG ;;
+    *) sed -n '2,17p' "$0"; exit 2 ;; esac
+done
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-$PWD/out-gpu}
+export OUT
+mkdir -p "$OUT"
+source scripts/device/env.sh >"$OUT/env.txt" 2>&1
+syspython() { env LD_LIBRARY_PATH="$TEXPLAN_SYSTEM_LD_LIBRARY_PATH" python3 "$@"; }
+has() { [[ " $STEPS " == *" $1 "* ]]; }
+stamp() { echo "== $(date -u +%T) $*"; }
+
+if ((FUZZ > 0)) && [[ -d .dev/fuzz ]]; then
+  stamp "fuzz burst ${FUZZ}s in the background"
+  (scripts/device/fuzz_burst.sh run "$FUZZ" 10 >"$OUT/fuzz_log.txt" 2>&1 &)
+fi
+
+if has export; then
+  stamp export
+  missing=()
+  for d in .dev/models/*/; do
+    n=$(basename "$d")
+    [[ -z $MODELS || " $MODELS " == *" $n "* ]] || continue   # -m: only those
+    [[ -f $d/$n.onnx.data ]] || missing+=("$n")
+  done
+  if ((${#missing[@]})); then
+    zoo=/tmp/texplan-zoo; mkdir -p "$zoo"
+    sed 's/do_constant_folding=True,/do_constant_folding=True, dynamo=False,/' .dev/tools/export_models.py >"$zoo/export.py"
+    if timeout 240 env LD_LIBRARY_PATH="$TEXPLAN_SYSTEM_LD_LIBRARY_PATH" python3 "$zoo/export.py" "$zoo" "${missing[@]}" >"$OUT/export_log.txt" 2>&1; then
+      for n in "${missing[@]}"; do rm -rf ".dev/models/$n"; cp -r "$zoo/$n" ".dev/models/$n"; done
+    else echo "export failed (see export_log.txt)"; fi
+  fi
+fi
+models=($MODELS)
+
+has conv && { stamp conv; timeout 120 .dev/bin/texplan_conv_bench --device gpu --json "$OUT/conv_bench.json" >"$OUT/conv_bench.txt" 2>&1 || echo "conv bench: exit $?"; }
+has optimize && { stamp optimize; timeout 200 scripts/device/gpu_optimize.sh -n "$RUNS" -t 60 "${models[@]}" >/dev/null 2>&1 || echo "optimize: exit $?"; }
+has textures && { stamp textures; timeout 200 scripts/device/gpu_textures.sh -n "$RUNS" -t 60 "${models[@]}" >/dev/null 2>&1 || echo "textures: exit $?"; }
+has offload && { stamp offload; timeout 200 scripts/device/offload_bench.sh -T -n "$RUNS" -t 60 "${models[@]}" >"$OUT/offload_log.txt" 2>&1 || echo "offload: exit $?"; }
+has profile && { stamp profile; timeout 200 scripts/device/gpu_profile.sh -n "$RUNS" -t 60 "${models[@]}" >/dev/null 2>&1 || echo "profile: exit $?"; }
+has torch && { stamp torch; timeout 200 scripts/device/gpu_bench.sh -X -n "$RUNS" >"$OUT/torch_log.txt" 2>&1 || echo "torch: exit $?"; }
+stamp done
+if ((FUZZ > 0)); then sleep 5; tail -20 "$OUT/fuzz_log.txt" 2>/dev/null; fi
