@@ -275,6 +275,30 @@ Graph without_values(const Graph& g) {
   return h;
 }
 
+// The optimizer's storage-sharing marks of node `n` that its texture form
+// drops: texture kernels do not run in place (an image is read and written
+// through different objects), and a zero-copy concat in texture form is a
+// copy (a texture Concat).
+void drop_sharing_marks(Node& n) {
+  n.attrs.erase("texplan_inplace");
+  n.attrs.erase("texplan_elided");
+}
+
+// Tensors that may be textures in `g`: 4D fp32 activations of their own
+// storage (no alias shares it), not graph inputs or outputs, not too big.
+std::vector<char> texture_eligible(const Graph& g, const std::vector<char>& too_big) {
+  const std::vector<int> root = alias_roots(g);
+  std::vector<int> sharers(g.tensors.size(), 0);
+  for (size_t t = 0; t < root.size(); ++t) ++sharers[root[t]];
+  std::vector<char> eligible(g.tensors.size(), 0);
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    const Tensor& x = g.tensors[t];
+    if (x.is_constant || x.is_input || x.is_output || !is_4d_float(x) || too_big[t]) continue;
+    eligible[t] = root[t] == int(t) && sharers[t] == 1;
+  }
+  return eligible;
+}
+
 }  // namespace
 
 StorageAssignment assign_storage(Graph& g, const plan::DeviceProfile& dev, TextureMode requested, bool memory_aware) {
@@ -283,107 +307,140 @@ StorageAssignment assign_storage(Graph& g, const plan::DeviceProfile& dev, Textu
   sa.texture.assign(g.tensors.size(), 0);
   if (sa.mode == TextureMode::None) return sa;
 
-  // Texture kernels do not run in place (an image is read and written
-  // through different objects): drop the optimizer's in-place marks there
-  // first, so those tensors may become textures.
-  for (Node& n : g.nodes)
-    if (n.has("texplan_inplace") && texture_kernel(g, n)) n.attrs.erase("texplan_inplace");
-  // Likewise a zero-copy concat whose producers all have texture kernels
-  // runs as a texture Concat (a copy): kept elided, every producer would
-  // write a texture and convert it into its slice of the buffer.
-  for (Node& n : g.nodes) {
+  // Candidates are judged on `open`: `g` with the sharing marks dropped
+  // wherever a texture kernel could take the node. A zero-copy concat is a
+  // candidate only when its producers all have texture kernels: kept
+  // elided, every producer would write a texture and convert it into its
+  // slice of the buffer.
+  Graph open = without_values(g);
+  for (Node& n : open.nodes)
+    if (n.has("texplan_inplace") && texture_kernel(open, n)) n.attrs.erase("texplan_inplace");
+  for (Node& n : open.nodes) {
     if (n.op_type != "Concat" || !n.has("texplan_elided")) continue;
     Node copy = n;
     copy.attrs.erase("texplan_elided");
-    bool producers = texture_kernel(g, copy);
+    bool producers = texture_kernel(open, copy);
     for (int t : n.inputs)
-      producers = producers && t >= 0 && g.tensors[t].producer >= 0 && texture_kernel(g, g.nodes[g.tensors[t].producer]);
+      producers = producers && t >= 0 && open.tensors[t].producer >= 0 &&
+                  texture_kernel(open, open.nodes[open.tensors[t].producer]);
     if (producers) n.attrs.erase("texplan_elided");
   }
 
-  // Tensors that may be textures: 4D fp32 activations of their own storage
-  // (no alias shares it), not graph inputs or outputs, within the limits.
-  const std::vector<int> root = alias_roots(g);
-  std::vector<int> sharers(g.tensors.size(), 0);
-  for (size_t t = 0; t < root.size(); ++t) ++sharers[root[t]];
-  std::vector<char> eligible(g.tensors.size(), 0), too_big(g.tensors.size(), 0);
+  // 4D tensors beyond the image limits stay buffers.
+  std::vector<char> too_big(g.tensors.size(), 0);
   for (size_t t = 0; t < g.tensors.size(); ++t) {
     const Tensor& x = g.tensors[t];
     if (x.is_constant || x.is_input || x.is_output || !is_4d_float(x)) continue;
-    if (root[t] != int(t) || sharers[t] != 1) continue;
     std::string why;
     if (!fits(x, dev, sa.mode, &why)) {
       too_big[t] = 1;
       sa.fallbacks.push_back(x.name + ": " + why + ", kept as a buffer");
-      continue;
     }
-    eligible[t] = 1;
   }
 
   // Node forms: texture where a kernel covers the node and no tensor it
   // touches is beyond the image limits; then lone islands go back to buffers.
   const size_t nn = g.nodes.size();
+  const auto consumers = open.consumers();
+  auto without_islands = [&](std::vector<char> forms) {
+    std::vector<char> kept = forms;
+    for (size_t k = 0; k < nn; ++k) {
+      if (!forms[k]) continue;
+      bool neighbour = false;
+      for (int t : open.nodes[k].inputs)
+        if (t >= 0 && open.tensors[t].producer >= 0 && forms[open.tensors[t].producer]) neighbour = true;
+      for (int t : open.nodes[k].outputs)
+        if (t >= 0)
+          for (int c : consumers[t]) neighbour = neighbour || forms[c];
+      kept[k] = neighbour;
+    }
+    return kept;
+  };
   std::vector<char> tex_node(nn, 0);
   for (size_t k = 0; k < nn; ++k) {
-    const Node& n = g.nodes[k];
-    if (!texture_kernel(g, n)) continue;
+    const Node& n = open.nodes[k];
+    if (!texture_kernel(open, n)) continue;
     bool ok = true;
     for (int t : n.inputs) ok = ok && !(t >= 0 && too_big[t]);
     for (int t : n.outputs) ok = ok && !(t >= 0 && too_big[t]);
     tex_node[k] = ok;
   }
-  const auto consumers = g.consumers();
-  for (size_t k = 0; k < nn; ++k) {
-    if (!tex_node[k]) continue;
-    bool neighbour = false;
-    for (int t : g.nodes[k].inputs)
-      if (t >= 0 && g.tensors[t].producer >= 0 && tex_node[g.tensors[t].producer]) neighbour = true;
-    for (int t : g.nodes[k].outputs)
-      if (t >= 0)
-        for (int c : consumers[t]) neighbour = neighbour || tex_node[c];
-    tex_node[k] = neighbour;
-  }
+  tex_node = without_islands(tex_node);
 
-  // Views (memory first): a region of texture nodes (connected through
-  // their tensors) goes back to buffers when that lowers the lower bound by
-  // more than 0.5%, i.e. when its conversions' copies sit at the peak of
-  // live bytes. One trial per region, each O(n log n).
-  std::vector<int> region(nn, -1);
-  int regions = 0;
-  for (size_t k = 0; k < nn; ++k) {
-    if (!tex_node[k] || region[k] >= 0) continue;
-    std::vector<int> stack = {int(k)};
-    region[k] = regions;
-    while (!stack.empty()) {
-      int m = stack.back();
-      stack.pop_back();
-      std::vector<int> next;
-      for (int t : g.nodes[m].inputs)
-        if (t >= 0 && g.tensors[t].producer >= 0) next.push_back(g.tensors[t].producer);
-      for (int t : g.nodes[m].outputs)
-        if (t >= 0) next.insert(next.end(), consumers[t].begin(), consumers[t].end());
-      for (int o : next)
-        if (tex_node[o] && region[o] < 0) region[o] = regions, stack.push_back(o);
-    }
-    ++regions;
-  }
+  // `g` for the node forms `forms`: the texture nodes lose their sharing
+  // marks, the buffer nodes keep theirs.
+  auto apply_forms = [&](Graph& h, const std::vector<char>& forms) {
+    for (size_t k = 0; k < nn; ++k)
+      if (forms[k]) drop_sharing_marks(h.nodes[k]);
+  };
   auto bound = [&](const std::vector<char>& forms) {
     Graph h = without_values(g);
+    apply_forms(h, forms);
     StorageAssignment trial = sa;
-    rewrite(h, forms, eligible, trial);
+    rewrite(h, forms, texture_eligible(h, too_big), trial);
     return plan::lower_bound_bytes(make_usage_records(h, {&trial}).records);
   };
-  if (memory_aware && sa.mode == TextureMode::Views && regions > 0 && regions <= 256) {
-    int64_t best = bound(tex_node);
+
+  // Views (memory first): texture form must not raise the lower bound.
+  // Two starts: every candidate in texture form, and the candidates that
+  // would drop a sharing mark (in place, zero-copy concat) left in buffer
+  // form. From each, regions of texture nodes (connected through their
+  // tensors) go back to buffers one after another while that lowers the
+  // bound by more than 0.5% (their conversions' copies sit at the peak of
+  // live bytes). The lower result wins; the first on a tie (more textures).
+  // Each trial is O(n log n); at most 2 * (regions + 1) of them.
+  auto regions_of = [&](const std::vector<char>& forms, int* count) {
+    std::vector<int> region(nn, -1);
+    int regions = 0;
+    for (size_t k = 0; k < nn; ++k) {
+      if (!forms[k] || region[k] >= 0) continue;
+      std::vector<int> stack = {int(k)};
+      region[k] = regions;
+      while (!stack.empty()) {
+        int m = stack.back();
+        stack.pop_back();
+        std::vector<int> next;
+        for (int t : open.nodes[m].inputs)
+          if (t >= 0 && open.tensors[t].producer >= 0) next.push_back(open.tensors[t].producer);
+        for (int t : open.nodes[m].outputs)
+          if (t >= 0) next.insert(next.end(), consumers[t].begin(), consumers[t].end());
+        for (int o : next)
+          if (forms[o] && region[o] < 0) region[o] = regions, stack.push_back(o);
+      }
+      ++regions;
+    }
+    *count = regions;
+    return region;
+  };
+  auto revert_costly_regions = [&](std::vector<char> forms, int64_t* best) {
+    int regions = 0;
+    const std::vector<int> region = regions_of(forms, &regions);
+    *best = bound(forms);
+    if (regions > 256) return forms;
     for (int r = 0; r < regions; ++r) {
-      std::vector<char> trial = tex_node;
+      std::vector<char> trial = forms;
       for (size_t k = 0; k < nn; ++k)
         if (region[k] == r) trial[k] = 0;
       int64_t b = bound(trial);
-      if (b < best - best / 200) best = b, tex_node = std::move(trial);  // more than 0.5% lower
+      if (b < *best - *best / 200) *best = b, forms = std::move(trial);  // more than 0.5% lower
     }
+    return forms;
+  };
+  if (memory_aware && sa.mode == TextureMode::Views) {
+    std::vector<char> keeping = tex_node;
+    for (size_t k = 0; k < nn; ++k)
+      if (g.nodes[k].has("texplan_inplace") || g.nodes[k].has("texplan_elided")) keeping[k] = 0;
+    keeping = without_islands(keeping);
+    int64_t all_bound = 0, keeping_bound = 0;
+    std::vector<char> all = revert_costly_regions(tex_node, &all_bound);
+    keeping = revert_costly_regions(keeping, &keeping_bound);
+    auto count = [](const std::vector<char>& f) { return std::count(f.begin(), f.end(), 1); };
+    // The lower bound wins; on a tie, more nodes in texture form.
+    const bool keep = keeping_bound < all_bound || (keeping_bound == all_bound && count(keeping) > count(all));
+    tex_node = keep ? keeping : all;
   }
-  rewrite(g, tex_node, eligible, sa);
+  apply_forms(g, tex_node);
+  rewrite(g, tex_node, texture_eligible(g, too_big), sa);
   return sa;
 }
 

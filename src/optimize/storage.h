@@ -70,8 +70,9 @@ bool texture_kernel(const Graph& g, const Node& n);
 
 // Decides every tensor's storage and inserts the conversion nodes into `g`
 // (tensors named "<name>@texture" / "<name>@buffer"). With Views and
-// `memory_aware`, regions whose conversions raise the lower bound by more
-// than 0.5% stay buffers (views are for memory; pools for speed keep them).
+// `memory_aware`, regions whose conversions or lost sharing (in place,
+// zero-copy concat) raise the lower bound by more than 0.5% stay buffers
+// (views are for memory; pools for speed keep them).
 StorageAssignment assign_storage(Graph& g, const plan::DeviceProfile& dev, TextureMode mode, bool memory_aware = true);
 
 }  // namespace texplan
