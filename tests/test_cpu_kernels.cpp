@@ -156,6 +156,34 @@ TEST(CpuKernels, FusedConvEpilogue) {
                   {{"group", one(8)}, {"pads", ints({1, 1, 1, 1})}, {"program", strings({"Clip x0 0 6"})}}});
 }
 
+TEST(CpuKernels, DepthwiseRowsAndVectorEpilogue) {
+  // depthwise_rows_cpu: 5x5 stride 1 on 14-wide rows (every block padded in
+  // a private row), 3x3 stride 2 on wide rows (inside blocks load directly),
+  // 5x5 stride 2 on 7-wide cut rows; SiLU applied on vectors.
+  Attribute silu = strings({"Sigmoid x0", "Mul x0 t0"});
+  expect_matches({"FusedConv", {{1, 6, 14, 14}, {6, 1, 5, 5}, {6}},
+                  {{"group", one(6)}, {"pads", ints({2, 2, 2, 2})}, {"program", silu}}});
+  expect_matches({"FusedConv", {{2, 3, 41, 40}, {3, 1, 3, 3}, {3}},
+                  {{"group", one(3)}, {"pads", ints({1, 1, 1, 1})}, {"strides", ints({2, 2})}, {"program", silu}}});
+  expect_matches({"Conv", {{1, 4, 13, 13}, {8, 1, 5, 5}},
+                  {{"group", one(4)}, {"pads", ints({2, 1, 2, 3})}, {"strides", ints({2, 2})}}});
+  // Dilated depthwise stays on depthwise_cpu.
+  expect_matches({"Conv", {{1, 4, 12, 12}, {4, 1, 3, 3}, {4}},
+                  {{"group", one(4)}, {"dilations", ints({2, 2})}, {"pads", ints({2, 2, 2, 2})}}});
+  // The vector forms of the epilogue ops (a 1x1 conv's whole and cut blocks).
+  expect_matches({"FusedConv", {{1, 5, 5, 5}, {9, 5, 1, 1}, {9}, {1, 9, 5, 5}},
+                  {{"program", strings({"Add x0 x1", "HardSwish t0", "Max t1 -0.25", "Min t2 2.5", "LeakyRelu t3 0.1",
+                                        "Elu t4 0.5", "Softplus t5", "Clip t6 0.1 3", "Relu t7"})}}});
+}
+
+TEST(CpuKernels, PerChannelBinaryAndGlobalAveragePool) {
+  expect_matches({"Mul", {{1, 6, 7, 7}, {1, 6, 1, 1}}, {}});
+  expect_matches({"Div", {{2, 5, 1, 1}, {2, 5, 20, 20}}, {}});
+  expect_matches({"Sub", {{1, 3, 4, 5}, {3, 1, 1}}, {}});
+  expect_matches({"GlobalAveragePool", {{1, 6, 7, 7}}, {}});
+  expect_matches({"GlobalAveragePool", {{2, 3, 20, 21}}, {}});
+}
+
 TEST(CpuKernels, ConvTransposeAndGemm) {
   expect_matches({"ConvTranspose", {{1, 6, 5, 7}, {6, 4, 2, 2}, {4}}, {{"strides", ints({2, 2})}}});
   expect_matches({"ConvTranspose", {{2, 4, 3, 3}, {4, 3, 2, 2}}, {{"strides", ints({2, 2})}, {"group", one(2)}}});

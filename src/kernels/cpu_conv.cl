@@ -5,7 +5,9 @@
 // vector loaded feeds OCB FMAs. Pixels are the flattened OH*OW index, so
 // small images (7x7, 14x14) fill whole vectors too. The block is built with
 // -DOCB=.. -DPB=.. (runtime/ops_cpu.cpp, variants chosen by runtime/tuning).
-// Fused epilogues (docs/fused-ops.md) arrive as EPI / EPI_PARAMS.
+// Fused epilogues (docs/fused-ops.md) arrive as EPI / EPI_PARAMS, and as
+// EPI_VEC (on PB-wide vectors, built with -DEPI_VECTOR_WIDTH=PB) where the
+// program has a vector form.
 #ifndef OCB
 #define OCB 8
 #endif
@@ -43,6 +45,19 @@
     } else {                                                                   \
       float t_[PB];                                                            \
       VSTORE((v), 0, t_);                                                      \
+      for (int j_ = 0; j_ < (n); ++j_) Y[yo + (i) + j_] = t_[j_];              \
+    }                                                                          \
+  } while (0)
+#elif defined(EPI_VEC)
+// The epilogue runs on the vector (EPI_VECTOR_WIDTH == PB), cut blocks too.
+#define STORE_BLOCK(i, v, n)                                                   \
+  do {                                                                         \
+    const VF e_ = EPI_VEC((v), (i), (n));                                      \
+    if ((n) >= PB) {                                                           \
+      VSTORE(e_, 0, Y + yo + (i));                                             \
+    } else {                                                                   \
+      float t_[PB];                                                            \
+      VSTORE(e_, 0, t_);                                                       \
       for (int j_ = 0; j_ < (n); ++j_) Y[yo + (i) + j_] = t_[j_];              \
     }                                                                          \
   } while (0)
@@ -166,6 +181,68 @@ __kernel void depthwise_cpu(__global const float* X, int xo, __global const floa
   STORE_BLOCK((img * OC + oc) * OH * OW + oh * OW + ow0, acc, OW - ow0);
 }
 
+// Depthwise with stride DW_SW (1 or 2), no dilation, KW <= 9: a work-item
+// computes OCB output rows x PB output columns of one channel. Each input
+// row the block needs is read once (zero-padded into a private row where
+// the block touches the image's edge) and feeds every output row and tap
+// that uses it: a tap is one vector load (stride 2: the even lanes of two).
+#ifndef DW_SW
+#define DW_SW 1
+#endif
+#if DW_SW == 1
+#define DW_TAP(p) VLOAD(0, (p))
+#elif PB == 8
+#define DW_TAP(p) vload16(0, (p)).even
+#else
+#define DW_TAP(p) (float16)(vload16(0, (p)).even, vload16(0, (p) + 16).even)
+#endif
+__kernel void depthwise_rows_cpu(__global const float* X, int xo, __global const float* Wt, int wo,
+                                 __global const float* Bias, int bo, __global float* Y, int yo, int has_bias, int C,
+                                 int H, int W, int OC, int OH, int OW, int KH, int KW, int sh, int ph,
+                                 int pw EPI_PARAMS) {
+  const int ow0 = get_global_id(0) * PB, oh0 = get_global_id(1) * OCB, z = get_global_id(2);
+  if (ow0 >= OW || oh0 >= OH) return;
+  const int img = z / OC, oc = z - img * OC, c = oc / (OC / C);
+  __global const float* x = X + xo + (img * C + c) * H * W;
+  __global const float* w = Wt + wo + oc * KH * KW;
+  const float b = has_bias ? Bias[bo + oc] : 0.0f;
+  VF acc[OCB];
+#pragma unroll
+  for (int q = 0; q < OCB; ++q) acc[q] = (VF)(b);
+  const int iwb = ow0 * DW_SW - pw;      // input column of lane 0 at kw = 0
+  const int span = PB * DW_SW + KW - 1;  // columns the taps load (stride 2: one past the last)
+  const bool inside = iwb >= 0 && iwb + span <= W;
+  const int rows_in = (OCB - 1) * sh + KH;
+  float r[2 * PB + 8];
+  for (int t = 0; t < rows_in; ++t) {
+    const int ih = oh0 * sh - ph + t;
+    if (ih < 0 || ih >= H) continue;
+    __global const float* xr = x + ih * W;
+    if (!inside)
+      for (int j = 0; j < span; ++j) {
+        const int iw = iwb + j;
+        const float v = xr[clamp(iw, 0, W - 1)];
+        r[j] = iw >= 0 && iw < W ? v : 0.0f;
+      }
+#pragma unroll
+    for (int q = 0; q < OCB; ++q) {
+      const int kh = t - q * sh;
+      if (kh < 0 || kh >= KH) continue;
+      __global const float* wr = w + kh * KW;
+      if (inside)
+        for (int kw = 0; kw < KW; ++kw) acc[q] = fma((VF)(wr[kw]), DW_TAP(xr + iwb + kw), acc[q]);
+      else
+        for (int kw = 0; kw < KW; ++kw) acc[q] = fma((VF)(wr[kw]), DW_TAP(r + kw), acc[q]);
+    }
+  }
+#pragma unroll
+  for (int q = 0; q < OCB; ++q) {
+    const int oh = oh0 + q;
+    if (oh >= OH) break;
+    STORE_BLOCK((img * OC + oc) * OH * OW + oh * OW + ow0, acc[q], OW - ow0);
+  }
+}
+
 // ConvTranspose whose taps tile the output exactly (stride == kernel, no
 // padding or dilation; weight [C, OC/groups, KH, KW]): every output pixel
 // gets one tap, so per tap (kh, kw) it is a GEMM over the input pixels with
@@ -278,4 +355,50 @@ __kernel void gemm_cpu(__global const float* A, int ao, __global const float* B,
     }
     STORE_BLOCK(z * M * N + m * N + n0, v, n);
   }
+}
+
+// Y[r, c] = A[r, c] op S[r] (or S[r] op A[r, c] when scalar_first), rows x
+// cols contiguous: a tensor and a per-channel factor ([N,C,H,W] x [N,C,1,1],
+// squeeze-excitation). op: 0 Add, 1 Sub, 2 Mul, 3 Div. A work-item: PB
+// columns of one row.
+__kernel void channel_binary_cpu(__global const float* A, int ao, __global const float* S, int so,
+                                 __global float* Y, int yo, int rows, int cols, int op, int scalar_first) {
+  const int c0 = get_global_id(0) * PB, r = get_global_id(1);
+  if (c0 >= cols || r >= rows) return;
+  const int i = r * cols + c0, n = cols - c0;
+  VF a;
+  if (n >= PB) {
+    a = VLOAD(0, A + ao + i);
+  } else {
+    float t[PB];
+    for (int j = 0; j < PB; ++j) t[j] = j < n ? A[ao + i + j] : 0.0f;
+    a = VLOAD(0, t);
+  }
+  const VF s = (VF)(S[so + r]);
+  const VF u = scalar_first ? s : a, v = scalar_first ? a : s;
+  const VF y = op == 0 ? u + v : op == 1 ? u - v : op == 2 ? u * v : u / v;
+  if (n >= PB) {
+    VSTORE(y, 0, Y + yo + i);
+  } else {
+    float t[PB];
+    VSTORE(y, 0, t);
+    for (int j = 0; j < n; ++j) Y[yo + i + j] = t[j];
+  }
+}
+
+// GlobalAveragePool: the mean of each of `rows` contiguous rows of R
+// elements, a work-item per row summing PB-wide vectors.
+__kernel void global_avg_pool_cpu(__global const float* X, int xo, __global float* Y, int yo, int rows, int R) {
+  const int r = get_global_id(0);
+  if (r >= rows) return;
+  __global const float* x = X + xo + r * R;
+  VF s = (VF)(0.0f);
+  int i = 0;
+  for (; i + PB <= R; i += PB) s += VLOAD(0, x + i);
+  float t = 0.0f;
+  for (; i < R; ++i) t += x[i];
+  float l[PB];
+  VSTORE(s, 0, l);
+  for (int j = 0; j < PB; ++j) t += l[j];
+  Y[yo + r] = t / (float)R;
 }

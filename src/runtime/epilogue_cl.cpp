@@ -68,17 +68,72 @@ const OpForm kForms[] = {
     {"Elu", 2, "($0 >= 0.0f ? $0 : $1 * (exp($0) - 1.0f))"},
 };
 
+// Forms on float vectors (EPI_VF, all operands vectors) where the scalar
+// form does not apply to vectors; same values and NaN rules. An op in
+// neither table (Sign) leaves the program scalar-only.
+const char* kVectorHelpers = R"CL(
+#define EPI_VCAT_(a, b) a##b
+#define EPI_VCAT(a, b) EPI_VCAT_(a, b)
+#define EPI_VF EPI_VCAT(float, EPI_VECTOR_WIDTH)
+#define EPI_VLOAD EPI_VCAT(vload, EPI_VECTOR_WIDTH)
+#define epi_v_std_min(a, b) select((a), (b), (b) < (a))
+#define epi_v_std_max(a, b) select((a), (b), (a) < (b))
+inline EPI_VF epi_v_sigmoid(EPI_VF x) {
+  const EPI_VF e = exp(-fabs(x));  /* exp(-x) where x >= 0, exp(x) below */
+  const EPI_VF d = 1.0f + e;
+  return select(e / d, 1.0f / d, x >= 0.0f);
+}
+/* Elements [o, o+n) of X (the rest 0 where n < width: a cut block). */
+inline EPI_VF epi_v_load(__global const float* X, int o, int n) {
+  if (n >= EPI_VECTOR_WIDTH) return EPI_VLOAD(0, X + o);
+  float t[EPI_VECTOR_WIDTH];
+  for (int j = 0; j < EPI_VECTOR_WIDTH; ++j) t[j] = j < n ? X[o + j] : 0.0f;
+  return EPI_VLOAD(0, t);
+}
+inline EPI_VF epi_v_gather(__global const float* X, int Xo, Dims s, Dims d, int i, int n) {
+  float t[EPI_VECTOR_WIDTH];
+  for (int j = 0; j < EPI_VECTOR_WIDTH; ++j) t[j] = j < n ? X[Xo + strided_offset(i + j, d, s)] : 0.0f;
+  return EPI_VLOAD(0, t);
+}
+)CL";
+const OpForm kVectorForms[] = {
+    {"Relu", 1, "select((EPI_VF)(0.0f), $0, $0 > 0.0f)"},
+    {"Sigmoid", 1, "epi_v_sigmoid($0)"},
+    {"Softplus", 1, "select(log1p(exp($0)), $0 + log1p(exp(-$0)), $0 > 0.0f)"},
+    {"Sign", 1, nullptr},
+    {"HardSwish", 1, "($0 * epi_v_std_max((EPI_VF)(0.0f), epi_v_std_min((EPI_VF)(1.0f), $0 / 6.0f + 0.5f)))"},
+    {"Max", 2, "select($1, $0, isnan($0) | ($0 > $1))"},
+    {"Min", 2, "select($1, $0, isnan($0) | ($0 < $1))"},
+    {"Clip", 3, "epi_v_std_min(epi_v_std_max($0, $1), $2)"},
+    {"LeakyRelu", 2, "select($0, $1 * $0, $0 < 0.0f)"},
+    {"HardSigmoid", 3, "epi_v_std_max((EPI_VF)(0.0f), epi_v_std_min((EPI_VF)(1.0f), $1 * $0 + $2))"},
+    {"Elu", 2, "select($1 * (exp($0) - 1.0f), $0, $0 >= 0.0f)"},
+};
+
+std::string substitute(const char* form, const std::vector<std::string>& a) {
+  std::string out;
+  for (const char* c = form; *c; ++c) {
+    if (*c == '$') out += a.at(size_t(*++c - '0'));
+    else out += *c;
+  }
+  return out;
+}
+
+// The vector form of `in`, "" when it has none.
+std::string vector_expression(const EpilogueInstr& in, const std::vector<std::string>& a) {
+  for (const OpForm& f : kVectorForms)
+    if (in.op == f.op) return f.form ? substitute(f.form, a) : "";
+  for (const OpForm& f : kForms)
+    if (in.op == f.op) return substitute(f.form, a);  // arithmetic and math builtins take vectors as they are
+  return "";
+}
+
 std::string expression(const EpilogueInstr& in, const std::vector<std::string>& a) {
   for (const OpForm& f : kForms) {
     if (in.op != f.op) continue;
     if (int(a.size()) != f.operands)
       throw Error("epilogue: " + in.op + " takes " + std::to_string(f.operands) + " operands");
-    std::string out;
-    for (const char* c = f.form; *c; ++c) {
-      if (*c == '$') out += a.at(size_t(*++c - '0'));
-      else out += *c;
-    }
-    return out;
+    return substitute(f.form, a);
   }
   throw Error("epilogue: no OpenCL form for operator '" + in.op + "'");
 }
@@ -130,6 +185,37 @@ std::string epilogue_cl(const Epilogue& e, const std::vector<EpilogueRead>& read
     }
   }
   o << ")\n";
+
+  // EPI_VEC(v, i, n): the program on EPI_VECTOR_WIDTH consecutive elements
+  // [i, i+width) at once (only the first n exist: the rest of the result
+  // is meaningless), v their vector of kernel results; defined only
+  // where the kernel asks (-DEPI_VECTOR_WIDTH) and every op has a vector form.
+  std::ostringstream vp;
+  bool vectorizable = true;
+  for (size_t k = 0; k < e.code.size() && vectorizable; ++k) {
+    std::vector<std::string> args;
+    for (const EpilogueOperand& a : e.code[k].args) {
+      if (a.kind == EpilogueOperand::Kind::Literal) args.push_back("((EPI_VF)" + literal(a.value) + ")");
+      else args.push_back((a.kind == EpilogueOperand::Kind::Input ? "x" : "t") + std::to_string(a.index));
+    }
+    std::string form = vector_expression(e.code[k], args);
+    if (form.empty()) vectorizable = false;
+    vp << "  const EPI_VF t" << k << " = " << form << ";\n";
+  }
+  if (!vectorizable) return o.str();
+  o << "#ifdef EPI_VECTOR_WIDTH\n" << kVectorHelpers << "inline EPI_VF epi_program_v(";
+  for (size_t k = 0; k < reads.size(); ++k) o << (k ? ", " : "") << "EPI_VF x" << k;
+  o << ") {\n" << vp.str() << "  return " << (e.code.empty() ? "x0" : "t" + std::to_string(e.code.size() - 1))
+    << ";\n}\n#define EPI_VEC(v, i, n) epi_program_v(";
+  for (size_t k = 0; k < reads.size(); ++k) {
+    o << (k ? ", " : "");
+    switch (reads[k]) {
+      case EpilogueRead::Value: o << "(v)"; break;
+      case EpilogueRead::Direct: o << "epi_v_load(X" << k << ", X" << k << "o + (i), (n))"; break;
+      case EpilogueRead::Strided: o << "epi_v_gather(X" << k << ", X" << k << "o, X" << k << "s, epi_dims, (i), (n))"; break;
+    }
+  }
+  o << ")\n#endif\n";
   return o.str();
 }
 

@@ -4,7 +4,10 @@
 //   EPI_PARAMS  extra kernel parameters, appended after the kernel's own;
 //   EPI(v, i)   the program's value at output element i (linear index in Y)
 //               where v is the kernel's own result there (operand x0).
-// Kernel files default to EPI(v, i) = v and no extra parameters.
+// Kernel files default to EPI(v, i) = v and no extra parameters. Where the
+// kernel is built with -DEPI_VECTOR_WIDTH=n and every op has a vector form,
+// also EPI_VEC(v, i, n): the program on floatn v, elements [i, i+n) (only the
+// first n real: a cut block), so CPU kernels apply it on whole vectors.
 #pragma once
 #include <string>
 #include <vector>

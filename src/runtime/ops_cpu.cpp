@@ -42,8 +42,11 @@ std::vector<std::string> names(const std::vector<Variant>& v) {
   return n;
 }
 
-Source variant_source(const Variant& v, const FusedTail& tail) {
-  return Source("cpu_conv.cl", "-DOCB=" + std::to_string(v.ocb) + " -DPB=" + std::to_string(v.pb), tail.prelude);
+Source variant_source(const Variant& v, const FusedTail& tail, const std::string& defines = "") {
+  const std::string pb = std::to_string(v.pb);
+  return Source("cpu_conv.cl",
+                "-DOCB=" + std::to_string(v.ocb) + " -DPB=" + pb + " -DEPI_VECTOR_WIDTH=" + pb + defines,
+                tail.prelude);
 }
 
 // Range of `pixel_blocks` x `row_blocks` x `batches` work-items, grouped by
@@ -110,7 +113,22 @@ bool lower_conv_cpu(NodeBuilder& b, const FusedTail& tail) {
   const int64_t OCg = OC / groups, P = OH * OW;
   const bool has_bias = b.has_in(2);
   const TensorArg bias = has_bias ? b.arg_in(2) : b.arg_in(1);
-  if (groups == C && C == OC / std::max<int64_t>(1, OC / C) && C / groups == 1) {  // depthwise
+  if (groups == C && C == OC / std::max<int64_t>(1, OC / C) && C / groups == 1 && rank == 2 && dh == 1 &&
+      dw == 1 && (sw == 1 || sw == 2) && KW <= 9) {  // depthwise, the common shapes: OCB output rows per work-item
+    auto emit_rows = [&](const Variant& v) {
+      b.launch(variant_source(v, tail, " -DDW_SW=" + std::to_string(sw)), "depthwise_rows_cpu",
+               variant_range(v, OW, OH, N * OC), b.arg_in(0), b.arg_in(1), bias, b.arg_out(0), cl_int(has_bias),
+               i32(C), i32(H), i32(W), i32(OC), i32(OH), i32(OW), i32(KH), i32(KW), i32(sh), i32(ph), i32(pw));
+      tail.append_args(b);
+    };
+    const int rows = OH % 4 == 0 ? 4 : OH % 7 == 0 ? 7 : 4, pb = OW >= 12 ? 16 : 8;
+    std::vector<Variant> vs = {{rows, pb, 0}, {rows, 24 - pb, 0}, {2, pb, 0}, {1, pb, 0}};
+    std::string key = "depthwise_rows_cpu " + dims_key({N, C, H, W, OC, OH, OW, KH, KW, sh, sw, ph, pw}) +
+                      (tail.prelude.empty() ? "" : " fused");
+    emit_rows(vs[size_t(pick(b, key, vs, emit_rows))]);
+    return true;
+  }
+  if (groups == C && C == OC / std::max<int64_t>(1, OC / C) && C / groups == 1) {  // depthwise, other shapes
     auto emit_dw = [&](const Variant& v) {
       b.launch(variant_source(v, tail), "depthwise_cpu", variant_range(v, OW, OH, N * OC), b.arg_in(0), b.arg_in(1),
                bias, b.arg_out(0), cl_int(has_bias), i32(C), i32(H), i32(W), i32(OC), i32(OH), i32(OW), i32(KH),
@@ -163,6 +181,23 @@ bool lower_conv_transpose_cpu(NodeBuilder& b) {
   std::vector<Variant> vs = candidates(OCg, H * W);
   std::string key = "conv_transpose_tiled_cpu " + dims_key({N, C, H, W, OC, KH, KW, groups});
   emit(vs[size_t(pick(b, key, vs, emit))]);
+  return true;
+}
+
+bool launch_channel_binary_cpu(NodeBuilder& b, const TensorArg& A, const TensorArg& S, const TensorArg& Y,
+                               int64_t rows, int64_t cols, const std::string& op, bool scalar_first) {
+  const cl_int code = op == "Add" ? 0 : op == "Sub" ? 1 : op == "Mul" ? 2 : op == "Div" ? 3 : -1;
+  if (code < 0) return false;
+  const Variant v{1, cols >= 12 ? 16 : 8, 0};
+  b.launch(variant_source(v, FusedTail{}), "channel_binary_cpu", variant_range(v, cols, rows, 1), A, S, Y,
+           i32(rows), i32(cols), code, cl_int(scalar_first));
+  return true;
+}
+
+bool lower_global_avg_pool_cpu(NodeBuilder& b, int64_t rows, int64_t R) {
+  const Variant v{1, 16, 0};
+  b.launch(variant_source(v, FusedTail{}), "global_avg_pool_cpu", linear_range(rows, 16), b.arg_in(0),
+           b.arg_out(0), i32(rows), i32(R));
   return true;
 }
 

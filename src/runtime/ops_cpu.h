@@ -15,6 +15,14 @@ bool lower_conv_cpu(NodeBuilder& b, const FusedTail& tail);
 // stride 2); others are left to the caller.
 bool lower_conv_transpose_cpu(NodeBuilder& b);
 
+// Add/Sub/Mul/Div of `rows` x `cols` A and one value per row S (S op A when
+// scalar_first): the per-channel broadcast of squeeze-excitation.
+bool launch_channel_binary_cpu(NodeBuilder& b, const TensorArg& A, const TensorArg& S, const TensorArg& Y,
+                               int64_t rows, int64_t cols, const std::string& op, bool scalar_first);
+
+// GlobalAveragePool of `rows` rows of R elements each.
+bool lower_global_avg_pool_cpu(NodeBuilder& b, int64_t rows, int64_t R);
+
 // Y = alpha A B + beta C, batched (the GEMM of ops_conv.cpp's launch_gemm).
 struct CpuGemm {
   int64_t M, N, K, a_sm, a_sk, b_sk, b_sn, c_sm, c_sn;

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "runtime/ops.h"
+#include "runtime/ops_cpu.h"
 
 namespace texplan::runtime {
 
@@ -88,6 +89,16 @@ bool lower_binary(NodeBuilder& b) {
   }
   Strided s = collapse({out, {contiguous_strides(out), broadcast_strides(b.in(0).shape, out),
                               broadcast_strides(b.in(1).shape, out)}});
+  if (s.dims.size() == 2 && n > 0 && t == DataType::Float32 && b.device_type() == "cpu" && !gpu_kernels_forced()) {
+    // PoCL: a tensor and one value per row (per-channel factors, squeeze-excitation)
+    const std::vector<int64_t> rows_of = {s.dims[1], 1}, per_row = {1, 0};
+    if (s.strides[1] == rows_of && s.strides[2] == per_row &&
+        launch_channel_binary_cpu(b, b.arg_in(0), b.arg_in(1), b.arg_out(0), s.dims[0], s.dims[1], op, false))
+      return true;
+    if (s.strides[2] == rows_of && s.strides[1] == per_row &&
+        launch_channel_binary_cpu(b, b.arg_in(1), b.arg_in(0), b.arg_out(0), s.dims[0], s.dims[1], op, true))
+      return true;
+  }
   k += "_bc";
   b.launch("elementwise.cl", k.c_str(), linear_range(n), b.arg_in(0), b.arg_in(1), b.arg_out(0), i32(n),
            to_dims(s.dims, 1), to_dims(s.strides[1], 0), to_dims(s.strides[2], 0));

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "runtime/ops.h"
+#include "runtime/ops_cpu.h"
 
 namespace texplan::runtime {
 
@@ -58,6 +59,7 @@ bool lower_global_pool(NodeBuilder& b) {
   int64_t rows = x[0] * x[1], R = product(x, 2, x.size());
   if (rows == 0) return true;
   cl_int op = b.node.op_type == "GlobalAveragePool" ? 1 : 2;
+  if (op == 1 && b.device_type() == "cpu" && !gpu_kernels_forced()) return lower_global_avg_pool_cpu(b, rows, R);  // PoCL: ops_cpu.cpp
   b.launch("reduce.cl", "reduce_rows", group_range({size_t(rows)}, {64}), b.arg_in(0), b.arg_out(0), i32(R), op);
   return true;
 }
