@@ -33,7 +33,7 @@ int main(int argc, char** argv) try {
   Graph g = import_onnx(dir.string(), {.load_weights = true});
   std::shared_ptr<runtime::Device> device = runtime::open_device(device_spec);
   const plan::DeviceProfile& profile = device->info().profile;
-  PlanInput pin = make_usage_records(g, {.textures = TextureMode::None, .device = &profile});
+  PlanInput pin = make_usage_records(g);  // every activation a buffer
 
   // 2. Plan with every strategy; each plan is checked by the validator.
   const int64_t lower_bound = plan::lower_bound_bytes(pin.records);
