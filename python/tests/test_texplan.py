@@ -24,14 +24,15 @@ class Plan(unittest.TestCase):
         r = texplan.plan(TINY)
         self.assertEqual(r["model"], "tiny_cnn")
         self.assertEqual(r["strategy"], "best")
-        self.assertEqual(r["lower_bound_bytes"], 49152)
+        self.assertEqual(r["lower_bound_bytes"], 32768)  # optimized: fused, in place
         self.assertEqual(r["total_bytes"], r["lower_bound_bytes"])
         self.assertTrue(r["valid"])
         self.assertEqual(len(r["strategies"]), 1)
         self.assertEqual(len(r["strategies"][0]["tensors"]), r["records"])
 
     def test_all_strategies_and_their_numbers(self):
-        r = texplan.plan(TINY, strategy="all", target="adreno", textures="auto", tensors=False)
+        # pools: views would keep tiny_cnn in buffers (its in-place nodes lower the peak)
+        r = texplan.plan(TINY, strategy="all", target="adreno", textures="pools", tensors=False)
         names = [s["name"] for s in r["strategies"]]
         for n in ["naive", "tvm-tokens", "greedy-by-size", "greedy-by-breadth", "best", "texture-views"]:
             self.assertIn(n, names)
@@ -60,11 +61,14 @@ class Plan(unittest.TestCase):
     def test_timeline_from_python(self):
         with tempfile.TemporaryDirectory() as d:
             svg = os.path.join(d, "t.svg")
-            texplan.timeline(texplan.plan(TINY, strategy="all"), svg)
+            r = texplan.plan(TINY, strategy="all")
+            texplan.timeline(r, svg)
             with open(svg) as f:
                 text = f.read()
         self.assertTrue(text.startswith("<svg"))
-        self.assertEqual(text.count('<rect class="tensor"'), 6 * 16)
+        drawn = [s for s in r["strategies"] if "tensors" in s]
+        self.assertGreaterEqual(len(drawn), 6)
+        self.assertEqual(text.count('<rect class="tensor"'), len(drawn) * r["records"])
 
     def test_errors_name_the_problem(self):
         with self.assertRaises(texplan.Error) as e:
@@ -72,9 +76,6 @@ class Plan(unittest.TestCase):
         self.assertIn("/nonexistent/model.onnx", str(e.exception))
         with self.assertRaises(texplan.Error):
             texplan.plan(TINY, strategy="no-such-strategy")
-        with self.assertRaises(texplan.Error) as e:
-            texplan.plan(TINY, strategy="texture-views", target="pocl", textures="auto")
-        self.assertIn("image2d_from_buffer", str(e.exception))
         with self.assertRaises(texplan.Error):
             texplan.plan(TINY, textures="sometimes")
         self.assertTrue(issubclass(texplan.Error, RuntimeError))
@@ -93,7 +94,7 @@ class Run(unittest.TestCase):
         self.assertEqual(s.inputs, [{"name": "input", "shape": (1, 3, 32, 32), "dtype": np.dtype("float32")}])
         self.assertEqual(s.outputs[0]["name"], "output")
         self.assertEqual(s.outputs[0]["shape"], (1, 10))
-        self.assertEqual(s.lower_bound_bytes, 49152)
+        self.assertEqual(s.lower_bound_bytes, 32768)  # optimized: fused, in place
         self.assertEqual(s.activation_bytes, s.plan_bytes)
         self.assertGreater(s.weight_bytes, 0)
         self.assertEqual(s.fallback_nodes, [])
