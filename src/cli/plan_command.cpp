@@ -180,6 +180,10 @@ json plan_model(const std::string& model_path, const plan::DeviceProfile& dev, c
       s["ratio_to_buffer_lower_bound"] = double(s["total_bytes"].get<int64_t>()) / double(std::max<int64_t>(1, buffer_lower_bound));
   r["texture_fallbacks"] = storage.fallbacks;
   r["nodes"] = g.nodes.size();
+  r["optimization"] = optimize_json(
+      optimized, imported ? optimization_shares(*imported, opt.optimize, optimized.lower_bound_bytes)
+                          : std::vector<OptimizationShare>{});
+  r["raw_lower_bound_bytes"] = optimized.raw_lower_bound_bytes;
   if (offloader) {
     r["partition"] = offloader->report();
     r["partition"]["scratch_sizing"] = opt.offload_on_device
@@ -187,10 +191,6 @@ json plan_model(const std::string& model_path, const plan::DeviceProfile& dev, c
                                            : "GEMM scratch as an upper bound (no device: --target opencl asks CLBlast)";
     r["offloaded_nodes"] = r["partition"]["offloaded_nodes"];
   }
-  r["optimization"] = optimize_json(
-      optimized, imported ? optimization_shares(*imported, opt.optimize, optimized.lower_bound_bytes)
-                          : std::vector<OptimizationShare>{});
-  r["raw_lower_bound_bytes"] = optimized.raw_lower_bound_bytes;
   int64_t weights = 0;
   for (const auto& t : g.tensors)
     if (t.is_constant) weights += t.bytes();

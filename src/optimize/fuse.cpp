@@ -124,6 +124,7 @@ class Fuser {
     cons_.resize(g_.tensors.size());
     return id;
   }
+  static constexpr int64_t kMaxRecomputedTaps = 256;  // input channels x kernel taps per output
   // Conv/FusedConv (no epilogue inputs) -> MaxPool: one FusedConvMaxPool, so
   // the full-resolution convolution output is never stored (VGG, ResNet and
   // GoogLeNet stems: the peak of the whole model).
@@ -140,6 +141,16 @@ class Fuser {
     if ((conv.op_type != "Conv" && conv.op_type != "FusedConv") || conv.inputs.size() > 3 || conv.outputs.size() != 1)
       return;
     if (conv.get_string("auto_pad", "NOTSET") != "NOTSET" || g_.tensors[x].shape.size() != 4) return;
+    // Overlapping windows (3x3 stride 2) recompute the conv at every window
+    // position, (k/s)^2 = 2.25x its work: cheap for stems over a few input
+    // channels (ResNet, GoogLeNet, SqueezeNet: 3x7x7 or 3x3x3 taps per
+    // output), not for deep convs (GoogLeNet's 64->192 3x3 made the whole
+    // model 1.6x slower on the H100). Non-overlapping windows recompute nothing.
+    const std::vector<int64_t> pk = pool.get_ints("kernel_shape"), ps = pool.get_ints("strides", {1, 1});
+    const bool overlapping = pk.size() != 2 || ps.size() != 2 || pk[0] > ps[0] || pk[1] > ps[1] ||
+                             pool.get_ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1};
+    const Shape& w = g_.tensors[conv.inputs.at(1)].shape;
+    if (overlapping && (w.size() != 4 || w[1] * w[2] * w[3] > kMaxRecomputedTaps)) return;
     Node fused = conv;
     fused.op_type = "FusedConvMaxPool";
     for (const auto& [name, value] : pool.attrs) fused.attrs["pool_" + name] = value;
