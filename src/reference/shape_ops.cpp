@@ -430,7 +430,11 @@ Outputs Range(const OpContext& c) {
     if (d == 0) c.fail("delta must not be 0");
     int64_t n;
     if constexpr (std::is_floating_point_v<T>) {
-      n = int64_t(std::ceil(double(l - s) / double(d)));
+      // NaN or infinite bounds have no element count; huge ones are clamped
+      // here and refused by the allocation limits (a cast would be UB).
+      const double steps = std::ceil((double(l) - double(s)) / double(d));
+      if (std::isnan(steps)) c.fail("start, limit and delta give no element count (NaN)");
+      n = steps <= 0 ? 0 : steps >= 9.0e18 ? int64_t(9.0e18) : int64_t(steps);
     } else {
       const int64_t diff = int64_t(l) - int64_t(s), step = int64_t(d);
       n = diff / step + ((diff % step != 0 && (diff > 0) == (step > 0)) ? 1 : 0);
