@@ -8,17 +8,20 @@
 #   texplan_conv_bench        convolution kernel variants (issue 7)
 #   gpu_optimize.sh           optimizations on/off, guarded buffer/pools/views (issues 5, 4)
 #   gpu_textures.sh           textures against buffers (issue 4)
-#   offload_bench.sh -T       --offload none/clblast/auto (issue 6)
+#   offload_bench.sh -T       --offload none/clblast/auto (issue 6); step offload+torch
+#                             runs it with its own PyTorch runs (defaults and TF32 off),
+#                             so one table holds both; -f tunes CLBlast first
 #   gpu_profile.sh            tune, tuned latency, per-family throughput (issue 7)
 #   gpu_bench.sh -X           PyTorch eager / CUDA graph / memory over the zoo
 #
-#   scripts/device/all.sh [-n RUNS] [-F FUZZ_SECONDS] [-s "STEPS"] [-m "MODELS"]
-#     STEPS: any of export conv optimize textures offload profile torch (default all)
+#   scripts/device/all.sh [-n RUNS] [-F FUZZ_SECONDS] [-f CLBLAST_FRACTION] [-s "STEPS"] [-m "MODELS"]
+#     STEPS: any of export conv optimize textures offload offload+torch profile torch
+#            (default: all but offload+torch)
 set -uo pipefail
-RUNS=30 FUZZ=0 STEPS="export conv optimize textures offload profile torch" MODELS=""
-while getopts "n:F:s:m:h" opt; do
-  case $opt in n) RUNS=$OPTARG ;; F) FUZZ=$OPTARG ;; s) STEPS=$OPTARG ;; m) MODELS=$OPTARG ;;
-    *) sed -n '2,17p' "$0"; exit 2 ;; esac
+RUNS=30 FUZZ=0 FRACTION=0 STEPS="export conv optimize textures offload profile torch" MODELS=""
+while getopts "n:F:f:s:m:h" opt; do
+  case $opt in n) RUNS=$OPTARG ;; F) FUZZ=$OPTARG ;; f) FRACTION=$OPTARG ;; s) STEPS=$OPTARG ;; m) MODELS=$OPTARG ;;
+    *) sed -n '2,20p' "$0"; exit 2 ;; esac
 done
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/out-gpu}
@@ -51,6 +54,8 @@ if has export; then
     # opset 14 on: a model that fails at 13 is tried again at 14.
     sed 's/opset_version=13/opset_version=14/' "$zoo/export.py" >"$zoo/export14.py"
     for n in "${missing[@]}"; do
+      # A machine still warm from an earlier call kept its exports in /tmp.
+      if [[ -f $zoo/$n/$n.onnx.data ]]; then rm -rf ".dev/models/$n"; cp -r "$zoo/$n" ".dev/models/$n"; continue; fi
       if timeout 120 env LD_LIBRARY_PATH="$TEXPLAN_SYSTEM_LD_LIBRARY_PATH" python3 "$zoo/export.py" "$zoo" "$n" >>"$OUT/export_log.txt" 2>&1 ||
          timeout 120 env LD_LIBRARY_PATH="$TEXPLAN_SYSTEM_LD_LIBRARY_PATH" python3 "$zoo/export14.py" "$zoo" "$n" >>"$OUT/export_log.txt" 2>&1; then
         rm -rf ".dev/models/$n"; cp -r "$zoo/$n" ".dev/models/$n"
@@ -63,7 +68,8 @@ models=($MODELS)
 has conv && { stamp conv; timeout 120 .dev/bin/texplan_conv_bench --device gpu --json "$OUT/conv_bench.json" >"$OUT/conv_bench.txt" 2>&1 || echo "conv bench: exit $?"; }
 has optimize && { stamp optimize; timeout 200 scripts/device/gpu_optimize.sh -n "$RUNS" -t 60 "${models[@]}" >/dev/null 2>&1 || echo "optimize: exit $?"; }
 has textures && { stamp textures; timeout 200 scripts/device/gpu_textures.sh -n "$RUNS" -t 60 "${models[@]}" >/dev/null 2>&1 || echo "textures: exit $?"; }
-has offload && { stamp offload; timeout 200 scripts/device/offload_bench.sh -T -n "$RUNS" -t 60 "${models[@]}" >"$OUT/offload_log.txt" 2>&1 || echo "offload: exit $?"; }
+has offload && { stamp offload; timeout 200 scripts/device/offload_bench.sh -T -f "$FRACTION" -n "$RUNS" -t 60 "${models[@]}" >"$OUT/offload_log.txt" 2>&1 || echo "offload: exit $?"; }
+has offload+torch && { stamp offload+torch; timeout 590 scripts/device/offload_bench.sh -f "$FRACTION" -n "$RUNS" -t 60 "${models[@]}" >"$OUT/offload_log.txt" 2>&1 || echo "offload+torch: exit $?"; }
 has profile && { stamp profile; timeout 200 scripts/device/gpu_profile.sh -n "$RUNS" -t 60 "${models[@]}" >/dev/null 2>&1 || echo "profile: exit $?"; }
 has torch && { stamp torch; timeout 200 scripts/device/gpu_bench.sh -X -n "$RUNS" >"$OUT/torch_log.txt" 2>&1 || echo "torch: exit $?"; }
 stamp done

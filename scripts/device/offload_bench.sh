@@ -8,13 +8,15 @@
 #     -n RUNS      timed runs per model and mode (default 50)
 #     -t SECONDS   time limit per texplan call (default 150)
 #     -f FRACTION  first tune CLBlast's GEMM kernels over FRACTION of their search
-#                  space (texplan run --clblast-tune; default 0: CLBlast's own database)
+#                  space, once, on the first model (texplan run --clblast-tune; default 0:
+#                  CLBlast's own database); every run then loads the tuned parameters
 #     -T           skip the torch bench
 #     MODEL ...    default: every model of .dev/models with weights
 #
 # Writes under $OUT (./out-gpu elsewhere): offload.json (per model and mode: the
 # `texplan run --json` report, with rc), tuning.json (the tuning cache: CLBlast's
-# parameters and auto's per-node measurements), torch.json, log.txt.
+# parameters and auto's per-node measurements), torch.json (PyTorch defaults),
+# torch_fp32.json (TF32 off), log.txt.
 # `auto` runs after `none` and `clblast` with the tuning cache of this run: it
 # measures each candidate node once (both ways) and keeps the faster.
 set -euo pipefail
@@ -43,23 +45,36 @@ main() {
   texplan devices || true
   tmp=$(mktemp -d)
   local cache=$OUT/tuning.json
+  if [[ $FRACTION != 0 ]]; then
+    # CLBlast's parameters are per device, not per shape: tune once, before
+    # any timed run, and let every model and mode load them from the cache.
+    echo "== CLBlast tuning over $FRACTION of the search space (texplan run ${models[0]} --clblast-tune)"
+    local t0=$SECONDS
+    timeout 400 texplan run ".dev/models/${models[0]}" --device gpu --offload clblast --tuning-cache "$cache" \
+      --clblast-tune "$FRACTION" --bench 1 || { echo "CLBlast tuning: exit status $?"; failed=1; }
+    echo "CLBlast tuning took $((SECONDS - t0)) s"
+  fi
   for n in "${models[@]}"; do
     for mode in none clblast auto; do
       echo "== texplan run $n --offload $mode"
-      local extra=()
-      if [[ $mode != none && $FRACTION != 0 ]]; then extra=(--clblast-tune "$FRACTION"); fi
       rc=0
       timeout "$LIMIT" texplan run ".dev/models/$n" --device gpu --offload "$mode" --tuning-cache "$cache" \
-        "${extra[@]}" --check --guard --bench "$RUNS" --json "$tmp/$n.$mode.json" || rc=$?
+        --check --guard --bench "$RUNS" --json "$tmp/$n.$mode.json" || rc=$?
       echo "$rc" >"$tmp/$n.$mode.rc"
       ((rc == 0)) || { echo "texplan run $n --offload $mode: exit status $rc"; failed=1; }
     done
   done
   if ((TORCH)); then
-    echo "== torch eager (bench/peers/torch_bench.py)"
-    timeout 400 env LD_LIBRARY_PATH="$TEXPLAN_SYSTEM_LD_LIBRARY_PATH" python3 bench/peers/torch_bench.py \
+    # Twice: PyTorch's defaults (TF32 convolutions) and strict fp32 (TF32 off),
+    # the like-for-like peer of texplan's exact fp32 kernels.
+    echo "== torch eager (bench/peers/torch_bench.py), PyTorch defaults"
+    timeout 300 env LD_LIBRARY_PATH="$TEXPLAN_SYSTEM_LD_LIBRARY_PATH" python3 bench/peers/torch_bench.py \
       --zoo .dev/tools/export_models.py --models .dev/models --runs "$RUNS" --json "$OUT/torch.json" "${models[@]}" ||
       failed=1
+    echo "== torch eager (bench/peers/torch_bench.py), --tf32 off"
+    timeout 300 env LD_LIBRARY_PATH="$TEXPLAN_SYSTEM_LD_LIBRARY_PATH" python3 bench/peers/torch_bench.py --no-graph \
+      --tf32 off --zoo .dev/tools/export_models.py --models .dev/models --runs "$RUNS" --json "$OUT/torch_fp32.json" \
+      "${models[@]}" || failed=1
   fi
   syspython - "$tmp" "$OUT" "${models[@]}" <<'EOF'
 import json, os, sys
@@ -70,9 +85,10 @@ def load(p):
     except ValueError:
         return None
 torch = {r["model"]: r for r in (load(os.path.join(out, "torch.json")) or [])}
+strict = {r["model"]: r for r in (load(os.path.join(out, "torch_fp32.json")) or [])}
 rows = []
 print(f"\n{'model':20} {'none ms':>9} {'clblast':>9} {'auto':>9} {'eager':>9} {'auto/none':>10} {'auto/clb':>9} "
-      f"{'auto/eager':>10} {'offl':>5}  auto vs best  rel_error(auto) guard  act MiB none/clblast")
+      f"{'auto/eager':>10} {'eager fp32':>10} {'auto/fp32':>9} {'offl':>5}  auto vs best  rel_error(auto) guard  act MiB none/clblast")
 for n in names:
     row = {"model": n}
     for mode in ("none", "clblast", "auto"):
@@ -81,6 +97,8 @@ for n in names:
     ms = {m: (row[m]["result"] or {}).get("median_ms") for m in ("none", "clblast", "auto")}
     eager = torch.get(n, {}).get("median_ms")
     row["eager_ms"] = eager
+    eager32 = strict.get(n, {}).get("median_ms")
+    row["eager_fp32_ms"] = eager32
     rows.append(row)
     f = lambda v: f"{v:9.3f}" if v else "      n/a"
     r = lambda a, b: f"{a / b:10.2f}" if a and b else "       n/a"
@@ -89,7 +107,7 @@ for n in names:
     auto = row["auto"]["result"] or {}
     act = lambda m: (row[m]["result"] or {}).get("activation_bytes", 0) / 2**20
     print(f"{n:20} {f(ms['none'])} {f(ms['clblast'])} {f(ms['auto'])} {f(eager)} {r(ms['auto'], ms['none'])} "
-          f"{r(ms['auto'], ms['clblast'])[1:]} {r(ms['auto'], eager)} {len(auto.get('offloaded_nodes', [])):5}  "
+          f"{r(ms['auto'], ms['clblast'])[1:]} {r(ms['auto'], eager)} {f(eager32)} {r(ms['auto'], eager32)[1:]} {len(auto.get('offloaded_nodes', [])):5}  "
           f"{verdict:12} {auto.get('rel_error', float('nan')):.2e}       {auto.get('guard_violations', 'n/a')}     "
           f"{act('none'):.2f}/{act('clblast'):.2f}")
 json.dump(rows, open(os.path.join(out, "offload.json"), "w"), indent=2)
