@@ -12,16 +12,18 @@
 #                             runs it with its own PyTorch runs (defaults and TF32 off),
 #                             so one table holds both; -f tunes CLBlast first
 #   gpu_profile.sh            tune, tuned latency, per-family throughput (issue 7)
+#   tf32 step                 texplan run --precision tf32 (tensor cores) per model (issue 7)
 #   gpu_bench.sh -X           PyTorch eager / CUDA graph / memory over the zoo
+# and last scripts/device/summary.py: one speed table from all of them (summary.md).
 #
 #   scripts/device/all.sh [-n RUNS] [-F FUZZ_SECONDS] [-f CLBLAST_FRACTION] [-s "STEPS"] [-m "MODELS"]
-#     STEPS: any of export conv optimize textures offload offload+torch profile torch
+#     STEPS: any of export conv optimize textures offload offload+torch tf32 profile torch
 #            (default: all but offload+torch)
 set -uo pipefail
-RUNS=30 FUZZ=0 FRACTION=0 STEPS="export conv optimize textures offload profile torch" MODELS=""
+RUNS=30 FUZZ=0 FRACTION=0 STEPS="export conv optimize textures offload tf32 profile torch" MODELS=""
 while getopts "n:F:f:s:m:h" opt; do
   case $opt in n) RUNS=$OPTARG ;; F) FUZZ=$OPTARG ;; f) FRACTION=$OPTARG ;; s) STEPS=$OPTARG ;; m) MODELS=$OPTARG ;;
-    *) sed -n '2,20p' "$0"; exit 2 ;; esac
+    *) sed -n '2,21p' "$0"; exit 2 ;; esac
 done
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/out-gpu}
@@ -70,7 +72,20 @@ has optimize && { stamp optimize; timeout 200 scripts/device/gpu_optimize.sh -n 
 has textures && { stamp textures; timeout 200 scripts/device/gpu_textures.sh -n "$RUNS" -t 60 "${models[@]}" >/dev/null 2>&1 || echo "textures: exit $?"; }
 has offload && { stamp offload; timeout 200 scripts/device/offload_bench.sh -T -f "$FRACTION" -n "$RUNS" -t 60 "${models[@]}" >"$OUT/offload_log.txt" 2>&1 || echo "offload: exit $?"; }
 has offload+torch && { stamp offload+torch; timeout 590 scripts/device/offload_bench.sh -f "$FRACTION" -n "$RUNS" -t 60 "${models[@]}" >"$OUT/offload_log.txt" 2>&1 || echo "offload+torch: exit $?"; }
+if has tf32; then
+  stamp tf32
+  mkdir -p "$OUT/tf32"
+  tf_models=("${models[@]}")
+  if ((${#tf_models[@]} == 0)); then
+    for d in .dev/models/*/; do n=$(basename "$d"); [[ -f $d/$n.onnx.data ]] && tf_models+=("$n"); done
+  fi
+  for n in "${tf_models[@]}"; do
+    timeout 60 texplan run ".dev/models/$n" --device gpu --precision tf32 --check --bench "$RUNS" \
+      --json "$OUT/tf32/$n.json" >>"$OUT/tf32_log.txt" 2>&1 || echo "tf32 $n: exit $?"
+  done
+fi
 has profile && { stamp profile; timeout 200 scripts/device/gpu_profile.sh -n "$RUNS" -t 60 "${models[@]}" >/dev/null 2>&1 || echo "profile: exit $?"; }
 has torch && { stamp torch; timeout 200 scripts/device/gpu_bench.sh -X -n "$RUNS" >"$OUT/torch_log.txt" 2>&1 || echo "torch: exit $?"; }
 stamp done
+[[ -d $OUT/optimize ]] && syspython scripts/device/summary.py "$OUT" | tee "$OUT/summary.md"
 if [[ -n ${FUZZ_PID:-} ]]; then stamp "waiting for the fuzz burst"; wait "$FUZZ_PID"; tail -12 "$OUT/fuzz_log.txt"; fi
