@@ -109,6 +109,7 @@ DeviceInfo describe(cl_device_id d, int index) {
            : type & CL_DEVICE_TYPE_ACCELERATOR ? "accelerator"
                                                : "other";
   i.compute_units = int(device_value<cl_uint>(d, CL_DEVICE_MAX_COMPUTE_UNITS));
+  i.local_mem_bytes = int64_t(device_value<cl_ulong>(d, CL_DEVICE_LOCAL_MEM_SIZE));
   std::istringstream ext(device_string(d, CL_DEVICE_EXTENSIONS));
   for (std::string e; ext >> e;) i.extensions.push_back(e);
   auto has = [&](const std::string& e) {

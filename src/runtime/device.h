@@ -23,6 +23,7 @@ struct DeviceInfo {
   std::string platform, name, vendor, version, driver;
   std::string type;  // "gpu", "cpu", "accelerator", "other"
   int compute_units = 0;
+  int64_t local_mem_bytes = 0;  // per work-group (CL_DEVICE_LOCAL_MEM_SIZE)
   std::vector<std::string> extensions;
   plan::DeviceProfile profile;
 };

@@ -127,6 +127,7 @@ class NodeBuilder {
   TensorArg arg_out(int i) const { return arg(node.outputs.at(i)); }
 
   int compute_units() const { return dev_.info().compute_units; }
+  int64_t local_mem_bytes() const { return dev_.info().local_mem_bytes; }
   const std::string& device_type() const { return dev_.info().type; }  // "gpu", "cpu", ...
 
   // Prepares kernel `name` from src/kernels/`src.file` with `args`
@@ -200,6 +201,13 @@ std::vector<std::string> conv_tile_variants();
 // the choice by shape and device. Throws Error on an unknown name.
 void force_conv_variant(const std::string& variant);
 bool gpu_kernels_forced();
+// FusedConvMaxPool with overlapping windows: "direct" (conv2d_maxpool, one
+// work-item per pooled output) or "tiled:<tile>" (conv2d_maxpool_tiled with
+// that tile, the direct kernel where it does not fit local memory), for
+// measurements and tests; "" restores the choice by shape (and tuning cache).
+// Throws Error on an unknown name.
+std::vector<std::string> conv_maxpool_variants();
+void force_conv_maxpool_variant(const std::string& variant);
 
 // Prepares the launches of one node. Returns false when no kernel covers the
 // node (op, attributes or types): the caller runs it on the CPU instead.
