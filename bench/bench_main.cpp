@@ -98,9 +98,11 @@ json planning_time(const plan::DeviceProfile& dev, int64_t max_n) {
 
 struct Latency {
   double median_ms = 0, min_ms = 0, rel_error = 0;
+  std::string precision;  // what the session used (tf32 only where the device has tensor cores)
 };
 
 runtime::TuningCache* kernel_choices = nullptr;  // --tuning-cache: what texplan tune measured
+runtime::Precision precision = runtime::Precision::Fp32;  // --precision
 
 Latency time_texplan(const fs::path& dir, const std::string& device, int runs) {
   Graph g = import_onnx(dir.string(), {.load_weights = true});
@@ -111,9 +113,12 @@ Latency time_texplan(const fs::path& dir, const std::string& device, int runs) {
   const auto& profile = dev->info().profile;
   PlanInput pin = make_usage_records(g);
   plan::MemoryPlan plan = plan::plan_memory(pin.records, profile, "best");
-  runtime::Session s(g, pin, plan, dev);
+  runtime::SessionOptions so;
+  so.precision = precision;
+  runtime::Session s(g, pin, plan, dev, so);
   HostTensor in = load_tensor_pb((dir / "test_data_set_0" / "input_0.pb").string());
   Latency l;
+  l.precision = runtime::precision_name(s.precision());
   l.rel_error = cli::relative_error(s.run({in})[0], load_tensor_pb((dir / "test_data_set_0" / "output_0.pb").string()));
   s.run({in});
   std::vector<double> ms;
@@ -150,7 +155,8 @@ json latency_vs_onnxruntime(const std::string& models, const std::string& device
   } else {
     std::cout << "\n(onnxruntime peer not installed: cd bench/peers && npm install)\n";
   }
-  std::cout << "\nLatency on " << device << " against onnxruntime CPU (" << threads
+  std::cout << "\nLatency on " << device << " (" << runtime::precision_name(precision) << " requested)"
+            << " against onnxruntime CPU (" << threads
             << " threads, as many as PoCL uses), median of " << runs << " runs\n";
   std::cout << std::left << std::setw(20) << "model" << std::right << std::setw(14) << "texplan ms" << std::setw(14)
             << "ort ms" << std::setw(16) << "texplan/ort" << std::setw(14) << "rel error" << "\n";
@@ -163,6 +169,7 @@ json latency_vs_onnxruntime(const std::string& models, const std::string& device
       r["texplan_median_ms"] = l.median_ms;
       r["texplan_min_ms"] = l.min_ms;
       r["rel_error"] = l.rel_error;
+      r["precision"] = l.precision;
     } catch (const std::exception& e) {
       r["error"] = e.what();
     }
@@ -242,8 +249,16 @@ int main(int argc, char** argv) {
   app.add_option("--kernels", kernels, "gpu: texplan's GPU kernels on every device, PoCL's CPU kernels off (a before/after)");
   app.add_option("--tuning-cache", tuning_cache, "kernel choices measured by texplan tune");
   app.add_flag("--latency-only", latency_only, "only the latency table");
+  std::string precision_arg = "fp32";
+  app.add_option("--precision", precision_arg, "fp32 (exact) or tf32 (tensor cores on NVIDIA GPUs; fp32 elsewhere)")
+      ->check(CLI::IsMember({"fp32", "tf32"}))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
+    precision = runtime::parse_precision(precision_arg);
+    if (precision == runtime::Precision::Tf32 && !no_latency && !runtime::tf32_supported(*runtime::open_device(device)))
+      std::cerr << "texplan_bench: warning: --precision tf32 needs an NVIDIA GPU with tensor cores; " << device
+                << " runs exact fp32\n";
     if (!kernels.empty()) runtime::force_conv_variant(kernels);
     std::unique_ptr<runtime::TuningCache> cache;
     if (!tuning_cache.empty()) kernel_choices = (cache = std::make_unique<runtime::TuningCache>(tuning_cache)).get();

@@ -2,6 +2,9 @@
 // time, each timed with every kernel variant (runtime/ops.h
 // conv_tile_variants) and with the variant the lowering chooses by itself
 // ("auto"), as GFLOP/s and as a ratio to the best variant of that shape.
+// The tf32 variants (--precision tf32: tensor cores, runtime/ops_mma.h) are
+// "tf32" (tiles chosen by shape) and "tf32:<tiles>"; every variant's maximum
+// error relative to "auto" (exact fp32) is printed beside it.
 // One call on the GPU machine answers which tiles win where:
 //
 //   texplan_conv_bench --device gpu --reps 20 --json conv_bench.json
@@ -23,6 +26,7 @@
 #include "optimize/usage.h"
 #include "plan/memory_plan.h"
 #include "runtime/ops.h"
+#include "runtime/ops_mma.h"
 #include "runtime/session.h"
 
 using namespace texplan;
@@ -141,17 +145,17 @@ double flops(const ConvShape& c) {
 }
 
 // Median device ms of the node over `reps` runs, after a warm-up; the first
-// output's checksum so variants can be compared for agreement.
+// output so variants can be compared for agreement.
 double time_node(const Graph& g, const std::vector<HostTensor>& feeds, std::shared_ptr<runtime::Device> dev, int reps,
-                 double& checksum) {
+                 std::vector<float>& output, runtime::Precision precision) {
   PlanInput pin = make_usage_records(g);
   plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
   runtime::SessionOptions opt;
   opt.profile = true;
+  opt.precision = precision;
   runtime::Session s(g, pin, plan, dev, opt);
-  std::vector<HostTensor> out = s.run(feeds);
-  checksum = 0;
-  for (float v : out[0].as_float()) checksum += double(v);
+  if (s.precision() != precision) throw Error("this device has no tf32 tensor cores");
+  output = s.run(feeds)[0].as_float();
   std::vector<double> ms;
   for (int r = 0; r < reps; ++r) {
     s.run(feeds);
@@ -196,6 +200,8 @@ int main(int argc, char** argv) {
     }
   }
   std::vector<std::string> variants = runtime::conv_tile_variants();
+  variants.push_back("tf32");
+  for (const std::string& t : runtime::mma_tile_variants()) variants.push_back("tf32:" + t);
   if (list) {
     for (const auto& v : variants) std::cout << v << "\n";
     return 0;
@@ -218,16 +224,20 @@ int main(int argc, char** argv) {
       // Depthwise has one kernel: time it once (auto); the others per variant.
       std::vector<std::string> names = {"auto"};
       if (!depthwise) names.insert(names.end(), variants.begin(), variants.end());
-      std::vector<double> ms(names.size(), NAN), sums(names.size(), NAN);
+      std::vector<double> ms(names.size(), NAN);
+      std::vector<std::vector<float>> outs(names.size());
       for (size_t v = 0; v < names.size(); ++v) {
         try {
-          runtime::force_conv_variant(names[v] == "auto" ? "" : names[v]);
-          ms[v] = time_node(g, feeds, dev, reps, sums[v]);
+          const bool tf32 = names[v].rfind("tf32", 0) == 0;
+          runtime::force_conv_variant(names[v] == "auto" || tf32 ? "" : names[v]);
+          runtime::force_mma_variant(names[v].rfind("tf32:", 0) == 0 ? names[v].substr(5) : "");
+          ms[v] = time_node(g, feeds, dev, reps, outs[v], tf32 ? runtime::Precision::Tf32 : runtime::Precision::Fp32);
         } catch (const Error& e) {
           std::cerr << c.name << " / " << names[v] << ": " << e.what() << "\n";
         }
       }
       runtime::force_conv_variant("");
+      runtime::force_mma_variant("");
       double best = INFINITY;
       for (double m : ms)
         if (m > 0) best = std::min(best, m);
@@ -236,13 +246,20 @@ int main(int argc, char** argv) {
       for (size_t v = 0; v < names.size(); ++v) {
         if (!(ms[v] > 0)) continue;
         double gflops = flops(c) / (ms[v] * 1e6);
-        // Variants must agree: the checksum of Y relative to "auto".
-        double dev_sum = std::fabs(sums[v] - sums[0]) / std::max(1.0, std::fabs(sums[0]));
-        std::cout << "  " << std::left << std::setw(14) << names[v] << std::right << std::setw(10)
+        // Variants must agree: max |Y - Y(auto)| over max |Y(auto)| (tf32: about 1e-3).
+        double num = 0, den = 0;
+        for (size_t i = 0; i < outs[0].size() && i < outs[v].size(); ++i) {
+          num = std::max(num, std::fabs(double(outs[v][i]) - double(outs[0][i])));
+          den = std::max(den, std::fabs(double(outs[0][i])));
+        }
+        const double err = outs[v].size() == outs[0].size() ? num / std::max(den, 1e-30) : INFINITY;
+        const bool tf32 = names[v].rfind("tf32", 0) == 0;
+        std::cout << "  " << std::left << std::setw(18) << names[v] << std::right << std::setw(10)
                   << std::setprecision(4) << ms[v] << " ms" << std::setw(10) << std::setprecision(1) << gflops
-                  << " GFLOP/s" << std::setw(8) << std::setprecision(2) << best / ms[v]
-                  << (ms[v] == best ? "  best" : "") << (dev_sum > 1e-3 ? "  CHECKSUM DIFFERS" : "") << "\n";
-        row["variants"][names[v]] = {{"ms", ms[v]}, {"gflops", gflops}, {"ratio_to_best", best / ms[v]}};
+                  << " GFLOP/s" << std::setw(8) << std::setprecision(2) << best / ms[v] << std::scientific
+                  << std::setw(11) << std::setprecision(2) << err << std::fixed << (ms[v] == best ? "  best" : "")
+                  << (!(err <= (tf32 ? 1e-2 : 1e-4)) ? "  DIFFERS" : "") << "\n";
+        row["variants"][names[v]] = {{"ms", ms[v]}, {"gflops", gflops}, {"ratio_to_best", best / ms[v]}, {"rel_error", err}};
       }
       rows.push_back(row);
     }

@@ -65,7 +65,8 @@ struct RunArgs {
   bool check = false;
   bool guard = false;
   int bench = 0;
-  double tolerance = 1e-4;
+  double tolerance = -1;  // negative: by precision, 1e-4 for fp32, 1e-2 for tf32 (docs/precision.md)
+  std::string precision = "fp32";  // fp32 | tf32 (runtime::Precision)
   std::string json_path;
   std::string output_dir;  // writes output_N.pb there
   bool profile = false;    // per-node device times (cli/profile_report.h)

@@ -49,7 +49,13 @@ void add_run_options(CLI::App& app, RunArgs& a) {
       ->check(CLI::IsMember({"none", "auto", "pools", "views"}))
       ->capture_default_str();
   app.add_flag("--check", a.check, "compare with test_data_set_0/output_*.pb; exit 2 above --tolerance");
-  app.add_option("--tolerance", a.tolerance, "largest relative error --check accepts")->capture_default_str();
+  app.add_option("--tolerance", a.tolerance,
+                 "largest relative error --check accepts (default 1e-4 with fp32, 1e-2 with tf32)");
+  app.add_option("--precision", a.precision,
+                 "fp32: exact; tf32: Conv/Gemm/MatMul on tensor cores with inputs rounded to tf32 (NVIDIA GPUs, "
+                 "opt-in: relative errors near 1e-3; elsewhere fp32 with a warning)")
+      ->check(CLI::IsMember({"fp32", "tf32"}))
+      ->capture_default_str();
   app.add_flag("--guard", a.guard, "poison pools and check after every node that live tensors stay intact");
   app.add_option("--bench", a.bench, "time N runs after warm-up");
   app.add_option("--json", a.json_path, "write the report as JSON");
@@ -101,8 +107,9 @@ Timing time_runs(int n, F&& run_once) {
 // profiling events; the median run of three). With --bench only: 4 more runs.
 json time_partitions(const Graph& g, const PlanInput& pin, const plan::MemoryPlan& plan,
                      std::shared_ptr<runtime::Device> device, std::shared_ptr<offload::Offloader> offloader,
-                     const std::vector<HostTensor>& inputs) {
+                     const std::vector<HostTensor>& inputs, runtime::Precision precision) {
   runtime::SessionOptions o;
+  o.precision = precision;
   o.profile = true;
   o.offload = offloader;
   runtime::Session s(g, pin, plan, device, o);
@@ -150,6 +157,14 @@ int run_command(const RunArgs& a) {
     device = runtime::open_device(a.device);
     profile = device->info().profile;
   }
+  // Tf32 only where the device has tensor cores; elsewhere exact fp32, said once.
+  runtime::Precision precision = runtime::parse_precision(a.precision);
+  if (precision == runtime::Precision::Tf32 && (!device || !runtime::tf32_supported(*device))) {
+    std::cerr << "texplan: warning: --precision tf32 needs an NVIDIA GPU with tensor cores (compute capability 8.0+); "
+              << (device ? device->info().name : std::string("the reference executor")) << " runs exact fp32\n";
+    precision = runtime::Precision::Fp32;
+  }
+  const double tolerance = a.tolerance >= 0 ? a.tolerance : precision == runtime::Precision::Tf32 ? 1e-2 : 1e-4;
   const OptimizeReport optimized =
       optimize(g, runtime::runnable(a.optimize, on_cpu ? "cpu-executor" : device->info().type));
   verbose_log() << g.model_name << ": optimized to " << g.nodes.size() << " nodes in " << since() << "\n";
@@ -196,6 +211,7 @@ int run_command(const RunArgs& a) {
     {
       runtime::SessionOptions mo;
       mo.offload = offloader;
+      mo.precision = precision;
       runtime::Session measure(g, pin, plan, device, mo);
     }
     pin = make_usage_records(g, uo);
@@ -242,6 +258,7 @@ int run_command(const RunArgs& a) {
   } else {
     runtime::SessionOptions so;
     so.offload = offloader;
+    so.precision = precision;
     runtime::Session session(g, pin, plan, device, so);
     tuning_progress.reset();
     verbose_log() << "session on " << device->info().name << " (pools allocated, weights uploaded, kernels built) in "
@@ -258,6 +275,7 @@ int run_command(const RunArgs& a) {
       runtime::SessionOptions po;
       po.profile = true;
       po.offload = offloader;
+      po.precision = precision;
       runtime::Session profiled(g, pin, plan, device, po);
       profiled.run(inputs);  // warm-up
       std::vector<std::vector<runtime::NodeTime>> runs;
@@ -267,11 +285,12 @@ int run_command(const RunArgs& a) {
       }
       report["profile"] = profile_report(runs, runtime::measure_ceilings(*device));
     }
-    if (offloader && a.bench > 0) partition_ms = time_partitions(g, pin, plan, device, offloader, inputs);
+    if (offloader && a.bench > 0) partition_ms = time_partitions(g, pin, plan, device, offloader, inputs, precision);
     if (a.guard) {
       runtime::SessionOptions go;
       go.guard = true;
       go.offload = offloader;
+      go.precision = precision;
       runtime::Session guarded(g, pin, plan, device, go);
       guarded.run(inputs);
       for (const auto& v : guarded.guard_violations()) {
@@ -281,6 +300,7 @@ int run_command(const RunArgs& a) {
       report["guard_violations"] = guard_violations;
     }
   }
+  report["precision"] = runtime::precision_name(precision);
   report["optimization"] = optimize_json(optimized, {});
   report["raw_lower_bound_bytes"] = optimized.raw_lower_bound_bytes;
   if (tuning)
@@ -310,6 +330,7 @@ int run_command(const RunArgs& a) {
     for (size_t i = 0; i < refs.size() && i < outputs.size(); ++i)
       rel_error = std::max(rel_error, relative_error(outputs[i], load_tensor_pb(refs[i])));
     report["rel_error"] = rel_error;
+    report["tolerance"] = tolerance;
   }
   if (a.bench > 0) {
     report["median_ms"] = timing.median_ms;
@@ -319,6 +340,9 @@ int run_command(const RunArgs& a) {
 
   std::cout << "model       " << g.model_name << " (" << g.nodes.size() << " nodes)\n";
   std::cout << "device      " << report["device"].get<std::string>() << "\n";
+  std::cout << "precision   " << runtime::precision_name(precision)
+            << (precision == runtime::Precision::Tf32 ? " (Conv/Gemm/MatMul inputs rounded to tf32, fp32 sums)" : " (exact)")
+            << "\n";
   std::cout << "activations " << human_bytes(activation_bytes) << " allocated (" << activation_bytes
             << " B), lower bound " << human_bytes(lower_bound) << " (" << std::fixed << std::setprecision(3)
             << (lower_bound ? double(activation_bytes) / double(lower_bound) : 1.0) << "x), strategy " << strategy
@@ -344,7 +368,9 @@ int run_command(const RunArgs& a) {
   if (a.bench > 0)
     std::cout << "latency     median " << std::setprecision(3) << timing.median_ms << " ms, min " << timing.min_ms
               << " ms over " << a.bench << " runs\n";
-  if (a.check) std::cout << "rel error   " << std::scientific << std::setprecision(2) << rel_error << "\n";
+  if (a.check)
+    std::cout << "rel error   " << std::scientific << std::setprecision(2) << rel_error << " (tolerance " << tolerance
+              << ", " << runtime::precision_name(precision) << ")\n";
   if (a.guard) std::cout << "guard       " << (guard_violations ? "VIOLATIONS" : "clean") << "\n";
   if (tuning)
     std::cout << "tuning      " << tuning->stats().searched << " node shape(s) measured, " << tuning->stats().cached
@@ -356,8 +382,8 @@ int run_command(const RunArgs& a) {
     f << report.dump(1) << "\n";
   }
   if (guard_violations) return 4;
-  if (a.check && !(rel_error <= a.tolerance)) {
-    std::cerr << "texplan: error: " << g.model_name << ": relative error " << rel_error << " exceeds " << a.tolerance
+  if (a.check && !(rel_error <= tolerance)) {
+    std::cerr << "texplan: error: " << g.model_name << ": relative error " << rel_error << " exceeds " << tolerance
               << "\n";
     return 2;
   }

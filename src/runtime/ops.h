@@ -129,6 +129,10 @@ class NodeBuilder {
   int compute_units() const { return dev_.info().compute_units; }
   int64_t local_mem_bytes() const { return dev_.info().local_mem_bytes; }
   const std::string& device_type() const { return dev_.info().type; }  // "gpu", "cpu", ...
+  const Device& device() const { return dev_; }
+  // Matrix products (conv, GEMM) may round inputs to tf32 on tensor cores
+  // (SessionOptions::precision; set only where the device has them): ops_mma.h.
+  bool tf32 = false;
 
   // Prepares kernel `name` from src/kernels/`src.file` with `args`
   // (TensorArg, int, float, Dims) for the given range.

@@ -3,6 +3,7 @@
 #include "runtime/epilogue_cl.h"
 #include "runtime/ops.h"
 #include "runtime/ops_cpu.h"
+#include "runtime/ops_mma.h"
 #include "runtime/tuning.h"
 
 namespace texplan::runtime {
@@ -197,6 +198,7 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
     tail.append_args(b);
     return;
   }
+  if (launch_gemm_mma(b, A, B, C, Y, g, tail)) return;  // --precision tf32
   auto emit = [&](const Tiles& t) {
     Range r = group_range({size_t(ceil_div(g.N, t.tn())), size_t(ceil_div(g.M, t.tm())), size_t(nb)}, {16, 16, 1});
     b.launch(gemm_source(t, tail), "gemm", r, A, B, C, Y, i32(g.M), i32(g.N), i32(g.K), i32(g.a_sm), i32(g.a_sk),
@@ -267,6 +269,7 @@ bool lower_conv(NodeBuilder& b, const FusedTail& tail) {
     launch_gemm(b, b.arg_in(1), b.arg_in(0), bias, b.arg_out(0), a, tail);
     return true;
   }
+  if (launch_conv_mma(b, g, has_bias, bias, tail)) return true;  // --precision tf32
   auto emit = [&](const Tiles& t) {
     Range r = group_range(
         {size_t(ceil_div(g.OH * g.OW, t.tn())), size_t(ceil_div(OCg, t.tm())), size_t(g.N * g.groups)}, {16, 16, 1});
@@ -311,6 +314,7 @@ bool lower_fused_conv_maxpool(NodeBuilder& b) {
   if (g.N * g.OC * PH * PW == 0) return true;
   const bool pairs = pk == std::vector<int64_t>{2, 2} && ps == std::vector<int64_t>{2, 2} &&
                      pp == std::vector<int64_t>{0, 0, 0, 0} && pd == std::vector<int64_t>{1, 1};
+  if (pairs && launch_conv_mma(b, g, has_bias, bias, tail, PH, PW)) return true;  // --precision tf32
   if (pairs && (b.device_type() == "gpu" || gpu_kernels_forced())) {
     const Tiles* t = forced().tiles;
     if (!t || !t->vec) {  // the heuristic's tiles, in their float4 form

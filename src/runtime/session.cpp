@@ -58,6 +58,7 @@ struct Session::Impl {
   std::shared_ptr<Device> dev;
   cl_command_queue q = nullptr;  // the device's queue, or its profiling queue
   SessionOptions opt;
+  Precision precision = Precision::Fp32;  // what the matrix products use
   Graph graph;  // metadata, plus the values of constants the CPU steps and outputs read
   PlanInput pin;
   plan::MemoryPlan plan;
@@ -293,6 +294,7 @@ struct Session::Impl {
       if (all_constant || all_alias || node.get_int("texplan_elided", 0) == 1) continue;  // elided: inputs are views
       try {
         NodeBuilder b(*dev, g, node, [&](int t) { return locate(g, t); });
+        b.tf32 = precision == Precision::Tf32;
         b.set_images(
             [&](int t) {
               return image(t, std::find(node.outputs.begin(), node.outputs.end(), t) != node.outputs.end());
@@ -510,6 +512,7 @@ Session::Session(const Graph& g, const PlanInput& pin, const plan::MemoryPlan& p
   Impl& m = *impl_;
   m.dev = std::move(device);
   m.opt = options;
+  m.precision = options.precision == Precision::Tf32 && tf32_supported(*m.dev) ? Precision::Tf32 : Precision::Fp32;
   m.q = options.profile ? m.dev->profiling_queue() : m.dev->queue();
   m.graph.model_name = g.model_name;
   m.pin = pin;
@@ -527,6 +530,16 @@ Session::Session(const Graph& g, const PlanInput& pin, const plan::MemoryPlan& p
 }
 
 Session::~Session() = default;
+
+Precision Session::precision() const { return impl_->precision; }
+
+Precision parse_precision(const std::string& s) {
+  if (s == "fp32") return Precision::Fp32;
+  if (s == "tf32") return Precision::Tf32;
+  throw Error("unknown precision '" + s + "': fp32 or tf32");
+}
+
+const char* precision_name(Precision p) { return p == Precision::Tf32 ? "tf32" : "fp32"; }
 
 std::vector<HostTensor> Session::run(const std::vector<HostTensor>& inputs) {
   Impl& m = *impl_;

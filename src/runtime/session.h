@@ -31,6 +31,17 @@ namespace texplan::runtime {
 
 class Offloader;  // runtime/offload_hook.h
 
+// Arithmetic of the matrix products (Conv, Gemm, MatMul and their fusions).
+enum class Precision {
+  Fp32,  // exact fp32 (the default)
+  Tf32,  // inputs rounded to tf32 (10-bit mantissa) on tensor cores, fp32 sums: NVIDIA GPUs
+         // of compute capability 8.0+ only (runtime/ops_mma.h), exact fp32 elsewhere
+};
+Precision parse_precision(const std::string& s);  // "fp32" | "tf32"; throws Error
+const char* precision_name(Precision p);
+// Whether `dev` runs Precision::Tf32 (else a session asking for it runs fp32).
+bool tf32_supported(const Device& dev);
+
 struct SessionOptions {
   // Proves the plan while running: pools start poisoned (NaN bytes), and
   // after every node the bytes of every live tensor that node did not write
@@ -44,6 +55,9 @@ struct SessionOptions {
   // Runs the nodes it takes in a library (src/offload), in this session's
   // pools and queue; null: texplan's kernels run every node.
   std::shared_ptr<Offloader> offload;
+  // Tf32: opt-in, lower precision (docs/precision.md); precision() says
+  // what the session uses.
+  Precision precision = Precision::Fp32;
 };
 
 struct NodeTime {
@@ -90,6 +104,7 @@ class Session {
   const std::vector<GuardViolation>& guard_violations() const;  // of the last run, guard mode only
   const std::vector<NodeTime>& node_times() const;              // of the last run, profile mode only
   const Device& device() const;
+  Precision precision() const;  // options.precision where the device supports it, else Fp32
 
  private:
   struct Impl;

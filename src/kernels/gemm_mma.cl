@@ -1,0 +1,304 @@
+// TF32 tensor-core variants of gemm.cl's `gemm` and `conv2d_gemm` (same
+// arguments, same epilogue hook, same -DPOOL2 form): opt-in through
+// --precision tf32 (docs/precision.md), NVIDIA GPUs only. Inputs are rounded
+// to tf32 (10-bit mantissa, cvt.rna) where they are staged in local memory;
+// products accumulate in fp32 on the tensor cores (mma.sync m16n8k8).
+//
+// A work-group of NT = (BM/WM) x (BN/WN) warps x 32 work-items (dimension 0;
+// a warp is 32 consecutive work-items, as NVIDIA's OpenCL runs them) computes
+// a BM x BN block of Y; each warp a WM x WN sub-block as (WM/16) x (WN/8)
+// m16n8k8 fragments. K advances in slices of BK = 32 staged in local memory
+// (the next slice's global values are loaded into registers while the
+// current one is multiplied, as in gemm.cl).
+//
+// Local layouts (fragment loads conflict-free): As[m][k'] with a row stride
+// of BK + 8 words and k permuted inside each group of 8 so that the taps t
+// and t+4 a lane needs are neighbours (one 64-bit load for a0/a2 and one for
+// a1/a3); Bs[k][n] with a row stride of BN + 8.
+//
+// TEXPLAN_PTX (set for NVIDIA devices only) selects the inline PTX. Without
+// it the same kernels run on any OpenCL device with the mma emulated through
+// local memory (slow; tests check the fragment layouts on PoCL with it).
+#ifndef EPI
+#define EPI(v, i) (v)
+#define EPI_PARAMS
+#endif
+#ifndef BM
+#define BM 128
+#endif
+#ifndef BN
+#define BN 128
+#endif
+#ifndef WM
+#define WM 64
+#endif
+#ifndef WN
+#define WN 32
+#endif
+#define BK 32
+#define NT ((BM / WM) * (BN / WN) * 32)
+#define FM (WM / 16)
+#define FN (WN / 8)
+#define SA (BK + 8)
+#define SB (BN + 8)
+#define A_PER (BM * BK / NT)  // A elements each work-item stages per slice
+#define B_PER (BK * BN / NT)
+
+// Position of tap k of a slice inside its As row.
+#define KPOS(k) (((k) & ~7) | (((k) & 3) << 1) | (((k) >> 2) & 1))
+
+#ifdef TEXPLAN_PTX
+inline uint to_tf32(float x) {
+  uint u;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(u) : "f"(x));
+  return u;
+}
+#define MMA_SCRATCH
+#define MMA(d, a, b)                                                                                         \
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, " \
+               "{%0,%1,%2,%3};"                                                                              \
+               : "+f"((d)[0]), "+f"((d)[1]), "+f"((d)[2]), "+f"((d)[3])                                     \
+               : "r"((a)[0]), "r"((a)[1]), "r"((a)[2]), "r"((a)[3]), "r"((b)[0]), "r"((b)[1]))
+#else
+// Round to nearest, ties away from zero, keeping 10 mantissa bits (cvt.rna).
+inline uint to_tf32(float x) {
+  uint u = as_uint(x);
+  return isfinite(x) ? (u + 0x1000u) & 0xffffe000u : u;
+}
+// One warp's m16n8k8 from the fragments its 32 lanes hold (PTX ISA layout):
+// every lane publishes its registers, then computes its four outputs. Called
+// in uniform control flow only (it has barriers).
+#define MMA_SCRATCH __local uint mma_scratch[NT * 6];
+inline void mma_emulated(float* d, const uint* a, const uint* b, __local uint* scratch, int lid) {
+  __local uint* warp = scratch + (lid & ~31) * 6;
+  const int lane = lid & 31, g = lane >> 2, t = lane & 3;
+  for (int r = 0; r < 4; ++r) warp[lane * 6 + r] = a[r];
+  warp[lane * 6 + 4] = b[0];
+  warp[lane * 6 + 5] = b[1];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int o = 0; o < 4; ++o) {
+    const int row = g + 8 * (o >> 1), col = 2 * t + (o & 1);
+    float s = d[o];
+    for (int k = 0; k < 8; ++k) {
+      // A(row, k): lane (row % 8) * 4 + k % 4, register a0 a1 a2 a3 = (g,t) (g+8,t) (g,t+4) (g+8,t+4).
+      float av = as_float(warp[((row & 7) * 4 + (k & 3)) * 6 + (row >> 3) + 2 * (k >> 2)]);
+      // B(k, col): lane col * 4 + k % 4, register b0 b1 = (t, g) (t+4, g).
+      float bv = as_float(warp[(col * 4 + (k & 3)) * 6 + 4 + (k >> 2)]);
+      s += av * bv;
+    }
+    d[o] = s;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+}
+#define MMA(d, a, b) mma_emulated(d, a, b, mma_scratch, lid)
+#endif
+
+#define MMA_LOCALS                                                   \
+  __local uint As[BM * SA];                                          \
+  __local uint Bs[BK * SB];                                          \
+  MMA_SCRATCH                                                        \
+  const int lid = get_local_id(0);                                   \
+  const int lane = lid & 31, warp = lid >> 5;                        \
+  const int fg = lane >> 2, ft = lane & 3; /* fragment group, tid */ \
+  const int wm0 = (warp / (BN / WN)) * WM, wn0 = (warp % (BN / WN)) * WN;  \
+  const int n0 = get_group_id(0) * BN, m0 = get_group_id(1) * BM;   \
+  float acc[FM][FN][4];                                              \
+  for (int i = 0; i < FM; ++i)                                       \
+    for (int j = 0; j < FN; ++j)                                     \
+      for (int o = 0; o < 4; ++o) acc[i][j][o] = 0.0f;
+
+// Multiplies the slice in As/Bs into acc.
+#define MMA_MULTIPLY_SLICE                                                        \
+  for (int kk = 0; kk < BK; kk += 8) {                                            \
+    uint af[FM][4], bf[FN][2];                                                    \
+    for (int i = 0; i < FM; ++i) {                                                \
+      const int row = wm0 + 16 * i + fg;                                          \
+      uint2 lo = vload2(0, As + row * SA + kk + 2 * ft);                          \
+      uint2 hi = vload2(0, As + (row + 8) * SA + kk + 2 * ft);                    \
+      af[i][0] = lo.x, af[i][1] = hi.x, af[i][2] = lo.y, af[i][3] = hi.y;         \
+    }                                                                             \
+    for (int j = 0; j < FN; ++j) {                                                \
+      const int col = wn0 + 8 * j + fg;                                           \
+      bf[j][0] = Bs[(kk + ft) * SB + col];                                        \
+      bf[j][1] = Bs[(kk + ft + 4) * SB + col];                                    \
+    }                                                                             \
+    for (int i = 0; i < FM; ++i)                                                  \
+      for (int j = 0; j < FN; ++j) MMA(acc[i][j], af[i], bf[j]);                  \
+  }
+
+// Staging coordinates of element r of this work-item's share of a slice.
+// k-fast A (rows of K contiguous): a warp reads one row's 32 taps. m-fast A:
+// 8 neighbouring rows per tap (one 32-byte sector each), so stores into As
+// collide at most 2-way. B likewise (n-fast: a warp reads 32 columns).
+#define MMA_A_COORD(r, m, k, kfast)                                    \
+  const int e##m = lid + (r) * NT;                                     \
+  const int m = (kfast) ? e##m / BK : ((e##m) & 7) + 8 * ((e##m >> 3) / BK); \
+  const int k = (kfast) ? e##m % BK : (e##m >> 3) % BK;
+#define MMA_B_COORD(r, kb, nb, nfast)                                   \
+  const int e##kb = lid + (r) * NT;                                     \
+  const int kb = (nfast) ? e##kb / BN : ((e##kb) & 7) + 8 * ((e##kb >> 3) / BN); \
+  const int nb = (nfast) ? e##kb % BN : (e##kb >> 3) % BN;
+
+__kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
+void gemm(__global const float* A, int ao, __global const float* B, int bo, __global const float* C, int co,
+          __global float* Y, int yo, int M, int N, int K, int a_sm, int a_sk, int b_sk, int b_sn, int c_sm,
+          int c_sn, int has_c, float alpha, float beta, Dims batch, Dims a_sb, Dims b_sb, Dims c_sb EPI_PARAMS) {
+  MMA_LOCALS
+  const int z = get_group_id(2);
+  A += ao + strided_offset(z, batch, a_sb);
+  B += bo + strided_offset(z, batch, b_sb);
+  C += co + strided_offset(z, batch, c_sb);
+  const bool a_kfast = a_sk == 1, b_nfast = b_sn == 1;
+  float ra[A_PER], rb[B_PER];
+#define MMA_GEMM_LOAD(k0)                                                                  \
+  for (int r = 0; r < A_PER; ++r) {                                                        \
+    MMA_A_COORD(r, m, k, a_kfast)                                                          \
+    ra[r] = (m0 + m < M && (k0) + k < K) ? A[(m0 + m) * a_sm + ((k0) + k) * a_sk] : 0.0f;  \
+  }                                                                                        \
+  for (int r = 0; r < B_PER; ++r) {                                                        \
+    MMA_B_COORD(r, kb, nb, b_nfast)                                                        \
+    rb[r] = ((k0) + kb < K && n0 + nb < N) ? B[((k0) + kb) * b_sk + (n0 + nb) * b_sn] : 0.0f; \
+  }
+  MMA_GEMM_LOAD(0)
+  for (int k0 = 0; k0 < K; k0 += BK) {
+    for (int r = 0; r < A_PER; ++r) {
+      MMA_A_COORD(r, m, k, a_kfast)
+      As[m * SA + KPOS(k)] = to_tf32(ra[r]);
+    }
+    for (int r = 0; r < B_PER; ++r) {
+      MMA_B_COORD(r, kb, nb, b_nfast)
+      Bs[kb * SB + nb] = to_tf32(rb[r]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (k0 + BK < K) {
+      MMA_GEMM_LOAD(k0 + BK)
+    }
+    MMA_MULTIPLY_SLICE
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const int y0 = z * M * N;
+  for (int i = 0; i < FM; ++i)
+    for (int j = 0; j < FN; ++j)
+      for (int o = 0; o < 4; ++o) {
+        const int m = m0 + wm0 + 16 * i + fg + 8 * (o >> 1), n = n0 + wn0 + 8 * j + 2 * ft + (o & 1);
+        if (m >= M || n >= N) continue;
+        float v = alpha * acc[i][j][o];
+        if (has_c) v += beta * C[m * c_sm + n * c_sn];
+        Y[yo + y0 + m * N + n] = EPI(v, y0 + m * N + n);
+      }
+}
+
+// 2D convolution as an implicit GEMM per (image, group), as gemm.cl's
+// conv2d_gemm: M = output channels of the group, N = output pixels, K =
+// input channels of the group x KH x KW; each work-item stages B for one
+// fixed pixel, its taps advanced by BK with mixed-radix carries.
+//
+// POOL2 (FusedConvMaxPool, 2x2 stride-2 windows): tile column c holds
+// window position (wy, wx) = ((c >> 3) & 1, c & 1) of pooled pixel
+// 4 (c >> 4) + ((c >> 1) & 3), so the lane holding d0/d1 of fragments 2j
+// and 2j+1 holds one whole window (rows g and g+8: d2/d3) and stores its max
+// with no exchange between lanes.
+#ifdef POOL2
+#define POOL_PARAMS , int PH, int PW
+#else
+#define POOL_PARAMS
+#endif
+__kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
+void conv2d_gemm(__global const float* X, int xo, __global const float* Wt, int wo, __global const float* Bias,
+                 int bo, __global float* Y, int yo, int has_bias, int C, int H, int W, int OC, int OH, int OW,
+                 int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw, int groups POOL_PARAMS EPI_PARAMS) {
+  MMA_LOCALS
+  const int z = get_group_id(2), img = z / groups, g = z % groups;
+  const int ICg = C / groups, OCg = OC / groups;
+#ifdef POOL2
+  const int N = ((PH * PW + 3) / 4) * 16;
+#else
+  const int N = OH * OW;
+#endif
+  const int M = OCg, K = ICg * KH * KW, KHW = KH * KW;
+  __global const float* wg = Wt + wo + g * OCg * K;
+  __global const float* xg = X + xo + (img * C + g * ICg) * H * W;
+  // B staging: pixel nb = lid % BN, rows kb_r = lid / BN + r * (NT / BN).
+  const int nb = lid % BN, p = n0 + nb;
+#ifdef POOL2
+  const int pooled = (p >> 4) * 4 + ((p >> 1) & 3);
+  const int oh = (pooled / PW) * 2 + ((p >> 3) & 1), ow = (pooled % PW) * 2 + (p & 1);
+  const bool p_in = pooled < PH * PW && oh < OH && ow < OW;  // ceil_mode windows may run past the conv output
+#else
+  const int oh = p / OW, ow = p - oh * OW;
+  const bool p_in = p < N;
+#endif
+  const int ih0 = oh * sh - ph, iw0 = ow * sw - pw;
+  int t_ic[B_PER], t_kh[B_PER], t_kw[B_PER];
+  for (int r = 0; r < B_PER; ++r) {
+    int k = lid / BN + r * (NT / BN);
+    t_ic[r] = k / KHW;
+    int rem = k - t_ic[r] * KHW;
+    t_kh[r] = rem / KW;
+    t_kw[r] = rem - t_kh[r] * KW;
+  }
+  // BK as a mixed-radix step (ic, kh, kw).
+  const int s_ic = BK / KHW, s_kh = (BK - s_ic * KHW) / KW, s_kw = BK - s_ic * KHW - s_kh * KW;
+  float ra[A_PER], rb[B_PER];
+#define MMA_CONV_LOAD(k0)                                                                  \
+  for (int r = 0; r < A_PER; ++r) {                                                        \
+    MMA_A_COORD(r, m, k, 1)                                                                \
+    ra[r] = (m0 + m < M && (k0) + k < K) ? wg[(m0 + m) * K + (k0) + k] : 0.0f;             \
+  }                                                                                        \
+  for (int r = 0; r < B_PER; ++r) {                                                        \
+    int ih = ih0 + t_kh[r] * dh, iw = iw0 + t_kw[r] * dw;                                  \
+    bool in = p_in && (k0) + lid / BN + r * (NT / BN) < K && ih >= 0 && ih < H && iw >= 0 && iw < W; \
+    rb[r] = in ? xg[(t_ic[r] * H + ih) * W + iw] : 0.0f;                                   \
+    t_kw[r] += s_kw;                                                                       \
+    if (t_kw[r] >= KW) t_kw[r] -= KW, ++t_kh[r];                                           \
+    t_kh[r] += s_kh;                                                                       \
+    if (t_kh[r] >= KH) t_kh[r] -= KH, ++t_ic[r];                                           \
+    t_ic[r] += s_ic;                                                                       \
+  }
+  MMA_CONV_LOAD(0)
+  for (int k0 = 0; k0 < K; k0 += BK) {
+    for (int r = 0; r < A_PER; ++r) {
+      MMA_A_COORD(r, m, k, 1)
+      As[m * SA + KPOS(k)] = to_tf32(ra[r]);
+    }
+    for (int r = 0; r < B_PER; ++r) Bs[(lid / BN + r * (NT / BN)) * SB + nb] = to_tf32(rb[r]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (k0 + BK < K) {
+      MMA_CONV_LOAD(k0 + BK)
+    }
+    MMA_MULTIPLY_SLICE
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+#ifdef POOL2
+  const int PHW = PH * PW, y0 = (img * OC + g * OCg) * PHW;
+  for (int i = 0; i < FM; ++i)
+    for (int h = 0; h < 2; ++h) {  // rows fg, fg + 8
+      const int m = m0 + wm0 + 16 * i + fg + 8 * h;
+      if (m >= M) continue;
+      const float bias = has_bias ? Bias[bo + g * OCg + m] : 0.0f;
+      for (int j = 0; j < FN; j += 2) {
+        const int q = n0 + wn0 + 8 * j;  // a multiple of 16: 4 windows
+        const int pp = (q >> 4) * 4 + ft;
+        if (pp >= PHW) continue;
+        const int py = pp / PW, px = pp - py * PW;
+        float best = -INFINITY;  // padding never wins
+        for (int c = 0; c < 4; ++c)  // (wy, wx) = (c >> 1, c & 1): fragment j + wy, register 2h + wx
+          if (py * 2 + (c >> 1) < OH && px * 2 + (c & 1) < OW)
+            best = fmax(best, EPI(acc[i][j + (c >> 1)][2 * h + (c & 1)] + bias, y0 + m * PHW + pp));
+        Y[yo + y0 + m * PHW + pp] = best;
+      }
+    }
+#else
+  const int y0 = (img * OC + g * OCg) * N;
+  for (int i = 0; i < FM; ++i)
+    for (int o = 0; o < 4; ++o) {
+      const int m = m0 + wm0 + 16 * i + fg + 8 * (o >> 1);
+      if (m >= M) continue;
+      const float bias = has_bias ? Bias[bo + g * OCg + m] : 0.0f;
+      for (int j = 0; j < FN; ++j) {
+        const int q = n0 + wn0 + 8 * j + 2 * ft + (o & 1);
+        if (q < N) Y[yo + y0 + m * N + q] = EPI(acc[i][j][o] + bias, y0 + m * N + q);
+      }
+    }
+#endif
+}

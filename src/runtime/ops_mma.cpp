@@ -1,0 +1,167 @@
+// TF32 tensor-core lowerings onto src/kernels/gemm_mma.cl (runtime/ops_mma.h).
+#include "runtime/ops_mma.h"
+
+#include <algorithm>
+#include <atomic>
+
+#include "runtime/session.h"
+#include "runtime/tuning.h"
+
+namespace texplan::runtime {
+
+namespace {
+
+std::atomic<bool> emulate{false};
+std::string forced_variant;
+
+// Register tiles of gemm_mma.cl: a BM x BN block per work-group, WM x WN per
+// warp. `speed`: expected throughput per work-group relative to 64x64 (more
+// mma per local-memory read); bigger tiles leave compute units idle on small
+// problems, as in ops_conv.cpp's choose_tiles.
+struct MmaTiles {
+  const char* name;
+  int bm, bn, wm, wn;
+  double speed;
+  int threads() const { return (bm / wm) * (bn / wn) * 32; }
+};
+const MmaTiles kMmaTiles[] = {{"mma64x64", 64, 64, 32, 32, 1.0},
+                              {"mma128x64", 128, 64, 64, 32, 1.4},
+                              {"mma64x128", 64, 128, 32, 64, 1.4},
+                              {"mma128x128", 128, 128, 64, 32, 1.7}};
+
+bool is_nvidia(const Device& dev) {
+  std::string v = dev.info().vendor;
+  std::transform(v.begin(), v.end(), v.begin(), ::toupper);
+  return v.find("NVIDIA") != std::string::npos;
+}
+
+// The tiles that waste at most a quarter of their area on the edges (64x64
+// always qualifies), scored by waves of work-groups over the compute units
+// times one tile's work over its speed.
+const MmaTiles& choose_mma_tiles(const NodeBuilder& b, int64_t M, int64_t N, int64_t batches) {
+  const int64_t cu = std::max(1, b.compute_units());
+  const MmaTiles* best = &kMmaTiles[0];
+  double best_cost = 1e300;
+  for (const MmaTiles& t : kMmaTiles) {
+    double area = double(ceil_div(M, t.bm) * t.bm) * double(ceil_div(N, t.bn) * t.bn);
+    if (&t != &kMmaTiles[0] && double(M) * double(N) < 0.75 * area) continue;
+    int64_t groups = ceil_div(M, t.bm) * ceil_div(N, t.bn) * batches;
+    double cost = double(ceil_div(groups, cu)) * double(t.bm * t.bn) / t.speed;
+    if (cost < best_cost) best = &t, best_cost = cost;
+  }
+  return *best;
+}
+
+Source mma_source(const Device& dev, const MmaTiles& t, const std::string& extra, const FusedTail& tail) {
+  std::string d = "-DBM=" + std::to_string(t.bm) + " -DBN=" + std::to_string(t.bn) + " -DWM=" + std::to_string(t.wm) +
+                  " -DWN=" + std::to_string(t.wn);
+  if (!emulate && is_nvidia(dev)) d += " -DTEXPLAN_PTX";  // inline PTX reaches NVIDIA's compiler only
+  return Source("gemm_mma.cl", d + extra, tail.prelude);
+}
+
+// Emits the launch with the tiles forced, cached by `key` (texplan tune
+// measures every variant), or chosen by shape.
+void emit_tuned(NodeBuilder& b, const std::string& key, int64_t M, int64_t N, int64_t batches,
+                const std::function<void(const MmaTiles&)>& emit) {
+  for (const MmaTiles& t : kMmaTiles)
+    if (forced_variant == t.name) return emit(t);
+  const MmaTiles& guess = choose_mma_tiles(b, M, N, batches);
+  std::vector<std::string> names;
+  for (const MmaTiles& t : kMmaTiles) names.push_back(t.name);
+  int i = choose_variant(key, names, int(&guess - kMmaTiles), [&](int v) {
+    Device* dev = tuning_device();
+    if (!dev) return -1.0;
+    emit(kMmaTiles[v]);
+    Launch l = b.launches.back();
+    b.launches.pop_back();
+    double ms = time_launch(*dev, l.kernel, l.dims, l.global, l.has_local ? l.local : nullptr);
+    clReleaseKernel(l.kernel);
+    return ms;
+  });
+  emit(kMmaTiles[i]);
+}
+
+std::string key_of(const char* kernel, std::initializer_list<int64_t> v) {
+  std::string s = kernel;
+  char sep = ' ';
+  for (int64_t x : v) s += sep + std::to_string(x), sep = ',';
+  return s;
+}
+
+}  // namespace
+
+bool tf32_supported(const Device& dev) {
+  if (emulate) return true;
+  if (dev.info().type != "gpu" || !is_nvidia(dev)) return false;
+  const auto& ext = dev.info().extensions;
+  if (std::find(ext.begin(), ext.end(), "cl_nv_device_attribute_query") == ext.end()) return true;
+  const cl_device_info kComputeCapabilityMajorNV = 0x4000;
+  cl_uint major = 0;
+  if (clGetDeviceInfo(dev.id(), kComputeCapabilityMajorNV, sizeof major, &major, nullptr) != CL_SUCCESS) return true;
+  return major >= 8;  // tf32 mma: Ampere and later
+}
+
+void force_tf32_emulation(bool on) { emulate = on; }
+
+std::vector<std::string> mma_tile_variants() {
+  std::vector<std::string> v;
+  for (const MmaTiles& t : kMmaTiles) v.push_back(t.name);
+  return v;
+}
+
+void force_mma_variant(const std::string& name) {
+  if (!name.empty() && std::none_of(std::begin(kMmaTiles), std::end(kMmaTiles),
+                                    [&](const MmaTiles& t) { return name == t.name; }))
+    throw Error("no tf32 tile variant " + name);
+  forced_variant = name;
+}
+
+bool launch_conv_mma(NodeBuilder& b, const MmaConv& g, bool has_bias, const TensorArg& bias, const FusedTail& tail,
+                     int64_t PH, int64_t PW) {
+  if (!b.tf32) return false;
+  const bool pool = PH > 0 && PW > 0;
+  const int64_t OCg = g.OC / g.groups, N = pool ? ceil_div(PH * PW, 4) * 16 : g.OH * g.OW, batches = g.N * g.groups;
+  const int64_t K = (g.C / g.groups) * g.KH * g.KW;
+  if (OCg < 16 || K < 8) return false;  // too thin for a tensor-core tile: the fp32 kernels
+  const Device& dev = b.device();
+  auto emit = [&](const MmaTiles& t) {
+    Range r = group_range({size_t(ceil_div(N, t.bn)), size_t(ceil_div(OCg, t.bm)), size_t(batches)},
+                          {size_t(t.threads()), 1, 1});
+    Source src = mma_source(dev, t, pool ? " -DPOOL2" : "", tail);
+    if (pool)
+      b.launch(src, "conv2d_gemm", r, b.arg_in(0), b.arg_in(1), bias, b.arg_out(0), cl_int(has_bias), i32(g.C),
+               i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW), i32(g.KH), i32(g.KW), i32(g.sh), i32(g.sw),
+               i32(g.ph), i32(g.pw), i32(g.dh), i32(g.dw), i32(g.groups), i32(PH), i32(PW));
+    else
+      b.launch(src, "conv2d_gemm", r, b.arg_in(0), b.arg_in(1), bias, b.arg_out(0), cl_int(has_bias), i32(g.C),
+               i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW), i32(g.KH), i32(g.KW), i32(g.sh), i32(g.sw),
+               i32(g.ph), i32(g.pw), i32(g.dh), i32(g.dw), i32(g.groups));
+    tail.append_args(b);
+  };
+  std::string key = key_of(pool ? "conv2d_gemm_pool2_tf32" : "conv2d_gemm_tf32",
+                           {g.N, g.C, g.H, g.W, g.OC, g.OH, g.OW, g.KH, g.KW, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw,
+                            g.groups});
+  emit_tuned(b, key, OCg, N, batches, emit);
+  return true;
+}
+
+bool launch_gemm_mma(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const TensorArg& C, const TensorArg& Y,
+                     const MmaGemm& g, const FusedTail& tail) {
+  if (!b.tf32) return false;
+  int64_t nb = 1;
+  for (int64_t d : g.batch) nb *= d;
+  if (g.M < 16 || g.N < 8 || g.K < 8) return false;  // thin products: the fp32 kernels
+  const Device& dev = b.device();
+  auto emit = [&](const MmaTiles& t) {
+    Range r = group_range({size_t(ceil_div(g.N, t.bn)), size_t(ceil_div(g.M, t.bm)), size_t(nb)},
+                          {size_t(t.threads()), 1, 1});
+    b.launch(mma_source(dev, t, "", tail), "gemm", r, A, B, C, Y, i32(g.M), i32(g.N), i32(g.K), i32(g.a_sm),
+             i32(g.a_sk), i32(g.b_sk), i32(g.b_sn), i32(g.c_sm), i32(g.c_sn), cl_int(g.has_c), g.alpha, g.beta,
+             to_dims(g.batch, 1), to_dims(g.a_sb, 0), to_dims(g.b_sb, 0), to_dims(g.c_sb, 0));
+    tail.append_args(b);
+  };
+  emit_tuned(b, key_of("gemm_tf32", {g.M, g.N, g.K, nb, g.a_sk == 1, g.b_sn == 1}), g.M, g.N, nb, emit);
+  return true;
+}
+
+}  // namespace texplan::runtime

@@ -1,0 +1,59 @@
+// TF32 tensor-core lowerings (src/kernels/gemm_mma.cl) of the implicit-GEMM
+// convolution, its 2x2 max-pool fusion and the GEMM, used instead of
+// gemm.cl's exact fp32 kernels where the session asked for tf32
+// (SessionOptions::precision, NodeBuilder::tf32) on an NVIDIA GPU with
+// tensor cores. Each returns false where it does not apply: the caller goes
+// on with the fp32 kernel.
+#pragma once
+#include "runtime/ops.h"
+
+namespace texplan::runtime {
+
+// tf32_supported (runtime/session.h): an NVIDIA GPU of compute capability
+// 8.0 or later (cl_nv_device_attribute_query; assumed when it is absent), or
+// any device while force_tf32_emulation is on.
+// Tests: the tf32 kernels on every device with the tensor-core instruction
+// emulated in OpenCL C (no inline PTX), so PoCL checks their data layouts.
+void force_tf32_emulation(bool on);
+
+// Conv geometry as ops_conv.cpp's ConvGeometry (2D; H = 1 for 1D).
+struct MmaConv {
+  int64_t N, C, H, W, OC, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw, groups;
+};
+// conv2d_gemm in tf32; PH, PW > 0: FusedConvMaxPool's 2x2 stride-2 form
+// (Y is the PH x PW pooled output).
+bool launch_conv_mma(NodeBuilder& b, const MmaConv& c, bool has_bias, const TensorArg& bias, const FusedTail& tail,
+                     int64_t PH = 0, int64_t PW = 0);
+template <class G>  // any struct with MmaConv's fields (ops_conv.cpp's ConvGeometry)
+bool launch_conv_mma(NodeBuilder& b, const G& g, bool has_bias, const TensorArg& bias, const FusedTail& tail,
+                     int64_t PH = 0, int64_t PW = 0) {
+  return launch_conv_mma(b,
+                         MmaConv{g.N, g.C, g.H, g.W, g.OC, g.OH, g.OW, g.KH, g.KW, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw,
+                                 g.groups},
+                         has_bias, bias, tail, PH, PW);
+}
+
+// gemm in tf32: Y = alpha A B + beta C, batched (ops_conv.cpp's GemmArgs).
+struct MmaGemm {
+  int64_t M, N, K, a_sm, a_sk, b_sk, b_sn, c_sm, c_sn;
+  bool has_c;
+  float alpha, beta;
+  std::vector<int64_t> batch, a_sb, b_sb, c_sb;
+};
+bool launch_gemm_mma(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const TensorArg& C, const TensorArg& Y,
+                     const MmaGemm& g, const FusedTail& tail);
+template <class G>
+bool launch_gemm_mma(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const TensorArg& C, const TensorArg& Y,
+                     const G& g, const FusedTail& tail) {
+  return launch_gemm_mma(b, A, B, C, Y,
+                         MmaGemm{g.M, g.N, g.K, g.a_sm, g.a_sk, g.b_sk, g.b_sn, g.c_sm, g.c_sn, g.has_c, g.alpha,
+                                 g.beta, g.batch, g.a_sb, g.b_sb, g.c_sb},
+                         tail);
+}
+
+// Tile variants of gemm_mma.cl ("mma128x64": 128 output channels or rows x
+// 64 pixels or columns per work-group), and a way to force one (benchmarks).
+std::vector<std::string> mma_tile_variants();
+void force_mma_variant(const std::string& name);  // "": chosen by shape or tuning
+
+}  // namespace texplan::runtime

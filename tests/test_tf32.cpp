@@ -1,0 +1,199 @@
+// --precision tf32 (runtime/ops_mma.h, src/kernels/gemm_mma.cl). PoCL cannot
+// run the tensor-core PTX, so the kernels run here with the mma emulated in
+// OpenCL C (force_tf32_emulation): every tile variant, conv and GEMM shape
+// and epilogue checks the fragment layouts, the staging and the stores
+// against the CPU reference, with errors of tf32's size (above fp32's, far
+// under the 1e-2 --check accepts). Without emulation PoCL has no tensor
+// cores: a tf32 session runs exact fp32 and says so.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "optimize/usage.h"
+#include "plan/memory_plan.h"
+#include "reference/reference_ops.h"
+#include "runtime/ops.h"
+#include "runtime/ops_mma.h"
+#include "runtime/session.h"
+
+using namespace texplan;
+
+namespace {
+
+HostTensor random_tensor(Shape s, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  HostTensor t(DataType::Float32, std::move(s));
+  for (int64_t i = 0; i < t.count(); ++i) t.data<float>()[i] = u(rng);
+  return t;
+}
+
+Attribute ints(std::vector<int64_t> v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Ints;
+  a.ints = std::move(v);
+  return a;
+}
+Attribute one(int64_t v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Int;
+  a.i = v;
+  return a;
+}
+Attribute strings(std::vector<std::string> v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Strings;
+  a.strings = std::move(v);
+  return a;
+}
+
+struct Case {
+  std::string name, op;
+  std::vector<HostTensor> inputs;  // every input fed (weights too)
+  std::map<std::string, Attribute> attrs;
+};
+
+// max |a - r| over max |r|.
+double rel_error(const HostTensor& a, const HostTensor& r) {
+  std::vector<float> x = a.as_float(), y = r.as_float();
+  if (x.size() != y.size()) return INFINITY;
+  double num = 0, den = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    if (std::isnan(x[i])) return INFINITY;
+    num = std::max(num, double(std::fabs(x[i] - y[i])));
+    den = std::max(den, double(std::fabs(y[i])));
+  }
+  return den > 0 ? num / den : num;
+}
+
+// The node alone in a graph, run in a session with `precision`; the
+// reference's result in `expected`.
+HostTensor run_case(const Case& c, runtime::Precision precision, HostTensor& expected,
+                    runtime::Precision* used = nullptr) {
+  Node n;
+  n.name = c.name;
+  n.op_type = c.op;
+  n.attrs = c.attrs;
+  std::vector<const HostTensor*> ins;
+  for (size_t i = 0; i < c.inputs.size(); ++i) n.inputs.push_back(int(i)), ins.push_back(&c.inputs[i]);
+  n.outputs = {int(c.inputs.size())};
+  expected = reference::evaluate(n, ins)[0];
+
+  Graph g;
+  g.model_name = "tf32_test";
+  g.opset = 17;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    Tensor t;
+    t.name = "in" + std::to_string(i);
+    t.shape = c.inputs[i].shape;
+    t.is_input = true;
+    g.inputs.push_back(g.add_tensor(t));
+  }
+  Tensor y;
+  y.name = "y";
+  y.shape = expected.shape;
+  y.is_output = true;
+  y.producer = 0;
+  g.outputs.push_back(g.add_tensor(y));
+  g.nodes.push_back(n);
+  auto dev = runtime::open_device("pocl");
+  PlanInput pin = make_usage_records(g);
+  plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
+  runtime::SessionOptions opt;
+  opt.precision = precision;
+  runtime::Session s(g, pin, plan, dev, opt);
+  if (used) *used = s.precision();
+  EXPECT_TRUE(s.fallback_nodes().empty()) << c.name;
+  return s.run(c.inputs)[0];
+}
+
+std::vector<Case> cases() {
+  uint32_t seed = 1;
+  auto r = [&](Shape s) { return random_tensor(std::move(s), seed++); };
+  std::vector<Case> v;
+  // VGG-like 3x3 pad 1 with bias: ragged M (70) and N (10x12), K = 45 (a partial slice).
+  v.push_back({"conv3x3", "Conv", {r({1, 5, 10, 12}), r({70, 5, 3, 3}), r({70})}, {{"pads", ints({1, 1, 1, 1})}}});
+  // Stem: 7x7 stride 2 (KH*KW > BK: the taps' carries), no bias, batch 2.
+  v.push_back({"conv7x7s2", "Conv", {r({2, 3, 21, 19}), r({24, 3, 7, 7})},
+               {{"pads", ints({3, 3, 3, 3})}, {"strides", ints({2, 2})}}});
+  // Grouped and dilated; K = 8 x 9 per group.
+  v.push_back({"conv_groups", "Conv", {r({1, 16, 9, 9}), r({32, 8, 3, 3}), r({32})},
+               {{"group", one(2)}, {"dilations", ints({2, 2})}, {"pads", ints({2, 2, 2, 2})}}});
+  // 1x1: the GEMM kernel with the bias as C.
+  v.push_back({"conv1x1", "Conv", {r({1, 40, 7, 9}), r({48, 40, 1, 1}), r({48})}, {}});
+  // FusedConv: relu(conv + residual).
+  v.push_back({"fused_residual", "FusedConv", {r({1, 12, 8, 8}), r({20, 12, 3, 3}), r({20}), r({1, 20, 8, 8})},
+               {{"pads", ints({1, 1, 1, 1})}, {"program", strings({"Add x0 x1", "Relu t0"})}}});
+  // FusedConvMaxPool 2x2/2 (VGG), odd conv output with ceil_mode: windows past its edge.
+  v.push_back({"conv_pool", "FusedConvMaxPool", {r({1, 6, 11, 13}), r({36, 6, 3, 3}), r({36})},
+               {{"pads", ints({1, 1, 1, 1})}, {"program", strings({"Relu x0"})},
+                {"pool_kernel_shape", ints({2, 2})}, {"pool_strides", ints({2, 2})}, {"pool_ceil_mode", one(1)}}});
+  // Gemm with both operands transposed, C broadcast along rows, alpha and beta.
+  v.push_back({"gemm_tt", "Gemm", {r({50, 33}), r({70, 50}), r({70})},
+               {{"transA", one(1)}, {"transB", one(1)}}});
+  // Batched MatMul with a broadcast batch dim (attention-like).
+  v.push_back({"matmul_batched", "MatMul", {r({2, 3, 20, 40}), r({3, 40, 24})}, {}});
+  // FusedMatMul with B transposed, bias then Relu (BERT's FFN).
+  v.push_back({"fused_matmul", "FusedMatMul", {r({17, 64}), r({96, 64}), r({96})},
+               {{"transB", one(1)}, {"program", strings({"Add x0 x1", "Relu t0"})}}});
+  return v;
+}
+
+struct Emulated {
+  Emulated() {
+    runtime::force_tf32_emulation(true);
+    runtime::force_conv_variant("gpu");  // the GPU lowerings (PoCL's CPU kernels have no tf32 form)
+  }
+  ~Emulated() {
+    runtime::force_tf32_emulation(false);
+    runtime::force_conv_variant("");
+    runtime::force_mma_variant("");
+  }
+};
+
+}  // namespace
+
+TEST(Tf32, EveryTileVariantMatchesTheReferenceWithinTf32Error) {
+  Emulated emulated;
+  for (const std::string& tiles : runtime::mma_tile_variants()) {
+    SCOPED_TRACE(tiles);
+    runtime::force_mma_variant(tiles);
+    for (const Case& c : cases()) {
+      HostTensor expected;
+      runtime::Precision used;
+      HostTensor out = run_case(c, runtime::Precision::Tf32, expected, &used);
+      EXPECT_EQ(used, runtime::Precision::Tf32);
+      double e = rel_error(out, expected);
+      EXPECT_LE(e, 5e-3) << c.name;  // tf32 keeps 11 significant bits
+      EXPECT_GT(e, 1e-6) << c.name << ": no tf32 rounding, so not the tensor-core kernel";
+    }
+  }
+}
+
+TEST(Tf32, TheShapeChoiceRunsToo) {
+  Emulated emulated;
+  for (const Case& c : cases()) {
+    HostTensor expected;
+    EXPECT_LE(rel_error(run_case(c, runtime::Precision::Tf32, expected), expected), 5e-3) << c.name;
+  }
+}
+
+TEST(Tf32, WithoutTensorCoresTheSessionRunsExactFp32) {
+  auto dev = runtime::open_device("pocl");
+  EXPECT_FALSE(runtime::tf32_supported(*dev));
+  for (const Case& c : cases()) {
+    HostTensor expected;
+    runtime::Precision used;
+    HostTensor out = run_case(c, runtime::Precision::Tf32, expected, &used);
+    EXPECT_EQ(used, runtime::Precision::Fp32);
+    EXPECT_LE(rel_error(out, expected), 1e-5) << c.name;
+  }
+}
+
+TEST(Tf32, PrecisionNames) {
+  EXPECT_EQ(runtime::parse_precision("tf32"), runtime::Precision::Tf32);
+  EXPECT_STREQ(runtime::precision_name(runtime::parse_precision("fp32")), "fp32");
+  EXPECT_THROW(runtime::parse_precision("fp16"), Error);
+  EXPECT_THROW(runtime::force_mma_variant("mma7x7"), Error);
+}
