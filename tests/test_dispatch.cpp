@@ -8,11 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <random>
 
 #include "optimize/usage.h"
 #include "plan/memory_plan.h"
+#include "runtime/ops.h"
 #include "runtime/session.h"
 
 using namespace texplan;
@@ -187,4 +189,35 @@ TEST(Dispatch, RunEnqueuesPreparedKernelsWithOneSyncAndNoAllocation) {
       EXPECT_GE(t.enqueue_us, 0) << t.node;
     }
   EXPECT_GE(timed, 5);
+}
+
+// Split-K (forced: the GPU kernels with K in 2 slices) makes a conv 3
+// launches (zero Y, the slices, bias and epilogue in place), all prepared
+// when the session is built: the run is still one pass of enqueues.
+TEST(Dispatch, SplitKConvsAreThreePreparedLaunches) {
+  Graph g = small_net();
+  PlanInput pin = make_usage_records(g);
+  auto dev = runtime::open_device(std::getenv("TEXPLAN_TEST_DEVICE") ? std::getenv("TEXPLAN_TEST_DEVICE") : "pocl");
+  plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
+  HostTensor in = input();
+  runtime::force_conv_variant("gpu");
+  runtime::Session whole(g, pin, plan, dev);
+  runtime::force_conv_variant("gpu/s2");
+  runtime::Session split(g, pin, plan, dev);
+  runtime::force_conv_variant("");
+  // Both convs (K = 36 and 72) split; the Gemm (K = 8) is too shallow.
+  EXPECT_EQ(split.kernel_launches(), whole.kernel_launches() + 4);
+  std::vector<HostTensor> expected = whole.run({in});
+  split.run({in});
+  reset();
+  std::vector<HostTensor> out = split.run({in});
+  EXPECT_EQ(ndranges.load(), split.kernel_launches());
+  EXPECT_EQ(finishes.load(), 1) << "host syncs in a run";
+  EXPECT_EQ(waits.load(), 0);
+  EXPECT_EQ(buffers.load(), 0) << "device allocations in a run";
+  EXPECT_EQ(kernels.load(), 0);
+  EXPECT_EQ(set_args.load(), 0);
+  ASSERT_EQ(out[0].count(), expected[0].count());
+  std::vector<float> a = out[0].as_float(), e = expected[0].as_float();
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], e[i], 1e-4f * (1 + std::fabs(e[i]))) << i;
 }

@@ -41,6 +41,12 @@ Attribute ai(int64_t v) {
   a.i = v;
   return a;
 }
+Attribute af(float v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Float;
+  a.f = v;
+  return a;
+}
 Attribute aints(std::vector<int64_t> v) {
   Attribute a;
   a.kind = Attribute::Kind::Ints;
@@ -77,8 +83,10 @@ struct FusedCase {
 bool omitted(const HostTensor& t) { return t.bytes.empty() && t.shape.empty(); }
 
 // Lowers the node with every tensor at an odd element offset of one pool
-// buffer, runs its launches, and returns the output (and whether it lowered).
-bool run_on_device(const FusedCase& c, HostTensor& out, const Shape& out_shape) {
+// buffer, runs its launches, and returns the output (and whether it lowered);
+// `kernels` receives the names of the launches.
+bool run_on_device(const FusedCase& c, HostTensor& out, const Shape& out_shape,
+                   std::vector<std::string>* kernels = nullptr) {
   auto dev = test_device();
   Graph g;
   g.model_name = "fused_test";
@@ -129,6 +137,7 @@ bool run_on_device(const FusedCase& c, HostTensor& out, const Shape& out_shape) 
     // FusedConvMaxPool is not in lower_node's table yet (ops.h says why).
     lowered = c.op == "FusedConvMaxPool" ? runtime::lower_fused_conv_maxpool(b) : runtime::lower_node(b);
     for (const runtime::Launch& l : b.launches) {
+      if (kernels) kernels->push_back(l.name);
       s = clEnqueueNDRangeKernel(dev->queue(), l.kernel, l.dims, nullptr, l.global, l.has_local ? l.local : nullptr,
                                  0, nullptr, nullptr);
       EXPECT_EQ(s, CL_SUCCESS) << l.name;
@@ -142,7 +151,7 @@ bool run_on_device(const FusedCase& c, HostTensor& out, const Shape& out_shape) 
 }
 
 // Runs the case on the device and compares with reference::evaluate.
-void expect_matches_reference(const FusedCase& c, double tol = 1e-4) {
+void expect_matches_reference(const FusedCase& c, double tol = 1e-4, std::vector<std::string>* kernels = nullptr) {
   Node n;
   n.name = c.op + "_0";
   n.op_type = c.op;
@@ -155,7 +164,7 @@ void expect_matches_reference(const FusedCase& c, double tol = 1e-4) {
   n.outputs = {int(c.inputs.size())};
   std::vector<HostTensor> expected = reference::evaluate(n, ins);
   HostTensor out;
-  ASSERT_TRUE(run_on_device(c, out, expected[0].shape)) << c.op << " did not lower to a kernel";
+  ASSERT_TRUE(run_on_device(c, out, expected[0].shape, kernels)) << c.op << " did not lower to a kernel";
   EXPECT_LE(rel_error(out, expected[0]), tol);
 }
 
@@ -430,6 +439,84 @@ TEST(FusedKernels, MatMul) {
   mm(random_tensor({4, 8}), random_tensor({8, 3}, -1, 1, 2), {}, {});
 }
 
+// ---------------------------------------------------------------- split-K
+
+namespace {
+const std::vector<std::string> kSplitPasses = {"splitk_zero", "conv2d_gemm", "splitk_finish"};
+const std::vector<std::string> kSplitGemmPasses = {"splitk_zero", "gemm", "splitk_finish"};
+
+// The case against the reference, and the kernels it ran.
+void expect_kernels(const FusedCase& c, const std::vector<std::string>& expected) {
+  std::vector<std::string> kernels;
+  expect_matches_reference(c, 1e-4, &kernels);
+  EXPECT_EQ(kernels, expected);
+}
+}  // namespace
+
+// Split-K (gemm.cl SPLITK, forced: "TILES/sN"), on the portable
+// compare-and-swap adds here (PTX reductions on NVIDIA): K not a multiple of
+// S x TK, bias or not, Relu, residual Add, grouped, strided, batched; never
+// where Y shares an input's storage.
+TEST(FusedKernels, ConvSplitK) {
+  for (const std::string v : {"32x32/s3", "128x64v/s4"}) {
+    SCOPED_TRACE(v);
+    GpuKernels gpu(v);
+    // K = 180: slices of 64, 64, 52 (s3); 48, 48, 48, 36 (s4).
+    expect_kernels(fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", aints({1, 1, 1, 1})}}, true, kResidualRelu, 1),
+                   kSplitPasses);
+    // No bias, Relu only, strided, two images (K = 81).
+    expect_kernels(fused_conv({2, 9, 11, 10}, {140, 9, 3, 3}, {{"strides", aints({2, 2})}}, false, {"Relu x0"}, 0),
+                   kSplitPasses);
+    // 1x1 as gemm (K = 130), residual + Relu.
+    expect_kernels(fused_conv({1, 130, 3, 3}, {67, 130, 1, 1}, {}, true, kResidualRelu, 1), kSplitGemmPasses);
+  }
+  GpuKernels gpu("64x64/s2");
+  // Grouped (K = 3 x 5 x 5 = 75 per group), dilated, SiLU reading the sum.
+  expect_kernels(fused_conv({1, 6, 13, 13}, {8, 3, 5, 5}, {{"group", ai(2)}, {"dilations", aints({2, 1})}, {"pads", aints({2, 2, 2, 2})}},
+                            true, kSiLU, 0),
+                 kSplitPasses);
+  // A plain Conv without bias: nothing to apply after the slices.
+  FusedCase plain{"Conv", {random_tensor({1, 40, 6, 6}), random_tensor({24, 40, 3, 3}, -1, 1, 2)}, {}};
+  expect_kernels(plain, {"splitk_zero", "conv2d_gemm"});
+  // Y over the residual (in place): not split.
+  FusedCase in_place = fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", aints({1, 1, 1, 1})}}, true, kResidualRelu, 1);
+  in_place.output_over = 3;
+  expect_kernels(in_place, {"conv2d_gemm"});
+  // K too shallow for two slices (K = 27 < 2 x TK): not split.
+  expect_kernels(fused_conv({1, 3, 8, 8}, {4, 3, 3, 3}, {}, true, {}, 0), {"conv2d_gemm"});
+  // More slices asked than K has TK-deep ones (K = 36): 3 of 16, 16, 4.
+  GpuKernels many("32x32/s50");
+  expect_kernels(fused_conv({1, 4, 7, 7}, {5, 4, 3, 3}, {{"pads", aints({1, 1, 1, 1})}}, true, kResidualRelu, 1),
+                 kSplitPasses);
+  EXPECT_THROW(runtime::force_conv_variant("64x64/x2"), Error);
+  EXPECT_THROW(runtime::force_conv_variant("taps:64x64/s2"), Error);
+}
+
+TEST(FusedKernels, MatMulSplitK) {
+  GpuKernels gpu("gpu/s3");
+  auto mm = [](HostTensor a, HostTensor b, std::vector<HostTensor> extra, std::vector<std::string> prog,
+               const std::vector<std::string>& kernels, int over = -1) {
+    FusedCase c{"FusedMatMul", {std::move(a), std::move(b)}, {{"program", program(std::move(prog))}}, over};
+    for (auto& e : extra) c.inputs.push_back(std::move(e));
+    expect_kernels(c, kernels);
+  };
+  // Batched with broadcast batch dims, strided bias, Gelu; K = 75.
+  mm(random_tensor({2, 3, 5, 75}), random_tensor({3, 75, 6}, -1, 1, 2), {random_tensor({1, 3, 1, 6}, -1, 1, 3)},
+     {"Add x0 x1", "Gelu t0"}, kSplitGemmPasses);
+  // Residual of Y's shape; in place over it: not split.
+  mm(random_tensor({37, 100}), random_tensor({100, 21}, -1, 1, 2), {random_tensor({37, 21}, -1, 1, 3)}, {"Add x0 x1", "Relu t0"},
+     kSplitGemmPasses);
+  mm(random_tensor({37, 100}), random_tensor({100, 21}, -1, 1, 2), {random_tensor({37, 21}, -1, 1, 3)}, {"Add x0 x1", "Relu t0"},
+     {"gemm"}, 2);
+  // Plain MatMul: no finishing pass.
+  FusedCase plain{"MatMul", {random_tensor({9, 64}), random_tensor({64, 11}, -1, 1, 2)}, {}};
+  expect_kernels(plain, {"splitk_zero", "gemm"});
+  // Gemm: alpha on the slices, beta * broadcast C in the finishing pass, transposed A.
+  FusedCase gemm{"Gemm", {random_tensor({50, 13}), random_tensor({50, 17}, -1, 1, 2), random_tensor({17}, -1, 1, 3)},
+                 {{"alpha", af(0.75f)}, {"beta", af(-1.5f)}, {"transA", ai(1)}}};
+  expect_kernels(gemm, kSplitGemmPasses);
+}
+
 // `texplan tune` for the GPU kernels: a searching scope times every tile
 // variant once and stores the winner; a later scope reads it back.
 TEST(FusedKernels, TilesComeFromTheTuningCache) {
@@ -446,7 +533,20 @@ TEST(FusedKernels, TilesComeFromTheTuningCache) {
   for (auto& [key, value] : entry.items())
     if (key.rfind("conv2d_gemm ", 0) == 0) {
       found = true;
-      EXPECT_EQ(value["ms"].size(), runtime::conv_tile_variants().size() - 2) << value.dump();  // less the taps: ones
+      // Every tile variant unsplit (less the taps: and /split names), and
+      // split-K ("TILES/sN") for tiles whose grid is small against the
+      // compute units: here 128x128 (2 work-groups) on 2 or more.
+      size_t tiles = 0, measured = 0, splits = 0;
+      for (const std::string& v : runtime::conv_tile_variants())
+        if (v.find(':') == std::string::npos && v.find('/') == std::string::npos)
+          ++tiles, measured += value["ms"].contains(v);
+      for (auto& [name, ms] : value["ms"].items()) splits += name.find("/s") != std::string::npos;
+      EXPECT_EQ(measured, tiles) << value.dump();
+      EXPECT_EQ(value["ms"].size(), tiles + splits);
+      if (test_device()->info().compute_units >= 2) {
+        EXPECT_TRUE(value["ms"].contains("128x128/s2")) << value.dump();
+        EXPECT_NE(key.find(" splitk"), std::string::npos) << key;
+      }
     }
   EXPECT_TRUE(found) << entry.dump();
   runtime::TuningScope scope(&cache, false, *test_device());

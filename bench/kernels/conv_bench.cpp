@@ -9,6 +9,12 @@
 //
 //   texplan_conv_bench --device gpu --reps 20 --json conv_bench.json
 //
+// "TILES/split" is split-K (K cut into slices added into Y atomically) with
+// the slices chosen by shape; "TILES/sN" (in --variants) N slices. For the
+// small grids of ResNet's 512->512 7x7, 256->256 14x14 and VGG's 512 14x14:
+//
+//   texplan_conv_bench --device gpu --filter '512 7 3x3' --variants 32x32,64x64v/split,128x64v/split,128x64v/s16
+//
 // Times are the medians over --reps runs of the node's device time
 // (Session profile mode), after one warm-up run.
 #include <algorithm>
@@ -59,6 +65,7 @@ std::vector<ConvShape> zoo_shapes() {
       {"resnet 128->128 56 3x3 s2", 128, 56, 56, 128, 3, 2, 1, 1},
       {"resnet 256->256 14 3x3", 256, 14, 14, 256, 3, 1, 1, 1},
       {"resnet 512->512 7 3x3", 512, 7, 7, 512, 3, 1, 1, 1},
+      {"resnet 512->512 7 3x3 +res", 512, 7, 7, 512, 3, 1, 1, 1, true},  // split-K's epilogue pass with a residual
       {"1x1 64->256 56", 64, 56, 56, 256, 1, 1, 0, 1},
       {"1x1 256->64 56", 256, 56, 56, 64, 1, 1, 0, 1},
       {"1x1 512->128 28", 512, 28, 28, 128, 1, 1, 0, 1},

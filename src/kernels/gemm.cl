@@ -30,6 +30,40 @@
 #define TILE_N (16 * WPTN)
 #define TK 16
 
+// Split-K (-DSPLITK; gemm and conv2d_gemm): grid z enumerates (batch, slice)
+// as batch * splits + slice, a work-group multiplies K range [slice * kslice,
+// +kslice) (kslice a multiple of TK) and adds its partial tile into Y, which
+// the host zeroed first (splitk_zero); bias, beta*C and the epilogue come
+// after, in place (splitk_finish). For small grids (deep layers at 7x7,
+// 14x14) that would leave most compute units idle.
+#ifdef SPLITK
+#ifdef POOL2
+#error "SPLITK and POOL2 do not combine: a max of partial sums is not their sum's"
+#endif
+#define SPLIT_PARAMS , int splits, int kslice
+// The only difference between the NVIDIA and the portable build.
+#ifdef SPLITK_PTX_RED
+// Inline PTX (NVIDIA's OpenCL has no float atomics): a fire-and-forget
+// reduction at L2.
+inline void split_add(__global float* p, float v) {
+  asm volatile("red.global.add.f32 [%0], %1;" ::"l"(p), "f"(v) : "memory");
+}
+#else
+// OpenCL 1.1 global int32 compare-and-swap on the float's bits.
+inline void split_add(__global float* p, float v) {
+  volatile __global int* q = (volatile __global int*)p;
+  int old = *q;
+  for (;;) {
+    int seen = atomic_cmpxchg(q, old, as_int(as_float(old) + v));
+    if (seen == old) break;
+    old = seen;
+  }
+}
+#endif
+#else
+#define SPLIT_PARAMS
+#endif
+
 // Two layouts of the tiles in local memory and of a work-item's outputs:
 // - scalar (default): rows ly+16i, columns lx+16j; +1 column of padding so
 //   stores into the tiles hit different banks;
@@ -142,9 +176,17 @@
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void gemm(__global const float* A, int ao, __global const float* B, int bo, __global const float* C, int co,
           __global float* Y, int yo, int M, int N, int K, int a_sm, int a_sk, int b_sk, int b_sn, int c_sm,
-          int c_sn, int has_c, float alpha, float beta, Dims batch, Dims a_sb, Dims b_sb, Dims c_sb EPI_PARAMS) {
+          int c_sn, int has_c, float alpha, float beta, Dims batch, Dims a_sb, Dims b_sb,
+          Dims c_sb SPLIT_PARAMS EPI_PARAMS) {
   GEMM_LOCALS
+#ifdef SPLITK
+  const int z = get_group_id(2) / splits, kbeg = (get_group_id(2) - z * splits) * kslice;
+  K = min(K - kbeg, kslice);
+  A += kbeg * a_sk;
+  B += kbeg * b_sk;
+#else
   const int z = get_group_id(2);
+#endif
   A += ao + strided_offset(z, batch, a_sb);
   B += bo + strided_offset(z, batch, b_sb);
   C += co + strided_offset(z, batch, c_sb);
@@ -158,9 +200,13 @@ void gemm(__global const float* A, int ao, __global const float* B, int bo, __gl
     for (int j = 0; j < WPTN; ++j) {
       int n = n0 + COL(j);
       if (n >= N) continue;
+#ifdef SPLITK
+      split_add(Y + yo + y0 + m * N + n, alpha * acc[i][j]);
+#else
       float v = alpha * acc[i][j];
       if (has_c) v += beta * C[m * c_sm + n * c_sn];
       Y[yo + y0 + m * N + n] = EPI(v, y0 + m * N + n);
+#endif
     }
   }
 }
@@ -185,9 +231,15 @@ void gemm(__global const float* A, int ao, __global const float* B, int bo, __gl
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void conv2d_gemm(__global const float* X, int xo, __global const float* Wt, int wo, __global const float* Bias,
                  int bo, __global float* Y, int yo, int has_bias, int C, int H, int W, int OC, int OH, int OW,
-                 int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw, int groups POOL_PARAMS EPI_PARAMS) {
+                 int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw,
+                 int groups POOL_PARAMS SPLIT_PARAMS EPI_PARAMS) {
   GEMM_LOCALS
-  const int z = get_group_id(2), img = z / groups, g = z % groups;
+#ifdef SPLITK
+  const int z = get_group_id(2) / splits, slice = get_group_id(2) - z * splits;
+#else
+  const int z = get_group_id(2);
+#endif
+  const int img = z / groups, g = z % groups;
   const int ICg = C / groups, OCg = OC / groups;
 #ifdef POOL2
   const int N = PH * PW * 4;
@@ -195,6 +247,11 @@ void conv2d_gemm(__global const float* X, int xo, __global const float* Wt, int 
   const int N = OH * OW;
 #endif
   const int M = OCg, K = ICg * KH * KW, KHW = KH * KW;
+#ifdef SPLITK
+  const int kbeg = slice * kslice, kend = min(K, kbeg + kslice);  // this work-group's K range
+#else
+  const int kbeg = 0, kend = K;
+#endif
   __global const float* wg = Wt + wo + g * OCg * K;
   __global const float* xg = X + xo + (img * C + g * ICg) * H * W;
   // B loader state: pixel nb = tid % TILE_N, rows kb_r = tid / TILE_N + r * (256 / TILE_N).
@@ -209,7 +266,7 @@ void conv2d_gemm(__global const float* X, int xo, __global const float* Wt, int 
   const int ih0 = oh * sh - ph, iw0 = ow * sw - pw;
   int t_ic[WPTN], t_kh[WPTN], t_kw[WPTN];
   for (int r = 0; r < WPTN; ++r) {
-    int k = tid / TILE_N + r * (256 / TILE_N);
+    int k = kbeg + tid / TILE_N + r * (256 / TILE_N);
     t_ic[r] = k / KHW;
     int rem = k - t_ic[r] * KHW;
     t_kh[r] = rem / KW;
@@ -221,12 +278,12 @@ void conv2d_gemm(__global const float* X, int xo, __global const float* Wt, int 
 #define CONV_LOAD_A(k0)                                                  \
   for (int r = 0; r < WPTM; ++r) {                                       \
     GEMM_A_COORD(r, m, k, 1)                                             \
-    ra[r] = (m0 + m < M && (k0) + k < K) ? wg[(m0 + m) * K + (k0) + k] : 0.0f; \
+    ra[r] = (m0 + m < M && (k0) + k < kend) ? wg[(m0 + m) * K + (k0) + k] : 0.0f; \
   }
 #define CONV_LOAD_B(k0)                                                                   \
   for (int r = 0; r < WPTN; ++r) {                                                        \
     int ih = ih0 + t_kh[r] * dh, iw = iw0 + t_kw[r] * dw;                                 \
-    bool in = p_in && (k0) + tid / TILE_N + r * (256 / TILE_N) < K && ih >= 0 && ih < H && \
+    bool in = p_in && (k0) + tid / TILE_N + r * (256 / TILE_N) < kend && ih >= 0 && ih < H && \
               iw >= 0 && iw < W;                                                          \
     rb[r] = in ? xg[(t_ic[r] * H + ih) * W + iw] : 0.0f;                                  \
     t_kw[r] += s_kw;                                                                      \
@@ -235,16 +292,16 @@ void conv2d_gemm(__global const float* X, int xo, __global const float* Wt, int 
     if (t_kh[r] >= KH) t_kh[r] -= KH, ++t_ic[r];                                          \
     t_ic[r] += s_ic;                                                                      \
   }
-  CONV_LOAD_A(0)
-  CONV_LOAD_B(0)
-  for (int k0 = 0; k0 < K; k0 += TK) {
+  CONV_LOAD_A(kbeg)
+  CONV_LOAD_B(kbeg)
+  for (int k0 = kbeg; k0 < kend; k0 += TK) {
     for (int r = 0; r < WPTM; ++r) {
       GEMM_A_COORD(r, m, k, 1)
       AS(k, m) = ra[r];
     }
     for (int r = 0; r < WPTN; ++r) BS(tid / TILE_N + r * (256 / TILE_N), nb) = rb[r];
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (k0 + TK < K) {
+    if (k0 + TK < kend) {
       CONV_LOAD_A(k0 + TK)
       CONV_LOAD_B(k0 + TK)
     }
@@ -268,6 +325,16 @@ void conv2d_gemm(__global const float* X, int xo, __global const float* Wt, int 
       Y[yo + y0 + m * PH * PW + pooled] = best;
     }
   }
+#elif defined(SPLITK)
+  const int y0 = (img * OC + g * OCg) * N;
+  for (int i = 0; i < WPTM; ++i) {
+    int m = m0 + ROW(i);
+    if (m >= M) continue;
+    for (int j = 0; j < WPTN; ++j) {
+      int q = n0 + COL(j);
+      if (q < N) split_add(Y + yo + y0 + m * N + q, acc[i][j]);
+    }
+  }
 #else
   const int y0 = (img * OC + g * OCg) * N;
   for (int i = 0; i < WPTM; ++i) {
@@ -280,6 +347,26 @@ void conv2d_gemm(__global const float* X, int xo, __global const float* Wt, int 
     }
   }
 #endif
+}
+
+// Split-K's passes around the slices: Y zeroed before them, then, in place,
+// Y = EPI(Y + beta * C, i) with C read like gemm's (a conv's bias: C[m], 1
+// per row, batch (image, group)). Y holds batches of MxN, total elements.
+__kernel void splitk_zero(__global float* Y, int yo, int total) {
+  const int i = get_global_id(0);
+  if (i < total) Y[yo + i] = 0.0f;
+}
+
+__kernel void splitk_finish(__global float* Y, int yo, __global const float* C, int co, int M, int N, int c_sm,
+                            int c_sn, int has_c, float beta, Dims batch, Dims c_sb, int total EPI_PARAMS) {
+  const int i = get_global_id(0);
+  if (i >= total) return;
+  float v = Y[yo + i];
+  if (has_c) {
+    const int z = i / (M * N), r = i - z * M * N, m = r / N, n = r - m * N;
+    v += beta * C[co + strided_offset(z, batch, c_sb) + m * c_sm + n * c_sn];
+  }
+  Y[yo + i] = EPI(v, i);
 }
 
 // Input pixel under tap k = (ic, kh, kw) of output pixel p = (oh, ow).

@@ -94,6 +94,7 @@ struct Forced {
   bool gpu = false;              // texplan's GPU kernels on every device
   const Tiles* tiles = nullptr;  // these tiles, not the choice by shape
   bool taps = false;             // conv2d_gemm_taps for conv2d_gemm
+  int64_t splits = 0;            // split-K where allowed: S slices; -1 the S by shape; 0 the choice; 1 never
 };
 Forced& forced() {
   static Forced f;
@@ -106,11 +107,17 @@ const Tiles& tiles_named(const char* n) {
   throw Error(std::string("no tile variant ") + n);
 }
 
+// Whether tiles `t` waste at most a quarter of their area on the edges of
+// an MxN output (32x32 always qualifies: the smallest).
+bool fits(const Tiles& t, int64_t M, int64_t N) {
+  double area = double(ceil_div(M, t.tm()) * t.tm()) * double(ceil_div(N, t.tn()) * t.tn());
+  return &t == &kTiles[0] || double(M) * double(N) >= 0.75 * area;
+}
+
 // Tiles for an MxN output per batch. On CPUs 64x64, or 32x32 when 64x64
-// gives fewer work-groups than compute units. On GPUs the tiles that waste
-// at most a quarter of their area on the edges, scored by waves of
-// work-groups (one per compute unit per wave) times the work of one tile
-// over its speed.
+// gives fewer work-groups than compute units. On GPUs the tiles that `fit`,
+// scored by waves of work-groups (one per compute unit per wave) times the
+// work of one tile over its speed.
 const Tiles& choose_tiles(const NodeBuilder& b, int64_t M, int64_t N, int64_t batches) {
   if (forced().tiles) return *forced().tiles;
   auto groups = [&](const Tiles& t) { return ceil_div(M, t.tm()) * ceil_div(N, t.tn()) * batches; };
@@ -119,39 +126,139 @@ const Tiles& choose_tiles(const NodeBuilder& b, int64_t M, int64_t N, int64_t ba
   const Tiles* best = &kTiles[0];
   double best_cost = 1e300;
   for (const Tiles& t : kTiles) {
-    double area = double(ceil_div(M, t.tm()) * t.tm()) * double(ceil_div(N, t.tn()) * t.tn());
-    if (&t != &kTiles[0] && double(M) * double(N) < 0.75 * area) continue;
+    if (!fits(t, M, N)) continue;
     double cost = double(ceil_div(groups(t), cu)) * double(t.tm() * t.tn()) / t.speed;
     if (cost < best_cost) best = &t, best_cost = cost;
   }
   return *best;
 }
 
-// The tiles of a GPU launch prepared by `emit(t)` (as the last of
-// b.launches) for the shape named `key`: forced, else the tuning cache's
-// measured choice (texplan tune times every variant once), else
-// choose_tiles' heuristic.
-const Tiles& pick_tiles(NodeBuilder& b, const std::string& key, int64_t M, int64_t N, int64_t batches,
-                        const std::function<void(const Tiles&)>& emit) {
-  if (forced().tiles) return *forced().tiles;
-  const Tiles& guess = choose_tiles(b, M, N, batches);
+// Split-K (gemm.cl SPLITK): K cut into `splits` slices of `kslice` (a
+// multiple of TK), one work-group per (tile, slice) adding its partial tile
+// into Y atomically; Y zeroed before, bias and epilogue applied after, in
+// place: three launches instead of one. For grids too small to fill the
+// compute units: ResNet's 512-channel 3x3 convs at 7x7 (M=512, N=49,
+// K=4608) make 32 work-groups of 32x32 for 132 compute units on the H100.
+constexpr int64_t kTK = 16;              // gemm.cl's TK
+constexpr int64_t kMinSliceK = 4 * kTK;  // shallower slices spend more on the pipeline's fill and the adds
+
+// A GEMM launch's variant: tiles, unsplit (splits 1) or split-K.
+struct Variant {
+  const Tiles* tiles;
+  int64_t splits = 1, kslice = 0;
+  std::string name() const { return splits > 1 ? std::string(tiles->name) + "/s" + std::to_string(splits) : tiles->name; }
+};
+
+// About `want` slices of K, rounded to whole TK; the variant has as many as
+// are nonempty (1: unsplit).
+Variant split_k(const Tiles& t, int64_t K, int64_t want) {
+  int64_t kslice = ceil_div(ceil_div(K, std::max<int64_t>(1, want)), kTK) * kTK, splits = ceil_div(K, kslice);
+  return splits > 1 ? Variant{&t, splits, kslice} : Variant{&t};
+}
+
+// The slices that bring `t`'s grid to about two waves of work-groups (as
+// many per compute unit as the memory latency wants hidden), none shallower
+// than kMinSliceK.
+Variant split_by_shape(const Tiles& t, int64_t M, int64_t N, int64_t K, int64_t batches, int64_t cu) {
+  int64_t groups = ceil_div(M, t.tm()) * ceil_div(N, t.tn()) * batches;
+  return split_k(t, K, std::min(ceil_div(2 * cu, groups), K / kMinSliceK));
+}
+
+// choose_tiles' cost with K (waves x the work of one work-group / speed);
+// split-K adds its two extra passes, about 6 us: 150k FMAs of a 32x32
+// work-group at the 25.6 GFMA/s of one on the H100 (ResNet's layer4 conv,
+// 32 of them in 0.184 ms).
+double variant_cost(const Variant& v, int64_t M, int64_t N, int64_t K, int64_t batches, int64_t cu) {
+  const Tiles& t = *v.tiles;
+  int64_t groups = ceil_div(M, t.tm()) * ceil_div(N, t.tn()) * batches * v.splits;
+  double work = double(t.tm() * t.tn()) * double(v.splits > 1 ? v.kslice : K) / t.speed;
+  return double(ceil_div(groups, cu)) * work + (v.splits > 1 ? 150e3 : 0.0);
+}
+
+// The heuristic's variant: choose_tiles' tiles, or on GPUs (where
+// `can_split`) a split of fitting tiles when the cost model says it pays.
+Variant choose_by_shape(const NodeBuilder& b, int64_t M, int64_t N, int64_t K, int64_t batches, bool can_split) {
+  Variant best{&choose_tiles(b, M, N, batches)};
+  if (!can_split || b.device_type() != "gpu") return best;
+  const int64_t cu = std::max(1, b.compute_units());
+  double best_cost = variant_cost(best, M, N, K, batches, cu);
+  for (const Tiles& t : kTiles) {
+    if (!fits(t, M, N)) continue;
+    Variant v = split_by_shape(t, M, N, K, batches, cu);
+    double c = variant_cost(v, M, N, K, batches, cu);
+    if (v.splits > 1 && c < best_cost) best = v, best_cost = c;
+  }
+  return best;
+}
+
+// The variant of a GPU GEMM whose launches `emit(v)` appends to b.launches,
+// for the shape named `key`: forced, else the tuning cache's measured choice
+// (texplan tune times every candidate once: each tile unsplit, and split by
+// shape where `can_split`), else choose_by_shape's heuristic.
+Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int64_t K, int64_t batches,
+                     bool can_split, const std::function<void(const Variant&)>& emit) {
+  const Forced& f = forced();
+  const int64_t cu = std::max(1, b.compute_units());
+  if (f.tiles || f.splits != 0) {
+    const Tiles& t = choose_tiles(b, M, N, batches);
+    if (!can_split || f.splits == 0 || f.splits == 1) return Variant{&t};
+    return f.splits < 0 ? split_by_shape(t, M, N, K, batches, cu) : split_k(t, K, f.splits);
+  }
+  const std::string guess = choose_by_shape(b, M, N, K, batches, can_split).name();
+  std::vector<Variant> candidates;
+  for (const Tiles& t : kTiles) candidates.push_back({&t});
+  if (can_split) {
+    for (const Tiles& t : kTiles)
+      if (Variant v = split_by_shape(t, M, N, K, batches, cu); v.splits > 1) candidates.push_back(v);
+    if (candidates.size() > std::size(kTiles)) key += " splitk";  // caches from before split-K did not measure it
+  }
   std::vector<std::string> names;
   int fallback = 0;
-  for (const Tiles& t : kTiles) {
-    if (&t == &guess) fallback = int(names.size());
-    names.push_back(t.name);
+  for (const Variant& v : candidates) {
+    if (v.name() == guess) fallback = int(names.size());
+    names.push_back(v.name());
   }
-  int i = choose_variant(key, names, fallback, [&](int v) {
+  int i = choose_variant(key, names, fallback, [&](int c) {
     Device* dev = tuning_device();
     if (!dev) return -1.0;
-    emit(kTiles[v]);
-    Launch l = b.launches.back();
-    b.launches.pop_back();
-    double ms = time_launch(*dev, l.kernel, l.dims, l.global, l.has_local ? l.local : nullptr);
-    clReleaseKernel(l.kernel);
+    size_t before = b.launches.size();
+    emit(candidates[size_t(c)]);
+    std::vector<TimedLaunch> timed;
+    for (size_t k = before; k < b.launches.size(); ++k) {
+      const Launch& l = b.launches[k];
+      timed.push_back({l.kernel, l.dims, l.global, l.has_local ? l.local : nullptr});
+    }
+    double ms = time_launches(*dev, timed);
+    for (size_t k = before; k < b.launches.size(); ++k) clReleaseKernel(b.launches[k].kernel);
+    b.launches.resize(before);
     return ms;
   });
-  return kTiles[i];
+  return candidates[size_t(i)];
+}
+
+// Whether Y's planned storage overlaps an input's (in-place sharing, e.g. a
+// residual): split-K zeroes Y before the slices read the inputs and adds
+// into it, so it must not.
+bool output_overlaps_input(const NodeBuilder& b) {
+  const TensorArg y = b.arg_out(0);
+  const int64_t ye = int64_t(element_size(b.out(0).dtype));
+  const int64_t y0 = int64_t(y.offset) * ye, y1 = y0 + element_count(b.out(0).shape) * ye;
+  for (int i = 0; i < b.inputs(); ++i) {
+    if (!b.has_in(i)) continue;
+    const TensorArg x = b.arg_in(i);
+    const int64_t xe = int64_t(element_size(b.in(i).dtype));
+    const int64_t x0 = int64_t(x.offset) * xe, x1 = x0 + element_count(b.in(i).shape) * xe;
+    if (x.mem == y.mem && x0 < y1 && y0 < x1) return true;
+  }
+  return false;
+}
+
+// Whether a GEMM of depth K into Y (total elements) may be split: K deep
+// enough for two slices, Y over no input. The epilogue always runs as a
+// separate pass: it reads its operands at Y's index only, and (Y over none
+// of them) they still hold the same values after the slices.
+bool split_k_allowed(const NodeBuilder& b, int64_t K, int64_t total) {
+  return K >= 2 * kTK && total <= INT32_MAX && !output_overlaps_input(b);
 }
 
 // "kernel 1,2,3": a tuning cache key.
@@ -171,6 +278,14 @@ Source gemm_source(const Tiles& t, const FusedTail& tail) {
                 tail.prelude);
 }
 
+// The split-K build of gemm.cl's tiles (no epilogue: splitk_finish applies
+// it); on NVIDIA the adds are PTX reductions, elsewhere compare-and-swap loops.
+Source split_source(const Tiles& t, const NodeBuilder& b) {
+  bool nvidia = b.device().info().vendor.find("NVIDIA") != std::string::npos;
+  return Source("gemm.cl", "-DWPTM=" + std::to_string(t.wptm) + " -DWPTN=" + std::to_string(t.wptn) +
+                               (t.vec ? " -DVEC" : "") + " -DSPLITK" + (nvidia ? " -DSPLITK_PTX_RED" : ""));
+}
+
 // Prepared `gemm` launch; `batch` and the *_sb strides describe the batch.
 struct GemmArgs {
   int64_t M, N, K, a_sm, a_sk, b_sk, b_sn, c_sm = 0, c_sn = 0;
@@ -178,6 +293,21 @@ struct GemmArgs {
   float alpha = 1, beta = 1;
   std::vector<int64_t> batch{1}, a_sb{0}, b_sb{0}, c_sb{0};
 };
+
+// Split-K's passes around the slices' launch (prepared between them): Y's
+// `total` elements zeroed, and after the slices Y = EPI(Y + beta * C) in
+// place (C read as g describes it; skipped when there is neither C nor an
+// epilogue).
+void launch_splitk_zero(NodeBuilder& b, const Source& split, const TensorArg& Y, int64_t total) {
+  b.launch(split, "splitk_zero", linear_range(total), Y, i32(total));
+}
+void launch_splitk_finish(NodeBuilder& b, const TensorArg& C, const TensorArg& Y, const GemmArgs& g, int64_t total,
+                          const FusedTail& tail) {
+  if (!g.has_c && tail.prelude.empty()) return;
+  b.launch(Source("gemm.cl", "", tail.prelude), "splitk_finish", linear_range(total), Y, C, i32(g.M), i32(g.N),
+           i32(g.c_sm), i32(g.c_sn), cl_int(g.has_c), g.beta, batch_dims(g.batch), to_dims(g.c_sb, 0), i32(total));
+  tail.append_args(b);
+}
 
 // GEMMs with a single row or column become matrix-vector products; the
 // others take register tiles chosen by choose_tiles.
@@ -199,14 +329,27 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
     return;
   }
   if (launch_gemm_mma(b, A, B, C, Y, g, tail)) return;  // --precision tf32
-  auto emit = [&](const Tiles& t) {
-    Range r = group_range({size_t(ceil_div(g.N, t.tn())), size_t(ceil_div(g.M, t.tm())), size_t(nb)}, {16, 16, 1});
+  const int64_t total = nb * g.M * g.N;
+  auto emit = [&](const Variant& v) {
+    const Tiles& t = *v.tiles;
+    Range r = group_range({size_t(ceil_div(g.N, t.tn())), size_t(ceil_div(g.M, t.tm())), size_t(nb * v.splits)},
+                          {16, 16, 1});
+    if (v.splits > 1) {
+      Source split = split_source(t, b);
+      launch_splitk_zero(b, split, Y, total);
+      b.launch(split, "gemm", r, A, B, C, Y, i32(g.M), i32(g.N), i32(g.K), i32(g.a_sm), i32(g.a_sk), i32(g.b_sk),
+               i32(g.b_sn), i32(g.c_sm), i32(g.c_sn), cl_int(g.has_c), g.alpha, g.beta, batch_dims(g.batch),
+               to_dims(g.a_sb, 0), to_dims(g.b_sb, 0), to_dims(g.c_sb, 0), i32(v.splits), i32(v.kslice));
+      launch_splitk_finish(b, C, Y, g, total, tail);
+      return;
+    }
     b.launch(gemm_source(t, tail), "gemm", r, A, B, C, Y, i32(g.M), i32(g.N), i32(g.K), i32(g.a_sm), i32(g.a_sk),
              i32(g.b_sk), i32(g.b_sn), i32(g.c_sm), i32(g.c_sn), cl_int(g.has_c), g.alpha, g.beta,
              batch_dims(g.batch), to_dims(g.a_sb, 0), to_dims(g.b_sb, 0), to_dims(g.c_sb, 0));
     tail.append_args(b);
   };
-  emit(pick_tiles(b, shape_key("gemm", {g.M, g.N, g.K, nb, g.a_sk == 1, g.b_sn == 1}), g.M, g.N, nb, emit));
+  emit(pick_variant(b, shape_key("gemm", {g.M, g.N, g.K, nb, g.a_sk == 1, g.b_sn == 1}), g.M, g.N, g.K, nb,
+                    split_k_allowed(b, g.K, total), emit));
 }
 
 }  // namespace
@@ -223,6 +366,7 @@ std::vector<std::string> conv_tile_variants() {
   std::vector<std::string> v;
   for (const Tiles& t : kTiles) v.push_back(t.name);
   for (const char* t : {"32x32", "64x64"}) v.push_back(std::string("taps:") + t);  // the previous kernels
+  for (const Tiles& t : kTiles) v.push_back(std::string(t.name) + "/split");       // split-K, slices by shape
   return v;
 }
 
@@ -231,9 +375,22 @@ bool gpu_kernels_forced() { return forced().gpu; }
 void force_conv_variant(const std::string& variant) {
   Forced f;
   f.gpu = !variant.empty();
-  if (!variant.empty() && variant != "gpu") {
-    f.taps = variant.rfind("taps:", 0) == 0;
-    f.tiles = &tiles_named(variant.c_str() + (f.taps ? 5 : 0));
+  std::string tiles = variant;
+  if (size_t slash = variant.find('/'); slash != std::string::npos) {  // "TILES/split", "TILES/sN"
+    std::string split = variant.substr(slash + 1);
+    tiles = variant.substr(0, slash);
+    if (split == "split") {
+      f.splits = -1;
+    } else {
+      size_t digits = split.size() > 1 && split[0] == 's' ? split.find_first_not_of("0123456789", 1) : 0;
+      if (digits != std::string::npos || split.size() > 7) throw Error("no split-K variant /" + split + " (/split or /sN)");
+      f.splits = std::max<int64_t>(1, std::stoll(split.substr(1)));
+    }
+  }
+  if (!variant.empty() && tiles != "gpu") {
+    f.taps = tiles.rfind("taps:", 0) == 0;
+    f.tiles = &tiles_named(tiles.c_str() + (f.taps ? 5 : 0));
+    if (f.taps && f.splits != 0) throw Error("the taps: baseline has no split-K variant");
   }
   forced() = f;
 }
@@ -270,9 +427,24 @@ bool lower_conv(NodeBuilder& b, const FusedTail& tail) {
     return true;
   }
   if (launch_conv_mma(b, g, has_bias, bias, tail)) return true;  // --precision tf32
-  auto emit = [&](const Tiles& t) {
-    Range r = group_range(
-        {size_t(ceil_div(g.OH * g.OW, t.tn())), size_t(ceil_div(OCg, t.tm())), size_t(g.N * g.groups)}, {16, 16, 1});
+  const int64_t K = ICg * g.KH * g.KW, total = g.N * g.OC * g.OH * g.OW;
+  auto emit = [&](const Variant& v) {
+    const Tiles& t = *v.tiles;
+    Range r = group_range({size_t(ceil_div(g.OH * g.OW, t.tn())), size_t(ceil_div(OCg, t.tm())),
+                           size_t(g.N * g.groups * v.splits)},
+                          {16, 16, 1});
+    if (v.splits > 1) {
+      Source split = split_source(t, b);
+      launch_splitk_zero(b, split, b.arg_out(0), total);
+      b.launch(split, "conv2d_gemm", r, b.arg_in(0), b.arg_in(1), bias, b.arg_out(0), cl_int(has_bias), i32(g.C),
+               i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW), i32(g.KH), i32(g.KW), i32(g.sh), i32(g.sw),
+               i32(g.ph), i32(g.pw), i32(g.dh), i32(g.dw), i32(g.groups), i32(v.splits), i32(v.kslice));
+      // The bias as gemm's C: one value per row (output channel) of each (image, group).
+      GemmArgs rows{OCg, g.OH * g.OW, K, 0, 0, 0, 0};
+      rows.c_sm = 1, rows.has_c = has_bias, rows.batch = {g.N, g.groups}, rows.c_sb = {0, OCg};
+      launch_splitk_finish(b, bias, b.arg_out(0), rows, total, tail);
+      return;
+    }
     b.launch(gemm_source(t, tail), forced().taps ? "conv2d_gemm_taps" : "conv2d_gemm", r, b.arg_in(0), b.arg_in(1),
              bias, b.arg_out(0), cl_int(has_bias), i32(g.C), i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW),
              i32(g.KH), i32(g.KW), i32(g.sh), i32(g.sw), i32(g.ph), i32(g.pw), i32(g.dh), i32(g.dw), i32(g.groups));
@@ -280,7 +452,8 @@ bool lower_conv(NodeBuilder& b, const FusedTail& tail) {
   };
   std::string key = shape_key("conv2d_gemm", {g.N, g.C, g.H, g.W, g.OC, g.OH, g.OW, g.KH, g.KW, g.sh, g.sw, g.ph,
                                               g.pw, g.dh, g.dw, g.groups});
-  emit(pick_tiles(b, key, OCg, g.OH * g.OW, g.N * g.groups, emit));
+  emit(pick_variant(b, key, OCg, g.OH * g.OW, K, g.N * g.groups, !forced().taps && split_k_allowed(b, K, total),
+                    emit));
   return true;
 }
 

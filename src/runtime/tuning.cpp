@@ -50,20 +50,30 @@ int choose_variant(const std::string& key, const std::vector<std::string>& names
 }
 
 double time_launch(Device& dev, cl_kernel k, cl_uint dims, const size_t* global, const size_t* local, int reps) {
+  return time_launches(dev, {{k, dims, global, local}}, reps);
+}
+
+double time_launches(Device& dev, const std::vector<TimedLaunch>& launches, int reps) {
   cl_command_queue q = dev.profiling_queue();
   double best = -1;
   for (int r = 0; r <= reps; ++r) {
-    cl_event e = nullptr;
-    cl_int s = clEnqueueNDRangeKernel(q, k, dims, nullptr, global, local, 0, nullptr, &e);
-    if (s != CL_SUCCESS) {
-      clFinish(q);
-      return -1;  // e.g. a work-group size the device refuses: not a candidate
+    std::vector<cl_event> events(launches.size(), nullptr);
+    for (size_t i = 0; i < launches.size(); ++i) {
+      const TimedLaunch& l = launches[i];
+      cl_int s = clEnqueueNDRangeKernel(q, l.kernel, l.dims, nullptr, l.global, l.local, 0, nullptr, &events[i]);
+      if (s != CL_SUCCESS) {
+        clFinish(q);
+        for (cl_event e : events)
+          if (e) clReleaseEvent(e);
+        return -1;  // e.g. a work-group size the device refuses: not a candidate
+      }
     }
-    s = clWaitForEvents(1, &e);
+    if (events.empty()) return 0;
+    cl_int s = clWaitForEvents(cl_uint(events.size()), events.data());
     cl_ulong t0 = 0, t1 = 0;
-    if (s == CL_SUCCESS) s = clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof t0, &t0, nullptr);
-    if (s == CL_SUCCESS) s = clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof t1, &t1, nullptr);
-    clReleaseEvent(e);
+    if (s == CL_SUCCESS) s = clGetEventProfilingInfo(events.front(), CL_PROFILING_COMMAND_START, sizeof t0, &t0, nullptr);
+    if (s == CL_SUCCESS) s = clGetEventProfilingInfo(events.back(), CL_PROFILING_COMMAND_END, sizeof t1, &t1, nullptr);
+    for (cl_event e : events) clReleaseEvent(e);
     if (s != CL_SUCCESS) throw Error(std::string("tuning: timing a kernel: ") + cl_error_name(s));
     double ms = double(t1 - t0) * 1e-6;
     if (r > 0 && (best < 0 || ms < best)) best = ms;  // run 0 warms up (PoCL compiles per work-group size)

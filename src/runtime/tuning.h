@@ -66,4 +66,15 @@ Device* tuning_device();
 // runs timed with profiling events on the device's profiling queue.
 double time_launch(Device& dev, cl_kernel k, cl_uint dims, const size_t* global, const size_t* local, int reps = 3);
 
+// The same for launches enqueued back to back (a node's passes, e.g. split-K's
+// zero, slices and epilogue): the first one's start to the last one's end,
+// gaps between them included.
+struct TimedLaunch {
+  cl_kernel kernel;
+  cl_uint dims;
+  const size_t* global;
+  const size_t* local;  // null: the driver's choice
+};
+double time_launches(Device& dev, const std::vector<TimedLaunch>& launches, int reps = 3);
+
 }  // namespace texplan::runtime
