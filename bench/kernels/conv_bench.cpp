@@ -151,10 +151,11 @@ double flops(const ConvShape& c) {
   return 2.0 * double(c.OC) * double(OH * OW) * double(c.C / c.groups) * double(c.K * c.K);
 }
 
-// Median device ms of the node over `reps` runs, after a warm-up; the first
-// output so variants can be compared for agreement.
+// Median device ms of the node over `reps` runs, after a warm-up (its
+// launches' first start to last end); the first output so variants can be
+// compared for agreement, and the node's kernel launches (split-K: 2 or 3).
 double time_node(const Graph& g, const std::vector<HostTensor>& feeds, std::shared_ptr<runtime::Device> dev, int reps,
-                 std::vector<float>& output, runtime::Precision precision) {
+                 std::vector<float>& output, runtime::Precision precision, int& launches) {
   PlanInput pin = make_usage_records(g);
   plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
   runtime::SessionOptions opt;
@@ -163,6 +164,7 @@ double time_node(const Graph& g, const std::vector<HostTensor>& feeds, std::shar
   runtime::Session s(g, pin, plan, dev, opt);
   if (s.precision() != precision) throw Error("this device has no tf32 tensor cores");
   output = s.run(feeds)[0].as_float();
+  launches = s.kernel_launches();
   std::vector<double> ms;
   for (int r = 0; r < reps; ++r) {
     s.run(feeds);
@@ -232,13 +234,15 @@ int main(int argc, char** argv) {
       std::vector<std::string> names = {"auto"};
       if (!depthwise) names.insert(names.end(), variants.begin(), variants.end());
       std::vector<double> ms(names.size(), NAN);
+      std::vector<int> launches(names.size(), 0);
       std::vector<std::vector<float>> outs(names.size());
       for (size_t v = 0; v < names.size(); ++v) {
         try {
           const bool tf32 = names[v].rfind("tf32", 0) == 0;
           runtime::force_conv_variant(names[v] == "auto" || tf32 ? "" : names[v]);
           runtime::force_mma_variant(names[v].rfind("tf32:", 0) == 0 ? names[v].substr(5) : "");
-          ms[v] = time_node(g, feeds, dev, reps, outs[v], tf32 ? runtime::Precision::Tf32 : runtime::Precision::Fp32);
+          ms[v] = time_node(g, feeds, dev, reps, outs[v], tf32 ? runtime::Precision::Tf32 : runtime::Precision::Fp32,
+                            launches[v]);
         } catch (const Error& e) {
           std::cerr << c.name << " / " << names[v] << ": " << e.what() << "\n";
         }
@@ -265,8 +269,10 @@ int main(int argc, char** argv) {
                   << std::setprecision(4) << ms[v] << " ms" << std::setw(10) << std::setprecision(1) << gflops
                   << " GFLOP/s" << std::setw(8) << std::setprecision(2) << best / ms[v] << std::scientific
                   << std::setw(11) << std::setprecision(2) << err << std::fixed << (ms[v] == best ? "  best" : "")
-                  << (!(err <= (tf32 ? 1e-2 : 1e-4)) ? "  DIFFERS" : "") << "\n";
-        row["variants"][names[v]] = {{"ms", ms[v]}, {"gflops", gflops}, {"ratio_to_best", best / ms[v]}, {"rel_error", err}};
+                  << (!(err <= (tf32 ? 1e-2 : 1e-4)) ? "  DIFFERS" : "")
+                  << (launches[v] > 1 ? "  " + std::to_string(launches[v]) + " launches" : "") << "\n";
+        row["variants"][names[v]] = {{"ms", ms[v]},       {"gflops", gflops},           {"ratio_to_best", best / ms[v]},
+                                     {"rel_error", err}, {"launches", launches[v]}};
       }
       rows.push_back(row);
     }
