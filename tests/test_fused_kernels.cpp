@@ -412,6 +412,76 @@ TEST(FusedKernels, ConvMaxPool) {
   EXPECT_FALSE(run_on_device(extra, out, {1, 70, 5, 6}));
 }
 
+// Overlapping windows through conv2d_maxpool_tiled (each tile, the choice
+// by shape) and the direct kernel it falls back to: ragged tiles and
+// channel blocks, ceil_mode, pads, strides and dilations on both sides,
+// groups, input channels staged in several chunks; epilogues with negative
+// values, so pool padding that won a window would show.
+TEST(FusedKernels, ConvMaxPoolTiled) {
+  struct ForcePool {
+    explicit ForcePool(const std::string& v) { runtime::force_conv_maxpool_variant(v); }
+    ~ForcePool() { runtime::force_conv_maxpool_variant(""); }
+  };
+  const std::map<std::string, Attribute> stem_pool = {
+      {"kernel_shape", aints({3, 3})}, {"strides", aints({2, 2})}, {"pads", aints({1, 1, 1, 1})}};
+  // ResNet stem at 40x36, 40 channels: a full and a partial block of 32.
+  const FusedCase stem = conv_pool({1, 3, 40, 36}, {40, 3, 7, 7}, {{"strides", aints({2, 2})}, {"pads", aints({3, 3, 3, 3})}},
+                                   true, {"Relu x0"}, stem_pool);
+  const std::vector<FusedCase> cases = {
+      stem,
+      // Odd sizes, ceil_mode (the last windows run past the conv output), no bias.
+      conv_pool({2, 3, 23, 19}, {20, 3, 3, 3}, {{"pads", aints({1, 1, 1, 1})}}, false, {},
+                {{"kernel_shape", aints({3, 3})}, {"strides", aints({2, 2})}, {"ceil_mode", ai(1)}}),
+      // Asymmetric conv strides, pads and dilations; pool window 3x2, dilated, padded.
+      conv_pool({1, 5, 17, 15}, {12, 5, 3, 5},
+                {{"strides", aints({2, 1})}, {"pads", aints({1, 2, 0, 1})}, {"dilations", aints({1, 2})}}, true, kSiLU,
+                {{"kernel_shape", aints({3, 2})}, {"strides", aints({2, 1})}, {"pads", aints({1, 0, 1, 0})},
+                 {"dilations", aints({1, 2})}}),
+      // Grouped, 6 channels per group (a partial block), ceil_mode.
+      conv_pool({1, 8, 15, 15}, {12, 4, 3, 3}, {{"group", ai(2)}}, true, {"Clip x0 -0.5 0.5"},
+                {{"kernel_shape", aints({3, 3})}, {"strides", aints({2, 2})}, {"ceil_mode", ai(1)}}),
+      // 64 input channels: staged in chunks.
+      conv_pool({1, 64, 12, 12}, {16, 64, 3, 3}, {{"pads", aints({1, 1, 1, 1})}}, true, {"Relu x0"}, stem_pool),
+      // Pool stride 1 (every conv pixel in up to 9 windows).
+      conv_pool({1, 3, 11, 13}, {8, 3, 3, 3}, {{"pads", aints({1, 1, 1, 1})}}, true, {},
+                {{"kernel_shape", aints({3, 3})}, {"strides", aints({1, 1})}, {"pads", aints({1, 1, 1, 1})}}),
+  };
+  std::vector<std::string> kernels;
+  auto ran = [&](const char* kernel) {
+    EXPECT_EQ(kernels, std::vector<std::string>{kernel});
+    kernels.clear();
+  };
+  // The choice by shape: a tile for every case (PoCL has the local memory).
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(i);
+    expect_matches_reference(cases[i], 1e-4, &kernels);
+    ran("conv2d_maxpool_tiled");
+  }
+  {
+    ForcePool direct("direct");
+    for (size_t i = 0; i < cases.size(); ++i) {
+      SCOPED_TRACE(i);
+      expect_matches_reference(cases[i], 1e-4, &kernels);
+      ran("conv2d_maxpool");
+    }
+  }
+  // Every tile (each is a build per geometry) on the stem and the dilated case.
+  for (const std::string& v : runtime::conv_maxpool_variants()) {
+    SCOPED_TRACE(v);
+    ForcePool pool(v);
+    expect_matches_reference(stem, 1e-4, &kernels);
+    expect_matches_reference(cases[2], 1e-4, &kernels);
+    kernels.clear();
+  }
+  EXPECT_THROW(runtime::force_conv_maxpool_variant("tiled:1x1x1"), Error);
+  // 25x25 taps: one input channel's patch and weights exceed 48 KiB of
+  // local memory with every tile, so the direct kernel runs.
+  expect_matches_reference(conv_pool({1, 1, 28, 28}, {2, 1, 25, 25}, {{"pads", aints({2, 2, 2, 2})}}, true, {"Relu x0"},
+                                     {{"kernel_shape", aints({3, 3})}, {"strides", aints({2, 2})}}),
+                           1e-4, &kernels);
+  ran("conv2d_maxpool");
+}
+
 // ---------------------------------------------------------------- FusedMatMul
 
 TEST(FusedKernels, MatMul) {

@@ -1,4 +1,6 @@
 // Conv, ConvTranspose, Gemm and MatMul lowerings onto gemm.cl / conv.cl.
+#include <optional>
+
 #include "graph/epilogue.h"
 #include "runtime/epilogue_cl.h"
 #include "runtime/ops.h"
@@ -164,28 +166,24 @@ Variant split_by_shape(const Tiles& t, int64_t M, int64_t N, int64_t K, int64_t 
   return split_k(t, K, std::min(ceil_div(2 * cu, groups), K / kMinSliceK));
 }
 
-// choose_tiles' cost with K (waves x the work of one work-group / speed),
-// in FMAs of a 32x32 work-group: 25.6 GFMA/s on the H100 (ResNet's layer4
-// conv, 32 of them in 0.184 ms). Split-K adds its two extra passes, about
-// 6 us (150k), and its atomic adds, a guess of 100 per ns device-wide
-// (0.25 each) until the bench measures it.
+// choose_tiles' cost with K (waves x the work of one work-group / speed);
+// split-K adds its two extra passes, about 6 us: 150k FMAs of a 32x32
+// work-group at the 25.6 GFMA/s of one on the H100 (ResNet's layer4 conv,
+// 32 of them in 0.184 ms).
 double variant_cost(const Variant& v, int64_t M, int64_t N, int64_t K, int64_t batches, int64_t cu) {
   const Tiles& t = *v.tiles;
   int64_t groups = ceil_div(M, t.tm()) * ceil_div(N, t.tn()) * batches * v.splits;
   double work = double(t.tm() * t.tn()) * double(v.splits > 1 ? v.kslice : K) / t.speed;
-  double split = v.splits > 1 ? 150e3 + 0.25 * double(M * N * batches * v.splits) : 0.0;
-  return double(ceil_div(groups, cu)) * work + split;
+  return double(ceil_div(groups, cu)) * work + (v.splits > 1 ? 150e3 : 0.0);
 }
 
 // The heuristic's variant: choose_tiles' tiles, or on GPUs (where
-// `can_split`) a split of fitting tiles where the cost model says it saves a
-// fifth at least (a margin for its guesses; by it ResNet's 3x3 convs at
-// 7x7 and 14x14 save 83% and 65%, VGG's 512 at 14x14 55%, 64 at 56x56 2%).
+// `can_split`) a split of fitting tiles when the cost model says it pays.
 Variant choose_by_shape(const NodeBuilder& b, int64_t M, int64_t N, int64_t K, int64_t batches, bool can_split) {
   Variant best{&choose_tiles(b, M, N, batches)};
   if (!can_split || b.device_type() != "gpu") return best;
   const int64_t cu = std::max(1, b.compute_units());
-  double best_cost = 0.8 * variant_cost(best, M, N, K, batches, cu);
+  double best_cost = variant_cost(best, M, N, K, batches, cu);
   for (const Tiles& t : kTiles) {
     if (!fits(t, M, N)) continue;
     Variant v = split_by_shape(t, M, N, K, batches, cu);
@@ -356,6 +354,75 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
                     split_k_allowed(b, g.K, total), emit));
 }
 
+// The pool of a FusedConvMaxPool: window, strides, begin pads, dilations.
+struct PoolGeometry {
+  int64_t PH = 0, PW = 0, kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
+};
+
+// Tiles of conv2d_maxpool_tiled (conv_maxpool.cl): TPH x TPW pooled outputs of OCB
+// channels per work-group of WG items, ROC channels per item (OCB a multiple
+// of 8, ROC of 4, WG / (OCB / ROC) a multiple of 32: whole warps per channel
+// slice, so weight reads are broadcasts). In order of preference.
+struct PoolTile {
+  const char* name;
+  int tph, tpw, ocb, roc, wg;
+};
+const PoolTile kPoolTiles[] = {{"4x8x32", 4, 8, 32, 8, 128},
+                               {"8x8x32", 8, 8, 32, 8, 256},
+                               {"4x8x16", 4, 8, 16, 8, 64},
+                               {"2x8x16", 2, 8, 16, 4, 128}};
+// Local memory a tile may take: the H100's 48 KiB; more would cut the
+// work-groups a GPU runs at once, and CPUs (PoCL: 1 MiB) gain nothing.
+constexpr int64_t kPoolTileLocalBytes = 48 * 1024;
+constexpr int64_t kPoolTileMaxAccumulators = 64;  // ROC x RPX registers per item
+
+struct ForcedPool {
+  bool set = false;
+  const PoolTile* tile = nullptr;  // null: the direct kernel
+};
+ForcedPool& forced_pool() {
+  static ForcedPool f;
+  return f;
+}
+
+// `t` fitted to a node: the build defines and the launch's shape; none when
+// the conv region or one input channel's patch and weights exceed local
+// memory, or the accumulators the registers.
+struct TiledConvMaxPool {
+  const PoolTile* tile = nullptr;
+  std::string defines;
+  int64_t tiles_x = 0, tiles_y = 0, oc_blocks = 0;
+  int64_t groups() const { return tiles_x * tiles_y * oc_blocks; }
+};
+std::optional<TiledConvMaxPool> fit_pool_tile(const ConvGeometry& g, const PoolGeometry& p, const PoolTile& t,
+                                              int64_t local_bytes) {
+  auto round4 = [](int64_t v) { return (v + 3) / 4 * 4; };
+  const int64_t CRH = (t.tph - 1) * p.sh + (p.kh - 1) * p.dh + 1, CRW = (t.tpw - 1) * p.sw + (p.kw - 1) * p.dw + 1;
+  const int64_t IRH = (CRH - 1) * g.sh + (g.KH - 1) * g.dh + 1, IRW = (CRW - 1) * g.sw + (g.KW - 1) * g.dw + 1;
+  const int64_t IPW = ceil_div(IRW, g.sw), ICS = IRH * g.sw * IPW, WP = t.ocb + 4, taps = g.KH * g.KW;
+  const int64_t slice_items = t.wg / (t.ocb / t.roc), RPX = ceil_div(CRH * CRW, slice_items);
+  const int64_t budget = std::min(local_bytes, kPoolTileLocalBytes) / 4, conv_floats = t.ocb * CRH * CRW;
+  if (RPX * t.roc > kPoolTileMaxAccumulators || conv_floats > budget) return std::nullopt;
+  auto staged = [&](int64_t c) { return round4(c * ICS) + c * taps * WP; };
+  int64_t ICC = std::min(g.C / g.groups, budget);  // input channels staged at once
+  while (ICC > 0 && staged(ICC) > budget) --ICC;
+  if (ICC == 0) return std::nullopt;
+  TiledConvMaxPool f;
+  f.tile = &t;
+  std::string d;
+  auto def = [&](const char* name, int64_t v) { d += std::string(" -D") + name + "=" + std::to_string(v); };
+  def("KH", g.KH), def("KW", g.KW), def("SH", g.sh), def("SW", g.sw), def("DH", g.dh), def("DW", g.dw);
+  def("PKH", p.kh), def("PKW", p.kw), def("PSH", p.sh), def("PSW", p.sw), def("PDH", p.dh), def("PDW", p.dw);
+  def("TPH", t.tph), def("TPW", t.tpw), def("OCB", t.ocb), def("ROC", t.roc), def("WG", t.wg), def("ICC", ICC);
+  def("RPX", RPX), def("CRH", CRH), def("CRW", CRW), def("IRH", IRH), def("IRW", IRW), def("IPW", IPW);
+  def("ICS", ICS), def("WP", WP), def("WOFF", round4(ICC * ICS));
+  def("LOCAL_FLOATS", round4(std::max(staged(ICC), conv_floats)));
+  f.defines = d;
+  f.tiles_x = ceil_div(p.PW, t.tpw), f.tiles_y = ceil_div(p.PH, t.tph);
+  f.oc_blocks = ceil_div(g.OC / g.groups, t.ocb);
+  return f;
+}
+
 }  // namespace
 
 void FusedTail::append_args(NodeBuilder& b) const {
@@ -375,6 +442,23 @@ std::vector<std::string> conv_tile_variants() {
 }
 
 bool gpu_kernels_forced() { return forced().gpu; }
+
+std::vector<std::string> conv_maxpool_variants() {
+  std::vector<std::string> v = {"direct"};
+  for (const PoolTile& t : kPoolTiles) v.push_back(std::string("tiled:") + t.name);
+  return v;
+}
+
+void force_conv_maxpool_variant(const std::string& variant) {
+  ForcedPool f;
+  f.set = !variant.empty();
+  if (f.set && variant != "direct") {
+    for (const PoolTile& t : kPoolTiles)
+      if (variant == std::string("tiled:") + t.name) f.tile = &t;
+    if (!f.tile) throw Error("no FusedConvMaxPool variant " + variant);
+  }
+  forced_pool() = f;
+}
 
 void force_conv_variant(const std::string& variant) {
   Forced f;
@@ -507,12 +591,62 @@ bool lower_fused_conv_maxpool(NodeBuilder& b) {
              i32(g.pw), i32(g.dh), i32(g.dw), i32(g.groups), i32(PH), i32(PW));
     return true;
   }
-  int64_t total = g.N * g.OC * PH * PW;
-  b.launch(Source("conv.cl", "", tail.prelude), "conv2d_maxpool", linear_range(total), b.arg_in(0), b.arg_in(1), bias,
-           b.arg_out(0), cl_int(has_bias), i32(g.C), i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW), i32(g.KH),
-           i32(g.KW), i32(g.sh), i32(g.sw), i32(g.ph), i32(g.pw), i32(g.dh), i32(g.dw), i32(g.groups), i32(PH),
-           i32(PW), i32(pk[0]), i32(pk[1]), i32(ps[0]), i32(ps[1]), i32(pp[0]), i32(pp[1]), i32(pd[0]), i32(pd[1]),
-           i32(total));
+  // Other windows: the tiled kernel where a tile fits local memory (forced,
+  // else the tuning cache's measured choice, else the first tile in order of
+  // preference that gives every compute unit a work-group, else the one
+  // with the most work-groups), the direct kernel where none fits.
+  const PoolGeometry pg{PH, PW, pk[0], pk[1], ps[0], ps[1], pp[0], pp[1], pd[0], pd[1]};
+  std::vector<TiledConvMaxPool> fits;
+  for (const PoolTile& t : kPoolTiles)
+    if (auto f = fit_pool_tile(g, pg, t, b.local_mem_bytes())) fits.push_back(*f);
+  const int64_t images = g.N * g.groups, cu = std::max(1, b.compute_units());
+  int fallback = -1;  // index into fits; -1: direct
+  for (int i = 0; i < int(fits.size()) && fallback < 0; ++i)
+    if (fits[size_t(i)].groups() * images >= cu) fallback = i;
+  if (fallback < 0)
+    for (int i = 0; i < int(fits.size()); ++i)
+      if (fallback < 0 || fits[size_t(i)].groups() > fits[size_t(fallback)].groups()) fallback = i;
+  auto emit = [&](int i) {
+    if (i < 0 || i >= int(fits.size())) {
+      int64_t total = g.N * g.OC * PH * PW;
+      b.launch(Source("conv.cl", "", tail.prelude), "conv2d_maxpool", linear_range(total), b.arg_in(0), b.arg_in(1),
+               bias, b.arg_out(0), cl_int(has_bias), i32(g.C), i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW),
+               i32(g.KH), i32(g.KW), i32(g.sh), i32(g.sw), i32(g.ph), i32(g.pw), i32(g.dh), i32(g.dw), i32(g.groups),
+               i32(PH), i32(PW), i32(pk[0]), i32(pk[1]), i32(ps[0]), i32(ps[1]), i32(pp[0]), i32(pp[1]), i32(pd[0]),
+               i32(pd[1]), i32(total));
+      return;
+    }
+    const TiledConvMaxPool& f = fits[size_t(i)];
+    Range r = group_range({size_t(f.tiles_x), size_t(f.tiles_y), size_t(images * f.oc_blocks)},
+                          {size_t(f.tile->wg), 1, 1});
+    b.launch(Source("conv_maxpool.cl", f.defines, tail.prelude), "conv2d_maxpool_tiled", r, b.arg_in(0), b.arg_in(1), bias,
+             b.arg_out(0), cl_int(has_bias), i32(g.C), i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW), i32(g.ph),
+             i32(g.pw), i32(g.groups), i32(PH), i32(PW), i32(pp[0]), i32(pp[1]), i32(f.oc_blocks));
+  };
+  int choice = fallback;
+  if (forced_pool().set) {
+    choice = -1;
+    for (int i = 0; i < int(fits.size()); ++i)
+      if (fits[size_t(i)].tile == forced_pool().tile) choice = i;
+  } else {
+    std::vector<std::string> names;
+    for (const TiledConvMaxPool& f : fits) names.push_back(std::string("tiled:") + f.tile->name);
+    names.push_back("direct");
+    std::string key = shape_key("conv2d_maxpool", {g.N, g.C, g.H, g.W, g.OC, g.OH, g.OW, g.KH, g.KW, g.sh, g.sw, g.ph,
+                                                   g.pw, g.dh, g.dw, g.groups, PH, PW, pk[0], pk[1], ps[0], ps[1],
+                                                   pp[0], pp[1], pd[0], pd[1]});
+    choice = choose_variant(key, names, fallback < 0 ? int(fits.size()) : fallback, [&](int i) {
+      Device* dev = tuning_device();
+      if (!dev) return -1.0;
+      emit(i);
+      Launch l = b.launches.back();
+      b.launches.pop_back();
+      double ms = time_launch(*dev, l.kernel, l.dims, l.global, l.has_local ? l.local : nullptr);
+      clReleaseKernel(l.kernel);
+      return ms;
+    });
+  }
+  emit(choice);
   return true;
 }
 
