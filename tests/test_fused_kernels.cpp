@@ -14,6 +14,7 @@
 #include "reference/reference_ops.h"
 #include "runtime/epilogue_cl.h"
 #include "runtime/ops.h"
+#include "runtime/profile.h"
 #include "runtime/session.h"
 #include "runtime/tuning.h"
 
@@ -480,6 +481,25 @@ TEST(FusedKernels, ConvMaxPoolTiled) {
                                      {{"kernel_shape", aints({3, 3})}, {"strides", aints({2, 2})}}),
                            1e-4, &kernels);
   ran("conv2d_maxpool");
+}
+
+// The profile's FLOPs of a FusedConvMaxPool: its conv's, at the conv's own
+// output size (ResNet's stem: 112x112, pooled to 56x56).
+TEST(FusedKernels, ConvMaxPoolFlopsAreTheConvs) {
+  Graph g;
+  auto add = [&](Shape s) {
+    Tensor t;
+    t.name = "t" + std::to_string(g.tensors.size());
+    t.shape = std::move(s);
+    return g.add_tensor(t);
+  };
+  Node n;
+  n.op_type = "FusedConvMaxPool";
+  n.inputs = {add({1, 3, 224, 224}), add({64, 3, 7, 7}), add({64})};
+  n.outputs = {add({1, 64, 56, 56})};
+  n.attrs = {{"strides", aints({2, 2})}, {"pads", aints({3, 3, 3, 3})}, {"pool_kernel_shape", aints({3, 3})},
+             {"pool_strides", aints({2, 2})}, {"pool_pads", aints({1, 1, 1, 1})}};
+  EXPECT_DOUBLE_EQ(runtime::node_cost(g, n).flops, 2.0 * 64 * 112 * 112 * 3 * 7 * 7);
 }
 
 // ---------------------------------------------------------------- FusedMatMul
