@@ -340,9 +340,10 @@ std::string shapes_model(const uint8_t* data, size_t size) {
   return build_model(r);
 }
 
-void planner(const uint8_t* data, size_t size) {
+PlannerInput planner_input(const uint8_t* data, size_t size) {
   Reader r(data, size);
-  plan::DeviceProfile dev;
+  PlannerInput in;
+  plan::DeviceProfile& dev = in.device;
   dev.name = "fuzz";
   static const std::array<int64_t, 9> aligns = {0, 1, 4, 16, 64, 128, 256, 3, 4096};
   dev.image_support = r.chance(80);
@@ -352,7 +353,8 @@ void planner(const uint8_t* data, size_t size) {
   dev.image_pitch_alignment = r.chance(90) ? r.pick(aligns) : r.small_int();
   dev.image_base_address_alignment = r.chance(90) ? r.pick(aligns) : r.small_int();
   dev.mem_base_addr_align = r.chance(90) ? r.pick(aligns) : r.small_int();
-  std::vector<plan::UsageRecord> recs(r.below(96));
+  std::vector<plan::UsageRecord>& recs = in.records;
+  recs.resize(r.below(96));
   const int32_t steps = 1 + int32_t(r.below(64));
   for (size_t i = 0; i < recs.size(); ++i) {
     plan::UsageRecord& x = recs[i];
@@ -369,6 +371,11 @@ void planner(const uint8_t* data, size_t size) {
                              : r.small_int();
     }
   }
+  return in;
+}
+
+void planner(const uint8_t* data, size_t size) {
+  const auto [dev, recs] = planner_input(data, size);
   for (const std::string& s : plan::strategy_names()) {
     plan::MemoryPlan p;
     try {

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "plan/memory_plan.h"
+
 namespace texplan::fuzz {
 
 // Bytes -> onnx.ModelProto -> import (shape inference, folding) -> usage
@@ -33,6 +35,12 @@ std::string shapes_model(const uint8_t* data, size_t size);
 // Bytes decoded into usage records and a device profile -> every strategy
 // -> validate: each plan must validate, or the strategy throw PlanError.
 void planner(const uint8_t* data, size_t size);
+// The records and device `planner` decodes from these bytes.
+struct PlannerInput {
+  plan::DeviceProfile device;
+  std::vector<plan::UsageRecord> records;
+};
+PlannerInput planner_input(const uint8_t* data, size_t size);
 
 // Bytes -> onnx.TensorProto -> HostTensor (test inputs, external data).
 void tensor(const uint8_t* data, size_t size);

@@ -90,6 +90,7 @@ class ArenaProblem {
 struct ArenaPlan {
   std::vector<int64_t> offsets;  // parallel to the items
   int64_t total = 0;             // arena bytes: max over items of offset + size
+  int64_t repair_work = 0;       // best_offsets: units of kBestRepairWork spent
 };
 
 enum class Fit { Best, First };

@@ -91,6 +91,7 @@ struct MemoryPlan {
   std::vector<Pool> pools;
   std::vector<Placement> placements;  // parallel to the records
   double plan_ms = 0;
+  int64_t repair_work = 0;  // strategies built on `best`: units of kBestRepairWork used (all when it ran out)
   int64_t total_bytes() const;
   int64_t buffer_bytes() const;
   int64_t texture_bytes() const;
@@ -118,6 +119,20 @@ int64_t texture_view_bytes(const TextureExtent& e, const DeviceProfile& dev);
 //                      without it); throws PlanError on a device without images
 // Buffer-only strategies place texture records in TVM texture pools (naive:
 // one pool each), so every strategy plans every record.
+//
+// `best` (and so tvm-texture-pools and texture-views) stops repairing its
+// plan at the lower bound, after 10,000 rounds, or when the next round would
+// take it past kBestRepairWork units of work, and keeps the best plan found
+// so far. Work, not time, so that a plan does not depend on the machine or
+// its load. A unit is one record placed again or one record overlapping it
+// in time that the placement looks past: about 13 ns in a Release build, so
+// the whole budget is about 50 ms. The zoo's models reach the bound within 5,000
+// units (tests/test_zoo.cpp checks the budget never decides their plans),
+// most random_records graphs within 3 million. Records that all overlap
+// each other cost n^2 units a round: 10,000 rounds of 91 such records took
+// 1 s in Release and 14 s under ASan before this budget
+// (fuzz/regressions/planner/best-repair-loop-*).
+constexpr int64_t kBestRepairWork = 4'000'000;
 std::vector<std::string> strategy_names();
 MemoryPlan plan_memory(const std::vector<UsageRecord>& recs, const DeviceProfile& dev,
                        const std::string& strategy);

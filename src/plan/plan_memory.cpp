@@ -55,6 +55,7 @@ MemoryPlan detail::plan_arena_with_texture_pools(const std::vector<UsageRecord>&
   if (!buffers.empty()) {
     const ArenaPlan arena = place(ArenaProblem(std::move(items)));
     plan.pools.push_back(Pool{0, Storage::Buffer, arena.total});
+    plan.repair_work = arena.repair_work;
     for (size_t k = 0; k < buffers.size(); ++k) plan.placements[buffers[k]] = Placement{0, arena.offsets[k]};
   }
   place_textures_in_pools(recs, plan);

@@ -27,6 +27,7 @@ MemoryPlan plan_texture_views(const std::vector<UsageRecord>& recs, const Device
   const ArenaPlan arena = best_offsets(ArenaProblem(std::move(items)));
 
   MemoryPlan plan;
+  plan.repair_work = arena.repair_work;
   plan.placements.resize(recs.size());
   for (size_t i = 0; i < recs.size(); ++i) {
     Placement& pl = plan.placements[i];
