@@ -15,8 +15,15 @@
 //
 //   texplan_conv_bench --device gpu --filter '512 7 3x3' --variants 32x32,64x64v/split,128x64v/split,128x64v/s16
 //
+// Stems whose conv feeds an overlapping MaxPool ("stem ..." shapes) are timed
+// as one FusedConvMaxPool node with each of its kernels (runtime/ops.h
+// conv_maxpool_variants: the tiled kernel per tile, the direct one) and as
+// the unfused pair FusedConv(Relu) + MaxPool, the conv's GFLOP/s throughout:
+//
+//   texplan_conv_bench --device gpu --filter stem
+//
 // Times are the medians over --reps runs of the node's device time
-// (Session profile mode), after one warm-up run.
+// (Session profile mode; the pair: both nodes), after one warm-up run.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -176,6 +183,89 @@ double time_node(const Graph& g, const std::vector<HostTensor>& feeds, std::shar
   return ms[ms.size() / 2];
 }
 
+// A stem: conv (ReLU) then an overlapping MaxPool, batch 1, square images.
+struct StemShape {
+  std::string name;
+  int64_t C, H, OC, K, stride, pad;       // the conv
+  int64_t pool_k, pool_s, pool_p, ceil;  // the MaxPool
+  int64_t conv_out() const { return (H + 2 * pad - K) / stride + 1; }
+  int64_t pool_out() const {  // ONNX's rule: with ceil_mode, no window starts in the end padding
+    const int64_t span = conv_out() + 2 * pool_p - pool_k;
+    int64_t out = (ceil ? (span + pool_s - 1) / pool_s : span / pool_s) + 1;
+    if (ceil && (out - 1) * pool_s >= conv_out() + pool_p) --out;
+    return out;
+  }
+  double flops() const { return 2.0 * double(OC * conv_out() * conv_out()) * double(C * K * K); }
+};
+
+std::vector<StemShape> stem_shapes() {
+  return {
+      {"stem resnet 3->64 224 7x7 s2 + maxpool 3x3 s2 p1", 3, 224, 64, 7, 2, 3, 3, 2, 1, 0},
+      {"stem googlenet 3->64 224 7x7 s2 + maxpool 3x3 s2 ceil", 3, 224, 64, 7, 2, 3, 3, 2, 0, 1},
+      {"stem squeezenet1.1 3->64 224 3x3 s2 + maxpool 3x3 s2 ceil", 3, 224, 64, 3, 2, 0, 3, 2, 0, 1},
+  };
+}
+
+// The stem as one FusedConvMaxPool node, or (`fused` false) as FusedConv +
+// MaxPool; X fed, W and B weights, Y the pool's output either way.
+Graph stem_graph(const StemShape& c, bool fused, std::vector<HostTensor>& feeds) {
+  Graph g;
+  g.model_name = "conv_bench";
+  g.opset = 17;
+  auto add = [&](const std::string& name, Shape s, bool input, bool output, HostTensor* value) {
+    Tensor t;
+    t.name = name;
+    t.shape = std::move(s);
+    t.is_input = input;
+    t.is_output = output;
+    if (value) t.is_constant = t.has_data = true, t.value = *value;
+    int id = g.add_tensor(t);
+    if (input) g.inputs.push_back(id);
+    if (output) g.outputs.push_back(id);
+    return id;
+  };
+  HostTensor w = random_tensor({c.OC, c.C, c.K, c.K}, 2), b = random_tensor({c.OC}, 3);
+  feeds = {random_tensor({1, c.C, c.H, c.H}, 1)};
+  Attribute relu;
+  relu.kind = Attribute::Kind::Strings;
+  relu.strings = {"Relu x0"};
+  Attribute ceil;
+  ceil.kind = Attribute::Kind::Int;
+  ceil.i = c.ceil;
+  const std::map<std::string, Attribute> pool = {{"kernel_shape", ints({c.pool_k, c.pool_k})},
+                                                 {"strides", ints({c.pool_s, c.pool_s})},
+                                                 {"pads", ints({c.pool_p, c.pool_p, c.pool_p, c.pool_p})},
+                                                 {"ceil_mode", ceil}};
+  Node conv;
+  conv.name = "conv";
+  conv.op_type = fused ? "FusedConvMaxPool" : "FusedConv";
+  conv.inputs = {add("x", {1, c.C, c.H, c.H}, true, false, nullptr), add("w", w.shape, false, false, &w),
+                 add("b", b.shape, false, false, &b)};
+  conv.attrs = {{"strides", ints({c.stride, c.stride})},
+                {"pads", ints({c.pad, c.pad, c.pad, c.pad})},
+                {"kernel_shape", ints({c.K, c.K})},
+                {"program", relu}};
+  const int y = add("y", {1, c.OC, c.pool_out(), c.pool_out()}, false, true, nullptr);
+  if (fused) {
+    for (const auto& [k, v] : pool) conv.attrs["pool_" + k] = v;
+    conv.outputs = {y};
+    g.tensors[size_t(y)].producer = 0;
+    g.nodes.push_back(conv);
+    return g;
+  }
+  conv.outputs = {add("c", {1, c.OC, c.conv_out(), c.conv_out()}, false, false, nullptr)};
+  g.tensors[size_t(conv.outputs[0])].producer = 0;
+  Node mp;
+  mp.name = "pool";
+  mp.op_type = "MaxPool";
+  mp.inputs = conv.outputs;
+  mp.outputs = {y};
+  mp.attrs = pool;
+  g.tensors[size_t(y)].producer = 1;
+  g.nodes = {conv, mp};
+  return g;
+}
+
 int usage(const char* argv0) {
   std::cerr << "usage: " << argv0
             << " [--device SPEC] [--reps N] [--filter TEXT] [--variants a,b,...] [--json FILE] [--list]\n"
@@ -271,6 +361,50 @@ int main(int argc, char** argv) {
                   << std::setw(11) << std::setprecision(2) << err << std::fixed << (ms[v] == best ? "  best" : "")
                   << (!(err <= (tf32 ? 1e-2 : 1e-4)) ? "  DIFFERS" : "")
                   << (launches[v] > 1 ? "  " + std::to_string(launches[v]) + " launches" : "") << "\n";
+        row["variants"][names[v]] = {{"ms", ms[v]},       {"gflops", gflops},           {"ratio_to_best", best / ms[v]},
+                                     {"rel_error", err}, {"launches", launches[v]}};
+      }
+      rows.push_back(row);
+    }
+    for (const StemShape& c : stem_shapes()) {
+      if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
+      std::vector<std::string> names = {"unfused", "auto"};
+      for (const std::string& v : runtime::conv_maxpool_variants()) names.push_back(v);
+      std::vector<double> ms(names.size(), NAN);
+      std::vector<int> launches(names.size(), 0);
+      std::vector<std::vector<float>> outs(names.size());
+      for (size_t v = 0; v < names.size(); ++v) {
+        try {
+          std::vector<HostTensor> feeds;
+          Graph g = stem_graph(c, names[v] != "unfused", feeds);
+          runtime::force_conv_maxpool_variant(names[v] == "unfused" || names[v] == "auto" ? "" : names[v]);
+          ms[v] = time_node(g, feeds, dev, reps, outs[v], runtime::Precision::Fp32, launches[v]);
+        } catch (const Error& e) {
+          std::cerr << c.name << " / " << names[v] << ": " << e.what() << "\n";
+        }
+      }
+      runtime::force_conv_maxpool_variant("");
+      double best = INFINITY;
+      for (double m : ms)
+        if (m > 0) best = std::min(best, m);
+      std::cout << "\n" << c.name << "  (" << std::fixed << std::setprecision(3) << c.flops() / 1e9
+                << " GFLOP of conv)\n";
+      nlohmann::json row = {{"shape", c.name}, {"gflop", c.flops() / 1e9}, {"variants", nlohmann::json::object()}};
+      for (size_t v = 0; v < names.size(); ++v) {
+        if (!(ms[v] > 0)) continue;
+        // Against the unfused pair: max |Y - Y(unfused)| over max |Y(unfused)|.
+        double num = 0, den = 0;
+        for (size_t i = 0; i < outs[0].size() && i < outs[v].size(); ++i) {
+          num = std::max(num, std::fabs(double(outs[v][i]) - double(outs[0][i])));
+          den = std::max(den, std::fabs(double(outs[0][i])));
+        }
+        const double err = outs[v].size() == outs[0].size() ? num / std::max(den, 1e-30) : INFINITY;
+        const double gflops = c.flops() / (ms[v] * 1e6);
+        std::cout << "  " << std::left << std::setw(18) << names[v] << std::right << std::setw(10)
+                  << std::setprecision(4) << ms[v] << " ms" << std::setw(10) << std::setprecision(1) << gflops
+                  << " GFLOP/s" << std::setw(8) << std::setprecision(2) << best / ms[v] << std::scientific
+                  << std::setw(11) << std::setprecision(2) << err << std::fixed << (ms[v] == best ? "  best" : "")
+                  << (!(err <= 1e-4) ? "  DIFFERS" : "") << "\n";
         row["variants"][names[v]] = {{"ms", ms[v]},       {"gflops", gflops},           {"ratio_to_best", best / ms[v]},
                                      {"rel_error", err}, {"launches", launches[v]}};
       }

@@ -235,10 +235,10 @@ bool lower_fused_conv(NodeBuilder& b);         // ops_fused.cpp
 bool lower_fused_matmul(NodeBuilder& b);
 bool lower_fused_elementwise(NodeBuilder& b);
 // FusedConvMaxPool (ops_conv.cpp): 2x2/2 windows on GPUs are an implicit GEMM
-// with no recomputation; overlapping windows recompute the conv per window
-// position (cheap for GPU stems, 15x slower than conv + MaxPool on PoCL's
-// squeezenet stem: 232 ms against 15 ms, hence runnable() keeps pool fusion
-// to GPUs).
+// with no recomputation; overlapping windows a tiled direct conv that
+// recomputes only the edges of each tile's conv region (on PoCL still 1.5-2x
+// conv + MaxPool's CPU kernels on the ResNet and GoogLeNet stems, hence
+// runnable() keeps pool fusion to GPUs).
 bool lower_fused_conv_maxpool(NodeBuilder& b);
 bool lower_pool(NodeBuilder& b);
 bool lower_global_pool(NodeBuilder& b);

@@ -555,8 +555,11 @@ bool lower_conv(NodeBuilder& b, const FusedTail& tail) {
 // conv output never stored. 2x2 windows of stride 2 (VGG, U-Net): the
 // implicit GEMM with N enumerating (pooled pixel, window position), so each
 // work-item holds whole windows in its float4 column groups (VEC tiles) and
-// stores their max. Other windows (overlapping stems): one work-item per
-// pooled output recomputing the conv at each window position.
+// stores their max. Other windows (overlapping stems): conv_maxpool.cl's
+// tiles, the conv region under a tile of pooled outputs computed once from
+// local memory (ResNet's stem: 1.2x the conv's work), else conv.cl's direct
+// kernel, one work-item per pooled output recomputing the conv at each
+// window position (2.25x for 3x3/2 windows).
 bool lower_fused_conv_maxpool(NodeBuilder& b) {
   const Node& n = b.node;
   const Shape &x = b.in(0).shape, &w = b.in(1).shape, &y = b.out(0).shape;
