@@ -136,6 +136,42 @@ std::vector<float> HostTensor::as_float() const {
   return v;
 }
 
+Attribute Attribute::of_int(int64_t v) {
+  Attribute a;
+  a.i = v;  // kind Int is the default
+  return a;
+}
+Attribute Attribute::of_float(float v) {
+  Attribute a;
+  a.kind = Kind::Float, a.f = v;
+  return a;
+}
+Attribute Attribute::of_string(std::string v) {
+  Attribute a;
+  a.kind = Kind::String, a.s = std::move(v);
+  return a;
+}
+Attribute Attribute::of_ints(std::vector<int64_t> v) {
+  Attribute a;
+  a.kind = Kind::Ints, a.ints = std::move(v);
+  return a;
+}
+Attribute Attribute::of_floats(std::vector<float> v) {
+  Attribute a;
+  a.kind = Kind::Floats, a.floats = std::move(v);
+  return a;
+}
+Attribute Attribute::of_strings(std::vector<std::string> v) {
+  Attribute a;
+  a.kind = Kind::Strings, a.strings = std::move(v);
+  return a;
+}
+Attribute Attribute::of_tensor(HostTensor v) {
+  Attribute a;
+  a.kind = Kind::Tensor, a.tensor = std::make_shared<HostTensor>(std::move(v));
+  return a;
+}
+
 int64_t Node::get_int(const std::string& a, int64_t dflt) const {
   auto it = attrs.find(a);
   return it == attrs.end() ? dflt : it->second.i;

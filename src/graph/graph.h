@@ -72,6 +72,15 @@ struct Attribute {
   std::vector<float> floats;
   std::vector<std::string> strings;
   std::shared_ptr<HostTensor> tensor;
+
+  // Attributes made in code (optimizer passes, tests, benches).
+  static Attribute of_int(int64_t v);
+  static Attribute of_float(float v);
+  static Attribute of_string(std::string v);
+  static Attribute of_ints(std::vector<int64_t> v);
+  static Attribute of_floats(std::vector<float> v);
+  static Attribute of_strings(std::vector<std::string> v);
+  static Attribute of_tensor(HostTensor v);
 };
 
 struct Node {

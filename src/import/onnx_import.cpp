@@ -872,10 +872,7 @@ class Importer {
         throw Error(name_ + ": node '" + n.name + "' (" + n.op_type + ", opset " + std::to_string(opset_) +
                     "): coercion to 2-D at axis " + std::to_string(axis) + " of a rank-" + std::to_string(rank) +
                     " input is not supported (only the last axis)");
-      Attribute a;
-      a.kind = Attribute::Kind::Int;
-      a.i = -1;
-      n.attrs["axis"] = a;
+      n.attrs["axis"] = Attribute::of_int(-1);
     }
   }
 

@@ -452,10 +452,7 @@ std::unique_ptr<runtime::OffloadedNode> Offloader::prepare(const runtime::Offloa
     epi.inputs = {node.outputs[0]};
     epi.inputs.insert(epi.inputs.end(), w.epilogue_inputs.begin(), w.epilogue_inputs.end());
     epi.outputs = {node.outputs[0]};
-    Attribute program;
-    program.kind = Attribute::Kind::Strings;
-    program.strings = w.epilogue_program;
-    epi.attrs["program"] = program;
+    epi.attrs["program"] = Attribute::of_strings(w.epilogue_program);
     runtime::NodeBuilder b(r.device, g, epi, r.locate);
     if (!runtime::lower_node(b)) {
       c.target = "texplan", c.reason = "no texplan FusedElementwise kernel for the epilogue";

@@ -36,13 +36,6 @@ bool broadcasts_to(const Shape& s, const Shape& to) {
   return true;
 }
 
-Attribute strings_attr(std::vector<std::string> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Strings;
-  a.strings = std::move(v);
-  return a;
-}
-
 const std::set<std::string>& unary_ops() {
   static const std::set<std::string> ops = {"Relu", "Sigmoid", "Tanh",  "Exp",      "Log",  "Sqrt",      "Abs",
                                             "Neg",  "Erf",     "Reciprocal", "Floor", "Ceil", "Softplus", "Sign",
@@ -258,7 +251,7 @@ class Fuser {
     fused.op_type = "FusedElementwise";
     fused.inputs = {x, sid, bid};
     fused.outputs = {y};
-    fused.attrs["program"] = strings_attr({"Mul x0 x1", "Add t0 x2"});
+    fused.attrs["program"] = Attribute::of_strings({"Mul x0 x1", "Add t0 x2"});
     n = std::move(fused);
     cons_[sid] = {k};
     cons_[bid] = {k};
@@ -452,11 +445,7 @@ class Fuser {
       if (n.op_type == "Gemm") {
         if (n.get_int("transA", 0) != 0 || n.get_float("alpha", 1.0f) != 1.0f || n.get_float("beta", 1.0f) != 1.0f)
           return;
-        if (n.get_int("transB", 0) != 0) {
-          Attribute a;
-          a.i = 1;
-          fused.attrs["transB"] = a;
-        }
+        if (n.get_int("transB", 0) != 0) fused.attrs["transB"] = Attribute::of_int(1);
         if (n.inputs.size() > 2 && n.inputs[2] >= 0) {
           std::string c;
           if (!operand(r, n.inputs[2], c)) return;
@@ -469,7 +458,7 @@ class Fuser {
     r.last_value = y;
     Region best = grow(r, k);
     if (best.nodes.empty()) return;
-    fused.attrs["program"] = strings_attr(best.program);
+    fused.attrs["program"] = Attribute::of_strings(best.program);
     for (int t : best.extra) fused.inputs.push_back(t);
     commit(best, k, std::move(fused));
     ++(r.mode == Mode::Conv ? counts_.conv : counts_.matmul);
@@ -488,7 +477,7 @@ class Fuser {
     Node fused;
     fused.name = n.name;
     fused.op_type = "FusedElementwise";
-    fused.attrs["program"] = strings_attr(best.program);
+    fused.attrs["program"] = Attribute::of_strings(best.program);
     fused.inputs = best.extra;
     commit(best, k, std::move(fused));
     ++counts_.elementwise;

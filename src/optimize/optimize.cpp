@@ -14,17 +14,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
-Attribute int_attr(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Int;
-  a.i = v;
-  return a;
-}
-
 void mark_concats(Graph& g, const std::vector<int>& chosen) {
   for (auto& n : g.nodes)
     if (n.op_type == "Concat") n.attrs.erase("texplan_elided");
-  for (int k : chosen) g.nodes[k].attrs["texplan_elided"] = int_attr(1);
+  for (int k : chosen) g.nodes[k].attrs["texplan_elided"] = Attribute::of_int(1);
 }
 
 // Elides every concat that can be, then drops each one whose elision does not
@@ -85,7 +78,7 @@ OptimizeReport optimize(Graph& g, const OptimizeOptions& opt) {
   }
   for (auto& n : g.nodes) {
     n.attrs.erase("texplan_inplace");
-    if (opt.inplace && may_run_in_place(n)) n.attrs["texplan_inplace"] = int_attr(1);
+    if (opt.inplace && may_run_in_place(n)) n.attrs["texplan_inplace"] = Attribute::of_int(1);
   }
   if (opt.concat_elision) elide_concats(g);
   else mark_concats(g, {});
