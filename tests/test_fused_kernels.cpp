@@ -565,8 +565,10 @@ TEST(FusedKernels, ConvSplitK) {
   expect_kernels(fused_conv({1, 6, 13, 13}, {8, 3, 5, 5}, {{"group", ai(2)}, {"dilations", aints({2, 1})}, {"pads", aints({2, 2, 2, 2})}},
                             true, kSiLU, 0),
                  kSplitPasses);
-  // A plain Conv without bias: nothing to apply after the slices.
-  FusedCase plain{"Conv", {random_tensor({1, 40, 6, 6}), random_tensor({24, 40, 3, 3}, -1, 1, 2)}, {}};
+  // A plain Conv: the bias comes with slice 0, nothing to apply after the slices.
+  FusedCase plain{"Conv",
+                  {random_tensor({1, 40, 6, 6}), random_tensor({24, 40, 3, 3}, -1, 1, 2), random_tensor({24}, -1, 1, 3)},
+                  {}};
   expect_kernels(plain, {"splitk_zero", "conv2d_gemm"});
   // Y over the residual (in place): not split.
   FusedCase in_place = fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", aints({1, 1, 1, 1})}}, true, kResidualRelu, 1);
@@ -601,10 +603,10 @@ TEST(FusedKernels, MatMulSplitK) {
   // Plain MatMul: no finishing pass.
   FusedCase plain{"MatMul", {random_tensor({9, 64}), random_tensor({64, 11}, -1, 1, 2)}, {}};
   expect_kernels(plain, {"splitk_zero", "gemm"});
-  // Gemm: alpha on the slices, beta * broadcast C in the finishing pass, transposed A.
+  // Gemm: alpha on the slices, beta * broadcast C with slice 0, transposed A.
   FusedCase gemm{"Gemm", {random_tensor({50, 13}), random_tensor({50, 17}, -1, 1, 2), random_tensor({17}, -1, 1, 3)},
                  {{"alpha", af(0.75f)}, {"beta", af(-1.5f)}, {"transA", ai(1)}}};
-  expect_kernels(gemm, kSplitGemmPasses);
+  expect_kernels(gemm, {"splitk_zero", "gemm"});
 }
 
 // `texplan tune` for the GPU kernels: a searching scope times every tile

@@ -33,9 +33,9 @@
 // Split-K (-DSPLITK; gemm and conv2d_gemm): grid z enumerates (batch, slice)
 // as batch * splits + slice, a work-group multiplies K range [slice * kslice,
 // +kslice) (kslice a multiple of TK) and adds its partial tile into Y, which
-// the host zeroed first (splitk_zero); bias, beta*C and the epilogue come
-// after, in place (splitk_finish). For small grids (deep layers at 7x7,
-// 14x14) that would leave most compute units idle.
+// the host zeroed first (splitk_zero); slice 0 adds beta*C (a conv's bias)
+// too, and the epilogue comes after, in place (splitk_finish). For small
+// grids (deep layers at 7x7, 14x14) that would leave most compute units idle.
 #ifdef SPLITK
 #ifdef POOL2
 #error "SPLITK and POOL2 do not combine: a max of partial sums is not their sum's"
@@ -201,7 +201,9 @@ void gemm(__global const float* A, int ao, __global const float* B, int bo, __gl
       int n = n0 + COL(j);
       if (n >= N) continue;
 #ifdef SPLITK
-      split_add(Y + yo + y0 + m * N + n, alpha * acc[i][j]);
+      float v = alpha * acc[i][j];
+      if (has_c && kbeg == 0) v += beta * C[m * c_sm + n * c_sn];
+      split_add(Y + yo + y0 + m * N + n, v);
 #else
       float v = alpha * acc[i][j];
       if (has_c) v += beta * C[m * c_sm + n * c_sn];
@@ -330,9 +332,10 @@ void conv2d_gemm(__global const float* X, int xo, __global const float* Wt, int 
   for (int i = 0; i < WPTM; ++i) {
     int m = m0 + ROW(i);
     if (m >= M) continue;
+    float bias = has_bias && kbeg == 0 ? Bias[bo + g * OCg + m] : 0.0f;
     for (int j = 0; j < WPTN; ++j) {
       int q = n0 + COL(j);
-      if (q < N) split_add(Y + yo + y0 + m * N + q, acc[i][j]);
+      if (q < N) split_add(Y + yo + y0 + m * N + q, acc[i][j] + bias);
     }
   }
 #else
@@ -349,24 +352,16 @@ void conv2d_gemm(__global const float* X, int xo, __global const float* Wt, int 
 #endif
 }
 
-// Split-K's passes around the slices: Y zeroed before them, then, in place,
-// Y = EPI(Y + beta * C, i) with C read like gemm's (a conv's bias: C[m], 1
-// per row, batch (image, group)). Y holds batches of MxN, total elements.
+// Split-K's passes around the slices over Y's `total` elements: zeroed
+// before them, the epilogue applied in place after.
 __kernel void splitk_zero(__global float* Y, int yo, int total) {
   const int i = get_global_id(0);
   if (i < total) Y[yo + i] = 0.0f;
 }
 
-__kernel void splitk_finish(__global float* Y, int yo, __global const float* C, int co, int M, int N, int c_sm,
-                            int c_sn, int has_c, float beta, Dims batch, Dims c_sb, int total EPI_PARAMS) {
+__kernel void splitk_finish(__global float* Y, int yo, int total EPI_PARAMS) {
   const int i = get_global_id(0);
-  if (i >= total) return;
-  float v = Y[yo + i];
-  if (has_c) {
-    const int z = i / (M * N), r = i - z * M * N, m = r / N, n = r - m * N;
-    v += beta * C[co + strided_offset(z, batch, c_sb) + m * c_sm + n * c_sn];
-  }
-  Y[yo + i] = EPI(v, i);
+  if (i < total) Y[yo + i] = EPI(Y[yo + i], i);
 }
 
 // Input pixel under tap k = (ic, kh, kw) of output pixel p = (oh, ow).

@@ -137,8 +137,9 @@ const Tiles& choose_tiles(const NodeBuilder& b, int64_t M, int64_t N, int64_t ba
 
 // Split-K (gemm.cl SPLITK): K cut into `splits` slices of `kslice` (a
 // multiple of TK), one work-group per (tile, slice) adding its partial tile
-// into Y atomically; Y zeroed before, bias and epilogue applied after, in
-// place: three launches instead of one. For grids too small to fill the
+// into Y atomically (slice 0 with the bias); Y zeroed before, the epilogue
+// applied after, in place: three launches instead of one (two without an
+// epilogue). For grids too small to fill the
 // compute units: ResNet's 512-channel 3x3 convs at 7x7 (M=512, N=49,
 // K=4608) make 32 work-groups of 32x32 for 132 compute units on the H100.
 constexpr int64_t kTK = 16;              // gemm.cl's TK
@@ -303,17 +304,14 @@ struct GemmArgs {
 };
 
 // Split-K's passes around the slices' launch (prepared between them): Y's
-// `total` elements zeroed, and after the slices Y = EPI(Y + beta * C) in
-// place (C read as g describes it; skipped when there is neither C nor an
-// epilogue).
+// `total` elements zeroed, and after the slices the epilogue in place, where
+// there is one.
 void launch_splitk_zero(NodeBuilder& b, const Source& split, const TensorArg& Y, int64_t total) {
   b.launch(split, "splitk_zero", linear_range(total), Y, i32(total));
 }
-void launch_splitk_finish(NodeBuilder& b, const TensorArg& C, const TensorArg& Y, const GemmArgs& g, int64_t total,
-                          const FusedTail& tail) {
-  if (!g.has_c && tail.prelude.empty()) return;
-  b.launch(Source("gemm.cl", "", tail.prelude), "splitk_finish", linear_range(total), Y, C, i32(g.M), i32(g.N),
-           i32(g.c_sm), i32(g.c_sn), cl_int(g.has_c), g.beta, batch_dims(g.batch), to_dims(g.c_sb, 0), i32(total));
+void launch_splitk_finish(NodeBuilder& b, const TensorArg& Y, int64_t total, const FusedTail& tail) {
+  if (tail.prelude.empty()) return;
+  b.launch(Source("gemm.cl", "", tail.prelude), "splitk_finish", linear_range(total), Y, i32(total));
   tail.append_args(b);
 }
 
@@ -348,7 +346,7 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
       b.launch(split, "gemm", r, A, B, C, Y, i32(g.M), i32(g.N), i32(g.K), i32(g.a_sm), i32(g.a_sk), i32(g.b_sk),
                i32(g.b_sn), i32(g.c_sm), i32(g.c_sn), cl_int(g.has_c), g.alpha, g.beta, batch_dims(g.batch),
                to_dims(g.a_sb, 0), to_dims(g.b_sb, 0), to_dims(g.c_sb, 0), i32(v.splits), i32(v.kslice));
-      launch_splitk_finish(b, C, Y, g, total, tail);
+      launch_splitk_finish(b, Y, total, tail);
       return;
     }
     b.launch(gemm_source(t, tail), "gemm", r, A, B, C, Y, i32(g.M), i32(g.N), i32(g.K), i32(g.a_sm), i32(g.a_sk),
@@ -533,10 +531,7 @@ bool lower_conv(NodeBuilder& b, const FusedTail& tail) {
       b.launch(split, "conv2d_gemm", r, b.arg_in(0), b.arg_in(1), bias, b.arg_out(0), cl_int(has_bias), i32(g.C),
                i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW), i32(g.KH), i32(g.KW), i32(g.sh), i32(g.sw),
                i32(g.ph), i32(g.pw), i32(g.dh), i32(g.dw), i32(g.groups), i32(v.splits), i32(v.kslice));
-      // The bias as gemm's C: one value per row (output channel) of each (image, group).
-      GemmArgs rows{OCg, g.OH * g.OW, K, 0, 0, 0, 0};
-      rows.c_sm = 1, rows.has_c = has_bias, rows.batch = {g.N, g.groups}, rows.c_sb = {0, OCg};
-      launch_splitk_finish(b, bias, b.arg_out(0), rows, total, tail);
+      launch_splitk_finish(b, b.arg_out(0), total, tail);
       return;
     }
     b.launch(gemm_source(t, tail), forced().taps ? "conv2d_gemm_taps" : "conv2d_gemm", r, b.arg_in(0), b.arg_in(1),
