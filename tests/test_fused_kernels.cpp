@@ -466,13 +466,14 @@ TEST(FusedKernels, ConvMaxPoolTiled) {
       ran("conv2d_maxpool");
     }
   }
-  // Every tile (each is a build per geometry) on the stem and the dilated case.
+  // Every tile on the dilated case (each is a build per geometry; the 7x7
+  // stem's take PoCL seconds: texplan_conv_bench checks every tile on the
+  // full-size stems against the unfused pair).
   for (const std::string& v : runtime::conv_maxpool_variants()) {
     SCOPED_TRACE(v);
     ForcePool pool(v);
-    expect_matches_reference(stem, 1e-4, &kernels);
     expect_matches_reference(cases[2], 1e-4, &kernels);
-    kernels.clear();
+    ran(v == "direct" ? "conv2d_maxpool" : "conv2d_maxpool_tiled");
   }
   EXPECT_THROW(runtime::force_conv_maxpool_variant("tiled:1x1x1"), Error);
   // 25x25 taps: one input channel's patch and weights exceed 48 KiB of

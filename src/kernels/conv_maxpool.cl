@@ -109,13 +109,12 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void conv2d_maxpool_til
 #pragma unroll
   for (int j = 0; j < RPX; ++j) {
     const int p = t + j * SLICE_ITEMS;
-    if (p >= NPX) break;
     const int cy = cy0 + p / CRW, cx = cx0 + p % CRW;
     const bool inside = cy >= 0 && cy < OH && cx >= 0 && cx < OW;
 #pragma unroll
     for (int r = 0; r < ROC; ++r) {
       const int i = ((img * OC + oc_base + oc0 + r) * OH + cy) * OW + cx;  // in the (unstored) conv output
-      lm[(oc0 + r) * NPX + p] = inside ? EPI(acc[j][r] + bias[r], i) : -INFINITY;
+      if (p < NPX) lm[(oc0 + r) * NPX + p] = inside ? EPI(acc[j][r] + bias[r], i) : -INFINITY;
     }
   }
   barrier(CLK_LOCAL_MEM_FENCE);
