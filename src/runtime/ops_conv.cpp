@@ -159,12 +159,13 @@ Variant split_k(const Tiles& t, int64_t K, int64_t want) {
   return splits > 1 ? Variant{&t, splits, kslice} : Variant{&t};
 }
 
-// The slices that bring `t`'s grid to about two waves of work-groups (as
-// many per compute unit as the memory latency wants hidden), none shallower
-// than kMinSliceK.
-Variant split_by_shape(const Tiles& t, int64_t M, int64_t N, int64_t K, int64_t batches, int64_t cu) {
+// The slices that bring `t`'s grid to about `waves` waves of work-groups
+// (two: as many per compute unit as the memory latency wants hidden), none
+// shallower than kMinSliceK.
+Variant split_by_shape(const Tiles& t, int64_t M, int64_t N, int64_t K, int64_t batches, int64_t cu,
+                       int64_t waves = 2) {
   int64_t groups = ceil_div(M, t.tm()) * ceil_div(N, t.tn()) * batches;
-  return split_k(t, K, std::min(ceil_div(2 * cu, groups), K / kMinSliceK));
+  return split_k(t, K, std::min(ceil_div(waves * cu, groups), K / kMinSliceK));
 }
 
 // choose_tiles' cost with K (waves x the work of one work-group / speed),
@@ -200,8 +201,9 @@ Variant choose_by_shape(const NodeBuilder& b, int64_t M, int64_t N, int64_t K, i
 
 // The variant of a GPU GEMM whose launches `emit(v)` appends to b.launches,
 // for the shape named `key`: forced, else the tuning cache's measured choice
-// (texplan tune times every candidate once: each tile unsplit, and split by
-// shape where `can_split`), else choose_by_shape's heuristic.
+// (texplan tune times every candidate once: each tile unsplit, and where
+// `can_split` split to about 2 waves and to 1, half the atomic adds), else
+// choose_by_shape's heuristic.
 Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int64_t K, int64_t batches,
                      bool can_split, const std::function<void(const Variant&)>& emit) {
   const Forced& f = forced();
@@ -216,7 +218,10 @@ Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int6
   for (const Tiles& t : kTiles) candidates.push_back({&t});
   if (can_split) {
     for (const Tiles& t : kTiles)
-      if (Variant v = split_by_shape(t, M, N, K, batches, cu); v.splits > 1) candidates.push_back(v);
+      for (int64_t waves : {2, 1})
+        if (Variant v = split_by_shape(t, M, N, K, batches, cu, waves);
+            v.splits > 1 && v.name() != candidates.back().name())
+          candidates.push_back(v);
     if (candidates.size() > std::size(kTiles)) key += " splitk";  // caches from before split-K did not measure it
   }
   std::vector<std::string> names;
