@@ -198,11 +198,14 @@ struct FusedTail {
 // measurements and tests (bench/kernels, tests/test_fused_kernels). The
 // conv/gemm tiles are "MxN" (rows of output channels x output pixels per
 // work-group), "v" at the end for float4 local reads, "taps:" in front for
-// the baseline convolution that decodes every tap with divisions.
+// the baseline convolution that decodes every tap with divisions; "/split"
+// after them for split-K (K in slices added into Y atomically) with the
+// slices chosen by shape, "/sN" (forced only) for N slices.
 std::vector<std::string> conv_tile_variants();
 // Forces the GPU kernels (gemm.cl, conv.cl) with these tiles on every device,
-// CPUs included ("gpu": with the tiles chosen by shape or tuning); "" restores
-// the choice by shape and device. Throws Error on an unknown name.
+// CPUs included ("gpu": with the tiles chosen by shape or tuning, "gpu/sN":
+// those split in N where allowed); "" restores the choice by shape and
+// device. Throws Error on an unknown name.
 void force_conv_variant(const std::string& variant);
 bool gpu_kernels_forced();
 // FusedConvMaxPool with overlapping windows: "direct" (conv2d_maxpool, one
