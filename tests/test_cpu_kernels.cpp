@@ -15,39 +15,15 @@
 #include "reference/reference_ops.h"
 #include "runtime/session.h"
 #include "runtime/tuning.h"
+#include "test_util.h"
 
 using namespace texplan;
+using test::random_tensor;
+using test::rel_error;
 
 namespace {
 
 std::shared_ptr<runtime::Device> pocl() { return runtime::open_device("pocl"); }
-
-HostTensor random_tensor(Shape s, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  HostTensor t(DataType::Float32, std::move(s));
-  for (int64_t i = 0; i < t.count(); ++i) t.data<float>()[i] = u(rng);
-  return t;
-}
-
-Attribute ints(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Ints;
-  a.ints = std::move(v);
-  return a;
-}
-Attribute one(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Int;
-  a.i = v;
-  return a;
-}
-Attribute strings(std::vector<std::string> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Strings;
-  a.strings = std::move(v);
-  return a;
-}
 
 // One node: input 0 fed, the others weights (an empty shape: omitted).
 struct Case {
@@ -66,7 +42,7 @@ Graph graph_of(const Case& c, std::vector<HostTensor>& feeds, HostTensor& expect
   n.attrs = c.attrs;
   std::vector<HostTensor> values;
   for (size_t i = 0; i < c.inputs.size(); ++i)
-    values.push_back(c.inputs[i].empty() ? HostTensor() : random_tensor(c.inputs[i], uint32_t(17 + i)));
+    values.push_back(c.inputs[i].empty() ? HostTensor() : random_tensor(c.inputs[i], -1, 1, uint32_t(17 + i)));
   std::vector<const HostTensor*> ref;
   for (size_t i = 0; i < c.inputs.size(); ++i) {
     if (c.inputs[i].empty()) {
@@ -99,17 +75,6 @@ Graph graph_of(const Case& c, std::vector<HostTensor>& feeds, HostTensor& expect
   return g;
 }
 
-double rel_error(const HostTensor& a, const HostTensor& r) {
-  std::vector<float> x = a.as_float(), y = r.as_float();
-  if (x.size() != y.size()) return INFINITY;
-  double num = 0, den = 0;
-  for (size_t i = 0; i < y.size(); ++i) {
-    num = std::max(num, double(std::fabs(x[i] - y[i])));
-    den = std::max(den, double(std::fabs(y[i])));
-  }
-  return den > 0 ? num / den : num;
-}
-
 HostTensor run(const Case& c, HostTensor* expected = nullptr) {
   std::vector<HostTensor> feeds;
   HostTensor want;
@@ -133,46 +98,46 @@ void expect_matches(const Case& c) {
 
 TEST(CpuKernels, Convolutions) {
   // 3x3 pad 1: OC 10 and 7x7 pixels cut both register blocks; edges gather.
-  expect_matches({"Conv", {{1, 5, 7, 7}, {10, 5, 3, 3}, {10}}, {{"pads", ints({1, 1, 1, 1})}}});
+  expect_matches({"Conv", {{1, 5, 7, 7}, {10, 5, 3, 3}, {10}}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}});
   // Stride 2, asymmetric pads, dilation 2, no bias, batch 2.
-  expect_matches({"Conv", {{2, 3, 13, 11}, {9, 3, 3, 3}}, {{"pads", ints({0, 1, 2, 1})}, {"strides", ints({2, 2})}}});
-  expect_matches({"Conv", {{1, 4, 12, 12}, {6, 4, 3, 3}, {6}}, {{"dilations", ints({2, 2})}, {"pads", ints({2, 2, 2, 2})}}});
+  expect_matches({"Conv", {{2, 3, 13, 11}, {9, 3, 3, 3}}, {{"pads", Attribute::of_ints({0, 1, 2, 1})}, {"strides", Attribute::of_ints({2, 2})}}});
+  expect_matches({"Conv", {{1, 4, 12, 12}, {6, 4, 3, 3}, {6}}, {{"dilations", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({2, 2, 2, 2})}}});
   // Grouped (not depthwise), 1x1 over 17x17 pixels, 1-D.
-  expect_matches({"Conv", {{1, 8, 9, 9}, {12, 4, 3, 3}, {12}}, {{"group", one(2)}, {"pads", ints({1, 1, 1, 1})}}});
+  expect_matches({"Conv", {{1, 8, 9, 9}, {12, 4, 3, 3}, {12}}, {{"group", Attribute::of_int(2)}, {"pads", Attribute::of_ints({1, 1, 1, 1})}}});
   expect_matches({"Conv", {{1, 24, 17, 17}, {40, 24, 1, 1}, {40}}, {}});
-  expect_matches({"Conv", {{1, 6, 30}, {8, 6, 5}, {8}}, {{"pads", ints({2, 2})}, {"strides", ints({2})}}});
+  expect_matches({"Conv", {{1, 6, 30}, {8, 6, 5}, {8}}, {{"pads", Attribute::of_ints({2, 2})}, {"strides", Attribute::of_ints({2})}}});
   // Depthwise: stride 1 and 2, a multiplier of 2, wide rows (vector loads) and narrow ones.
-  expect_matches({"Conv", {{1, 6, 40, 37}, {6, 1, 3, 3}, {6}}, {{"group", one(6)}, {"pads", ints({1, 1, 1, 1})}}});
+  expect_matches({"Conv", {{1, 6, 40, 37}, {6, 1, 3, 3}, {6}}, {{"group", Attribute::of_int(6)}, {"pads", Attribute::of_ints({1, 1, 1, 1})}}});
   expect_matches({"Conv", {{1, 4, 15, 15}, {4, 1, 5, 5}, {4}},
-                  {{"group", one(4)}, {"pads", ints({2, 2, 2, 2})}, {"strides", ints({2, 2})}}});
-  expect_matches({"Conv", {{1, 3, 7, 7}, {6, 1, 3, 3}}, {{"group", one(3)}, {"pads", ints({1, 1, 1, 1})}}});
+                  {{"group", Attribute::of_int(4)}, {"pads", Attribute::of_ints({2, 2, 2, 2})}, {"strides", Attribute::of_ints({2, 2})}}});
+  expect_matches({"Conv", {{1, 3, 7, 7}, {6, 1, 3, 3}}, {{"group", Attribute::of_int(3)}, {"pads", Attribute::of_ints({1, 1, 1, 1})}}});
 }
 
 TEST(CpuKernels, FusedConvEpilogue) {
   // relu(conv + bias + residual): the epilogue's extra input at the output index.
   expect_matches({"FusedConv", {{1, 5, 9, 9}, {12, 5, 3, 3}, {12}, {1, 12, 9, 9}},
-                  {{"pads", ints({1, 1, 1, 1})}, {"program", strings({"Add x0 x1", "Relu t0"})}}});
+                  {{"pads", Attribute::of_ints({1, 1, 1, 1})}, {"program", Attribute::of_strings({"Add x0 x1", "Relu t0"})}}});
   expect_matches({"FusedConv", {{1, 8, 11, 11}, {8, 1, 3, 3}, {8}},
-                  {{"group", one(8)}, {"pads", ints({1, 1, 1, 1})}, {"program", strings({"Clip x0 0 6"})}}});
+                  {{"group", Attribute::of_int(8)}, {"pads", Attribute::of_ints({1, 1, 1, 1})}, {"program", Attribute::of_strings({"Clip x0 0 6"})}}});
 }
 
 TEST(CpuKernels, DepthwiseRowsAndVectorEpilogue) {
   // depthwise_rows_cpu: 5x5 stride 1 on 14-wide rows (every block padded in
   // a private row), 3x3 stride 2 on wide rows (inside blocks load directly),
   // 5x5 stride 2 on 7-wide cut rows; SiLU applied on vectors.
-  Attribute silu = strings({"Sigmoid x0", "Mul x0 t0"});
+  Attribute silu = Attribute::of_strings({"Sigmoid x0", "Mul x0 t0"});
   expect_matches({"FusedConv", {{1, 6, 14, 14}, {6, 1, 5, 5}, {6}},
-                  {{"group", one(6)}, {"pads", ints({2, 2, 2, 2})}, {"program", silu}}});
+                  {{"group", Attribute::of_int(6)}, {"pads", Attribute::of_ints({2, 2, 2, 2})}, {"program", silu}}});
   expect_matches({"FusedConv", {{2, 3, 41, 40}, {3, 1, 3, 3}, {3}},
-                  {{"group", one(3)}, {"pads", ints({1, 1, 1, 1})}, {"strides", ints({2, 2})}, {"program", silu}}});
+                  {{"group", Attribute::of_int(3)}, {"pads", Attribute::of_ints({1, 1, 1, 1})}, {"strides", Attribute::of_ints({2, 2})}, {"program", silu}}});
   expect_matches({"Conv", {{1, 4, 13, 13}, {8, 1, 5, 5}},
-                  {{"group", one(4)}, {"pads", ints({2, 1, 2, 3})}, {"strides", ints({2, 2})}}});
+                  {{"group", Attribute::of_int(4)}, {"pads", Attribute::of_ints({2, 1, 2, 3})}, {"strides", Attribute::of_ints({2, 2})}}});
   // Dilated depthwise stays on depthwise_cpu.
   expect_matches({"Conv", {{1, 4, 12, 12}, {4, 1, 3, 3}, {4}},
-                  {{"group", one(4)}, {"dilations", ints({2, 2})}, {"pads", ints({2, 2, 2, 2})}}});
+                  {{"group", Attribute::of_int(4)}, {"dilations", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({2, 2, 2, 2})}}});
   // The vector forms of the epilogue ops (a 1x1 conv's whole and cut blocks).
   expect_matches({"FusedConv", {{1, 5, 5, 5}, {9, 5, 1, 1}, {9}, {1, 9, 5, 5}},
-                  {{"program", strings({"Add x0 x1", "HardSwish t0", "Max t1 -0.25", "Min t2 2.5", "LeakyRelu t3 0.1",
+                  {{"program", Attribute::of_strings({"Add x0 x1", "HardSwish t0", "Max t1 -0.25", "Min t2 2.5", "LeakyRelu t3 0.1",
                                         "Elu t4 0.5", "Softplus t5", "Clip t6 0.1 3", "Relu t7"})}}});
 }
 
@@ -185,9 +150,9 @@ TEST(CpuKernels, PerChannelBinaryAndGlobalAveragePool) {
 }
 
 TEST(CpuKernels, ConvTransposeAndGemm) {
-  expect_matches({"ConvTranspose", {{1, 6, 5, 7}, {6, 4, 2, 2}, {4}}, {{"strides", ints({2, 2})}}});
-  expect_matches({"ConvTranspose", {{2, 4, 3, 3}, {4, 3, 2, 2}}, {{"strides", ints({2, 2})}, {"group", one(2)}}});
-  Attribute on = one(1);
+  expect_matches({"ConvTranspose", {{1, 6, 5, 7}, {6, 4, 2, 2}, {4}}, {{"strides", Attribute::of_ints({2, 2})}}});
+  expect_matches({"ConvTranspose", {{2, 4, 3, 3}, {4, 3, 2, 2}}, {{"strides", Attribute::of_ints({2, 2})}, {"group", Attribute::of_int(2)}}});
+  Attribute on = Attribute::of_int(1);
   expect_matches({"Gemm", {{5, 33}, {33, 19}, {19}}, {}});
   expect_matches({"Gemm", {{33, 5}, {19, 33}, {5, 1}}, {{"transA", on}, {"transB", on}}});
   expect_matches({"MatMul", {{2, 3, 7, 20}, {20, 18}}, {}});

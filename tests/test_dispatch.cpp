@@ -120,9 +120,7 @@ Graph small_net() {
     g.tensors[out].producer = int(g.nodes.size());
     g.nodes.push_back(n);
   };
-  Attribute pads;
-  pads.kind = Attribute::Kind::Ints;
-  pads.ints = {1, 1, 1, 1};
+  const Attribute pads = Attribute::of_ints({1, 1, 1, 1});
   int x = tensor("x", {1, 4, 12, 12}, false);
   g.tensors[x].is_input = true;
   g.inputs = {x};

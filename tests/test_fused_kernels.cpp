@@ -17,62 +17,14 @@
 #include "runtime/profile.h"
 #include "runtime/session.h"
 #include "runtime/tuning.h"
+#include "test_util.h"
 
 using namespace texplan;
+using test::random_tensor;
+using test::test_device;
+using test::rel_error;
 
 namespace {
-
-// TEXPLAN_TEST_DEVICE (a device spec, e.g. "gpu") when set; PoCL otherwise.
-std::shared_ptr<runtime::Device> test_device() {
-  const char* spec = std::getenv("TEXPLAN_TEST_DEVICE");
-  return runtime::open_device(spec ? spec : "pocl");
-}
-
-HostTensor random_tensor(Shape s, float lo = -1, float hi = 1, uint32_t seed = 1) {
-  std::mt19937 rng(seed * 7919u + uint32_t(element_count(s)));
-  std::uniform_real_distribution<float> u(lo, hi);
-  HostTensor t(DataType::Float32, std::move(s));
-  for (int64_t i = 0; i < t.count(); ++i) t.data<float>()[i] = u(rng);
-  return t;
-}
-
-Attribute ai(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Int;
-  a.i = v;
-  return a;
-}
-Attribute af(float v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Float;
-  a.f = v;
-  return a;
-}
-Attribute aints(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Ints;
-  a.ints = std::move(v);
-  return a;
-}
-Attribute program(std::vector<std::string> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Strings;
-  a.strings = std::move(v);
-  return a;
-}
-
-// max |a - r| over max |r|.
-double rel_error(const HostTensor& a, const HostTensor& r) {
-  std::vector<float> x = a.as_float(), y = r.as_float();
-  double num = 0, den = 0;
-  for (size_t i = 0; i < y.size(); ++i) {
-    if (std::isnan(y[i]) != std::isnan(x[i])) return INFINITY;
-    if (std::isnan(y[i])) continue;
-    num = std::max(num, double(std::fabs(x[i] - y[i])));
-    den = std::max(den, double(std::fabs(y[i])));
-  }
-  return den > 0 ? num / den : num;
-}
 
 struct FusedCase {
   std::string op;
@@ -176,7 +128,7 @@ FusedCase fused_conv(Shape x, Shape w, std::map<std::string, Attribute> attrs, b
                      std::vector<std::string> prog, int extras, uint32_t seed = 1) {
   FusedCase c{"FusedConv", {random_tensor(x, -1, 1, seed), random_tensor(w, -1, 1, seed + 1)}, attrs};
   c.inputs.push_back(bias ? random_tensor({w[0]}, -1, 1, seed + 2) : none());
-  c.attrs["program"] = program(std::move(prog));
+  c.attrs["program"] = Attribute::of_strings(std::move(prog));
   if (extras > 0) {
     // Y's shape from the reference conv.
     Node conv;
@@ -266,7 +218,7 @@ TEST(FusedKernels, ElementwiseEveryOp) {
     }
     covered += groups[g].size();
     SCOPED_TRACE(prog.front());
-    expect_matches_reference({"FusedElementwise", {g == 0 ? pos : a, b}, {{"program", program(prog)}}});
+    expect_matches_reference({"FusedElementwise", {g == 0 ? pos : a, b}, {{"program", Attribute::of_strings(prog)}}});
   }
   EXPECT_EQ(covered, Epilogue::ops().size());
 }
@@ -275,18 +227,18 @@ TEST(FusedKernels, ElementwiseChainsBroadcastAndInPlace) {
   HostTensor x = random_tensor({2, 8, 16}, -3, 3, 4);
   // BERT's Gelu chain with literals.
   std::vector<std::string> gelu = {"Div x0 1.41421354", "Erf t0", "Add t1 1", "Mul x0 t2", "Mul t3 0.5"};
-  expect_matches_reference({"FusedElementwise", {x}, {{"program", program(gelu)}}});
-  expect_matches_reference({"FusedElementwise", {x}, {{"program", program(gelu)}}, 0});  // in place
+  expect_matches_reference({"FusedElementwise", {x}, {{"program", Attribute::of_strings(gelu)}}});
+  expect_matches_reference({"FusedElementwise", {x}, {{"program", Attribute::of_strings(gelu)}}, 0});  // in place
   // Broadcast: per-channel, scalar, and a middle dim.
   HostTensor a = random_tensor({2, 3, 4, 5}, -2, 2, 5), c = random_tensor({3, 1, 1}, -1, 1, 6);
   HostTensor s = random_tensor({}, -1, 1, 7), m = random_tensor({1, 4, 1}, -1, 1, 8);
   std::vector<std::string> p = {"Mul x0 x1", "Add t0 x2", "Sigmoid t1", "Mul t2 x0", "Sub t3 x3"};
-  expect_matches_reference({"FusedElementwise", {a, c, s, m}, {{"program", program(p)}}});
-  expect_matches_reference({"FusedElementwise", {a, c, s, m}, {{"program", program(p)}}, 0});
+  expect_matches_reference({"FusedElementwise", {a, c, s, m}, {{"program", Attribute::of_strings(p)}}});
+  expect_matches_reference({"FusedElementwise", {a, c, s, m}, {{"program", Attribute::of_strings(p)}}, 0});
   // The full-shape operand is not first; output over it.
-  expect_matches_reference({"FusedElementwise", {c, a}, {{"program", program({"Sub x1 x0", "Tanh t0"})}}, 1});
+  expect_matches_reference({"FusedElementwise", {c, a}, {{"program", Attribute::of_strings({"Sub x1 x0", "Tanh t0"})}}, 1});
   // Empty program: a copy of x0.
-  expect_matches_reference({"FusedElementwise", {a}, {{"program", program({})}}});
+  expect_matches_reference({"FusedElementwise", {a}, {{"program", Attribute::of_strings({})}}});
 }
 
 // ---------------------------------------------------------------- FusedConv
@@ -294,22 +246,22 @@ TEST(FusedKernels, ElementwiseChainsBroadcastAndInPlace) {
 TEST(FusedKernels, ConvGeneralPath) {
   GpuKernels gpu;
   // 3x3 pad 1, residual + Relu, and the same in place over the residual.
-  expect_matches_reference(fused_conv({1, 3, 9, 11}, {5, 3, 3, 3}, {{"pads", aints({1, 1, 1, 1})}}, true, kResidualRelu, 1));
-  FusedCase in_place = fused_conv({1, 3, 9, 11}, {5, 3, 3, 3}, {{"pads", aints({1, 1, 1, 1})}}, true, kResidualRelu, 1);
+  expect_matches_reference(fused_conv({1, 3, 9, 11}, {5, 3, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1));
+  FusedCase in_place = fused_conv({1, 3, 9, 11}, {5, 3, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1);
   in_place.output_over = 3;
   expect_matches_reference(in_place);
   // Strides, asymmetric pads, no bias, SiLU.
-  expect_matches_reference(fused_conv({2, 4, 10, 9}, {6, 4, 3, 2}, {{"strides", aints({2, 1})}, {"pads", aints({1, 0, 0, 1})}},
+  expect_matches_reference(fused_conv({2, 4, 10, 9}, {6, 4, 3, 2}, {{"strides", Attribute::of_ints({2, 1})}, {"pads", Attribute::of_ints({1, 0, 0, 1})}},
                                       false, kSiLU, 0));
   // Dilation, two extra inputs.
-  expect_matches_reference(fused_conv({1, 3, 13, 13}, {7, 3, 3, 3}, {{"dilations", aints({2, 3})}, {"pads", aints({2, 2, 2, 2})}},
+  expect_matches_reference(fused_conv({1, 3, 13, 13}, {7, 3, 3, 3}, {{"dilations", Attribute::of_ints({2, 3})}, {"pads", Attribute::of_ints({2, 2, 2, 2})}},
                                       true, {"Mul x0 x1", "Add t0 x2", "Clip t1 -0.5 0.5"}, 2));
   // Grouped. (Programs repeat: each new one is another build of gemm.cl; the
   // ops themselves are covered by ElementwiseEveryOp.)
-  expect_matches_reference(fused_conv({1, 6, 8, 8}, {4, 3, 3, 3}, {{"group", ai(2)}, {"pads", aints({1, 1, 1, 1})}}, true,
+  expect_matches_reference(fused_conv({1, 6, 8, 8}, {4, 3, 3, 3}, {{"group", Attribute::of_int(2)}, {"pads", Attribute::of_ints({1, 1, 1, 1})}}, true,
                                       kSiLU, 0));
   // 1-D.
-  expect_matches_reference(fused_conv({2, 3, 17}, {4, 3, 5}, {{"pads", aints({2, 2})}}, true, kResidualRelu, 1));
+  expect_matches_reference(fused_conv({2, 3, 17}, {4, 3, 5}, {{"pads", Attribute::of_ints({2, 2})}}, true, kResidualRelu, 1));
   // Plain (empty program).
   expect_matches_reference(fused_conv({1, 3, 8, 8}, {4, 3, 3, 3}, {}, true, {}, 0));
 }
@@ -321,7 +273,7 @@ TEST(FusedKernels, ConvOneByOneAndMatrixVector) {
   expect_matches_reference(res);
   res.output_over = 3;
   expect_matches_reference(res);
-  expect_matches_reference(fused_conv({1, 8, 5, 5}, {12, 4, 1, 1}, {{"group", ai(2)}}, false, kSiLU, 0));
+  expect_matches_reference(fused_conv({1, 8, 5, 5}, {12, 4, 1, 1}, {{"group", Attribute::of_int(2)}}, false, kSiLU, 0));
   // 1x1 spatial, C >= 64: matrix-vector (squeeze-excite), with the product gating an input.
   FusedCase se = fused_conv({2, 96, 1, 1}, {24, 96, 1, 1}, {}, true, kResidualRelu, 1);
   expect_matches_reference(se);
@@ -331,14 +283,14 @@ TEST(FusedKernels, ConvOneByOneAndMatrixVector) {
 
 TEST(FusedKernels, ConvDepthwise) {
   GpuKernels gpu;
-  expect_matches_reference(fused_conv({2, 6, 9, 10}, {6, 1, 3, 3}, {{"group", ai(6)}, {"pads", aints({1, 1, 1, 1})}}, true,
+  expect_matches_reference(fused_conv({2, 6, 9, 10}, {6, 1, 3, 3}, {{"group", Attribute::of_int(6)}, {"pads", Attribute::of_ints({1, 1, 1, 1})}}, true,
                                       {"Clip x0 0 6"}, 0));
-  FusedCase res = fused_conv({1, 5, 11, 11}, {5, 1, 5, 5}, {{"group", ai(5)}, {"strides", aints({2, 2})}, {"pads", aints({2, 2, 2, 2})}},
+  FusedCase res = fused_conv({1, 5, 11, 11}, {5, 1, 5, 5}, {{"group", Attribute::of_int(5)}, {"strides", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({2, 2, 2, 2})}},
                              false, kResidualRelu, 1);
   expect_matches_reference(res);
   res.output_over = 3;
   expect_matches_reference(res);
-  expect_matches_reference(fused_conv({1, 3, 8, 8}, {6, 1, 3, 3}, {{"group", ai(3)}, {"dilations", aints({2, 2})}}, true, kSiLU, 0));
+  expect_matches_reference(fused_conv({1, 3, 8, 8}, {6, 1, 3, 3}, {{"group", Attribute::of_int(3)}, {"dilations", Attribute::of_ints({2, 2})}}, true, kSiLU, 0));
 }
 
 // Register-tile variants (and the baseline that decodes every tap) on
@@ -349,9 +301,9 @@ TEST(FusedKernels, ConvEveryTileVariant) {
   for (const std::string v : {"32x32", "128x64", "64x128v", "128x128v", "taps:64x64"}) {
     SCOPED_TRACE(v);
     GpuKernels gpu(v);
-    expect_matches_reference(fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", aints({1, 1, 1, 1})}}, true, kResidualRelu, 1));
+    expect_matches_reference(fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1));
     // One program per variant (each is a build): the same epilogue throughout.
-    expect_matches_reference(fused_conv({2, 9, 11, 10}, {140, 9, 3, 3}, {{"strides", aints({2, 2})}}, false, kResidualRelu, 1));
+    expect_matches_reference(fused_conv({2, 9, 11, 10}, {140, 9, 3, 3}, {{"strides", Attribute::of_ints({2, 2})}}, false, kResidualRelu, 1));
     if (v.rfind("taps:", 0) != 0) {
       expect_matches_reference(fused_conv({1, 33, 17, 9}, {130, 33, 1, 1}, {}, true, kResidualRelu, 1));
       expect_matches_reference(fused_conv({2, 5, 7, 7}, {6, 5, 1, 1}, {}, false, kResidualRelu, 1));
@@ -362,7 +314,7 @@ TEST(FusedKernels, ConvEveryTileVariant) {
 }
 
 TEST(FusedKernels, ConvExtraInputOfAnotherShapeFallsBack) {
-  FusedCase c = fused_conv({1, 3, 8, 8}, {4, 3, 3, 3}, {{"pads", aints({1, 1, 1, 1})}}, true, kResidualRelu, 0);
+  FusedCase c = fused_conv({1, 3, 8, 8}, {4, 3, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 0);
   c.inputs.push_back(random_tensor({1, 4, 1, 1}));
   HostTensor out;
   EXPECT_FALSE(run_on_device(c, out, {1, 4, 8, 8}));
@@ -382,22 +334,22 @@ FusedCase conv_pool(Shape x, Shape w, std::map<std::string, Attribute> conv_attr
 
 TEST(FusedKernels, ConvMaxPool) {
   auto cases = [] {
-    std::map<std::string, Attribute> pool2 = {{"kernel_shape", aints({2, 2})}, {"strides", aints({2, 2})}};
+    std::map<std::string, Attribute> pool2 = {{"kernel_shape", Attribute::of_ints({2, 2})}, {"strides", Attribute::of_ints({2, 2})}};
     std::map<std::string, Attribute> pool2_ceil = pool2;
-    pool2_ceil["ceil_mode"] = ai(1);
+    pool2_ceil["ceil_mode"] = Attribute::of_int(1);
     return std::vector<FusedCase>{
         // VGG: 3x3 pad 1, Relu, 2x2/2; ragged M and N edges.
-        conv_pool({1, 5, 10, 12}, {70, 5, 3, 3}, {{"pads", aints({1, 1, 1, 1})}}, true, {"Relu x0"}, pool2),
+        conv_pool({1, 5, 10, 12}, {70, 5, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, {"Relu x0"}, pool2),
         // Odd conv output, ceil_mode: the last windows run past it.
-        conv_pool({2, 3, 9, 11}, {6, 3, 3, 3}, {{"pads", aints({1, 1, 1, 1})}}, false, kSiLU, pool2_ceil),
+        conv_pool({2, 3, 9, 11}, {6, 3, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, false, kSiLU, pool2_ceil),
         // ResNet stem: 7x7/2 pad 3, then 3x3/2 pad 1 (overlapping windows).
-        conv_pool({1, 3, 20, 18}, {8, 3, 7, 7}, {{"strides", aints({2, 2})}, {"pads", aints({3, 3, 3, 3})}}, true,
-                  {"Relu x0"}, {{"kernel_shape", aints({3, 3})}, {"strides", aints({2, 2})}, {"pads", aints({1, 1, 1, 1})}}),
+        conv_pool({1, 3, 20, 18}, {8, 3, 7, 7}, {{"strides", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({3, 3, 3, 3})}}, true,
+                  {"Relu x0"}, {{"kernel_shape", Attribute::of_ints({3, 3})}, {"strides", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({1, 1, 1, 1})}}),
         // GoogLeNet: 3x3/2 ceil_mode, no pad; grouped conv, dilated pool.
-        conv_pool({1, 4, 13, 13}, {6, 2, 3, 3}, {{"group", ai(2)}}, true, {"Clip x0 0 6"},
-                  {{"kernel_shape", aints({3, 3})}, {"strides", aints({2, 2})}, {"ceil_mode", ai(1)}}),
+        conv_pool({1, 4, 13, 13}, {6, 2, 3, 3}, {{"group", Attribute::of_int(2)}}, true, {"Clip x0 0 6"},
+                  {{"kernel_shape", Attribute::of_ints({3, 3})}, {"strides", Attribute::of_ints({2, 2})}, {"ceil_mode", Attribute::of_int(1)}}),
         conv_pool({1, 3, 12, 12}, {4, 3, 1, 1}, {}, true, {},
-                  {{"kernel_shape", aints({2, 3})}, {"strides", aints({1, 2})}, {"dilations", aints({2, 1})}}),
+                  {{"kernel_shape", Attribute::of_ints({2, 3})}, {"strides", Attribute::of_ints({1, 2})}, {"dilations", Attribute::of_ints({2, 1})}}),
     };
   };
   for (const FusedCase& c : cases()) expect_matches_reference(c);  // the device's own choice
@@ -424,28 +376,28 @@ TEST(FusedKernels, ConvMaxPoolTiled) {
     ~ForcePool() { runtime::force_conv_maxpool_variant(""); }
   };
   const std::map<std::string, Attribute> stem_pool = {
-      {"kernel_shape", aints({3, 3})}, {"strides", aints({2, 2})}, {"pads", aints({1, 1, 1, 1})}};
+      {"kernel_shape", Attribute::of_ints({3, 3})}, {"strides", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({1, 1, 1, 1})}};
   // ResNet stem at 40x36, 40 channels: a full and a partial block of 32.
-  const FusedCase stem = conv_pool({1, 3, 40, 36}, {40, 3, 7, 7}, {{"strides", aints({2, 2})}, {"pads", aints({3, 3, 3, 3})}},
+  const FusedCase stem = conv_pool({1, 3, 40, 36}, {40, 3, 7, 7}, {{"strides", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({3, 3, 3, 3})}},
                                    true, {"Relu x0"}, stem_pool);
   const std::vector<FusedCase> cases = {
       stem,
       // Odd sizes, ceil_mode (the last windows run past the conv output), no bias.
-      conv_pool({2, 3, 23, 19}, {20, 3, 3, 3}, {{"pads", aints({1, 1, 1, 1})}}, false, {},
-                {{"kernel_shape", aints({3, 3})}, {"strides", aints({2, 2})}, {"ceil_mode", ai(1)}}),
+      conv_pool({2, 3, 23, 19}, {20, 3, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, false, {},
+                {{"kernel_shape", Attribute::of_ints({3, 3})}, {"strides", Attribute::of_ints({2, 2})}, {"ceil_mode", Attribute::of_int(1)}}),
       // Asymmetric conv strides, pads and dilations; pool window 3x2, dilated, padded.
       conv_pool({1, 5, 17, 15}, {12, 5, 3, 5},
-                {{"strides", aints({2, 1})}, {"pads", aints({1, 2, 0, 1})}, {"dilations", aints({1, 2})}}, true, kSiLU,
-                {{"kernel_shape", aints({3, 2})}, {"strides", aints({2, 1})}, {"pads", aints({1, 0, 1, 0})},
-                 {"dilations", aints({1, 2})}}),
+                {{"strides", Attribute::of_ints({2, 1})}, {"pads", Attribute::of_ints({1, 2, 0, 1})}, {"dilations", Attribute::of_ints({1, 2})}}, true, kSiLU,
+                {{"kernel_shape", Attribute::of_ints({3, 2})}, {"strides", Attribute::of_ints({2, 1})}, {"pads", Attribute::of_ints({1, 0, 1, 0})},
+                 {"dilations", Attribute::of_ints({1, 2})}}),
       // Grouped, 6 channels per group (a partial block), ceil_mode.
-      conv_pool({1, 8, 15, 15}, {12, 4, 3, 3}, {{"group", ai(2)}}, true, {"Clip x0 -0.5 0.5"},
-                {{"kernel_shape", aints({3, 3})}, {"strides", aints({2, 2})}, {"ceil_mode", ai(1)}}),
+      conv_pool({1, 8, 15, 15}, {12, 4, 3, 3}, {{"group", Attribute::of_int(2)}}, true, {"Clip x0 -0.5 0.5"},
+                {{"kernel_shape", Attribute::of_ints({3, 3})}, {"strides", Attribute::of_ints({2, 2})}, {"ceil_mode", Attribute::of_int(1)}}),
       // 64 input channels: staged in chunks.
-      conv_pool({1, 64, 12, 12}, {16, 64, 3, 3}, {{"pads", aints({1, 1, 1, 1})}}, true, {"Relu x0"}, stem_pool),
+      conv_pool({1, 64, 12, 12}, {16, 64, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, {"Relu x0"}, stem_pool),
       // Pool stride 1 (every conv pixel in up to 9 windows).
-      conv_pool({1, 3, 11, 13}, {8, 3, 3, 3}, {{"pads", aints({1, 1, 1, 1})}}, true, {},
-                {{"kernel_shape", aints({3, 3})}, {"strides", aints({1, 1})}, {"pads", aints({1, 1, 1, 1})}}),
+      conv_pool({1, 3, 11, 13}, {8, 3, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, {},
+                {{"kernel_shape", Attribute::of_ints({3, 3})}, {"strides", Attribute::of_ints({1, 1})}, {"pads", Attribute::of_ints({1, 1, 1, 1})}}),
   };
   std::vector<std::string> kernels;
   auto ran = [&](const char* kernel) {
@@ -478,8 +430,8 @@ TEST(FusedKernels, ConvMaxPoolTiled) {
   EXPECT_THROW(runtime::force_conv_maxpool_variant("tiled:1x1x1"), Error);
   // 25x25 taps: one input channel's patch and weights exceed 48 KiB of
   // local memory with every tile, so the direct kernel runs.
-  expect_matches_reference(conv_pool({1, 1, 28, 28}, {2, 1, 25, 25}, {{"pads", aints({2, 2, 2, 2})}}, true, {"Relu x0"},
-                                     {{"kernel_shape", aints({3, 3})}, {"strides", aints({2, 2})}}),
+  expect_matches_reference(conv_pool({1, 1, 28, 28}, {2, 1, 25, 25}, {{"pads", Attribute::of_ints({2, 2, 2, 2})}}, true, {"Relu x0"},
+                                     {{"kernel_shape", Attribute::of_ints({3, 3})}, {"strides", Attribute::of_ints({2, 2})}}),
                            1e-4, &kernels);
   ran("conv2d_maxpool");
 }
@@ -498,8 +450,8 @@ TEST(FusedKernels, ConvMaxPoolFlopsAreTheConvs) {
   n.op_type = "FusedConvMaxPool";
   n.inputs = {add({1, 3, 224, 224}), add({64, 3, 7, 7}), add({64})};
   n.outputs = {add({1, 64, 56, 56})};
-  n.attrs = {{"strides", aints({2, 2})}, {"pads", aints({3, 3, 3, 3})}, {"pool_kernel_shape", aints({3, 3})},
-             {"pool_strides", aints({2, 2})}, {"pool_pads", aints({1, 1, 1, 1})}};
+  n.attrs = {{"strides", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({3, 3, 3, 3})}, {"pool_kernel_shape", Attribute::of_ints({3, 3})},
+             {"pool_strides", Attribute::of_ints({2, 2})}, {"pool_pads", Attribute::of_ints({1, 1, 1, 1})}};
   EXPECT_DOUBLE_EQ(runtime::node_cost(g, n).flops, 2.0 * 64 * 112 * 112 * 3 * 7 * 7);
 }
 
@@ -509,8 +461,8 @@ TEST(FusedKernels, MatMul) {
   GpuKernels gpu;
   auto mm = [](HostTensor a, HostTensor b, std::vector<HostTensor> extra, std::vector<std::string> prog, bool trans_b = false,
                int over = -1) {
-    FusedCase c{"FusedMatMul", {std::move(a), std::move(b)}, {{"program", program(std::move(prog))}}, over};
-    if (trans_b) c.attrs["transB"] = ai(1);
+    FusedCase c{"FusedMatMul", {std::move(a), std::move(b)}, {{"program", Attribute::of_strings(std::move(prog))}}, over};
+    if (trans_b) c.attrs["transB"] = Attribute::of_int(1);
     for (auto& e : extra) c.inputs.push_back(std::move(e));
     expect_matches_reference(c);
   };
@@ -553,17 +505,17 @@ TEST(FusedKernels, ConvSplitK) {
     SCOPED_TRACE(v);
     GpuKernels gpu(v);
     // K = 180: slices of 64, 64, 52 (s3); 48, 48, 48, 36 (s4).
-    expect_kernels(fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", aints({1, 1, 1, 1})}}, true, kResidualRelu, 1),
+    expect_kernels(fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1),
                    kSplitPasses);
     // No bias, Relu only, strided, two images (K = 81).
-    expect_kernels(fused_conv({2, 9, 11, 10}, {140, 9, 3, 3}, {{"strides", aints({2, 2})}}, false, {"Relu x0"}, 0),
+    expect_kernels(fused_conv({2, 9, 11, 10}, {140, 9, 3, 3}, {{"strides", Attribute::of_ints({2, 2})}}, false, {"Relu x0"}, 0),
                    kSplitPasses);
     // 1x1 as gemm (K = 130), residual + Relu.
     expect_kernels(fused_conv({1, 130, 3, 3}, {67, 130, 1, 1}, {}, true, kResidualRelu, 1), kSplitGemmPasses);
   }
   GpuKernels gpu("64x64/s2");
   // Grouped (K = 3 x 5 x 5 = 75 per group), dilated, SiLU reading the sum.
-  expect_kernels(fused_conv({1, 6, 13, 13}, {8, 3, 5, 5}, {{"group", ai(2)}, {"dilations", aints({2, 1})}, {"pads", aints({2, 2, 2, 2})}},
+  expect_kernels(fused_conv({1, 6, 13, 13}, {8, 3, 5, 5}, {{"group", Attribute::of_int(2)}, {"dilations", Attribute::of_ints({2, 1})}, {"pads", Attribute::of_ints({2, 2, 2, 2})}},
                             true, kSiLU, 0),
                  kSplitPasses);
   // A plain Conv: the bias comes with slice 0, nothing to apply after the slices.
@@ -572,14 +524,14 @@ TEST(FusedKernels, ConvSplitK) {
                   {}};
   expect_kernels(plain, {"splitk_zero", "conv2d_gemm"});
   // Y over the residual (in place): not split.
-  FusedCase in_place = fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", aints({1, 1, 1, 1})}}, true, kResidualRelu, 1);
+  FusedCase in_place = fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1);
   in_place.output_over = 3;
   expect_kernels(in_place, {"conv2d_gemm"});
   // K too shallow for two slices (K = 27 < 2 x TK): not split.
   expect_kernels(fused_conv({1, 3, 8, 8}, {4, 3, 3, 3}, {}, true, {}, 0), {"conv2d_gemm"});
   // More slices asked than K has TK-deep ones (K = 36): 3 of 16, 16, 4.
   GpuKernels many("32x32/s50");
-  expect_kernels(fused_conv({1, 4, 7, 7}, {5, 4, 3, 3}, {{"pads", aints({1, 1, 1, 1})}}, true, kResidualRelu, 1),
+  expect_kernels(fused_conv({1, 4, 7, 7}, {5, 4, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1),
                  kSplitPasses);
   EXPECT_THROW(runtime::force_conv_variant("64x64/x2"), Error);
   EXPECT_THROW(runtime::force_conv_variant("taps:64x64/s2"), Error);
@@ -589,7 +541,7 @@ TEST(FusedKernels, MatMulSplitK) {
   GpuKernels gpu("gpu/s3");
   auto mm = [](HostTensor a, HostTensor b, std::vector<HostTensor> extra, std::vector<std::string> prog,
                const std::vector<std::string>& kernels, int over = -1) {
-    FusedCase c{"FusedMatMul", {std::move(a), std::move(b)}, {{"program", program(std::move(prog))}}, over};
+    FusedCase c{"FusedMatMul", {std::move(a), std::move(b)}, {{"program", Attribute::of_strings(std::move(prog))}}, over};
     for (auto& e : extra) c.inputs.push_back(std::move(e));
     expect_kernels(c, kernels);
   };
@@ -606,7 +558,7 @@ TEST(FusedKernels, MatMulSplitK) {
   expect_kernels(plain, {"splitk_zero", "gemm"});
   // Gemm: alpha on the slices, beta * broadcast C with slice 0, transposed A.
   FusedCase gemm{"Gemm", {random_tensor({50, 13}), random_tensor({50, 17}, -1, 1, 2), random_tensor({17}, -1, 1, 3)},
-                 {{"alpha", af(0.75f)}, {"beta", af(-1.5f)}, {"transA", ai(1)}}};
+                 {{"alpha", Attribute::of_float(0.75f)}, {"beta", Attribute::of_float(-1.5f)}, {"transA", Attribute::of_int(1)}}};
   expect_kernels(gemm, {"splitk_zero", "gemm"});
 }
 
@@ -615,7 +567,7 @@ TEST(FusedKernels, MatMulSplitK) {
 TEST(FusedKernels, TilesComeFromTheTuningCache) {
   GpuKernels gpu("gpu");
   runtime::TuningCache cache;
-  FusedCase c = fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", aints({1, 1, 1, 1})}}, true, kResidualRelu, 1);
+  FusedCase c = fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1);
   {
     runtime::TuningScope scope(&cache, true, *test_device());
     expect_matches_reference(c);
@@ -650,11 +602,11 @@ TEST(FusedKernels, TilesComeFromTheTuningCache) {
 
 // The lowerings chosen for the test device (on PoCL: ops_cpu's kernels).
 TEST(FusedKernels, ChosenPathsOfTheDevice) {
-  expect_matches_reference(fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", aints({1, 1, 1, 1})}}, true, kResidualRelu, 1));
+  expect_matches_reference(fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1));
   expect_matches_reference(fused_conv({1, 33, 17, 9}, {130, 33, 1, 1}, {}, true, kSiLU, 0));
-  expect_matches_reference(fused_conv({2, 6, 9, 10}, {6, 1, 3, 3}, {{"group", ai(6)}, {"pads", aints({1, 1, 1, 1})}}, true,
+  expect_matches_reference(fused_conv({2, 6, 9, 10}, {6, 1, 3, 3}, {{"group", Attribute::of_int(6)}, {"pads", Attribute::of_ints({1, 1, 1, 1})}}, true,
                                       {"Clip x0 0 6"}, 0));
-  FusedCase in_place = fused_conv({1, 3, 9, 11}, {5, 3, 3, 3}, {{"pads", aints({1, 1, 1, 1})}}, true, kResidualRelu, 1);
+  FusedCase in_place = fused_conv({1, 3, 9, 11}, {5, 3, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1);
   in_place.output_over = 3;
   expect_matches_reference(in_place);
 }
@@ -687,14 +639,14 @@ TEST(FusedKernels, SessionRunsFusedNodesOnKernels) {
   conv.op_type = "FusedConv";
   conv.inputs = {xi, wi, -1, ri};
   conv.outputs = {yi};
-  conv.attrs = {{"pads", aints({1, 1, 1, 1})}, {"program", program(kResidualRelu)}};
+  conv.attrs = {{"pads", Attribute::of_ints({1, 1, 1, 1})}, {"program", Attribute::of_strings(kResidualRelu)}};
   g.tensors[size_t(yi)].producer = 0;
   Node ew;
   ew.name = "ew";
   ew.op_type = "FusedElementwise";
   ew.inputs = {yi};
   ew.outputs = {zi};
-  ew.attrs = {{"program", program(kSiLU)}};
+  ew.attrs = {{"program", Attribute::of_strings(kSiLU)}};
   g.tensors[size_t(zi)].producer = 1;
   g.nodes = {conv, ew};
   g.outputs = {zi};

@@ -9,46 +9,17 @@
 
 #include "graph/epilogue.h"
 #include "reference/reference_ops.h"
+#include "test_util.h"
 
 using namespace texplan;
+using test::random_tensor;
 
 namespace {
 
-HostTensor random_f32(Shape s, std::mt19937& rng, float lo = -2, float hi = 2) {
-  HostTensor t(DataType::Float32, std::move(s));
-  std::uniform_real_distribution<float> d(lo, hi);
-  for (int64_t i = 0; i < t.count(); ++i) t.data<float>()[i] = d(rng);
-  return t;
-}
 HostTensor scalar(float v) {
   HostTensor t(DataType::Float32, {});
   t.data<float>()[0] = v;
   return t;
-}
-
-Attribute ints(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Ints;
-  a.ints = std::move(v);
-  return a;
-}
-Attribute one_int(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Int;
-  a.i = v;
-  return a;
-}
-Attribute one_float(float v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Float;
-  a.f = v;
-  return a;
-}
-Attribute program(std::vector<std::string> p) {
-  Attribute a;
-  a.kind = Attribute::Kind::Strings;
-  a.strings = std::move(p);
-  return a;
 }
 
 Node node(const std::string& op, std::map<std::string, Attribute> attrs = {}) {
@@ -97,7 +68,7 @@ TEST(Epilogue, ParsesAndPrintsBack) {
 
 TEST(Epilogue, RejectsBadProgramsNamingTheNode) {
   auto message = [](std::vector<std::string> p) {
-    Node n = node("FusedElementwise", {{"program", program(std::move(p))}});
+    Node n = node("FusedElementwise", {{"program", Attribute::of_strings(std::move(p))}});
     n.name = "fuse_7";
     try {
       Epilogue::parse(n);
@@ -119,8 +90,8 @@ TEST(Epilogue, RejectsBadProgramsNamingTheNode) {
 // Every epilogue op as a one-instruction FusedElementwise equals the ONNX op.
 TEST(FusedElementwise, EachOpMatchesOnnx) {
   std::mt19937 rng(1);
-  const HostTensor a = random_f32({2, 3, 5}, rng), b = random_f32({3, 1}, rng);
-  const HostTensor pos = random_f32({2, 3, 5}, rng, 0.1f, 3.0f);
+  const HostTensor a = random_tensor({2, 3, 5}, rng, -2, 2), b = random_tensor({3, 1}, rng, -2, 2);
+  const HostTensor pos = random_tensor({2, 3, 5}, rng, 0.1f, 3.0f);
   struct Case {
     std::string op;
     std::vector<std::string> prog;
@@ -144,9 +115,9 @@ TEST(FusedElementwise, EachOpMatchesOnnx) {
       {"Sign", {"Sign x0"}, {}},
       {"HardSwish", {"HardSwish x0"}, {}},
       {"Gelu", {"Gelu x0"}, {}},
-      {"LeakyRelu", {"LeakyRelu x0 0.2"}, {{"alpha", one_float(0.2f)}}},
-      {"HardSigmoid", {"HardSigmoid x0 0.3 0.4"}, {{"alpha", one_float(0.3f)}, {"beta", one_float(0.4f)}}},
-      {"Elu", {"Elu x0 1.5"}, {{"alpha", one_float(1.5f)}}},
+      {"LeakyRelu", {"LeakyRelu x0 0.2"}, {{"alpha", Attribute::of_float(0.2f)}}},
+      {"HardSigmoid", {"HardSigmoid x0 0.3 0.4"}, {{"alpha", Attribute::of_float(0.3f)}, {"beta", Attribute::of_float(0.4f)}}},
+      {"Elu", {"Elu x0 1.5"}, {{"alpha", Attribute::of_float(1.5f)}}},
       {"Add", {"Add x0 x1"}, {}, true},
       {"Sub", {"Sub x0 x1"}, {}, true},
       {"Mul", {"Mul x0 x1"}, {}, true},
@@ -162,13 +133,13 @@ TEST(FusedElementwise, EachOpMatchesOnnx) {
     std::vector<const HostTensor*> in = {&x};
     if (c.binary) in.push_back(&b);
     const HostTensor want = run(c.op, in, c.attrs);
-    const HostTensor got = run("FusedElementwise", in, {{"program", program(c.prog)}});
+    const HostTensor got = run("FusedElementwise", in, {{"program", Attribute::of_strings(c.prog)}});
     expect_close(got, want);
     covered.insert(c.op);
   }
   // Clip with constant bounds (opset 11 inputs).
   const HostTensor lo = scalar(-0.5f), hi = scalar(0.75f);
-  expect_close(run("FusedElementwise", {&a}, {{"program", program({"Clip x0 -0.5 0.75"})}}),
+  expect_close(run("FusedElementwise", {&a}, {{"program", Attribute::of_strings({"Clip x0 -0.5 0.75"})}}),
                run("Clip", {&a, &lo, &hi}));
   covered.insert("Clip");
   for (const auto& op : Epilogue::ops()) EXPECT_TRUE(covered.count(op)) << op << " has no test";
@@ -177,7 +148,7 @@ TEST(FusedElementwise, EachOpMatchesOnnx) {
 // BERT's erf Gelu chain and SiLU as one FusedElementwise.
 TEST(FusedElementwise, ChainsMatchUnfusedOps) {
   std::mt19937 rng(2);
-  const HostTensor x = random_f32({4, 16}, rng);
+  const HostTensor x = random_tensor({4, 16}, rng, -2, 2);
   const HostTensor sqrt2 = scalar(1.4142135f), one = scalar(1.0f), half = scalar(0.5f);
   HostTensor t = run("Div", {&x, &sqrt2});
   t = run("Erf", {&t});
@@ -185,11 +156,11 @@ TEST(FusedElementwise, ChainsMatchUnfusedOps) {
   t = run("Mul", {&x, &t});
   const HostTensor want = run("Mul", {&t, &half});
   const HostTensor got = run("FusedElementwise", {&x, &sqrt2, &one, &half},
-                             {{"program", program({"Div x0 x1", "Erf t0", "Add t1 x2", "Mul x0 t2", "Mul t3 x3"})}});
+                             {{"program", Attribute::of_strings({"Div x0 x1", "Erf t0", "Add t1 x2", "Mul x0 t2", "Mul t3 x3"})}});
   expect_close(got, want);
 
   const HostTensor s = run("Sigmoid", {&x});
-  expect_close(run("FusedElementwise", {&x}, {{"program", program({"Sigmoid x0", "Mul x0 t0"})}}),
+  expect_close(run("FusedElementwise", {&x}, {{"program", Attribute::of_strings({"Sigmoid x0", "Mul x0 t0"})}}),
                run("Mul", {&x, &s}));
 }
 
@@ -201,33 +172,33 @@ TEST(FusedConv, MatchesConvBiasActivationResidual) {
   };
   for (const Case& k : {Case{{1, 8, 9, 9}, {16, 8, 3, 3}, 1, 1, 1}, Case{{1, 8, 10, 10}, {8, 1, 3, 3}, 8, 2, 1},
                         Case{{2, 6, 7, 7}, {4, 3, 1, 1}, 2, 1, 0}}) {
-    const HostTensor x = random_f32(k.x, rng), w = random_f32(k.w, rng), bias = random_f32({k.w[0]}, rng);
-    std::map<std::string, Attribute> attrs = {{"group", one_int(k.group)},
-                                              {"strides", ints({k.stride, k.stride})},
-                                              {"pads", ints({k.pad, k.pad, k.pad, k.pad})}};
+    const HostTensor x = random_tensor(k.x, rng, -2, 2), w = random_tensor(k.w, rng, -2, 2), bias = random_tensor({k.w[0]}, rng, -2, 2);
+    std::map<std::string, Attribute> attrs = {{"group", Attribute::of_int(k.group)},
+                                              {"strides", Attribute::of_ints({k.stride, k.stride})},
+                                              {"pads", Attribute::of_ints({k.pad, k.pad, k.pad, k.pad})}};
     const HostTensor conv = run("Conv", {&x, &w, &bias}, attrs);
-    const HostTensor residual = random_f32(conv.shape, rng);
+    const HostTensor residual = random_tensor(conv.shape, rng, -2, 2);
     const HostTensor sum = run("Add", {&conv, &residual});
     const HostTensor want = run("Relu", {&sum});
 
     auto fused_attrs = attrs;
-    fused_attrs["program"] = program({"Add x0 x1", "Relu t0"});
+    fused_attrs["program"] = Attribute::of_strings({"Add x0 x1", "Relu t0"});
     expect_close(run("FusedConv", {&x, &w, &bias, &residual}, fused_attrs), want, 1e-4f);
     // No program: plain conv; no bias (input 2 absent).
     expect_close(run("FusedConv", {&x, &w, &bias}, attrs), conv, 1e-4f);
     const HostTensor nobias = run("Conv", {&x, &w}, attrs);
     const HostTensor zero = scalar(0), six = scalar(6);
     const HostTensor clipped = run("Clip", {&nobias, &zero, &six});
-    fused_attrs["program"] = program({"Clip x0 0 6"});
+    fused_attrs["program"] = Attribute::of_strings({"Clip x0 0 6"});
     expect_close(run("FusedConv", {&x, &w, nullptr}, fused_attrs), clipped, 1e-4f);
   }
 }
 
 TEST(FusedConv, RejectsAMismatchedEpilogueInput) {
   std::mt19937 rng(4);
-  const HostTensor x = random_f32({1, 2, 4, 4}, rng), w = random_f32({3, 2, 1, 1}, rng);
-  const HostTensor wrong = random_f32({1, 3, 4, 5}, rng);
-  Node n = node("FusedConv", {{"program", program({"Add x0 x1"})}});
+  const HostTensor x = random_tensor({1, 2, 4, 4}, rng, -2, 2), w = random_tensor({3, 2, 1, 1}, rng, -2, 2);
+  const HostTensor wrong = random_tensor({1, 3, 4, 5}, rng, -2, 2);
+  Node n = node("FusedConv", {{"program", Attribute::of_strings({"Add x0 x1"})}});
   n.name = "conv_fused_3";
   try {
     run(n, {&x, &w, nullptr, &wrong});
@@ -236,26 +207,26 @@ TEST(FusedConv, RejectsAMismatchedEpilogueInput) {
     EXPECT_NE(std::string(e.what()).find("conv_fused_3"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("shape"), std::string::npos) << e.what();
   }
-  Node reads_too_much = node("FusedConv", {{"program", program({"Add x0 x2"})}});
+  Node reads_too_much = node("FusedConv", {{"program", Attribute::of_strings({"Add x0 x2"})}});
   EXPECT_THROW(run(reads_too_much, {&x, &w, nullptr, &wrong}), Error);
 }
 
 TEST(FusedMatMul, MatchesMatMulBiasGeluAndGemm) {
   std::mt19937 rng(5);
-  const HostTensor a = random_f32({2, 5, 8}, rng), b = random_f32({8, 6}, rng), bias = random_f32({6}, rng);
+  const HostTensor a = random_tensor({2, 5, 8}, rng, -2, 2), b = random_tensor({8, 6}, rng, -2, 2), bias = random_tensor({6}, rng, -2, 2);
   const HostTensor mm = run("MatMul", {&a, &b});
   const HostTensor sum = run("Add", {&mm, &bias});
   const HostTensor want = run("Gelu", {&sum});
-  expect_close(run("FusedMatMul", {&a, &b, &bias}, {{"program", program({"Add x0 x1", "Gelu t0"})}}), want);
-  const HostTensor residual = random_f32(mm.shape, rng);
-  expect_close(run("FusedMatMul", {&a, &b, &bias, &residual}, {{"program", program({"Add x0 x1", "Add t0 x2"})}}),
+  expect_close(run("FusedMatMul", {&a, &b, &bias}, {{"program", Attribute::of_strings({"Add x0 x1", "Gelu t0"})}}), want);
+  const HostTensor residual = random_tensor(mm.shape, rng, -2, 2);
+  expect_close(run("FusedMatMul", {&a, &b, &bias, &residual}, {{"program", Attribute::of_strings({"Add x0 x1", "Add t0 x2"})}}),
                run("Add", {&sum, &residual}));
 
   // Gemm(transB=1) + C == FusedMatMul(transB=1) with C as E1.
-  const HostTensor a2 = random_f32({3, 8}, rng), bt = random_f32({6, 8}, rng);
-  const HostTensor gemm = run("Gemm", {&a2, &bt, &bias}, {{"transB", one_int(1)}});
-  expect_close(run("FusedMatMul", {&a2, &bt, &bias}, {{"transB", one_int(1)}, {"program", program({"Add x0 x1"})}}),
+  const HostTensor a2 = random_tensor({3, 8}, rng, -2, 2), bt = random_tensor({6, 8}, rng, -2, 2);
+  const HostTensor gemm = run("Gemm", {&a2, &bt, &bias}, {{"transB", Attribute::of_int(1)}});
+  expect_close(run("FusedMatMul", {&a2, &bt, &bias}, {{"transB", Attribute::of_int(1)}, {"program", Attribute::of_strings({"Add x0 x1"})}}),
                gemm);
-  const HostTensor a7 = random_f32({2, 5, 7}, rng);
-  EXPECT_THROW(run("FusedMatMul", {&a7, &bt}, {{"transB", one_int(1)}}), Error);  // inner dims differ
+  const HostTensor a7 = random_tensor({2, 5, 7}, rng, -2, 2);
+  EXPECT_THROW(run("FusedMatMul", {&a7, &bt}, {{"transB", Attribute::of_int(1)}}), Error);  // inner dims differ
 }

@@ -9,8 +9,10 @@
 #include "optimize/optimize.h"
 #include "optimize/sharing.h"
 #include "runtime/cpu_executor.h"
+#include "test_util.h"
 
 using namespace texplan;
+using test::random_tensor;
 
 namespace {
 
@@ -26,9 +28,7 @@ int weight(Graph& g, const std::string& name, Shape s, std::mt19937& rng) {
   t.shape = s;
   t.is_constant = true;
   t.has_data = true;
-  t.value = HostTensor(DataType::Float32, s);
-  std::uniform_real_distribution<float> d(-0.5f, 0.5f);
-  for (int64_t i = 0; i < t.value.count(); ++i) t.value.data<float>()[i] = d(rng);
+  t.value = random_tensor(s, rng, -0.5f, 0.5f);
   return g.add_tensor(std::move(t));
 }
 void node(Graph& g, const std::string& op, std::vector<int> in, std::vector<int> out,
@@ -40,17 +40,6 @@ void node(Graph& g, const std::string& op, std::vector<int> in, std::vector<int>
   n.outputs = std::move(out);
   n.attrs = std::move(attrs);
   g.nodes.push_back(std::move(n));
-}
-Attribute ints(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Ints;
-  a.ints = std::move(v);
-  return a;
-}
-Attribute one(int64_t v) {
-  Attribute a;
-  a.i = v;
-  return a;
 }
 
 HostTensor run_cpu(const Graph& g, const HostTensor& input) {
@@ -74,7 +63,7 @@ Graph sample(std::mt19937& rng) {
   const int s = tensor(g, "s", {1, 4, 8, 8});
   node(g, "Sigmoid", {x}, {s});
   const int c = tensor(g, "c", {1, 4, 8, 8});
-  node(g, "Conv", {s, weight(g, "w", {4, 4, 3, 3}, rng), weight(g, "b", {4}, rng)}, {c}, {{"pads", ints({1, 1, 1, 1})}});
+  node(g, "Conv", {s, weight(g, "w", {4, 4, 3, 3}, rng), weight(g, "b", {4}, rng)}, {c}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}});
   const int bn = tensor(g, "bn", {1, 4, 8, 8});
   node(g, "BatchNormalization",
        {c, weight(g, "scale", {4}, rng), weight(g, "beta", {4}, rng), weight(g, "mean", {4}, rng),
@@ -94,11 +83,11 @@ Graph sample(std::mt19937& rng) {
   node(g, "Tanh", {r2}, {a});
   node(g, "Neg", {r2}, {b});
   const int cat = tensor(g, "cat", {1, 8, 8, 8});
-  node(g, "Concat", {a, b}, {cat}, {{"axis", one(1)}});
+  node(g, "Concat", {a, b}, {cat}, {{"axis", Attribute::of_int(1)}});
   const int c2 = tensor(g, "c2", {1, 2, 8, 8});
   node(g, "Conv", {cat, weight(g, "w2", {2, 8, 1, 1}, rng)}, {c2});
   const int y = tensor(g, "y", {1, 2, 4, 4});
-  node(g, "MaxPool", {c2}, {y}, {{"kernel_shape", ints({2, 2})}, {"strides", ints({2, 2})}});
+  node(g, "MaxPool", {c2}, {y}, {{"kernel_shape", Attribute::of_ints({2, 2})}, {"strides", Attribute::of_ints({2, 2})}});
   g.tensors[y].is_output = true;
   g.outputs = {y};
   g.topological_sort();
@@ -160,7 +149,7 @@ TEST(Optimize, ElidedConcatThatCannotBeLaidOutIsAnError) {
   for (auto& n : g.nodes)
     if (n.op_type == "Concat") {
       n.inputs = {n.inputs[0], n.inputs[0]};  // the same tensor twice cannot be two slices
-      n.attrs["texplan_elided"] = one(1);
+      n.attrs["texplan_elided"] = Attribute::of_int(1);
     }
   EXPECT_THROW(storage_sharing(g), Error);
 }

@@ -15,8 +15,10 @@
 
 #include "reference/common.h"  // half_to_float for float16 outputs
 #include "reference/reference_ops.h"
+#include "test_util.h"
 
 using namespace texplan;
+using test::random_tensor;
 namespace fs = std::filesystem;
 
 namespace {
@@ -41,49 +43,6 @@ HostTensor boolean(Shape s, std::vector<int> v) {
   HostTensor t(DataType::Bool, std::move(s));
   for (size_t i = 0; i < v.size(); ++i) t.data<uint8_t>()[i] = uint8_t(v[i]);
   return t;
-}
-HostTensor random_f32(Shape s, std::mt19937& rng) {
-  HostTensor t(DataType::Float32, std::move(s));
-  std::uniform_real_distribution<float> d(-1, 1);
-  for (int64_t i = 0; i < t.count(); ++i) t.data<float>()[i] = d(rng);
-  return t;
-}
-
-Attribute attr_i(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Int;
-  a.i = v;
-  return a;
-}
-Attribute attr_f(float v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Float;
-  a.f = v;
-  return a;
-}
-Attribute attr_s(std::string v) {
-  Attribute a;
-  a.kind = Attribute::Kind::String;
-  a.s = std::move(v);
-  return a;
-}
-Attribute attr_is(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Ints;
-  a.ints = std::move(v);
-  return a;
-}
-Attribute attr_fs(std::vector<float> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Floats;
-  a.floats = std::move(v);
-  return a;
-}
-Attribute attr_t(HostTensor t) {
-  Attribute a;
-  a.kind = Attribute::Kind::Tensor;
-  a.tensor = std::make_shared<HostTensor>(std::move(t));
-  return a;
 }
 
 Node make_node(const std::string& op, std::map<std::string, Attribute> attrs = {}, int outputs = 1) {
@@ -169,7 +128,7 @@ TEST(ReferenceElementwise, IntegerArithmeticForFolding) {
   // Integer division truncates toward zero.
   EXPECT_EQ(ints(eval1("Div", {i64v({7, -7, 224}), i64v({2, 2, 32})})), (std::vector<int64_t>{3, -3, 7}));
   EXPECT_EQ(ints(eval1("Mod", {i64v({7, -7, 7}), i64v({3, 3, -3})})), (std::vector<int64_t>{1, 2, -2}));
-  EXPECT_EQ(ints(eval1("Mod", {i64v({7, -7}), i64v({3, 3})}, {{"fmod", attr_i(1)}})),
+  EXPECT_EQ(ints(eval1("Mod", {i64v({7, -7}), i64v({3, 3})}, {{"fmod", Attribute::of_int(1)}})),
             (std::vector<int64_t>{1, -1}));
   EXPECT_EQ(ints(eval1("Max", {i64v({1, 5}), i64s(3), i64v({0, 0})})), (std::vector<int64_t>{3, 5}));
   EXPECT_EQ(ints(eval1("Min", {i64v({1, 5}), i64s(3)})), (std::vector<int64_t>{1, 3}));
@@ -200,7 +159,7 @@ TEST(ReferenceElementwise, ComparisonsLogicWhere) {
 TEST(ReferenceElementwise, Activations) {
   HostTensor x = f32({4}, {-2, -0.5f, 0, 3});
   EXPECT_FLOATS(eval1("Relu", {x}), {0, 0, 0, 3});
-  EXPECT_FLOATS(eval1("LeakyRelu", {x}, {{"alpha", attr_f(0.1f)}}), {-0.2f, -0.05f, 0, 3});
+  EXPECT_FLOATS(eval1("LeakyRelu", {x}, {{"alpha", Attribute::of_float(0.1f)}}), {-0.2f, -0.05f, 0, 3});
   EXPECT_FLOATS(eval1("Sigmoid", {x}), {0.11920292f, 0.37754067f, 0.5f, 0.95257413f});
   EXPECT_FLOATS(eval1("Tanh", {x}), {-0.96402758f, -0.46211716f, 0, 0.99505475f});
   EXPECT_FLOATS(eval1("HardSigmoid", {x}), {0.1f, 0.4f, 0.5f, 1});
@@ -208,7 +167,7 @@ TEST(ReferenceElementwise, Activations) {
   EXPECT_FLOATS(eval1("Elu", {x}), {-0.86466472f, -0.39346934f, 0, 3});
   EXPECT_FLOATS(eval1("Softplus", {x}), {0.12692801f, 0.47407698f, 0.69314718f, 3.04858735f});
   EXPECT_FLOATS(eval1("Gelu", {x}), {-0.04550026f, -0.15426877f, 0, 2.99595031f});
-  EXPECT_FLOATS(eval1("Gelu", {x}, {{"approximate", attr_s("tanh")}}), {-0.04540231f, -0.15428599f, 0, 2.99636261f});
+  EXPECT_FLOATS(eval1("Gelu", {x}, {{"approximate", Attribute::of_string("tanh")}}), {-0.04540231f, -0.15428599f, 0, 2.99636261f});
   EXPECT_FLOATS(eval1("Selu", {f32({2}, {-1, 1})}), {-1.11133074f, 1.05070102f});
   EXPECT_FLOATS(eval1("Erf", {f32({2}, {0.5f, -1})}), {0.52049988f, -0.84270079f});
   EXPECT_FLOATS(eval1("Abs", {x}), {2, 0.5f, 0, 3});
@@ -228,7 +187,7 @@ TEST(ReferenceElementwise, Activations) {
 TEST(ReferenceElementwise, ClipBoundsAsInputsOrAttributes) {
   HostTensor x = f32({4}, {-2, -0.5f, 0.5f, 3});
   EXPECT_FLOATS(eval1("Clip", {x, f32({}, {-1}), f32({}, {1})}), {-1, -0.5f, 0.5f, 1});
-  EXPECT_FLOATS(eval1("Clip", {x}, {{"min", attr_f(0)}, {"max", attr_f(6)}}), {0, 0, 0.5f, 3});
+  EXPECT_FLOATS(eval1("Clip", {x}, {{"min", Attribute::of_float(0)}, {"max", Attribute::of_float(6)}}), {0, 0, 0.5f, 3});
   auto out = eval(make_node("Clip"), std::vector<const HostTensor*>{&x, nullptr, nullptr});
   EXPECT_FLOATS(out[0], {-2, -0.5f, 0.5f, 3});
   HostTensor hi = f32({}, {0});
@@ -237,23 +196,23 @@ TEST(ReferenceElementwise, ClipBoundsAsInputsOrAttributes) {
 }
 
 TEST(ReferenceElementwise, Cast) {
-  HostTensor y = eval1("Cast", {f32({4}, {-1.7f, 0, 2.9f, 3})}, {{"to", attr_i(7)}});
+  HostTensor y = eval1("Cast", {f32({4}, {-1.7f, 0, 2.9f, 3})}, {{"to", Attribute::of_int(7)}});
   EXPECT_EQ(ints(y), (std::vector<int64_t>{-1, 0, 2, 3}));
-  y = eval1("Cast", {i64v({1, 0, 5})}, {{"to", attr_i(1)}});
+  y = eval1("Cast", {i64v({1, 0, 5})}, {{"to", Attribute::of_int(1)}});
   EXPECT_FLOATS(y, {1, 0, 5});
-  y = eval1("Cast", {i64v({1, 0, 5})}, {{"to", attr_i(9)}});
+  y = eval1("Cast", {i64v({1, 0, 5})}, {{"to", Attribute::of_int(9)}});
   EXPECT_EQ(bools(y), (std::vector<int>{1, 0, 1}));
-  y = eval1("Cast", {boolean({2}, {1, 0})}, {{"to", attr_i(6)}});
+  y = eval1("Cast", {boolean({2}, {1, 0})}, {{"to", Attribute::of_int(6)}});
   EXPECT_EQ(y.dtype, DataType::Int32);
   EXPECT_EQ(y.data<int32_t>()[0], 1);
-  y = eval1("Cast", {f32({1}, {1.5f})}, {{"to", attr_i(11)}});
+  y = eval1("Cast", {f32({1}, {1.5f})}, {{"to", Attribute::of_int(11)}});
   EXPECT_EQ(y.dtype, DataType::Float64);
   EXPECT_EQ(y.data<double>()[0], 1.5);
-  y = eval1("Cast", {f32({2}, {1.5f, -65504})}, {{"to", attr_i(10)}});
+  y = eval1("Cast", {f32({2}, {1.5f, -65504})}, {{"to", Attribute::of_int(10)}});
   EXPECT_EQ(y.dtype, DataType::Float16);
   EXPECT_EQ(y.data<uint16_t>()[0], 0x3e00);
   EXPECT_EQ(y.data<uint16_t>()[1], 0xfbff);
-  EXPECT_NE(error_of([] { eval1("Cast", {i64v({1})}, {{"to", attr_i(8)}}); }).find("unsupported data type STRING"),
+  EXPECT_NE(error_of([] { eval1("Cast", {i64v({1})}, {{"to", Attribute::of_int(8)}}); }).find("unsupported data type STRING"),
             std::string::npos);
 }
 
@@ -284,7 +243,7 @@ TEST(ReferenceMatMul, PlainBatchedAndVectors) {
 
 TEST(ReferenceMatMul, LargeMatchesNaive) {
   std::mt19937 rng(1);
-  HostTensor a = random_f32({37, 300}, rng), b = random_f32({300, 70}, rng);
+  HostTensor a = random_tensor({37, 300}, rng), b = random_tensor({300, 70}, rng);
   HostTensor y = eval1("MatMul", {a, b});
   for (int i = 0; i < 37; ++i)
     for (int j = 0; j < 70; ++j) {
@@ -298,7 +257,7 @@ TEST(ReferenceMatMul, Gemm) {
   HostTensor a = f32({3, 2}, {1, 4, 2, 5, 3, 6});  // A^T of [[1,2,3],[4,5,6]]
   HostTensor b = f32({2, 3}, {1, 0, 1, 0, 1, 1});  // B^T of [[1,0],[0,1],[1,1]]
   HostTensor y = eval1("Gemm", {a, b, f32({2}, {100, 200})},
-                       {{"transA", attr_i(1)}, {"transB", attr_i(1)}, {"alpha", attr_f(2)}, {"beta", attr_f(0.5f)}});
+                       {{"transA", Attribute::of_int(1)}, {"transB", Attribute::of_int(1)}, {"alpha", Attribute::of_float(2)}, {"beta", Attribute::of_float(0.5f)}});
   EXPECT_EQ(y.shape, (Shape{2, 2}));
   EXPECT_FLOATS(y, {2 * 4 + 50, 2 * 5 + 100, 2 * 10 + 50, 2 * 11 + 100});
   // No C, scalar C, and column C [M,1].
@@ -317,21 +276,21 @@ TEST(ReferenceConv, HandComputed) {
   EXPECT_EQ(y.shape, (Shape{1, 1, 2, 2}));
   EXPECT_FLOATS(y, {12, 16, 24, 28});
   // Padding 1 and stride 2 with a bias.
-  y = eval1("Conv", {x, w, f32({1}, {0.5f})}, {{"pads", attr_is({1, 1, 1, 1})}, {"strides", attr_is({2, 2})}});
+  y = eval1("Conv", {x, w, f32({1}, {0.5f})}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}, {"strides", Attribute::of_ints({2, 2})}});
   EXPECT_EQ(y.shape, (Shape{1, 1, 2, 2}));
   EXPECT_FLOATS(y, {1.5f, 5.5f, 11.5f, 28.5f});
   // SAME_UPPER keeps the size; the extra padding goes at the end.
-  y = eval1("Conv", {x, w}, {{"auto_pad", attr_s("SAME_UPPER")}});
+  y = eval1("Conv", {x, w}, {{"auto_pad", Attribute::of_string("SAME_UPPER")}});
   EXPECT_EQ(y.shape, (Shape{1, 1, 3, 3}));
   EXPECT_FLOATS(y, {12, 16, 9, 24, 28, 15, 15, 17, 9});
-  y = eval1("Conv", {x, w}, {{"auto_pad", attr_s("SAME_LOWER")}});
+  y = eval1("Conv", {x, w}, {{"auto_pad", Attribute::of_string("SAME_LOWER")}});
   EXPECT_FLOATS(y, {1, 3, 5, 5, 12, 16, 11, 24, 28});
   // Dilation 2: the four corners.
-  y = eval1("Conv", {x, w}, {{"dilations", attr_is({2, 2})}});
+  y = eval1("Conv", {x, w}, {{"dilations", Attribute::of_ints({2, 2})}});
   EXPECT_EQ(y.shape, (Shape{1, 1, 1, 1}));
   EXPECT_FLOATS(y, {20});
   // Depthwise (group = channels), 1-D.
-  y = eval1("Conv", {f32({1, 2, 3}, {1, 2, 3, 10, 20, 30}), f32({2, 1, 2}, {1, -1, 1, 1})}, {{"group", attr_i(2)}});
+  y = eval1("Conv", {f32({1, 2, 3}, {1, 2, 3, 10, 20, 30}), f32({2, 1, 2}, {1, -1, 1, 1})}, {{"group", Attribute::of_int(2)}});
   EXPECT_EQ(y.shape, (Shape{1, 2, 2}));
   EXPECT_FLOATS(y, {-1, -1, 30, 50});
 }
@@ -378,12 +337,12 @@ TEST(ReferenceConv, MatchesDirectLoopsOverManyConfigurations) {
       {1, 4, 6, 6, 4, 1, 1, 1, {2, 2}, {1, 1}, {0, 0, 0, 0}},
   };
   for (const Case& k : cases) {
-    HostTensor x = random_f32({k.N, k.C, k.H, k.W}, rng), w = random_f32({k.M, k.C / k.group, k.KH, k.KW}, rng);
+    HostTensor x = random_tensor({k.N, k.C, k.H, k.W}, rng), w = random_tensor({k.M, k.C / k.group, k.KH, k.KW}, rng);
     Shape want_shape;
     std::vector<float> want = naive_conv(x, w, k.s, k.d, k.p, k.group, want_shape);
     HostTensor y = eval1("Conv", {x, w},
-                         {{"strides", attr_is(k.s)}, {"dilations", attr_is(k.d)}, {"pads", attr_is(k.p)},
-                          {"group", attr_i(k.group)}, {"kernel_shape", attr_is({k.KH, k.KW})}});
+                         {{"strides", Attribute::of_ints(k.s)}, {"dilations", Attribute::of_ints(k.d)}, {"pads", Attribute::of_ints(k.p)},
+                          {"group", Attribute::of_int(k.group)}, {"kernel_shape", Attribute::of_ints({k.KH, k.KW})}});
     ASSERT_EQ(y.shape, want_shape);
     for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(y.data<float>()[i], want[i], 1e-4) << "at " << i;
   }
@@ -393,7 +352,7 @@ TEST(ReferenceConv, TransposeHandComputed) {
   // Stride 2, 2x2 kernel: every input value paints its own 2x2 block.
   HostTensor x = f32({1, 1, 2, 2}, {1, 2, 3, 4});
   HostTensor w = f32({1, 1, 2, 2}, {1, 10, 100, 1000});
-  HostTensor y = eval1("ConvTranspose", {x, w}, {{"strides", attr_is({2, 2})}});
+  HostTensor y = eval1("ConvTranspose", {x, w}, {{"strides", Attribute::of_ints({2, 2})}});
   EXPECT_EQ(y.shape, (Shape{1, 1, 4, 4}));
   EXPECT_FLOATS(y, {1, 10, 2, 20, 100, 1000, 200, 2000, 3, 30, 4, 40, 300, 3000, 400, 4000});
   // Stride 1 overlaps add up; pads trim; output_padding extends; bias adds.
@@ -401,13 +360,13 @@ TEST(ReferenceConv, TransposeHandComputed) {
   y = eval1("ConvTranspose", {x, ones});
   EXPECT_EQ(y.shape, (Shape{1, 1, 3, 3}));
   EXPECT_FLOATS(y, {1, 3, 2, 4, 10, 6, 3, 7, 4});
-  y = eval1("ConvTranspose", {x, ones, f32({1}, {1})}, {{"pads", attr_is({1, 1, 0, 0})}});
+  y = eval1("ConvTranspose", {x, ones, f32({1}, {1})}, {{"pads", Attribute::of_ints({1, 1, 0, 0})}});
   EXPECT_EQ(y.shape, (Shape{1, 1, 2, 2}));
   EXPECT_FLOATS(y, {11, 7, 8, 5});
-  y = eval1("ConvTranspose", {x, ones}, {{"strides", attr_is({2, 2})}, {"output_padding", attr_is({1, 0})}});
+  y = eval1("ConvTranspose", {x, ones}, {{"strides", Attribute::of_ints({2, 2})}, {"output_padding", Attribute::of_ints({1, 0})}});
   EXPECT_EQ(y.shape, (Shape{1, 1, 5, 4}));
   // Groups: two channels, each with its own 1x1 kernel, two outputs per group.
-  y = eval1("ConvTranspose", {f32({1, 2, 1, 1}, {1, 2}), f32({2, 2, 1, 1}, {1, 2, 3, 4})}, {{"group", attr_i(2)}});
+  y = eval1("ConvTranspose", {f32({1, 2, 1, 1}, {1, 2}), f32({2, 2, 1, 1}, {1, 2, 3, 4})}, {{"group", Attribute::of_int(2)}});
   EXPECT_EQ(y.shape, (Shape{1, 4, 1, 1}));
   EXPECT_FLOATS(y, {1, 2, 6, 8});
 }
@@ -416,14 +375,14 @@ TEST(ReferenceConv, TransposeIsTheAdjointOfConv) {
   // <conv(x), y> == <x, convT(y)> for the same weights and geometry.
   std::mt19937 rng(3);
   const std::map<std::string, Attribute> geo = {
-      {"strides", attr_is({2, 3})}, {"pads", attr_is({1, 0, 2, 1})}, {"dilations", attr_is({2, 1})}, {"group", attr_i(2)}};
-  HostTensor x = random_f32({2, 4, 11, 13}, rng), w = random_f32({6, 2, 3, 2}, rng);
+      {"strides", Attribute::of_ints({2, 3})}, {"pads", Attribute::of_ints({1, 0, 2, 1})}, {"dilations", Attribute::of_ints({2, 1})}, {"group", Attribute::of_int(2)}};
+  HostTensor x = random_tensor({2, 4, 11, 13}, rng), w = random_tensor({6, 2, 3, 2}, rng);
   HostTensor cx = eval1("Conv", {x, w}, geo);
-  HostTensor y = random_f32(cx.shape, rng);
+  HostTensor y = random_tensor(cx.shape, rng);
   // The same weights read as ConvTranspose's [C_in = 6, M/g = 2, 3, 2];
   // output_padding makes the transpose come back to x's 11 x 13.
   auto tgeo = geo;
-  tgeo["output_padding"] = attr_is({1, 0});
+  tgeo["output_padding"] = Attribute::of_ints({1, 0});
   HostTensor ty = eval1("ConvTranspose", {y, w}, tgeo);
   // x has 4 channels = group(2) * M/g(2): the adjoint maps back to x's shape.
   ASSERT_EQ(ty.shape, x.shape);
@@ -435,9 +394,9 @@ TEST(ReferenceConv, TransposeIsTheAdjointOfConv) {
 
 TEST(ReferenceConv, LargeConvIsFast) {
   std::mt19937 rng(5);
-  HostTensor x = random_f32({1, 64, 224, 224}, rng), w = random_f32({64, 64, 3, 3}, rng);
+  HostTensor x = random_tensor({1, 64, 224, 224}, rng), w = random_tensor({64, 64, 3, 3}, rng);
   auto t0 = std::chrono::steady_clock::now();
-  HostTensor y = eval1("Conv", {x, w}, {{"pads", attr_is({1, 1, 1, 1})}});
+  HostTensor y = eval1("Conv", {x, w}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}});
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(y.shape, (Shape{1, 64, 224, 224}));
   std::printf("Conv 1x64x224x224, 64 3x3 filters (1.85 GMAC): %.2f s\n", s);
@@ -448,23 +407,23 @@ TEST(ReferenceConv, LargeConvIsFast) {
 
 TEST(ReferencePool, MaxAndAverage) {
   HostTensor x = f32({1, 1, 4, 4}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16});
-  HostTensor y = eval1("MaxPool", {x}, {{"kernel_shape", attr_is({2, 2})}, {"strides", attr_is({2, 2})}});
+  HostTensor y = eval1("MaxPool", {x}, {{"kernel_shape", Attribute::of_ints({2, 2})}, {"strides", Attribute::of_ints({2, 2})}});
   EXPECT_EQ(y.shape, (Shape{1, 1, 2, 2}));
   EXPECT_FLOATS(y, {6, 8, 14, 16});
   // ceil_mode keeps the partial last window.
-  y = eval1("MaxPool", {x}, {{"kernel_shape", attr_is({3, 3})}, {"strides", attr_is({2, 2})}, {"ceil_mode", attr_i(1)}});
+  y = eval1("MaxPool", {x}, {{"kernel_shape", Attribute::of_ints({3, 3})}, {"strides", Attribute::of_ints({2, 2})}, {"ceil_mode", Attribute::of_int(1)}});
   EXPECT_EQ(y.shape, (Shape{1, 1, 2, 2}));
   EXPECT_FLOATS(y, {11, 12, 15, 16});
   // Padding: padded cells never win a max and count in the average only with count_include_pad.
-  y = eval1("MaxPool", {f32({1, 1, 2, 2}, {-1, -2, -3, -4})}, {{"kernel_shape", attr_is({2, 2})}, {"pads", attr_is({1, 1, 0, 0})}});
+  y = eval1("MaxPool", {f32({1, 1, 2, 2}, {-1, -2, -3, -4})}, {{"kernel_shape", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({1, 1, 0, 0})}});
   EXPECT_FLOATS(y, {-1, -1, -1, -1});
-  y = eval1("AveragePool", {x}, {{"kernel_shape", attr_is({2, 2})}, {"strides", attr_is({2, 2})}});
+  y = eval1("AveragePool", {x}, {{"kernel_shape", Attribute::of_ints({2, 2})}, {"strides", Attribute::of_ints({2, 2})}});
   EXPECT_FLOATS(y, {3.5f, 5.5f, 11.5f, 13.5f});
-  const std::map<std::string, Attribute> padded = {{"kernel_shape", attr_is({2, 2})}, {"pads", attr_is({1, 1, 0, 0})},
-                                                   {"strides", attr_is({2, 2})}};
+  const std::map<std::string, Attribute> padded = {{"kernel_shape", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({1, 1, 0, 0})},
+                                                   {"strides", Attribute::of_ints({2, 2})}};
   EXPECT_FLOATS(eval1("AveragePool", {x}, padded), {1, 2.5f, 7, 8.5f});
   auto incl = padded;
-  incl["count_include_pad"] = attr_i(1);
+  incl["count_include_pad"] = Attribute::of_int(1);
   EXPECT_FLOATS(eval1("AveragePool", {x}, incl), {0.25f, 1.25f, 3.5f, 8.5f});
   y = eval1("GlobalAveragePool", {x});
   EXPECT_EQ(y.shape, (Shape{1, 1, 1, 1}));
@@ -474,11 +433,11 @@ TEST(ReferencePool, MaxAndAverage) {
 
 TEST(ReferencePool, MaxPoolIndices) {
   HostTensor x = f32({1, 2, 2, 2}, {1, 4, 3, 2, 5, 6, 8, 7});
-  auto out = eval(make_node("MaxPool", {{"kernel_shape", attr_is({2, 2})}}, 2), {x});
+  auto out = eval(make_node("MaxPool", {{"kernel_shape", Attribute::of_ints({2, 2})}}, 2), {x});
   ASSERT_EQ(out.size(), 2u);
   EXPECT_FLOATS(out[0], {4, 8});
   EXPECT_EQ(ints(out[1]), (std::vector<int64_t>{1, 6}));
-  out = eval(make_node("MaxPool", {{"kernel_shape", attr_is({2, 2})}, {"storage_order", attr_i(1)}}, 2), {x});
+  out = eval(make_node("MaxPool", {{"kernel_shape", Attribute::of_ints({2, 2})}, {"storage_order", Attribute::of_int(1)}}, 2), {x});
   EXPECT_EQ(ints(out[1]), (std::vector<int64_t>{2, 5}));
 }
 
@@ -487,29 +446,29 @@ TEST(ReferencePool, MaxPoolIndices) {
 TEST(ReferenceReduce, AxesKeepdimsAndForms) {
   HostTensor x = f32({2, 3}, {1, 2, 3, 4, 5, 6});
   // Opset 13 ReduceSum: axes as input.
-  HostTensor y = eval1("ReduceSum", {x, i64v({1})}, {{"keepdims", attr_i(0)}});
+  HostTensor y = eval1("ReduceSum", {x, i64v({1})}, {{"keepdims", Attribute::of_int(0)}});
   EXPECT_EQ(y.shape, (Shape{2}));
   EXPECT_FLOATS(y, {6, 15});
   // Attribute axes (ReduceMean before opset 18), negative axis, keepdims.
-  y = eval1("ReduceMean", {x}, {{"axes", attr_is({-2})}});
+  y = eval1("ReduceMean", {x}, {{"axes", Attribute::of_ints({-2})}});
   EXPECT_EQ(y.shape, (Shape{1, 3}));
   EXPECT_FLOATS(y, {2.5f, 3.5f, 4.5f});
   // No axes: everything.
   y = eval1("ReduceMax", {x});
   EXPECT_EQ(y.shape, (Shape{1, 1}));
   EXPECT_FLOATS(y, {6});
-  y = eval1("ReduceMin", {x}, {{"keepdims", attr_i(0)}});
+  y = eval1("ReduceMin", {x}, {{"keepdims", Attribute::of_int(0)}});
   EXPECT_EQ(y.shape, (Shape{}));
   EXPECT_FLOATS(y, {1});
   // noop_with_empty_axes with empty axes: the identity.
-  y = eval1("ReduceSum", {x, i64v({})}, {{"noop_with_empty_axes", attr_i(1)}});
+  y = eval1("ReduceSum", {x, i64v({})}, {{"noop_with_empty_axes", Attribute::of_int(1)}});
   EXPECT_EQ(y.shape, (Shape{2, 3}));
   // Integer folding: the element count of a shape.
-  EXPECT_EQ(ints(eval1("ReduceProd", {i64v({2, 3, 7})}, {{"keepdims", attr_i(0)}})), (std::vector<int64_t>{42}));
+  EXPECT_EQ(ints(eval1("ReduceProd", {i64v({2, 3, 7})}, {{"keepdims", Attribute::of_int(0)}})), (std::vector<int64_t>{42}));
   EXPECT_FLOATS(eval1("ReduceL2", {f32({2}, {3, 4})}), {5});
   EXPECT_FLOATS(eval1("ReduceSumSquare", {f32({2}, {3, 4})}), {25});
-  EXPECT_EQ(ints(eval1("ArgMax", {x}, {{"axis", attr_i(1)}})), (std::vector<int64_t>{2, 2}));
-  EXPECT_EQ(ints(eval1("ArgMin", {x}, {{"axis", attr_i(0)}, {"keepdims", attr_i(0)}})), (std::vector<int64_t>{0, 0, 0}));
+  EXPECT_EQ(ints(eval1("ArgMax", {x}, {{"axis", Attribute::of_int(1)}})), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(ints(eval1("ArgMin", {x}, {{"axis", Attribute::of_int(0)}, {"keepdims", Attribute::of_int(0)}})), (std::vector<int64_t>{0, 0, 0}));
   EXPECT_NE(error_of([&] { eval1("ReduceSum", {x, i64v({2})}); }).find("out of range"), std::string::npos);
 }
 
@@ -518,8 +477,8 @@ TEST(ReferenceReduce, AxesKeepdimsAndForms) {
 TEST(ReferenceShape, ShapeSizeReshapeFlatten) {
   HostTensor x(DataType::Float32, {2, 3, 4});
   EXPECT_EQ(ints(eval1("Shape", {x})), (std::vector<int64_t>{2, 3, 4}));
-  EXPECT_EQ(ints(eval1("Shape", {x}, {{"start", attr_i(1)}})), (std::vector<int64_t>{3, 4}));
-  EXPECT_EQ(ints(eval1("Shape", {x}, {{"start", attr_i(-2)}, {"end", attr_i(-1)}})), (std::vector<int64_t>{3}));
+  EXPECT_EQ(ints(eval1("Shape", {x}, {{"start", Attribute::of_int(1)}})), (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(ints(eval1("Shape", {x}, {{"start", Attribute::of_int(-2)}, {"end", Attribute::of_int(-1)}})), (std::vector<int64_t>{3}));
   EXPECT_EQ(ints(eval1("Size", {x})), (std::vector<int64_t>{24}));
   HostTensor shape_only;  // a shape without bytes: enough for Shape and Size
   shape_only.shape = {5, 7};
@@ -529,47 +488,47 @@ TEST(ReferenceShape, ShapeSizeReshapeFlatten) {
   EXPECT_EQ(eval1("Reshape", {x, i64v({0, -1})}).shape, (Shape{2, 12}));
   EXPECT_EQ(eval1("Reshape", {x, i64v({-1, 2, 2})}).shape, (Shape{6, 2, 2}));
   HostTensor empty(DataType::Float32, {0, 3});
-  EXPECT_EQ(eval1("Reshape", {empty, i64v({3, 0})}, {{"allowzero", attr_i(1)}}).shape, (Shape{3, 0}));
+  EXPECT_EQ(eval1("Reshape", {empty, i64v({3, 0})}, {{"allowzero", Attribute::of_int(1)}}).shape, (Shape{3, 0}));
   EXPECT_NE(error_of([&] { eval1("Reshape", {x, i64v({5, -1})}); }).find("cannot infer"), std::string::npos);
   EXPECT_EQ(eval1("Flatten", {x}).shape, (Shape{2, 12}));
-  EXPECT_EQ(eval1("Flatten", {x}, {{"axis", attr_i(0)}}).shape, (Shape{1, 24}));
-  EXPECT_EQ(eval1("Flatten", {x}, {{"axis", attr_i(-1)}}).shape, (Shape{6, 4}));
+  EXPECT_EQ(eval1("Flatten", {x}, {{"axis", Attribute::of_int(0)}}).shape, (Shape{1, 24}));
+  EXPECT_EQ(eval1("Flatten", {x}, {{"axis", Attribute::of_int(-1)}}).shape, (Shape{6, 4}));
 }
 
 TEST(ReferenceShape, SqueezeUnsqueezeTranspose) {
   HostTensor x = f32({1, 3, 1}, {1, 2, 3});
   EXPECT_EQ(eval1("Squeeze", {x}).shape, (Shape{3}));
   EXPECT_EQ(eval1("Squeeze", {x, i64v({-1})}).shape, (Shape{1, 3}));
-  EXPECT_EQ(eval1("Squeeze", {x}, {{"axes", attr_is({0})}}).shape, (Shape{3, 1}));
+  EXPECT_EQ(eval1("Squeeze", {x}, {{"axes", Attribute::of_ints({0})}}).shape, (Shape{3, 1}));
   EXPECT_NE(error_of([&] { eval1("Squeeze", {x, i64v({1})}); }).find("cannot squeeze"), std::string::npos);
   EXPECT_EQ(eval1("Unsqueeze", {i64s(5), i64v({0})}).shape, (Shape{1}));
   EXPECT_EQ(eval1("Unsqueeze", {x, i64v({0, -1})}).shape, (Shape{1, 1, 3, 1, 1}));
-  EXPECT_EQ(eval1("Unsqueeze", {x}, {{"axes", attr_is({2})}}).shape, (Shape{1, 3, 1, 1}));
+  EXPECT_EQ(eval1("Unsqueeze", {x}, {{"axes", Attribute::of_ints({2})}}).shape, (Shape{1, 3, 1, 1}));
   HostTensor m = f32({2, 3}, {1, 2, 3, 4, 5, 6});
   HostTensor t = eval1("Transpose", {m});
   EXPECT_EQ(t.shape, (Shape{3, 2}));
   EXPECT_FLOATS(t, {1, 4, 2, 5, 3, 6});
   HostTensor c = f32({2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7});
-  t = eval1("Transpose", {c}, {{"perm", attr_is({1, 2, 0})}});
+  t = eval1("Transpose", {c}, {{"perm", Attribute::of_ints({1, 2, 0})}});
   EXPECT_EQ(t.shape, (Shape{2, 2, 2}));
   EXPECT_FLOATS(t, {0, 4, 1, 5, 2, 6, 3, 7});
 }
 
 TEST(ReferenceShape, ConcatSplitSlice) {
-  EXPECT_EQ(ints(eval1("Concat", {i64v({1}), i64v({-1, 3}), i64v({})}, {{"axis", attr_i(0)}})),
+  EXPECT_EQ(ints(eval1("Concat", {i64v({1}), i64v({-1, 3}), i64v({})}, {{"axis", Attribute::of_int(0)}})),
             (std::vector<int64_t>{1, -1, 3}));
-  HostTensor y = eval1("Concat", {f32({2, 1}, {1, 2}), f32({2, 2}, {3, 4, 5, 6})}, {{"axis", attr_i(-1)}});
+  HostTensor y = eval1("Concat", {f32({2, 1}, {1, 2}), f32({2, 2}, {3, 4, 5, 6})}, {{"axis", Attribute::of_int(-1)}});
   EXPECT_EQ(y.shape, (Shape{2, 3}));
   EXPECT_FLOATS(y, {1, 3, 4, 2, 5, 6});
 
   HostTensor x = f32({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
-  auto parts = eval(make_node("Split", {{"axis", attr_i(1)}}, 2), {x});
+  auto parts = eval(make_node("Split", {{"axis", Attribute::of_int(1)}}, 2), {x});
   ASSERT_EQ(parts.size(), 2u);
   EXPECT_FLOATS(parts[1], {3, 4, 7, 8});
-  parts = eval(make_node("Split", {{"axis", attr_i(1)}}, 2), {x, i64v({1, 3})});
+  parts = eval(make_node("Split", {{"axis", Attribute::of_int(1)}}, 2), {x, i64v({1, 3})});
   EXPECT_EQ(parts[1].shape, (Shape{2, 3}));
   EXPECT_FLOATS(parts[0], {1, 5});
-  parts = eval(make_node("Split", {{"split", attr_is({1, 1})}}, 2), {x});
+  parts = eval(make_node("Split", {{"split", Attribute::of_ints({1, 1})}}, 2), {x});
   EXPECT_FLOATS(parts[1], {5, 6, 7, 8});
 
   HostTensor v = i64v({0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
@@ -587,7 +546,7 @@ TEST(ReferenceShape, ConcatSplitSlice) {
   y = eval1("Slice", {x, i64v({1}), i64v({-1}), i64v({-1})});
   EXPECT_EQ(y.shape, (Shape{2, 2}));
   EXPECT_FLOATS(y, {2, 3, 6, 7});
-  y = eval1("Slice", {x}, {{"starts", attr_is({1, 0})}, {"ends", attr_is({2, 1})}});
+  y = eval1("Slice", {x}, {{"starts", Attribute::of_ints({1, 0})}, {"ends", Attribute::of_ints({2, 1})}});
   EXPECT_FLOATS(y, {5});
 }
 
@@ -597,7 +556,7 @@ TEST(ReferenceShape, GatherExpandTile) {
   EXPECT_EQ(eval1("Gather", {shape, i64s(-1)}).shape, (Shape{}));
   EXPECT_EQ(ints(eval1("Gather", {shape, i64v({2, -3})})), (std::vector<int64_t>{224, 3}));
   HostTensor m = f32({2, 3}, {1, 2, 3, 4, 5, 6});
-  HostTensor y = eval1("Gather", {m, i64({2, 2}, {0, 2, 1, 1})}, {{"axis", attr_i(1)}});
+  HostTensor y = eval1("Gather", {m, i64({2, 2}, {0, 2, 1, 1})}, {{"axis", Attribute::of_int(1)}});
   EXPECT_EQ(y.shape, (Shape{2, 2, 2}));
   EXPECT_FLOATS(y, {1, 3, 2, 2, 4, 6, 5, 5});
   EXPECT_NE(error_of([&] { eval1("Gather", {shape, i64s(4)}); }).find("out of range"), std::string::npos);
@@ -616,7 +575,7 @@ TEST(ReferenceIndexing, ScatterTopKNonZeroOneHot) {
   HostTensor y = eval1("ScatterND", {f32({4}, {1, 2, 3, 4}), i64({2, 1}, {3, -4}), f32({2}, {10, 20})});
   EXPECT_FLOATS(y, {20, 2, 3, 10});
   y = eval1("ScatterElements", {f32({2, 2}, {0, 0, 0, 0}), i64({1, 2}, {1, 0}), f32({1, 2}, {5, 6})},
-            {{"axis", attr_i(0)}});
+            {{"axis", Attribute::of_int(0)}});
   EXPECT_FLOATS(y, {0, 6, 5, 0});
   y = eval1("GatherND", {f32({2, 2}, {1, 2, 3, 4}), i64({2, 2}, {0, 1, 1, 0})});
   EXPECT_FLOATS(y, {2, 3});
@@ -637,27 +596,27 @@ TEST(ReferenceShape, PadModes) {
   HostTensor y = eval1("Pad", {x, pads, f32({}, {9})});
   EXPECT_EQ(y.shape, (Shape{1, 6}));
   EXPECT_FLOATS(y, {9, 9, 1, 2, 3, 9});
-  EXPECT_FLOATS(eval1("Pad", {x, pads}, {{"mode", attr_s("reflect")}}), {3, 2, 1, 2, 3, 2});
-  EXPECT_FLOATS(eval1("Pad", {x, pads}, {{"mode", attr_s("edge")}}), {1, 1, 1, 2, 3, 3});
+  EXPECT_FLOATS(eval1("Pad", {x, pads}, {{"mode", Attribute::of_string("reflect")}}), {3, 2, 1, 2, 3, 2});
+  EXPECT_FLOATS(eval1("Pad", {x, pads}, {{"mode", Attribute::of_string("edge")}}), {1, 1, 1, 2, 3, 3});
   // Opset-2 attribute form, 2-D, and negative pads crop.
-  y = eval1("Pad", {f32({2, 2}, {1, 2, 3, 4})}, {{"pads", attr_is({1, 0, 0, 0})}, {"value", attr_f(-1)}});
+  y = eval1("Pad", {f32({2, 2}, {1, 2, 3, 4})}, {{"pads", Attribute::of_ints({1, 0, 0, 0})}, {"value", Attribute::of_float(-1)}});
   EXPECT_EQ(y.shape, (Shape{3, 2}));
   EXPECT_FLOATS(y, {-1, -1, 1, 2, 3, 4});
   EXPECT_FLOATS(eval1("Pad", {x, i64v({0, -1, 0, 0})}), {2, 3});
-  EXPECT_NE(error_of([&] { eval1("Pad", {x, pads}, {{"mode", attr_s("mirror")}}); }).find("unsupported mode 'mirror'"),
+  EXPECT_NE(error_of([&] { eval1("Pad", {x, pads}, {{"mode", Attribute::of_string("mirror")}}); }).find("unsupported mode 'mirror'"),
             std::string::npos);
 }
 
 TEST(ReferenceShape, ConstantsAndRange) {
-  EXPECT_EQ(ints(eval1("Constant", {}, {{"value", attr_t(i64v({4, 5}))}})), (std::vector<int64_t>{4, 5}));
-  EXPECT_EQ(ints(eval1("Constant", {}, {{"value_ints", attr_is({1, 2})}})), (std::vector<int64_t>{1, 2}));
-  EXPECT_EQ(eval1("Constant", {}, {{"value_int", attr_i(3)}}).shape, (Shape{}));
-  EXPECT_FLOATS(eval1("Constant", {}, {{"value_float", attr_f(2.5f)}}), {2.5f});
-  EXPECT_FLOATS(eval1("Constant", {}, {{"value_floats", attr_fs({1, 2})}}), {1, 2});
+  EXPECT_EQ(ints(eval1("Constant", {}, {{"value", Attribute::of_tensor(i64v({4, 5}))}})), (std::vector<int64_t>{4, 5}));
+  EXPECT_EQ(ints(eval1("Constant", {}, {{"value_ints", Attribute::of_ints({1, 2})}})), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(eval1("Constant", {}, {{"value_int", Attribute::of_int(3)}}).shape, (Shape{}));
+  EXPECT_FLOATS(eval1("Constant", {}, {{"value_float", Attribute::of_float(2.5f)}}), {2.5f});
+  EXPECT_FLOATS(eval1("Constant", {}, {{"value_floats", Attribute::of_floats({1, 2})}}), {1, 2});
   HostTensor y = eval1("ConstantOfShape", {i64v({2, 3})});
   EXPECT_EQ(y.shape, (Shape{2, 3}));
   EXPECT_FLOATS(y, {0, 0, 0, 0, 0, 0});
-  y = eval1("ConstantOfShape", {i64v({2})}, {{"value", attr_t(i64({1}, {7}))}});
+  y = eval1("ConstantOfShape", {i64v({2})}, {{"value", Attribute::of_tensor(i64({1}, {7}))}});
   EXPECT_EQ(ints(y), (std::vector<int64_t>{7, 7}));
   EXPECT_EQ(eval1("ConstantOfShape", {i64v({})}).shape, (Shape{}));
   EXPECT_EQ(ints(eval1("Range", {i64s(0), i64s(10), i64s(3)})), (std::vector<int64_t>{0, 3, 6, 9}));
@@ -676,20 +635,20 @@ TEST(ReferenceShape, ConstantsAndRange) {
 TEST(ReferenceNormalization, BatchLayerInstance) {
   HostTensor x = f32({1, 2, 1, 2}, {1, 2, 3, 4});
   HostTensor y = eval1("BatchNormalization", {x, f32({2}, {1, 2}), f32({2}, {0, 1}), f32({2}, {1, 3}), f32({2}, {4, 1})},
-                       {{"epsilon", attr_f(0)}});
+                       {{"epsilon", Attribute::of_float(0)}});
   EXPECT_FLOATS(y, {0, 0.5f, 1, 3});
   // LayerNormalization over the last axis, with the Mean and InvStdDev outputs.
-  auto out = eval(make_node("LayerNormalization", {{"epsilon", attr_f(0)}}, 3),
+  auto out = eval(make_node("LayerNormalization", {{"epsilon", Attribute::of_float(0)}}, 3),
                   {f32({2, 2}, {1, 3, 2, 4}), f32({2}, {1, 2}), f32({2}, {0, 1})});
   ASSERT_EQ(out.size(), 3u);
   EXPECT_FLOATS(out[0], {-1, 3, -1, 3});
   EXPECT_EQ(out[1].shape, (Shape{2, 1}));
   EXPECT_FLOATS(out[1], {2, 3});
   EXPECT_FLOATS(out[2], {1, 1});
-  EXPECT_FLOATS(eval1("InstanceNormalization", {x, f32({2}, {1, 1}), f32({2}, {0, 10})}, {{"epsilon", attr_f(0)}}),
+  EXPECT_FLOATS(eval1("InstanceNormalization", {x, f32({2}, {1, 1}), f32({2}, {0, 10})}, {{"epsilon", Attribute::of_float(0)}}),
                 {-1, 1, 9, 11});
   EXPECT_NE(error_of([&] {
-              eval1("BatchNormalization", {x, x, x, x, x}, {{"training_mode", attr_i(1)}});
+              eval1("BatchNormalization", {x, x, x, x, x}, {{"training_mode", Attribute::of_int(1)}});
             }).find("n_BatchNormalization (BatchNormalization): training_mode=1 is not supported"),
             std::string::npos);
 }
@@ -697,7 +656,7 @@ TEST(ReferenceNormalization, BatchLayerInstance) {
 TEST(ReferenceNormalization, SoftmaxAxes) {
   HostTensor x = f32({2, 2}, {0, std::log(3.0f), 1, 1});
   EXPECT_FLOATS(eval1("Softmax", {x}), {0.25f, 0.75f, 0.5f, 0.5f});
-  HostTensor y = eval1("Softmax", {f32({2, 1}, {0, std::log(3.0f)})}, {{"axis", attr_i(0)}});
+  HostTensor y = eval1("Softmax", {f32({2, 1}, {0, std::log(3.0f)})}, {{"axis", Attribute::of_int(0)}});
   EXPECT_FLOATS(y, {0.25f, 0.75f});
   EXPECT_FLOATS(eval1("LogSoftmax", {x}), {std::log(0.25f), std::log(0.75f), std::log(0.5f), std::log(0.5f)});
   // Large inputs stay finite.
@@ -712,19 +671,19 @@ TEST(ReferenceResize, NearestAndLinear) {
   auto run = [&](std::map<std::string, Attribute> attrs, const HostTensor* sc, const HostTensor* sz) {
     return eval(make_node("Resize", std::move(attrs)), std::vector<const HostTensor*>{&x, nullptr, sc, sz}).at(0);
   };
-  HostTensor y = run({{"mode", attr_s("nearest")}, {"coordinate_transformation_mode", attr_s("asymmetric")},
-                      {"nearest_mode", attr_s("floor")}},
+  HostTensor y = run({{"mode", Attribute::of_string("nearest")}, {"coordinate_transformation_mode", Attribute::of_string("asymmetric")},
+                      {"nearest_mode", Attribute::of_string("floor")}},
                      &scales, nullptr);
   EXPECT_EQ(y.shape, (Shape{1, 1, 4, 4}));
   EXPECT_FLOATS(y, {1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4});
   HostTensor sizes = i64v({1, 1, 1, 3});
-  y = run({{"mode", attr_s("linear")}, {"coordinate_transformation_mode", attr_s("align_corners")}}, nullptr, &sizes);
+  y = run({{"mode", Attribute::of_string("linear")}, {"coordinate_transformation_mode", Attribute::of_string("align_corners")}}, nullptr, &sizes);
   EXPECT_EQ(y.shape, (Shape{1, 1, 1, 3}));
   EXPECT_FLOATS(y, {1, 1.5f, 2});
   // half_pixel bilinear 2x: x_in = (x_out + 0.5) / 2 - 0.5, clamped at the edges.
-  y = run({{"mode", attr_s("linear")}}, &scales, nullptr);
+  y = run({{"mode", Attribute::of_string("linear")}}, &scales, nullptr);
   EXPECT_FLOATS(y, {1, 1.25f, 1.75f, 2, 1.5f, 1.75f, 2.25f, 2.5f, 2.5f, 2.75f, 3.25f, 3.5f, 3, 3.25f, 3.75f, 4});
-  EXPECT_NE(error_of([&] { run({{"coordinate_transformation_mode", attr_s("bogus")}}, &scales, nullptr); })
+  EXPECT_NE(error_of([&] { run({{"coordinate_transformation_mode", Attribute::of_string("bogus")}}, &scales, nullptr); })
                 .find("unsupported coordinate_transformation_mode 'bogus'"),
             std::string::npos);
 }
@@ -733,7 +692,7 @@ TEST(ReferenceResize, NearestAndLinear) {
 
 TEST(ReferenceErrors, NameTheNodeAndTheReason) {
   HostTensor x = f32({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}), w = f32({1, 1, 2, 2}, {1, 1, 1, 1});
-  Node n = make_node("Conv", {{"auto_pad", attr_s("SAME_SIDEWAYS")}});
+  Node n = make_node("Conv", {{"auto_pad", Attribute::of_string("SAME_SIDEWAYS")}});
   n.name = "conv7";
   EXPECT_EQ(error_of([&] { eval(n, {x, w}); }),
             "conv7 (Conv): unsupported auto_pad 'SAME_SIDEWAYS' (supported: NOTSET, SAME_UPPER, SAME_LOWER, VALID)");
@@ -746,13 +705,13 @@ TEST(ReferenceErrors, NameTheNodeAndTheReason) {
             "n_Add (Add): inputs have different data types (float32 and int64)");
   EXPECT_EQ(error_of([] { eval1("Relu", {}); }), "n_Relu (Relu): input 0 is required but missing");
   // Attributes an implementation does not know are refused, not ignored.
-  EXPECT_EQ(error_of([&] { eval1("Conv", {x, w}, {{"groups", attr_i(2)}}); }),
+  EXPECT_EQ(error_of([&] { eval1("Conv", {x, w}, {{"groups", Attribute::of_int(2)}}); }),
             "n_Conv (Conv): unsupported attribute 'groups'");
-  EXPECT_EQ(error_of([] { eval1("Add", {f32({2, 3}, {1, 2, 3, 4, 5, 6}), f32({2}, {1, 2})}, {{"broadcast", attr_i(1)}, {"axis", attr_i(0)}}); }),
+  EXPECT_EQ(error_of([] { eval1("Add", {f32({2, 3}, {1, 2, 3, 4, 5, 6}), f32({2}, {1, 2})}, {{"broadcast", Attribute::of_int(1)}, {"axis", Attribute::of_int(0)}}); }),
             "n_Add (Add): legacy broadcast with axis=0 (opset < 7) is not supported");
-  EXPECT_FLOATS(eval1("Add", {f32({2, 2}, {1, 2, 3, 4}), f32({2}, {1, 2})}, {{"broadcast", attr_i(1)}, {"axis", attr_i(1)}}),
+  EXPECT_FLOATS(eval1("Add", {f32({2, 2}, {1, 2, 3, 4}), f32({2}, {1, 2})}, {{"broadcast", Attribute::of_int(1)}, {"axis", Attribute::of_int(1)}}),
                 {2, 4, 4, 6});
-  EXPECT_EQ(error_of([&] { eval1("Gelu", {x}, {{"approximate", attr_s("erf")}}); }),
+  EXPECT_EQ(error_of([&] { eval1("Gelu", {x}, {{"approximate", Attribute::of_string("erf")}}); }),
             "n_Gelu (Gelu): unsupported approximate 'erf' (supported: none, tanh)");
   EXPECT_EQ(error_of([] { eval1("Sqrt", {i64v({4})}); }),
             "n_Sqrt (Sqrt): unsupported data type int64 (expects float32 or float64)");
@@ -762,7 +721,7 @@ TEST(ReferenceErrors, NameTheNodeAndTheReason) {
   EXPECT_NE(error_of([&] { eval1("Relu", {hollow}); }).find("n_Relu (Relu): input 0 (2 float32) has no data"),
             std::string::npos);
   EXPECT_NE(error_of([&] {
-              eval(make_node("Resize", {{"antialias", attr_i(1)}}),
+              eval(make_node("Resize", {{"antialias", Attribute::of_int(1)}}),
                    std::vector<const HostTensor*>{&x, nullptr, &x, nullptr});
             }).find("antialias=1 is not supported"),
             std::string::npos);
@@ -785,31 +744,31 @@ TEST(ReferenceErrors, EveryOpFailsCleanlyOnNonsense) {
   std::mt19937 rng(11);
   const std::vector<std::vector<HostTensor>> input_sets = {
       {},
-      {random_f32({2, 3}, rng)},
-      {random_f32({2, 3}, rng), random_f32({3}, rng)},
-      {random_f32({1, 1, 4, 4}, rng), random_f32({1, 1, 2, 2}, rng)},
-      {random_f32({1, 2, 3, 3}, rng), random_f32({2, 2, 1, 1}, rng), random_f32({2}, rng), random_f32({2}, rng),
-       random_f32({2}, rng)},
+      {random_tensor({2, 3}, rng)},
+      {random_tensor({2, 3}, rng), random_tensor({3}, rng)},
+      {random_tensor({1, 1, 4, 4}, rng), random_tensor({1, 1, 2, 2}, rng)},
+      {random_tensor({1, 2, 3, 3}, rng), random_tensor({2, 2, 1, 1}, rng), random_tensor({2}, rng), random_tensor({2}, rng),
+       random_tensor({2}, rng)},
       {i64v({1, 2, 3})},
       {i64v({2, 1}), i64v({2, 1}), i64v({2, 1})},
       {i64s(2), i64s(-1), i64s(3)},
       {boolean({2}, {1, 0}), boolean({2}, {0, 0})},
-      {random_f32({2, 3}, rng), i64v({2, -1})},
+      {random_tensor({2, 3}, rng), i64v({2, -1})},
       {HostTensor(DataType::Float32, {0, 3}), i64v({0})},
       {f32({}, {1.5f})},
       {HostTensor(DataType::Float16, {2, 2}), HostTensor(DataType::Float16, {2, 2})},
   };
   const std::vector<std::map<std::string, Attribute>> attr_sets = {
       {},
-      {{"axis", attr_i(7)}},
-      {{"axes", attr_is({-9})}},
-      {{"perm", attr_is({0, 0})}},
-      {{"kernel_shape", attr_is({9, 9})}},
-      {{"kernel_shape", attr_is({1})}, {"strides", attr_is({0})}},
-      {{"pads", attr_is({-1, -1, -1, -1})}, {"kernel_shape", attr_is({2, 2})}},
-      {{"to", attr_i(100)}, {"mode", attr_s("x")}},
-      {{"group", attr_i(0)}},
-      {{"split", attr_is({5, -2})}},
+      {{"axis", Attribute::of_int(7)}},
+      {{"axes", Attribute::of_ints({-9})}},
+      {{"perm", Attribute::of_ints({0, 0})}},
+      {{"kernel_shape", Attribute::of_ints({9, 9})}},
+      {{"kernel_shape", Attribute::of_ints({1})}, {"strides", Attribute::of_ints({0})}},
+      {{"pads", Attribute::of_ints({-1, -1, -1, -1})}, {"kernel_shape", Attribute::of_ints({2, 2})}},
+      {{"to", Attribute::of_int(100)}, {"mode", Attribute::of_string("x")}},
+      {{"group", Attribute::of_int(0)}},
+      {{"split", Attribute::of_ints({5, -2})}},
   };
   int ran = 0, threw = 0;
   for (const std::string& op : reference::supported_ops())

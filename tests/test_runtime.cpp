@@ -11,27 +11,17 @@
 #include "plan/memory_plan.h"
 #include "reference/reference_ops.h"
 #include "runtime/session.h"
+#include "test_util.h"
 
 using namespace texplan;
+using test::random_tensor;
+using test::test_device;
+using test::rel_error;
 using runtime::Session;
 
 namespace {
 
-// Kernel and session tests run on TEXPLAN_TEST_DEVICE (a device spec) when
-// set, e.g. "gpu" on a GPU machine; PoCL otherwise.
-std::shared_ptr<runtime::Device> test_device() {
-  const char* spec = std::getenv("TEXPLAN_TEST_DEVICE");
-  return runtime::open_device(spec ? spec : "pocl");
-}
 std::shared_ptr<runtime::Device> pocl() { return runtime::open_device("pocl"); }
-
-HostTensor random_tensor(Shape s, float lo = -1, float hi = 1, uint32_t seed = 1) {
-  std::mt19937 rng(seed * 7919u + uint32_t(element_count(s)));
-  std::uniform_real_distribution<float> u(lo, hi);
-  HostTensor t(DataType::Float32, std::move(s));
-  for (int64_t i = 0; i < t.count(); ++i) t.data<float>()[i] = u(rng);
-  return t;
-}
 
 HostTensor ints(Shape s, std::vector<int64_t> v, DataType dt = DataType::Int64) {
   HostTensor t(dt, std::move(s));
@@ -47,31 +37,6 @@ HostTensor floats(Shape s, std::vector<float> v) {
   HostTensor t(DataType::Float32, std::move(s));
   std::memcpy(t.bytes.data(), v.data(), v.size() * 4);
   return t;
-}
-
-Attribute ai(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Int;
-  a.i = v;
-  return a;
-}
-Attribute af(float v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Float;
-  a.f = v;
-  return a;
-}
-Attribute as(std::string v) {
-  Attribute a;
-  a.kind = Attribute::Kind::String;
-  a.s = std::move(v);
-  return a;
-}
-Attribute aints(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Ints;
-  a.ints = std::move(v);
-  return a;
 }
 
 // One input of the node under test: fed at run time, a constant (weight),
@@ -149,19 +114,6 @@ plan::MemoryPlan best_plan(const PlanInput& pin) {
   return plan::plan_memory(pin.records, test_device()->info().profile, "best");
 }
 
-// max |a - r| over max |r|: the error relative to the output's scale.
-double rel_error(const HostTensor& a, const HostTensor& r) {
-  std::vector<float> x = a.as_float(), y = r.as_float();
-  double num = 0, den = 0;
-  for (size_t i = 0; i < y.size(); ++i) {
-    if (std::isnan(y[i]) != std::isnan(x[i])) return INFINITY;
-    if (std::isnan(y[i])) continue;
-    num = std::max(num, double(std::fabs(x[i] - y[i])));
-    den = std::max(den, double(std::fabs(y[i])));
-  }
-  return den > 0 ? num / den : num;
-}
-
 // Runs the case on PoCL and compares every output with the reference.
 void expect_matches_reference(const OpCase& c, double tol = 1e-5, bool expect_kernel = true) {
   SCOPED_TRACE(c.op);
@@ -229,8 +181,8 @@ TEST(Kernels, Unary) {
   for (std::string op : {"Relu", "Sigmoid", "Tanh", "HardSwish", "Erf", "Exp", "Neg", "Abs", "Floor", "Ceil"})
     expect_matches_reference({op, {fed(x)}});
   for (std::string op : {"Log", "Reciprocal", "Sqrt"}) expect_matches_reference({op, {fed(pos)}});
-  expect_matches_reference({"LeakyRelu", {fed(x)}, {{"alpha", af(0.2f)}}});
-  expect_matches_reference({"HardSigmoid", {fed(x)}, {{"alpha", af(0.3f)}, {"beta", af(0.4f)}}});
+  expect_matches_reference({"LeakyRelu", {fed(x)}, {{"alpha", Attribute::of_float(0.2f)}}});
+  expect_matches_reference({"HardSigmoid", {fed(x)}, {{"alpha", Attribute::of_float(0.3f)}, {"beta", Attribute::of_float(0.4f)}}});
   expect_matches_reference({"Clip", {fed(x), weight(floats({}, {0})), weight(floats({}, {6}))}});
   expect_matches_reference({"Clip", {fed(x), omitted(), weight(floats({}, {0.5f}))}});
 }
@@ -260,9 +212,9 @@ TEST(Kernels, WhereCastExpandTile) {
   HostTensor cond = ints({3, 1}, {1, 0, 1}, DataType::Bool);
   expect_matches_reference({"Where", {fed(cond), fed(random_tensor({3, 4})), fed(random_tensor({4}))}});
   expect_matches_reference({"Where", {fed(cond), fed(ints({1}, {7})), fed(ints({3, 2}, {1, 2, 3, 4, 5, 6}))}});
-  OpCase cast{"Cast", {fed(random_tensor({2, 5}, -9, 9))}, {{"to", ai(7)}}};  // float -> int64
+  OpCase cast{"Cast", {fed(random_tensor({2, 5}, -9, 9))}, {{"to", Attribute::of_int(7)}}};  // float -> int64
   expect_matches_reference(cast);
-  expect_matches_reference({"Cast", {fed(ints({4}, {-3, 0, 5, 1 << 20}))}, {{"to", ai(1)}}});  // int64 -> float
+  expect_matches_reference({"Cast", {fed(ints({4}, {-3, 0, 5, 1 << 20}))}, {{"to", Attribute::of_int(1)}}});  // int64 -> float
   expect_matches_reference({"Expand", {fed(random_tensor({3, 1})), weight(ints({3}, {2, 3, 4}))}});
   expect_matches_reference({"Tile", {fed(random_tensor({2, 3})), weight(ints({2}, {3, 2}))}});
 }
@@ -279,27 +231,27 @@ OpCase conv(Shape x, Shape w, std::map<std::string, Attribute> attrs, bool bias 
 }  // namespace
 
 TEST(Kernels, ConvGeneralGemmPath) {
-  expect_matches_reference(conv({1, 3, 9, 11}, {5, 3, 3, 3}, {{"pads", aints({1, 1, 1, 1})}}));
-  expect_matches_reference(conv({2, 4, 10, 9}, {6, 4, 3, 2}, {{"strides", aints({2, 1})}, {"pads", aints({1, 0, 0, 1})}}));
-  expect_matches_reference(conv({1, 3, 13, 13}, {7, 3, 3, 3}, {{"dilations", aints({2, 3})}, {"pads", aints({2, 2, 2, 2})}}, false));
-  expect_matches_reference(conv({1, 6, 8, 8}, {4, 3, 3, 3}, {{"group", ai(2)}, {"auto_pad", as("SAME_UPPER")}}));
-  expect_matches_reference(conv({1, 4, 7, 7}, {8, 2, 2, 2}, {{"group", ai(2)}, {"strides", aints({2, 2})}, {"auto_pad", as("SAME_LOWER")}}));
-  expect_matches_reference(conv({1, 3, 8, 8}, {4, 3, 3, 3}, {{"auto_pad", as("VALID")}}));
+  expect_matches_reference(conv({1, 3, 9, 11}, {5, 3, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}));
+  expect_matches_reference(conv({2, 4, 10, 9}, {6, 4, 3, 2}, {{"strides", Attribute::of_ints({2, 1})}, {"pads", Attribute::of_ints({1, 0, 0, 1})}}));
+  expect_matches_reference(conv({1, 3, 13, 13}, {7, 3, 3, 3}, {{"dilations", Attribute::of_ints({2, 3})}, {"pads", Attribute::of_ints({2, 2, 2, 2})}}, false));
+  expect_matches_reference(conv({1, 6, 8, 8}, {4, 3, 3, 3}, {{"group", Attribute::of_int(2)}, {"auto_pad", Attribute::of_string("SAME_UPPER")}}));
+  expect_matches_reference(conv({1, 4, 7, 7}, {8, 2, 2, 2}, {{"group", Attribute::of_int(2)}, {"strides", Attribute::of_ints({2, 2})}, {"auto_pad", Attribute::of_string("SAME_LOWER")}}));
+  expect_matches_reference(conv({1, 3, 8, 8}, {4, 3, 3, 3}, {{"auto_pad", Attribute::of_string("VALID")}}));
   // Big enough for several 64x64 tiles and K slices: 70 channels, 9x9 taps.
-  expect_matches_reference(conv({1, 20, 12, 12}, {70, 20, 3, 3}, {{"pads", aints({1, 1, 1, 1})}}), 1e-5);
+  expect_matches_reference(conv({1, 20, 12, 12}, {70, 20, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}), 1e-5);
   // 1D convolution.
-  expect_matches_reference(conv({2, 3, 17}, {4, 3, 5}, {{"pads", aints({2, 2})}}));
+  expect_matches_reference(conv({2, 3, 17}, {4, 3, 5}, {{"pads", Attribute::of_ints({2, 2})}}));
 }
 
 TEST(Kernels, Conv1x1AndDepthwise) {
   expect_matches_reference(conv({2, 16, 5, 7}, {24, 16, 1, 1}, {}));
-  expect_matches_reference(conv({1, 8, 5, 5}, {12, 4, 1, 1}, {{"group", ai(2)}}, false));
+  expect_matches_reference(conv({1, 8, 5, 5}, {12, 4, 1, 1}, {{"group", Attribute::of_int(2)}}, false));
   expect_matches_reference(conv({1, 130, 3, 3}, {67, 130, 1, 1}, {}));  // K and M past one tile
   expect_matches_reference(conv({2, 96, 1, 1}, {24, 96, 1, 1}, {}));    // squeeze-excite: matrix-vector
-  expect_matches_reference(conv({2, 6, 9, 10}, {6, 1, 3, 3}, {{"group", ai(6)}, {"pads", aints({1, 1, 1, 1})}}));
+  expect_matches_reference(conv({2, 6, 9, 10}, {6, 1, 3, 3}, {{"group", Attribute::of_int(6)}, {"pads", Attribute::of_ints({1, 1, 1, 1})}}));
   expect_matches_reference(
-      conv({1, 5, 11, 11}, {5, 1, 5, 5}, {{"group", ai(5)}, {"strides", aints({2, 2})}, {"pads", aints({2, 2, 2, 2})}}, false));
-  expect_matches_reference(conv({1, 3, 8, 8}, {6, 1, 3, 3}, {{"group", ai(3)}, {"dilations", aints({2, 2})}}));  // multiplier 2
+      conv({1, 5, 11, 11}, {5, 1, 5, 5}, {{"group", Attribute::of_int(5)}, {"strides", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({2, 2, 2, 2})}}, false));
+  expect_matches_reference(conv({1, 3, 8, 8}, {6, 1, 3, 3}, {{"group", Attribute::of_int(3)}, {"dilations", Attribute::of_ints({2, 2})}}));  // multiplier 2
 }
 
 TEST(Kernels, ConvTranspose) {
@@ -308,19 +260,19 @@ TEST(Kernels, ConvTranspose) {
     if (bias) c.inputs.push_back(weight(random_tensor({w[1] * (attrs.count("group") ? attrs["group"].i : 1)})));
     return c;
   };
-  expect_matches_reference(ct({1, 4, 5, 5}, {4, 3, 2, 2}, {{"strides", aints({2, 2})}}, true));
-  expect_matches_reference(ct({2, 3, 4, 5}, {3, 5, 3, 3}, {{"strides", aints({2, 2})}, {"pads", aints({1, 1, 1, 1})}, {"output_padding", aints({1, 1})}}, false));
-  expect_matches_reference(ct({1, 4, 3, 3}, {4, 2, 3, 3}, {{"group", ai(2)}, {"dilations", aints({2, 1})}}, true));
+  expect_matches_reference(ct({1, 4, 5, 5}, {4, 3, 2, 2}, {{"strides", Attribute::of_ints({2, 2})}}, true));
+  expect_matches_reference(ct({2, 3, 4, 5}, {3, 5, 3, 3}, {{"strides", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({1, 1, 1, 1})}, {"output_padding", Attribute::of_ints({1, 1})}}, false));
+  expect_matches_reference(ct({1, 4, 3, 3}, {4, 2, 3, 3}, {{"group", Attribute::of_int(2)}, {"dilations", Attribute::of_ints({2, 1})}}, true));
   // Stride == kernel: the GEMM path.
-  expect_matches_reference(ct({2, 4, 3, 5}, {4, 3, 3, 2}, {{"group", ai(2)}, {"strides", aints({3, 2})}}, true));
-  expect_matches_reference(ct({1, 70, 9, 9}, {70, 20, 2, 2}, {{"strides", aints({2, 2})}}, false));
+  expect_matches_reference(ct({2, 4, 3, 5}, {4, 3, 3, 2}, {{"group", Attribute::of_int(2)}, {"strides", Attribute::of_ints({3, 2})}}, true));
+  expect_matches_reference(ct({1, 70, 9, 9}, {70, 20, 2, 2}, {{"strides", Attribute::of_ints({2, 2})}}, false));
 }
 
 TEST(Kernels, GemmAndMatMul) {
   expect_matches_reference({"Gemm", {fed(random_tensor({7, 9})), weight(random_tensor({9, 5})), weight(random_tensor({5}))}});
   expect_matches_reference({"Gemm",
                             {fed(random_tensor({9, 70})), weight(random_tensor({67, 9})), weight(random_tensor({70, 1}))},
-                            {{"transA", ai(1)}, {"transB", ai(1)}, {"alpha", af(0.5f)}, {"beta", af(2)}}});
+                            {{"transA", Attribute::of_int(1)}, {"transB", Attribute::of_int(1)}, {"alpha", Attribute::of_float(0.5f)}, {"beta", Attribute::of_float(2)}}});
   expect_matches_reference({"Gemm", {fed(random_tensor({3, 4})), weight(random_tensor({4, 2}))}});
   expect_matches_reference({"MatMul", {fed(random_tensor({2, 65, 33})), weight(random_tensor({33, 17}))}});
   expect_matches_reference({"MatMul", {fed(random_tensor({2, 3, 5, 8})), fed(random_tensor({3, 8, 6}))}});
@@ -329,8 +281,8 @@ TEST(Kernels, GemmAndMatMul) {
   expect_matches_reference({"MatMul", {fed(random_tensor({4, 8})), fed(random_tensor({8}))}});
   // One row or one column with a long K: matrix-vector products.
   expect_matches_reference({"Gemm", {fed(random_tensor({1, 300})), weight(random_tensor({70, 300})), weight(random_tensor({70}))},
-                            {{"transB", ai(1)}, {"beta", af(0.5f)}}});
-  expect_matches_reference({"Gemm", {fed(random_tensor({1, 100})), weight(random_tensor({100, 9}))}, {{"alpha", af(2)}}});
+                            {{"transB", Attribute::of_int(1)}, {"beta", Attribute::of_float(0.5f)}}});
+  expect_matches_reference({"Gemm", {fed(random_tensor({1, 100})), weight(random_tensor({100, 9}))}, {{"alpha", Attribute::of_float(2)}}});
   expect_matches_reference({"MatMul", {fed(random_tensor({3, 5, 129})), fed(random_tensor({129}))}});
   expect_matches_reference({"MatMul", {fed(random_tensor({2, 1, 96})), fed(random_tensor({2, 96, 33}))}});
 }
@@ -339,13 +291,13 @@ TEST(Kernels, GemmAndMatMul) {
 
 TEST(Kernels, Pooling) {
   HostTensor x = random_tensor({2, 3, 11, 10});
-  expect_matches_reference({"MaxPool", {fed(x)}, {{"kernel_shape", aints({3, 3})}, {"strides", aints({2, 2})}}});
-  expect_matches_reference({"MaxPool", {fed(x)}, {{"kernel_shape", aints({3, 3})}, {"strides", aints({2, 2})}, {"pads", aints({1, 1, 1, 1})}, {"ceil_mode", ai(1)}}});
-  expect_matches_reference({"MaxPool", {fed(x)}, {{"kernel_shape", aints({2, 3})}, {"dilations", aints({2, 2})}}});
-  expect_matches_reference({"AveragePool", {fed(x)}, {{"kernel_shape", aints({3, 3})}, {"pads", aints({1, 1, 1, 1})}}});
-  expect_matches_reference({"AveragePool", {fed(x)}, {{"kernel_shape", aints({3, 3})}, {"pads", aints({1, 1, 1, 1})}, {"count_include_pad", ai(1)}}});
-  expect_matches_reference({"AveragePool", {fed(x)}, {{"kernel_shape", aints({3, 2})}, {"strides", aints({2, 2})}, {"ceil_mode", ai(1)}, {"pads", aints({0, 1, 1, 0})}, {"count_include_pad", ai(1)}}});
-  expect_matches_reference({"AveragePool", {fed(x)}, {{"kernel_shape", aints({2, 2})}, {"strides", aints({2, 2})}, {"auto_pad", as("SAME_UPPER")}}});
+  expect_matches_reference({"MaxPool", {fed(x)}, {{"kernel_shape", Attribute::of_ints({3, 3})}, {"strides", Attribute::of_ints({2, 2})}}});
+  expect_matches_reference({"MaxPool", {fed(x)}, {{"kernel_shape", Attribute::of_ints({3, 3})}, {"strides", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({1, 1, 1, 1})}, {"ceil_mode", Attribute::of_int(1)}}});
+  expect_matches_reference({"MaxPool", {fed(x)}, {{"kernel_shape", Attribute::of_ints({2, 3})}, {"dilations", Attribute::of_ints({2, 2})}}});
+  expect_matches_reference({"AveragePool", {fed(x)}, {{"kernel_shape", Attribute::of_ints({3, 3})}, {"pads", Attribute::of_ints({1, 1, 1, 1})}}});
+  expect_matches_reference({"AveragePool", {fed(x)}, {{"kernel_shape", Attribute::of_ints({3, 3})}, {"pads", Attribute::of_ints({1, 1, 1, 1})}, {"count_include_pad", Attribute::of_int(1)}}});
+  expect_matches_reference({"AveragePool", {fed(x)}, {{"kernel_shape", Attribute::of_ints({3, 2})}, {"strides", Attribute::of_ints({2, 2})}, {"ceil_mode", Attribute::of_int(1)}, {"pads", Attribute::of_ints({0, 1, 1, 0})}, {"count_include_pad", Attribute::of_int(1)}}});
+  expect_matches_reference({"AveragePool", {fed(x)}, {{"kernel_shape", Attribute::of_ints({2, 2})}, {"strides", Attribute::of_ints({2, 2})}, {"auto_pad", Attribute::of_string("SAME_UPPER")}}});
   expect_matches_reference({"GlobalAveragePool", {fed(x)}});
   expect_matches_reference({"GlobalMaxPool", {fed(random_tensor({1, 5, 30, 31}))}});
 }
@@ -353,45 +305,45 @@ TEST(Kernels, Pooling) {
 TEST(Kernels, Reductions) {
   HostTensor x = random_tensor({2, 3, 4, 5});
   for (std::string op : {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"}) {
-    expect_matches_reference({op, {fed(x)}, {{"axes", aints({-1})}}});
-    expect_matches_reference({op, {fed(x)}, {{"axes", aints({1})}, {"keepdims", ai(0)}}});
-    expect_matches_reference({op, {fed(x)}, {{"axes", aints({0, 2})}}});
+    expect_matches_reference({op, {fed(x)}, {{"axes", Attribute::of_ints({-1})}}});
+    expect_matches_reference({op, {fed(x)}, {{"axes", Attribute::of_ints({1})}, {"keepdims", Attribute::of_int(0)}}});
+    expect_matches_reference({op, {fed(x)}, {{"axes", Attribute::of_ints({0, 2})}}});
     expect_matches_reference({op, {fed(x)}});  // all axes
   }
   expect_matches_reference({"ReduceSum", {fed(x), weight(ints({2}, {2, 3}))}});  // axes as input (opset 13)
-  expect_matches_reference({"ReduceMean", {fed(random_tensor({3, 1000}))}, {{"axes", aints({1})}}});
+  expect_matches_reference({"ReduceMean", {fed(random_tensor({3, 1000}))}, {{"axes", Attribute::of_ints({1})}}});
 }
 
 TEST(Kernels, SoftmaxAndNorms) {
   expect_matches_reference({"Softmax", {fed(random_tensor({2, 4, 130}, -5, 5))}});
-  expect_matches_reference({"Softmax", {fed(random_tensor({2, 7, 3}, -5, 5))}, {{"axis", ai(1)}}});
+  expect_matches_reference({"Softmax", {fed(random_tensor({2, 7, 3}, -5, 5))}, {{"axis", Attribute::of_int(1)}}});
   expect_matches_reference({"LogSoftmax", {fed(random_tensor({3, 9}, -5, 5))}});
   HostTensor x = random_tensor({2, 5, 4, 3});
   expect_matches_reference({"BatchNormalization",
                             {fed(x), weight(random_tensor({5})), weight(random_tensor({5})), weight(random_tensor({5})),
                              weight(random_tensor({5}, 0.5f, 2))},
-                            {{"epsilon", af(1e-3f)}}});
+                            {{"epsilon", Attribute::of_float(1e-3f)}}});
   expect_matches_reference({"LayerNormalization", {fed(random_tensor({2, 3, 100})), weight(random_tensor({100})),
                                                    weight(random_tensor({100}))}});
   expect_matches_reference({"LayerNormalization", {fed(random_tensor({4, 3, 5})), weight(random_tensor({3, 5}))},
-                            {{"axis", ai(1)}, {"epsilon", af(1e-3f)}}});
+                            {{"axis", Attribute::of_int(1)}, {"epsilon", Attribute::of_float(1e-3f)}}});
   expect_matches_reference({"LayerNormalization", {fed(random_tensor({3, 2, 70})), weight(random_tensor({70}))},
-                            {{"axis", ai(-1)}}, 3});  // with Mean and InvStdDev
+                            {{"axis", Attribute::of_int(-1)}}, 3});  // with Mean and InvStdDev
   expect_matches_reference({"Gelu", {fed(random_tensor({3, 50}, -4, 4))}});
-  expect_matches_reference({"Gelu", {fed(random_tensor({3, 50}, -4, 4))}, {{"approximate", as("tanh")}}});
+  expect_matches_reference({"Gelu", {fed(random_tensor({3, 50}, -4, 4))}, {{"approximate", Attribute::of_string("tanh")}}});
 }
 
 // ---------------------------------------------------------------- data movement
 
 TEST(Kernels, ConcatSplitTranspose) {
-  expect_matches_reference({"Concat", {fed(random_tensor({2, 3, 4})), fed(random_tensor({2, 5, 4})), weight(random_tensor({2, 1, 4}))}, {{"axis", ai(1)}}});
-  expect_matches_reference({"Concat", {fed(random_tensor({2, 3})), fed(random_tensor({2, 2}))}, {{"axis", ai(-1)}}});
-  expect_matches_reference({"Concat", {fed(ints({2}, {1, 2})), fed(ints({1}, {3}))}, {{"axis", ai(0)}}});
-  expect_matches_reference({"Split", {fed(random_tensor({2, 6, 3}))}, {{"axis", ai(1)}}, 3});
-  expect_matches_reference({"Split", {fed(random_tensor({4, 7})), weight(ints({2}, {3, 4}))}, {{"axis", ai(-1)}}, 2});
-  expect_matches_reference({"Transpose", {fed(random_tensor({2, 3, 4, 5}))}, {{"perm", aints({0, 2, 3, 1})}}});
+  expect_matches_reference({"Concat", {fed(random_tensor({2, 3, 4})), fed(random_tensor({2, 5, 4})), weight(random_tensor({2, 1, 4}))}, {{"axis", Attribute::of_int(1)}}});
+  expect_matches_reference({"Concat", {fed(random_tensor({2, 3})), fed(random_tensor({2, 2}))}, {{"axis", Attribute::of_int(-1)}}});
+  expect_matches_reference({"Concat", {fed(ints({2}, {1, 2})), fed(ints({1}, {3}))}, {{"axis", Attribute::of_int(0)}}});
+  expect_matches_reference({"Split", {fed(random_tensor({2, 6, 3}))}, {{"axis", Attribute::of_int(1)}}, 3});
+  expect_matches_reference({"Split", {fed(random_tensor({4, 7})), weight(ints({2}, {3, 4}))}, {{"axis", Attribute::of_int(-1)}}, 2});
+  expect_matches_reference({"Transpose", {fed(random_tensor({2, 3, 4, 5}))}, {{"perm", Attribute::of_ints({0, 2, 3, 1})}}});
   expect_matches_reference({"Transpose", {fed(random_tensor({3, 5, 7}))}});
-  expect_matches_reference({"Transpose", {fed(random_tensor({1, 2, 2, 3, 4}))}, {{"perm", aints({0, 2, 1, 3, 4})}}});  // channel shuffle
+  expect_matches_reference({"Transpose", {fed(random_tensor({1, 2, 2, 3, 4}))}, {{"perm", Attribute::of_ints({0, 2, 1, 3, 4})}}});  // channel shuffle
 }
 
 TEST(Kernels, SliceGatherPadResize) {
@@ -401,21 +353,21 @@ TEST(Kernels, SliceGatherPadResize) {
   expect_matches_reference({"Slice", {fed(x), weight(ints({3}, {0, 1, 4})), weight(ints({3}, {4, 6, 0})), weight(ints({3}, {0, 1, 2})), weight(ints({3}, {2, 2, -1}))}});
   // Gather: embedding lookup with int64 indices, int32 indices on axis 1, negative indices.
   expect_matches_reference({"Gather", {weight(random_tensor({50, 16})), fed(ints({1, 7}, {0, 3, 49, 3, 7, 1, 2}))}});
-  expect_matches_reference({"Gather", {fed(x), weight(ints({2, 2}, {5, -1, 0, 2}, DataType::Int32))}, {{"axis", ai(1)}}});
+  expect_matches_reference({"Gather", {fed(x), weight(ints({2, 2}, {5, -1, 0, 2}, DataType::Int32))}, {{"axis", Attribute::of_int(1)}}});
   expect_matches_reference({"Gather", {fed(ints({5}, {10, 20, 30, 40, 50})), weight(ints({}, {-2}))}});
   HostTensor img = random_tensor({1, 2, 5, 6});
   for (std::string mode : {"constant", "reflect", "edge"})
-    expect_matches_reference({"Pad", {fed(img), weight(ints({8}, {0, 0, 2, 1, 0, 1, 1, 3})), weight(floats({}, {0.5f}))}, {{"mode", as(mode)}}});
+    expect_matches_reference({"Pad", {fed(img), weight(ints({8}, {0, 0, 2, 1, 0, 1, 1, 3})), weight(floats({}, {0.5f}))}, {{"mode", Attribute::of_string(mode)}}});
   auto resize = [&](std::string mode, std::string coord, Shape sizes) {
     return OpCase{"Resize",
                   {fed(img), omitted(), omitted(), weight(ints({4}, std::vector<int64_t>(sizes.begin(), sizes.end())))},
-                  {{"mode", as(mode)}, {"coordinate_transformation_mode", as(coord)}}};
+                  {{"mode", Attribute::of_string(mode)}, {"coordinate_transformation_mode", Attribute::of_string(coord)}}};
   };
   for (std::string coord : {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel"}) {
     expect_matches_reference(resize("nearest", coord, {1, 2, 10, 12}));
     expect_matches_reference(resize("linear", coord, {1, 2, 9, 13}));
   }
-  OpCase scales{"Resize", {fed(img), omitted(), weight(floats({4}, {1, 1, 2, 2}))}, {{"mode", as("nearest")}}};
+  OpCase scales{"Resize", {fed(img), omitted(), weight(floats({4}, {1, 1, 2, 2}))}, {{"mode", Attribute::of_string("nearest")}}};
   expect_matches_reference(scales);
 }
 

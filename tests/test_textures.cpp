@@ -15,43 +15,14 @@
 #include "plan/memory_plan.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/session.h"
+#include "test_util.h"
 
 using namespace texplan;
+using test::random_tensor;
+using test::test_device;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::shared_ptr<runtime::Device> device() {
-  const char* spec = std::getenv("TEXPLAN_TEST_DEVICE");
-  return runtime::open_device(spec ? spec : "pocl");
-}
-
-HostTensor random_tensor(Shape s, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  HostTensor t(DataType::Float32, std::move(s));
-  for (int64_t i = 0; i < t.count(); ++i) t.data<float>()[i] = u(rng);
-  return t;
-}
-
-Attribute ints(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Ints;
-  a.ints = std::move(v);
-  return a;
-}
-Attribute one_int(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Int;
-  a.i = v;
-  return a;
-}
-Attribute strings(std::vector<std::string> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Strings;
-  a.strings = std::move(v);
-  return a;
-}
 
 // A graph built node by node, with static shapes given by the test.
 struct Builder {
@@ -73,8 +44,7 @@ struct Builder {
   int constant(Shape s, float lo = -1, float hi = 1) {
     Tensor t;
     t.name = "w" + std::to_string(g.tensors.size());
-    t.value = random_tensor(s, seed++);
-    for (int64_t i = 0; i < t.value.count(); ++i) t.value.data<float>()[i] = lo + (hi - lo) * (t.value.data<float>()[i] + 1) / 2;
+    t.value = random_tensor(s, lo, hi, seed++);
     t.shape = std::move(s);
     t.is_constant = t.has_data = true;
     return g.add_tensor(t);
@@ -95,8 +65,8 @@ struct Builder {
     if (bias) in.push_back(constant({oc}));
     Shape out = {s[0], oc, (s[2] + 2 * pad - k) / stride + 1, (s[3] + 2 * pad - k) / stride + 1};
     return node("Conv", in, out,
-                {{"kernel_shape", ints({k, k})}, {"strides", ints({stride, stride})},
-                 {"pads", ints({pad, pad, pad, pad})}, {"group", one_int(groups)}});
+                {{"kernel_shape", Attribute::of_ints({k, k})}, {"strides", Attribute::of_ints({stride, stride})},
+                 {"pads", Attribute::of_ints({pad, pad, pad, pad})}, {"group", Attribute::of_int(groups)}});
   }
   void output(int t) {
     g.tensors[t].is_output = true;
@@ -117,7 +87,7 @@ struct Result {
 // small graphs peak at the input's conversion.
 Result run_textures(Graph g, TextureMode mode, const std::vector<HostTensor>& in, bool guard = true,
                     const plan::DeviceProfile* profile = nullptr, bool memory_aware = false) {
-  auto dev = device();
+  auto dev = test_device();
   const plan::DeviceProfile& p = profile ? *profile : dev->info().profile;
   Result r;
   r.storage = assign_storage(g, p, mode, memory_aware);
@@ -156,7 +126,7 @@ int count_textures(const StorageAssignment& s) {
 // The graph in both texture modes against the reference, guard clean.
 void expect_matches(const Builder& b, int min_textures = 1) {
   std::vector<HostTensor> in;
-  for (int t : b.g.inputs) in.push_back(random_tensor(b.g.tensors[t].shape, 99 + uint32_t(t)));
+  for (int t : b.g.inputs) in.push_back(random_tensor(b.g.tensors[t].shape, -1, 1, 99 + uint32_t(t)));
   const std::vector<HostTensor> want = reference(b.g, in);
   for (TextureMode mode : {TextureMode::Pools, TextureMode::Views}) {
     SCOPED_TRACE(to_string(mode));
@@ -197,18 +167,18 @@ TEST(TextureKernels, PoolingElementwiseBroadcastAndConcat) {
     int s = b.node("Sigmoid", {c}, b.g.tensors[c].shape);
     int silu = b.node("Mul", {c, s}, b.g.tensors[c].shape);
     int m = b.node("MaxPool", {silu}, {1, 6, 5, 6},
-                   {{"kernel_shape", ints({3, 3})}, {"strides", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}});
+                   {{"kernel_shape", Attribute::of_ints({3, 3})}, {"strides", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({1, 1, 1, 1})}});
     int av = b.node("AveragePool", {m}, {1, 6, 5, 6},
-                    {{"kernel_shape", ints({3, 3})}, {"pads", ints({1, 1, 1, 1})}});
+                    {{"kernel_shape", Attribute::of_ints({3, 3})}, {"pads", Attribute::of_ints({1, 1, 1, 1})}});
     int gap = b.node("GlobalAveragePool", {av}, {1, 6, 1, 1});
     int se = b.node("Mul", {av, b.node("Sigmoid", {gap}, {1, 6, 1, 1})}, {1, 6, 5, 6});  // broadcast texture
     int bias = b.node("Add", {se, b.constant({6, 1, 1})}, {1, 6, 5, 6});                 // broadcast constant
     int sub = b.node("Sub", {b.constant({1}), bias}, {1, 6, 5, 6});                       // constant first
     int clip = b.node("Clip", {sub, b.constant({1}, -0.5f, -0.5f), b.constant({1}, 0.5f, 0.5f)}, {1, 6, 5, 6});
     int k = b.conv(clip, C, 1);
-    int lanes = b.node("Concat", {clip, k}, {1, 6 + C, 5, 6}, {{"axis", one_int(1)}});       // lanes gathered
+    int lanes = b.node("Concat", {clip, k}, {1, 6 + C, 5, 6}, {{"axis", Attribute::of_int(1)}});       // lanes gathered
     int whole = b.node("Concat", {b.conv(lanes, 8, 1), b.conv(lanes, C, 1)}, {1, 8 + C, 5, 6},
-                       {{"axis", one_int(1)}});                                             // whole slices
+                       {{"axis", Attribute::of_int(1)}});                                             // whole slices
     int mx = b.node("GlobalMaxPool", {whole}, {1, 8 + C, 1, 1});
     b.output(b.node("Relu", {mx}, {1, 8 + C, 1, 1}));
     expect_matches(b, 10);
@@ -234,7 +204,7 @@ TEST(TextureKernels, FusedConvWithEpilogueAndResidual) {
     std::vector<int> ins = {in[0], w, bias};
     for (size_t k = 1; k < in.size(); ++k) ins.push_back(in[k]);
     return b.node("FusedConv", ins, {1, 6, 8, 8},
-                  {{"kernel_shape", ints({3, 3})}, {"pads", ints({1, 1, 1, 1})}, {"program", strings(program)}});
+                  {{"kernel_shape", Attribute::of_ints({3, 3})}, {"pads", Attribute::of_ints({1, 1, 1, 1})}, {"program", Attribute::of_strings(program)}});
   };
   int f1 = fused({c}, {"Sigmoid x0", "Mul x0 t0"});
   int f2 = fused({f1, c}, {"Add x0 x1", "Relu t0"});
@@ -249,7 +219,7 @@ TEST(StorageAssignment, ViewsKeepInPlaceMarksThatLowerThePeak) {
   Builder b;
   int x = b.input({1, 1, 16, 16});
   int c = b.conv(x, 8, 3, 1, 1);
-  int r = b.node("Relu", {c}, {1, 8, 16, 16}, {{"texplan_inplace", one_int(1)}});
+  int r = b.node("Relu", {c}, {1, 8, 16, 16}, {{"texplan_inplace", Attribute::of_int(1)}});
   b.output(b.node("GlobalAveragePool", {r}, {1, 8, 1, 1}));
   const plan::DeviceProfile pocl = plan::DeviceProfile::load("pocl");
   const int64_t buffer_only = plan::lower_bound_bytes(make_usage_records(b.g).records);
@@ -274,9 +244,9 @@ TEST(StorageAssignment, ConversionsAtBoundariesAndIslandsStayBuffers) {
   int x = b.input({1, 3, 8, 8});
   int c = b.conv(x, 8, 3, 1, 1);
   int r = b.node("Relu", {c}, {1, 8, 8, 8});
-  int t = b.node("Transpose", {r}, {1, 8, 8, 8}, {{"perm", ints({0, 1, 3, 2})}});  // no texture kernel
+  int t = b.node("Transpose", {r}, {1, 8, 8, 8}, {{"perm", Attribute::of_ints({0, 1, 3, 2})}});  // no texture kernel
   int lone = b.node("Relu", {t}, {1, 8, 8, 8});                                     // an island
-  b.output(b.node("Transpose", {lone}, {1, 8, 8, 8}, {{"perm", ints({0, 1, 3, 2})}}));
+  b.output(b.node("Transpose", {lone}, {1, 8, 8, 8}, {{"perm", Attribute::of_ints({0, 1, 3, 2})}}));
   Graph g = b.g;
   StorageAssignment s = assign_storage(g, plan::DeviceProfile::load("pocl"), TextureMode::Pools);
   std::vector<std::string> ops;
@@ -304,17 +274,17 @@ TEST(StorageAssignment, ConversionsAtBoundariesAndIslandsStayBuffers) {
 // Beyond the image limits a tensor stays a buffer, and so does every node
 // touching it: the documented fallback, listed, with correct results.
 TEST(StorageAssignment, ImagesBeyondTheLimitsFallBackToBuffers) {
-  auto dev = device();
+  auto dev = test_device();
   plan::DeviceProfile p = dev->info().profile;
   p.max_image2d_width = 16;  // the 20-wide tensors do not fit
   Builder b;
   int x = b.input({1, 4, 6, 20});
   int c = b.conv(x, 4, 3, 1, 1);
   int r = b.node("Relu", {c}, {1, 4, 6, 20});
-  int pool = b.node("MaxPool", {r}, {1, 4, 3, 10}, {{"kernel_shape", ints({2, 2})}, {"strides", ints({2, 2})}});
+  int pool = b.node("MaxPool", {r}, {1, 4, 3, 10}, {{"kernel_shape", Attribute::of_ints({2, 2})}, {"strides", Attribute::of_ints({2, 2})}});
   int c2 = b.conv(pool, 4, 3, 1, 1);
   b.output(b.node("Relu", {c2}, {1, 4, 3, 10}));
-  std::vector<HostTensor> in = {random_tensor({1, 4, 6, 20}, 5)};
+  std::vector<HostTensor> in = {random_tensor({1, 4, 6, 20}, -1, 1, 5)};
   const auto want = reference(b.g, in);
   Result res = run_textures(b.g, TextureMode::Pools, in, true, &p);
   EXPECT_FALSE(res.storage.is_texture(c));

@@ -16,56 +16,19 @@
 #include "runtime/ops.h"
 #include "runtime/ops_mma.h"
 #include "runtime/session.h"
+#include "test_util.h"
 
 using namespace texplan;
+using test::random_tensor;
+using test::rel_error;
 
 namespace {
-
-HostTensor random_tensor(Shape s, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  HostTensor t(DataType::Float32, std::move(s));
-  for (int64_t i = 0; i < t.count(); ++i) t.data<float>()[i] = u(rng);
-  return t;
-}
-
-Attribute ints(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Ints;
-  a.ints = std::move(v);
-  return a;
-}
-Attribute one(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Int;
-  a.i = v;
-  return a;
-}
-Attribute strings(std::vector<std::string> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Strings;
-  a.strings = std::move(v);
-  return a;
-}
 
 struct Case {
   std::string name, op;
   std::vector<HostTensor> inputs;  // every input fed (weights too)
   std::map<std::string, Attribute> attrs;
 };
-
-// max |a - r| over max |r|.
-double rel_error(const HostTensor& a, const HostTensor& r) {
-  std::vector<float> x = a.as_float(), y = r.as_float();
-  if (x.size() != y.size()) return INFINITY;
-  double num = 0, den = 0;
-  for (size_t i = 0; i < y.size(); ++i) {
-    if (std::isnan(x[i])) return INFINITY;
-    num = std::max(num, double(std::fabs(x[i] - y[i])));
-    den = std::max(den, double(std::fabs(y[i])));
-  }
-  return den > 0 ? num / den : num;
-}
 
 // The node alone in a graph, run in a session with `precision`; the
 // reference's result in `expected`.
@@ -110,33 +73,33 @@ HostTensor run_case(const Case& c, runtime::Precision precision, HostTensor& exp
 
 std::vector<Case> cases() {
   uint32_t seed = 1;
-  auto r = [&](Shape s) { return random_tensor(std::move(s), seed++); };
+  auto r = [&](Shape s) { return random_tensor(std::move(s), -1, 1, seed++); };
   std::vector<Case> v;
   // VGG-like 3x3 pad 1 with bias: ragged M (70) and N (10x12), K = 45 (a partial slice).
-  v.push_back({"conv3x3", "Conv", {r({1, 5, 10, 12}), r({70, 5, 3, 3}), r({70})}, {{"pads", ints({1, 1, 1, 1})}}});
+  v.push_back({"conv3x3", "Conv", {r({1, 5, 10, 12}), r({70, 5, 3, 3}), r({70})}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}});
   // Stem: 7x7 stride 2 (KH*KW > BK: the taps' carries), no bias, batch 2.
   v.push_back({"conv7x7s2", "Conv", {r({2, 3, 21, 19}), r({24, 3, 7, 7})},
-               {{"pads", ints({3, 3, 3, 3})}, {"strides", ints({2, 2})}}});
+               {{"pads", Attribute::of_ints({3, 3, 3, 3})}, {"strides", Attribute::of_ints({2, 2})}}});
   // Grouped and dilated; K = 8 x 9 per group.
   v.push_back({"conv_groups", "Conv", {r({1, 16, 9, 9}), r({32, 8, 3, 3}), r({32})},
-               {{"group", one(2)}, {"dilations", ints({2, 2})}, {"pads", ints({2, 2, 2, 2})}}});
+               {{"group", Attribute::of_int(2)}, {"dilations", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({2, 2, 2, 2})}}});
   // 1x1: the GEMM kernel with the bias as C.
   v.push_back({"conv1x1", "Conv", {r({1, 40, 7, 9}), r({48, 40, 1, 1}), r({48})}, {}});
   // FusedConv: relu(conv + residual).
   v.push_back({"fused_residual", "FusedConv", {r({1, 12, 8, 8}), r({20, 12, 3, 3}), r({20}), r({1, 20, 8, 8})},
-               {{"pads", ints({1, 1, 1, 1})}, {"program", strings({"Add x0 x1", "Relu t0"})}}});
+               {{"pads", Attribute::of_ints({1, 1, 1, 1})}, {"program", Attribute::of_strings({"Add x0 x1", "Relu t0"})}}});
   // FusedConvMaxPool 2x2/2 (VGG), odd conv output with ceil_mode: windows past its edge.
   v.push_back({"conv_pool", "FusedConvMaxPool", {r({1, 6, 11, 13}), r({36, 6, 3, 3}), r({36})},
-               {{"pads", ints({1, 1, 1, 1})}, {"program", strings({"Relu x0"})},
-                {"pool_kernel_shape", ints({2, 2})}, {"pool_strides", ints({2, 2})}, {"pool_ceil_mode", one(1)}}});
+               {{"pads", Attribute::of_ints({1, 1, 1, 1})}, {"program", Attribute::of_strings({"Relu x0"})},
+                {"pool_kernel_shape", Attribute::of_ints({2, 2})}, {"pool_strides", Attribute::of_ints({2, 2})}, {"pool_ceil_mode", Attribute::of_int(1)}}});
   // Gemm with both operands transposed, C broadcast along rows, alpha and beta.
   v.push_back({"gemm_tt", "Gemm", {r({50, 33}), r({70, 50}), r({70})},
-               {{"transA", one(1)}, {"transB", one(1)}}});
+               {{"transA", Attribute::of_int(1)}, {"transB", Attribute::of_int(1)}}});
   // Batched MatMul with a broadcast batch dim (attention-like).
   v.push_back({"matmul_batched", "MatMul", {r({2, 3, 20, 40}), r({3, 40, 24})}, {}});
   // FusedMatMul with B transposed, bias then Relu (BERT's FFN).
   v.push_back({"fused_matmul", "FusedMatMul", {r({17, 64}), r({96, 64}), r({96})},
-               {{"transB", one(1)}, {"program", strings({"Add x0 x1", "Relu t0"})}}});
+               {{"transB", Attribute::of_int(1)}, {"program", Attribute::of_strings({"Add x0 x1", "Relu t0"})}}});
   return v;
 }
 

@@ -41,8 +41,10 @@
 #include "runtime/ops.h"
 #include "runtime/ops_mma.h"
 #include "runtime/session.h"
+#include "../../tests/test_util.h"
 
 using namespace texplan;
+using test::random_tensor;
 
 namespace {
 
@@ -92,21 +94,6 @@ std::vector<ConvShape> zoo_shapes() {
   };
 }
 
-HostTensor random_tensor(Shape s, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  HostTensor t(DataType::Float32, std::move(s));
-  for (int64_t i = 0; i < t.count(); ++i) t.data<float>()[i] = u(rng);
-  return t;
-}
-
-Attribute ints(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Ints;
-  a.ints = std::move(v);
-  return a;
-}
-
 // One Conv (or FusedConv with a residual) node: X fed, W and B weights.
 Graph conv_graph(const ConvShape& c, std::vector<HostTensor>& feeds) {
   Graph g;
@@ -125,28 +112,22 @@ Graph conv_graph(const ConvShape& c, std::vector<HostTensor>& feeds) {
     if (output) g.outputs.push_back(id);
     return id;
   };
-  HostTensor w = random_tensor({c.OC, c.C / c.groups, c.K, c.K}, 2), b = random_tensor({c.OC}, 3);
-  feeds = {random_tensor({1, c.C, c.H, c.W}, 1)};
+  HostTensor w = random_tensor({c.OC, c.C / c.groups, c.K, c.K}, -1, 1, 2), b = random_tensor({c.OC}, -1, 1, 3);
+  feeds = {random_tensor({1, c.C, c.H, c.W}, -1, 1, 1)};
   Node n;
   n.name = "conv";
   n.op_type = c.fused_residual ? "FusedConv" : "Conv";
   n.inputs = {add("x", {1, c.C, c.H, c.W}, true, false, nullptr), add("w", w.shape, false, false, &w),
               add("b", b.shape, false, false, &b)};
   if (c.fused_residual) {
-    feeds.push_back(random_tensor({1, c.OC, OH, OW}, 4));
+    feeds.push_back(random_tensor({1, c.OC, OH, OW}, -1, 1, 4));
     n.inputs.push_back(add("r", {1, c.OC, OH, OW}, true, false, nullptr));
-    Attribute p;
-    p.kind = Attribute::Kind::Strings;
-    p.strings = {"Add x0 x1", "Relu t0"};
-    n.attrs["program"] = p;
+    n.attrs["program"] = Attribute::of_strings({"Add x0 x1", "Relu t0"});
   }
-  n.attrs["strides"] = ints({c.stride, c.stride});
-  n.attrs["pads"] = ints({c.pad, c.pad, c.pad, c.pad});
-  n.attrs["kernel_shape"] = ints({c.K, c.K});
-  Attribute gr;
-  gr.kind = Attribute::Kind::Int;
-  gr.i = c.groups;
-  n.attrs["group"] = gr;
+  n.attrs["strides"] = Attribute::of_ints({c.stride, c.stride});
+  n.attrs["pads"] = Attribute::of_ints({c.pad, c.pad, c.pad, c.pad});
+  n.attrs["kernel_shape"] = Attribute::of_ints({c.K, c.K});
+  n.attrs["group"] = Attribute::of_int(c.groups);
   n.outputs = {add("y", {1, c.OC, OH, OW}, false, true, nullptr)};
   g.tensors[size_t(n.outputs[0])].producer = 0;
   g.nodes.push_back(n);
@@ -224,27 +205,21 @@ Graph stem_graph(const StemShape& c, bool fused, std::vector<HostTensor>& feeds)
     if (output) g.outputs.push_back(id);
     return id;
   };
-  HostTensor w = random_tensor({c.OC, c.C, c.K, c.K}, 2), b = random_tensor({c.OC}, 3);
-  feeds = {random_tensor({1, c.C, c.H, c.H}, 1)};
-  Attribute relu;
-  relu.kind = Attribute::Kind::Strings;
-  relu.strings = {"Relu x0"};
-  Attribute ceil;
-  ceil.kind = Attribute::Kind::Int;
-  ceil.i = c.ceil;
-  const std::map<std::string, Attribute> pool = {{"kernel_shape", ints({c.pool_k, c.pool_k})},
-                                                 {"strides", ints({c.pool_s, c.pool_s})},
-                                                 {"pads", ints({c.pool_p, c.pool_p, c.pool_p, c.pool_p})},
-                                                 {"ceil_mode", ceil}};
+  HostTensor w = random_tensor({c.OC, c.C, c.K, c.K}, -1, 1, 2), b = random_tensor({c.OC}, -1, 1, 3);
+  feeds = {random_tensor({1, c.C, c.H, c.H}, -1, 1, 1)};
+  const std::map<std::string, Attribute> pool = {{"kernel_shape", Attribute::of_ints({c.pool_k, c.pool_k})},
+                                                 {"strides", Attribute::of_ints({c.pool_s, c.pool_s})},
+                                                 {"pads", Attribute::of_ints({c.pool_p, c.pool_p, c.pool_p, c.pool_p})},
+                                                 {"ceil_mode", Attribute::of_int(c.ceil)}};
   Node conv;
   conv.name = "conv";
   conv.op_type = fused ? "FusedConvMaxPool" : "FusedConv";
   conv.inputs = {add("x", {1, c.C, c.H, c.H}, true, false, nullptr), add("w", w.shape, false, false, &w),
                  add("b", b.shape, false, false, &b)};
-  conv.attrs = {{"strides", ints({c.stride, c.stride})},
-                {"pads", ints({c.pad, c.pad, c.pad, c.pad})},
-                {"kernel_shape", ints({c.K, c.K})},
-                {"program", relu}};
+  conv.attrs = {{"strides", Attribute::of_ints({c.stride, c.stride})},
+                {"pads", Attribute::of_ints({c.pad, c.pad, c.pad, c.pad})},
+                {"kernel_shape", Attribute::of_ints({c.K, c.K})},
+                {"program", Attribute::of_strings({"Relu x0"})}};
   const int y = add("y", {1, c.OC, c.pool_out(), c.pool_out()}, false, true, nullptr);
   if (fused) {
     for (const auto& [k, v] : pool) conv.attrs["pool_" + k] = v;
