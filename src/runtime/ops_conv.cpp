@@ -371,7 +371,7 @@ struct PoolGeometry {
 // Tiles of conv2d_maxpool_tiled (conv_maxpool.cl): TPH x TPW pooled outputs of OCB
 // channels per work-group of WG items, ROC channels per item (OCB a multiple
 // of 8, ROC of 4, WG / (OCB / ROC) a multiple of 32: whole warps per channel
-// slice, so weight reads are broadcasts). In order of preference.
+// slice, so weight reads are broadcasts). Ties in cost go to the first.
 struct PoolTile {
   const char* name;
   int tph, tpw, ocb, roc, wg;
@@ -400,8 +400,17 @@ ForcedPool& forced_pool() {
 struct TiledConvMaxPool {
   const PoolTile* tile = nullptr;
   std::string defines;
-  int64_t tiles_x = 0, tiles_y = 0, oc_blocks = 0;
+  int64_t tiles_x = 0, tiles_y = 0, oc_blocks = 0, rpx = 0;
   int64_t groups() const { return tiles_x * tiles_y * oc_blocks; }
+  // Time by the busiest compute unit (work-groups dealt round-robin): its
+  // work-groups times the FMAs of one (every work-item's ROC x RPX per tap,
+  // region edges and idle slots included) over the speed of the register
+  // block, FMAs per local read (ROC/4 float4 weights, RPX inputs) short of
+  // the 4 that keep NVIDIA's FMA units busy (one local read per 4 FMAs).
+  double cost(int64_t images, int64_t cu) const {
+    const double per_read = double(tile->roc * rpx) / double(rpx + tile->roc / 4);
+    return double(ceil_div(groups() * images, cu)) * double(tile->wg * tile->roc * rpx) / std::min(1.0, per_read / 4);
+  }
 };
 std::optional<TiledConvMaxPool> fit_pool_tile(const ConvGeometry& g, const PoolGeometry& p, const PoolTile& t,
                                               int64_t local_bytes) {
@@ -429,6 +438,7 @@ std::optional<TiledConvMaxPool> fit_pool_tile(const ConvGeometry& g, const PoolG
   f.defines = d;
   f.tiles_x = ceil_div(p.PW, t.tpw), f.tiles_y = ceil_div(p.PH, t.tph);
   f.oc_blocks = ceil_div(g.OC / g.groups, t.ocb);
+  f.rpx = RPX;
   return f;
 }
 
@@ -601,20 +611,17 @@ bool lower_fused_conv_maxpool(NodeBuilder& b) {
     return true;
   }
   // Other windows: the tiled kernel where a tile fits local memory (forced,
-  // else the tuning cache's measured choice, else the first tile in order of
-  // preference that gives every compute unit a work-group, else the one
-  // with the most work-groups), the direct kernel where none fits.
+  // else the tuning cache's measured choice, else the tile of least cost:
+  // ResNet's stem on the H100 4x8x16, 392 work-groups), the direct kernel
+  // where none fits.
   const PoolGeometry pg{PH, PW, pk[0], pk[1], ps[0], ps[1], pp[0], pp[1], pd[0], pd[1]};
   std::vector<TiledConvMaxPool> fits;
   for (const PoolTile& t : kPoolTiles)
     if (auto f = fit_pool_tile(g, pg, t, b.local_mem_bytes())) fits.push_back(*f);
   const int64_t images = g.N * g.groups, cu = std::max(1, b.compute_units());
   int fallback = -1;  // index into fits; -1: direct
-  for (int i = 0; i < int(fits.size()) && fallback < 0; ++i)
-    if (fits[size_t(i)].groups() * images >= cu) fallback = i;
-  if (fallback < 0)
-    for (int i = 0; i < int(fits.size()); ++i)
-      if (fallback < 0 || fits[size_t(i)].groups() > fits[size_t(fallback)].groups()) fallback = i;
+  for (int i = 0; i < int(fits.size()); ++i)
+    if (fallback < 0 || fits[size_t(i)].cost(images, cu) < fits[size_t(fallback)].cost(images, cu)) fallback = i;
   auto emit = [&](int i) {
     if (i < 0 || i >= int(fits.size())) {
       int64_t total = g.N * g.OC * PH * PW;
