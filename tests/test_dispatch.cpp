@@ -16,8 +16,11 @@
 #include "plan/memory_plan.h"
 #include "runtime/ops.h"
 #include "runtime/session.h"
+#include "test_util.h"
 
 using namespace texplan;
+using test::random_tensor;
+using test::test_device;
 
 namespace {
 
@@ -95,7 +98,6 @@ namespace {
 // several kernels per run, an alias, a broadcast.
 Graph small_net() {
   std::mt19937 rng(3);
-  std::uniform_real_distribution<float> u(-1, 1);
   Graph g;
   g.model_name = "dispatch";
   g.opset = 13;
@@ -105,8 +107,7 @@ Graph small_net() {
     t.shape = s;
     if (constant) {
       t.is_constant = t.has_data = true;
-      t.value = HostTensor(DataType::Float32, s);
-      for (int64_t i = 0; i < t.value.count(); ++i) t.value.data<float>()[i] = u(rng);
+      t.value = random_tensor(s, rng);
     }
     return g.add_tensor(t);
   };
@@ -150,7 +151,7 @@ HostTensor input() {
 TEST(Dispatch, RunEnqueuesPreparedKernelsWithOneSyncAndNoAllocation) {
   Graph g = small_net();
   PlanInput pin = make_usage_records(g);
-  auto dev = runtime::open_device(std::getenv("TEXPLAN_TEST_DEVICE") ? std::getenv("TEXPLAN_TEST_DEVICE") : "pocl");
+  auto dev = test_device();
   plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
   runtime::Session s(g, pin, plan, dev);
   ASSERT_TRUE(s.fallback_nodes().empty());
@@ -195,7 +196,7 @@ TEST(Dispatch, RunEnqueuesPreparedKernelsWithOneSyncAndNoAllocation) {
 TEST(Dispatch, SplitKConvsArePreparedLaunches) {
   Graph g = small_net();
   PlanInput pin = make_usage_records(g);
-  auto dev = runtime::open_device(std::getenv("TEXPLAN_TEST_DEVICE") ? std::getenv("TEXPLAN_TEST_DEVICE") : "pocl");
+  auto dev = test_device();
   plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
   HostTensor in = input();
   runtime::force_conv_variant("gpu");

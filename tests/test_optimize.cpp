@@ -104,9 +104,7 @@ void expect_close(const HostTensor& a, const HostTensor& b) {
 TEST(Optimize, EveryCombinationComputesTheSameOutput) {
   std::mt19937 rng(7);
   const Graph g0 = sample(rng);
-  HostTensor input(DataType::Float32, {1, 4, 8, 8});
-  std::uniform_real_distribution<float> d(-2, 2);
-  for (int64_t i = 0; i < input.count(); ++i) input.data<float>()[i] = d(rng);
+  const HostTensor input = random_tensor({1, 4, 8, 8}, rng, -2, 2);
   const HostTensor want = run_cpu(g0, input);
   for (int mask = 0; mask < 32; ++mask) {
     OptimizeOptions o;

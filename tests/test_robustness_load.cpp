@@ -16,9 +16,11 @@
 #include "plan/memory_plan.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/session.h"
+#include "test_util.h"
 
 using namespace texplan;
 using texplan::test::OnnxBuilder;
+using texplan::test::random_tensor;
 namespace fs = std::filesystem;
 
 namespace {
@@ -40,10 +42,7 @@ struct Case {
 
 HostTensor random_like(const Tensor& t, uint32_t seed) {
   std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  HostTensor x(t.dtype, t.shape);
-  for (int64_t i = 0; i < x.count(); ++i) x.data<float>()[i] = u(rng);
-  return x;
+  return random_tensor(t.shape, rng);
 }
 
 Case make_case(const std::string& name, Graph g) {
