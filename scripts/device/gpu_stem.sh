@@ -37,7 +37,7 @@ for n in "${models[@]}"; do
     echo "== $n $mode"
     flags=(); [[ $mode != fused ]] && flags=("$mode")
     timeout 120 .dev/bin/texplan run "$MODELS_DIR/$n" --device gpu --check --bench 20 --profile "${flags[@]}" 2>&1 |
-      grep -E 'latency|rel error|^op |MaxPool|conv1/|features\.0/' | head -14
+      grep -E 'latency|error|^op |MaxPool|conv1/|features\.0/' | head -14
   done
 done >"$OUT/stem_models.txt"
 cat "$OUT/stem_tests.txt" "$OUT/stem_bench.txt" "$OUT/stem_models.txt"
