@@ -33,7 +33,7 @@ struct Case {
 // The node alone in a graph, run in a session with `precision`; the
 // reference's result in `expected`.
 HostTensor run_case(const Case& c, runtime::Precision precision, HostTensor& expected,
-                    runtime::Precision* used = nullptr) {
+                    runtime::Precision* used = nullptr, int* launches = nullptr) {
   Node n;
   n.name = c.name;
   n.op_type = c.op;
@@ -67,6 +67,7 @@ HostTensor run_case(const Case& c, runtime::Precision precision, HostTensor& exp
   opt.precision = precision;
   runtime::Session s(g, pin, plan, dev, opt);
   if (used) *used = s.precision();
+  if (launches) *launches = s.kernel_launches();
   EXPECT_TRUE(s.fallback_nodes().empty()) << c.name;
   return s.run(c.inputs)[0];
 }
@@ -104,8 +105,8 @@ std::vector<Case> cases() {
 }
 
 struct Emulated {
-  Emulated() {
-    runtime::force_tf32_emulation(true);
+  explicit Emulated(int splits = 0) {
+    runtime::force_tf32_emulation(true, splits);
     runtime::force_conv_variant("gpu");  // the GPU lowerings (PoCL's CPU kernels have no tf32 form)
   }
   ~Emulated() {
@@ -139,6 +140,17 @@ TEST(Tf32, TheShapeChoiceRunsToo) {
   for (const Case& c : cases()) {
     HostTensor expected;
     EXPECT_LE(rel_error(run_case(c, runtime::Precision::Tf32, expected), expected), 5e-3) << c.name;
+  }
+}
+
+TEST(Tf32, SplitKMatchesTheReferenceWithinTf32Error) {
+  Emulated emulated(3);  // K in up to 3 slices added into Y (splitk_zero, the slices, splitk_finish's epilogue)
+  for (const Case& c : cases()) {
+    HostTensor expected;
+    int launches = 0;
+    EXPECT_LE(rel_error(run_case(c, runtime::Precision::Tf32, expected, nullptr, &launches), expected), 5e-3)
+        << c.name;
+    if (c.op != "FusedConvMaxPool") EXPECT_GE(launches, 2) << c.name << ": not split";  // a max does not split
   }
 }
 

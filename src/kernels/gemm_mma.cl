@@ -44,6 +44,44 @@
 #define A_PER (BM * BK / NT)  // A elements each work-item stages per slice
 #define B_PER (BK * BN / NT)
 
+#ifdef TEXPLAN_PTX
+#define UNROLL _Pragma("unroll")  // register arrays stay registers only when their loops unroll
+#else
+#define UNROLL  // the emulation's barriers in fully unrolled loops overwhelm PoCL
+#endif
+
+// Split-K (-DSPLITK, not with POOL2), gemm.cl's protocol: grid z enumerates
+// (batch, slice) as batch * splits + slice; a work-group multiplies K range
+// [slice * kslice, +kslice) (kslice a multiple of BK) and adds its partial
+// tile into Y, which splitk_zero (gemm.cl) zeroed; slice 0 adds beta*C (a
+// conv's bias) too; splitk_finish applies the epilogue after.
+#ifdef SPLITK
+#define SPLIT_PARAMS , int splits, int kslice
+#define SPLIT_Z                                                        \
+  const int z = get_group_id(2) / splits, slice = get_group_id(2) - z * splits; \
+  const int kbeg = slice * kslice, kend = min(K, kbeg + kslice);
+#ifdef TEXPLAN_PTX
+inline void split_add(__global float* p, float v) {
+  asm volatile("red.global.add.f32 [%0], %1;" ::"l"(p), "f"(v) : "memory");
+}
+#else
+inline void split_add(__global float* p, float v) {  // int32 compare-and-swap on the float's bits
+  volatile __global int* q = (volatile __global int*)p;
+  int old = *q;
+  for (;;) {
+    int seen = atomic_cmpxchg(q, old, as_int(as_float(old) + v));
+    if (seen == old) break;
+    old = seen;
+  }
+}
+#endif
+#else
+#define SPLIT_PARAMS
+#define SPLIT_Z                  \
+  const int z = get_group_id(2); \
+  const int kbeg = 0, kend = K;
+#endif
+
 // Position of tap k of a slice inside its As row.
 #define KPOS(k) (((k) & ~7) | (((k) & 3) << 1) | (((k) >> 2) & 1))
 
@@ -76,7 +114,7 @@ inline void mma_emulated(float* d, const uint* a, const uint* b, __local uint* s
   warp[lane * 6 + 4] = b[0];
   warp[lane * 6 + 5] = b[1];
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (int o = 0; o < 4; ++o) {
+  UNROLL for (int o = 0; o < 4; ++o) {
     const int row = g + 8 * (o >> 1), col = 2 * t + (o & 1);
     float s = d[o];
     for (int k = 0; k < 8; ++k) {
@@ -103,27 +141,27 @@ inline void mma_emulated(float* d, const uint* a, const uint* b, __local uint* s
   const int wm0 = (warp / (BN / WN)) * WM, wn0 = (warp % (BN / WN)) * WN;  \
   const int n0 = get_group_id(0) * BN, m0 = get_group_id(1) * BM;   \
   float acc[FM][FN][4];                                              \
-  for (int i = 0; i < FM; ++i)                                       \
-    for (int j = 0; j < FN; ++j)                                     \
-      for (int o = 0; o < 4; ++o) acc[i][j][o] = 0.0f;
+  UNROLL for (int i = 0; i < FM; ++i)                                       \
+    UNROLL for (int j = 0; j < FN; ++j)                                     \
+      UNROLL for (int o = 0; o < 4; ++o) acc[i][j][o] = 0.0f;
 
 // Multiplies the slice in As/Bs into acc.
 #define MMA_MULTIPLY_SLICE                                                        \
-  for (int kk = 0; kk < BK; kk += 8) {                                            \
+  UNROLL for (int kk = 0; kk < BK; kk += 8) {                                            \
     uint af[FM][4], bf[FN][2];                                                    \
-    for (int i = 0; i < FM; ++i) {                                                \
+    UNROLL for (int i = 0; i < FM; ++i) {                                                \
       const int row = wm0 + 16 * i + fg;                                          \
       uint2 lo = vload2(0, As + row * SA + kk + 2 * ft);                          \
       uint2 hi = vload2(0, As + (row + 8) * SA + kk + 2 * ft);                    \
       af[i][0] = lo.x, af[i][1] = hi.x, af[i][2] = lo.y, af[i][3] = hi.y;         \
     }                                                                             \
-    for (int j = 0; j < FN; ++j) {                                                \
+    UNROLL for (int j = 0; j < FN; ++j) {                                                \
       const int col = wn0 + 8 * j + fg;                                           \
       bf[j][0] = Bs[(kk + ft) * SB + col];                                        \
       bf[j][1] = Bs[(kk + ft + 4) * SB + col];                                    \
     }                                                                             \
-    for (int i = 0; i < FM; ++i)                                                  \
-      for (int j = 0; j < FN; ++j) MMA(acc[i][j], af[i], bf[j]);                  \
+    UNROLL for (int i = 0; i < FM; ++i)                                                  \
+      UNROLL for (int j = 0; j < FN; ++j) MMA(acc[i][j], af[i], bf[j]);                  \
   }
 
 // Staging coordinates of element r of this work-item's share of a slice.
@@ -142,49 +180,55 @@ inline void mma_emulated(float* d, const uint* a, const uint* b, __local uint* s
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void gemm(__global const float* A, int ao, __global const float* B, int bo, __global const float* C, int co,
           __global float* Y, int yo, int M, int N, int K, int a_sm, int a_sk, int b_sk, int b_sn, int c_sm,
-          int c_sn, int has_c, float alpha, float beta, Dims batch, Dims a_sb, Dims b_sb, Dims c_sb EPI_PARAMS) {
+          int c_sn, int has_c, float alpha, float beta, Dims batch, Dims a_sb, Dims b_sb, Dims c_sb SPLIT_PARAMS
+          EPI_PARAMS) {
   MMA_LOCALS
-  const int z = get_group_id(2);
+  SPLIT_Z
   A += ao + strided_offset(z, batch, a_sb);
   B += bo + strided_offset(z, batch, b_sb);
   C += co + strided_offset(z, batch, c_sb);
   const bool a_kfast = a_sk == 1, b_nfast = b_sn == 1;
   float ra[A_PER], rb[B_PER];
 #define MMA_GEMM_LOAD(k0)                                                                  \
-  for (int r = 0; r < A_PER; ++r) {                                                        \
+  UNROLL for (int r = 0; r < A_PER; ++r) {                                                        \
     MMA_A_COORD(r, m, k, a_kfast)                                                          \
-    ra[r] = (m0 + m < M && (k0) + k < K) ? A[(m0 + m) * a_sm + ((k0) + k) * a_sk] : 0.0f;  \
+    ra[r] = (m0 + m < M && (k0) + k < kend) ? A[(m0 + m) * a_sm + ((k0) + k) * a_sk] : 0.0f; \
   }                                                                                        \
-  for (int r = 0; r < B_PER; ++r) {                                                        \
+  UNROLL for (int r = 0; r < B_PER; ++r) {                                                        \
     MMA_B_COORD(r, kb, nb, b_nfast)                                                        \
-    rb[r] = ((k0) + kb < K && n0 + nb < N) ? B[((k0) + kb) * b_sk + (n0 + nb) * b_sn] : 0.0f; \
+    rb[r] = ((k0) + kb < kend && n0 + nb < N) ? B[((k0) + kb) * b_sk + (n0 + nb) * b_sn] : 0.0f; \
   }
-  MMA_GEMM_LOAD(0)
-  for (int k0 = 0; k0 < K; k0 += BK) {
-    for (int r = 0; r < A_PER; ++r) {
+  MMA_GEMM_LOAD(kbeg)
+  for (int k0 = kbeg; k0 < kend; k0 += BK) {
+    UNROLL for (int r = 0; r < A_PER; ++r) {
       MMA_A_COORD(r, m, k, a_kfast)
       As[m * SA + KPOS(k)] = to_tf32(ra[r]);
     }
-    for (int r = 0; r < B_PER; ++r) {
+    UNROLL for (int r = 0; r < B_PER; ++r) {
       MMA_B_COORD(r, kb, nb, b_nfast)
       Bs[kb * SB + nb] = to_tf32(rb[r]);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (k0 + BK < K) {
+    if (k0 + BK < kend) {
       MMA_GEMM_LOAD(k0 + BK)
     }
     MMA_MULTIPLY_SLICE
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   const int y0 = z * M * N;
-  for (int i = 0; i < FM; ++i)
-    for (int j = 0; j < FN; ++j)
-      for (int o = 0; o < 4; ++o) {
+  UNROLL for (int i = 0; i < FM; ++i)
+    UNROLL for (int j = 0; j < FN; ++j)
+      UNROLL for (int o = 0; o < 4; ++o) {
         const int m = m0 + wm0 + 16 * i + fg + 8 * (o >> 1), n = n0 + wn0 + 8 * j + 2 * ft + (o & 1);
         if (m >= M || n >= N) continue;
         float v = alpha * acc[i][j][o];
+#ifdef SPLITK
+        if (has_c && kbeg == 0) v += beta * C[m * c_sm + n * c_sn];
+        split_add(Y + yo + y0 + m * N + n, v);
+#else
         if (has_c) v += beta * C[m * c_sm + n * c_sn];
         Y[yo + y0 + m * N + n] = EPI(v, y0 + m * N + n);
+#endif
       }
 }
 
@@ -206,16 +250,18 @@ void gemm(__global const float* A, int ao, __global const float* B, int bo, __gl
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void conv2d_gemm(__global const float* X, int xo, __global const float* Wt, int wo, __global const float* Bias,
                  int bo, __global float* Y, int yo, int has_bias, int C, int H, int W, int OC, int OH, int OW,
-                 int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw, int groups POOL_PARAMS EPI_PARAMS) {
+                 int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw,
+                 int groups POOL_PARAMS SPLIT_PARAMS EPI_PARAMS) {
   MMA_LOCALS
-  const int z = get_group_id(2), img = z / groups, g = z % groups;
-  const int ICg = C / groups, OCg = OC / groups;
+  const int ICg = C / groups, OCg = OC / groups, K = ICg * KH * KW;
+  SPLIT_Z
+  const int img = z / groups, g = z % groups;
 #ifdef POOL2
   const int N = ((PH * PW + 3) / 4) * 16;
 #else
   const int N = OH * OW;
 #endif
-  const int M = OCg, K = ICg * KH * KW, KHW = KH * KW;
+  const int M = OCg, KHW = KH * KW;
   __global const float* wg = Wt + wo + g * OCg * K;
   __global const float* xg = X + xo + (img * C + g * ICg) * H * W;
   // B staging: pixel nb = lid % BN, rows kb_r = lid / BN + r * (NT / BN).
@@ -228,42 +274,44 @@ void conv2d_gemm(__global const float* X, int xo, __global const float* Wt, int 
   const int oh = p / OW, ow = p - oh * OW;
   const bool p_in = p < N;
 #endif
-  const int ih0 = oh * sh - ph, iw0 = ow * sw - pw;
-  int t_ic[B_PER], t_kh[B_PER], t_kw[B_PER];
-  for (int r = 0; r < B_PER; ++r) {
-    int k = lid / BN + r * (NT / BN);
-    t_ic[r] = k / KHW;
-    int rem = k - t_ic[r] * KHW;
-    t_kh[r] = rem / KW;
-    t_kw[r] = rem - t_kh[r] * KW;
+  const int ih0 = oh * sh - ph, iw0 = ow * sw - pw, pix0 = ih0 * W + iw0;
+  // The taps of the slice being loaded, decoded once per slice by BK
+  // work-items: (kh * dh, kw * dw, offset in the group's input); past K a
+  // row offset beyond any image, so the tap reads nothing. A warp's lanes
+  // read one entry (broadcast). Two buffers, by slice parity: a slice's
+  // taps are written while the previous slice's may still be read.
+  __local int4 taps[2 * BK];
+#define MMA_DECODE_TAPS(k0)                                                    \
+  if (lid < BK) {                                                              \
+    const int k = (k0) + lid, ic = k / KHW, rem = k - ic * KHW, kh = rem / KW;  \
+    const int kw = rem - kh * KW;                                              \
+    taps[(((k0) / BK) & 1) * BK + lid] =                                       \
+        k < kend ? (int4)(kh * dh, kw * dw, (ic * H + kh * dh) * W + kw * dw, 0) : (int4)(1 << 24, 0, 0, 0); \
   }
-  // BK as a mixed-radix step (ic, kh, kw).
-  const int s_ic = BK / KHW, s_kh = (BK - s_ic * KHW) / KW, s_kw = BK - s_ic * KHW - s_kh * KW;
   float ra[A_PER], rb[B_PER];
 #define MMA_CONV_LOAD(k0)                                                                  \
-  for (int r = 0; r < A_PER; ++r) {                                                        \
+  UNROLL for (int r = 0; r < A_PER; ++r) {                                                 \
     MMA_A_COORD(r, m, k, 1)                                                                \
-    ra[r] = (m0 + m < M && (k0) + k < K) ? wg[(m0 + m) * K + (k0) + k] : 0.0f;             \
+    ra[r] = (m0 + m < M && (k0) + k < kend) ? wg[(m0 + m) * K + (k0) + k] : 0.0f;          \
   }                                                                                        \
-  for (int r = 0; r < B_PER; ++r) {                                                        \
-    int ih = ih0 + t_kh[r] * dh, iw = iw0 + t_kw[r] * dw;                                  \
-    bool in = p_in && (k0) + lid / BN + r * (NT / BN) < K && ih >= 0 && ih < H && iw >= 0 && iw < W; \
-    rb[r] = in ? xg[(t_ic[r] * H + ih) * W + iw] : 0.0f;                                   \
-    t_kw[r] += s_kw;                                                                       \
-    if (t_kw[r] >= KW) t_kw[r] -= KW, ++t_kh[r];                                           \
-    t_kh[r] += s_kh;                                                                       \
-    if (t_kh[r] >= KH) t_kh[r] -= KH, ++t_ic[r];                                           \
-    t_ic[r] += s_ic;                                                                       \
+  UNROLL for (int r = 0; r < B_PER; ++r) {                                                 \
+    const int4 tap = taps[(((k0) / BK) & 1) * BK + lid / BN + r * (NT / BN)];             \
+    const int ih = ih0 + tap.x, iw = iw0 + tap.y;                                          \
+    const bool in = p_in && (uint)ih < (uint)H && (uint)iw < (uint)W;                     \
+    rb[r] = in ? xg[pix0 + tap.z] : 0.0f;                                                  \
   }
-  MMA_CONV_LOAD(0)
-  for (int k0 = 0; k0 < K; k0 += BK) {
-    for (int r = 0; r < A_PER; ++r) {
+  MMA_DECODE_TAPS(kbeg)
+  barrier(CLK_LOCAL_MEM_FENCE);
+  MMA_CONV_LOAD(kbeg)
+  for (int k0 = kbeg; k0 < kend; k0 += BK) {
+    UNROLL for (int r = 0; r < A_PER; ++r) {
       MMA_A_COORD(r, m, k, 1)
       As[m * SA + KPOS(k)] = to_tf32(ra[r]);
     }
-    for (int r = 0; r < B_PER; ++r) Bs[(lid / BN + r * (NT / BN)) * SB + nb] = to_tf32(rb[r]);
+    UNROLL for (int r = 0; r < B_PER; ++r) Bs[(lid / BN + r * (NT / BN)) * SB + nb] = to_tf32(rb[r]);
+    MMA_DECODE_TAPS(k0 + BK)  // the other buffer: slice k0's may still be read
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (k0 + BK < K) {
+    if (k0 + BK < kend) {
       MMA_CONV_LOAD(k0 + BK)
     }
     MMA_MULTIPLY_SLICE
@@ -271,18 +319,18 @@ void conv2d_gemm(__global const float* X, int xo, __global const float* Wt, int 
   }
 #ifdef POOL2
   const int PHW = PH * PW, y0 = (img * OC + g * OCg) * PHW;
-  for (int i = 0; i < FM; ++i)
-    for (int h = 0; h < 2; ++h) {  // rows fg, fg + 8
+  UNROLL for (int i = 0; i < FM; ++i)
+    UNROLL for (int h = 0; h < 2; ++h) {  // rows fg, fg + 8
       const int m = m0 + wm0 + 16 * i + fg + 8 * h;
       if (m >= M) continue;
       const float bias = has_bias ? Bias[bo + g * OCg + m] : 0.0f;
-      for (int j = 0; j < FN; j += 2) {
+      UNROLL for (int j = 0; j < FN; j += 2) {
         const int q = n0 + wn0 + 8 * j;  // a multiple of 16: 4 windows
         const int pp = (q >> 4) * 4 + ft;
         if (pp >= PHW) continue;
         const int py = pp / PW, px = pp - py * PW;
         float best = -INFINITY;  // padding never wins
-        for (int c = 0; c < 4; ++c)  // (wy, wx) = (c >> 1, c & 1): fragment j + wy, register 2h + wx
+        UNROLL for (int c = 0; c < 4; ++c)  // (wy, wx) = (c >> 1, c & 1): fragment j + wy, register 2h + wx
           if (py * 2 + (c >> 1) < OH && px * 2 + (c & 1) < OW)
             best = fmax(best, EPI(acc[i][j + (c >> 1)][2 * h + (c & 1)] + bias, y0 + m * PHW + pp));
         Y[yo + y0 + m * PHW + pp] = best;
@@ -290,14 +338,18 @@ void conv2d_gemm(__global const float* X, int xo, __global const float* Wt, int 
     }
 #else
   const int y0 = (img * OC + g * OCg) * N;
-  for (int i = 0; i < FM; ++i)
-    for (int o = 0; o < 4; ++o) {
+  UNROLL for (int i = 0; i < FM; ++i)
+    UNROLL for (int o = 0; o < 4; ++o) {
       const int m = m0 + wm0 + 16 * i + fg + 8 * (o >> 1);
       if (m >= M) continue;
-      const float bias = has_bias ? Bias[bo + g * OCg + m] : 0.0f;
-      for (int j = 0; j < FN; ++j) {
+      const float bias = has_bias && kbeg == 0 ? Bias[bo + g * OCg + m] : 0.0f;
+      UNROLL for (int j = 0; j < FN; ++j) {
         const int q = n0 + wn0 + 8 * j + 2 * ft + (o & 1);
+#ifdef SPLITK
+        if (q < N) split_add(Y + yo + y0 + m * N + q, acc[i][j][o] + bias);
+#else
         if (q < N) Y[yo + y0 + m * N + q] = EPI(acc[i][j][o] + bias, y0 + m * N + q);
+#endif
       }
     }
 #endif

@@ -146,6 +146,7 @@ class NodeBuilder {
   void more_args(const TensorArg& t) { set_arg(launches.back(), launches.back().args, t); }
   void more_args(const Dims& d) { set_arg(launches.back(), launches.back().args, d); }
   void more_args(const MemArg& m) { set_arg(launches.back(), launches.back().args, m); }
+  void more_args(const cl_int& v) { set_arg(launches.back(), launches.back().args, v); }
 
   // Textures (ops_texture.cpp): the image holding tensor `t` and the pixel
   // where it starts in it (`mem` null for a buffer); `images_1d` when they
@@ -208,6 +209,9 @@ std::vector<std::string> conv_tile_variants();
 // device. Throws Error on an unknown name.
 void force_conv_variant(const std::string& variant);
 bool gpu_kernels_forced();
+// Whether Y's planned storage overlaps an input's (ops_conv.cpp): split-K
+// zeroes Y and adds into it, so it must not.
+bool output_overlaps_input(const NodeBuilder& b);
 // FusedConvMaxPool with overlapping windows: "direct" (conv2d_maxpool, one
 // work-item per pooled output) or "tiled:<tile>" (conv2d_maxpool_tiled with
 // that tile, the direct kernel where it does not fit local memory), for

@@ -248,6 +248,8 @@ Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int6
   return candidates[size_t(i)];
 }
 
+}  // namespace
+
 // Whether Y's planned storage overlaps an input's (in-place sharing, e.g. a
 // residual): split-K zeroes Y before the slices read the inputs and adds
 // into it, so it must not.
@@ -264,6 +266,8 @@ bool output_overlaps_input(const NodeBuilder& b) {
   }
   return false;
 }
+
+namespace {
 
 // Whether a GEMM of depth K into Y (total elements) may be split: K deep
 // enough for two slices, Y over no input. The epilogue always runs as a

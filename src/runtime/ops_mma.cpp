@@ -12,6 +12,7 @@ namespace texplan::runtime {
 namespace {
 
 std::atomic<bool> emulate{false};
+std::atomic<int> emulate_splits{0};
 std::string forced_variant;
 
 // Register tiles of gemm_mma.cl: a BM x BN block per work-group, WM x WN per
@@ -24,20 +25,26 @@ struct MmaTiles {
   double speed;
   int threads() const { return (bm / wm) * (bn / wn) * 32; }
 };
-const MmaTiles kMmaTiles[] = {{"mma64x64", 64, 64, 32, 32, 1.0},
+const MmaTiles kMmaTiles[] = {{"mma32x64", 32, 64, 32, 32, 0.7},
+                              {"mma64x64", 64, 64, 32, 32, 1.0},
                               {"mma128x64", 128, 64, 64, 32, 1.4},
                               {"mma64x128", 64, 128, 32, 64, 1.4},
                               {"mma128x128", 128, 128, 64, 32, 1.7}};
 
+// NVIDIA's own OpenCL driver (PoCL's CUDA device has NVIDIA's vendor name but
+// another compiler, without inline PTX).
 bool is_nvidia(const Device& dev) {
-  std::string v = dev.info().vendor;
-  std::transform(v.begin(), v.end(), v.begin(), ::toupper);
-  return v.find("NVIDIA") != std::string::npos;
+  const DeviceInfo& d = dev.info();
+  return d.vendor.find("NVIDIA") != std::string::npos && d.platform.find("NVIDIA") != std::string::npos;
 }
 
-// The tiles that waste at most a quarter of their area on the edges (64x64
-// always qualifies), scored by waves of work-groups over the compute units
-// times one tile's work over its speed.
+int64_t groups(const MmaTiles& t, int64_t M, int64_t N, int64_t batches) {
+  return ceil_div(M, t.bm) * ceil_div(N, t.bn) * batches;
+}
+
+// The tiles that waste at most a quarter of their area on the edges (the
+// smallest always qualifies), scored by waves of work-groups over the
+// compute units times one tile's work over its speed.
 const MmaTiles& choose_mma_tiles(const NodeBuilder& b, int64_t M, int64_t N, int64_t batches) {
   const int64_t cu = std::max(1, b.compute_units());
   const MmaTiles* best = &kMmaTiles[0];
@@ -45,8 +52,7 @@ const MmaTiles& choose_mma_tiles(const NodeBuilder& b, int64_t M, int64_t N, int
   for (const MmaTiles& t : kMmaTiles) {
     double area = double(ceil_div(M, t.bm) * t.bm) * double(ceil_div(N, t.bn) * t.bn);
     if (&t != &kMmaTiles[0] && double(M) * double(N) < 0.75 * area) continue;
-    int64_t groups = ceil_div(M, t.bm) * ceil_div(N, t.bn) * batches;
-    double cost = double(ceil_div(groups, cu)) * double(t.bm * t.bn) / t.speed;
+    double cost = double(ceil_div(groups(t, M, N, batches), cu)) * double(t.bm * t.bn) / t.speed;
     if (cost < best_cost) best = &t, best_cost = cost;
   }
   return *best;
@@ -55,9 +61,51 @@ const MmaTiles& choose_mma_tiles(const NodeBuilder& b, int64_t M, int64_t N, int
 Source mma_source(const Device& dev, const MmaTiles& t, const std::string& extra, const FusedTail& tail) {
   std::string d = "-DBM=" + std::to_string(t.bm) + " -DBN=" + std::to_string(t.bn) + " -DWM=" + std::to_string(t.wm) +
                   " -DWN=" + std::to_string(t.wn);
-  if (!emulate && is_nvidia(dev)) d += " -DTEXPLAN_PTX";  // inline PTX reaches NVIDIA's compiler only
+  if (!emulate && is_nvidia(dev)) d += " -DTEXPLAN_PTX";  // inline PTX reaches NVIDIA's driver only
   return Source("gemm_mma.cl", d + extra, tail.prelude);
 }
+
+constexpr int64_t kBK = 32;               // gemm_mma.cl's BK
+constexpr int64_t kMinSliceK = 4 * kBK;   // shallower split-K slices spend more on the fill and the adds
+
+// Split-K (gemm_mma.cl SPLITK) for grids under one wave of work-groups:
+// about one wave of (tile, slice) work-groups, slices at least kMinSliceK
+// deep; Y over an input cannot be split (it is zeroed first). Returns the
+// number of slices (1: unsplit) and their depth.
+int64_t split_k(const NodeBuilder& b, const MmaTiles& t, int64_t M, int64_t N, int64_t K, int64_t batches,
+                int64_t total, int64_t& kslice) {
+  const int64_t cu = std::max(1, b.compute_units()), gr = groups(t, M, N, batches);
+  kslice = K;
+  if (emulate_splits > 0) {  // tests: this many slices
+    kslice = ceil_div(ceil_div(K, emulate_splits), kBK) * kBK;
+  } else {
+    if (gr >= cu || K < 2 * kMinSliceK || b.device_type() != "gpu") return 1;
+    kslice = ceil_div(ceil_div(K, std::min(ceil_div(cu, gr), K / kMinSliceK)), kBK) * kBK;
+  }
+  if (total > INT32_MAX || output_overlaps_input(b)) return kslice = K, 1;
+  return ceil_div(K, kslice);
+}
+
+// The launches of one variant: splitk_zero, the slices and splitk_finish
+// (gemm.cl) around a split product, or the product alone.
+struct MmaLaunch {
+  std::function<void(const Source&, int64_t splits, int64_t kslice)> product;  // appends its arguments
+  int64_t M, N, K, batches, total;
+  TensorArg Y;
+};
+void emit_variant(NodeBuilder& b, const MmaTiles& t, const MmaLaunch& l, const std::string& defines,
+                  const FusedTail& tail) {
+  int64_t kslice = l.K, splits = defines.find("POOL2") != std::string::npos
+                                     ? 1
+                                     : split_k(b, t, l.M, l.N, l.K, l.batches, l.total, kslice);
+  if (splits <= 1) return l.product(mma_source(b.device(), t, defines, tail), 1, l.K);
+  b.launch(Source("gemm.cl"), "splitk_zero", linear_range(l.total), l.Y, i32(l.total));
+  l.product(mma_source(b.device(), t, defines + " -DSPLITK", FusedTail{}), splits, kslice);
+  if (tail.prelude.empty()) return;
+  b.launch(Source("gemm.cl", "", tail.prelude), "splitk_finish", linear_range(l.total), l.Y, i32(l.total));
+  tail.append_args(b);
+}
+
 
 // Emits the launch with the tiles forced, cached by `key` (texplan tune
 // measures every variant), or chosen by shape.
@@ -71,11 +119,16 @@ void emit_tuned(NodeBuilder& b, const std::string& key, int64_t M, int64_t N, in
   int i = choose_variant(key, names, int(&guess - kMmaTiles), [&](int v) {
     Device* dev = tuning_device();
     if (!dev) return -1.0;
+    const size_t before = b.launches.size();
     emit(kMmaTiles[v]);
-    Launch l = b.launches.back();
-    b.launches.pop_back();
-    double ms = time_launch(*dev, l.kernel, l.dims, l.global, l.has_local ? l.local : nullptr);
-    clReleaseKernel(l.kernel);
+    double ms = 0;
+    for (size_t k = before; k < b.launches.size(); ++k) {  // split-K's passes too
+      const Launch& l = b.launches[k];
+      double t = ms < 0 ? 0 : time_launch(*dev, l.kernel, l.dims, l.global, l.has_local ? l.local : nullptr);
+      ms = t < 0 ? -1 : ms + t;
+      clReleaseKernel(l.kernel);
+    }
+    b.launches.resize(before);
     return ms;
   });
   emit(kMmaTiles[i]);
@@ -101,7 +154,10 @@ bool tf32_supported(const Device& dev) {
   return major >= 8;  // tf32 mma: Ampere and later
 }
 
-void force_tf32_emulation(bool on) { emulate = on; }
+void force_tf32_emulation(bool on, int splits) {
+  emulate = on;
+  emulate_splits = on ? splits : 0;
+}
 
 std::vector<std::string> mma_tile_variants() {
   std::vector<std::string> v;
@@ -123,20 +179,26 @@ bool launch_conv_mma(NodeBuilder& b, const MmaConv& g, bool has_bias, const Tens
   const int64_t OCg = g.OC / g.groups, N = pool ? ceil_div(PH * PW, 4) * 16 : g.OH * g.OW, batches = g.N * g.groups;
   const int64_t K = (g.C / g.groups) * g.KH * g.KW;
   if (OCg < 16 || K < 8) return false;  // too thin for a tensor-core tile: the fp32 kernels
-  const Device& dev = b.device();
   auto emit = [&](const MmaTiles& t) {
-    Range r = group_range({size_t(ceil_div(N, t.bn)), size_t(ceil_div(OCg, t.bm)), size_t(batches)},
-                          {size_t(t.threads()), 1, 1});
-    Source src = mma_source(dev, t, pool ? " -DPOOL2" : "", tail);
-    if (pool)
-      b.launch(src, "conv2d_gemm", r, b.arg_in(0), b.arg_in(1), bias, b.arg_out(0), cl_int(has_bias), i32(g.C),
-               i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW), i32(g.KH), i32(g.KW), i32(g.sh), i32(g.sw),
-               i32(g.ph), i32(g.pw), i32(g.dh), i32(g.dw), i32(g.groups), i32(PH), i32(PW));
-    else
-      b.launch(src, "conv2d_gemm", r, b.arg_in(0), b.arg_in(1), bias, b.arg_out(0), cl_int(has_bias), i32(g.C),
-               i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW), i32(g.KH), i32(g.KW), i32(g.sh), i32(g.sw),
-               i32(g.ph), i32(g.pw), i32(g.dh), i32(g.dw), i32(g.groups));
-    tail.append_args(b);
+    MmaLaunch l{[&](const Source& src, int64_t splits, int64_t kslice) {
+                  Range r = group_range({size_t(ceil_div(N, t.bn)), size_t(ceil_div(OCg, t.bm)), size_t(batches * splits)},
+                                        {size_t(t.threads()), 1, 1});
+                  if (pool)
+                    b.launch(src, "conv2d_gemm", r, b.arg_in(0), b.arg_in(1), bias, b.arg_out(0), cl_int(has_bias),
+                             i32(g.C), i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW), i32(g.KH), i32(g.KW),
+                             i32(g.sh), i32(g.sw), i32(g.ph), i32(g.pw), i32(g.dh), i32(g.dw), i32(g.groups), i32(PH),
+                             i32(PW));
+                  else
+                    b.launch(src, "conv2d_gemm", r, b.arg_in(0), b.arg_in(1), bias, b.arg_out(0), cl_int(has_bias),
+                             i32(g.C), i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW), i32(g.KH), i32(g.KW),
+                             i32(g.sh), i32(g.sw), i32(g.ph), i32(g.pw), i32(g.dh), i32(g.dw), i32(g.groups));
+                  if (splits > 1)
+                    b.more_args(i32(splits)), b.more_args(i32(kslice));
+                  else
+                    tail.append_args(b);
+                },
+                OCg, N, K, batches, g.N * g.OC * (pool ? PH * PW : g.OH * g.OW), b.arg_out(0)};
+    emit_variant(b, t, l, pool ? " -DPOOL2" : "", tail);
   };
   std::string key = key_of(pool ? "conv2d_gemm_pool2_tf32" : "conv2d_gemm_tf32",
                            {g.N, g.C, g.H, g.W, g.OC, g.OH, g.OW, g.KH, g.KW, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw,
@@ -151,14 +213,20 @@ bool launch_gemm_mma(NodeBuilder& b, const TensorArg& A, const TensorArg& B, con
   int64_t nb = 1;
   for (int64_t d : g.batch) nb *= d;
   if (g.M < 16 || g.N < 8 || g.K < 8) return false;  // thin products: the fp32 kernels
-  const Device& dev = b.device();
   auto emit = [&](const MmaTiles& t) {
-    Range r = group_range({size_t(ceil_div(g.N, t.bn)), size_t(ceil_div(g.M, t.bm)), size_t(nb)},
-                          {size_t(t.threads()), 1, 1});
-    b.launch(mma_source(dev, t, "", tail), "gemm", r, A, B, C, Y, i32(g.M), i32(g.N), i32(g.K), i32(g.a_sm),
-             i32(g.a_sk), i32(g.b_sk), i32(g.b_sn), i32(g.c_sm), i32(g.c_sn), cl_int(g.has_c), g.alpha, g.beta,
-             to_dims(g.batch, 1), to_dims(g.a_sb, 0), to_dims(g.b_sb, 0), to_dims(g.c_sb, 0));
-    tail.append_args(b);
+    MmaLaunch l{[&](const Source& src, int64_t splits, int64_t kslice) {
+                  Range r = group_range({size_t(ceil_div(g.N, t.bn)), size_t(ceil_div(g.M, t.bm)), size_t(nb * splits)},
+                                        {size_t(t.threads()), 1, 1});
+                  b.launch(src, "gemm", r, A, B, C, Y, i32(g.M), i32(g.N), i32(g.K), i32(g.a_sm), i32(g.a_sk),
+                           i32(g.b_sk), i32(g.b_sn), i32(g.c_sm), i32(g.c_sn), cl_int(g.has_c), g.alpha, g.beta,
+                           to_dims(g.batch, 1), to_dims(g.a_sb, 0), to_dims(g.b_sb, 0), to_dims(g.c_sb, 0));
+                  if (splits > 1)
+                    b.more_args(i32(splits)), b.more_args(i32(kslice));
+                  else
+                    tail.append_args(b);
+                },
+                g.M, g.N, g.K, nb, nb * g.M * g.N, Y};
+    emit_variant(b, t, l, "", tail);
   };
   emit_tuned(b, key_of("gemm_tf32", {g.M, g.N, g.K, nb, g.a_sk == 1, g.b_sn == 1}), g.M, g.N, nb, emit);
   return true;

@@ -13,8 +13,9 @@ namespace texplan::runtime {
 // 8.0 or later (cl_nv_device_attribute_query; assumed when it is absent), or
 // any device while force_tf32_emulation is on.
 // Tests: the tf32 kernels on every device with the tensor-core instruction
-// emulated in OpenCL C (no inline PTX), so PoCL checks their data layouts.
-void force_tf32_emulation(bool on);
+// emulated in OpenCL C (no inline PTX), so PoCL checks their data layouts;
+// `splits` > 0: split-K into that many slices wherever it is allowed.
+void force_tf32_emulation(bool on, int splits = 0);
 
 // Conv geometry as ops_conv.cpp's ConvGeometry (2D; H = 1 for 1D).
 struct MmaConv {
