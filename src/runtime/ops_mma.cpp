@@ -25,11 +25,17 @@ struct MmaTiles {
   double speed;
   int threads() const { return (bm / wm) * (bn / wn) * 32; }
 };
-const MmaTiles kMmaTiles[] = {{"mma32x64", 32, 64, 32, 32, 0.7},
+// Speeds from texplan_conv_bench on the H100 (GFLOP/s per work-group where
+// the grid fills the device): the 4-warp tiles of 64x32 warp blocks spill
+// registers in the conv kernel; 8 warps of 32x16 or 32x32 do not.
+const MmaTiles kMmaTiles[] = {{"mma64x64w8", 64, 64, 32, 16, 1.02},  // first: the default where nothing fits better
+                              {"mma32x64", 32, 64, 32, 32, 0.6},
                               {"mma64x64", 64, 64, 32, 32, 1.0},
-                              {"mma128x64", 128, 64, 64, 32, 1.4},
-                              {"mma64x128", 64, 128, 32, 64, 1.4},
-                              {"mma128x128", 128, 128, 64, 32, 1.7}};
+                              {"mma128x64", 128, 64, 64, 32, 1.1},
+                              {"mma64x128", 64, 128, 32, 64, 0.85},
+                              {"mma128x128", 128, 128, 64, 32, 1.3},
+                              // 8 warps of smaller blocks: fewer registers per work-item
+                              {"mma128x64w8", 128, 64, 32, 32, 1.1}};
 
 // NVIDIA's own OpenCL driver (PoCL's CUDA device has NVIDIA's vendor name but
 // another compiler, without inline PTX).
@@ -42,21 +48,6 @@ int64_t groups(const MmaTiles& t, int64_t M, int64_t N, int64_t batches) {
   return ceil_div(M, t.bm) * ceil_div(N, t.bn) * batches;
 }
 
-// The tiles that waste at most a quarter of their area on the edges (the
-// smallest always qualifies), scored by waves of work-groups over the
-// compute units times one tile's work over its speed.
-const MmaTiles& choose_mma_tiles(const NodeBuilder& b, int64_t M, int64_t N, int64_t batches) {
-  const int64_t cu = std::max(1, b.compute_units());
-  const MmaTiles* best = &kMmaTiles[0];
-  double best_cost = 1e300;
-  for (const MmaTiles& t : kMmaTiles) {
-    double area = double(ceil_div(M, t.bm) * t.bm) * double(ceil_div(N, t.bn) * t.bn);
-    if (&t != &kMmaTiles[0] && double(M) * double(N) < 0.75 * area) continue;
-    double cost = double(ceil_div(groups(t, M, N, batches), cu)) * double(t.bm * t.bn) / t.speed;
-    if (cost < best_cost) best = &t, best_cost = cost;
-  }
-  return *best;
-}
 
 Source mma_source(const Device& dev, const MmaTiles& t, const std::string& extra, const FusedTail& tail) {
   std::string d = "-DBM=" + std::to_string(t.bm) + " -DBN=" + std::to_string(t.bn) + " -DWM=" + std::to_string(t.wm) +
@@ -68,22 +59,48 @@ Source mma_source(const Device& dev, const MmaTiles& t, const std::string& extra
 constexpr int64_t kBK = 32;               // gemm_mma.cl's BK
 constexpr int64_t kMinSliceK = 4 * kBK;   // shallower split-K slices spend more on the fill and the adds
 
-// Split-K (gemm_mma.cl SPLITK) for grids under one wave of work-groups:
-// about one wave of (tile, slice) work-groups, slices at least kMinSliceK
+// Split-K (gemm_mma.cl SPLITK) for grids under one wave of work-groups: at
+// most one wave of (tile, slice) work-groups, slices at least kMinSliceK
 // deep; Y over an input cannot be split (it is zeroed first). Returns the
 // number of slices (1: unsplit) and their depth.
 int64_t split_k(const NodeBuilder& b, const MmaTiles& t, int64_t M, int64_t N, int64_t K, int64_t batches,
                 int64_t total, int64_t& kslice) {
   const int64_t cu = std::max(1, b.compute_units()), gr = groups(t, M, N, batches);
   kslice = K;
+  if (total < 0) return 1;  // POOL2: a max of partial sums is not their sum's
   if (emulate_splits > 0) {  // tests: this many slices
     kslice = ceil_div(ceil_div(K, emulate_splits), kBK) * kBK;
   } else {
-    if (gr >= cu || K < 2 * kMinSliceK || b.device_type() != "gpu") return 1;
-    kslice = ceil_div(ceil_div(K, std::min(ceil_div(cu, gr), K / kMinSliceK)), kBK) * kBK;
+    const int64_t want = std::min(cu / gr, K / kMinSliceK);
+    if (want < 2 || b.device_type() != "gpu") return 1;
+    kslice = ceil_div(ceil_div(K, want), kBK) * kBK;
   }
   if (total > INT32_MAX || output_overlaps_input(b)) return kslice = K, 1;
   return ceil_div(K, kslice);
+}
+
+// The tiles that waste at most a quarter of their area on the edges (none:
+// the fp32 kernels' smaller tiles), each split as split_k would, scored by waves of
+// work-groups over the compute units times one work-group's work over the
+// tile's speed, plus split-K's adds (gemm.cl's cost model). Null where even
+// the best leaves three quarters of the compute units idle: such products
+// (BERT's attention, small FC layers) are latency-bound, and the fp32
+// kernels' small tiles serve them better.
+const MmaTiles* choose_mma_tiles(const NodeBuilder& b, int64_t M, int64_t N, int64_t K, int64_t batches,
+                                 int64_t total) {
+  const int64_t cu = std::max(1, b.compute_units());
+  const MmaTiles* best = nullptr;
+  double best_cost = 1e300;
+  int64_t best_groups = 0;
+  for (const MmaTiles& t : kMmaTiles) {
+    double area = double(ceil_div(M, t.bm) * t.bm) * double(ceil_div(N, t.bn) * t.bn);
+    if (double(M) * double(N) < 0.75 * area && !(emulate && &t == &kMmaTiles[0])) continue;
+    int64_t kslice = K, splits = split_k(b, t, M, N, K, batches, total, kslice), g = groups(t, M, N, batches) * splits;
+    double cost = double(ceil_div(g, cu)) * double(t.bm * t.bn) * double(kslice) / t.speed +
+                  (splits > 1 ? 150e3 + 0.25 * double(M * N * batches * splits) : 0.0);
+    if (cost < best_cost) best = &t, best_cost = cost, best_groups = g;
+  }
+  return best && 4 * best_groups < cu && !emulate ? nullptr : best;
 }
 
 // The launches of one variant: splitk_zero, the slices and splitk_finish
@@ -95,9 +112,7 @@ struct MmaLaunch {
 };
 void emit_variant(NodeBuilder& b, const MmaTiles& t, const MmaLaunch& l, const std::string& defines,
                   const FusedTail& tail) {
-  int64_t kslice = l.K, splits = defines.find("POOL2") != std::string::npos
-                                     ? 1
-                                     : split_k(b, t, l.M, l.N, l.K, l.batches, l.total, kslice);
+  int64_t kslice = l.K, splits = split_k(b, t, l.M, l.N, l.K, l.batches, l.total, kslice);
   if (splits <= 1) return l.product(mma_source(b.device(), t, defines, tail), 1, l.K);
   b.launch(Source("gemm.cl"), "splitk_zero", linear_range(l.total), l.Y, i32(l.total));
   l.product(mma_source(b.device(), t, defines + " -DSPLITK", FusedTail{}), splits, kslice);
@@ -108,12 +123,15 @@ void emit_variant(NodeBuilder& b, const MmaTiles& t, const MmaLaunch& l, const s
 
 
 // Emits the launch with the tiles forced, cached by `key` (texplan tune
-// measures every variant), or chosen by shape.
-void emit_tuned(NodeBuilder& b, const std::string& key, int64_t M, int64_t N, int64_t batches,
-                const std::function<void(const MmaTiles&)>& emit) {
+// measures every variant), or chosen by shape; false (nothing emitted)
+// where the shape is better left to the fp32 kernels.
+bool emit_tuned(NodeBuilder& b, const std::string& key, int64_t M, int64_t N, int64_t K, int64_t batches,
+                int64_t total, const std::function<void(const MmaTiles&)>& emit) {
   for (const MmaTiles& t : kMmaTiles)
-    if (forced_variant == t.name) return emit(t);
-  const MmaTiles& guess = choose_mma_tiles(b, M, N, batches);
+    if (forced_variant == t.name) return emit(t), true;
+  const MmaTiles* chosen = choose_mma_tiles(b, M, N, K, batches, total);
+  if (!chosen) return false;
+  const MmaTiles& guess = *chosen;
   std::vector<std::string> names;
   for (const MmaTiles& t : kMmaTiles) names.push_back(t.name);
   int i = choose_variant(key, names, int(&guess - kMmaTiles), [&](int v) {
@@ -132,6 +150,7 @@ void emit_tuned(NodeBuilder& b, const std::string& key, int64_t M, int64_t N, in
     return ms;
   });
   emit(kMmaTiles[i]);
+  return true;
 }
 
 std::string key_of(const char* kernel, std::initializer_list<int64_t> v) {
@@ -197,14 +216,13 @@ bool launch_conv_mma(NodeBuilder& b, const MmaConv& g, bool has_bias, const Tens
                   else
                     tail.append_args(b);
                 },
-                OCg, N, K, batches, g.N * g.OC * (pool ? PH * PW : g.OH * g.OW), b.arg_out(0)};
+                OCg, N, K, batches, pool ? -1 : g.N * g.OC * g.OH * g.OW, b.arg_out(0)};
     emit_variant(b, t, l, pool ? " -DPOOL2" : "", tail);
   };
   std::string key = key_of(pool ? "conv2d_gemm_pool2_tf32" : "conv2d_gemm_tf32",
                            {g.N, g.C, g.H, g.W, g.OC, g.OH, g.OW, g.KH, g.KW, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw,
                             g.groups});
-  emit_tuned(b, key, OCg, N, batches, emit);
-  return true;
+  return emit_tuned(b, key, OCg, N, K, batches, pool ? -1 : g.N * g.OC * g.OH * g.OW, emit);
 }
 
 bool launch_gemm_mma(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const TensorArg& C, const TensorArg& Y,
@@ -228,8 +246,8 @@ bool launch_gemm_mma(NodeBuilder& b, const TensorArg& A, const TensorArg& B, con
                 g.M, g.N, g.K, nb, nb * g.M * g.N, Y};
     emit_variant(b, t, l, "", tail);
   };
-  emit_tuned(b, key_of("gemm_tf32", {g.M, g.N, g.K, nb, g.a_sk == 1, g.b_sn == 1}), g.M, g.N, nb, emit);
-  return true;
+  return emit_tuned(b, key_of("gemm_tf32", {g.M, g.N, g.K, nb, g.a_sk == 1, g.b_sn == 1}), g.M, g.N, g.K, nb,
+                    nb * g.M * g.N, emit);
 }
 
 }  // namespace texplan::runtime
