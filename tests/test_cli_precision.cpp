@@ -26,6 +26,7 @@ TEST(CliPrecision, Tf32WithoutTensorCoresWarnsAndRunsExactFp32) {
   EXPECT_NE(r.out.find("precision   fp32 (exact)"), std::string::npos) << r.out;
   nlohmann::json j = nlohmann::json::parse(std::ifstream(json));
   EXPECT_EQ(j["precision"], "fp32");
+  EXPECT_TRUE(j["tf32_nodes"].empty());
   EXPECT_EQ(j["tolerance"].get<double>(), 1e-4);  // fp32's, since fp32 ran
   EXPECT_LE(j["rel_error"].get<double>(), 1e-4);
   std::filesystem::remove(json);

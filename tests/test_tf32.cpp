@@ -67,6 +67,8 @@ HostTensor run_case(const Case& c, runtime::Precision precision, HostTensor& exp
   opt.precision = precision;
   runtime::Session s(g, pin, plan, dev, opt);
   if (used) *used = s.precision();
+  // The precision a node ran in is reported: all or none of this one node.
+  EXPECT_EQ(s.tf32_nodes().size(), s.precision() == runtime::Precision::Tf32 ? 1u : 0u) << c.name;
   if (launches) *launches = s.kernel_launches();
   EXPECT_TRUE(s.fallback_nodes().empty()) << c.name;
   return s.run(c.inputs)[0];

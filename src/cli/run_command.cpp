@@ -246,7 +246,7 @@ int run_command(const RunArgs& a) {
   Timing timing;
   int64_t activation_bytes = 0;
   int guard_violations = 0;
-  std::vector<std::string> fallback, offloaded;
+  std::vector<std::string> fallback, offloaded, tf32_nodes;
   json partition_ms;
 
   if (on_cpu) {
@@ -269,6 +269,7 @@ int run_command(const RunArgs& a) {
     weight_bytes = session.weight_bytes();
     fallback = session.fallback_nodes();
     offloaded = session.offloaded_nodes();
+    tf32_nodes = session.tf32_nodes();
     if (a.bench > 0) timing = time_runs(a.bench, [&] { session.run(inputs); });
     report["device"] = device->info().name + " (" + device->info().platform + ")";
     if (a.profile) {
@@ -301,6 +302,7 @@ int run_command(const RunArgs& a) {
     }
   }
   report["precision"] = runtime::precision_name(precision);
+  report["tf32_nodes"] = tf32_nodes;
   report["optimization"] = optimize_json(optimized, {});
   report["raw_lower_bound_bytes"] = optimized.raw_lower_bound_bytes;
   if (tuning)
@@ -340,9 +342,11 @@ int run_command(const RunArgs& a) {
 
   std::cout << "model       " << g.model_name << " (" << g.nodes.size() << " nodes)\n";
   std::cout << "device      " << report["device"].get<std::string>() << "\n";
-  std::cout << "precision   " << runtime::precision_name(precision)
-            << (precision == runtime::Precision::Tf32 ? " (Conv/Gemm/MatMul inputs rounded to tf32, fp32 sums)" : " (exact)")
-            << "\n";
+  std::cout << "precision   " << runtime::precision_name(precision);
+  if (precision == runtime::Precision::Tf32)
+    std::cout << ": " << tf32_nodes.size() << " node(s) on tensor cores, inputs rounded to tf32, fp32 sums; the rest exact\n";
+  else
+    std::cout << " (exact)\n";
   std::cout << "activations " << human_bytes(activation_bytes) << " allocated (" << activation_bytes
             << " B), lower bound " << human_bytes(lower_bound) << " (" << std::fixed << std::setprecision(3)
             << (lower_bound ? double(activation_bytes) / double(lower_bound) : 1.0) << "x), strategy " << strategy

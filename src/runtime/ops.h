@@ -133,6 +133,7 @@ class NodeBuilder {
   // Matrix products (conv, GEMM) may round inputs to tf32 on tensor cores
   // (SessionOptions::precision; set only where the device has them): ops_mma.h.
   bool tf32 = false;
+  bool used_tf32 = false;  // set by a lowering that prepared tf32 kernels
 
   // Prepares kernel `name` from src/kernels/`src.file` with `args`
   // (TensorArg, int, float, Dims) for the given range.

@@ -128,7 +128,7 @@ void emit_variant(NodeBuilder& b, const MmaTiles& t, const MmaLaunch& l, const s
 bool emit_tuned(NodeBuilder& b, const std::string& key, int64_t M, int64_t N, int64_t K, int64_t batches,
                 int64_t total, const std::function<void(const MmaTiles&)>& emit) {
   for (const MmaTiles& t : kMmaTiles)
-    if (forced_variant == t.name) return emit(t), true;
+    if (forced_variant == t.name) return emit(t), b.used_tf32 = true;
   const MmaTiles* chosen = choose_mma_tiles(b, M, N, K, batches, total);
   if (!chosen) return false;
   const MmaTiles& guess = *chosen;
@@ -150,7 +150,7 @@ bool emit_tuned(NodeBuilder& b, const std::string& key, int64_t M, int64_t N, in
     return ms;
   });
   emit(kMmaTiles[i]);
-  return true;
+  return b.used_tf32 = true;
 }
 
 std::string key_of(const char* kernel, std::initializer_list<int64_t> v) {

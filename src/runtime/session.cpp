@@ -76,6 +76,7 @@ struct Session::Impl {
   std::vector<Step> steps;
   std::vector<std::string> fallback;
   std::vector<std::string> offloaded;
+  std::vector<std::string> tf32_nodes;
   int launches = 0;
   double last_ms = 0;
   std::vector<GuardViolation> violations;
@@ -312,6 +313,7 @@ struct Session::Impl {
           b.buffers.clear();
         } else if (lower_node(b)) {
           std::swap(step.launches, b.launches);
+          if (b.used_tf32) tf32_nodes.push_back(node.name + " (" + node.op_type + ")");
         } else {
           if (!reference::supports(node.op_type))
             throw Error("unsupported operator: no OpenCL kernel and no CPU reference");
@@ -632,6 +634,7 @@ int64_t Session::weight_bytes() const { return impl_->weight_bytes; }
 int Session::kernel_launches() const { return impl_->launches; }
 const std::vector<std::string>& Session::fallback_nodes() const { return impl_->fallback; }
 const std::vector<std::string>& Session::offloaded_nodes() const { return impl_->offloaded; }
+const std::vector<std::string>& Session::tf32_nodes() const { return impl_->tf32_nodes; }
 const std::vector<GuardViolation>& Session::guard_violations() const { return impl_->violations; }
 const std::vector<NodeTime>& Session::node_times() const { return impl_->times; }
 const Device& Session::device() const { return *impl_->dev; }
