@@ -2,7 +2,7 @@
 # Runs THERE, on the GPU machine (after pack.sh, with texplan_conv_bench packed
 # for -c): --precision tf32 against exact fp32 (issue 7, docs/precision.md).
 #
-#   scripts/device/gpu_tf32.sh [-n RUNS] [-c] [-F FILTER] [MODEL ...]
+#   scripts/device/gpu_tf32.sh [-n RUNS] [-c] [-p] [-F FILTER] [MODEL ...]
 #
 #   -c        texplan_conv_bench: every conv shape matching FILTER (-F) with exact fp32
 #             ("auto") and the tf32 variants: GFLOP/s and error against fp32 -> $OUT/conv_tf32.txt
@@ -10,10 +10,12 @@
 #             --check --bench RUNS in fp32, then --precision tf32 --check --guard --bench RUNS;
 #             one line per model in $OUT/tf32_models.txt (ms fp32, ms tf32, speed-up,
 #             rel error of each, guard), the JSON reports in $OUT/tf32/
+#   -p        both model runs with --profile: per-node device times in the reports (which
+#             nodes tf32 makes faster or slower)
 set -uo pipefail
-RUNS=30 CONV=0 FILTER=""
-while getopts "n:cF:h" opt; do
-  case $opt in n) RUNS=$OPTARG ;; c) CONV=1 ;; F) FILTER=$OPTARG ;; *) sed -n '2,14p' "$0"; exit 2 ;; esac
+RUNS=30 CONV=0 FILTER="" PROFILE=""
+while getopts "n:cpF:h" opt; do
+  case $opt in n) RUNS=$OPTARG ;; c) CONV=1 ;; p) PROFILE=--profile ;; F) FILTER=$OPTARG ;; *) sed -n '2,16p' "$0"; exit 2 ;; esac
 done
 shift $((OPTIND - 1))
 cd "$(dirname "$0")/../.."
@@ -28,8 +30,8 @@ fi
 for m in "$@"; do
   d=.dev/models/$m
   [[ -f $d/$m.onnx.data ]] || { echo "$m: no weights in $d (export it: all.sh -s export -m $m)" >>"$OUT/tf32_models.txt"; continue; }
-  timeout 60 texplan run "$d" --device gpu --check --bench "$RUNS" --json "$OUT/tf32/$m.fp32.json" >"$OUT/tf32/$m.fp32.txt" 2>&1
-  timeout 60 texplan run "$d" --device gpu --precision tf32 --check --guard --bench "$RUNS" \
+  timeout 60 texplan run "$d" --device gpu --check --bench "$RUNS" $PROFILE --json "$OUT/tf32/$m.fp32.json" >"$OUT/tf32/$m.fp32.txt" 2>&1
+  timeout 60 texplan run "$d" --device gpu --precision tf32 --check --guard --bench "$RUNS" $PROFILE \
     --json "$OUT/tf32/$m.tf32.json" >"$OUT/tf32/$m.tf32.txt" 2>&1
   env LD_LIBRARY_PATH="$TEXPLAN_SYSTEM_LD_LIBRARY_PATH" python3 - "$OUT/tf32" "$m" >>"$OUT/tf32_models.txt" <<'PY'
 import json, sys
