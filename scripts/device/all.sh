@@ -5,6 +5,7 @@
 # (export_models.py, fixed seed, TorchScript exporter) into .dev/models, so
 # the other scripts find them as packed models; then it runs, each under its
 # own time limit, with a fuzz burst in the background if .dev/fuzz exists:
+#   gputests step             every packed test_* binary on the GPU (TEXPLAN_TEST_DEVICE=gpu)
 #   texplan_conv_bench        convolution kernel variants (issue 7)
 #   gpu_optimize.sh           optimizations on/off, guarded buffer/pools/views (issues 5, 4)
 #   gpu_textures.sh           textures against buffers (issue 4)
@@ -16,14 +17,15 @@
 #   gpu_bench.sh -X           PyTorch eager / CUDA graph / memory over the zoo
 # and last scripts/device/summary.py: one speed table from all of them (summary.md).
 #
-#   scripts/device/all.sh [-n RUNS] [-F FUZZ_SECONDS] [-f CLBLAST_FRACTION] [-s "STEPS"] [-m "MODELS"]
-#     STEPS: any of export conv optimize textures offload offload+torch tf32 profile torch
+#   scripts/device/all.sh [-n RUNS] [-F FUZZ_SECONDS] [-f CLBLAST_FRACTION] [-c CONV_BENCH_ARGS]
+#                         [-s "STEPS"] [-m "MODELS"]
+#     STEPS: any of export gputests conv optimize textures offload offload+torch tf32 profile torch
 #            (default: all but offload+torch)
 set -uo pipefail
-RUNS=30 FUZZ=0 FRACTION=0 STEPS="export conv optimize textures offload tf32 profile torch" MODELS=""
-while getopts "n:F:f:s:m:h" opt; do
-  case $opt in n) RUNS=$OPTARG ;; F) FUZZ=$OPTARG ;; f) FRACTION=$OPTARG ;; s) STEPS=$OPTARG ;; m) MODELS=$OPTARG ;;
-    *) sed -n '2,21p' "$0"; exit 2 ;; esac
+RUNS=30 FUZZ=0 FRACTION=0 CONV_ARGS="" STEPS="export conv optimize textures offload tf32 profile torch" MODELS=""
+while getopts "n:F:f:c:s:m:h" opt; do
+  case $opt in n) RUNS=$OPTARG ;; c) CONV_ARGS=$OPTARG ;; F) FUZZ=$OPTARG ;; f) FRACTION=$OPTARG ;; s) STEPS=$OPTARG ;; m) MODELS=$OPTARG ;;
+    *) sed -n '2,23p' "$0"; exit 2 ;; esac
 done
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/out-gpu}
@@ -55,19 +57,38 @@ if has export; then
     # torch exports BERT's attention (scaled_dot_product_attention) only from
     # opset 14 on: a model that fails at 13 is tried again at 14.
     sed 's/opset_version=13/opset_version=14/' "$zoo/export.py" >"$zoo/export14.py"
+    export_one() {  # MODEL: exports into $zoo/MODEL, then copies it into .dev/models
+      local n=$1
+      if [[ ! -f $zoo/$n/$n.onnx.data ]] &&
+         ! timeout 150 env LD_LIBRARY_PATH="$TEXPLAN_SYSTEM_LD_LIBRARY_PATH" python3 "$zoo/export.py" "$zoo" "$n" >"$zoo/$n.log" 2>&1 &&
+         ! timeout 150 env LD_LIBRARY_PATH="$TEXPLAN_SYSTEM_LD_LIBRARY_PATH" python3 "$zoo/export14.py" "$zoo" "$n" >>"$zoo/$n.log" 2>&1; then
+        echo "export of $n failed (see export_log.txt)"; return 1
+      fi
+      rm -rf ".dev/models/$n"; cp -r "$zoo/$n" ".dev/models/$n"
+    }
+    # Four at a time (the machine has 16 cores); a machine still warm from an
+    # earlier call kept its exports in /tmp and only copies them.
     for n in "${missing[@]}"; do
-      # A machine still warm from an earlier call kept its exports in /tmp.
-      if [[ -f $zoo/$n/$n.onnx.data ]]; then rm -rf ".dev/models/$n"; cp -r "$zoo/$n" ".dev/models/$n"; continue; fi
-      if timeout 120 env LD_LIBRARY_PATH="$TEXPLAN_SYSTEM_LD_LIBRARY_PATH" python3 "$zoo/export.py" "$zoo" "$n" >>"$OUT/export_log.txt" 2>&1 ||
-         timeout 120 env LD_LIBRARY_PATH="$TEXPLAN_SYSTEM_LD_LIBRARY_PATH" python3 "$zoo/export14.py" "$zoo" "$n" >>"$OUT/export_log.txt" 2>&1; then
-        rm -rf ".dev/models/$n"; cp -r "$zoo/$n" ".dev/models/$n"
-      else echo "export of $n failed (see export_log.txt)"; fi
+      while (($(jobs -rp | wc -l) >= 4)); do wait -n; done
+      export_one "$n" &
     done
+    wait
+    cat "$zoo"/*.log >>"$OUT/export_log.txt" 2>/dev/null
   fi
 fi
 models=($MODELS)
 
-has conv && { stamp conv; timeout 120 .dev/bin/texplan_conv_bench --device gpu --json "$OUT/conv_bench.json" >"$OUT/conv_bench.txt" 2>&1 || echo "conv bench: exit $?"; }
+if has gputests; then
+  stamp gputests
+  for t in .dev/bin/test_*; do
+    [[ -x $t ]] || continue
+    echo "== $(basename "$t") on the GPU"
+    TEXPLAN_TEST_DEVICE=gpu timeout 240 "$t" 2>&1 | grep -E '^\[  (PASSED|FAILED) |^\[  FAILED|Failure|error' | head -30
+  done >"$OUT/gputests.txt" 2>&1
+  cat "$OUT/gputests.txt"
+fi
+# -c "ARGS": e.g. -c "--filter stem" (the full bench times every variant of every shape)
+has conv && { stamp conv; timeout 200 .dev/bin/texplan_conv_bench --device gpu $CONV_ARGS --json "$OUT/conv_bench.json" >"$OUT/conv_bench.txt" 2>&1 || echo "conv bench: exit $?"; }
 has optimize && { stamp optimize; timeout 200 scripts/device/gpu_optimize.sh -n "$RUNS" -t 60 "${models[@]}" >/dev/null 2>&1 || echo "optimize: exit $?"; }
 has textures && { stamp textures; timeout 200 scripts/device/gpu_textures.sh -n "$RUNS" -t 60 "${models[@]}" >/dev/null 2>&1 || echo "textures: exit $?"; }
 has offload && { stamp offload; timeout 200 scripts/device/offload_bench.sh -T -f "$FRACTION" -n "$RUNS" -t 60 "${models[@]}" >"$OUT/offload_log.txt" 2>&1 || echo "offload: exit $?"; }
@@ -87,5 +108,5 @@ fi
 has profile && { stamp profile; timeout 200 scripts/device/gpu_profile.sh -n "$RUNS" -t 60 "${models[@]}" >/dev/null 2>&1 || echo "profile: exit $?"; }
 has torch && { stamp torch; timeout 200 scripts/device/gpu_bench.sh -X -n "$RUNS" >"$OUT/torch_log.txt" 2>&1 || echo "torch: exit $?"; }
 stamp done
-[[ -d $OUT/optimize ]] && syspython scripts/device/summary.py "$OUT" | tee "$OUT/summary.md"
+syspython scripts/device/summary.py "$OUT" | tee "$OUT/summary.md"
 if [[ -n ${FUZZ_PID:-} ]]; then stamp "waiting for the fuzz burst"; wait "$FUZZ_PID"; tail -12 "$OUT/fuzz_log.txt"; fi

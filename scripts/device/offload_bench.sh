@@ -50,7 +50,7 @@ main() {
     # any timed run, and let every model and mode load them from the cache.
     echo "== CLBlast tuning over $FRACTION of the search space (texplan run ${models[0]} --clblast-tune)"
     local t0=$SECONDS
-    timeout 400 texplan run ".dev/models/${models[0]}" --device gpu --offload clblast --tuning-cache "$cache" \
+    timeout 150 texplan run ".dev/models/${models[0]}" --device gpu --offload clblast --tuning-cache "$cache" \
       --clblast-tune "$FRACTION" --bench 1 || { echo "CLBlast tuning: exit status $?"; failed=1; }
     echo "CLBlast tuning took $((SECONDS - t0)) s"
   fi

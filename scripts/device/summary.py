@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """One speed table from what scripts/device/all.sh left in OUT (issue 7): per model,
-texplan optimized (exact fp32; the tuned run when the profile step ran), texplan with
+texplan optimized (exact fp32: step optimize's run, else step offload+torch's
+--offload none run; the tuned run when the profile step ran), texplan with
 --precision tf32 (step tf32), PyTorch eager at its defaults and its CUDA-graph replay
 (step torch), all from the same call, as ratios to eager.
 
@@ -20,15 +21,21 @@ def load(*p):
 
 
 torch = {r["model"]: r for r in (load("torch.json") or [])}
-names = sorted({f.rsplit("_on.json", 1)[0] for f in os.listdir(os.path.join(out, "optimize"))
-                if f.endswith("_on.json")} if os.path.isdir(os.path.join(out, "optimize")) else [])
+own = {}  # model -> texplan run --json of exact fp32 with every optimization on
+if os.path.isdir(os.path.join(out, "optimize")):
+    for f in os.listdir(os.path.join(out, "optimize")):
+        if f.endswith("_on.json"):
+            own[f.rsplit("_on.json", 1)[0]] = load("optimize", f) or {}
+for r in load("offload.json") or []:
+    own.setdefault(r["model"], (r.get("none") or {}).get("result") or {})
+names = sorted(own)
 if not names:
-    sys.exit("summary: no optimize/*_on.json in " + out)
+    sys.exit("summary: neither optimize/*_on.json nor offload.json in " + out)
 print(f"{'model':20} {'texplan ms':>10} {'tuned ms':>9} {'tf32 ms':>8} {'tf32 err':>9} {'eager ms':>9} "
       f"{'graph ms':>9} {'best/eager':>10} {'tf32/eager':>10}")
 ratios, tf_ratios = [], []
 for n in names:
-    on = load("optimize", n + "_on.json") or {}
+    on = own[n]
     tuned = load("profile", n + "_tuned.json") or {}
     tf = load("tf32", n + ".json") or {}
     e = torch.get(n, {})
