@@ -523,10 +523,19 @@ TEST(FusedKernels, ConvSplitK) {
                   {random_tensor({1, 40, 6, 6}), random_tensor({24, 40, 3, 3}, -1, 1, 2), random_tensor({24}, -1, 1, 3)},
                   {}};
   expect_kernels(plain, {"splitk_zero", "conv2d_gemm"});
-  // Y over the residual (in place): not split.
+  // Y over the residual (in place, ResNet's blocks): the slices add onto the
+  // residual Y already holds, then the rest of the program (Relu) in place.
   FusedCase in_place = fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1);
   in_place.output_over = 3;
-  expect_kernels(in_place, {"conv2d_gemm"});
+  expect_kernels(in_place, {"conv2d_gemm", "splitk_finish"});
+  // Nothing after the residual Add: the slices alone.
+  FusedCase add_only = fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, {"Add x1 x0"}, 1);
+  add_only.output_over = 3;
+  expect_kernels(add_only, {"conv2d_gemm"});
+  // The residual read again after the Add (Y no longer holds it): not split.
+  FusedCase reread = fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, {"Add x0 x1", "Mul t0 x1"}, 1);
+  reread.output_over = 3;
+  expect_kernels(reread, {"conv2d_gemm"});
   // K too shallow for two slices (K = 27 < 2 x TK): not split.
   expect_kernels(fused_conv({1, 3, 8, 8}, {4, 3, 3, 3}, {}, true, {}, 0), {"conv2d_gemm"});
   // More slices asked than K has TK-deep ones (K = 36): 3 of 16, 16, 4.
@@ -548,11 +557,11 @@ TEST(FusedKernels, MatMulSplitK) {
   // Batched with broadcast batch dims, strided bias, Gelu; K = 75.
   mm(random_tensor({2, 3, 5, 75}), random_tensor({3, 75, 6}, -1, 1, 2), {random_tensor({1, 3, 1, 6}, -1, 1, 3)},
      {"Add x0 x1", "Gelu t0"}, kSplitGemmPasses);
-  // Residual of Y's shape; in place over it: not split.
+  // Residual of Y's shape; in place over it: the slices add onto it.
   mm(random_tensor({37, 100}), random_tensor({100, 21}, -1, 1, 2), {random_tensor({37, 21}, -1, 1, 3)}, {"Add x0 x1", "Relu t0"},
      kSplitGemmPasses);
   mm(random_tensor({37, 100}), random_tensor({100, 21}, -1, 1, 2), {random_tensor({37, 21}, -1, 1, 3)}, {"Add x0 x1", "Relu t0"},
-     {"gemm"}, 2);
+     {"gemm", "splitk_finish"}, 2);
   // Plain MatMul: no finishing pass.
   FusedCase plain{"MatMul", {random_tensor({9, 64}), random_tensor({64, 11}, -1, 1, 2)}, {}};
   expect_kernels(plain, {"splitk_zero", "gemm"});

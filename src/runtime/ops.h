@@ -193,6 +193,13 @@ struct FusedTail {
   std::vector<Input> inputs;  // buffer operands, in operand order
   bool strided = false;       // any input strided: `dims` is passed last
   Dims dims{};
+  // When the program begins with a residual Add whose operand is Y's own
+  // storage (in-place sharing), Y already holds the residual: split-K adds
+  // its slices onto it instead of onto zeros (`residual`), and then runs
+  // residual_prelude, the program after that Add with the same parameters
+  // (empty: nothing follows the Add).
+  bool residual = false;
+  std::string residual_prelude;
   void append_args(NodeBuilder& b) const;
 };
 
@@ -212,7 +219,7 @@ void force_conv_variant(const std::string& variant);
 bool gpu_kernels_forced();
 // Whether Y's planned storage overlaps an input's (ops_conv.cpp): split-K
 // zeroes Y and adds into it, so it must not.
-bool output_overlaps_input(const NodeBuilder& b);
+bool output_overlaps_input(const NodeBuilder& b, int except = -1);  // input `except` not counted
 // FusedConvMaxPool with overlapping windows: "direct" (conv2d_maxpool, one
 // work-item per pooled output) or "tiled:<tile>" (conv2d_maxpool_tiled with
 // that tile, the direct kernel where it does not fit local memory), for

@@ -253,12 +253,12 @@ Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int6
 // Whether Y's planned storage overlaps an input's (in-place sharing, e.g. a
 // residual): split-K zeroes Y before the slices read the inputs and adds
 // into it, so it must not.
-bool output_overlaps_input(const NodeBuilder& b) {
+bool output_overlaps_input(const NodeBuilder& b, int except) {
   const TensorArg y = b.arg_out(0);
   const int64_t ye = int64_t(element_size(b.out(0).dtype));
   const int64_t y0 = int64_t(y.offset) * ye, y1 = y0 + element_count(b.out(0).shape) * ye;
   for (int i = 0; i < b.inputs(); ++i) {
-    if (!b.has_in(i)) continue;
+    if (!b.has_in(i) || i == except) continue;
     const TensorArg x = b.arg_in(i);
     const int64_t xe = int64_t(element_size(b.in(i).dtype));
     const int64_t x0 = int64_t(x.offset) * xe, x1 = x0 + element_count(b.in(i).shape) * xe;
@@ -270,11 +270,12 @@ bool output_overlaps_input(const NodeBuilder& b) {
 namespace {
 
 // Whether a GEMM of depth K into Y (total elements) may be split: K deep
-// enough for two slices, Y over no input. The epilogue always runs as a
-// separate pass: it reads its operands at Y's index only, and (Y over none
-// of them) they still hold the same values after the slices.
-bool split_k_allowed(const NodeBuilder& b, int64_t K, int64_t total) {
-  return K >= 2 * kTK && total <= INT32_MAX && !output_overlaps_input(b);
+// enough for two slices, Y over no input, or over exactly the residual of a
+// tail with a residual form (the slices then add onto it). The epilogue
+// always runs as a separate pass: it reads its operands at Y's index only,
+// and (Y over none of them) they still hold the same values after the slices.
+bool split_k_allowed(const NodeBuilder& b, int64_t K, int64_t total, const FusedTail& tail) {
+  return K >= 2 * kTK && total <= INT32_MAX && (!output_overlaps_input(b) || tail.residual);
 }
 
 // "kernel 1,2,3": a tuning cache key.
@@ -315,12 +316,19 @@ struct GemmArgs {
 // Split-K's passes around the slices' launch (prepared between them): Y's
 // `total` elements zeroed, and after the slices the epilogue in place, where
 // there is one.
-void launch_splitk_zero(NodeBuilder& b, const Source& split, const TensorArg& Y, int64_t total) {
+// With Y over its residual (FusedTail::residual), nothing is zeroed
+// and the finish pass runs the program after the residual Add.
+bool splits_onto_residual(const NodeBuilder& b, const FusedTail& tail) {
+  return tail.residual && output_overlaps_input(b);
+}
+void launch_splitk_zero(NodeBuilder& b, const Source& split, const TensorArg& Y, int64_t total, const FusedTail& tail) {
+  if (splits_onto_residual(b, tail)) return;
   b.launch(split, "splitk_zero", linear_range(total), Y, i32(total));
 }
 void launch_splitk_finish(NodeBuilder& b, const TensorArg& Y, int64_t total, const FusedTail& tail) {
-  if (tail.prelude.empty()) return;
-  b.launch(Source("gemm.cl", "", tail.prelude), "splitk_finish", linear_range(total), Y, i32(total));
+  const std::string& prelude = splits_onto_residual(b, tail) ? tail.residual_prelude : tail.prelude;
+  if (prelude.empty()) return;
+  b.launch(Source("gemm.cl", "", prelude), "splitk_finish", linear_range(total), Y, i32(total));
   tail.append_args(b);
 }
 
@@ -351,7 +359,7 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
                           {16, 16, 1});
     if (v.splits > 1) {
       Source split = split_source(t, b);
-      launch_splitk_zero(b, split, Y, total);
+      launch_splitk_zero(b, split, Y, total, tail);
       b.launch(split, "gemm", r, A, B, C, Y, i32(g.M), i32(g.N), i32(g.K), i32(g.a_sm), i32(g.a_sk), i32(g.b_sk),
                i32(g.b_sn), i32(g.c_sm), i32(g.c_sn), cl_int(g.has_c), g.alpha, g.beta, batch_dims(g.batch),
                to_dims(g.a_sb, 0), to_dims(g.b_sb, 0), to_dims(g.c_sb, 0), i32(v.splits), i32(v.kslice));
@@ -364,7 +372,7 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
     tail.append_args(b);
   };
   emit(pick_variant(b, shape_key("gemm", {g.M, g.N, g.K, nb, g.a_sk == 1, g.b_sn == 1}), g.M, g.N, g.K, nb,
-                    split_k_allowed(b, g.K, total), emit));
+                    split_k_allowed(b, g.K, total, tail), emit));
 }
 
 // The pool of a FusedConvMaxPool: window, strides, begin pads, dilations.
@@ -546,7 +554,7 @@ bool lower_conv(NodeBuilder& b, const FusedTail& tail) {
                           {16, 16, 1});
     if (v.splits > 1) {
       Source split = split_source(t, b);
-      launch_splitk_zero(b, split, b.arg_out(0), total);
+      launch_splitk_zero(b, split, b.arg_out(0), total, tail);
       b.launch(split, "conv2d_gemm", r, b.arg_in(0), b.arg_in(1), bias, b.arg_out(0), cl_int(has_bias), i32(g.C),
                i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW), i32(g.KH), i32(g.KW), i32(g.sh), i32(g.sw),
                i32(g.ph), i32(g.pw), i32(g.dh), i32(g.dw), i32(g.groups), i32(v.splits), i32(v.kslice));
@@ -560,7 +568,7 @@ bool lower_conv(NodeBuilder& b, const FusedTail& tail) {
   };
   std::string key = shape_key("conv2d_gemm", {g.N, g.C, g.H, g.W, g.OC, g.OH, g.OW, g.KH, g.KW, g.sh, g.sw, g.ph,
                                               g.pw, g.dh, g.dw, g.groups});
-  emit(pick_variant(b, key, OCg, g.OH * g.OW, K, g.N * g.groups, !forced().taps && split_k_allowed(b, K, total),
+  emit(pick_variant(b, key, OCg, g.OH * g.OW, K, g.N * g.groups, !forced().taps && split_k_allowed(b, K, total, tail),
                     emit));
   return true;
 }

@@ -44,6 +44,35 @@ bool make_tail(NodeBuilder& b, int first, bool value_x0, FusedTail& tail) {
     for (size_t k = 0; k < tail.inputs.size(); ++k) tail.inputs[k].strides = to_dims(c.strides[k + 1], 0);
   }
   tail.prelude = epilogue_cl(e, reads);
+  // The residual form (FusedTail::residual_prelude): the first instruction
+  // adds the kernel's value x0 and an input xj stored exactly where Y is,
+  // and nothing after it reads xj (Y holds the sum by then).
+  if (value_x0 && !e.code.empty() && e.code[0].op == "Add" && e.code[0].args.size() == 2) {
+    const auto& a = e.code[0].args;
+    auto input = [](const EpilogueOperand& o, int k) { return o.kind == EpilogueOperand::Kind::Input && o.index == k; };
+    int j = input(a[0], 0) ? a[1].index : input(a[1], 0) ? a[0].index : -1;
+    bool other_is_input = j > 0 && (input(a[0], j) || input(a[1], j));
+    if (other_is_input && reads[size_t(j)] == EpilogueRead::Direct) {
+      const TensorArg x = b.arg_in(first + j - 1), y = b.arg_out(0);
+      bool same_storage = x.mem == y.mem && x.offset == y.offset;
+      Epilogue rest;
+      bool reads_j = false;
+      for (size_t k = 1; k < e.code.size(); ++k) {
+        EpilogueInstr in = e.code[k];
+        for (EpilogueOperand& o : in.args) {
+          if (input(o, j)) reads_j = true;
+          if (o.kind != EpilogueOperand::Kind::Temp) continue;
+          if (o.index == 0) o = EpilogueOperand{EpilogueOperand::Kind::Input, 0, 0};  // the sum: Y's value
+          else --o.index;
+        }
+        rest.code.push_back(in);
+      }
+      if (same_storage && !reads_j && !output_overlaps_input(b, first + j - 1)) {
+        tail.residual = true;
+        if (!rest.code.empty()) tail.residual_prelude = epilogue_cl(rest, reads);
+      }
+    }
+  }
   return true;
 }
 
