@@ -141,6 +141,38 @@ TEST(Optimize, FusesFoldsShares) {
   EXPECT_EQ(s.offset[b], g.tensors[a].bytes());
 }
 
+// Pool fusion where it can lower the peak only: a conv output under 1/16 of
+// the largest activation keeps its MaxPool (on GPUs its conv may split K).
+TEST(Optimize, PoolFusesIntoLargeConvsOnly) {
+  std::mt19937 rng(3);
+  Graph g;
+  g.model_name = "pools";
+  const int x = tensor(g, "x", {1, 4, 64, 64});
+  g.tensors[x].is_input = true;
+  g.inputs = {x};
+  const Attribute k2 = Attribute::of_ints({2, 2});
+  const int c1 = tensor(g, "c1", {1, 4, 64, 64});  // 64 KiB: the largest activation
+  node(g, "Conv", {x, weight(g, "w1", {4, 4, 3, 3}, rng)}, {c1}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}});
+  const int p1 = tensor(g, "p1", {1, 4, 32, 32});
+  node(g, "MaxPool", {c1}, {p1}, {{"kernel_shape", k2}, {"strides", k2}});
+  const int c2 = tensor(g, "c2", {1, 1, 16, 16});  // 1 KiB: under 1/16 of it
+  node(g, "Conv", {p1, weight(g, "w2", {1, 4, 1, 1}, rng)}, {c2}, {{"strides", k2}});
+  const int y = tensor(g, "y", {1, 1, 8, 8});
+  node(g, "MaxPool", {c2}, {y}, {{"kernel_shape", k2}, {"strides", k2}});
+  g.tensors[y].is_output = true;
+  g.outputs = {y};
+  g.topological_sort();
+  const HostTensor in = random_tensor({1, 4, 64, 64}, rng);
+  const HostTensor expected = run_cpu(g, in);
+  Graph opt = g;
+  EXPECT_EQ(optimize(opt, {}).fused_pool, 1);
+  int pools = 0, fused = 0;
+  for (const auto& n : opt.nodes) pools += n.op_type == "MaxPool", fused += n.op_type == "FusedConvMaxPool";
+  EXPECT_EQ(fused, 1);
+  EXPECT_EQ(pools, 1);
+  expect_close(run_cpu(opt, in), expected);
+}
+
 TEST(Optimize, ElidedConcatThatCannotBeLaidOutIsAnError) {
   std::mt19937 rng(9);
   Graph g = sample(rng);
