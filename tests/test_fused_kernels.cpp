@@ -14,6 +14,7 @@
 #include "reference/reference_ops.h"
 #include "runtime/epilogue_cl.h"
 #include "runtime/ops.h"
+#include "runtime/ops_mma.h"
 #include "runtime/profile.h"
 #include "runtime/session.h"
 #include "runtime/tuning.h"
@@ -31,6 +32,7 @@ struct FusedCase {
   std::vector<HostTensor> inputs;  // empty shape with no bytes: omitted (-1)
   std::map<std::string, Attribute> attrs;
   int output_over = -1;  // in-place: the output shares this input's storage
+  bool tf32 = false;     // --precision tf32's kernels (emulated off NVIDIA: force_tf32_emulation)
 };
 
 bool omitted(const HostTensor& t) { return t.bytes.empty() && t.shape.empty(); }
@@ -87,6 +89,7 @@ bool run_on_device(const FusedCase& c, HostTensor& out, const Shape& out_shape,
   bool lowered = false;
   {
     runtime::NodeBuilder b(*dev, g, g.nodes[0], [&](int t) { return runtime::Location{pool, offset.at(size_t(t)) * 4}; });
+    b.tf32 = c.tf32;
     // FusedConvMaxPool is not in lower_node's table yet (ops.h says why).
     lowered = c.op == "FusedConvMaxPool" ? runtime::lower_fused_conv_maxpool(b) : runtime::lower_node(b);
     for (const runtime::Launch& l : b.launches) {
@@ -544,6 +547,25 @@ TEST(FusedKernels, ConvSplitK) {
                  kSplitPasses);
   EXPECT_THROW(runtime::force_conv_variant("64x64/x2"), Error);
   EXPECT_THROW(runtime::force_conv_variant("taps:64x64/s2"), Error);
+}
+
+// tf32's split-K (gemm_mma.cl, the mma emulated here) onto the residual Y
+// holds in place, as the fp32 kernels do: no zeroing, the Relu after.
+TEST(FusedKernels, Tf32SplitKOntoTheResidual) {
+  GpuKernels gpu("gpu");
+  runtime::force_tf32_emulation(true, 3);
+  FusedCase in_place = fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1);
+  in_place.output_over = 3;
+  in_place.tf32 = true;
+  std::vector<std::string> kernels;
+  expect_matches_reference(in_place, 5e-3, &kernels);
+  EXPECT_EQ(kernels, (std::vector<std::string>{"conv2d_gemm", "splitk_finish"}));
+  FusedCase apart = in_place;
+  apart.output_over = -1;
+  kernels.clear();
+  expect_matches_reference(apart, 5e-3, &kernels);
+  EXPECT_EQ(kernels, kSplitPasses);
+  runtime::force_tf32_emulation(false);
 }
 
 TEST(FusedKernels, MatMulSplitK) {

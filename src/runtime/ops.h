@@ -220,6 +220,12 @@ bool gpu_kernels_forced();
 // Whether Y's planned storage overlaps an input's (ops_conv.cpp): split-K
 // zeroes Y and adds into it, so it must not.
 bool output_overlaps_input(const NodeBuilder& b, int except = -1);  // input `except` not counted
+// Split-K's passes around the slices (ops_conv.cpp; gemm.cl and gemm_mma.cl):
+// Y zeroed, then the epilogue in place; onto the residual Y already holds
+// (FusedTail::residual) nothing is zeroed and the program after its Add runs.
+bool splits_onto_residual(const NodeBuilder& b, const FusedTail& tail);
+void launch_splitk_zero(NodeBuilder& b, const Source& split, const TensorArg& Y, int64_t total, const FusedTail& tail);
+void launch_splitk_finish(NodeBuilder& b, const TensorArg& Y, int64_t total, const FusedTail& tail);
 // FusedConvMaxPool with overlapping windows: "direct" (conv2d_maxpool, one
 // work-item per pooled output) or "tiled:<tile>" (conv2d_maxpool_tiled with
 // that tile, the direct kernel where it does not fit local memory), for

@@ -267,6 +267,25 @@ bool output_overlaps_input(const NodeBuilder& b, int except) {
   return false;
 }
 
+// Split-K's passes around the slices' launch (prepared between them): Y's
+// `total` elements zeroed, and after the slices the epilogue in place, where
+// there is one.
+// With Y over its residual (FusedTail::residual), nothing is zeroed
+// and the finish pass runs the program after the residual Add.
+bool splits_onto_residual(const NodeBuilder& b, const FusedTail& tail) {
+  return tail.residual && output_overlaps_input(b);
+}
+void launch_splitk_zero(NodeBuilder& b, const Source& split, const TensorArg& Y, int64_t total, const FusedTail& tail) {
+  if (splits_onto_residual(b, tail)) return;
+  b.launch(split, "splitk_zero", linear_range(total), Y, i32(total));
+}
+void launch_splitk_finish(NodeBuilder& b, const TensorArg& Y, int64_t total, const FusedTail& tail) {
+  const std::string& prelude = splits_onto_residual(b, tail) ? tail.residual_prelude : tail.prelude;
+  if (prelude.empty()) return;
+  b.launch(Source("gemm.cl", "", prelude), "splitk_finish", linear_range(total), Y, i32(total));
+  tail.append_args(b);
+}
+
 namespace {
 
 // Whether a GEMM of depth K into Y (total elements) may be split: K deep
@@ -313,24 +332,7 @@ struct GemmArgs {
   std::vector<int64_t> batch{1}, a_sb{0}, b_sb{0}, c_sb{0};
 };
 
-// Split-K's passes around the slices' launch (prepared between them): Y's
-// `total` elements zeroed, and after the slices the epilogue in place, where
-// there is one.
-// With Y over its residual (FusedTail::residual), nothing is zeroed
-// and the finish pass runs the program after the residual Add.
-bool splits_onto_residual(const NodeBuilder& b, const FusedTail& tail) {
-  return tail.residual && output_overlaps_input(b);
-}
-void launch_splitk_zero(NodeBuilder& b, const Source& split, const TensorArg& Y, int64_t total, const FusedTail& tail) {
-  if (splits_onto_residual(b, tail)) return;
-  b.launch(split, "splitk_zero", linear_range(total), Y, i32(total));
-}
-void launch_splitk_finish(NodeBuilder& b, const TensorArg& Y, int64_t total, const FusedTail& tail) {
-  const std::string& prelude = splits_onto_residual(b, tail) ? tail.residual_prelude : tail.prelude;
-  if (prelude.empty()) return;
-  b.launch(Source("gemm.cl", "", prelude), "splitk_finish", linear_range(total), Y, i32(total));
-  tail.append_args(b);
-}
+
 
 // GEMMs with a single row or column become matrix-vector products; the
 // others take register tiles chosen by choose_tiles.

@@ -61,10 +61,11 @@ constexpr int64_t kMinSliceK = 4 * kBK;   // shallower split-K slices spend more
 
 // Split-K (gemm_mma.cl SPLITK) for grids under one wave of work-groups: at
 // most one wave of (tile, slice) work-groups, slices at least kMinSliceK
-// deep; Y over an input cannot be split (it is zeroed first). Returns the
+// deep; Y over an input cannot be split (it is zeroed first) unless it is
+// the residual the slices may add onto (FusedTail::residual). Returns the
 // number of slices (1: unsplit) and their depth.
 int64_t split_k(const NodeBuilder& b, const MmaTiles& t, int64_t M, int64_t N, int64_t K, int64_t batches,
-                int64_t total, int64_t& kslice) {
+                int64_t total, int64_t& kslice, bool onto_residual) {
   const int64_t cu = std::max(1, b.compute_units()), gr = groups(t, M, N, batches);
   kslice = K;
   if (total < 0) return 1;  // POOL2: a max of partial sums is not their sum's
@@ -75,7 +76,7 @@ int64_t split_k(const NodeBuilder& b, const MmaTiles& t, int64_t M, int64_t N, i
     if (want < 2 || b.device_type() != "gpu") return 1;
     kslice = ceil_div(ceil_div(K, want), kBK) * kBK;
   }
-  if (total > INT32_MAX || output_overlaps_input(b)) return kslice = K, 1;
+  if (total > INT32_MAX || (output_overlaps_input(b) && !onto_residual)) return kslice = K, 1;
   return ceil_div(K, kslice);
 }
 
@@ -87,7 +88,7 @@ int64_t split_k(const NodeBuilder& b, const MmaTiles& t, int64_t M, int64_t N, i
 // (BERT's attention, small FC layers) are latency-bound, and the fp32
 // kernels' small tiles serve them better.
 const MmaTiles* choose_mma_tiles(const NodeBuilder& b, int64_t M, int64_t N, int64_t K, int64_t batches,
-                                 int64_t total) {
+                                 int64_t total, bool onto_residual) {
   const int64_t cu = std::max(1, b.compute_units());
   const MmaTiles* best = nullptr;
   double best_cost = 1e300;
@@ -95,7 +96,7 @@ const MmaTiles* choose_mma_tiles(const NodeBuilder& b, int64_t M, int64_t N, int
   for (const MmaTiles& t : kMmaTiles) {
     double area = double(ceil_div(M, t.bm) * t.bm) * double(ceil_div(N, t.bn) * t.bn);
     if (double(M) * double(N) < 0.75 * area && !(emulate && &t == &kMmaTiles[0])) continue;
-    int64_t kslice = K, splits = split_k(b, t, M, N, K, batches, total, kslice), g = groups(t, M, N, batches) * splits;
+    int64_t kslice = K, splits = split_k(b, t, M, N, K, batches, total, kslice, onto_residual), g = groups(t, M, N, batches) * splits;
     double cost = double(ceil_div(g, cu)) * double(t.bm * t.bn) * double(kslice) / t.speed +
                   (splits > 1 ? 150e3 + 0.25 * double(M * N * batches * splits) : 0.0);
     if (cost < best_cost) best = &t, best_cost = cost, best_groups = g;
@@ -112,13 +113,11 @@ struct MmaLaunch {
 };
 void emit_variant(NodeBuilder& b, const MmaTiles& t, const MmaLaunch& l, const std::string& defines,
                   const FusedTail& tail) {
-  int64_t kslice = l.K, splits = split_k(b, t, l.M, l.N, l.K, l.batches, l.total, kslice);
+  int64_t kslice = l.K, splits = split_k(b, t, l.M, l.N, l.K, l.batches, l.total, kslice, tail.residual);
   if (splits <= 1) return l.product(mma_source(b.device(), t, defines, tail), 1, l.K);
-  b.launch(Source("gemm.cl"), "splitk_zero", linear_range(l.total), l.Y, i32(l.total));
+  launch_splitk_zero(b, Source("gemm.cl"), l.Y, l.total, tail);
   l.product(mma_source(b.device(), t, defines + " -DSPLITK", FusedTail{}), splits, kslice);
-  if (tail.prelude.empty()) return;
-  b.launch(Source("gemm.cl", "", tail.prelude), "splitk_finish", linear_range(l.total), l.Y, i32(l.total));
-  tail.append_args(b);
+  launch_splitk_finish(b, l.Y, l.total, tail);
 }
 
 
@@ -126,10 +125,10 @@ void emit_variant(NodeBuilder& b, const MmaTiles& t, const MmaLaunch& l, const s
 // measures every variant), or chosen by shape; false (nothing emitted)
 // where the shape is better left to the fp32 kernels.
 bool emit_tuned(NodeBuilder& b, const std::string& key, int64_t M, int64_t N, int64_t K, int64_t batches,
-                int64_t total, const std::function<void(const MmaTiles&)>& emit) {
+                int64_t total, bool onto_residual, const std::function<void(const MmaTiles&)>& emit) {
   for (const MmaTiles& t : kMmaTiles)
     if (forced_variant == t.name) return emit(t), b.used_tf32 = true;
-  const MmaTiles* chosen = choose_mma_tiles(b, M, N, K, batches, total);
+  const MmaTiles* chosen = choose_mma_tiles(b, M, N, K, batches, total, onto_residual);
   if (!chosen) return false;
   const MmaTiles& guess = *chosen;
   std::vector<std::string> names;
@@ -222,7 +221,7 @@ bool launch_conv_mma(NodeBuilder& b, const MmaConv& g, bool has_bias, const Tens
   std::string key = key_of(pool ? "conv2d_gemm_pool2_tf32" : "conv2d_gemm_tf32",
                            {g.N, g.C, g.H, g.W, g.OC, g.OH, g.OW, g.KH, g.KW, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw,
                             g.groups});
-  return emit_tuned(b, key, OCg, N, K, batches, pool ? -1 : g.N * g.OC * g.OH * g.OW, emit);
+  return emit_tuned(b, key, OCg, N, K, batches, pool ? -1 : g.N * g.OC * g.OH * g.OW, tail.residual, emit);
 }
 
 bool launch_gemm_mma(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const TensorArg& C, const TensorArg& Y,
@@ -247,7 +246,7 @@ bool launch_gemm_mma(NodeBuilder& b, const TensorArg& A, const TensorArg& B, con
     emit_variant(b, t, l, "", tail);
   };
   return emit_tuned(b, key_of("gemm_tf32", {g.M, g.N, g.K, nb, g.a_sk == 1, g.b_sn == 1}), g.M, g.N, g.K, nb,
-                    nb * g.M * g.N, emit);
+                    nb * g.M * g.N, tail.residual, emit);
 }
 
 }  // namespace texplan::runtime
