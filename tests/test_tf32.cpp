@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <random>
 
 #include "optimize/usage.h"
@@ -16,6 +17,7 @@
 #include "runtime/ops.h"
 #include "runtime/ops_mma.h"
 #include "runtime/session.h"
+#include "runtime/tuning.h"
 #include "test_util.h"
 
 using namespace texplan;
@@ -33,7 +35,9 @@ struct Case {
 // The node alone in a graph, run in a session with `precision`; the
 // reference's result in `expected`.
 HostTensor run_case(const Case& c, runtime::Precision precision, HostTensor& expected,
-                    runtime::Precision* used = nullptr, int* launches = nullptr) {
+                    runtime::Precision* used = nullptr, int* launches = nullptr,
+                    std::shared_ptr<runtime::Device> dev = nullptr, runtime::TuningCache* tuning = nullptr,
+                    bool search = false, int* tf32_nodes = nullptr) {
   Node n;
   n.name = c.name;
   n.op_type = c.op;
@@ -60,15 +64,19 @@ HostTensor run_case(const Case& c, runtime::Precision precision, HostTensor& exp
   y.producer = 0;
   g.outputs.push_back(g.add_tensor(y));
   g.nodes.push_back(n);
-  auto dev = runtime::open_device("pocl");
+  if (!dev) dev = runtime::open_device("pocl");
   PlanInput pin = make_usage_records(g);
   plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
   runtime::SessionOptions opt;
   opt.precision = precision;
+  std::optional<runtime::TuningScope> scope;
+  if (tuning) scope.emplace(tuning, search, *dev);
   runtime::Session s(g, pin, plan, dev, opt);
   if (used) *used = s.precision();
-  // The precision a node ran in is reported: all or none of this one node.
-  EXPECT_EQ(s.tf32_nodes().size(), s.precision() == runtime::Precision::Tf32 ? 1u : 0u) << c.name;
+  // The precision a node ran in is reported: all or none of this one node
+  // (tuning may keep it in fp32: the caller checks tf32_nodes then).
+  if (tf32_nodes) *tf32_nodes = int(s.tf32_nodes().size());
+  else EXPECT_EQ(s.tf32_nodes().size(), s.precision() == runtime::Precision::Tf32 ? 1u : 0u) << c.name;
   if (launches) *launches = s.kernel_launches();
   EXPECT_TRUE(s.fallback_nodes().empty()) << c.name;
   return s.run(c.inputs)[0];
@@ -153,6 +161,39 @@ TEST(Tf32, SplitKMatchesTheReferenceWithinTf32Error) {
     EXPECT_LE(rel_error(run_case(c, runtime::Precision::Tf32, expected, nullptr, &launches), expected), 5e-3)
         << c.name;
     if (c.op != "FusedConvMaxPool") EXPECT_GE(launches, 2) << c.name << ": not split";  // a max does not split
+  }
+}
+
+// `texplan tune --precision tf32` measures the node's exact fp32 lowering
+// among the tiles; where the cache says fp32, the node runs exact fp32.
+TEST(Tf32, TuningMayKeepANodeInFp32) {
+  Emulated emulated;
+  auto dev = runtime::open_device("pocl");
+  for (const Case& c : cases()) {
+    if (c.name != "conv3x3" && c.name != "fused_matmul") continue;  // a conv and a product (PoCL's searches are slow)
+    SCOPED_TRACE(c.name);
+    runtime::TuningCache cache;
+    HostTensor expected;
+    int nodes = -1;
+    run_case(c, runtime::Precision::Tf32, expected, nullptr, nullptr, dev, &cache, /*search=*/true, &nodes);
+    nlohmann::json& entry = cache.entry("texplan", runtime::tuning_device_key(dev->info()));
+    std::string key;
+    for (const auto& [k, v] : entry.items())
+      if (k.find("_tf32") != std::string::npos) key = k;
+    ASSERT_FALSE(key.empty()) << entry.dump();
+    EXPECT_TRUE(entry[key]["ms"].contains("fp32")) << entry[key].dump();  // measured like a tile
+    EXPECT_EQ(nodes, entry[key]["variant"] == "fp32" ? 0 : 1);             // the winner ran
+    // The cache says fp32: exact fp32, no node on tensor cores.
+    entry[key]["variant"] = "fp32";
+    HostTensor out = run_case(c, runtime::Precision::Tf32, expected, nullptr, nullptr, dev, &cache, false, &nodes);
+    EXPECT_EQ(nodes, 0);
+    EXPECT_LE(rel_error(out, expected), 1e-5);
+    // It says a tile: tf32, rounded.
+    entry[key]["variant"] = runtime::mma_tile_variants().front();
+    out = run_case(c, runtime::Precision::Tf32, expected, nullptr, nullptr, dev, &cache, false, &nodes);
+    EXPECT_EQ(nodes, 1);
+    EXPECT_GT(rel_error(out, expected), 1e-6);
+    EXPECT_LE(rel_error(out, expected), 5e-3);
   }
 }
 

@@ -131,23 +131,40 @@ bool emit_tuned(NodeBuilder& b, const std::string& key, int64_t M, int64_t N, in
   const MmaTiles* chosen = choose_mma_tiles(b, M, N, K, batches, total, onto_residual);
   if (!chosen) return false;
   const MmaTiles& guess = *chosen;
+  // The candidates: every tile, and the node's exact fp32 lowering, so that
+  // `texplan tune --precision tf32` keeps in fp32 the nodes tf32 makes
+  // slower (depthwise nets' thin 1x1 convs on the H100).
   std::vector<std::string> names;
   for (const MmaTiles& t : kMmaTiles) names.push_back(t.name);
+  const int fp32 = int(names.size());
+  names.push_back("fp32");
   int i = choose_variant(key, names, int(&guess - kMmaTiles), [&](int v) {
     Device* dev = tuning_device();
     if (!dev) return -1.0;
     const size_t before = b.launches.size();
-    emit(kMmaTiles[v]);
-    double ms = 0;
-    for (size_t k = before; k < b.launches.size(); ++k) {  // split-K's passes too
-      const Launch& l = b.launches[k];
-      double t = ms < 0 ? 0 : time_launch(*dev, l.kernel, l.dims, l.global, l.has_local ? l.local : nullptr);
-      ms = t < 0 ? -1 : ms + t;
-      clReleaseKernel(l.kernel);
+    if (v == fp32) {
+      b.tf32 = false;  // lower_node's fp32 path for this node, as a run without tf32 would
+      bool lowered = lower_node(b);
+      b.tf32 = true;
+      if (!lowered) {
+        for (size_t k = before; k < b.launches.size(); ++k) clReleaseKernel(b.launches[k].kernel);
+        b.launches.resize(before);
+        return -1.0;
+      }
+    } else {
+      emit(kMmaTiles[v]);
     }
+    std::vector<TimedLaunch> timed;  // split-K's passes too, timed together
+    for (size_t k = before; k < b.launches.size(); ++k) {
+      const Launch& l = b.launches[k];
+      timed.push_back({l.kernel, l.dims, l.global, l.has_local ? l.local : nullptr});
+    }
+    double ms = time_launches(*dev, timed);
+    for (size_t k = before; k < b.launches.size(); ++k) clReleaseKernel(b.launches[k].kernel);
     b.launches.resize(before);
     return ms;
   });
+  if (i == fp32) return false;  // the caller goes on with its fp32 kernels
   emit(kMmaTiles[i]);
   return b.used_tf32 = true;
 }
