@@ -294,6 +294,11 @@ TEST(Kernels, Pooling) {
   expect_matches_reference({"MaxPool", {fed(x)}, {{"kernel_shape", Attribute::of_ints({3, 3})}, {"strides", Attribute::of_ints({2, 2})}}});
   expect_matches_reference({"MaxPool", {fed(x)}, {{"kernel_shape", Attribute::of_ints({3, 3})}, {"strides", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({1, 1, 1, 1})}, {"ceil_mode", Attribute::of_int(1)}}});
   expect_matches_reference({"MaxPool", {fed(x)}, {{"kernel_shape", Attribute::of_ints({2, 3})}, {"dilations", Attribute::of_ints({2, 2})}}});
+  // The row kernel on CPUs: asymmetric pads with dilation, windows wider
+  // than the input (no column inside), and a 1D pool.
+  expect_matches_reference({"MaxPool", {fed(x)}, {{"kernel_shape", Attribute::of_ints({3, 2})}, {"strides", Attribute::of_ints({1, 2})}, {"pads", Attribute::of_ints({2, 0, 0, 1})}, {"dilations", Attribute::of_ints({2, 1})}}});
+  expect_matches_reference({"MaxPool", {fed(random_tensor({1, 2, 5, 3}))}, {{"kernel_shape", Attribute::of_ints({3, 4})}, {"pads", Attribute::of_ints({1, 1, 1, 1})}}});
+  expect_matches_reference({"MaxPool", {fed(random_tensor({2, 3, 17}))}, {{"kernel_shape", Attribute::of_ints({4})}, {"strides", Attribute::of_ints({3})}, {"pads", Attribute::of_ints({1, 2})}}});
   expect_matches_reference({"AveragePool", {fed(x)}, {{"kernel_shape", Attribute::of_ints({3, 3})}, {"pads", Attribute::of_ints({1, 1, 1, 1})}}});
   expect_matches_reference({"AveragePool", {fed(x)}, {{"kernel_shape", Attribute::of_ints({3, 3})}, {"pads", Attribute::of_ints({1, 1, 1, 1})}, {"count_include_pad", Attribute::of_int(1)}}});
   expect_matches_reference({"AveragePool", {fed(x)}, {{"kernel_shape", Attribute::of_ints({3, 2})}, {"strides", Attribute::of_ints({2, 2})}, {"ceil_mode", Attribute::of_int(1)}, {"pads", Attribute::of_ints({0, 1, 1, 0})}, {"count_include_pad", Attribute::of_int(1)}}});

@@ -42,8 +42,11 @@ bool lower_pool(NodeBuilder& b) {
   int64_t total = element_count(y);
   if (total == 0) return true;
   if (n.op_type == "MaxPool") {
-    b.launch("pool.cl", "max_pool2d", linear_range(total), b.arg_in(0), b.arg_out(0), i32(total), i32(H), i32(W),
-             i32(OH), i32(OW), i32(KH), i32(KW), i32(sh), i32(sw), i32(ph.begin), i32(pw.begin), i32(dh), i32(dw));
+    const bool rows = b.device_type() == "cpu" && !gpu_kernels_forced();
+    const int64_t items = rows ? total / OW : total;
+    b.launch("pool.cl", rows ? "max_pool2d_rows" : "max_pool2d", linear_range(items), b.arg_in(0), b.arg_out(0),
+             i32(items), i32(H), i32(W), i32(OH), i32(OW), i32(KH), i32(KW), i32(sh), i32(sw), i32(ph.begin),
+             i32(pw.begin), i32(dh), i32(dw));
     return true;
   }
   if (dh != 1 || dw != 1) return false;
