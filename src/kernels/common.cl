@@ -33,3 +33,25 @@ inline void strided_offset2(int i, Dims dims, Dims sa, Dims sb, int* oa, int* ob
   *oa = a;
   *ob = b;
 }
+
+#ifdef SPLITK
+// Split-K's partial sums added into Y (gemm.cl, gemm_mma.cl). TEXPLAN_PTX
+// (NVIDIA's own driver only, which offers no float atomics): inline PTX, a
+// fire-and-forget reduction at L2; elsewhere OpenCL 1.1's global int32
+// compare-and-swap on the float's bits.
+#ifdef TEXPLAN_PTX
+inline void split_add(__global float* p, float v) {
+  asm volatile("red.global.add.f32 [%0], %1;" ::"l"(p), "f"(v) : "memory");
+}
+#else
+inline void split_add(__global float* p, float v) {
+  volatile __global int* q = (volatile __global int*)p;
+  int old = *q;
+  for (;;) {
+    int seen = atomic_cmpxchg(q, old, as_int(as_float(old) + v));
+    if (seen == old) break;
+    old = seen;
+  }
+}
+#endif
+#endif

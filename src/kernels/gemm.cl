@@ -41,25 +41,7 @@
 #error "SPLITK and POOL2 do not combine: a max of partial sums is not their sum's"
 #endif
 #define SPLIT_PARAMS , int splits, int kslice
-// The only difference between the NVIDIA and the portable build.
-#ifdef SPLITK_PTX_RED
-// Inline PTX (NVIDIA's OpenCL has no float atomics): a fire-and-forget
-// reduction at L2.
-inline void split_add(__global float* p, float v) {
-  asm volatile("red.global.add.f32 [%0], %1;" ::"l"(p), "f"(v) : "memory");
-}
-#else
-// OpenCL 1.1 global int32 compare-and-swap on the float's bits.
-inline void split_add(__global float* p, float v) {
-  volatile __global int* q = (volatile __global int*)p;
-  int old = *q;
-  for (;;) {
-    int seen = atomic_cmpxchg(q, old, as_int(as_float(old) + v));
-    if (seen == old) break;
-    old = seen;
-  }
-}
-#endif
+// split_add (common.cl) adds into Y.
 #else
 #define SPLIT_PARAMS
 #endif

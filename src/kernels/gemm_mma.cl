@@ -60,21 +60,6 @@
 #define SPLIT_Z                                                        \
   const int z = get_group_id(2) / splits, slice = get_group_id(2) - z * splits; \
   const int kbeg = slice * kslice, kend = min(K, kbeg + kslice);
-#ifdef TEXPLAN_PTX
-inline void split_add(__global float* p, float v) {
-  asm volatile("red.global.add.f32 [%0], %1;" ::"l"(p), "f"(v) : "memory");
-}
-#else
-inline void split_add(__global float* p, float v) {  // int32 compare-and-swap on the float's bits
-  volatile __global int* q = (volatile __global int*)p;
-  int old = *q;
-  for (;;) {
-    int seen = atomic_cmpxchg(q, old, as_int(as_float(old) + v));
-    if (seen == old) break;
-    old = seen;
-  }
-}
-#endif
 #else
 #define SPLIT_PARAMS
 #define SPLIT_Z                  \

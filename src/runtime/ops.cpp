@@ -4,6 +4,8 @@
 #include <climits>
 #include <map>
 
+#include "runtime/tuning.h"
+
 namespace texplan::runtime {
 
 Range linear_range(int64_t n, size_t group) {
@@ -174,6 +176,29 @@ std::vector<std::string> kernel_ops() {
   std::vector<std::string> v;
   for (auto& [op, f] : table()) v.push_back(op);
   return v;
+}
+
+bool accepts_inline_ptx(const Device& dev) {
+  const DeviceInfo& d = dev.info();
+  return d.vendor.find("NVIDIA") != std::string::npos && d.platform.find("NVIDIA") != std::string::npos;
+}
+
+double time_candidate(NodeBuilder& b, const std::function<bool()>& emit) {
+  Device* dev = tuning_device();
+  if (!dev) return -1.0;
+  const size_t before = b.launches.size();
+  double ms = -1.0;
+  if (emit()) {
+    std::vector<TimedLaunch> timed;
+    for (size_t k = before; k < b.launches.size(); ++k) {
+      const Launch& l = b.launches[k];
+      timed.push_back({l.kernel, l.dims, l.global, l.has_local ? l.local : nullptr});
+    }
+    ms = time_launches(*dev, timed);
+  }
+  for (size_t k = before; k < b.launches.size(); ++k) clReleaseKernel(b.launches[k].kernel);
+  b.launches.resize(before);
+  return ms;
 }
 
 }  // namespace texplan::runtime

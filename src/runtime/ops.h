@@ -237,6 +237,17 @@ void force_conv_maxpool_variant(const std::string& variant);
 // Prepares the launches of one node. Returns false when no kernel covers the
 // node (op, attributes or types): the caller runs it on the CPU instead.
 bool lower_node(NodeBuilder& b);
+
+// Whether kernels for `dev` may hold inline PTX (-DTEXPLAN_PTX): NVIDIA's own
+// OpenCL driver only (PoCL's CUDA device has NVIDIA's vendor name but another
+// compiler, without inline PTX).
+bool accepts_inline_ptx(const Device& dev);
+
+// How a lowering measures one candidate for choose_variant (tuning.h): the
+// milliseconds of the launches `emit` prepares on `b`, timed together (a
+// split's passes too), which are then released. Negative outside a tuning
+// scope, or when `emit` returns false (the candidate cannot run).
+double time_candidate(NodeBuilder& b, const std::function<bool()>& emit);
 // Ops with at least one OpenCL kernel (some attribute combinations may
 // still fall back).
 std::vector<std::string> kernel_ops();

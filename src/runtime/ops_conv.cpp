@@ -231,19 +231,7 @@ Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int6
     names.push_back(v.name());
   }
   int i = choose_variant(key, names, fallback, [&](int c) {
-    Device* dev = tuning_device();
-    if (!dev) return -1.0;
-    size_t before = b.launches.size();
-    emit(candidates[size_t(c)]);
-    std::vector<TimedLaunch> timed;
-    for (size_t k = before; k < b.launches.size(); ++k) {
-      const Launch& l = b.launches[k];
-      timed.push_back({l.kernel, l.dims, l.global, l.has_local ? l.local : nullptr});
-    }
-    double ms = time_launches(*dev, timed);
-    for (size_t k = before; k < b.launches.size(); ++k) clReleaseKernel(b.launches[k].kernel);
-    b.launches.resize(before);
-    return ms;
+    return time_candidate(b, [&] { return emit(candidates[size_t(c)]), true; });
   });
   return candidates[size_t(i)];
 }
@@ -318,10 +306,9 @@ Source gemm_source(const Tiles& t, const FusedTail& tail) {
 // it); on NVIDIA's driver the adds are PTX reductions, elsewhere (PoCL's CUDA
 // device included: NVIDIA vendor, another compiler) compare-and-swap loops.
 Source split_source(const Tiles& t, const NodeBuilder& b) {
-  const DeviceInfo& d = b.device().info();
-  bool nvidia = d.vendor.find("NVIDIA") != std::string::npos && d.platform.find("NVIDIA") != std::string::npos;
   return Source("gemm.cl", "-DWPTM=" + std::to_string(t.wptm) + " -DWPTN=" + std::to_string(t.wptn) +
-                               (t.vec ? " -DVEC" : "") + " -DSPLITK" + (nvidia ? " -DSPLITK_PTX_RED" : ""));
+                               (t.vec ? " -DVEC" : "") + " -DSPLITK" +
+                               (accepts_inline_ptx(b.device()) ? " -DTEXPLAN_PTX" : ""));
 }
 
 // Prepared `gemm` launch; `batch` and the *_sb strides describe the batch.
@@ -331,8 +318,6 @@ struct GemmArgs {
   float alpha = 1, beta = 1;
   std::vector<int64_t> batch{1}, a_sb{0}, b_sb{0}, c_sb{0};
 };
-
-
 
 // GEMMs with a single row or column become matrix-vector products; the
 // others take register tiles chosen by choose_tiles.
@@ -665,16 +650,8 @@ bool lower_fused_conv_maxpool(NodeBuilder& b) {
     std::string key = shape_key("conv2d_maxpool", {g.N, g.C, g.H, g.W, g.OC, g.OH, g.OW, g.KH, g.KW, g.sh, g.sw, g.ph,
                                                    g.pw, g.dh, g.dw, g.groups, PH, PW, pk[0], pk[1], ps[0], ps[1],
                                                    pp[0], pp[1], pd[0], pd[1]});
-    choice = choose_variant(key, names, fallback < 0 ? int(fits.size()) : fallback, [&](int i) {
-      Device* dev = tuning_device();
-      if (!dev) return -1.0;
-      emit(i);
-      Launch l = b.launches.back();
-      b.launches.pop_back();
-      double ms = time_launch(*dev, l.kernel, l.dims, l.global, l.has_local ? l.local : nullptr);
-      clReleaseKernel(l.kernel);
-      return ms;
-    });
+    choice = choose_variant(key, names, fallback < 0 ? int(fits.size()) : fallback,
+                            [&](int i) { return time_candidate(b, [&] { return emit(i), true; }); });
   }
   emit(choice);
   return true;

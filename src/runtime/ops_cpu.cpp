@@ -70,16 +70,8 @@ Range variant_range(const Variant& v, int64_t cols, int64_t rows, int64_t batche
 // launch as the last of b.launches) when the tuning scope searches.
 int pick(NodeBuilder& b, const std::string& key, const std::vector<Variant>& vs,
          const std::function<void(const Variant&)>& emit) {
-  return choose_variant(key, names(vs), 0, [&](int i) {
-    Device* dev = tuning_device();
-    if (!dev) return -1.0;
-    emit(vs[size_t(i)]);
-    Launch l = b.launches.back();
-    b.launches.pop_back();
-    double ms = time_launch(*dev, l.kernel, l.dims, l.global, l.has_local ? l.local : nullptr);
-    clReleaseKernel(l.kernel);
-    return ms;
-  });
+  return choose_variant(key, names(vs), 0,
+                        [&](int i) { return time_candidate(b, [&] { return emit(vs[size_t(i)]), true; }); });
 }
 
 std::string dims_key(std::initializer_list<int64_t> v) {

@@ -37,13 +37,6 @@ const MmaTiles kMmaTiles[] = {{"mma64x64w8", 64, 64, 32, 16, 1.02},  // first: t
                               // 8 warps of smaller blocks: fewer registers per work-item
                               {"mma128x64w8", 128, 64, 32, 32, 1.1}};
 
-// NVIDIA's own OpenCL driver (PoCL's CUDA device has NVIDIA's vendor name but
-// another compiler, without inline PTX).
-bool is_nvidia(const Device& dev) {
-  const DeviceInfo& d = dev.info();
-  return d.vendor.find("NVIDIA") != std::string::npos && d.platform.find("NVIDIA") != std::string::npos;
-}
-
 int64_t groups(const MmaTiles& t, int64_t M, int64_t N, int64_t batches) {
   return ceil_div(M, t.bm) * ceil_div(N, t.bn) * batches;
 }
@@ -52,7 +45,7 @@ int64_t groups(const MmaTiles& t, int64_t M, int64_t N, int64_t batches) {
 Source mma_source(const Device& dev, const MmaTiles& t, const std::string& extra, const FusedTail& tail) {
   std::string d = "-DBM=" + std::to_string(t.bm) + " -DBN=" + std::to_string(t.bn) + " -DWM=" + std::to_string(t.wm) +
                   " -DWN=" + std::to_string(t.wn);
-  if (!emulate && is_nvidia(dev)) d += " -DTEXPLAN_PTX";  // inline PTX reaches NVIDIA's driver only
+  if (!emulate && accepts_inline_ptx(dev)) d += " -DTEXPLAN_PTX";  // inline PTX reaches NVIDIA's driver only
   return Source("gemm_mma.cl", d + extra, tail.prelude);
 }
 
@@ -139,30 +132,13 @@ bool emit_tuned(NodeBuilder& b, const std::string& key, int64_t M, int64_t N, in
   const int fp32 = int(names.size());
   names.push_back("fp32");
   int i = choose_variant(key, names, int(&guess - kMmaTiles), [&](int v) {
-    Device* dev = tuning_device();
-    if (!dev) return -1.0;
-    const size_t before = b.launches.size();
-    if (v == fp32) {
+    return time_candidate(b, [&] {
+      if (v != fp32) return emit(kMmaTiles[v]), true;
       b.tf32 = false;  // lower_node's fp32 path for this node, as a run without tf32 would
       bool lowered = lower_node(b);
       b.tf32 = true;
-      if (!lowered) {
-        for (size_t k = before; k < b.launches.size(); ++k) clReleaseKernel(b.launches[k].kernel);
-        b.launches.resize(before);
-        return -1.0;
-      }
-    } else {
-      emit(kMmaTiles[v]);
-    }
-    std::vector<TimedLaunch> timed;  // split-K's passes too, timed together
-    for (size_t k = before; k < b.launches.size(); ++k) {
-      const Launch& l = b.launches[k];
-      timed.push_back({l.kernel, l.dims, l.global, l.has_local ? l.local : nullptr});
-    }
-    double ms = time_launches(*dev, timed);
-    for (size_t k = before; k < b.launches.size(); ++k) clReleaseKernel(b.launches[k].kernel);
-    b.launches.resize(before);
-    return ms;
+      return lowered;
+    });
   });
   if (i == fp32) return false;  // the caller goes on with its fp32 kernels
   emit(kMmaTiles[i]);
@@ -180,7 +156,7 @@ std::string key_of(const char* kernel, std::initializer_list<int64_t> v) {
 
 bool tf32_supported(const Device& dev) {
   if (emulate) return true;
-  if (dev.info().type != "gpu" || !is_nvidia(dev)) return false;
+  if (dev.info().type != "gpu" || !accepts_inline_ptx(dev)) return false;
   const auto& ext = dev.info().extensions;
   if (std::find(ext.begin(), ext.end(), "cl_nv_device_attribute_query") == ext.end()) return true;
   const cl_device_info kComputeCapabilityMajorNV = 0x4000;

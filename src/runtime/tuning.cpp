@@ -49,10 +49,6 @@ int choose_variant(const std::string& key, const std::vector<std::string>& names
   return best;
 }
 
-double time_launch(Device& dev, cl_kernel k, cl_uint dims, const size_t* global, const size_t* local, int reps) {
-  return time_launches(dev, {{k, dims, global, local}}, reps);
-}
-
 double time_launches(Device& dev, const std::vector<TimedLaunch>& launches, int reps) {
   cl_command_queue q = dev.profiling_queue();
   double best = -1;

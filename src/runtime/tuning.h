@@ -62,13 +62,11 @@ int choose_variant(const std::string& key, const std::vector<std::string>& names
 // The device of the innermost scope (null outside any): for measuring.
 Device* tuning_device();
 
-// Milliseconds of one prepared launch: a warm-up, then the best of `reps`
-// runs timed with profiling events on the device's profiling queue.
-double time_launch(Device& dev, cl_kernel k, cl_uint dims, const size_t* global, const size_t* local, int reps = 3);
-
-// The same for launches enqueued back to back (a node's passes, e.g. split-K's
-// zero, slices and epilogue): the first one's start to the last one's end,
-// gaps between them included.
+// Milliseconds of prepared launches enqueued back to back (a node's passes,
+// e.g. split-K's zero, slices and epilogue): a warm-up, then the best of
+// `reps` runs timed with profiling events on the device's profiling queue,
+// the first one's start to the last one's end, gaps between them included.
+// Lowerings call it through time_candidate (ops.h).
 struct TimedLaunch {
   cl_kernel kernel;
   cl_uint dims;
