@@ -94,41 +94,44 @@ std::vector<ConvShape> zoo_shapes() {
   };
 }
 
+// A tensor of the benchmark's graph: a fed input, an output, or a weight
+// (`value`) or neither.
+int add_tensor(Graph& g, const std::string& name, Shape s, bool input, bool output, const HostTensor* value) {
+  Tensor t;
+  t.name = name;
+  t.shape = std::move(s);
+  t.is_input = input;
+  t.is_output = output;
+  if (value) t.is_constant = t.has_data = true, t.value = *value;
+  int id = g.add_tensor(t);
+  if (input) g.inputs.push_back(id);
+  if (output) g.outputs.push_back(id);
+  return id;
+}
+
 // One Conv (or FusedConv with a residual) node: X fed, W and B weights.
 Graph conv_graph(const ConvShape& c, std::vector<HostTensor>& feeds) {
   Graph g;
   g.model_name = "conv_bench";
   g.opset = 17;
   int64_t OH = (c.H + 2 * c.pad - c.K) / c.stride + 1, OW = (c.W + 2 * c.pad - c.K) / c.stride + 1;
-  auto add = [&](const std::string& name, Shape s, bool input, bool output, HostTensor* value) {
-    Tensor t;
-    t.name = name;
-    t.shape = std::move(s);
-    t.is_input = input;
-    t.is_output = output;
-    if (value) t.is_constant = t.has_data = true, t.value = *value;
-    int id = g.add_tensor(t);
-    if (input) g.inputs.push_back(id);
-    if (output) g.outputs.push_back(id);
-    return id;
-  };
   HostTensor w = random_tensor({c.OC, c.C / c.groups, c.K, c.K}, -1, 1, 2), b = random_tensor({c.OC}, -1, 1, 3);
   feeds = {random_tensor({1, c.C, c.H, c.W}, -1, 1, 1)};
   Node n;
   n.name = "conv";
   n.op_type = c.fused_residual ? "FusedConv" : "Conv";
-  n.inputs = {add("x", {1, c.C, c.H, c.W}, true, false, nullptr), add("w", w.shape, false, false, &w),
-              add("b", b.shape, false, false, &b)};
+  n.inputs = {add_tensor(g, "x", {1, c.C, c.H, c.W}, true, false, nullptr), add_tensor(g, "w", w.shape, false, false, &w),
+              add_tensor(g, "b", b.shape, false, false, &b)};
   if (c.fused_residual) {
     feeds.push_back(random_tensor({1, c.OC, OH, OW}, -1, 1, 4));
-    n.inputs.push_back(add("r", {1, c.OC, OH, OW}, true, false, nullptr));
+    n.inputs.push_back(add_tensor(g, "r", {1, c.OC, OH, OW}, true, false, nullptr));
     n.attrs["program"] = Attribute::of_strings({"Add x0 x1", "Relu t0"});
   }
   n.attrs["strides"] = Attribute::of_ints({c.stride, c.stride});
   n.attrs["pads"] = Attribute::of_ints({c.pad, c.pad, c.pad, c.pad});
   n.attrs["kernel_shape"] = Attribute::of_ints({c.K, c.K});
   n.attrs["group"] = Attribute::of_int(c.groups);
-  n.outputs = {add("y", {1, c.OC, OH, OW}, false, true, nullptr)};
+  n.outputs = {add_tensor(g, "y", {1, c.OC, OH, OW}, false, true, nullptr)};
   g.tensors[size_t(n.outputs[0])].producer = 0;
   g.nodes.push_back(n);
   return g;
@@ -193,18 +196,6 @@ Graph stem_graph(const StemShape& c, bool fused, std::vector<HostTensor>& feeds)
   Graph g;
   g.model_name = "conv_bench";
   g.opset = 17;
-  auto add = [&](const std::string& name, Shape s, bool input, bool output, HostTensor* value) {
-    Tensor t;
-    t.name = name;
-    t.shape = std::move(s);
-    t.is_input = input;
-    t.is_output = output;
-    if (value) t.is_constant = t.has_data = true, t.value = *value;
-    int id = g.add_tensor(t);
-    if (input) g.inputs.push_back(id);
-    if (output) g.outputs.push_back(id);
-    return id;
-  };
   HostTensor w = random_tensor({c.OC, c.C, c.K, c.K}, -1, 1, 2), b = random_tensor({c.OC}, -1, 1, 3);
   feeds = {random_tensor({1, c.C, c.H, c.H}, -1, 1, 1)};
   const std::map<std::string, Attribute> pool = {{"kernel_shape", Attribute::of_ints({c.pool_k, c.pool_k})},
@@ -214,13 +205,13 @@ Graph stem_graph(const StemShape& c, bool fused, std::vector<HostTensor>& feeds)
   Node conv;
   conv.name = "conv";
   conv.op_type = fused ? "FusedConvMaxPool" : "FusedConv";
-  conv.inputs = {add("x", {1, c.C, c.H, c.H}, true, false, nullptr), add("w", w.shape, false, false, &w),
-                 add("b", b.shape, false, false, &b)};
+  conv.inputs = {add_tensor(g, "x", {1, c.C, c.H, c.H}, true, false, nullptr), add_tensor(g, "w", w.shape, false, false, &w),
+                 add_tensor(g, "b", b.shape, false, false, &b)};
   conv.attrs = {{"strides", Attribute::of_ints({c.stride, c.stride})},
                 {"pads", Attribute::of_ints({c.pad, c.pad, c.pad, c.pad})},
                 {"kernel_shape", Attribute::of_ints({c.K, c.K})},
                 {"program", Attribute::of_strings({"Relu x0"})}};
-  const int y = add("y", {1, c.OC, c.pool_out(), c.pool_out()}, false, true, nullptr);
+  const int y = add_tensor(g, "y", {1, c.OC, c.pool_out(), c.pool_out()}, false, true, nullptr);
   if (fused) {
     for (const auto& [k, v] : pool) conv.attrs["pool_" + k] = v;
     conv.outputs = {y};
@@ -228,7 +219,7 @@ Graph stem_graph(const StemShape& c, bool fused, std::vector<HostTensor>& feeds)
     g.nodes.push_back(conv);
     return g;
   }
-  conv.outputs = {add("c", {1, c.OC, c.conv_out(), c.conv_out()}, false, false, nullptr)};
+  conv.outputs = {add_tensor(g, "c", {1, c.OC, c.conv_out(), c.conv_out()}, false, false, nullptr)};
   g.tensors[size_t(conv.outputs[0])].producer = 0;
   Node mp;
   mp.name = "pool";
