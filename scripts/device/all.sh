@@ -97,9 +97,7 @@ if has tf32; then
   stamp tf32
   mkdir -p "$OUT/tf32"
   tf_models=("${models[@]}")
-  if ((${#tf_models[@]} == 0)); then
-    for d in .dev/models/*/; do n=$(basename "$d"); [[ -f $d/$n.onnx.data ]] && tf_models+=("$n"); done
-  fi
+  ((${#tf_models[@]})) || mapfile -t tf_models < <(runnable_models)
   for n in "${tf_models[@]}"; do
     timeout 60 texplan run ".dev/models/$n" --device gpu --precision tf32 --check --bench "$RUNS" \
       --json "$OUT/tf32/$n.json" >>"$OUT/tf32_log.txt" 2>&1 || echo "tf32 $n: exit $?"

@@ -6,6 +6,7 @@
 # No `set -e` here: it would leak into the shell that sources this file.
 
 TEXPLAN_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+source "$TEXPLAN_ROOT/scripts/device/models.sh"   # runnable_models
 export TEXPLAN_ROOT TEXPLAN_DEV=$TEXPLAN_ROOT/.dev
 if [ ! -d "$TEXPLAN_DEV/lib" ]; then
   echo "env.sh: $TEXPLAN_DEV/lib missing: run scripts/device/pack.sh here first and carry .dev" >&2

@@ -48,9 +48,7 @@ run_texplan() {  # MODEL... ; returns 1 if any failed
   local failed=0 tmp n rc models=("$@")
   if [[ ! -x .dev/bin/texplan ]]; then echo "error: .dev/bin/texplan missing (pack.sh packs build/texplan)"; return 1; fi
   texplan devices 2>&1 | tee "$OUT/devices.txt" || failed=1
-  if [[ ${#models[@]} -eq 0 ]]; then
-    for d in .dev/models/*/; do n=$(basename "$d"); if [[ -f $d/$n.onnx.data ]]; then models+=("$n"); fi; done
-  fi
+  ((${#models[@]})) || mapfile -t models < <(runnable_models)
   tmp=$(mktemp -d)
   for n in "${models[@]}"; do
     echo "== texplan run $n"

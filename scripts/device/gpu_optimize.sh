@@ -18,9 +18,7 @@ OUT=${OUT:-$PWD/out-gpu}
 mkdir -p "$OUT/optimize"
 source scripts/device/env.sh
 models=("$@")
-if [[ ${#models[@]} -eq 0 ]]; then
-  for d in .dev/models/*/; do n=$(basename "$d"); [[ -f $d/$n.onnx.data ]] && models+=("$n"); done
-fi
+((${#models[@]})) || mapfile -t models < <(runnable_models)
 OFF=(--no-fuse --no-inplace --no-concat-elision --order file)
 {
   for n in "${models[@]}"; do

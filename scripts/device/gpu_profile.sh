@@ -18,12 +18,11 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/out-gpu}
 mkdir -p "$OUT/profile"
 [[ -f scripts/device/env.sh && -d .dev ]] && source scripts/device/env.sh
+source scripts/device/models.sh
 MODELS_DIR=${MODELS_DIR:-.dev/models}
 command -v texplan >/dev/null || PATH=$PWD/build:$PATH
 models=("$@")
-if [[ ${#models[@]} -eq 0 ]]; then
-  for d in "$MODELS_DIR"/*/; do n=$(basename "$d"); [[ -f $d/$n.onnx.data ]] && models+=("$n"); done
-fi
+((${#models[@]})) || mapfile -t models < <(runnable_models "$MODELS_DIR")
 CACHE="$OUT/tuning.json"
 {
   for n in "${models[@]}"; do

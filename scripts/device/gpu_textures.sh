@@ -18,9 +18,7 @@ OUT=${OUT:-$PWD/out-gpu}
 mkdir -p "$OUT/textures"
 source scripts/device/env.sh
 models=("$@")
-if [[ ${#models[@]} -eq 0 ]]; then
-  for d in .dev/models/*/; do n=$(basename "$d"); [[ -f $d/$n.onnx.data ]] && models+=("$n"); done
-fi
+((${#models[@]})) || mapfile -t models < <(runnable_models)
 {
   for n in "${models[@]}"; do
     for t in none pools views; do

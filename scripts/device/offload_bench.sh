@@ -39,9 +39,7 @@ syspython() { env LD_LIBRARY_PATH="$TEXPLAN_SYSTEM_LD_LIBRARY_PATH" python3 "$@"
 main() {
   local models=("$@") tmp rc failed=0 n mode
   [[ -x .dev/bin/texplan ]] || { echo "error: .dev/bin/texplan missing (run pack.sh here first)"; return 1; }
-  if [[ ${#models[@]} -eq 0 ]]; then
-    for d in .dev/models/*/; do n=$(basename "$d"); [[ -f $d/$n.onnx.data ]] && models+=("$n"); done
-  fi
+  ((${#models[@]})) || mapfile -t models < <(runnable_models)
   texplan devices || true
   tmp=$(mktemp -d)
   local cache=$OUT/tuning.json
