@@ -1,15 +1,23 @@
-// Lowerings for CPU OpenCL devices (PoCL), onto src/kernels/cpu_conv.cl:
+// Lowerings for CPU OpenCL devices (PoCL), onto src/kernels/cpu_*.cl:
 // register-blocked kernels without local memory or barriers, which a CPU
 // compiler vectorizes (the GPU kernels' 16x16 work-groups, local tiles and
 // barriers are a poor fit there). The GPU lowerings call these first when
 // the device is a CPU; false means "not covered": the caller goes on.
 #pragma once
+#include "runtime/cpu_lowering.h"
 #include "runtime/ops.h"
 
 namespace texplan::runtime {
 
 // Conv and FusedConv, 1-D and 2-D, any groups (depthwise included).
 bool lower_conv_cpu(NodeBuilder& b, const FusedTail& tail);
+
+// Depthwise Conv/FusedConv (ops_cpu_depthwise.cpp); false: not depthwise.
+bool lower_depthwise_cpu(NodeBuilder& b, const FusedTail& tail, const CpuConv& c);
+
+// 3x3 stride-1 Conv/FusedConv by Winograd (ops_cpu_winograd.cpp) where it
+// pays; false: the direct kernel runs it.
+bool lower_conv_winograd_cpu(NodeBuilder& b, const FusedTail& tail, const CpuConv& c);
 
 // ConvTranspose (2-D) whose taps tile the output exactly (U-Net's 2x2
 // stride 2); others are left to the caller.

@@ -1,0 +1,53 @@
+// Shared pieces of the CPU-device lowerings (ops_cpu.cpp,
+// ops_cpu_depthwise.cpp, ops_cpu_winograd.cpp): register-block variants of
+// the cpu_*.cl kernels, their sources and ranges, the tuning pick among
+// them, and a 1-D/2-D convolution's geometry read once from the node.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "runtime/ops.h"
+
+namespace texplan::runtime {
+
+// A register block "OCBxPB" (output channels or rows x pixels or columns per
+// work-item) and a work-group size along dim 0 (0: the driver chooses).
+struct CpuVariant {
+  int ocb, pb;
+  size_t local;
+  std::string name() const;
+};
+
+// Candidates for `rows` output channels (or GEMM rows) and `cols` pixels
+// (columns); the first is the heuristic's choice, tried first and used
+// without a tuning cache.
+std::vector<CpuVariant> cpu_candidates(int64_t rows, int64_t cols);
+
+// `file` (a cpu_*.cl kernel file) built for variant v with the epilogue of
+// `tail`; cpu_common.cl's block macros come between the two.
+Source cpu_source(const char *file, const CpuVariant &v, const FusedTail &tail,
+                  const std::string &defines = "");
+
+// Range of ceil(cols / v.pb) x ceil(rows / v.ocb) x batches work-items,
+// grouped by v.local along dim 0 (global rounded up: kernels bound-check).
+Range cpu_range(const CpuVariant &v, int64_t cols, int64_t rows,
+                int64_t batches);
+
+// Picks one of vs for `key`, measuring each with `emit` (which prepares the
+// launch as the last of b.launches) when the tuning scope searches.
+int pick_cpu_variant(NodeBuilder &b, const std::string &key,
+                     const std::vector<CpuVariant> &vs,
+                     const std::function<void(const CpuVariant &)> &emit);
+
+// "a,b,c": the shape part of a tuning key.
+std::string dims_key(std::initializer_list<int64_t> v);
+
+// A Conv's geometry as 2-D (1-D convs have H = OH = KH = 1).
+struct CpuConv {
+  int64_t N, C, H, W, OC, OH, OW, KH, KW, sh, sw, dh, dw, ph, pw, groups;
+  bool has_bias;
+  TensorArg bias; // the bias, or any valid buffer when there is none
+};
+
+} // namespace texplan::runtime
