@@ -35,7 +35,6 @@ bool lower_conv_cpu(NodeBuilder &b, const FusedTail &tail) {
   }
   if (N * OC * OH * OW == 0)
     return true;
-  const int64_t OCg = OC / groups, P = OH * OW;
   const bool has_bias = b.has_in(2);
   const TensorArg bias = has_bias ? b.arg_in(2) : b.arg_in(1);
   const CpuConv c{N,  C,  H,  W,  OC, OH, OW,     KH,       KW,
@@ -44,6 +43,18 @@ bool lower_conv_cpu(NodeBuilder &b, const FusedTail &tail) {
     return true;
   if (rank == 2 && lower_conv_winograd_cpu(b, tail, c))
     return true;
+  lower_conv_direct_cpu(b, tail, c);
+  return true;
+}
+
+void lower_conv_direct_cpu(NodeBuilder &b, const FusedTail &tail,
+                           const CpuConv &c) {
+  const int64_t N = c.N, C = c.C, H = c.H, W = c.W, OC = c.OC, OH = c.OH,
+                OW = c.OW, KH = c.KH, KW = c.KW, sh = c.sh, sw = c.sw,
+                dh = c.dh, dw = c.dw, ph = c.ph, pw = c.pw, groups = c.groups;
+  const int64_t OCg = OC / groups, P = OH * OW;
+  const bool has_bias = c.has_bias;
+  const TensorArg bias = c.bias;
   auto emit = [&](const CpuVariant &v) {
     b.launch(cpu_source("cpu_conv.cl", v, tail), "conv2d_cpu",
              cpu_range(v, P, OCg, N * groups), b.arg_in(0), b.arg_in(1), bias,
@@ -58,7 +69,6 @@ bool lower_conv_cpu(NodeBuilder &b, const FusedTail &tail) {
                               dh, dw, groups}) +
                     (tail.prelude.empty() ? "" : " fused");
   emit(vs[size_t(pick_cpu_variant(b, key, vs, emit))]);
-  return true;
 }
 
 bool lower_conv_transpose_cpu(NodeBuilder &b) {

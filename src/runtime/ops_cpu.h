@@ -15,6 +15,9 @@ bool lower_conv_cpu(NodeBuilder& b, const FusedTail& tail);
 // Depthwise Conv/FusedConv (ops_cpu_depthwise.cpp); false: not depthwise.
 bool lower_depthwise_cpu(NodeBuilder& b, const FusedTail& tail, const CpuConv& c);
 
+// The direct kernel (cpu_conv.cl conv2d_cpu), register block by tuning.
+void lower_conv_direct_cpu(NodeBuilder& b, const FusedTail& tail, const CpuConv& c);
+
 // 3x3 stride-1 Conv/FusedConv by Winograd (ops_cpu_winograd.cpp) where it
 // pays; false: the direct kernel runs it.
 bool lower_conv_winograd_cpu(NodeBuilder& b, const FusedTail& tail, const CpuConv& c);

@@ -65,8 +65,8 @@ struct Session::Impl {
   std::vector<cl_mem> pools;
   // Textures: one image per texture pool, or per buffer pool with 1D views
   // (else null); one image2d per record placed as a 2D view (over
-  // `view_buffers`, its region of the arena); the packed weights the texture
-  // lowerings uploaded.
+  // `view_buffers`, its region of the arena); the packed weights lowerings
+  // uploaded (textures, Winograd).
   // With 1D views a kernel may read and write the same pool: it gets two
   // image objects over it (`pool_write_images`), never one object as both.
   std::vector<cl_mem> pool_images, pool_write_images, view_images, view_buffers, packed;
@@ -301,9 +301,11 @@ struct Session::Impl {
               return image(t, std::find(node.outputs.begin(), node.outputs.end(), t) != node.outputs.end());
             },
             images_1d);
-        if (texture_step(node)) {
-          lower_texture(b);
+        const bool lowered = texture_step(node) ? (lower_texture(b), true) : lower_node(b);
+        if (lowered) {
           std::swap(step.launches, b.launches);
+          if (b.used_tf32) tf32_nodes.push_back(node.name + " (" + node.op_type + ")");
+          // Weights the lowering packed (textures, Winograd) count as weights.
           for (cl_mem m : b.buffers) {
             size_t bytes = 0;
             clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof bytes, &bytes, nullptr);
@@ -311,9 +313,6 @@ struct Session::Impl {
           }
           packed.insert(packed.end(), b.buffers.begin(), b.buffers.end());
           b.buffers.clear();
-        } else if (lower_node(b)) {
-          std::swap(step.launches, b.launches);
-          if (b.used_tf32) tf32_nodes.push_back(node.name + " (" + node.op_type + ")");
         } else {
           if (!reference::supports(node.op_type))
             throw Error("unsupported operator: no OpenCL kernel and no CPU reference");
