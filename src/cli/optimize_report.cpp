@@ -30,6 +30,7 @@ json optimize_json(const OptimizeReport& r, const std::vector<OptimizationShare>
          {"fused_elementwise", r.fused_elementwise},
          {"folded_batchnorm", r.folded_batchnorm},
          {"fused_pool", r.fused_pool},
+         {"fused_layernorm", r.fused_layernorm},
          {"inplace", r.inplace},
          {"elided_concats", r.elided_concats},
          {"order", r.order},
@@ -46,7 +47,7 @@ json optimize_json(const OptimizeReport& r, const std::vector<OptimizationShare>
 void print_optimize_summary(const json& o, std::ostream& out) {
   out << "optimized: " << o["nodes_before"] << " -> " << o["nodes_after"] << " nodes (" << o["fused_conv"]
       << " FusedConv, " << o["fused_matmul"] << " FusedMatMul, " << o["fused_elementwise"] << " FusedElementwise, "
-      << o["fused_pool"] << " FusedConvMaxPool, " << o["folded_batchnorm"] << " BatchNormalization folded), " << o["inplace"] << " in place, "
+      << o["fused_pool"] << " FusedConvMaxPool, " << o["fused_layernorm"] << " LayerNormalization, " << o["folded_batchnorm"] << " BatchNormalization folded), " << o["inplace"] << " in place, "
       << o["elided_concats"] << " concats elided, order " << o["order"].get<std::string>() << "\n";
   out << "lower bound: " << human_bytes(o["raw_lower_bound_bytes"]) << " as imported -> "
       << human_bytes(o["lower_bound_bytes"]) << " optimized";

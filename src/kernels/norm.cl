@@ -50,3 +50,50 @@ void layer_norm(__global const float* x, int xo, __global const float* scale, in
   for (int r = l; r < R; r += RG)
     yr[r] = (xr[r] - mean) * inv * scale[so + r] + (has_bias ? bias[bo + r] : 0.0f);
 }
+
+// LayerNormalization on CPU devices (PoCL): one work-item per row of R, the
+// same two passes as layer_norm over 16-wide vectors (a tail of R % 16 in
+// scalars), no local memory or barriers. y may be x.
+inline float hsum16(float16 v) {
+  float8 a = v.lo + v.hi;
+  float4 b = a.lo + a.hi;
+  float2 c = b.lo + b.hi;
+  return c.x + c.y;
+}
+
+__kernel void layer_norm_cpu(__global const float* x, int xo, __global const float* scale, int so,
+                             __global const float* bias, int bo, int has_bias, __global float* y, int yo,
+                             __global float* mean_out, int mno, __global float* inv_out, int ivo, int stats,
+                             int rows, int R, float eps) {
+  int row = get_global_id(0);
+  if (row >= rows) return;
+  __global const float* xr = x + xo + (long)row * R;
+  __global float* yr = y + yo + (long)row * R;
+  __global const float* g = scale + so;
+  __global const float* bb = bias + bo;
+  int V = R & ~15;
+  float16 s16 = (float16)(0.0f);
+  float sum = 0.0f;
+  for (int r = 0; r < V; r += 16) s16 += vload16(0, xr + r);
+  for (int r = V; r < R; ++r) sum += xr[r];
+  float mean = (sum + hsum16(s16)) / (float)R;
+  float16 q16 = (float16)(0.0f);
+  float sq = 0.0f;
+  for (int r = 0; r < V; r += 16) {
+    float16 d = vload16(0, xr + r) - mean;
+    q16 = fma(d, d, q16);
+  }
+  for (int r = V; r < R; ++r) {
+    float d = xr[r] - mean;
+    sq += d * d;
+  }
+  float inv = 1.0f / sqrt((sq + hsum16(q16)) / (float)R + eps);
+  if (stats & 1) mean_out[mno + row] = mean;
+  if (stats & 2) inv_out[ivo + row] = inv;
+  for (int r = 0; r < V; r += 16) {
+    float16 v = (vload16(0, xr + r) - mean) * inv * vload16(0, g + r);
+    if (has_bias) v += vload16(0, bb + r);
+    vstore16(v, 0, yr + r);
+  }
+  for (int r = V; r < R; ++r) yr[r] = (xr[r] - mean) * inv * g[r] + (has_bias ? bb[r] : 0.0f);
+}

@@ -81,3 +81,75 @@ __kernel void softmax_strided(__global const float* x, int xo, __global float* y
   float ls = log(sum);
   for (int r = 0; r < R; ++r) yr[r * inner] = log_ ? xr[r * inner] - m - ls : exp(xr[r * inner] - m) / sum;
 }
+
+// CPU devices (PoCL): one work-item per contiguous row of R, no local memory
+// or barriers. Max, sum and the stores run over 16-wide vectors (a tail of
+// R % 16 in scalars); y may be x (each element is read before it is written).
+inline float hmax16(float16 v) {
+  float8 a = fmax(v.lo, v.hi);
+  float4 b = fmax(a.lo, a.hi);
+  float2 c = fmax(b.lo, b.hi);
+  return fmax(c.x, c.y);
+}
+inline float hsum16(float16 v) {
+  float8 a = v.lo + v.hi;
+  float4 b = a.lo + a.hi;
+  float2 c = b.lo + b.hi;
+  return c.x + c.y;
+}
+
+// y[row] = reduce(x[row, 0..R)), one row per work-item.
+__kernel void reduce_rows_cpu(__global const float* x, int xo, __global float* y, int yo, int rows, int R, int op) {
+  int row = get_global_id(0);
+  if (row >= rows) return;
+  __global const float* xr = x + xo + (long)row * R;
+  int V = R & ~15;
+  float16 a16 = (float16)(reduce_init(op));
+  float a = reduce_init(op);
+  if (op <= 1) {
+    for (int r = 0; r < V; r += 16) a16 += vload16(0, xr + r);
+    for (int r = V; r < R; ++r) a += xr[r];
+    a += hsum16(a16);
+  } else {
+    for (int r = 0; r < V; r += 16) a16 = op == 2 ? fmax(a16, vload16(0, xr + r)) : fmin(a16, vload16(0, xr + r));
+    for (int r = V; r < R; ++r) a = reduce_step(op, a, xr[r]);
+    a = reduce_step(op, a, op == 2 ? hmax16(a16) : -hmax16(-a16));
+  }
+  y[yo + row] = op == 1 ? a / (float)R : a;
+}
+
+__kernel void softmax_rows_cpu(__global const float* x, int xo, __global float* y, int yo, int rows, int R,
+                               int log_) {
+  int row = get_global_id(0);
+  if (row >= rows) return;
+  __global const float* xr = x + xo + (long)row * R;
+  __global float* yr = y + yo + (long)row * R;
+  int V = R & ~15;
+  float16 m16 = (float16)(-INFINITY);
+  for (int r = 0; r < V; r += 16) m16 = fmax(m16, vload16(0, xr + r));
+  float m = hmax16(m16);
+  for (int r = V; r < R; ++r) m = fmax(m, xr[r]);
+  float16 s16 = (float16)(0.0f);
+  float sum = 0.0f;
+  if (log_) {
+    for (int r = 0; r < V; r += 16) s16 += exp(vload16(0, xr + r) - m);
+    for (int r = V; r < R; ++r) sum += exp(xr[r] - m);
+    float shift = m + log(sum + hsum16(s16));
+    for (int r = 0; r < V; r += 16) vstore16(vload16(0, xr + r) - shift, 0, yr + r);
+    for (int r = V; r < R; ++r) yr[r] = xr[r] - shift;
+    return;
+  }
+  for (int r = 0; r < V; r += 16) {
+    float16 e = exp(vload16(0, xr + r) - m);
+    vstore16(e, 0, yr + r);
+    s16 += e;
+  }
+  for (int r = V; r < R; ++r) {
+    float e = exp(xr[r] - m);
+    yr[r] = e;
+    sum += e;
+  }
+  float inv = 1.0f / (sum + hsum16(s16));
+  for (int r = 0; r < V; r += 16) vstore16(vload16(0, yr + r) * inv, 0, yr + r);
+  for (int r = V; r < R; ++r) yr[r] *= inv;
+}

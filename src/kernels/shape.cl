@@ -1,5 +1,5 @@
 // Data movement: strided copy (Transpose, Slice, Concat, Split, Expand,
-// Tile, copies), Gather, Pad, Resize. Copies move bit patterns, so one
+// Tile, copies; on CPU devices by runs and tiles), Gather, Pad, Resize. Copies move bit patterns, so one
 // kernel per element size serves every dtype.
 
 // y[walk(i, sy)] = x[walk(i, sx)] for i over the space `dims`.
@@ -16,6 +16,61 @@ COPY(copy_b1, uchar)
 COPY(copy_b2, ushort)
 COPY(copy_b4, uint)
 COPY(copy_b8, ulong)
+
+// CPU devices (PoCL): one work-item per chunk of a run that is contiguous in
+// both operands (innermost dim of length L, chunks of CH elements), copied
+// with 16-wide vector loads and stores; the outer dims `dims` are walked once
+// per chunk, not per element. A flat copy is one run.
+#define COPY_RUNS(NAME, T, T16)                                                              \
+  __kernel void NAME(__global const T* x, int xo, __global T* y, int yo, int items, int chunks, \
+                     int L, int CH, Dims dims, Dims sy, Dims sx) {                            \
+    int i = get_global_id(0);                                                                 \
+    if (i >= items) return;                                                                   \
+    int run = i / chunks, c = (i - run * chunks) * CH, end = min(L, c + CH);                   \
+    int oy, ox;                                                                               \
+    strided_offset2(run, dims, sy, sx, &oy, &ox);                                             \
+    __global const T* src = x + xo + ox;                                                      \
+    __global T* dst = y + yo + oy;                                                            \
+    for (; c + 16 <= end; c += 16) vstore16(vload16(0, src + c), 0, dst + c);                 \
+    for (; c < end; ++c) dst[c] = src[c];                                                     \
+  }
+COPY_RUNS(copy_runs_b1, uchar, uchar16)
+COPY_RUNS(copy_runs_b2, ushort, ushort16)
+COPY_RUNS(copy_runs_b4, uint, uint16)
+COPY_RUNS(copy_runs_b8, ulong, ulong16)
+
+// CPU devices: a transpose of two dims, A (contiguous in y, stride sxa in x)
+// and B (contiguous in x, stride syb in y), in 16x16 tiles, one per
+// work-item: each of a tile's 16 source rows is one cache line read, each
+// output row one 16-wide store. Outer dims `dims` as in COPY_RUNS.
+#define TRANSPOSE_TILES(NAME, T, T16)                                                        \
+  __kernel void NAME(__global const T* x, int xo, __global T* y, int yo, int items, int A,   \
+                     int B, int sxa, int syb, int tiles_a, int tiles_b, Dims dims, Dims sy,  \
+                     Dims sx) {                                                              \
+    int i = get_global_id(0);                                                                \
+    if (i >= items) return;                                                                  \
+    int per = tiles_a * tiles_b, outer = i / per, t = i - outer * per;                       \
+    int a0 = (t % tiles_a) * 16, b0 = (t / tiles_a) * 16;                                    \
+    int oy, ox;                                                                              \
+    strided_offset2(outer, dims, sy, sx, &oy, &ox);                                          \
+    __global const T* src = x + xo + ox + a0 * sxa + b0;                                     \
+    __global T* dst = y + yo + oy + b0 * syb + a0;                                           \
+    int na = min(16, A - a0), nb = min(16, B - b0);                                          \
+    if (na == 16) {                                                                          \
+      for (int b = 0; b < nb; ++b) {                                                         \
+        T v[16];                                                                             \
+        for (int a = 0; a < 16; ++a) v[a] = src[a * sxa + b];                                \
+        vstore16(vload16(0, v), 0, dst + b * syb);                                           \
+      }                                                                                      \
+    } else {                                                                                 \
+      for (int b = 0; b < nb; ++b)                                                           \
+        for (int a = 0; a < na; ++a) dst[b * syb + a] = src[a * sxa + b];                    \
+    }                                                                                        \
+  }
+TRANSPOSE_TILES(transpose_tiles_b1, uchar, uchar16)
+TRANSPOSE_TILES(transpose_tiles_b2, ushort, ushort16)
+TRANSPOSE_TILES(transpose_tiles_b4, uint, uint16)
+TRANSPOSE_TILES(transpose_tiles_b8, ulong, ulong16)
 
 // x viewed as [outer, axis_len, inner], indices flattened to [nidx]:
 // y[o, j, r] = x[o, idx[j], r]. Negative indices count from the end; out of
@@ -35,6 +90,31 @@ GATHER(gather_b4_i64, uint, long)
 GATHER(gather_b4_i32, uint, int)
 GATHER(gather_b8_i64, ulong, long)
 GATHER(gather_b8_i32, ulong, int)
+
+// CPU devices: one work-item per gathered row of `inner` elements (an
+// embedding lookup), copied with 16-wide vectors; the index is read once.
+#define GATHER_ROWS(NAME, T, I)                                                             \
+  __kernel void NAME(__global const T* x, int xo, __global const I* idx, int io,           \
+                     __global T* y, int yo, int rows, int axis_len, int nidx, int inner) {  \
+    int i = get_global_id(0);                                                               \
+    if (i >= rows) return;                                                                  \
+    int j = i % nidx, o = i / nidx;                                                         \
+    long k = idx[io + j];                                                                   \
+    if (k < 0) k += axis_len;                                                               \
+    __global T* dst = y + yo + (long)i * inner;                                             \
+    int r = 0;                                                                              \
+    if (k >= 0 && k < axis_len) {                                                           \
+      __global const T* src = x + xo + ((long)o * axis_len + k) * inner;                    \
+      for (; r + 16 <= inner; r += 16) vstore16(vload16(0, src + r), 0, dst + r);           \
+      for (; r < inner; ++r) dst[r] = src[r];                                               \
+    } else {                                                                                \
+      for (; r < inner; ++r) dst[r] = 0;                                                    \
+    }                                                                                       \
+  }
+GATHER_ROWS(gather_rows_b4_i64, uint, long)
+GATHER_ROWS(gather_rows_b4_i32, uint, int)
+GATHER_ROWS(gather_rows_b8_i64, ulong, long)
+GATHER_ROWS(gather_rows_b8_i32, ulong, int)
 
 // mode: 0 constant, 1 reflect, 2 edge. ydims/xdims/xst/pad_begin per dim.
 __kernel void pad_f32(__global const float* x, int xo, __global float* y, int yo, int n, Dims ydims,

@@ -17,7 +17,7 @@
 namespace texplan {
 
 struct OptimizeOptions {
-  bool fuse = true;            // Conv/MatMul/Gemm + BatchNormalization, bias, activation, residual; elementwise chains
+  bool fuse = true;            // Conv/MatMul/Gemm + BatchNormalization, bias, activation, residual; elementwise chains; decomposed LayerNorm
   bool inplace = true;         // elementwise writes over an input that dies at the node
   bool concat_elision = true;  // producers write their slice of a Concat's output
   // Conv(+epilogue) -> MaxPool as one FusedConvMaxPool (docs/fused-ops.md).
@@ -35,6 +35,7 @@ struct OptimizeReport {
   int fused_conv = 0, fused_matmul = 0, fused_elementwise = 0;  // fused nodes made
   int folded_batchnorm = 0;   // BatchNormalization folded into a convolution's weights
   int fused_pool = 0;         // FusedConvMaxPool nodes
+  int fused_layernorm = 0;    // LayerNormalization nodes made from their decomposed form
   int inplace = 0;            // nodes whose output shares an input's storage
   int elided_concats = 0;     // Concat nodes whose inputs are views of the output
   std::string order;          // heuristic that won ("file", "greedy-net", ...)

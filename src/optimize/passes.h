@@ -18,6 +18,11 @@ struct FuseCounts {
 // `pool`, a MaxPool after a convolution without epilogue inputs too.
 FuseCounts fuse(Graph& g, bool pool);
 
+// ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add spelling LayerNorm over
+// the last axis becomes one LayerNormalization (layer_norm.cpp); runs before
+// fuse(), which would otherwise split the pattern. Returns how many.
+int fuse_layer_norm(Graph& g);
+
 // Reorders g.nodes topologically to lower the peak of live bytes; keeps the
 // file order unless another order's lower bound is smaller. Returns the
 // winning heuristic's name.

@@ -59,6 +59,10 @@ struct Range {
 };
 // n work-items in groups of `group` (global rounded up; kernels bound-check).
 Range linear_range(int64_t n, size_t group = 128);
+// CPU devices (PoCL): `n` work-items that each do a row's or tile's worth of
+// vector work, in groups of up to 64 and at least 16 groups where n allows
+// (the groups are what PoCL spreads over its threads). ops_shape.cpp.
+Range cpu_item_range(int64_t n);
 // Whole work-groups: `groups` (x,y,z) of `local` (x,y,z).
 Range group_range(std::vector<size_t> groups, std::vector<size_t> local);
 

@@ -99,6 +99,16 @@ bool lower_binary(NodeBuilder& b) {
         launch_channel_binary_cpu(b, b.arg_in(1), b.arg_in(0), b.arg_out(0), s.dims[0], s.dims[1], op, true))
       return true;
   }
+  if (s.dims.size() == 1 && n > 0 && t == DataType::Float32 && b.device_type() == "cpu" && !gpu_kernels_forced()) {
+    // PoCL: a tensor and a scalar (attention's scaling), as one row of the per-row kernel
+    const std::vector<int64_t> all = {1}, scalar = {0};
+    if (s.strides[1] == all && s.strides[2] == scalar &&
+        launch_channel_binary_cpu(b, b.arg_in(0), b.arg_in(1), b.arg_out(0), 1, n, op, false))
+      return true;
+    if (s.strides[2] == all && s.strides[1] == scalar &&
+        launch_channel_binary_cpu(b, b.arg_in(1), b.arg_in(0), b.arg_out(0), 1, n, op, true))
+      return true;
+  }
   k += "_bc";
   b.launch("elementwise.cl", k.c_str(), linear_range(n), b.arg_in(0), b.arg_in(1), b.arg_out(0), i32(n),
            to_dims(s.dims, 1), to_dims(s.strides[1], 0), to_dims(s.strides[2], 0));

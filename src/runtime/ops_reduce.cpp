@@ -63,6 +63,10 @@ bool lower_global_pool(NodeBuilder& b) {
   if (rows == 0) return true;
   cl_int op = b.node.op_type == "GlobalAveragePool" ? 1 : 2;
   if (op == 1 && b.device_type() == "cpu" && !gpu_kernels_forced()) return lower_global_avg_pool_cpu(b, rows, R);  // PoCL: ops_cpu.cpp
+  if (b.device_type() == "cpu" && !gpu_kernels_forced()) {  // PoCL: GlobalMaxPool, a row per work-item
+    b.launch("reduce.cl", "reduce_rows_cpu", cpu_item_range(rows), b.arg_in(0), b.arg_out(0), i32(rows), i32(R), op);
+    return true;
+  }
   b.launch("reduce.cl", "reduce_rows", group_range({size_t(rows)}, {64}), b.arg_in(0), b.arg_out(0), i32(R), op);
   return true;
 }
@@ -101,6 +105,11 @@ bool lower_reduce(NodeBuilder& b) {
   if (outputs == 0) return true;
   if (R == 0) return false;  // empty reduction: identity values, CPU
   // Reduced dims form the contiguous tail: each output is one row.
+  if (red.dims.size() == 1 && red.strides[0][0] == 1 && b.device_type() == "cpu" && !gpu_kernels_forced()) {
+    b.launch("reduce.cl", "reduce_rows_cpu", cpu_item_range(outputs), b.arg_in(0), b.arg_out(0), i32(outputs), i32(R),
+             op);  // PoCL: a row per work-item, vectors
+    return true;
+  }
   if (red.dims.size() == 1 && red.strides[0][0] == 1) {
     b.launch("reduce.cl", "reduce_rows", group_range({size_t(outputs)}, {64}), b.arg_in(0), b.arg_out(0), i32(R), op);
     return true;
@@ -123,6 +132,10 @@ bool lower_softmax(NodeBuilder& b) {
           inner = v13 ? product(x, axis + 1, x.size()) : 1;
   if (outer * R * inner == 0) return true;
   cl_int log = b.node.op_type == "LogSoftmax";
+  if (inner == 1 && b.device_type() == "cpu" && !gpu_kernels_forced()) {  // PoCL: a row per work-item, vectors
+    b.launch("reduce.cl", "softmax_rows_cpu", cpu_item_range(outer), b.arg_in(0), b.arg_out(0), i32(outer), i32(R), log);
+    return true;
+  }
   if (inner == 1)
     b.launch("reduce.cl", "softmax_rows", group_range({size_t(outer)}, {64}), b.arg_in(0), b.arg_out(0), i32(R), log);
   else
@@ -157,6 +170,12 @@ bool lower_layer_norm(NodeBuilder& b) {
   // Optional outputs Mean and InvStdDev, one value per row.
   auto wanted = [&](size_t k) { return b.node.outputs.size() > k && b.node.outputs[k] >= 0; };
   cl_int stats = (wanted(1) ? 1 : 0) | (wanted(2) ? 2 : 0);
+  if (b.device_type() == "cpu" && !gpu_kernels_forced()) {  // PoCL: a row per work-item, vectors
+    b.launch("norm.cl", "layer_norm_cpu", cpu_item_range(rows), b.arg_in(0), b.arg_in(1), has_bias ? b.arg_in(2) : b.arg_in(1),
+             cl_int(has_bias), b.arg_out(0), wanted(1) ? b.arg_out(1) : b.arg_out(0),
+             wanted(2) ? b.arg_out(2) : b.arg_out(0), stats, i32(rows), i32(R), b.node.get_float("epsilon", 1e-5f));
+    return true;
+  }
   b.launch("norm.cl", "layer_norm", group_range({size_t(rows)}, {64}), b.arg_in(0), b.arg_in(1),
            has_bias ? b.arg_in(2) : b.arg_in(1), cl_int(has_bias), b.arg_out(0),
            wanted(1) ? b.arg_out(1) : b.arg_out(0), wanted(2) ? b.arg_out(2) : b.arg_out(0), stats, i32(R),

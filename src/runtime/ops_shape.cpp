@@ -2,25 +2,72 @@
 // the strides once (transposed, sliced, broadcast, tiled) and the kernel
 // only walks them.
 #include <algorithm>
+#include <string>
 
 #include "runtime/ops.h"
 
 namespace texplan::runtime {
+
+Range cpu_item_range(int64_t n) {
+  size_t group = 1;
+  while (group < 64 && n / int64_t(group * 2) >= 16) group *= 2;
+  return linear_range(n, group);
+}
+
+namespace {
+const char* sized(const char* base, DataType t) {
+  static thread_local std::string name;
+  name = std::string(base) + "_b" + std::to_string(element_size(t));
+  return name.c_str();
+}
+
+// CPU devices (PoCL): copies by contiguous runs or 16x16 tiles (shape.cl's
+// copy_runs_* and transpose_tiles_*) where the collapsed walk has them;
+// false leaves the copy to the per-element kernel. Per element, the index
+// divisions of 4-5 dims cost more than the move (bert_mini's Transposes
+// and Slices ran at 2-4 GB/s of PoCL's ~30).
+bool launch_copy_cpu(NodeBuilder& b, const TensorArg& src, const TensorArg& dst, DataType t, const Strided& c,
+                     int64_t n) {
+  const size_t r = c.dims.size();
+  const std::vector<int64_t>&sy = c.strides[0], &sx = c.strides[1];
+  if (r == 0 || sy[r - 1] != 1) return false;
+  if (sx[r - 1] == 1) {  // runs of L, in chunks of CH (about 64 items at least; chunks of 1 KiB at least)
+    const int64_t L = c.dims[r - 1];
+    if (L < 8) return false;
+    const int64_t CH = std::min(L, std::max<int64_t>(1024 / int64_t(element_size(t)), (ceil_div(n, 64) + 15) / 16 * 16));
+    const int64_t chunks = ceil_div(L, CH), items = n / L * chunks;
+    std::vector<int64_t> dims(c.dims.begin(), c.dims.end() - 1), oy(sy.begin(), sy.end() - 1),
+        ox(sx.begin(), sx.end() - 1);
+    b.launch("shape.cl", sized("copy_runs", t), cpu_item_range(items), src, dst, i32(items), i32(chunks), i32(L), i32(CH),
+             to_dims(dims, 1), to_dims(oy, 0), to_dims(ox, 0));
+    return true;
+  }
+  // A transpose: the dim contiguous in the source, p, against the last one.
+  size_t p = r;
+  for (size_t k = 0; k + 1 < r; ++k)
+    if (sx[k] == 1) p = k;
+  if (p == r) return false;
+  const int64_t A = c.dims[r - 1], B = c.dims[p];
+  if (A < 4 || B < 4) return false;
+  std::vector<int64_t> dims, oy, ox;
+  for (size_t k = 0; k + 1 < r; ++k)
+    if (k != p) dims.push_back(c.dims[k]), oy.push_back(sy[k]), ox.push_back(sx[k]);
+  const int64_t tiles_a = ceil_div(A, 16), tiles_b = ceil_div(B, 16), items = n / (A * B) * tiles_a * tiles_b;
+  b.launch("shape.cl", sized("transpose_tiles", t), cpu_item_range(items), src, dst, i32(items), i32(A), i32(B),
+           i32(sx[r - 1]), i32(sy[p]), i32(tiles_a), i32(tiles_b), to_dims(dims, 1), to_dims(oy, 0), to_dims(ox, 0));
+  return true;
+}
+}  // namespace
 
 void launch_copy(NodeBuilder& b, const TensorArg& src, const TensorArg& dst, DataType t, const Strided& s) {
   Strided c = collapse(s);
   int64_t n = 1;
   for (int64_t d : c.dims) n *= d;
   if (n == 0) return;
-  const char* k = nullptr;
-  switch (element_size(t)) {
-    case 1: k = "copy_b1"; break;
-    case 2: k = "copy_b2"; break;
-    case 4: k = "copy_b4"; break;
-    case 8: k = "copy_b8"; break;
-    default: throw Error(std::string("no copy kernel for ") + to_string(t));
-  }
-  b.launch("shape.cl", k, linear_range(n), src, dst, i32(n), to_dims(c.dims, 1), to_dims(c.strides[0], 0),
+  const size_t es = element_size(t);
+  if (es != 1 && es != 2 && es != 4 && es != 8) throw Error(std::string("no copy kernel for ") + to_string(t));
+  if (b.device_type() == "cpu" && !gpu_kernels_forced() && launch_copy_cpu(b, src, dst, t, c, n)) return;
+  b.launch("shape.cl", sized("copy", t), linear_range(n), src, dst, i32(n), to_dims(c.dims, 1), to_dims(c.strides[0], 0),
            to_dims(c.strides[1], 0));
 }
 
@@ -159,7 +206,14 @@ bool lower_gather(NodeBuilder& b) {
   for (size_t k = axis + 1; k < data.size(); ++k) inner *= data[k];
   int64_t nidx = element_count(b.in(1).shape), n = outer * nidx * inner;
   if (n == 0) return true;
-  std::string k = std::string("gather_b") + (es == 4 ? "4" : "8") + (it == DataType::Int64 ? "_i64" : "_i32");
+  std::string suffix = std::string(es == 4 ? "4" : "8") + (it == DataType::Int64 ? "_i64" : "_i32");
+  if (inner >= 16 && b.device_type() == "cpu" && !gpu_kernels_forced()) {  // PoCL: a row per work-item
+    const int64_t rows = outer * nidx;
+    b.launch("shape.cl", ("gather_rows_b" + suffix).c_str(), cpu_item_range(rows), b.arg_in(0), b.arg_in(1),
+             b.arg_out(0), i32(rows), i32(data[axis]), i32(nidx), i32(inner));
+    return true;
+  }
+  std::string k = "gather_b" + suffix;
   b.launch("shape.cl", k.c_str(), linear_range(n), b.arg_in(0), b.arg_in(1), b.arg_out(0), i32(n),
            i32(data[axis]), i32(nidx), i32(inner));
   return true;

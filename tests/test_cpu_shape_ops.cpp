@@ -1,0 +1,168 @@
+// The CPU-device forms of data movement, Softmax, reductions, LayerNorm,
+// Gather and scalar binaries (copy_runs / transpose_tiles in shape.cl,
+// reduce.cl's and norm.cl's *_cpu kernels) on PoCL against the CPU
+// reference, on odd shapes: sizes off the 16-wide vectors, negative axes,
+// Slice steps (negative too), 1-element dims, several outputs. Each case
+// also runs with the GPU kernels forced, so both forms stay correct.
+#include <gtest/gtest.h>
+
+#include "optimize/usage.h"
+#include "plan/memory_plan.h"
+#include "reference/reference_ops.h"
+#include "runtime/ops.h"
+#include "runtime/session.h"
+#include "test_util.h"
+
+using namespace texplan;
+using test::random_tensor;
+using test::rel_error;
+
+namespace {
+
+HostTensor ints(std::vector<int64_t> v) {
+  HostTensor t(DataType::Int64, {int64_t(v.size())});
+  std::copy(v.begin(), v.end(), t.data<int64_t>());
+  return t;
+}
+
+// One node: input 0 fed (float, of `shape`), the others constants with the
+// values given; `outputs` outputs.
+struct Case {
+  std::string op;
+  Shape shape;
+  std::vector<HostTensor> constants;
+  std::map<std::string, Attribute> attrs;
+  int outputs = 1;
+};
+
+// Runs `c` on PoCL and on the reference; each output's relative error.
+void expect_matches(const Case& c) {
+  SCOPED_TRACE(c.op + " " + to_string(c.shape));
+  Graph g;
+  g.model_name = "cpu_shape_" + c.op;
+  g.opset = 13;
+  Node n;
+  n.name = c.op;
+  n.op_type = c.op;
+  n.attrs = c.attrs;
+  const HostTensor x = random_tensor(c.shape, -3, 3, 5);
+  std::vector<const HostTensor*> ref = {&x};
+  Tensor in;
+  in.name = "x";
+  in.shape = c.shape;
+  in.is_input = true;
+  n.inputs.push_back(g.add_tensor(in));
+  g.inputs = {n.inputs[0]};
+  for (size_t i = 0; i < c.constants.size(); ++i) {
+    Tensor t;
+    t.name = "c" + std::to_string(i);
+    t.dtype = c.constants[i].dtype;
+    t.shape = c.constants[i].shape;
+    t.is_constant = t.has_data = true;
+    t.value = c.constants[i];
+    n.inputs.push_back(g.add_tensor(t));
+    ref.push_back(&c.constants[i]);
+  }
+  n.outputs.assign(size_t(c.outputs), 0);
+  const std::vector<HostTensor> want = reference::evaluate(n, ref);
+  n.outputs.clear();
+  for (int k = 0; k < c.outputs; ++k) {
+    Tensor y;
+    y.name = "y" + std::to_string(k);
+    y.dtype = want.at(size_t(k)).dtype;
+    y.shape = want[size_t(k)].shape;
+    y.is_output = true;
+    y.producer = 0;
+    n.outputs.push_back(g.add_tensor(y));
+  }
+  g.outputs = n.outputs;
+  g.nodes.push_back(n);
+  for (const char* variant : {"", "gpu"}) {
+    SCOPED_TRACE(*variant ? "GPU kernels forced" : "CPU kernels");
+    runtime::force_conv_variant(variant);
+    PlanInput pin = make_usage_records(g);
+    auto dev = runtime::open_device("pocl");
+    plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
+    runtime::Session s(g, pin, plan, dev);
+    EXPECT_TRUE(s.fallback_nodes().empty());
+    const std::vector<HostTensor> got = s.run({x});
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < got.size(); ++k) {
+      ASSERT_EQ(got[k].shape, want[k].shape);
+      EXPECT_LE(rel_error(got[k], want[k]), 1e-6) << "output " << k;
+    }
+  }
+  runtime::force_conv_variant("");
+}
+
+Attribute perm(std::vector<int64_t> p) { return Attribute::of_ints(std::move(p)); }
+
+}  // namespace
+
+TEST(CpuShapeOps, Transposes) {
+  // bert's head split (runs of 64), its K transpose (a 2-D tile transpose
+  // of 133x37: tails in both tile dims), shufflenet's channel shuffle (runs
+  // of a whole 7x9 plane), a full reversal (no run: tiles over two dims
+  // with the rest outer), 1-element dims, a transpose of dims under 4.
+  expect_matches({"Transpose", {129, 4, 64}, {}, {{"perm", perm({1, 0, 2})}}});
+  expect_matches({"Transpose", {133, 1, 37}, {}, {{"perm", perm({1, 2, 0})}}});
+  expect_matches({"Transpose", {1, 2, 29, 7, 9}, {}, {{"perm", perm({0, 2, 1, 3, 4})}}});
+  expect_matches({"Transpose", {3, 5, 17, 19}, {}, {}});
+  expect_matches({"Transpose", {1, 20, 1, 33}, {}, {{"perm", perm({3, 1, 2, 0})}}});
+  expect_matches({"Transpose", {2, 3, 300}, {}, {{"perm", perm({2, 0, 1})}}});
+  expect_matches({"Transpose", {5, 1}, {}, {{"perm", perm({1, 0})}}});
+}
+
+TEST(CpuShapeOps, Slices) {
+  // A channel split (one flat run), the last axis with a negative index, a
+  // step of 2 and a negative step on the last axis (no run), steps on an
+  // outer axis (runs), a slice of a 1-element dim.
+  expect_matches({"Slice", {1, 116, 7, 9}, {ints({0}), ints({58}), ints({1})}});
+  expect_matches({"Slice", {128, 1, 771}, {ints({-514}), ints({-257}), ints({-1})}});
+  expect_matches({"Slice", {6, 37}, {ints({1}), ints({37}), ints({-1}), ints({2})}});
+  expect_matches({"Slice", {6, 37}, {ints({-2}), ints({-40}), ints({1}), ints({-3})}});
+  expect_matches({"Slice", {9, 5, 40}, {ints({8, 1}), ints({0, 5}), ints({0, -2}), ints({-3, 1})}});
+  expect_matches({"Slice", {1, 3, 18}, {ints({0}), ints({1}), ints({0})}});
+}
+
+TEST(CpuShapeOps, ConcatSplitExpandTileGather) {
+  expect_matches({"Concat", {2, 3, 17}, {random_tensor({2, 5, 17}, -1, 1, 3)}, {{"axis", Attribute::of_int(-2)}}});
+  expect_matches({"Split", {3, 50, 7}, {ints({13, 37})}, {{"axis", Attribute::of_int(1)}}, 2});
+  expect_matches({"Expand", {3, 1, 5}, {ints({2, 3, 4, 5})}});
+  expect_matches({"Tile", {3, 21}, {ints({2, 3})}});
+  // Embedding-style rows (inner 35 and 256, indices negative too) and a scalar index.
+  HostTensor idx = ints({3, -1, 0, 7, 2});
+  expect_matches({"Gather", {9, 35}, {idx}, {}});
+  expect_matches({"Gather", {2, 8, 256}, {idx}, {{"axis", Attribute::of_int(1)}}});
+  HostTensor one(DataType::Int64, {});
+  one.data<int64_t>()[0] = 4;
+  expect_matches({"Gather", {1, 6, 40}, {one}, {{"axis", Attribute::of_int(1)}}});
+}
+
+TEST(CpuShapeOps, SoftmaxAndReductions) {
+  // Rows of 128 (bert's attention), 37 (a tail only) and 1; LogSoftmax; a
+  // softmax over a middle axis (the strided kernel).
+  expect_matches({"Softmax", {4, 9, 128}, {}, {{"axis", Attribute::of_int(-1)}}});
+  expect_matches({"Softmax", {5, 37}, {}, {}});
+  expect_matches({"Softmax", {6, 1}, {}, {}});
+  expect_matches({"LogSoftmax", {3, 53}, {}, {{"axis", Attribute::of_int(1)}}});
+  expect_matches({"Softmax", {3, 7, 5}, {}, {{"axis", Attribute::of_int(1)}}});
+  // Contiguous rows of 49 (shufflenet's spatial mean), 256 and 3, every op.
+  for (const char* op : {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"}) {
+    expect_matches({op, {1, 24, 7, 7}, {}, {{"axes", perm({2, 3})}, {"keepdims", Attribute::of_int(0)}}});
+    expect_matches({op, {1, 13, 256}, {}, {{"axes", perm({-1})}}});
+    expect_matches({op, {11, 3}, {}, {{"axes", perm({1})}}});
+  }
+  expect_matches({"GlobalMaxPool", {1, 19, 5, 7}, {}, {}});
+}
+
+TEST(CpuShapeOps, LayerNormAndScalarBinary) {
+  // Rows of 256 and of 35 (a tail only), with and without bias.
+  expect_matches({"LayerNormalization", {1, 7, 256}, {random_tensor({256}, -1, 1, 8), random_tensor({256}, -1, 1, 9)},
+                  {{"epsilon", Attribute::of_float(1e-5f)}}});
+  expect_matches({"LayerNormalization", {10, 35}, {random_tensor({35}, -1, 1, 8)}, {{"axis", Attribute::of_int(-1)}}});
+  HostTensor eight(DataType::Float32, {});
+  eight.data<float>()[0] = 8.0f;
+  expect_matches({"Div", {4, 13, 64}, {eight}});
+  expect_matches({"Sub", {37}, {eight}});
+}

@@ -1,0 +1,217 @@
+// The decomposed-LayerNorm rewrite (optimize/layer_norm.cpp): it fires on
+// the exact pattern (operands of Mul/Add in either order, with or without
+// the bias Add) and the result matches the graph as built, on the reference
+// executor and on PoCL; near misses are left alone and still compute the
+// same values.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <random>
+
+#include "cli/commands.h"
+#include "import/onnx_import.h"
+#include "optimize/optimize.h"
+#include "optimize/usage.h"
+#include "plan/memory_plan.h"
+#include "runtime/cpu_executor.h"
+#include "runtime/session.h"
+#include "test_util.h"
+
+using namespace texplan;
+using test::random_tensor;
+
+namespace {
+
+// What to change in the pattern; the defaults build it exactly.
+struct Spec {
+  std::vector<int64_t> axes1 = {-1}, axes2 = {2};
+  float exponent = 2.0f;
+  bool gamma_first = false, beta_first = true, bias = true;
+  bool swapped_sub = false, swapped_div = false;
+  bool diff_is_output = false;   // Sub's output also a graph output
+  bool mean_used_again = false;  // the mean feeds another node too
+  bool gamma_is_input = false;   // gamma fed at run time, not a constant
+  bool axes_as_input = false;    // opset-18 ReduceMean with axes as an input
+};
+
+struct Built {
+  Graph g;
+  std::vector<HostTensor> feeds;
+};
+
+Built build(const Spec& s) {
+  Built b;
+  Graph& g = b.g;
+  g.model_name = "layernorm";
+  g.opset = s.axes_as_input ? 18 : 13;
+  std::mt19937 rng(11);
+  const Shape xs = {2, 5, 35};
+  auto reduced = [&](const std::vector<int64_t>& axes) {  // keepdims
+    Shape r = xs;
+    for (int64_t a : axes) r[size_t(a < 0 ? a + 3 : a)] = 1;
+    return r;
+  };
+  auto tensor = [&](const std::string& name, Shape shape) {
+    Tensor t;
+    t.name = name;
+    t.shape = std::move(shape);
+    return g.add_tensor(std::move(t));
+  };
+  auto constant = [&](const std::string& name, HostTensor v) {
+    Tensor t;
+    t.name = name;
+    t.dtype = v.dtype;
+    t.shape = v.shape;
+    t.is_constant = t.has_data = true;
+    t.value = std::move(v);
+    return g.add_tensor(std::move(t));
+  };
+  auto scalar = [&](const std::string& name, float v) {
+    HostTensor t(DataType::Float32, {});
+    t.data<float>()[0] = v;
+    return constant(name, t);
+  };
+  auto node = [&](const std::string& op, std::vector<int> in, int out, std::map<std::string, Attribute> attrs = {}) {
+    Node n;
+    n.name = op + "_" + std::to_string(g.nodes.size());
+    n.op_type = op;
+    n.inputs = std::move(in);
+    n.outputs = {out};
+    n.attrs = std::move(attrs);
+    g.nodes.push_back(std::move(n));
+  };
+  auto mean = [&](int in, int out, const std::vector<int64_t>& axes) {
+    if (!s.axes_as_input) return node("ReduceMean", {in}, out, {{"axes", Attribute::of_ints(axes)}});
+    HostTensor a(DataType::Int64, {int64_t(axes.size())});
+    std::copy(axes.begin(), axes.end(), a.data<int64_t>());
+    node("ReduceMean", {in, constant("axes" + std::to_string(out), a)}, out);
+  };
+
+  const int in = tensor("in", xs);
+  g.tensors[in].is_input = true;
+  g.inputs = {in};
+  b.feeds.push_back(random_tensor(xs, rng, -2, 3));
+  const int x = tensor("x", xs);  // x = in * 1.5: the pattern's input is an activation
+  node("Mul", {in, scalar("k", 1.5f)}, x);
+  const Shape ms = reduced(s.axes1), vs = reduced(s.axes2);
+  const int m = tensor("m", ms), d = tensor("d", xs), p = tensor("p", xs), v = tensor("v", vs), e = tensor("e", vs),
+            sd = tensor("sd", vs), q = tensor("q", xs), r = tensor("r", xs);
+  mean(x, m, s.axes1);
+  node("Sub", s.swapped_sub ? std::vector<int>{m, x} : std::vector<int>{x, m}, d);
+  node("Pow", {d, scalar("two", s.exponent)}, p);
+  mean(p, v, s.axes2);
+  node("Add", {v, scalar("eps", 1e-5f)}, e);
+  node("Sqrt", {e}, sd);
+  node("Div", s.swapped_div ? std::vector<int>{sd, d} : std::vector<int>{d, sd}, q);
+  int gamma;
+  if (s.gamma_is_input) {
+    gamma = tensor("gamma", {35});
+    g.tensors[gamma].is_input = true;
+    g.inputs.push_back(gamma);
+    b.feeds.push_back(random_tensor({35}, rng, -1, 1));
+  } else {
+    gamma = constant("gamma", random_tensor({35}, rng, -1, 1));
+  }
+  node("Mul", s.gamma_first ? std::vector<int>{gamma, q} : std::vector<int>{q, gamma}, r);
+  int y = r;
+  if (s.bias) {
+    y = tensor("y", xs);
+    const int beta = constant("beta", random_tensor({35}, rng, -1, 1));
+    node("Add", s.beta_first ? std::vector<int>{beta, r} : std::vector<int>{r, beta}, y);
+  }
+  g.outputs = {y};
+  if (s.diff_is_output) g.outputs.push_back(d);
+  if (s.mean_used_again) {
+    const int m2 = tensor("m2", ms);
+    node("Neg", {m}, m2);
+    g.outputs.push_back(m2);
+  }
+  for (int t : g.outputs) g.tensors[t].is_output = true;
+  g.topological_sort();
+  return b;
+}
+
+std::vector<HostTensor> run_reference(const Graph& g, const std::vector<HostTensor>& feeds) {
+  PlanInput pin = make_usage_records(g);
+  plan::MemoryPlan plan = plan::plan_memory(pin.records, plan::DeviceProfile::load("pocl"), "best");
+  return runtime::CpuExecutor(g, pin, plan).run(feeds);
+}
+
+std::vector<HostTensor> run_pocl(const Graph& g, const std::vector<HostTensor>& feeds) {
+  PlanInput pin = make_usage_records(g);
+  auto dev = runtime::open_device("pocl");
+  plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
+  runtime::Session s(g, pin, plan, dev);
+  EXPECT_TRUE(s.fallback_nodes().empty());
+  return s.run(feeds);
+}
+
+int count(const Graph& g, const std::string& op) {
+  int n = 0;
+  for (const Node& node : g.nodes) n += node.op_type == op;
+  return n;
+}
+
+// Optimizes the spec's graph; checks its outputs against the graph as built
+// (reference executor, and PoCL) and returns how many LayerNorms it made.
+int fused(const Spec& s) {
+  const Built b = build(s);
+  const std::vector<HostTensor> want = run_reference(b.g, b.feeds);
+  Graph g = b.g;
+  const OptimizeReport r = optimize(g, {});
+  EXPECT_EQ(r.fused_layernorm, count(g, "LayerNormalization"));
+  EXPECT_LE(r.lower_bound_bytes, r.raw_lower_bound_bytes);
+  for (const auto& got : {run_reference(g, b.feeds), run_pocl(g, b.feeds)}) {
+    EXPECT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < std::min(got.size(), want.size()); ++k)
+      EXPECT_LE(cli::relative_error(got[k], want[k]), 1e-5) << "output " << k;
+  }
+  if (r.fused_layernorm > 0) EXPECT_EQ(count(g, "ReduceMean") + count(g, "Pow") + count(g, "Sqrt"), 0);
+  return r.fused_layernorm;
+}
+
+}  // namespace
+
+TEST(LayerNormFusion, FiresOnTheExactPattern) {
+  EXPECT_EQ(fused({}), 1);
+  Spec s;
+  s.gamma_first = true;
+  s.beta_first = false;
+  s.axes1 = {2};
+  s.axes2 = {-1};
+  EXPECT_EQ(fused(s), 1);
+  s = {};
+  s.bias = false;
+  EXPECT_EQ(fused(s), 1);
+  s = {};
+  s.axes_as_input = true;
+  EXPECT_EQ(fused(s), 1);
+}
+
+TEST(LayerNormFusion, LeavesNearMissesAlone) {
+  auto miss = [](const char* what, auto change) {
+    SCOPED_TRACE(what);
+    Spec s;
+    change(s);
+    EXPECT_EQ(fused(s), 0);
+  };
+  miss("mean over another axis", [](Spec& s) { s.axes1 = {1}; });
+  miss("variance over two axes", [](Spec& s) { s.axes2 = {1, 2}; });
+  miss("fourth power", [](Spec& s) { s.exponent = 4.0f; });
+  miss("m - x", [](Spec& s) { s.swapped_sub = true; });
+  miss("sd / d", [](Spec& s) { s.swapped_div = true; });
+  miss("centred values are an output", [](Spec& s) { s.diff_is_output = true; });
+  miss("mean read again", [](Spec& s) { s.mean_used_again = true; });
+  miss("gamma fed at run time", [](Spec& s) { s.gamma_is_input = true; });
+}
+
+TEST(LayerNormFusion, BertMiniBoundNoWorse) {
+  const std::string path = std::string(TEXPLAN_MODELS_DIR) + "/bert_mini";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " absent";
+  Graph g = import_onnx(resolve_model_file(path));
+  const OptimizeReport r = optimize(g, {});
+  EXPECT_EQ(r.fused_layernorm, 8);
+  EXPECT_EQ(count(g, "LayerNormalization"), 8);
+  EXPECT_EQ(count(g, "ReduceMean"), 0);
+  EXPECT_LE(r.lower_bound_bytes, 917504);  // 896 KiB, the bound before this rewrite
+}
