@@ -32,11 +32,13 @@ while getopts "b:m:s:h" opt; do
 done
 shift $((OPTIND - 1))
 
-DEV=$ROOT/.dev
+# TEXPLAN_PACK_DIR: another folder of the repo root (e.g. .dev-he, so a helper's pack
+# leaves the lead's .dev alone); carry it and `rm -rf .dev; mv FOLDER .dev` there.
+DEV=$ROOT/${TEXPLAN_PACK_DIR:-.dev}
 EXCLUDE=$(git -C "$ROOT" rev-parse --git-path info/exclude)
 [[ $EXCLUDE = /* ]] || EXCLUDE=$ROOT/$EXCLUDE
 mkdir -p "$(dirname "$EXCLUDE")"
-grep -qxF '/.dev/' "$EXCLUDE" 2>/dev/null || echo '/.dev/' >>"$EXCLUDE"
+grep -qxF "/${DEV##*/}/" "$EXCLUDE" 2>/dev/null || echo "/${DEV##*/}/" >>"$EXCLUDE"
 rm -rf "$DEV"
 mkdir -p "$DEV/bin" "$DEV/lib" "$DEV/models" "$DEV/tools"
 

@@ -217,7 +217,9 @@ struct FusedTail {
 std::vector<std::string> conv_tile_variants();
 // Forces the GPU kernels (gemm.cl, conv.cl) with these tiles on every device,
 // CPUs included ("gpu": with the tiles chosen by shape or tuning, "gpu/sN":
-// those split in N where allowed); "" restores the choice by shape and
+// those split in N where allowed; "winograd", "winograd/split",
+// "winograd/sN": conv_winograd.cl for the 3x3 stride-1 single-group convs,
+// the GPU kernels' choice elsewhere); "" restores the choice by shape and
 // device. Throws Error on an unknown name.
 void force_conv_variant(const std::string& variant);
 bool gpu_kernels_forced();

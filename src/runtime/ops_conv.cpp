@@ -97,6 +97,7 @@ struct Forced {
   const Tiles* tiles = nullptr;  // these tiles, not the choice by shape
   bool taps = false;             // conv2d_gemm_taps for conv2d_gemm
   int64_t splits = 0;            // split-K where allowed: S slices; -1 the S by shape; 0 the choice; 1 never
+  bool winograd = false;         // conv_winograd.cl for the 3x3 stride-1 convs it takes
 };
 Forced& forced() {
   static Forced f;
@@ -147,9 +148,10 @@ constexpr int64_t kMinSliceK = 4 * kTK;  // shallower slices spend more on the p
 
 // A GEMM launch's variant: tiles, unsplit (splits 1) or split-K.
 struct Variant {
-  const Tiles* tiles;
+  const Tiles* tiles;  // null: Winograd (conv_winograd.cl), K = input channels
   int64_t splits = 1, kslice = 0;
-  std::string name() const { return splits > 1 ? std::string(tiles->name) + "/s" + std::to_string(splits) : tiles->name; }
+  std::string base() const { return tiles ? tiles->name : "winograd"; }
+  std::string name() const { return splits > 1 ? base() + "/s" + std::to_string(splits) : base(); }
 };
 
 // About `want` slices of K, rounded to whole TK; the variant has as many as
@@ -199,21 +201,67 @@ Variant choose_by_shape(const NodeBuilder& b, int64_t M, int64_t N, int64_t K, i
   return best;
 }
 
+// Winograd F(2x2, 3x3) (conv_winograd.cl) of a 3x3 stride-1 conv with one
+// group: a work-group computes 32 output channels x 32 2x2 tiles, all 16
+// transform elements, over K = C input channels in chunks of 8 (kWinogradCK).
+struct WinogradShape {
+  int64_t C = 0, OC = 0, tiles = 0, images = 0;
+  int64_t groups() const { return ceil_div(OC, 32) * ceil_div(tiles, 32) * images; }
+};
+constexpr int64_t kWinogradCK = 8;
+constexpr int64_t kWinogradMinSlice = 32;  // input channels per split-K slice, at least
+
+// Winograd's slices: grids under half a wave (of one work-group per compute
+// unit) split to about `waves` waves; larger ones stay whole. On the H100
+// (132 compute units) whole beat split at 112 work-groups (VGG's 512->512
+// 28x28: 0.151 vs 0.176 ms in 3 slices), split beat whole at 32 (its 14x14:
+// 0.052 ms in 4 slices vs 0.151) and at 16 (ResNet's 256->256 14x14: 0.021
+// vs 0.079).
+Variant winograd_split(const WinogradShape& w, int64_t cu, int64_t waves) {
+  if (2 * w.groups() >= cu) return Variant{nullptr};
+  int64_t want = std::min(ceil_div(waves * cu, w.groups()), w.C / kWinogradMinSlice);
+  int64_t cslice = ceil_div(ceil_div(w.C, std::max<int64_t>(1, want)), kWinogradCK) * kWinogradCK;
+  int64_t splits = ceil_div(w.C, cslice);
+  return splits > 1 ? Variant{nullptr, splits, cslice} : Variant{nullptr};
+}
+
+// variant_cost's units for Winograd: 16 x 32 x 32 FMAs per input channel and
+// work-group; kWinogradSpeed against 32x32's 1.0 (a guess: a little under
+// 64x64v's 2.5, its register block is the same 8x8 with float4 reads but the
+// transforms add about a fifth).
+constexpr double kWinogradSpeed = 2.0;
+double winograd_cost(const Variant& v, const WinogradShape& w, int64_t cu) {
+  double work = 16.0 * 32 * 32 * double(v.splits > 1 ? v.kslice : w.C) / kWinogradSpeed;
+  double split = v.splits > 1 ? 150e3 + 0.25 * double(w.OC * w.tiles * 4 * w.images * v.splits) : 0.0;
+  return double(ceil_div(w.groups() * v.splits, cu)) * work + split;
+}
+
 // The variant of a GPU GEMM whose launches `emit(v)` appends to b.launches,
 // for the shape named `key`: forced, else the tuning cache's measured choice
 // (texplan tune times every candidate once: each tile unsplit, and where
 // `can_split` split to about 2 waves and to 1, half the atomic adds), else
 // choose_by_shape's heuristic.
+//
+// `wino` (a conv Winograd takes, on a GPU): "winograd" and its splits are
+// candidates too, and the guess where their cost is below the direct one's.
 Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int64_t K, int64_t batches,
-                     bool can_split, const std::function<void(const Variant&)>& emit) {
+                     bool can_split, const std::function<void(const Variant&)>& emit,
+                     const WinogradShape* wino = nullptr) {
   const Forced& f = forced();
   const int64_t cu = std::max(1, b.compute_units());
+  if (f.winograd && wino) {
+    if (!can_split || f.splits == 1 || f.splits == 0) return Variant{nullptr};
+    if (f.splits < 0) return winograd_split(*wino, std::max<int64_t>(cu, 2 * wino->groups() + 1), 1);  // split
+    int64_t cslice = ceil_div(ceil_div(wino->C, f.splits), kWinogradCK) * kWinogradCK;
+    return ceil_div(wino->C, cslice) > 1 ? Variant{nullptr, ceil_div(wino->C, cslice), cslice} : Variant{nullptr};
+  }
   if (f.tiles || f.splits != 0) {
     const Tiles& t = choose_tiles(b, M, N, batches);
     if (!can_split || f.splits == 0 || f.splits == 1) return Variant{&t};
     return f.splits < 0 ? split_by_shape(t, M, N, K, batches, cu) : split_k(t, K, f.splits);
   }
-  const std::string guess = choose_by_shape(b, M, N, K, batches, can_split).name();
+  const Variant direct = choose_by_shape(b, M, N, K, batches, can_split);
+  std::string guess = direct.name();
   std::vector<Variant> candidates;
   for (const Tiles& t : kTiles) candidates.push_back({&t});
   if (can_split) {
@@ -223,6 +271,21 @@ Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int6
             v.splits > 1 && v.name() != candidates.back().name())
           candidates.push_back(v);
     if (candidates.size() > std::size(kTiles)) key += " splitk";  // caches from before split-K did not measure it
+  }
+  if (wino) {
+    key += " winograd";  // caches from before Winograd did not measure it
+    const Variant whole{nullptr}, split = can_split ? winograd_split(*wino, cu, 1) : whole;
+    candidates.push_back(whole);
+    if (split.splits > 1) candidates.push_back(split);
+    // The guess: the Winograd form the grid wants where it costs less than
+    // the direct variant, for 64 output channels or more or a grid of a
+    // wave at least: DenseNet's 128->32 3x3 at 28x28 (7 work-groups) ran
+    // 0.021 ms split against the direct kernel's 0.019 on the H100, U-Net's
+    // 32->32 at 256x256 (512) 0.049 against 0.114.
+    const Variant& w = split.splits > 1 ? split : whole;
+    if ((wino->OC >= 64 || wino->groups() >= cu) &&
+        winograd_cost(w, *wino, cu) < variant_cost(direct, M, N, K, batches, cu))
+      guess = w.name();
   }
   std::vector<std::string> names;
   int fallback = 0;
@@ -234,6 +297,51 @@ Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int6
     return time_candidate(b, [&] { return emit(candidates[size_t(c)]), true; });
   });
   return candidates[size_t(i)];
+}
+
+// The Winograd shape of a conv it takes (3x3, stride and dilation 1, one
+// group), on GPUs or forced: none for others. Where Winograd pays is the
+// cost model's (or the tuning's) call; below 32 input or output channels or
+// 32 tiles a work-group's 8-channel chunks, 32-channel block or 32-tile
+// block would run mostly empty (ResNet's 512->512 at 7x7, 16 tiles: 0.036 ms
+// at best against the direct kernel's 0.033 on the H100).
+std::optional<WinogradShape> winograd_shape(const NodeBuilder& b, const ConvGeometry& g) {
+  if (g.KH != 3 || g.KW != 3 || g.sh != 1 || g.sw != 1 || g.dh != 1 || g.dw != 1 || g.groups != 1) return std::nullopt;
+  if (forced().taps || forced().tiles) return std::nullopt;
+  const WinogradShape w{g.C, g.OC, ceil_div(g.OH, 2) * ceil_div(g.OW, 2), g.N};
+  if (!forced().winograd && (b.device_type() != "gpu" || g.C < 32 || g.OC < 32 || w.tiles * w.images < 32))
+    return std::nullopt;
+  return w;
+}
+
+// conv_winograd.cl's launches for variant `v` (whole, or split over the
+// input channels with gemm.cl's zero and finish passes); PH, PW > 0: the
+// 2x2 stride-2 max pool of the output (POOL2, never split).
+void launch_winograd(NodeBuilder& b, const ConvGeometry& g, bool has_bias, const TensorArg& bias, const FusedTail& tail,
+                     const Variant& v, int64_t PH = 0, int64_t PW = 0) {
+  const int64_t tiles = ceil_div(g.OH, 2) * ceil_div(g.OW, 2), total = g.N * g.OC * g.OH * g.OW;
+  Range r = group_range({size_t(ceil_div(tiles, 32)), size_t(ceil_div(g.OC, 32)), size_t(g.N * v.splits)},
+                        {256, 1, 1});
+  auto args = [&](const Source& src) {
+    b.launch(src, "conv2d_winograd", r, b.arg_in(0), b.arg_in(1), bias, b.arg_out(0), cl_int(has_bias), i32(g.C),
+             i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW), i32(g.ph), i32(g.pw));
+  };
+  if (PH > 0) {
+    args(Source("conv_winograd.cl", "-DPOOL2", tail.prelude));
+    b.more_args(i32(PH));
+    b.more_args(i32(PW));
+    tail.append_args(b);
+  } else if (v.splits > 1) {
+    Source split("conv_winograd.cl", std::string("-DSPLITK") + (accepts_inline_ptx(b.device()) ? " -DTEXPLAN_PTX" : ""));
+    launch_splitk_zero(b, Source("gemm.cl", "-DSPLITK"), b.arg_out(0), total, tail);
+    args(split);
+    b.more_args(i32(v.splits));
+    b.more_args(i32(v.kslice));
+    launch_splitk_finish(b, b.arg_out(0), total, tail);
+  } else {
+    args(Source("conv_winograd.cl", "", tail.prelude));
+    tail.append_args(b);
+  }
 }
 
 }  // namespace
@@ -493,7 +601,9 @@ void force_conv_variant(const std::string& variant) {
       f.splits = std::max<int64_t>(1, std::stoll(split.substr(1)));
     }
   }
-  if (!variant.empty() && tiles != "gpu") {
+  if (tiles == "winograd") {
+    f.winograd = true;  // where it applies; the GPU kernels' choice by shape elsewhere
+  } else if (!variant.empty() && tiles != "gpu") {
     f.taps = tiles.rfind("taps:", 0) == 0;
     f.tiles = &tiles_named(tiles.c_str() + (f.taps ? 5 : 0));
     if (f.taps && f.splits != 0) throw Error("the taps: baseline has no split-K variant");
@@ -534,7 +644,9 @@ bool lower_conv(NodeBuilder& b, const FusedTail& tail) {
   }
   if (launch_conv_mma(b, g, has_bias, bias, tail)) return true;  // --precision tf32
   const int64_t K = ICg * g.KH * g.KW, total = g.N * g.OC * g.OH * g.OW;
+  const std::optional<WinogradShape> wino = winograd_shape(b, g);
   auto emit = [&](const Variant& v) {
+    if (!v.tiles) return launch_winograd(b, g, has_bias, bias, tail, v);
     const Tiles& t = *v.tiles;
     Range r = group_range({size_t(ceil_div(g.OH * g.OW, t.tn())), size_t(ceil_div(OCg, t.tm())),
                            size_t(g.N * g.groups * v.splits)},
@@ -556,7 +668,7 @@ bool lower_conv(NodeBuilder& b, const FusedTail& tail) {
   std::string key = shape_key("conv2d_gemm", {g.N, g.C, g.H, g.W, g.OC, g.OH, g.OW, g.KH, g.KW, g.sh, g.sw, g.ph,
                                               g.pw, g.dh, g.dw, g.groups});
   emit(pick_variant(b, key, OCg, g.OH * g.OW, K, g.N * g.groups, !forced().taps && split_k_allowed(b, K, total, tail),
-                    emit));
+                    emit, wino ? &*wino : nullptr));
   return true;
 }
 
@@ -599,6 +711,17 @@ bool lower_fused_conv_maxpool(NodeBuilder& b) {
     if (!t || !t->vec) {  // the heuristic's tiles, in their float4 form
       const Tiles& c = choose_tiles(b, OCg, PH * PW * 4, g.N * g.groups);
       t = &tiles_named(c.wptm == 2 ? "64x64v" : (std::string(c.name) + (c.vec ? "" : "v")).c_str());
+    }
+    // Winograd's 2x2 output tiles are the pool's windows: forced, or where
+    // its cost is below these tiles' (never split: a max of partial sums).
+    if (auto w = winograd_shape(b, g)) {
+      const int64_t cu = std::max(1, b.compute_units());
+      if (forced().winograd || ((w->OC >= 64 || w->groups() >= cu) &&
+                                winograd_cost(Variant{nullptr}, *w, cu) <
+                                    variant_cost(Variant{t}, OCg, PH * PW * 4, g.C * 9, g.N, cu))) {
+        launch_winograd(b, g, has_bias, bias, tail, Variant{nullptr}, PH, PW);
+        return true;
+      }
     }
     Range r = group_range(
         {size_t(ceil_div(PH * PW * 4, t->tn())), size_t(ceil_div(OCg, t->tm())), size_t(g.N * g.groups)}, {16, 16, 1});

@@ -1,0 +1,220 @@
+// 3x3 stride-1 convolutions by Winograd F(2x2, 3x3), fused into one kernel:
+// no transformed tensors are stored, so the plan needs no scratch. The output
+// is cut into 2x2 tiles (T = ceil(OH/2) x ceil(OW/2)); tile t of channel oc
+// is A^T [sum_c U(oc, c) .* V(c, t)] A with U = G g G^T the 4x4 transform
+// of the 3x3 weights g and V = B^T d B that of the 4x4 input patch d under
+// the tile: 16 products per tile and input channel instead of 36 (2.25x fewer
+// FMAs than the direct conv; fp32 throughout, rounding differs from the
+// direct sum only by the transforms' few adds).
+//
+// A work-group of 256 work-items computes BM = 32 output channels x BT = 32
+// tiles, all 16 transform elements: each chunk of CK = 8 input channels is
+// transformed into local memory (one (channel, tile) patch and one (channel,
+// output channel) weight per work-item; the next chunk's raw values are
+// loaded while the current one is multiplied), then work-item (e, tm, tt)
+// multiplies element e's 8 output channels x 8 tiles (float4 local reads,
+// the gemm.cl VEC layout). At the end the products go through local memory
+// (half the channels at a time) so that each work-item transforms whole
+// tiles back: two 2x2 outputs, bias, epilogue EPI(v, index).
+//
+// POOL2 (FusedConvMaxPool, 2x2 windows of stride 2): output tile t is pool
+// window t, so the store is the max of its four values (PH x PW pooled).
+// SPLITK: grid z = image * splits + slice, slice s sums channels
+// [s * cslice, +cslice) and adds its partial outputs into Y (split_add,
+// common.cl; slice 0 with the bias); the host zeroes Y before and applies the
+// epilogue after (gemm.cl's splitk_zero / splitk_finish).
+#ifndef EPI
+#define EPI(v, i) (v)
+#define EPI_PARAMS
+#endif
+#define BM 32
+#define BT 32
+#define CK 8
+
+#ifdef SPLITK
+#ifdef POOL2
+#error "SPLITK and POOL2 do not combine"
+#endif
+#define WG_SPLIT_PARAMS , int splits, int cslice
+#else
+#define WG_SPLIT_PARAMS
+#endif
+#ifdef POOL2
+#define WG_POOL_PARAMS , int PH, int PW
+#else
+#define WG_POOL_PARAMS
+#endif
+
+__kernel __attribute__((reqd_work_group_size(256, 1, 1)))
+void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, int wo, __global const float* Bias,
+                     int bo, __global float* Y, int yo, int has_bias, int C, int H, int W, int OC, int OH, int OW,
+                     int ph, int pw WG_POOL_PARAMS WG_SPLIT_PARAMS EPI_PARAMS) {
+  // Us[e][c][m], Vs[e][c][t]; after the loop, the products of half the
+  // output channels, Ms[e][m][t] (16 x 16 x BT), in the same memory.
+  __local float4 lds4[2 * 16 * CK * BM / 4];
+  __local float* Us = (__local float*)lds4;
+  __local float* Vs = Us + 16 * CK * BM;
+  __local float* Ms = Us;
+  const int tid = get_local_id(0);
+  const int TW = (OW + 1) >> 1, T = ((OH + 1) >> 1) * TW;
+  const int t0 = get_group_id(0) * BT, m0 = get_group_id(1) * BM;
+#ifdef SPLITK
+  const int img = get_group_id(2) / splits, slice = get_group_id(2) - img * splits;
+  const int cbeg = slice * cslice, cend = min(C, cbeg + cslice);
+#else
+  const int img = get_group_id(2), cbeg = 0, cend = C;
+#endif
+  // Loader roles: channel lc of the chunk, and tile lt / output channel lm.
+  const int lc = tid >> 5, lt = tid & 31, lm = tid & 31;
+  const int tg = t0 + lt, th = tg / TW, tw = tg - th * TW;
+  const bool t_in = tg < T;
+  const int ih0 = 2 * th - ph, iw0 = 2 * tw - pw;
+  __global const float* xi = X + xo + (size_t)img * C * H * W;
+  const bool m_in = m0 + lm < OC;
+  __global const float* wm = Wt + wo + (size_t)(m0 + lm) * C * 9;
+  float d[16], g[9];
+#define WG_LOAD(c0)                                                                   \
+  {                                                                                   \
+    const int c = (c0) + lc;                                                          \
+    const bool cin = c < cend;                                                        \
+    __global const float* xc = xi + (size_t)c * H * W;                                \
+    for (int i = 0; i < 4; ++i) {                                                     \
+      const int ih = ih0 + i;                                                         \
+      const bool rin = cin && t_in && ih >= 0 && ih < H;                              \
+      for (int j = 0; j < 4; ++j) {                                                   \
+        const int iw = iw0 + j;                                                       \
+        d[4 * i + j] = rin && iw >= 0 && iw < W ? xc[ih * W + iw] : 0.0f;             \
+      }                                                                               \
+    }                                                                                 \
+    for (int k = 0; k < 9; ++k) g[k] = cin && m_in ? wm[c * 9 + k] : 0.0f; \
+  }
+  float acc[8][8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+#pragma unroll
+    for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
+  const int e = tid >> 4, tm = (tid >> 2) & 3, tt = tid & 3;
+  WG_LOAD(cbeg)
+  for (int c0 = cbeg; c0 < cend; c0 += CK) {
+    {  // V = B^T d B, B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]
+      float r[16];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        r[0 + j] = d[0 + j] - d[8 + j];
+        r[4 + j] = d[4 + j] + d[8 + j];
+        r[8 + j] = d[8 + j] - d[4 + j];
+        r[12 + j] = d[4 + j] - d[12 + j];
+      }
+      __local float* v = Vs + lc * BT + lt;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        v[(4 * i + 0) * CK * BT] = r[4 * i + 0] - r[4 * i + 2];
+        v[(4 * i + 1) * CK * BT] = r[4 * i + 1] + r[4 * i + 2];
+        v[(4 * i + 2) * CK * BT] = r[4 * i + 2] - r[4 * i + 1];
+        v[(4 * i + 3) * CK * BT] = r[4 * i + 1] - r[4 * i + 3];
+      }
+    }
+    {  // U = G g G^T, G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1]
+      float s[12];
+#pragma unroll
+      for (int j = 0; j < 3; ++j) {
+        s[0 + j] = g[j];
+        s[3 + j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
+        s[6 + j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
+        s[9 + j] = g[6 + j];
+      }
+      __local float* u = Us + lc * BM + lm;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        u[(4 * i + 0) * CK * BM] = s[3 * i];
+        u[(4 * i + 1) * CK * BM] = 0.5f * (s[3 * i] + s[3 * i + 1] + s[3 * i + 2]);
+        u[(4 * i + 2) * CK * BM] = 0.5f * (s[3 * i] - s[3 * i + 1] + s[3 * i + 2]);
+        u[(4 * i + 3) * CK * BM] = s[3 * i + 2];
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (c0 + CK < cend) WG_LOAD(c0 + CK)
+    __local const float4* ue = (__local const float4*)(Us + e * CK * BM);
+    __local const float4* ve = (__local const float4*)(Vs + e * CK * BT);
+#pragma unroll
+    for (int c = 0; c < CK; ++c) {
+      float a[8], b[8];
+      vstore4(ue[c * BM / 4 + tm], 0, a);
+      vstore4(ue[c * BM / 4 + 4 + tm], 1, a);
+      vstore4(ve[c * BT / 4 + tt], 0, b);
+      vstore4(ve[c * BT / 4 + 4 + tt], 1, b);
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+#pragma unroll
+        for (int j = 0; j < 8; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  // acc[i][j]: element e of output channel m0 + 4 tm + 16 (i / 4) + i % 4,
+  // tile t0 + 4 tt + 16 (j / 4) + j % 4.
+#ifdef POOL2
+  const int PHW = PH * PW;
+  __global float* yi = Y + yo + (size_t)img * OC * PHW;
+#else
+  const int OHW = OH * OW;
+  __global float* yi = Y + yo + (size_t)img * OC * OHW;
+#endif
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      __local float4* row = (__local float4*)(Ms + (e * 16 + 4 * tm + r) * BT);
+      row[tt] = (float4)(acc[4 * hf + r][0], acc[4 * hf + r][1], acc[4 * hf + r][2], acc[4 * hf + r][3]);
+      row[4 + tt] = (float4)(acc[4 * hf + r][4], acc[4 * hf + r][5], acc[4 * hf + r][6], acc[4 * hf + r][7]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+    for (int q = 0; q < 2; ++q) {
+      const int p = tid + 256 * q, ml = p >> 5, t = p & 31;
+      const int oc = m0 + 16 * hf + ml, tile = t0 + t;
+      if (oc < OC && tile < T) {
+        float mv[16];
+#pragma unroll
+        for (int k = 0; k < 16; ++k) mv[k] = Ms[(k * 16 + ml) * BT + t];
+        // Y = A^T M A, A^T = [1 1 1 0; 0 1 -1 -1]
+        float r0[4], r1[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          r0[j] = mv[j] + mv[4 + j] + mv[8 + j];
+          r1[j] = mv[4 + j] - mv[8 + j] - mv[12 + j];
+        }
+        float y[4] = {r0[0] + r0[1] + r0[2], r0[1] - r0[2] - r0[3], r1[0] + r1[1] + r1[2], r1[1] - r1[2] - r1[3]};
+        const int oth = tile / TW, otw = tile - oth * TW;
+#ifdef SPLITK
+        const float bias = has_bias && slice == 0 ? Bias[bo + oc] : 0.0f;
+#else
+        const float bias = has_bias ? Bias[bo + oc] : 0.0f;
+#endif
+#ifdef POOL2
+        if (oth < PH && otw < PW) {
+          const int pi = oc * PHW + oth * PW + otw;
+          float best = -INFINITY;  // positions past the conv output (ceil_mode) never win
+#pragma unroll
+          for (int k = 0; k < 4; ++k)
+            if (2 * oth + (k >> 1) < OH && 2 * otw + (k & 1) < OW) best = fmax(best, EPI(y[k] + bias, img * OC * PHW + pi));
+          yi[pi] = best;
+        }
+#else
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          const int oh = 2 * oth + (k >> 1), ow = 2 * otw + (k & 1);
+          if (oh < OH && ow < OW) {
+            const int o = oc * OHW + oh * OW + ow;
+#ifdef SPLITK
+            split_add(yi + o, y[k] + bias);
+#else
+            yi[o] = EPI(y[k] + bias, img * OC * OHW + o);
+#endif
+          }
+        }
+#endif
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}

@@ -1,0 +1,189 @@
+// Winograd F(2x2, 3x3) convolutions (src/kernels/conv_winograd.cl, forced
+// with force_conv_variant("winograd..."), on CPU devices too) against the CPU
+// reference: ragged tile and channel edges, pads 0..2, bias or none, fused
+// epilogues with a residual, split over the input channels (also in place
+// over the residual), and the 2x2 max pool of FusedConvMaxPool.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "reference/reference_ops.h"
+#include "runtime/ops.h"
+#include "test_util.h"
+
+using namespace texplan;
+using test::random_tensor;
+using test::rel_error;
+using test::test_device;
+
+namespace {
+
+struct ForceVariant {
+  explicit ForceVariant(const std::string& v) { runtime::force_conv_variant(v); }
+  ~ForceVariant() { runtime::force_conv_variant(""); }
+};
+
+// One node: inputs (an empty tensor: omitted), the output over input
+// `over` (-1: its own storage), tensors at odd offsets of one buffer; the
+// result of its launches, and their kernel names in `kernels`.
+HostTensor run_node(const std::string& op, const std::vector<HostTensor>& inputs, std::map<std::string, Attribute> attrs,
+                    const Shape& out_shape, int over, std::vector<std::string>& kernels) {
+  auto dev = test_device();
+  Graph g;
+  g.model_name = "winograd_test";
+  g.opset = 17;
+  Node n;
+  n.name = op + "_0";
+  n.op_type = op;
+  n.attrs = std::move(attrs);
+  std::vector<int64_t> offset;
+  int64_t next = 3;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].shape.empty()) {
+      n.inputs.push_back(-1);
+      continue;
+    }
+    Tensor t;
+    t.name = "in" + std::to_string(i);
+    t.shape = inputs[i].shape;
+    n.inputs.push_back(g.add_tensor(t));
+    offset.push_back(next);
+    next += inputs[i].count() + 5;
+  }
+  Tensor y;
+  y.name = "out";
+  y.shape = out_shape;
+  n.outputs.push_back(g.add_tensor(y));
+  offset.push_back(over >= 0 ? offset.at(size_t(n.inputs.at(size_t(over)))) : next);
+  next += element_count(out_shape) + 5;
+  g.nodes.push_back(n);
+  cl_int s = CL_SUCCESS;
+  cl_mem pool = clCreateBuffer(dev->context(), CL_MEM_READ_WRITE, size_t(next) * 4, nullptr, &s);
+  EXPECT_EQ(s, CL_SUCCESS);
+  std::vector<float> host(size_t(next), NAN);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i].shape.empty())
+      std::copy(inputs[i].data<float>(), inputs[i].data<float>() + inputs[i].count(),
+                host.begin() + offset[size_t(n.inputs[i])]);
+  clEnqueueWriteBuffer(dev->queue(), pool, CL_TRUE, 0, host.size() * 4, host.data(), 0, nullptr, nullptr);
+  {
+    runtime::NodeBuilder b(*dev, g, g.nodes[0], [&](int t) { return runtime::Location{pool, offset.at(size_t(t)) * 4}; });
+    bool lowered = op == "FusedConvMaxPool" ? runtime::lower_fused_conv_maxpool(b) : runtime::lower_node(b);
+    EXPECT_TRUE(lowered);
+    for (const runtime::Launch& l : b.launches) {
+      kernels.push_back(l.name);
+      s = clEnqueueNDRangeKernel(dev->queue(), l.kernel, l.dims, nullptr, l.global, l.has_local ? l.local : nullptr, 0,
+                                 nullptr, nullptr);
+      EXPECT_EQ(s, CL_SUCCESS) << l.name;
+    }
+  }
+  HostTensor out(DataType::Float32, out_shape);
+  clEnqueueReadBuffer(dev->queue(), pool, CL_TRUE, size_t(offset.back()) * 4, out.bytes.size(), out.bytes.data(), 0,
+                      nullptr, nullptr);
+  clReleaseMemObject(pool);
+  return out;
+}
+
+// Conv X [x] W [oc, x[1], 3, 3] with `pad`, bias or not; `prog`: FusedConv
+// with that program and `extras` inputs of Y's shape; `pool`: FusedConvMaxPool
+// 2x2/2 (ceil_mode `ceil`). Checks the forced `variant` against the reference
+// and that it ran conv2d_winograd (and split-K's passes for "/s" variants).
+void expect_winograd(const std::string& variant, Shape x, int64_t oc, int64_t pad, bool bias,
+                     std::vector<std::string> prog = {}, int extras = 0, bool pool = false, bool ceil = false,
+                     bool in_place = false) {
+  SCOPED_TRACE(variant + " x " + std::to_string(x[1]) + "x" + std::to_string(x[2]) + "x" + std::to_string(x[3]) +
+               " oc " + std::to_string(oc) + " pad " + std::to_string(pad));
+  std::vector<HostTensor> in = {random_tensor(x, -1, 1, 1), random_tensor({oc, x[1], 3, 3}, -1, 1, 2),
+                                bias ? random_tensor({oc}, -1, 1, 3) : HostTensor{}};
+  std::map<std::string, Attribute> conv = {{"pads", Attribute::of_ints({pad, pad, pad, pad})},
+                                           {"kernel_shape", Attribute::of_ints({3, 3})}};
+  Node ref;
+  ref.name = "ref";
+  ref.op_type = "Conv";
+  ref.attrs = conv;
+  ref.inputs = {0, 1, bias ? 2 : -1};
+  ref.outputs = {3};
+  HostTensor expected = reference::evaluate(ref, {&in[0], &in[1], bias ? &in[2] : nullptr})[0];
+  for (int k = 0; k < extras; ++k) in.push_back(random_tensor(expected.shape, -1, 1, 10 + uint32_t(k)));
+  // The epilogue on the host: Add of the extra input, Relu (the programs used here).
+  std::map<std::string, Attribute> attrs = conv;
+  std::string op = "Conv";
+  if (!prog.empty()) {
+    op = "FusedConv";
+    attrs["program"] = Attribute::of_strings(prog);
+    float* y = expected.data<float>();
+    for (int64_t i = 0; i < expected.count(); ++i) {
+      float v = y[i] + (extras ? in[3].data<float>()[i] : 0.0f);
+      y[i] = prog.back().rfind("Relu", 0) == 0 ? std::max(v, 0.0f) : v;
+    }
+  }
+  if (pool) {
+    op = "FusedConvMaxPool";
+    attrs["pool_kernel_shape"] = Attribute::of_ints({2, 2});
+    attrs["pool_strides"] = Attribute::of_ints({2, 2});
+    if (ceil) attrs["pool_ceil_mode"] = Attribute::of_int(1);
+    Node mp;
+    mp.name = "pool";
+    mp.op_type = "MaxPool";
+    mp.attrs = {{"kernel_shape", Attribute::of_ints({2, 2})}, {"strides", Attribute::of_ints({2, 2})}};
+    if (ceil) mp.attrs["ceil_mode"] = Attribute::of_int(1);
+    mp.inputs = {0};
+    mp.outputs = {1};
+    expected = reference::evaluate(mp, {&expected})[0];
+  }
+  std::vector<std::string> kernels;
+  HostTensor out;
+  {
+    ForceVariant force(variant);
+    out = run_node(op, in, attrs, expected.shape, in_place ? 3 : -1, kernels);
+  }
+  EXPECT_LE(rel_error(out, expected), 1e-5);
+  EXPECT_NE(std::find(kernels.begin(), kernels.end(), "conv2d_winograd"), kernels.end());
+  if (variant.find("/s") != std::string::npos && variant != "winograd/s1" && !pool)
+    EXPECT_GE(kernels.size(), 2u) << "split-K's passes";
+}
+
+}  // namespace
+
+TEST(Winograd, ConvMatchesTheReference) {
+  // Ragged edges: tiles (odd sizes), 32-channel blocks, 8-channel chunks.
+  expect_winograd("winograd", {1, 5, 9, 11}, 7, 1, true);
+  expect_winograd("winograd", {1, 13, 16, 16}, 40, 1, false);
+  expect_winograd("winograd", {2, 9, 7, 6}, 33, 0, true);  // no pad, batch 2
+  expect_winograd("winograd", {1, 3, 5, 8}, 4, 2, true);   // pad 2: output larger than the input
+  expect_winograd("winograd", {1, 64, 14, 14}, 64, 1, true);
+}
+
+TEST(Winograd, FusedEpilogueAndResidual) {
+  expect_winograd("winograd", {1, 12, 10, 10}, 20, 1, true, {"Relu x0"});
+  expect_winograd("winograd", {1, 12, 10, 10}, 12, 1, true, {"Add x0 x1", "Relu t0"}, 1);
+}
+
+TEST(Winograd, SplitOverInputChannels) {
+  expect_winograd("winograd/s3", {1, 40, 9, 9}, 36, 1, true);
+  expect_winograd("winograd/s2", {1, 16, 12, 12}, 16, 1, false, {"Relu x0"});
+  expect_winograd("winograd/split", {1, 64, 6, 6}, 32, 1, true, {"Add x0 x1", "Relu t0"}, 1);
+  // In place over the residual: the slices add onto it, no zeroing.
+  expect_winograd("winograd/s4", {1, 32, 7, 7}, 32, 1, true, {"Add x0 x1", "Relu t0"}, 1, false, false, true);
+}
+
+TEST(Winograd, MaxPoolOfTheTiles) {
+  expect_winograd("winograd", {1, 6, 10, 12}, 35, 1, true, {"Relu x0"}, 0, true);
+  expect_winograd("winograd", {1, 6, 9, 11}, 8, 1, false, {"Relu x0"}, 0, true, true);  // ceil_mode: ragged windows
+  expect_winograd("winograd", {1, 6, 9, 11}, 8, 1, true, {}, 0, true);                    // floor: last row dropped
+}
+
+// The choice by shape: Winograd is never taken on CPU devices unforced, nor
+// for convs it cannot do (stride 2 runs the GPU kernels' tiles).
+TEST(Winograd, ForcedOnlyWhereItApplies) {
+  auto dev = test_device();
+  std::vector<HostTensor> in = {random_tensor({1, 8, 9, 9}, -1, 1, 1), random_tensor({8, 8, 3, 3}, -1, 1, 2)};
+  std::vector<std::string> kernels;
+  ForceVariant force("winograd");
+  run_node("Conv", in, {{"strides", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({1, 1, 1, 1})}}, {1, 8, 5, 5},
+           -1, kernels);
+  EXPECT_EQ(std::find(kernels.begin(), kernels.end(), "conv2d_winograd"), kernels.end());
+}
