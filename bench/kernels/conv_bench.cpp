@@ -22,6 +22,12 @@
 //
 //   texplan_conv_bench --device gpu --filter stem
 //
+// On CPU devices (PoCL) "auto" is the CPU lowering's own choice; "cpu:direct"
+// and "cpu:<variant>" force the direct kernel or a Winograd variant
+// (runtime/ops_cpu.h force_cpu_winograd_variant):
+//
+//   texplan_conv_bench --device pocl --filter unet --variants 'cpu:direct,cpu:f4 16x16 w64 c32'
+//
 // Times are the medians over --reps runs of the node's device time
 // (Session profile mode; the pair: both nodes), after one warm-up run.
 #include <algorithm>
@@ -39,6 +45,7 @@
 #include "optimize/usage.h"
 #include "plan/memory_plan.h"
 #include "runtime/ops.h"
+#include "runtime/ops_cpu.h"
 #include "runtime/ops_mma.h"
 #include "runtime/session.h"
 #include "../../tests/test_util.h"
@@ -67,6 +74,14 @@ std::vector<ConvShape> zoo_shapes() {
       {"vgg16 512->512 28 3x3", 512, 28, 28, 512, 3, 1, 1, 1},
       {"vgg16 512->512 14 3x3", 512, 14, 14, 512, 3, 1, 1, 1},
       {"unet 32->32 256 3x3", 32, 256, 256, 32, 3, 1, 1, 1},
+      {"unet 64->32 256 3x3", 64, 256, 256, 32, 3, 1, 1, 1},
+      {"unet 64->64 128 3x3", 64, 128, 128, 64, 3, 1, 1, 1},
+      {"unet 128->128 64 3x3", 128, 64, 64, 128, 3, 1, 1, 1},
+      {"unet 256->256 32 3x3", 256, 32, 32, 256, 3, 1, 1, 1},
+      {"squeezenet expand 16->64 55 3x3", 16, 55, 55, 64, 3, 1, 1, 1},
+      {"squeezenet expand 32->128 27 3x3", 32, 27, 27, 128, 3, 1, 1, 1},
+      {"squeezenet expand 48->192 13 3x3", 48, 13, 13, 192, 3, 1, 1, 1},
+      {"squeezenet expand 64->256 13 3x3", 64, 13, 13, 256, 3, 1, 1, 1},
       {"resnet 3->64 224 7x7 s2", 3, 224, 224, 64, 7, 2, 3, 1},
       {"resnet 64->64 56 3x3", 64, 56, 56, 64, 3, 1, 1, 1},
       {"resnet 64->64 56 3x3 +res", 64, 56, 56, 64, 3, 1, 1, 1, true},
@@ -295,7 +310,9 @@ int main(int argc, char** argv) {
       for (size_t v = 0; v < names.size(); ++v) {
         try {
           const bool tf32 = names[v].rfind("tf32", 0) == 0;
-          runtime::force_conv_variant(names[v] == "auto" || tf32 ? "" : names[v]);
+          const bool cpu = names[v].rfind("cpu:", 0) == 0;  // CPU devices: cpu:direct, cpu:<Winograd variant>
+          runtime::force_cpu_winograd_variant(cpu ? names[v].substr(4) : "");
+          runtime::force_conv_variant(names[v] == "auto" || tf32 || cpu ? "" : names[v]);
           runtime::force_mma_variant(names[v].rfind("tf32:", 0) == 0 ? names[v].substr(5) : "");
           ms[v] = time_node(g, feeds, dev, reps, outs[v], tf32 ? runtime::Precision::Tf32 : runtime::Precision::Fp32,
                             launches[v]);
@@ -305,6 +322,7 @@ int main(int argc, char** argv) {
       }
       runtime::force_conv_variant("");
       runtime::force_mma_variant("");
+      runtime::force_cpu_winograd_variant("");
       double best = INFINITY;
       for (double m : ms)
         if (m > 0) best = std::min(best, m);

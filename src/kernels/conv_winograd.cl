@@ -94,8 +94,13 @@ void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, 
 #pragma unroll
     for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
   const int e = tid >> 4, tm = (tid >> 2) & 3, tt = tid & 3;
+#ifndef WG_NO_PREFETCH
   WG_LOAD(cbeg)
+#endif
   for (int c0 = cbeg; c0 < cend; c0 += CK) {
+#ifdef WG_NO_PREFETCH
+    WG_LOAD(c0)  // WG_NO_PREFETCH (a measured variant): loaded right before their transform
+#endif
     {  // V = B^T d B, B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]
       float r[16];
 #pragma unroll
@@ -133,7 +138,9 @@ void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, 
       }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
+#ifndef WG_NO_PREFETCH
     if (c0 + CK < cend) WG_LOAD(c0 + CK)
+#endif
     __local const float4* ue = (__local const float4*)(Us + e * CK * BM);
     __local const float4* ve = (__local const float4*)(Vs + e * CK * BT);
 #pragma unroll

@@ -1,5 +1,6 @@
 // Conv, ConvTranspose, Gemm and MatMul lowerings onto gemm.cl / conv.cl.
 #include <optional>
+#include <sstream>
 
 #include "graph/epilogue.h"
 #include "runtime/epilogue_cl.h"
@@ -98,6 +99,7 @@ struct Forced {
   bool taps = false;             // conv2d_gemm_taps for conv2d_gemm
   int64_t splits = 0;            // split-K where allowed: S slices; -1 the S by shape; 0 the choice; 1 never
   bool winograd = false;         // conv_winograd.cl for the 3x3 stride-1 convs it takes
+  std::string winograd_build;    // "winograd:np", ":r128": its build variants (measurements only)
 };
 Forced& forced() {
   static Forced f;
@@ -322,8 +324,12 @@ void launch_winograd(NodeBuilder& b, const ConvGeometry& g, bool has_bias, const
   const int64_t tiles = ceil_div(g.OH, 2) * ceil_div(g.OW, 2), total = g.N * g.OC * g.OH * g.OW;
   Range r = group_range({size_t(ceil_div(tiles, 32)), size_t(ceil_div(g.OC, 32)), size_t(g.N * v.splits)},
                         {256, 1, 1});
+  // The forced build variant; -DWG_MAXRREG is a driver option on NVIDIA.
+  std::string build = forced().winograd_build;
+  if (size_t at = build.find(" -DWG_MAXRREG"); at != std::string::npos)
+    build.replace(at, 13, accepts_inline_ptx(b.device()) ? " -cl-nv-maxrregcount=128" : "");
   auto args = [&](const Source& src) {
-    b.launch(src, "conv2d_winograd", r, b.arg_in(0), b.arg_in(1), bias, b.arg_out(0), cl_int(has_bias), i32(g.C),
+    b.launch(Source(src.file, src.defines + build, src.prelude), "conv2d_winograd", r, b.arg_in(0), b.arg_in(1), bias, b.arg_out(0), cl_int(has_bias), i32(g.C),
              i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW), i32(g.ph), i32(g.pw));
   };
   if (PH > 0) {
@@ -601,8 +607,17 @@ void force_conv_variant(const std::string& variant) {
       f.splits = std::max<int64_t>(1, std::stoll(split.substr(1)));
     }
   }
-  if (tiles == "winograd") {
+  if (tiles == "winograd" || tiles.rfind("winograd:", 0) == 0) {
     f.winograd = true;  // where it applies; the GPU kernels' choice by shape elsewhere
+    // Build variants, for measurements: ":np" no register prefetch of the
+    // next chunk (fewer registers), ":r128" at most 128 registers (NVIDIA's
+    // driver only: two 256-item work-groups per SM).
+    std::stringstream opts(tiles.substr(8));
+    for (std::string o; std::getline(opts, o, ':');) {
+      if (o == "np") f.winograd_build += " -DWG_NO_PREFETCH";
+      else if (o == "r128") f.winograd_build += " -DWG_MAXRREG";
+      else if (!o.empty()) throw Error("no Winograd build variant :" + o + " (:np, :r128)");
+    }
   } else if (!variant.empty() && tiles != "gpu") {
     f.taps = tiles.rfind("taps:", 0) == 0;
     f.tiles = &tiles_named(tiles.c_str() + (f.taps ? 5 : 0));

@@ -1,9 +1,191 @@
-// Winograd convolutions on CPU devices (3x3, stride 1): not written yet;
-// every conv goes on to the direct kernel.
+// Winograd convolutions on CPU devices (src/kernels/cpu_winograd.cl): 3x3,
+// stride 1, dilation 1, one group, constant weights, any padding. The
+// weights are transformed (G g G^T) once here and uploaded beside the
+// originals (they count in the session's weights); the transformed input
+// and the products live in each work-group's __local memory, so nothing is
+// allocated per run. Tuning measures the Winograd variants against the
+// direct kernel; without a tuning cache a shape rule picks.
+#include <algorithm>
+#include <cstdio>
+
 #include "runtime/ops_cpu.h"
+#include "runtime/tuning.h"
 
 namespace texplan::runtime {
+namespace {
 
-bool lower_conv_winograd_cpu(NodeBuilder&, const FusedTail&, const CpuConv&) { return false; }
+// F(m x m, 3x3) with an OCB x PB register block, OCW output channels per
+// work-group and CC input channels per chunk.
+struct WinogradVariant {
+  int m;
+  CpuVariant v;
+  int ocw, cc;
+  std::string name() const {
+    return "f" + std::to_string(m) + " " + v.name() + " w" + std::to_string(ocw) + " c" + std::to_string(cc);
+  }
+  // The kernel's __local arrays (cpu_winograd.cl V, M, T).
+  int64_t local_bytes() const {
+    const int64_t a = m + 2, nq = ceil_div(v.pb * m + 2, v.pb);
+    return 4 * (a * a * (cc + ocw) * v.pb + a * (nq + m) * v.pb);
+  }
+  std::string defines() const {
+    return " -DWM=" + std::to_string(m) + " -DOCW=" + std::to_string(ocw) + " -DCC=" + std::to_string(cc);
+  }
+};
+
+// G of F(2x2, 3x3) and F(4x4, 3x3) (Lavin and Gray's points 0, +-1, +-2).
+constexpr double kG2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+constexpr double kG4[6][3] = {{1.0 / 4, 0, 0},
+                              {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                              {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                              {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                              {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                              {0, 0, 1}};
+
+// G g G^T of every filter of w [OC, C, 3, 3] (in double), laid out as the
+// kernel reads it: [xi][OC/16 rounded up][C][16], zeros past OC.
+std::vector<float> transform_weights(const float* w, int64_t OC, int64_t C, int m) {
+  const int a = m + 2;
+  const int64_t blocks = ceil_div(OC, 16);
+  auto G = [&](int i, int k) { return m == 2 ? kG2[i][k] : kG4[i][k]; };
+  std::vector<float> u(size_t(a * a * blocks * C * 16), 0.0f);
+  for (int64_t oc = 0; oc < OC; ++oc)
+    for (int64_t c = 0; c < C; ++c) {
+      const float* g = w + (oc * C + c) * 9;
+      double gt[3][8];  // g G^T
+      for (int p = 0; p < 3; ++p)
+        for (int j = 0; j < a; ++j) gt[p][j] = G(j, 0) * g[p * 3] + G(j, 1) * g[p * 3 + 1] + G(j, 2) * g[p * 3 + 2];
+      for (int i = 0; i < a; ++i)
+        for (int j = 0; j < a; ++j) {
+          const double v = G(i, 0) * gt[0][j] + G(i, 1) * gt[1][j] + G(i, 2) * gt[2][j];
+          u[size_t((((i * a + j) * blocks + oc / 16) * C + c) * 16 + oc % 16)] = float(v);
+        }
+    }
+  return u;
+}
+
+// Multiplications per output relative to a tile's own (m+2)^2 / m^2: the
+// tiles cut by the image's bottom and right edges, the lanes of the last
+// tile block of a row and the output channels up to 16 compute for nothing.
+double cost(const CpuConv& c, int m, int pb) {
+  const double a = m + 2, TH = double(ceil_div(c.OH, m)), TW = double(ceil_div(c.OW, m));
+  const double blocks = double(ceil_div(int64_t(TW), pb));
+  return a * a / (m * m) * (TH * m / double(c.OH)) * (blocks * pb * m / double(c.OW)) *
+         (double(ceil_div(c.OC, 16) * 16) / double(c.OC));
+}
+
+// The variants offered for a shape, the shape rule's choice first (the
+// tile size and tile block of least cost); `pays` whether that choice is
+// expected to beat the direct kernel's 9 multiplications per output at its
+// lower efficiency (measured on PoCL, Zen 4: F(4x4) at cost 2.25-2.8 ran
+// U-Net's and SqueezeNet's 3x3 convs 2-5x faster than the direct kernel,
+// F(2x2) at 5.3 on 13x13 images 1.5-2.5x; docs/optimizations.md).
+std::vector<WinogradVariant> candidates(const CpuConv& c, int64_t local_bytes, bool& pays) {
+  const int ocw = int(std::min<int64_t>(64, ceil_div(c.OC, 16) * 16));
+  int m0 = 4, pb0 = 16;
+  for (int m : {4, 2})
+    for (int pb : {16, 8})
+      if (cost(c, m, pb) < cost(c, m0, pb0) - 1e-9) m0 = m, pb0 = pb;
+  pays = cost(c, m0, pb0) <= 6.0;
+  std::vector<WinogradVariant> vs = {{m0, {16, pb0, 0}, ocw, 32}};
+  for (int m : {4, 2})
+    for (int pb : {16, 8})
+      for (int ocb : {16, 8})
+        if (m != m0 || pb != pb0 || ocb != 16) vs.push_back({m, {ocb, pb, 0}, ocw, 32});
+  for (int w : {32, 128})  // work-groups of fewer or more channels, larger chunks
+    if (w != ocw && w <= ceil_div(c.OC, 16) * 16) vs.push_back({m0, {16, pb0, 0}, w, 32});
+  if (c.C > 32) vs.push_back({m0, {16, pb0, 0}, ocw, 64});
+  std::vector<WinogradVariant> fit;
+  for (const WinogradVariant& v : vs)
+    if (v.local_bytes() <= local_bytes) fit.push_back(v);
+  pays = pays && vs[0].local_bytes() <= local_bytes;
+  return fit;
+}
+
+std::string forced;  // force_cpu_winograd_variant
+
+// A variant from its name ("f4 8x16 w64 c32"); false if malformed.
+bool parse_variant(const std::string& name, WinogradVariant& v) {
+  int m = 0, ocb = 0, pb = 0, ocw = 0, cc = 0;
+  char tail = 0;
+  if (std::sscanf(name.c_str(), "f%d %dx%d w%d c%d%c", &m, &ocb, &pb, &ocw, &cc, &tail) != 5) return false;
+  v = {m, {ocb, pb, 0}, ocw, cc};
+  return (m == 2 || m == 4) && (pb == 8 || pb == 16) && (ocb == 4 || ocb == 8 || ocb == 16) && ocw >= 16 &&
+         ocw % 16 == 0 && cc >= 1 && v.name() == name;
+}
+
+}  // namespace
+
+void force_cpu_winograd_variant(const std::string& variant) {
+  WinogradVariant v{};
+  if (!variant.empty() && variant != "direct" && !parse_variant(variant, v))
+    throw Error("unknown CPU Winograd variant '" + variant + "' (direct, or fM OCBxPB wOCW cCC: f4 8x16 w64 c32)");
+  forced = variant;
+}
+
+bool lower_conv_winograd_cpu(NodeBuilder& b, const FusedTail& tail, const CpuConv& c) {
+  if (c.KH != 3 || c.KW != 3 || c.sh != 1 || c.sw != 1 || c.dh != 1 || c.dw != 1 || c.groups != 1) return false;
+  const HostTensor* w = b.constant(1);
+  if (!w || w->dtype != DataType::Float32) return false;
+  if (forced == "direct") return false;
+  bool pays = false;
+  std::vector<WinogradVariant> vs = candidates(c, b.local_mem_bytes(), pays);
+  if (!forced.empty()) {
+    WinogradVariant v{};
+    parse_variant(forced, v);
+    if (v.local_bytes() > b.local_mem_bytes()) return false;
+    vs = {v};
+  }
+  if (vs.empty()) return false;
+
+  // Transformed weights per tile size, uploaded when a variant first needs them.
+  MemArg uploaded[5] = {};
+  const std::vector<float> wf = w->as_float();
+  auto weights = [&](int m) {
+    if (!uploaded[m].mem) {
+      const std::vector<float> u = transform_weights(wf.data(), c.OC, c.C, m);
+      uploaded[m] = b.upload(u.data(), u.size() * sizeof(float));
+    }
+    return uploaded[m];
+  };
+  auto emit = [&](const WinogradVariant& v) {
+    const int64_t TH = ceil_div(c.OH, v.m), TW = ceil_div(c.OW, v.m);
+    Range r;
+    r.dims = 3;
+    r.global[0] = size_t(TH * ceil_div(TW, v.v.pb));
+    r.global[1] = size_t(ceil_div(c.OC, v.ocw));
+    r.global[2] = size_t(c.N);
+    r.has_local = true;  // local sizes stay 1: the kernel needs groups of one
+    b.launch(cpu_source("cpu_winograd.cl", v.v, tail, v.defines()), "winograd_cpu", r, b.arg_in(0), weights(v.m),
+             c.bias, b.arg_out(0), cl_int(c.has_bias), i32(c.C), i32(c.H), i32(c.W), i32(c.OC), i32(c.OH), i32(c.OW),
+             i32(c.ph), i32(c.pw));
+    tail.append_args(b);
+  };
+
+  std::vector<std::string> names;
+  for (const WinogradVariant& v : vs) names.push_back(v.name());
+  names.push_back("direct");
+  const int direct = int(vs.size());
+  const std::string key = "winograd_cpu " +
+                          dims_key({c.N, c.C, c.H, c.W, c.OC, c.OH, c.OW, c.ph, c.pw}) +
+                          (tail.prelude.empty() ? "" : " fused");
+  const int pick = !forced.empty() ? 0 : choose_variant(key, names, pays ? 0 : direct, [&](int i) {
+    return time_candidate(b, [&] {
+      if (i == direct) lower_conv_direct_cpu(b, tail, c);
+      else emit(vs[size_t(i)]);
+      return true;
+    });
+  });
+  // Keep only the transformed weights the chosen variant reads.
+  const int keep = pick == direct ? 0 : vs[size_t(pick)].m;
+  for (int m : {2, 4})
+    if (uploaded[m].mem && m != keep) {
+      b.buffers.erase(std::find(b.buffers.begin(), b.buffers.end(), uploaded[m].mem));
+      clReleaseMemObject(uploaded[m].mem);
+    }
+  if (pick == direct) return false;
+  emit(vs[size_t(pick)]);
+  return true;
+}
 
 }  // namespace texplan::runtime

@@ -1,0 +1,175 @@
+// Winograd convolutions on CPU devices (runtime/ops_cpu_winograd.cpp,
+// src/kernels/cpu_winograd.cl) on PoCL against the CPU reference: every
+// variant (F(2x2) and F(4x4), register blocks, tile blocks of 8 and 16)
+// forced on odd sizes, pads 0, 1 and asymmetric, channel counts that cut
+// the blocks and chunks, no bias, batch 2, fused epilogues (a residual Add,
+// one with no vector form); the transformed weights counted in the
+// session's weights; and the shape rule's own choice.
+#include <gtest/gtest.h>
+
+#include "optimize/usage.h"
+#include "plan/memory_plan.h"
+#include "reference/reference_ops.h"
+#include "runtime/ops_cpu.h"
+#include "runtime/session.h"
+#include "test_util.h"
+
+using namespace texplan;
+using test::random_tensor;
+using test::rel_error;
+
+namespace {
+
+struct ForceWinograd {
+  explicit ForceWinograd(const std::string& v) { runtime::force_cpu_winograd_variant(v); }
+  ~ForceWinograd() { runtime::force_cpu_winograd_variant(""); }
+};
+
+// One Conv/FusedConv node: input 0 fed, input 1 the weights, input 2 the
+// bias (an empty shape: none), input 3 a fed residual when given.
+struct Case {
+  std::string op;
+  std::vector<Shape> inputs;
+  std::map<std::string, Attribute> attrs;
+};
+
+struct Result {
+  HostTensor got, want;
+  int64_t weight_bytes = 0;
+};
+
+Result run(const Case& c) {
+  Graph g;
+  g.model_name = "cpu_winograd";
+  g.opset = 17;
+  Node n;
+  n.name = c.op;
+  n.op_type = c.op;
+  n.attrs = c.attrs;
+  std::vector<HostTensor> values, feeds;
+  std::vector<const HostTensor*> ref;
+  for (size_t i = 0; i < c.inputs.size(); ++i)
+    values.push_back(c.inputs[i].empty() ? HostTensor() : random_tensor(c.inputs[i], -1, 1, uint32_t(31 + i)));
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    if (c.inputs[i].empty()) {
+      n.inputs.push_back(-1);
+      ref.push_back(nullptr);
+      continue;
+    }
+    Tensor t;
+    t.name = "in" + std::to_string(i);
+    t.shape = c.inputs[i];
+    const bool fed = i == 0 || i == 3;
+    t.is_input = fed;
+    t.is_constant = t.has_data = !fed;
+    if (!fed) t.value = values[i];
+    const int id = g.add_tensor(t);
+    if (fed) g.inputs.push_back(id), feeds.push_back(values[i]);
+    n.inputs.push_back(id);
+    ref.push_back(&values[i]);
+  }
+  Result r;
+  r.want = reference::evaluate(n, ref).at(0);
+  Tensor y;
+  y.name = "y";
+  y.shape = r.want.shape;
+  y.is_output = true;
+  y.producer = 0;
+  n.outputs = {g.add_tensor(y)};
+  g.outputs = n.outputs;
+  g.nodes.push_back(n);
+  PlanInput pin = make_usage_records(g);
+  auto dev = runtime::open_device("pocl");
+  plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
+  runtime::Session s(g, pin, plan, dev);
+  EXPECT_TRUE(s.fallback_nodes().empty());
+  r.got = s.run(feeds).at(0);
+  r.weight_bytes = s.weight_bytes();
+  return r;
+}
+
+std::map<std::string, Attribute> pads(std::vector<int64_t> p) { return {{"pads", Attribute::of_ints(p)}}; }
+
+void expect_matches(const Case& c, const std::string& variant) {
+  SCOPED_TRACE(variant);
+  ForceWinograd force(variant);
+  Result r = run(c);
+  ASSERT_EQ(r.got.shape, r.want.shape);
+  EXPECT_LE(rel_error(r.got, r.want), 1e-5);
+}
+
+// Small blocks (16 output channels a work-group, 4 input channels a chunk)
+// so the test shapes cut every one of them.
+std::vector<std::string> variants() {
+  std::vector<std::string> v;
+  for (const char* m : {"f2", "f4"})
+    for (const char* block : {"4x8", "16x16"}) v.push_back(std::string(m) + " " + block + " w16 c4");
+  v.push_back("f4 8x8 w16 c4");
+  v.push_back("f4 8x16 w64 c32");
+  return v;
+}
+
+}  // namespace
+
+TEST(CpuWinograd, EveryVariantOnOddShapesAndPads) {
+  // 13x11 with pad 1: ragged tiles in both directions; C 5 cuts the chunk of
+  // 4, OC 20 the group of 16 and the register blocks.
+  const Case pad1{"Conv", {{1, 5, 13, 11}, {20, 5, 3, 3}, {20}}, pads({1, 1, 1, 1})};
+  // No padding: OH, OW = 7, 9.
+  const Case pad0{"Conv", {{1, 6, 9, 11}, {7, 6, 3, 3}, {7}}, {}};
+  // Asymmetric (top 0, left 1, bottom 2, right 1), no bias, batch 2.
+  const Case asym{"Conv", {{2, 9, 10, 37}, {18, 9, 3, 3}}, pads({0, 1, 2, 1})};
+  for (const std::string& v : variants()) {
+    expect_matches(pad1, v);
+    expect_matches(pad0, v);
+    expect_matches(asym, v);
+  }
+}
+
+TEST(CpuWinograd, WideRowsAndFusedEpilogues) {
+  // 70 columns: several tile blocks a row, the last cut; relu(conv + bias + residual).
+  const Case residual{"FusedConv",
+                      {{1, 12, 19, 70}, {24, 12, 3, 3}, {24}, {1, 24, 19, 70}},
+                      {{"pads", Attribute::of_ints({1, 1, 1, 1})}, {"program", Attribute::of_strings({"Add x0 x1", "Relu t0"})}}};
+  // Sign has no vector form: the epilogue runs element by element.
+  const Case scalar{"FusedConv",
+                    {{1, 8, 15, 21}, {16, 8, 3, 3}, {16}},
+                    {{"pads", Attribute::of_ints({1, 1, 1, 1})}, {"program", Attribute::of_strings({"Sign x0"})}}};
+  for (const std::string& v : {"f2 8x16 w16 c4", "f4 8x16 w16 c4", "f4 4x8 w64 c32", "direct"}) {
+    expect_matches(residual, v);
+    expect_matches(scalar, v);
+  }
+}
+
+TEST(CpuWinograd, TransformedWeightsCountAsWeights) {
+  const Case c{"Conv", {{1, 16, 16, 16}, {20, 16, 3, 3}, {20}}, pads({1, 1, 1, 1})};
+  const int64_t plain = (20 * 16 * 9 + 20) * 4;
+  int64_t direct = 0;
+  {
+    ForceWinograd force("direct");
+    direct = run(c).weight_bytes;
+  }
+  EXPECT_EQ(direct, plain);
+  // In place of the originals (never uploaded): 16 (F(2x2)) or 36 (F(4x4))
+  // values per filter, OC rounded up to 16; the bias as it is.
+  for (auto [variant, points] : {std::pair{"f2 8x16 w16 c4", 16}, std::pair{"f4 8x16 w16 c4", 36}}) {
+    ForceWinograd force(variant);
+    Result r = run(c);
+    EXPECT_EQ(r.weight_bytes, int64_t(points) * 32 * 16 * 4 + 20 * 4) << variant;
+    EXPECT_LE(rel_error(r.got, r.want), 1e-5);
+  }
+}
+
+TEST(CpuWinograd, ShapeRuleChoiceMatchesAndBadNamesAreRejected) {
+  // A U-Net-like layer (Winograd by the shape rule) and a thin one (direct:
+  // 4 output channels of 16 would be computed).
+  Result unet = run({"Conv", {{1, 32, 32, 32}, {32, 32, 3, 3}, {32}}, pads({1, 1, 1, 1})});
+  EXPECT_LE(rel_error(unet.got, unet.want), 1e-5);
+  EXPECT_EQ(unet.weight_bytes, (36 * 32 * 32 + 32) * 4);  // F(4x4)'s weights: Winograd ran
+  Result thin = run({"Conv", {{1, 3, 12, 12}, {4, 3, 3, 3}, {4}}, pads({1, 1, 1, 1})});
+  EXPECT_LE(rel_error(thin.got, thin.want), 1e-5);
+  EXPECT_EQ(thin.weight_bytes, (4 * 3 * 9 + 4) * 4);  // the original weights: the direct kernel ran
+  EXPECT_THROW(runtime::force_cpu_winograd_variant("f3 8x16 w64 c32"), Error);
+  EXPECT_THROW(runtime::force_cpu_winograd_variant("f4 8x16 w60 c32"), Error);
+  EXPECT_THROW(runtime::force_cpu_winograd_variant("f4 8x16"), Error);
+}
