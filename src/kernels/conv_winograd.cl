@@ -27,9 +27,17 @@
 #define EPI(v, i) (v)
 #define EPI_PARAMS
 #endif
+// WG_BM64 (a measured variant): 64 output channels per work-group of 512
+// items (twice the FMAs per transformed input, the same 8x8 per item).
+#ifdef WG_BM64
+#define BM 64
+#else
 #define BM 32
+#endif
 #define BT 32
 #define CK 8
+#define NT (16 * (BM / 8) * (BT / 8))  // work-items: 16 elements x (BM/8 x BT/8) blocks of 8x8
+#define TMN (BM / 8)                    // blocks along the output channels
 
 #ifdef SPLITK
 #ifdef POOL2
@@ -45,13 +53,13 @@
 #define WG_POOL_PARAMS
 #endif
 
-__kernel __attribute__((reqd_work_group_size(256, 1, 1)))
+__kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, int wo, __global const float* Bias,
                      int bo, __global float* Y, int yo, int has_bias, int C, int H, int W, int OC, int OH, int OW,
                      int ph, int pw WG_POOL_PARAMS WG_SPLIT_PARAMS EPI_PARAMS) {
-  // Us[e][c][m], Vs[e][c][t]; after the loop, the products of half the
-  // output channels, Ms[e][m][t] (16 x 16 x BT), in the same memory.
-  __local float4 lds4[2 * 16 * CK * BM / 4];
+  // Us[e][c][m], Vs[e][c][t]; after the loop, the products of 16 output
+  // channels at a time, Ms[e][m][t] (16 x 16 x BT), in the same memory.
+  __local float4 lds4[16 * CK * (BM + BT) / 4];
   __local float* Us = (__local float*)lds4;
   __local float* Vs = Us + 16 * CK * BM;
   __local float* Ms = Us;
@@ -64,8 +72,10 @@ void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, 
 #else
   const int img = get_group_id(2), cbeg = 0, cend = C;
 #endif
-  // Loader roles: channel lc of the chunk, and tile lt / output channel lm.
-  const int lc = tid >> 5, lt = tid & 31, lm = tid & 31;
+  // Loader roles: channel lc of the chunk and tile lt (the first CK x BT
+  // items), channel lcw and output channel lm (CK x BM items).
+  const int lc = tid / BT, lt = tid % BT, lcw = tid / BM, lm = tid % BM;
+  const bool loads_x = tid < CK * BT;
   const int tg = t0 + lt, th = tg / TW, tw = tg - th * TW;
   const bool t_in = tg < T;
   const int ih0 = 2 * th - ph, iw0 = 2 * tw - pw;
@@ -75,8 +85,8 @@ void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, 
   float d[16], g[9];
 #define WG_LOAD(c0)                                                                   \
   {                                                                                   \
-    const int c = (c0) + lc;                                                          \
-    const bool cin = c < cend;                                                        \
+    const int c = (c0) + lc, cw = (c0) + lcw;                                         \
+    const bool cin = loads_x && c < cend;                                             \
     __global const float* xc = xi + (size_t)c * H * W;                                \
     for (int i = 0; i < 4; ++i) {                                                     \
       const int ih = ih0 + i;                                                         \
@@ -86,14 +96,14 @@ void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, 
         d[4 * i + j] = rin && iw >= 0 && iw < W ? xc[ih * W + iw] : 0.0f;             \
       }                                                                               \
     }                                                                                 \
-    for (int k = 0; k < 9; ++k) g[k] = cin && m_in ? wm[c * 9 + k] : 0.0f; \
+    for (int k = 0; k < 9; ++k) g[k] = cw < cend && m_in ? wm[cw * 9 + k] : 0.0f;     \
   }
   float acc[8][8];
 #pragma unroll
   for (int i = 0; i < 8; ++i)
 #pragma unroll
     for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
-  const int e = tid >> 4, tm = (tid >> 2) & 3, tt = tid & 3;
+  const int e = tid / (NT / 16), tm = (tid % (NT / 16)) / 4, tt = tid & 3;
 #ifndef WG_NO_PREFETCH
   WG_LOAD(cbeg)
 #endif
@@ -101,7 +111,7 @@ void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, 
 #ifdef WG_NO_PREFETCH
     WG_LOAD(c0)  // WG_NO_PREFETCH (a measured variant): loaded right before their transform
 #endif
-    {  // V = B^T d B, B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]
+    if (loads_x) {  // V = B^T d B, B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]
       float r[16];
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
@@ -128,7 +138,7 @@ void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, 
         s[6 + j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
         s[9 + j] = g[6 + j];
       }
-      __local float* u = Us + lc * BM + lm;
+      __local float* u = Us + lcw * BM + lm;
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         u[(4 * i + 0) * CK * BM] = s[3 * i];
@@ -147,7 +157,7 @@ void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, 
     for (int c = 0; c < CK; ++c) {
       float a[8], b[8];
       vstore4(ue[c * BM / 4 + tm], 0, a);
-      vstore4(ue[c * BM / 4 + 4 + tm], 1, a);
+      vstore4(ue[c * BM / 4 + TMN + tm], 1, a);
       vstore4(ve[c * BT / 4 + tt], 0, b);
       vstore4(ve[c * BT / 4 + 4 + tt], 1, b);
 #pragma unroll
@@ -157,7 +167,7 @@ void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, 
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-  // acc[i][j]: element e of output channel m0 + 4 tm + 16 (i / 4) + i % 4,
+  // acc[i][j]: element e of output channel m0 + 4 tm + 4 TMN (i / 4) + i % 4,
   // tile t0 + 4 tt + 16 (j / 4) + j % 4.
 #ifdef POOL2
   const int PHW = PH * PW;
@@ -166,18 +176,22 @@ void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, 
   const int OHW = OH * OW;
   __global float* yi = Y + yo + (size_t)img * OC * OHW;
 #endif
+  for (int hf = 0; hf < BM / 16; ++hf) {  // output channels 16 hf .. 16 hf + 15
 #pragma unroll
-  for (int hf = 0; hf < 2; ++hf) {
+    for (int ig = 0; ig < 2; ++ig) {
+      const int row0 = 4 * tm + 4 * TMN * ig;
+      if ((row0 >> 4) != hf) continue;
 #pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      __local float4* row = (__local float4*)(Ms + (e * 16 + 4 * tm + r) * BT);
-      row[tt] = (float4)(acc[4 * hf + r][0], acc[4 * hf + r][1], acc[4 * hf + r][2], acc[4 * hf + r][3]);
-      row[4 + tt] = (float4)(acc[4 * hf + r][4], acc[4 * hf + r][5], acc[4 * hf + r][6], acc[4 * hf + r][7]);
+      for (int r = 0; r < 4; ++r) {
+        __local float4* row = (__local float4*)(Ms + (e * 16 + (row0 & 15) + r) * BT);
+        row[tt] = (float4)(acc[4 * ig + r][0], acc[4 * ig + r][1], acc[4 * ig + r][2], acc[4 * ig + r][3]);
+        row[4 + tt] = (float4)(acc[4 * ig + r][4], acc[4 * ig + r][5], acc[4 * ig + r][6], acc[4 * ig + r][7]);
+      }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
 #pragma unroll
-    for (int q = 0; q < 2; ++q) {
-      const int p = tid + 256 * q, ml = p >> 5, t = p & 31;
+    for (int q = 0; q < 16 * BT / NT; ++q) {
+      const int p = tid + NT * q, ml = p / BT, t = p % BT;
       const int oc = m0 + 16 * hf + ml, tile = t0 + t;
       if (oc < OC && tile < T) {
         float mv[16];

@@ -322,8 +322,9 @@ std::optional<WinogradShape> winograd_shape(const NodeBuilder& b, const ConvGeom
 void launch_winograd(NodeBuilder& b, const ConvGeometry& g, bool has_bias, const TensorArg& bias, const FusedTail& tail,
                      const Variant& v, int64_t PH = 0, int64_t PW = 0) {
   const int64_t tiles = ceil_div(g.OH, 2) * ceil_div(g.OW, 2), total = g.N * g.OC * g.OH * g.OW;
-  Range r = group_range({size_t(ceil_div(tiles, 32)), size_t(ceil_div(g.OC, 32)), size_t(g.N * v.splits)},
-                        {256, 1, 1});
+  const bool bm64 = forced().winograd_build.find("-DWG_BM64") != std::string::npos;
+  Range r = group_range({size_t(ceil_div(tiles, 32)), size_t(ceil_div(g.OC, bm64 ? 64 : 32)), size_t(g.N * v.splits)},
+                        {bm64 ? 512u : 256u, 1, 1});
   // The forced build variant; -DWG_MAXRREG is a driver option on NVIDIA.
   std::string build = forced().winograd_build;
   if (size_t at = build.find(" -DWG_MAXRREG"); at != std::string::npos)
@@ -611,12 +612,14 @@ void force_conv_variant(const std::string& variant) {
     f.winograd = true;  // where it applies; the GPU kernels' choice by shape elsewhere
     // Build variants, for measurements: ":np" no register prefetch of the
     // next chunk (fewer registers), ":r128" at most 128 registers (NVIDIA's
-    // driver only: two 256-item work-groups per SM).
+    // driver only: two 256-item work-groups per SM), ":bm64" 64 output
+    // channels per work-group of 512 items.
     std::stringstream opts(tiles.substr(8));
     for (std::string o; std::getline(opts, o, ':');) {
       if (o == "np") f.winograd_build += " -DWG_NO_PREFETCH";
       else if (o == "r128") f.winograd_build += " -DWG_MAXRREG";
-      else if (!o.empty()) throw Error("no Winograd build variant :" + o + " (:np, :r128)");
+      else if (o == "bm64") f.winograd_build += " -DWG_BM64";
+      else if (!o.empty()) throw Error("no Winograd build variant :" + o + " (:np, :r128, :bm64)");
     }
   } else if (!variant.empty() && tiles != "gpu") {
     f.taps = tiles.rfind("taps:", 0) == 0;
