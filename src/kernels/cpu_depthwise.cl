@@ -41,13 +41,28 @@ __kernel void depthwise_cpu(__global const float* X, int xo, __global const floa
   STORE_BLOCK((img * OC + oc) * OH * OW + oh * OW + ow0, acc, OW - ow0);
 }
 
-// Depthwise with stride DW_SW (1 or 2), no dilation, KW <= 9: a work-item
-// computes OCB output rows x PB output columns of one channel. Each input
-// row the block needs is read once (zero-padded into a private row where
-// the block touches the image's edge) and feeds every output row and tap
-// that uses it: a tap is one vector load (stride 2: the even lanes of two).
+// Depthwise with KH x KW taps (DW_KH, DW_KW), strides DW_SH and DW_SW (1 or
+// 2), no dilation: a work-item computes OCB whole output rows of one
+// channel. It first copies the (OCB - 1) * DW_SH + DW_KH input rows the block
+// needs into a private tile, zero-padded (DW_TW floats a row, DW_TW >= the
+// padded row and every column block's widest tap), so that every tap of
+// every column block is one unchecked vector load (stride 2: the even lanes
+// of two) and the weights stay in registers; one tile row is filled by
+// vector copies. Fewer, longer work-items: PoCL pays per work-group.
+#ifndef DW_SH
+#define DW_SH 1
+#endif
 #ifndef DW_SW
 #define DW_SW 1
+#endif
+#ifndef DW_KH
+#define DW_KH 3
+#endif
+#ifndef DW_KW
+#define DW_KW 3
+#endif
+#ifndef DW_TW
+#define DW_TW 32
 #endif
 #if DW_SW == 1
 #define DW_TAP(p) VLOAD(0, (p))
@@ -56,50 +71,100 @@ __kernel void depthwise_cpu(__global const float* X, int xo, __global const floa
 #else
 #define DW_TAP(p) (float16)(vload16(0, (p)).even, vload16(0, (p) + 16).even)
 #endif
-__kernel void depthwise_rows_cpu(__global const float* X, int xo, __global const float* Wt, int wo,
-                                 __global const float* Bias, int bo, __global float* Y, int yo, int has_bias, int C,
-                                 int H, int W, int OC, int OH, int OW, int KH, int KW, int sh, int ph,
-                                 int pw EPI_PARAMS) {
-  const int ow0 = get_global_id(0) * PB, oh0 = get_global_id(1) * OCB, z = get_global_id(2);
-  if (ow0 >= OW || oh0 >= OH) return;
-  const int img = z / OC, oc = z - img * OC, c = oc / (OC / C);
-  __global const float* x = X + xo + (img * C + c) * H * W;
-  __global const float* w = Wt + wo + oc * KH * KW;
-  const float b = has_bias ? Bias[bo + oc] : 0.0f;
-  VF acc[OCB];
-#pragma unroll
-  for (int q = 0; q < OCB; ++q) acc[q] = (VF)(b);
-  const int iwb = ow0 * DW_SW - pw;      // input column of lane 0 at kw = 0
-  const int span = PB * DW_SW + KW - 1;  // columns the taps load (stride 2: one past the last)
-  const bool inside = iwb >= 0 && iwb + span <= W;
-  const int rows_in = (OCB - 1) * sh + KH;
-  float r[2 * PB + 8];
-  for (int t = 0; t < rows_in; ++t) {
-    const int ih = oh0 * sh - ph + t;
-    if (ih < 0 || ih >= H) continue;
-    __global const float* xr = x + ih * W;
-    if (!inside)
-      for (int j = 0; j < span; ++j) {
-        const int iw = iwb + j;
-        const float v = xr[clamp(iw, 0, W - 1)];
-        r[j] = iw >= 0 && iw < W ? v : 0.0f;
-      }
-#pragma unroll
-    for (int q = 0; q < OCB; ++q) {
-      const int kh = t - q * sh;
-      if (kh < 0 || kh >= KH) continue;
-      __global const float* wr = w + kh * KW;
-      if (inside)
-        for (int kw = 0; kw < KW; ++kw) acc[q] = fma((VF)(wr[kw]), DW_TAP(xr + iwb + kw), acc[q]);
-      else
-        for (int kw = 0; kw < KW; ++kw) acc[q] = fma((VF)(wr[kw]), DW_TAP(r + kw), acc[q]);
-    }
-  }
-#pragma unroll
-  for (int q = 0; q < OCB; ++q) {
-    const int oh = oh0 + q;
-    if (oh >= OH) break;
-    STORE_BLOCK((img * OC + oc) * OH * OW + oh * OW + ow0, acc[q], OW - ow0);
-  }
+#define DW_ROWS ((OCB - 1) * DW_SH + DW_KH)
+
+// n floats from x to r by 16, 8, 4, 2 and 1 (n: a row, rarely a multiple of 16).
+inline void dw_copy_row(float* r, __global const float* x, int n) {
+  int j = 0;
+  for (; j + 16 <= n; j += 16) vstore16(vload16(0, x + j), 0, r + j);
+  if (n - j >= 8) vstore8(vload8(0, x + j), 0, r + j), j += 8;
+  if (n - j >= 4) vstore4(vload4(0, x + j), 0, r + j), j += 4;
+  if (n - j >= 2) vstore2(vload2(0, x + j), 0, r + j), j += 2;
+  if (n - j >= 1) r[j] = x[j];
 }
 
+// STORE_BLOCK, but a cut block with a vector epilogue (or none) is stored
+// by 8, 4, 2 and 1 rather than element by element (small planes: 14, 7).
+#if defined(EPI_NONE) || defined(EPI_VEC)
+#ifdef EPI_NONE
+#define DW_EPI(v, i, n) (v)
+#else
+#define DW_EPI(v, i, n) EPI_VEC((v), (i), (n))
+#endif
+#define DW_STORE(i, v, n)                                          \
+  do {                                                             \
+    const VF e_ = DW_EPI((v), (i), (n));                           \
+    if ((n) >= PB) {                                               \
+      VSTORE(e_, 0, Y + yo + (i));                                 \
+    } else {                                                       \
+      float t_[PB];                                                \
+      VSTORE(e_, 0, t_);                                           \
+      __global float* y_ = Y + yo + (i);                           \
+      int j_ = 0;                                                  \
+      if ((n) - j_ >= 8) vstore8(vload8(0, t_ + j_), 0, y_ + j_), j_ += 8; \
+      if ((n) - j_ >= 4) vstore4(vload4(0, t_ + j_), 0, y_ + j_), j_ += 4; \
+      if ((n) - j_ >= 2) vstore2(vload2(0, t_ + j_), 0, y_ + j_), j_ += 2; \
+      if ((n) - j_ >= 1) y_[j_] = t_[j_];                          \
+    }                                                              \
+  } while (0)
+#else
+#define DW_STORE(i, v, n) STORE_BLOCK(i, v, n)
+#endif
+
+// A work-item runs `per` consecutive blocks (row blocks of a channel, then
+// channels) one after the other: one private tile per work-item, reused hot
+// in L1 (PoCL keeps a private array per work-item of a group, so groups are
+// of one work-item and few).
+__kernel void depthwise_tile_cpu(__global const float* X, int xo, __global const float* Wt, int wo,
+                                 __global const float* Bias, int bo, __global float* Y, int yo, int has_bias, int C,
+                                 int H, int W, int OC, int OH, int OW, int ph, int pw, int items,
+                                 int per EPI_PARAMS) {
+  const int row_blocks = (OH + OCB - 1) / OCB;
+  const int first = get_global_id(0) * per, last = min(items, first + per);
+  // 16 floats of slack: the zero fill's last vector store may pass DW_TW.
+  float tile[DW_ROWS][DW_TW + 16];
+  for (int id = first; id < last; ++id) {
+    const int z = id / row_blocks, oh0 = (id - z * row_blocks) * OCB;
+    const int img = z / OC, oc = z - img * OC, c = oc / (OC / C);
+    __global const float* x = X + xo + (img * C + c) * H * W;
+    float wk[DW_KH * DW_KW];
+#pragma unroll
+    for (int k = 0; k < DW_KH * DW_KW; ++k) wk[k] = Wt[wo + oc * DW_KH * DW_KW + k];
+    const float b = has_bias ? Bias[bo + oc] : 0.0f;
+
+    for (int t = 0; t < DW_ROWS; ++t) {
+      float* r = tile[t];
+      const int ih = oh0 * DW_SH - ph + t;
+      int j = 0;
+      if (ih >= 0 && ih < H) {
+        for (int k = 0; k < pw; ++k) r[k] = 0.0f;
+        dw_copy_row(r + pw, x + ih * W, W);
+        j = pw + W;
+      }
+      for (; j < DW_TW; j += 16) vstore16((float16)(0.0f), 0, r + j);
+    }
+
+    const int base = (img * OC + oc) * OH * OW + oh0 * OW;
+    for (int ow0 = 0; ow0 < OW; ow0 += PB) {
+      VF acc[OCB];
+#pragma unroll
+      for (int q = 0; q < OCB; ++q) acc[q] = (VF)(b);
+      // Input row by input row, so that each tap vector is loaded once and
+      // dies at once (the other order keeps them all live: spills).
+#pragma unroll
+      for (int t = 0; t < DW_ROWS; ++t)
+#pragma unroll
+        for (int kw = 0; kw < DW_KW; ++kw) {
+          const VF tap = DW_TAP(tile[t] + ow0 * DW_SW + kw);
+#pragma unroll
+          for (int q = 0; q < OCB; ++q) {
+            const int kh = t - q * DW_SH;
+            if (kh >= 0 && kh < DW_KH) acc[q] = fma((VF)(wk[kh * DW_KW + kw]), tap, acc[q]);
+          }
+        }
+#pragma unroll
+      for (int q = 0; q < OCB; ++q)
+        if (oh0 + q < OH) DW_STORE(base + q * OW + ow0, acc[q], OW - ow0);
+    }
+  }
+}

@@ -1,4 +1,6 @@
 // Depthwise convolutions on CPU devices, onto src/kernels/cpu_depthwise.cl.
+#include <algorithm>
+
 #include "runtime/ops_cpu.h"
 
 namespace texplan::runtime {
@@ -8,30 +10,65 @@ bool lower_depthwise_cpu(NodeBuilder &b, const FusedTail &tail,
   if (!(c.groups == c.C && c.C == c.OC / std::max<int64_t>(1, c.OC / c.C)))
     return false;
   const std::string fused = tail.prelude.empty() ? "" : " fused";
-  if (c.dh == 1 && c.dw == 1 && (c.sw == 1 || c.sw == 2) && c.KW <= 9) {
-    // The common shapes: OCB output rows per work-item.
-    auto emit_rows = [&](const CpuVariant &v) {
+  if (c.dh == 1 && c.dw == 1 && (c.sw == 1 || c.sw == 2) && c.KH <= 7 &&
+      c.KW <= 7) {
+    // The common shapes: OCB whole output rows per block, from a private
+    // zero-padded tile of the input rows they need (cpu_depthwise.cl).
+    auto tile_width = [&](const CpuVariant &v) {
+      int64_t taps = ceil_div(c.OW, int64_t(v.pb)) * v.pb * c.sw + c.KW - 1;
+      return ceil_div(std::max(c.pw + c.W, taps), int64_t(16)) * 16;
+    };
+    auto tile_bytes = [&](const CpuVariant &v) {
+      return ((v.ocb - 1) * c.sh + c.KH) * (tile_width(v) + 16) * 4;
+    };
+    auto emit_tile = [&](const CpuVariant &v) {
+      const int64_t items = ceil_div(c.OH, int64_t(v.ocb)) * c.N * c.OC;
+      // Few work-items, each its own group and running `per` blocks: enough
+      // to share out over a few threads, few enough that PoCL's per-group
+      // cost stays small (and its private tile per work-item of a group).
+      const int64_t per = ceil_div(items, 32);
+      Range r;
+      r.global[0] = size_t(ceil_div(items, per));
+      r.has_local = true;
       b.launch(cpu_source("cpu_depthwise.cl", v, tail,
-                          " -DDW_SW=" + std::to_string(c.sw)),
-               "depthwise_rows_cpu", cpu_range(v, c.OW, c.OH, c.N * c.OC),
-               b.arg_in(0), b.arg_in(1), c.bias, b.arg_out(0),
-               cl_int(c.has_bias), i32(c.C), i32(c.H), i32(c.W), i32(c.OC),
-               i32(c.OH), i32(c.OW), i32(c.KH), i32(c.KW), i32(c.sh), i32(c.ph),
-               i32(c.pw));
+                          " -DDW_SH=" + std::to_string(c.sh) +
+                              " -DDW_SW=" + std::to_string(c.sw) +
+                              " -DDW_KH=" + std::to_string(c.KH) +
+                              " -DDW_KW=" + std::to_string(c.KW) +
+                              " -DDW_TW=" + std::to_string(tile_width(v))),
+               "depthwise_tile_cpu", r, b.arg_in(0), b.arg_in(1), c.bias,
+               b.arg_out(0), cl_int(c.has_bias), i32(c.C), i32(c.H), i32(c.W),
+               i32(c.OC), i32(c.OH), i32(c.OW), i32(c.ph), i32(c.pw),
+               i32(items), i32(per));
       tail.append_args(b);
     };
-    const int rows = c.OH % 4 == 0   ? 4
-                     : c.OH % 7 == 0 ? 7
-                                     : 4,
-              pb = c.OW >= 12 ? 16 : 8;
-    std::vector<CpuVariant> vs = {
-        {rows, pb, 0}, {rows, 24 - pb, 0}, {2, pb, 0}, {1, pb, 0}};
-    std::string key = "depthwise_rows_cpu " +
-                      dims_key({c.N, c.C, c.H, c.W, c.OC, c.OH, c.OW, c.KH,
-                                c.KW, c.sh, c.sw, c.ph, c.pw}) +
-                      fused;
-    emit_rows(vs[size_t(pick_cpu_variant(b, key, vs, emit_rows))]);
-    return true;
+    // Measured on PoCL (2-core Zen 4): 2 rows a block at stride 2, 7 on
+    // planes of 7, 14 and 28 rows, else 4.
+    const int pb = c.OW >= 12 ? 16 : 8,
+              rows = int(std::min<int64_t>(c.OH, c.sh == 2 ? 2
+                                                 : c.OH % 7 == 0 && c.OH <= 28
+                                                     ? 7
+                                                     : 4));
+    std::vector<CpuVariant> vs;
+    auto add = [&](int ocb) {
+      const CpuVariant v{ocb, pb, 0};
+      if (std::none_of(vs.begin(), vs.end(),
+                       [&](const CpuVariant &x) { return x.ocb == ocb; }) &&
+          tile_bytes(v) <= 48 * 1024) // private memory: the worker's stack
+        vs.push_back(v);
+    };
+    add(rows); // the heuristic's choice first: used without a tuning cache
+    for (int ocb : {2, 4, 7, 8})
+      if (!vs.empty() && ocb / 2 < c.OH && (ocb != 7 || c.OH % 7 == 0))
+        add(ocb);
+    if (!vs.empty()) {
+      std::string key = "depthwise_tile_cpu " +
+                        dims_key({c.N, c.C, c.H, c.W, c.OC, c.OH, c.OW, c.KH,
+                                  c.KW, c.sh, c.sw, c.ph, c.pw}) +
+                        fused;
+      emit_tile(vs[size_t(pick_cpu_variant(b, key, vs, emit_tile))]);
+      return true;
+    }
   }
   auto emit_dw = [&](const CpuVariant &v) {
     b.launch(cpu_source("cpu_depthwise.cl", v, tail), "depthwise_cpu",
