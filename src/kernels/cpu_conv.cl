@@ -1,4 +1,5 @@
-// Convolutions and matrix products for CPU OpenCL devices (PoCL): no local
+// Convolutions for CPU OpenCL devices (PoCL; matrix products and 1x1
+// convolutions: cpu_gemm.cl): no local
 // memory, no barriers. A work-item computes a register block of OCB output
 // channels x PB output pixels (PB = 8 or 16, one float vector per channel),
 // so the compiler keeps OCB vector accumulators in registers and each input
@@ -135,62 +136,6 @@ __kernel void conv_transpose_tiled_cpu(__global const float* X, int xo, __global
       const int i = (plane + ih * KH + kh) * OW + iw * KW + kw;
       Y[yo + i] = EPI(r[j], i);
     }
-  }
-}
-
-// Y (M x N per batch, contiguous) = alpha * A B + beta * C, A(m,k) at
-// A[m*a_sm + k*a_sk], B(k,n) at B[k*b_sk + n*b_sn], C broadcast through
-// c_sm/c_sn; batched like gemm.cl over get_global_id(2). A work-item: OCB
-// rows x PB columns. B rows are vector loads when b_sn == 1, else gathers.
-__kernel void gemm_cpu(__global const float* A, int ao, __global const float* B, int bo, __global const float* C,
-                       int co, __global float* Y, int yo, int M, int N, int K, int a_sm, int a_sk, int b_sk, int b_sn,
-                       int c_sm, int c_sn, int has_c, float alpha, float beta, Dims batch, Dims a_sb, Dims b_sb,
-                       Dims c_sb EPI_PARAMS) {
-  const int n0 = get_global_id(0) * PB, m0 = get_global_id(1) * OCB, z = get_global_id(2);
-  if (n0 >= N || m0 >= M) return;
-  A += ao + strided_offset(z, batch, a_sb);
-  B += bo + strided_offset(z, batch, b_sb);
-  C += co + strided_offset(z, batch, c_sb);
-  int arow[OCB];
-#pragma unroll
-  for (int o = 0; o < OCB; ++o) arow[o] = min(m0 + o, M - 1) * a_sm;
-  VF acc[OCB];
-#pragma unroll
-  for (int o = 0; o < OCB; ++o) acc[o] = (VF)(0.0f);
-  const int n = N - n0;
-  if (b_sn == 1 && n >= PB) {
-    for (int k = 0; k < K; ++k) {
-      const VF bv = VLOAD(0, B + k * b_sk + n0);
-#pragma unroll
-      for (int o = 0; o < OCB; ++o) acc[o] = fma((VF)(A[arow[o] + k * a_sk]), bv, acc[o]);
-    }
-  } else {
-    int cols[PB];
-    VSTORE(min(n0 + LANES, N - 1) * b_sn, 0, cols);
-    for (int k = 0; k < K; ++k) {
-      __global const float* bk = B + k * b_sk;
-      float t[PB];
-#pragma unroll
-      for (int j = 0; j < PB; ++j) t[j] = bk[cols[j]];
-      const VF bv = VLOAD(0, t);
-#pragma unroll
-      for (int o = 0; o < OCB; ++o) acc[o] = fma((VF)(A[arow[o] + k * a_sk]), bv, acc[o]);
-    }
-  }
-  int ccols[PB];
-  VSTORE(min(n0 + LANES, N - 1) * c_sn, 0, ccols);
-#pragma unroll
-  for (int o = 0; o < OCB; ++o) {
-    const int m = m0 + o;
-    if (m >= M) break;
-    VF v = (VF)(alpha) * acc[o];
-    if (has_c) {
-      float t[PB];
-#pragma unroll
-      for (int j = 0; j < PB; ++j) t[j] = C[m * c_sm + ccols[j]];
-      v += (VF)(beta) * VLOAD(0, t);
-    }
-    STORE_BLOCK(z * M * N + m * N + n0, v, n);
   }
 }
 

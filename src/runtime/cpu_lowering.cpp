@@ -1,5 +1,7 @@
 #include "runtime/cpu_lowering.h"
 
+#include <algorithm>
+
 #include "kernels/kernel_sources.h"
 #include "runtime/tuning.h"
 
@@ -7,7 +9,70 @@ namespace texplan::runtime {
 
 std::string CpuVariant::name() const {
   return std::to_string(ocb) + "x" + std::to_string(pb) +
+         (nv > 1 ? "x" + std::to_string(nv) : "") +
          (local ? "/l" + std::to_string(local) : "");
+}
+
+namespace {
+std::string &forced_cpu_variant() {
+  static std::string name;
+  return name;
+}
+
+// Work-items per group along dim 0 for a grid of `x` x `rest` items: PoCL
+// runs each work-group on one thread, and left to itself it may make one
+// group of a small grid; at least ~32 groups balance its threads.
+size_t group_items(int64_t x, int64_t rest) {
+  size_t l = 8;
+  while (l > 1 && (int64_t(l) > x || x * rest / int64_t(l) < 32))
+    l /= 2;
+  return l;
+}
+} // namespace
+
+void force_cpu_variant(const std::string &name) { forced_cpu_variant() = name; }
+
+std::vector<CpuVariant> cpu_gemm_candidates(int64_t rows, int64_t cols,
+                                            int64_t batches) {
+  // Blocks of 16 to 24 accumulators (of AVX-512's 32 registers) first; few
+  // rows or columns take thinner ones.
+  static const int kBlocks[][3] = {// ocb, pb, nv
+                                   {8, 16, 2},  {6, 16, 3}, {12, 16, 2},
+                                   {4, 16, 4},  {8, 16, 3}, {16, 16, 1},
+                                   {8, 16, 1},  {4, 16, 2}, {2, 16, 4},
+                                   {1, 16, 4},  {8, 8, 2},  {4, 8, 4},
+                                   {2, 8, 4},   {1, 8, 4},  {1, 16, 1},
+                                   {1, 8, 1}};
+  std::vector<CpuVariant> v;
+  for (const auto &k : kBlocks) {
+    if (k[0] > rows || (k[1] * k[2] > cols && k[1] * k[2] > 16))
+      continue;
+    const int64_t x = ceil_div(cols, int64_t(k[1] * k[2]));
+    v.push_back({k[0], k[1], group_items(x, ceil_div(rows, int64_t(k[0])) *
+                                               std::max<int64_t>(1, batches)),
+                 k[2]});
+  }
+  // The shape rule: least work per useful output, where the work is the
+  // rows and columns computed (a cut block computes whole vectors) over the
+  // speed of the block, rising with its accumulators up to 16 (measured on
+  // Zen 4: 8 accumulators ran at ~0.8 of 16; 24 no faster).
+  auto cost = [&](const CpuVariant &c) {
+    const int64_t bw = c.pb * c.nv, a = std::min(c.ocb * c.nv, 16);
+    const double cw = double(cols <= bw ? bw : ceil_div(cols, bw) * bw) /
+                      double(cols),
+                 rw = double(ceil_div(rows, int64_t(c.ocb)) * c.ocb) /
+                      double(rows);
+    return cw * rw * double(a + 4) / double(a);
+  };
+  size_t best = 0;
+  for (size_t i = 1; i < v.size(); ++i)
+    if (cost(v[i]) < cost(v[best]) * 0.999)
+      best = i;
+  std::rotate(v.begin(), v.begin() + long(best), v.begin() + long(best) + 1);
+  CpuVariant driver = v[0];
+  driver.local = 0; // the driver's group size against the chosen one
+  v.push_back(driver);
+  return v;
 }
 
 std::vector<CpuVariant> cpu_candidates(int64_t rows, int64_t cols) {
@@ -60,6 +125,16 @@ int pick_cpu_variant(NodeBuilder &b, const std::string &key,
   std::vector<std::string> names;
   for (const CpuVariant &x : vs)
     names.push_back(x.name());
+  if (const std::string &f = forced_cpu_variant(); !f.empty()) {
+    for (size_t i = 0; i < names.size(); ++i)
+      if (names[i] == f)
+        return int(i);
+    std::string all;
+    for (const std::string &x : names)
+      all += " " + x;
+    throw Error("no CPU variant " + f + " for " + key + " (candidates:" + all +
+                ")");
+  }
   return choose_variant(key, names, 0, [&](int i) {
     return time_candidate(b, [&] { return emit(vs[size_t(i)]), true; });
   });

@@ -12,10 +12,13 @@
 namespace texplan::runtime {
 
 // A register block "OCBxPB" (output channels or rows x pixels or columns per
-// work-item) and a work-group size along dim 0 (0: the driver chooses).
+// work-item) and a work-group size along dim 0 (0: the driver chooses);
+// gemm_block_cpu and gemv_rows_cpu also take nv PB-wide vectors per row
+// ("OCBxPBxNV" when nv > 1).
 struct CpuVariant {
   int ocb, pb;
   size_t local;
+  int nv = 1;
   std::string name() const;
 };
 
@@ -23,6 +26,13 @@ struct CpuVariant {
 // (columns); the first is the heuristic's choice, tried first and used
 // without a tuning cache.
 std::vector<CpuVariant> cpu_candidates(int64_t rows, int64_t cols);
+
+// Register blocks of gemm_block_cpu (ops_cpu.cpp) for `rows` x `cols` per
+// batch over `batches`: OCB <= rows, and OCB x NV vectors of accumulators
+// (more FMAs per load than cpu_candidates' OCB x 1); the first is the
+// shape rule's choice. Work-groups are sized so PoCL's threads get at least
+// a few dozen of them.
+std::vector<CpuVariant> cpu_gemm_candidates(int64_t rows, int64_t cols, int64_t batches);
 
 // `file` (a cpu_*.cl kernel file) built for variant v with the epilogue of
 // `tail`; cpu_common.cl's block macros come between the two.
@@ -39,6 +49,12 @@ Range cpu_range(const CpuVariant &v, int64_t cols, int64_t rows,
 int pick_cpu_variant(NodeBuilder &b, const std::string &key,
                      const std::vector<CpuVariant> &vs,
                      const std::function<void(const CpuVariant &)> &emit);
+
+// Forces, for measurements and tests (texplan_conv_bench "cpu:NAME"), the
+// CPU variant named NAME (CpuVariant::name) wherever pick_cpu_variant is
+// offered it; a lowering whose candidates lack it throws Error. "" restores
+// the choice by shape and tuning cache.
+void force_cpu_variant(const std::string &name);
 
 // "a,b,c": the shape part of a tuning key.
 std::string dims_key(std::initializer_list<int64_t> v);

@@ -1,4 +1,5 @@
-// CPU-device lowerings (ops_cpu.h) onto cpu_conv.cl: variants are register
+// CPU-device lowerings (ops_cpu.h) onto cpu_conv.cl and cpu_gemm.cl (GEMMs,
+// 1x1 convolutions, matrix-vector products): variants are register
 // blocks "OCBxPB" (output channels or rows x pixels or columns per
 // work-item) and a work-group size (cpu_lowering.h); tuning.h picks among
 // them per shape.
@@ -40,6 +41,8 @@ bool lower_conv_cpu(NodeBuilder &b, const FusedTail &tail) {
   const CpuConv c{N,  C,  H,  W,  OC, OH, OW,     KH,       KW,
                   sh, sw, dh, dw, ph, pw, groups, has_bias, bias};
   if (lower_depthwise_cpu(b, tail, c))
+    return true;
+  if (lower_conv1x1_cpu(b, tail, c))
     return true;
   if (rank == 2 && lower_conv_winograd_cpu(b, tail, c))
     return true;
@@ -138,29 +141,164 @@ bool lower_global_avg_pool_cpu(NodeBuilder &b, int64_t rows, int64_t R) {
   return true;
 }
 
-bool launch_gemm_cpu(NodeBuilder &b, const TensorArg &A, const TensorArg &B,
-                     const TensorArg &C, const TensorArg &Y, const CpuGemm &g,
-                     const FusedTail &tail) {
+namespace {
+
+int64_t batch_count(const CpuGemm &g) {
   int64_t nb = 1;
   for (int64_t v : g.batch)
     nb *= v;
-  if (g.M == 0 || g.N == 0 || nb == 0)
-    return true;
+  return nb;
+}
+
+// Y[j] = alpha dot(row j of R, v) + beta C[j] per batch on gemv_rows_cpu:
+// R's rows contiguous (r_sj apart), v strided by v_sk, C by c_sj, Y
+// contiguous. Rows stream once, so the block is chosen for bandwidth: a few
+// rows at a time (the loads of v shared) and enough work-groups.
+void launch_gemv_rows(NodeBuilder &b, const TensorArg &R, const TensorArg &V,
+                      const TensorArg &C, const TensorArg &Y, int64_t rows,
+                      int64_t K, int64_t r_sj, int64_t v_sk, int64_t c_sj,
+                      bool has_c, float alpha, float beta, const CpuGemm &g,
+                      const std::vector<int64_t> &r_sb,
+                      const std::vector<int64_t> &v_sb,
+                      const FusedTail &tail) {
+  const int64_t nb = batch_count(g);
   auto emit = [&](const CpuVariant &v) {
-    b.launch(cpu_source("cpu_conv.cl", v, tail), "gemm_cpu",
-             cpu_range(v, g.N, g.M, nb), A, B, C, Y, i32(g.M), i32(g.N),
-             i32(g.K), i32(g.a_sm), i32(g.a_sk), i32(g.b_sk), i32(g.b_sn),
-             i32(g.c_sm), i32(g.c_sn), cl_int(g.has_c), g.alpha, g.beta,
-             to_dims(g.batch, 1), to_dims(g.a_sb, 0), to_dims(g.b_sb, 0),
-             to_dims(g.c_sb, 0));
+    Range r;
+    r.dims = 2;
+    r.has_local = true;
+    r.local[0] = v.local;
+    r.global[0] = size_t(ceil_div(ceil_div(rows, int64_t(v.ocb)),
+                                  int64_t(v.local))) *
+                  v.local;
+    r.global[1] = size_t(nb);
+    b.launch(cpu_source("cpu_gemm.cl", v, tail), "gemv_rows_cpu", r, R, V, C,
+             Y, i32(rows), i32(K), i32(r_sj), i32(v_sk), i32(c_sj),
+             cl_int(has_c), alpha, beta, to_dims(g.batch, 1), to_dims(r_sb, 0),
+             to_dims(v_sb, 0), to_dims(g.c_sb, 0));
     tail.append_args(b);
   };
-  std::vector<CpuVariant> vs = cpu_candidates(g.M, g.N);
-  std::string key =
-      "gemm_cpu " +
+  std::vector<CpuVariant> vs;
+  const int pb = K >= 16 ? 16 : 8;
+  for (auto [ocb, nv] : {std::pair{4, 1}, {1, 4}, {2, 2}, {8, 1}, {4, 2}}) {
+    if (ocb > 1 && ocb > rows)
+      continue;
+    const int64_t items = ceil_div(rows, int64_t(ocb)) * nb;
+    size_t local = 8;
+    while (local > 1 && items / int64_t(local) < 32)
+      local /= 2;
+    vs.push_back({ocb, pb, local, nv});
+  }
+  if (vs.empty())
+    vs.push_back({1, pb, 1, 1});
+  const std::string key =
+      "gemv_rows_cpu " + dims_key({nb, rows, K, r_sj, v_sk, has_c}) +
+      (tail.prelude.empty() ? "" : " fused");
+  emit(vs[size_t(pick_cpu_variant(b, key, vs, emit))]);
+}
+
+// The GEMM on gemm_block_cpu, a block chosen by shape or tuning.
+void launch_gemm_block(NodeBuilder &b, const TensorArg &A, const TensorArg &B,
+                       const TensorArg &C, const TensorArg &Y,
+                       const CpuGemm &g, const FusedTail &tail) {
+  const int64_t nb = batch_count(g);
+  const std::string layout = std::string(g.a_sk == 1 ? " -DASK1" : "") +
+                             (g.a_sm == 1 ? " -DASM1" : "");
+  auto emit = [&](const CpuVariant &v) {
+    Range r = cpu_range(v, ceil_div(g.N, int64_t(v.nv)), g.M, nb);
+    b.launch(cpu_source("cpu_gemm.cl", v, tail, " -DNV=" + std::to_string(v.nv) + layout),
+             "gemm_block_cpu", r, A, B, C, Y, i32(g.M), i32(g.N), i32(g.K),
+             i32(g.a_sm), i32(g.a_sk), i32(g.b_sk), i32(g.b_sn), i32(g.c_sm),
+             i32(g.c_sn), cl_int(g.has_c), g.alpha, g.beta, to_dims(g.batch, 1),
+             to_dims(g.a_sb, 0), to_dims(g.b_sb, 0), to_dims(g.c_sb, 0));
+    tail.append_args(b);
+  };
+  std::vector<CpuVariant> vs =
+      cpu_gemm_candidates(g.M, g.N, nb);
+  const std::string key =
+      "gemm_block_cpu " +
       dims_key({nb, g.M, g.N, g.K, g.a_sm, g.a_sk, g.b_sk, g.b_sn, g.has_c}) +
       (tail.prelude.empty() ? "" : " fused");
   emit(vs[size_t(pick_cpu_variant(b, key, vs, emit))]);
+}
+
+// The constant input of the node that `t` locates, if it is one.
+const HostTensor *constant_at(const NodeBuilder &b, const TensorArg &t) {
+  for (int i = 0; i < b.inputs(); ++i) {
+    const HostTensor *h = b.constant(i);
+    if (h && h->dtype == DataType::Float32) {
+      const TensorArg a = b.arg_in(i);
+      if (a.mem == t.mem && a.offset == t.offset)
+        return h;
+    }
+  }
+  return nullptr;
+}
+
+} // namespace
+
+bool launch_gemm_cpu(NodeBuilder &b, const TensorArg &A, const TensorArg &B,
+                     const TensorArg &C, const TensorArg &Y, const CpuGemm &g,
+                     const FusedTail &tail) {
+  const int64_t nb = batch_count(g);
+  if (g.M == 0 || g.N == 0 || nb == 0)
+    return true;
+  // One row or column: a matrix-vector product over the matrix's
+  // contiguous rows (FC layers with transB, attention pooling).
+  if (g.M == 1 && g.b_sk == 1 && g.K >= 16) {
+    launch_gemv_rows(b, B, A, C, Y, g.N, g.K, g.b_sn, g.a_sk, g.c_sn, g.has_c,
+                     g.alpha, g.beta, g, g.b_sb, g.a_sb, tail);
+    return true;
+  }
+  if (g.N == 1 && g.a_sk == 1 && g.K >= 16) {
+    launch_gemv_rows(b, A, B, C, Y, g.M, g.K, g.a_sm, g.b_sk, g.c_sm, g.has_c,
+                     g.alpha, g.beta, g, g.a_sb, g.b_sb, tail);
+    return true;
+  }
+  // Constant B read across its rows (Gemm's transB: weights [N, K]): packed
+  // once as [K, N], so B's rows are vector loads; the copy counts in the
+  // session's weights.
+  bool shared_b = true;
+  for (int64_t s : g.b_sb)
+    shared_b = shared_b && s == 0;
+  const HostTensor *wb = g.b_sn != 1 && g.M > 1 && (shared_b || nb == 1)
+                             ? constant_at(b, B)
+                             : nullptr;
+  if (wb && int64_t(wb->as_float().size()) >=
+                (g.K - 1) * g.b_sk + (g.N - 1) * g.b_sn + 1) {
+    const std::vector<float> w = wb->as_float();
+    std::vector<float> packed(size_t(g.K * g.N));
+    for (int64_t k = 0; k < g.K; ++k)
+      for (int64_t n = 0; n < g.N; ++n)
+        packed[size_t(k * g.N + n)] = w[size_t(k * g.b_sk + n * g.b_sn)];
+    const MemArg m = b.upload(packed.data(), packed.size() * sizeof(float));
+    CpuGemm p = g;
+    p.b_sk = g.N, p.b_sn = 1;
+    p.b_sb = std::vector<int64_t>(g.b_sb.size(), 0);
+    launch_gemm_block(b, A, TensorArg{m.mem, 0}, C, Y, p, tail);
+    return true;
+  }
+  launch_gemm_block(b, A, B, C, Y, g, tail);
+  return true;
+}
+
+// A 1x1 convolution with stride 1 and no padding, per image and group the
+// GEMM Y[OC, P] = W[OC, C] X[C, P] (bias as its C), or on one pixel a
+// matrix-vector product over the weights' rows; false for other convs.
+bool lower_conv1x1_cpu(NodeBuilder &b, const FusedTail &tail,
+                       const CpuConv &c) {
+  if (c.KH != 1 || c.KW != 1 || c.sh != 1 || c.sw != 1 || c.ph != 0 ||
+      c.pw != 0 || c.OH != c.H || c.OW != c.W)
+    return false;
+  const int64_t P = c.H * c.W, OCg = c.OC / c.groups, ICg = c.C / c.groups;
+  CpuGemm g{OCg, P, ICg, ICg, 1, P, 1, 1, 0, c.has_bias, 1.0f, 1.0f,
+            {c.N, c.groups}, {0, OCg * ICg}, {c.C * P, ICg * P}, {0, OCg}};
+  if (P == 1 && ICg >= 16) {
+    launch_gemv_rows(b, b.arg_in(1), b.arg_in(0), c.bias, b.arg_out(0), OCg,
+                     ICg, ICg, 1, 1, c.has_bias, 1.0f, 1.0f, g, g.a_sb, g.b_sb,
+                     tail);
+    return true;
+  }
+  launch_gemm_block(b, b.arg_in(1), b.arg_in(0), c.bias, b.arg_out(0), g, tail);
   return true;
 }
 

@@ -12,6 +12,10 @@ namespace texplan::runtime {
 // Conv and FusedConv, 1-D and 2-D, any groups (depthwise included).
 bool lower_conv_cpu(NodeBuilder& b, const FusedTail& tail);
 
+// 1x1 Conv/FusedConv with stride 1 and no padding as a GEMM per image and
+// group (cpu_gemm.cl); false: another shape.
+bool lower_conv1x1_cpu(NodeBuilder& b, const FusedTail& tail, const CpuConv& c);
+
 // Depthwise Conv/FusedConv (ops_cpu_depthwise.cpp); false: not depthwise.
 bool lower_depthwise_cpu(NodeBuilder& b, const FusedTail& tail, const CpuConv& c);
 
@@ -38,7 +42,9 @@ bool launch_channel_binary_cpu(NodeBuilder& b, const TensorArg& A, const TensorA
 // GlobalAveragePool of `rows` rows of R elements each.
 bool lower_global_avg_pool_cpu(NodeBuilder& b, int64_t rows, int64_t R);
 
-// Y = alpha A B + beta C, batched (the GEMM of ops_conv.cpp's launch_gemm).
+// Y = alpha A B + beta C, batched (the GEMM of ops_conv.cpp's launch_gemm),
+// on cpu_gemm.cl: one row (or column) as a matrix-vector product, a
+// constant transposed B packed once as [K, N].
 struct CpuGemm {
   int64_t M, N, K, a_sm, a_sk, b_sk, b_sn, c_sm, c_sn;
   bool has_c;

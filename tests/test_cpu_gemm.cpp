@@ -1,0 +1,187 @@
+// The GEMM family on CPU devices (runtime/ops_cpu.cpp, src/kernels/cpu_gemm.cl)
+// on PoCL against the CPU reference: register blocks cut by M and N (the
+// last block moved back inside), M = 1 and N = 1 as matrix-vector products
+// (K not a multiple of the vector), transposed constant B packed once,
+// transposed B that is computed (gathered), batched and broadcast MatMul,
+// 1x1 convolutions as GEMMs (groups, batch, one pixel), fused epilogues,
+// and every register block the tuner may pick.
+#include <gtest/gtest.h>
+
+#include "optimize/usage.h"
+#include "plan/memory_plan.h"
+#include "reference/reference_ops.h"
+#include "runtime/cpu_lowering.h"
+#include "runtime/session.h"
+#include "test_util.h"
+
+using namespace texplan;
+using test::random_tensor;
+using test::rel_error;
+
+namespace {
+
+std::shared_ptr<runtime::Device> pocl() { return runtime::open_device("pocl"); }
+
+// One node; `fed` inputs are graph inputs, the others constants (weights).
+struct Case {
+  std::string op;
+  std::vector<Shape> inputs;
+  std::map<std::string, Attribute> attrs;
+  std::vector<bool> fed = {true};
+};
+
+struct Result {
+  HostTensor got, want;
+  int64_t weight_bytes = 0;
+};
+
+Result run(const Case& c) {
+  Graph g;
+  g.model_name = "cpu_gemm_" + c.op;
+  g.opset = 13;
+  Node n;
+  n.name = c.op;
+  n.op_type = c.op;
+  n.attrs = c.attrs;
+  std::vector<HostTensor> values, feeds;
+  std::vector<const HostTensor*> ref;
+  for (size_t i = 0; i < c.inputs.size(); ++i) values.push_back(random_tensor(c.inputs[i], -1, 1, uint32_t(31 + i)));
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const bool fed = i < c.fed.size() && c.fed[i];
+    Tensor t;
+    t.name = "in" + std::to_string(i);
+    t.shape = c.inputs[i];
+    t.is_input = fed;
+    t.is_constant = t.has_data = !fed;
+    if (!fed) t.value = values[i];
+    const int id = g.add_tensor(t);
+    if (fed) g.inputs.push_back(id), feeds.push_back(values[i]);
+    n.inputs.push_back(id);
+    ref.push_back(&values[i]);
+  }
+  Result r;
+  r.want = reference::evaluate(n, ref).at(0);
+  Tensor y;
+  y.name = "y";
+  y.shape = r.want.shape;
+  y.is_output = true;
+  y.producer = 0;
+  n.outputs = {g.add_tensor(y)};
+  g.outputs = n.outputs;
+  g.nodes.push_back(n);
+  PlanInput pin = make_usage_records(g);
+  plan::MemoryPlan plan = plan::plan_memory(pin.records, pocl()->info().profile, "best");
+  runtime::Session s(g, pin, plan, pocl());
+  EXPECT_TRUE(s.fallback_nodes().empty());
+  r.weight_bytes = s.weight_bytes();
+  r.got = s.run(feeds).at(0);
+  return r;
+}
+
+void expect_matches(const Case& c, const std::string& what) {
+  const Result r = run(c);
+  ASSERT_EQ(r.got.shape, r.want.shape) << what;
+  EXPECT_LE(rel_error(r.got, r.want), 1e-5) << what;
+}
+
+const Attribute on = Attribute::of_int(1);
+
+}  // namespace
+
+TEST(CpuGemm, OddShapesCutEveryBlock) {
+  // M, N, K prime: the last row and column blocks are moved back inside.
+  expect_matches({"Gemm", {{13, 37}, {37, 29}, {29}}, {}, {true}}, "13x37x29 + bias");
+  expect_matches({"Gemm", {{53, 11}, {11, 71}}, {}, {true}}, "53x11x71");
+  // Fewer columns than a vector (B gathered, columns clamped) and than rows.
+  expect_matches({"Gemm", {{40, 9}, {9, 5}, {40, 1}}, {}, {true}}, "N=5, C per row");
+  // transA (A read down its columns), alpha and beta, a full C.
+  expect_matches({"Gemm", {{19, 23}, {19, 33}, {23, 33}},
+                  {{"transA", on}, {"alpha", Attribute::of_float(0.5f)}, {"beta", Attribute::of_float(-2.0f)}}, {true}},
+                 "transA alpha beta");
+}
+
+TEST(CpuGemm, TransposedBConstantPackedComputedGathered) {
+  // Constant [N, K] weights (BERT's Gemm): packed once as [K, N]; the copy
+  // counts in the session's weights.
+  const Case packed{"Gemm", {{21, 40}, {35, 40}, {35}}, {{"transB", on}}, {true}};
+  const Result r = run(packed);
+  EXPECT_LE(rel_error(r.got, r.want), 1e-5);
+  EXPECT_GE(r.weight_bytes, int64_t(2 * 35 * 40 + 35) * 4) << "the packed copy is counted";
+  // The same with B fed (computed): gathered, nothing packed.
+  expect_matches({"Gemm", {{21, 40}, {35, 40}, {35}}, {{"transB", on}}, {true, true}}, "transB fed");
+  expect_matches({"FusedMatMul", {{2, 9, 24}, {17, 24}}, {{"transB", on}, {"program", Attribute::of_strings({"Relu x0"})}}, {true}},
+                 "FusedMatMul transB batched A");
+}
+
+TEST(CpuGemm, MatrixVectorProducts) {
+  // M = 1 with transB (FC layers): rows of B dotted with A, K cut by the
+  // vector (37, 300) or shorter than it, C per column.
+  expect_matches({"Gemm", {{1, 300}, {77, 300}, {77}}, {{"transB", on}}, {true}}, "M=1 transB K=300");
+  expect_matches({"Gemm", {{1, 37}, {2, 37}, {2}}, {{"transB", on}}, {true}}, "M=1 N=2 K=37");
+  expect_matches({"Gemm", {{1, 20}, {5, 20}}, {{"transB", on}}, {true, true}}, "M=1 transB fed");
+  // M = 1 without transB: one row block over B's contiguous rows.
+  expect_matches({"Gemm", {{1, 50}, {50, 90}, {90}}, {}, {true}}, "M=1");
+  // N = 1: rows of A dotted with B's column.
+  expect_matches({"Gemm", {{30, 45}, {45, 1}}, {}, {true}}, "N=1");
+  // alpha and beta on the matrix-vector form.
+  expect_matches({"Gemm", {{1, 64}, {10, 64}, {10}},
+                  {{"transB", on}, {"alpha", Attribute::of_float(2.0f)}, {"beta", Attribute::of_float(0.25f)}}, {true}},
+                 "M=1 alpha beta");
+}
+
+TEST(CpuGemm, BatchedMatMul) {
+  // Attention's shapes in small: per-head products, both operands computed.
+  expect_matches({"MatMul", {{3, 17, 20}, {3, 20, 33}}, {}, {true, true}}, "batched");
+  expect_matches({"MatMul", {{2, 3, 7, 20}, {2, 1, 20, 18}}, {}, {true, true}}, "broadcast batch of B");
+  // Constant B shared by the batch: one tall GEMM.
+  expect_matches({"MatMul", {{2, 3, 7, 20}, {20, 18}}, {}, {true}}, "shared B");
+  // A row vector times a batch.
+  expect_matches({"MatMul", {{40}, {3, 40, 21}}, {}, {true, true}}, "1-D A");
+}
+
+TEST(CpuGemm, FusedEpilogues) {
+  // Bias then Gelu on the vectors (BERT's FFN), cut rows and columns.
+  expect_matches({"FusedMatMul", {{2, 19, 33}, {33, 40}, {40}}, {{"program", Attribute::of_strings({"Add x0 x1", "Gelu t0"})}}, {true}},
+                 "bias gelu");
+  // A full-shape residual (scalar stores of moved blocks read it by index).
+  expect_matches({"FusedMatMul", {{13, 24}, {24, 37}, {13, 37}}, {{"program", Attribute::of_strings({"Add x0 x1", "Relu t0"})}},
+                  {true, false, true}},
+                 "residual relu");
+  // A matrix-vector product with an epilogue.
+  expect_matches({"FusedMatMul", {{1, 48}, {48, 1}, {1}}, {{"program", Attribute::of_strings({"Add x0 x1", "Sigmoid t0"})}}, {true}},
+                 "N=1 epilogue");
+}
+
+TEST(CpuGemm, PointwiseConvolutions) {
+  // OC and pixels cut (13 -> 21 channels over 7x7), bias.
+  expect_matches({"Conv", {{1, 13, 7, 7}, {21, 13, 1, 1}, {21}}, {}}, "1x1 7x7");
+  // Groups and a batch of 2, no bias.
+  expect_matches({"Conv", {{2, 12, 9, 10}, {18, 6, 1, 1}}, {{"group", Attribute::of_int(2)}}}, "1x1 grouped batch 2");
+  // Squeeze-excitation: one pixel (a matrix-vector product), fused Sigmoid.
+  expect_matches({"FusedConv", {{1, 40, 1, 1}, {24, 40, 1, 1}, {24}}, {{"program", Attribute::of_strings({"Sigmoid x0"})}}},
+                 "1x1 one pixel");
+  expect_matches({"Conv", {{2, 20, 1, 1}, {30, 20, 1, 1}, {30}}, {}}, "1x1 one pixel batch 2");
+  // Residual and ReLU6 (MobileNet), 1-D.
+  expect_matches({"FusedConv", {{1, 24, 14, 14}, {24, 24, 1, 1}, {24}, {1, 24, 14, 14}},
+                  {{"program", Attribute::of_strings({"Add x0 x1", "Clip t0 0 6"})}}, {true, false, false, true}},
+                 "1x1 residual");
+  expect_matches({"Conv", {{1, 8, 50}, {16, 8, 1}, {16}}, {}}, "1-D 1x1");
+  // Padding or stride: not a GEMM, the direct kernel runs it.
+  expect_matches({"Conv", {{1, 8, 9, 9}, {16, 8, 1, 1}}, {{"strides", Attribute::of_ints({2, 2})}}}, "1x1 stride 2");
+}
+
+TEST(CpuGemm, EveryRegisterBlock) {
+  // 13 x 45 x 19 cuts every block's rows and columns; each block the
+  // tuner may pick computes the reference.
+  const Case c{"Gemm", {{13, 19}, {19, 45}, {45}}, {}, {true}};
+  std::vector<std::string> names;
+  for (const runtime::CpuVariant& v : runtime::cpu_gemm_candidates(13, 45, 1)) names.push_back(v.name());
+  ASSERT_GE(names.size(), 8u);
+  for (const std::string& name : names) {
+    runtime::force_cpu_variant(name);
+    expect_matches(c, name);
+  }
+  runtime::force_cpu_variant("no-such-block");
+  EXPECT_THROW(run(c), Error);
+  runtime::force_cpu_variant("");
+}
