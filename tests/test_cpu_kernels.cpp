@@ -122,9 +122,9 @@ TEST(CpuKernels, FusedConvEpilogue) {
 }
 
 TEST(CpuKernels, DepthwiseRowsAndVectorEpilogue) {
-  // depthwise_rows_cpu: 5x5 stride 1 on 14-wide rows (every block padded in
-  // a private row), 3x3 stride 2 on wide rows (inside blocks load directly),
-  // 5x5 stride 2 on 7-wide cut rows; SiLU applied on vectors.
+  // depthwise_tile_cpu (more in test_cpu_depthwise.cpp): 5x5 stride 1 on
+  // 14-wide rows, 3x3 stride 2 on wide rows, 5x5 stride 2 on 7-wide cut
+  // rows; SiLU applied on vectors.
   Attribute silu = Attribute::of_strings({"Sigmoid x0", "Mul x0 t0"});
   expect_matches({"FusedConv", {{1, 6, 14, 14}, {6, 1, 5, 5}, {6}},
                   {{"group", Attribute::of_int(6)}, {"pads", Attribute::of_ints({2, 2, 2, 2})}, {"program", silu}}});
