@@ -214,14 +214,15 @@ constexpr int64_t kWinogradCK = 8;
 constexpr int64_t kWinogradMinSlice = 32;  // input channels per split-K slice, at least
 
 // Winograd's slices: grids under half a wave (of one work-group per compute
-// unit) split to about `waves` waves; larger ones stay whole. On the H100
-// (132 compute units) whole beat split at 112 work-groups (VGG's 512->512
-// 28x28: 0.151 vs 0.176 ms in 3 slices), split beat whole at 32 (its 14x14:
-// 0.052 ms in 4 slices vs 0.151) and at 16 (ResNet's 256->256 14x14: 0.021
-// vs 0.079).
+// unit) split to about `waves` waves (rounded to the nearest whole number of
+// slices); larger ones stay whole. On the H100 (132 compute units) whole
+// beat split at 112 work-groups (VGG's 512->512 28x28: 0.148 vs 0.169 ms in
+// 4 slices), 4 slices beat 5 and 8 at 32 (its 14x14: 0.049 ms against 0.072
+// and 0.054; whole 0.148), 16 slices whole at 16 (ResNet's 256->256 14x14:
+// 0.021 vs 0.079).
 Variant winograd_split(const WinogradShape& w, int64_t cu, int64_t waves) {
   if (2 * w.groups() >= cu) return Variant{nullptr};
-  int64_t want = std::min(ceil_div(waves * cu, w.groups()), w.C / kWinogradMinSlice);
+  int64_t want = std::min((waves * cu + w.groups() / 2) / w.groups(), w.C / kWinogradMinSlice);
   int64_t cslice = ceil_div(ceil_div(w.C, std::max<int64_t>(1, want)), kWinogradCK) * kWinogradCK;
   int64_t splits = ceil_div(w.C, cslice);
   return splits > 1 ? Variant{nullptr, splits, cslice} : Variant{nullptr};
