@@ -1,9 +1,10 @@
 // The CPU-device forms of data movement, Softmax, reductions, LayerNorm,
 // Gather and scalar binaries (copy_runs / transpose_tiles in shape.cl,
-// reduce.cl's and norm.cl's *_cpu kernels) on PoCL against the CPU
-// reference, on odd shapes: sizes off the 16-wide vectors, negative axes,
-// Slice steps (negative too), 1-element dims, several outputs. Each case
-// also runs with the GPU kernels forced, so both forms stay correct.
+// reduce.cl's and norm.cl's *_cpu kernels) on PoCL (TEXPLAN_TEST_DEVICE:
+// another device, whose kernels then run) against the CPU reference, on odd
+// shapes: sizes off the 16-wide vectors, negative axes, Slice steps
+// (negative too), 1-element dims, several outputs. Each case also runs with
+// the GPU kernels forced, so both forms stay correct.
 #include <gtest/gtest.h>
 
 #include "optimize/usage.h"
@@ -35,7 +36,7 @@ struct Case {
   int outputs = 1;
 };
 
-// Runs `c` on PoCL and on the reference; each output's relative error.
+// Runs `c` on the test device and on the reference; each output's relative error.
 void expect_matches(const Case& c) {
   SCOPED_TRACE(c.op + " " + to_string(c.shape));
   Graph g;
@@ -81,7 +82,7 @@ void expect_matches(const Case& c) {
     SCOPED_TRACE(*variant ? "GPU kernels forced" : "CPU kernels");
     runtime::force_conv_variant(variant);
     PlanInput pin = make_usage_records(g);
-    auto dev = runtime::open_device("pocl");
+    auto dev = test::test_device();
     plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
     runtime::Session s(g, pin, plan, dev);
     EXPECT_TRUE(s.fallback_nodes().empty());

@@ -1,7 +1,7 @@
 // The decomposed-LayerNorm rewrite (optimize/layer_norm.cpp): it fires on
 // the exact pattern (operands of Mul/Add in either order, with or without
 // the bias Add) and the result matches the graph as built, on the reference
-// executor and on PoCL; near misses are left alone and still compute the
+// executor and on the test device (PoCL unless TEXPLAN_TEST_DEVICE); near misses are left alone and still compute the
 // same values.
 #include <gtest/gtest.h>
 
@@ -137,9 +137,9 @@ std::vector<HostTensor> run_reference(const Graph& g, const std::vector<HostTens
   return runtime::CpuExecutor(g, pin, plan).run(feeds);
 }
 
-std::vector<HostTensor> run_pocl(const Graph& g, const std::vector<HostTensor>& feeds) {
+std::vector<HostTensor> run_device(const Graph& g, const std::vector<HostTensor>& feeds) {
   PlanInput pin = make_usage_records(g);
-  auto dev = runtime::open_device("pocl");
+  auto dev = test::test_device();
   plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
   runtime::Session s(g, pin, plan, dev);
   EXPECT_TRUE(s.fallback_nodes().empty());
@@ -153,7 +153,7 @@ int count(const Graph& g, const std::string& op) {
 }
 
 // Optimizes the spec's graph; checks its outputs against the graph as built
-// (reference executor, and PoCL) and returns how many LayerNorms it made.
+// (reference executor, and the test device) and returns how many LayerNorms it made.
 int fused(const Spec& s) {
   const Built b = build(s);
   const std::vector<HostTensor> want = run_reference(b.g, b.feeds);
@@ -161,7 +161,7 @@ int fused(const Spec& s) {
   const OptimizeReport r = optimize(g, {});
   EXPECT_EQ(r.fused_layernorm, count(g, "LayerNormalization"));
   EXPECT_LE(r.lower_bound_bytes, r.raw_lower_bound_bytes);
-  for (const auto& got : {run_reference(g, b.feeds), run_pocl(g, b.feeds)}) {
+  for (const auto& got : {run_reference(g, b.feeds), run_device(g, b.feeds)}) {
     EXPECT_EQ(got.size(), want.size());
     for (size_t k = 0; k < std::min(got.size(), want.size()); ++k)
       EXPECT_LE(cli::relative_error(got[k], want[k]), 1e-5) << "output " << k;
