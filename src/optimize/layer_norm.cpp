@@ -109,7 +109,7 @@ class LayerNormFuser {
     if (!is(div, "Div", 2) || n(div).inputs[0] != d) return false;
     // ReduceMean(p) -> Add(eps) -> Sqrt -> the Div's divisor.
     const int mean2 = only_consumer(n(pow).outputs[0]);
-    if (mean2 < 0 || dead_[mean2] || !mean_of_last_axis(mean2)) return false;
+    if (mean2 < 0 || dead_[mean2] || !mean_of_last_axis(mean2) || n(mean2).inputs[0] != n(pow).outputs[0]) return false;
     const int add_eps = only_consumer(n(mean2).outputs[0]);
     if (!is(add_eps, "Add", 2) || !scalar(other_operand(add_eps, n(mean2).outputs[0]), eps)) return false;
     const int sqrt = only_consumer(n(add_eps).outputs[0]);
