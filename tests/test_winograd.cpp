@@ -30,7 +30,7 @@ struct ForceVariant {
 // `over` (-1: its own storage), tensors at odd offsets of one buffer; the
 // result of its launches, and their kernel names in `kernels`.
 HostTensor run_node(const std::string& op, const std::vector<HostTensor>& inputs, std::map<std::string, Attribute> attrs,
-                    const Shape& out_shape, int over, std::vector<std::string>& kernels) {
+                    const Shape& out_shape, int over, std::vector<std::string>& kernels, bool tf32 = false) {
   auto dev = test_device();
   Graph g;
   g.model_name = "winograd_test";
@@ -71,6 +71,7 @@ HostTensor run_node(const std::string& op, const std::vector<HostTensor>& inputs
   clEnqueueWriteBuffer(dev->queue(), pool, CL_TRUE, 0, host.size() * 4, host.data(), 0, nullptr, nullptr);
   {
     runtime::NodeBuilder b(*dev, g, g.nodes[0], [&](int t) { return runtime::Location{pool, offset.at(size_t(t)) * 4}; });
+    b.tf32 = tf32;
     bool lowered = op == "FusedConvMaxPool" ? runtime::lower_fused_conv_maxpool(b) : runtime::lower_node(b);
     EXPECT_TRUE(lowered);
     for (const runtime::Launch& l : b.launches) {
@@ -93,7 +94,7 @@ HostTensor run_node(const std::string& op, const std::vector<HostTensor>& inputs
 // and that it ran conv2d_winograd (and split-K's passes for "/s" variants).
 void expect_winograd(const std::string& variant, Shape x, int64_t oc, int64_t pad, bool bias,
                      std::vector<std::string> prog = {}, int extras = 0, bool pool = false, bool ceil = false,
-                     bool in_place = false) {
+                     bool in_place = false, bool tf32 = false) {
   SCOPED_TRACE(variant + " x " + std::to_string(x[1]) + "x" + std::to_string(x[2]) + "x" + std::to_string(x[3]) +
                " oc " + std::to_string(oc) + " pad " + std::to_string(pad));
   std::vector<HostTensor> in = {random_tensor(x, -1, 1, 1), random_tensor({oc, x[1], 3, 3}, -1, 1, 2),
@@ -138,7 +139,7 @@ void expect_winograd(const std::string& variant, Shape x, int64_t oc, int64_t pa
   HostTensor out;
   {
     ForceVariant force(variant);
-    out = run_node(op, in, attrs, expected.shape, in_place ? 3 : -1, kernels);
+    out = run_node(op, in, attrs, expected.shape, in_place ? 3 : -1, kernels, tf32);
   }
   EXPECT_LE(rel_error(out, expected), 1e-5);
   EXPECT_NE(std::find(kernels.begin(), kernels.end(), "conv2d_winograd"), kernels.end());
@@ -182,6 +183,14 @@ TEST(Winograd, MaxPoolOfTheTiles) {
   expect_winograd("winograd", {1, 6, 10, 12}, 35, 1, true, {"Relu x0"}, 0, true);
   expect_winograd("winograd", {1, 6, 9, 11}, 8, 1, false, {"Relu x0"}, 0, true, true);  // ceil_mode: ragged windows
   expect_winograd("winograd", {1, 6, 9, 11}, 8, 1, true, {}, 0, true);                    // floor: last row dropped
+}
+
+// --precision tf32 takes Winograd's exact fp32 first for convs of up to 128
+// output channels and pooled ones of 128 input channels or more: no tf32
+// rounding in their result (1e-5, not tf32's 1e-3).
+TEST(Winograd, BeforeTensorCoresWhereItIsFaster) {
+  expect_winograd("winograd", {1, 16, 12, 12}, 64, 1, true, {"Relu x0"}, 0, false, false, false, true);
+  expect_winograd("winograd", {1, 128, 8, 8}, 64, 1, true, {"Relu x0"}, 0, true, false, false, true);
 }
 
 // The choice by shape: Winograd is never taken on CPU devices unforced, nor

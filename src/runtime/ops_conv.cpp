@@ -317,6 +317,18 @@ std::optional<WinogradShape> winograd_shape(const NodeBuilder& b, const ConvGeom
   return w;
 }
 
+// --precision tf32: Winograd's exact fp32 first where the H100 measured it
+// faster than the tensor-core tiles (texplan_conv_bench, ms, Winograd vs
+// tf32): convs of 128 output channels or fewer (U-Net's 32->32 at 256x256
+// 0.047 vs 0.066, 64->32 0.080 vs 0.119, VGG's 64->128 at 112x112 0.064 vs
+// 0.066) and 2x2-pooled ones of 128 input channels or more, whose tf32 form
+// cannot split (VGG's 512->512 at 28x28 + pool 0.149 vs 0.228, its 256->256
+// at 56x56 0.150 vs 0.210); where the fp32 guess would take Winograd too.
+bool winograd_before_tf32(const NodeBuilder& b, const WinogradShape& w, bool pooled) {
+  const int64_t cu = std::max(1, b.compute_units());
+  return b.tf32 && (w.OC >= 64 || w.groups() >= cu) && (pooled ? w.C >= 128 : w.OC <= 128);
+}
+
 // conv_winograd.cl's launches for variant `v` (whole, or split over the
 // input channels with gemm.cl's zero and finish passes); PH, PW > 0: the
 // 2x2 stride-2 max pool of the output (POOL2, never split).
@@ -661,9 +673,15 @@ bool lower_conv(NodeBuilder& b, const FusedTail& tail) {
     launch_gemm(b, b.arg_in(1), b.arg_in(0), bias, b.arg_out(0), a, tail);
     return true;
   }
-  if (launch_conv_mma(b, g, has_bias, bias, tail)) return true;  // --precision tf32
   const int64_t K = ICg * g.KH * g.KW, total = g.N * g.OC * g.OH * g.OW;
   const std::optional<WinogradShape> wino = winograd_shape(b, g);
+  if (wino && winograd_before_tf32(b, *wino, false)) {
+    const bool can_split = split_k_allowed(b, K, total, tail);
+    launch_winograd(b, g, has_bias, bias, tail,
+                    can_split ? winograd_split(*wino, std::max(1, b.compute_units()), 1) : Variant{nullptr});
+    return true;
+  }
+  if (launch_conv_mma(b, g, has_bias, bias, tail)) return true;  // --precision tf32
   auto emit = [&](const Variant& v) {
     if (!v.tiles) return launch_winograd(b, g, has_bias, bias, tail, v);
     const Tiles& t = *v.tiles;
@@ -724,6 +742,11 @@ bool lower_fused_conv_maxpool(NodeBuilder& b) {
   if (g.N * g.OC * PH * PW == 0) return true;
   const bool pairs = pk == std::vector<int64_t>{2, 2} && ps == std::vector<int64_t>{2, 2} &&
                      pp == std::vector<int64_t>{0, 0, 0, 0} && pd == std::vector<int64_t>{1, 1};
+  const std::optional<WinogradShape> wino = pairs ? winograd_shape(b, g) : std::nullopt;
+  if (wino && winograd_before_tf32(b, *wino, true)) {
+    launch_winograd(b, g, has_bias, bias, tail, Variant{nullptr}, PH, PW);
+    return true;
+  }
   if (pairs && launch_conv_mma(b, g, has_bias, bias, tail, PH, PW)) return true;  // --precision tf32
   if (pairs && (b.device_type() == "gpu" || gpu_kernels_forced())) {
     const Tiles* t = forced().tiles;
@@ -733,7 +756,7 @@ bool lower_fused_conv_maxpool(NodeBuilder& b) {
     }
     // Winograd's 2x2 output tiles are the pool's windows: forced, or where
     // its cost is below these tiles' (never split: a max of partial sums).
-    if (auto w = winograd_shape(b, g)) {
+    if (const auto& w = wino) {
       const int64_t cu = std::max(1, b.compute_units());
       if (forced().winograd || ((w->OC >= 64 || w->groups() >= cu) &&
                                 winograd_cost(Variant{nullptr}, *w, cu) <
