@@ -47,8 +47,8 @@ std::vector<CpuVariant> cpu_gemm_candidates(int64_t rows, int64_t cols,
   for (const auto &k : kBlocks) {
     if (k[0] > rows || (k[1] * k[2] > cols && k[1] * k[2] > 16))
       continue;
-    const int64_t x = ceil_div(cols, int64_t(k[1] * k[2]));
-    v.push_back({k[0], k[1], group_items(x, ceil_div(rows, int64_t(k[0])) *
+    const int64_t x = ceil_div(rows, int64_t(k[0])); // dim 0: row blocks
+    v.push_back({k[0], k[1], group_items(x, ceil_div(cols, int64_t(k[1] * k[2])) *
                                                std::max<int64_t>(1, batches)),
                  k[2]});
   }

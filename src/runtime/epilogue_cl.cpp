@@ -91,6 +91,14 @@ inline EPI_VF epi_v_load(__global const float* X, int o, int n) {
   return EPI_VLOAD(0, t);
 }
 inline EPI_VF epi_v_gather(__global const float* X, int Xo, Dims s, Dims d, int i, int n) {
+  /* A whole vector inside one innermost row (a GEMM's bias row, a per-row
+     value): one offset, then a broadcast or a vector load, not a walk of
+     the dims (divisions) per element. */
+  const int w = d.d[MAXR - 1], st = s.d[MAXR - 1];
+  if (n >= EPI_VECTOR_WIDTH && i % w + EPI_VECTOR_WIDTH <= w && (st == 0 || st == 1)) {
+    const int o = Xo + strided_offset(i, d, s);
+    return st == 0 ? (EPI_VF)(X[o]) : EPI_VLOAD(0, X + o);
+  }
   float t[EPI_VECTOR_WIDTH];
   for (int j = 0; j < EPI_VECTOR_WIDTH; ++j) t[j] = j < n ? X[Xo + strided_offset(i + j, d, s)] : 0.0f;
   return EPI_VLOAD(0, t);

@@ -204,7 +204,13 @@ void launch_gemm_block(NodeBuilder &b, const TensorArg &A, const TensorArg &B,
   const std::string layout = std::string(g.a_sk == 1 ? " -DASK1" : "") +
                              (g.a_sm == 1 ? " -DASM1" : "");
   auto emit = [&](const CpuVariant &v) {
-    Range r = cpu_range(v, ceil_div(g.N, int64_t(v.nv)), g.M, nb);
+    Range r;  // rows along dim 0 (cpu_gemm.cl), grouped by v.local
+    r.dims = 3;
+    r.has_local = v.local > 0;
+    r.local[0] = std::max<size_t>(1, v.local);
+    r.global[0] = size_t(ceil_div(ceil_div(g.M, int64_t(v.ocb)), int64_t(r.local[0]))) * r.local[0];
+    r.global[1] = size_t(ceil_div(g.N, int64_t(v.pb * v.nv)));
+    r.global[2] = size_t(nb);
     b.launch(cpu_source("cpu_gemm.cl", v, tail, " -DNV=" + std::to_string(v.nv) + layout),
              "gemm_block_cpu", r, A, B, C, Y, i32(g.M), i32(g.N), i32(g.K),
              i32(g.a_sm), i32(g.a_sk), i32(g.b_sk), i32(g.b_sn), i32(g.c_sm),
