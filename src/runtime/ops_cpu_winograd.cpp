@@ -87,11 +87,10 @@ std::vector<WinogradVariant> candidates(const CpuConv& c, int64_t local_bytes, b
     for (int pb : {16, 8})
       if (cost(c, m, pb) < cost(c, m0, pb0) - 1e-9) m0 = m, pb0 = pb;
   pays = cost(c, m0, pb0) <= 6.0;
-  std::vector<WinogradVariant> vs = {{m0, {16, pb0, 0}, ocw, 32}};
+  std::vector<WinogradVariant> vs = {{m0, {16, pb0, 0}, ocw, 32}, {m0, {8, pb0, 0}, ocw, 32}};
   for (int m : {4, 2})
     for (int pb : {16, 8})
-      for (int ocb : {16, 8})
-        if (m != m0 || pb != pb0 || ocb != 16) vs.push_back({m, {ocb, pb, 0}, ocw, 32});
+      if (m != m0 || pb != pb0) vs.push_back({m, {16, pb, 0}, ocw, 32});
   for (int w : {32, 128})  // work-groups of fewer or more channels, larger chunks
     if (w != ocw && w <= ceil_div(c.OC, 16) * 16) vs.push_back({m0, {16, pb0, 0}, w, 32});
   if (c.C > 32) vs.push_back({m0, {16, pb0, 0}, ocw, 64});
@@ -171,8 +170,14 @@ bool lower_conv_winograd_cpu(NodeBuilder& b, const FusedTail& tail, const CpuCon
                           (tail.prelude.empty() ? "" : " fused");
   const int pick = !forced.empty() ? 0 : choose_variant(key, names, pays ? 0 : direct, [&](int i) {
     return time_candidate(b, [&] {
-      if (i == direct) lower_conv_direct_cpu(b, tail, c);
-      else emit(vs[size_t(i)]);
+      if (i == direct) {
+        // Its shape rule's register block, not searched here: its own key
+        // is searched (and cached) where the direct kernel wins.
+        TuningScope no_search(nullptr, false, *tuning_device());
+        lower_conv_direct_cpu(b, tail, c);
+      } else {
+        emit(vs[size_t(i)]);
+      }
       return true;
     });
   });
