@@ -42,13 +42,15 @@ bool lower_depthwise_cpu(NodeBuilder &b, const FusedTail &tail,
                i32(items), i32(per));
       tail.append_args(b);
     };
-    // Measured on PoCL (2-core Zen 4): 2 rows a block at stride 2, 7 on
-    // planes of 7, 14 and 28 rows, else 4.
-    const int pb = c.OW >= 12 ? 16 : 8,
-              rows = int(std::min<int64_t>(c.OH, c.sh == 2 ? 2
-                                                 : c.OH % 7 == 0 && c.OH <= 28
-                                                     ? 7
-                                                     : 4));
+    // Measured on PoCL (2-core Zen 4, SiLU and none): 2 rows a block at
+    // stride 2 onto 28 rows or more, 7 on planes of 7, 14 and 28 rows, else 4.
+    const int pb = c.OW >= 12 ? 16 : 8;
+    int rows = 4;
+    if (c.sh == 2 && c.OH >= 28)
+      rows = 2;
+    else if (c.OH % 7 == 0 && c.OH <= 28)
+      rows = 7;
+    rows = int(std::min<int64_t>(rows, c.OH));
     std::vector<CpuVariant> vs;
     auto add = [&](int ocb) {
       const CpuVariant v{ocb, pb, 0};
