@@ -33,6 +33,10 @@
 #define NQ ((SPAN + PB - 1) / PB)   // ... in PB-wide vectors
 #define SPANP ((NQ + WM) * PB)      // room for the strided reads' vector loads
 
+// A whole vector into local memory at a multiple of PB floats: one aligned
+// store (vstoreN may be split into pieces).
+#define LSTORE(v, p) (*(__local VF*)(p) = (v))
+
 // Vector lane shuffles (clang's builtin, which PoCL's compiler is; others
 // build the vectors element by element).
 #if defined(__clang__)
@@ -134,9 +138,9 @@ inline VF input_vector(__global const float* xc, int H, int W, int ih, int w0) {
 __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void winograd_cpu(
     __global const float* X, int xo, __global const float* U, __global const float* Bias, int bo, __global float* Y,
     int yo, int has_bias, int C, int H, int W, int OC, int OH, int OW, int ph, int pw EPI_PARAMS) {
-  __local float V[XI * CC * PB];   // [xi][c][tile]: the chunk's transformed input
-  __local float M[XI * OCW * PB];  // [xi][oc][tile]: products summed over channels
-  __local float T[ALPHA * SPANP];  // [row][column]: one channel's B^T d over the tile row
+  __local float V[XI * CC * PB] __attribute__((aligned(64)));   // [xi][c][tile]: the chunk's transformed input
+  __local float M[XI * OCW * PB] __attribute__((aligned(64)));  // [xi][oc][tile]: products summed over channels
+  __local float T[ALPHA * SPANP] __attribute__((aligned(64)));  // [row][column]: one channel's B^T d over the tile row
   const int TH = (OH + WM - 1) / WM, TW = (OW + WM - 1) / WM, NB = (TW + PB - 1) / PB;
   const int th = get_global_id(0) / NB, tb = get_global_id(0) - th * NB;
   const int oc0 = get_global_id(1) * OCW, img = get_global_id(2);
@@ -156,7 +160,7 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void winograd_cpu(
         for (int k = 0; k < ALPHA; ++k) d[k] = input_vector(xc, H, W, ih0 + k, iw0 + q * PB);
         input_1d(d, t);
 #pragma unroll
-        for (int i = 0; i < ALPHA; ++i) VSTORE(t[i], 0, T + i * SPANP + q * PB);
+        for (int i = 0; i < ALPHA; ++i) LSTORE(t[i], T + i * SPANP + q * PB);
       }
       // Then rows: V = T B, each tile's ALPHA columns gathered into lanes.
       for (int i = 0; i < ALPHA; ++i) {
@@ -165,7 +169,7 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void winograd_cpu(
         for (int k = 0; k < ALPHA; ++k) g[k] = lanes_strided(T + i * SPANP + k);
         input_1d(g, v);
 #pragma unroll
-        for (int j = 0; j < ALPHA; ++j) VSTORE(v[j], 0, V + ((i * ALPHA + j) * CC + c) * PB);
+        for (int j = 0; j < ALPHA; ++j) LSTORE(v[j], V + ((i * ALPHA + j) * CC + c) * PB);
       }
     }
     // M[xi] += U[xi] V[xi] over the chunk.
@@ -184,7 +188,7 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void winograd_cpu(
           for (int o = 0; o < OCB; ++o) acc[o] = fma((VF)(u[c * 16 + o]), v, acc[o]);
         }
 #pragma unroll
-        for (int o = 0; o < OCB; ++o) VSTORE(acc[o], o, mx);
+        for (int o = 0; o < OCB; ++o) LSTORE(acc[o], mx + o * PB);
       }
     }
   }
