@@ -28,6 +28,11 @@
 //
 //   texplan_conv_bench --device pocl --filter unet --variants 'cpu:direct,cpu:f4 16x16 w64 c32'
 //
+// and "block:<OCBxPB[xNV][/lL]>" one register block of the direct, GEMM
+// (1x1) or matrix-vector kernels (runtime/cpu_lowering.h force_cpu_variant):
+//
+//   texplan_conv_bench --device pocl --filter 1x1 --variants block:8x16x2/l8,block:8x16/l1
+//
 // Times are the medians over --reps runs of the node's device time
 // (Session profile mode; the pair: both nodes), after one warm-up run.
 #include <algorithm>
@@ -97,6 +102,18 @@ std::vector<ConvShape> zoo_shapes() {
       {"1x1 256->1024 14 +res", 256, 14, 14, 1024, 1, 1, 0, 1, true},
       {"1x1 2048->512 7", 2048, 7, 7, 512, 1, 1, 0, 1},
       {"1x1 512->2048 7", 512, 7, 7, 2048, 1, 1, 0, 1},
+      // MobileNet/EfficientNet/ShuffleNet/SqueezeNet pointwise convs (PoCL's GEMM blocks).
+      {"1x1 16->96 112", 16, 112, 112, 96, 1, 1, 0, 1},
+      {"1x1 24->144 56", 24, 56, 56, 144, 1, 1, 0, 1},
+      {"1x1 144->24 56", 144, 56, 56, 24, 1, 1, 0, 1},
+      {"1x1 192->32 28", 192, 28, 28, 32, 1, 1, 0, 1},
+      {"1x1 64->384 14", 64, 14, 14, 384, 1, 1, 0, 1},
+      {"1x1 576->96 14", 576, 14, 14, 96, 1, 1, 0, 1},
+      {"1x1 116->116 14", 116, 14, 14, 116, 1, 1, 0, 1},
+      {"1x1 160->960 7", 160, 7, 7, 960, 1, 1, 0, 1},
+      {"1x1 960->160 7", 960, 7, 7, 160, 1, 1, 0, 1},
+      {"1x1 128->16 55", 128, 55, 55, 16, 1, 1, 0, 1},
+      {"1x1 512->1000 13", 512, 13, 13, 1000, 1, 1, 0, 1},
       {"densenet 1x1 512->128 28", 512, 28, 28, 128, 1, 1, 0, 1},
       {"densenet 128->32 28 3x3", 128, 28, 28, 32, 3, 1, 1, 1},
       {"dw 3x3 32 112", 32, 112, 112, 32, 3, 1, 1, 32},
@@ -311,8 +328,10 @@ int main(int argc, char** argv) {
         try {
           const bool tf32 = names[v].rfind("tf32", 0) == 0;
           const bool cpu = names[v].rfind("cpu:", 0) == 0;  // CPU devices: cpu:direct, cpu:<Winograd variant>
+          const bool block = names[v].rfind("block:", 0) == 0;  // CPU devices: a register block (cpu_lowering.h)
           runtime::force_cpu_winograd_variant(cpu ? names[v].substr(4) : "");
-          runtime::force_conv_variant(names[v] == "auto" || tf32 || cpu ? "" : names[v]);
+          runtime::force_cpu_variant(block ? names[v].substr(6) : "");
+          runtime::force_conv_variant(names[v] == "auto" || tf32 || cpu || block ? "" : names[v]);
           runtime::force_mma_variant(names[v].rfind("tf32:", 0) == 0 ? names[v].substr(5) : "");
           ms[v] = time_node(g, feeds, dev, reps, outs[v], tf32 ? runtime::Precision::Tf32 : runtime::Precision::Fp32,
                             launches[v]);
@@ -323,6 +342,7 @@ int main(int argc, char** argv) {
       runtime::force_conv_variant("");
       runtime::force_mma_variant("");
       runtime::force_cpu_winograd_variant("");
+      runtime::force_cpu_variant("");
       double best = INFINITY;
       for (double m : ms)
         if (m > 0) best = std::min(best, m);

@@ -34,12 +34,14 @@ void force_cpu_variant(const std::string &name) { forced_cpu_variant() = name; }
 
 std::vector<CpuVariant> cpu_gemm_candidates(int64_t rows, int64_t cols,
                                             int64_t batches) {
-  // Blocks of 16 to 24 accumulators (of AVX-512's 32 registers) first; few
-  // rows or columns take thinner ones.
+  // 8 rows first: blocks of 12 or 16 rows read A down as many 4 KB-apart
+  // streams, which ran up to 2x slower on Zen 4 (texplan_conv_bench, 1x1
+  // 1024->256 14x14: 16x16 40 GFLOP/s, 8x16x2 84); few rows or columns take
+  // thinner blocks.
   static const int kBlocks[][3] = {// ocb, pb, nv
-                                   {8, 16, 2},  {6, 16, 3}, {12, 16, 2},
-                                   {4, 16, 4},  {8, 16, 3}, {16, 16, 1},
-                                   {8, 16, 1},  {4, 16, 2}, {2, 16, 4},
+                                   {8, 16, 2},  {8, 16, 1}, {4, 16, 4},
+                                   {6, 16, 3},  {8, 16, 3}, {12, 16, 2},
+                                   {16, 16, 1}, {4, 16, 2}, {2, 16, 4},
                                    {1, 16, 4},  {8, 8, 2},  {4, 8, 4},
                                    {2, 8, 4},   {1, 8, 4},  {1, 16, 1},
                                    {1, 8, 1}};
@@ -52,17 +54,18 @@ std::vector<CpuVariant> cpu_gemm_candidates(int64_t rows, int64_t cols,
                                                std::max<int64_t>(1, batches)),
                  k[2]});
   }
-  // The shape rule: least work per useful output, where the work is the
-  // rows and columns computed (a cut block computes whole vectors) over the
-  // speed of the block, rising with its accumulators up to 16 (measured on
-  // Zen 4: 8 accumulators ran at ~0.8 of 16; 24 no faster).
+  // The shape rule: least work per useful output among blocks of at most 8
+  // rows, the work being the rows and columns computed (a cut block
+  // computes whole vectors) over the block's speed, which was flat from 8
+  // accumulators up (8x16 ran as fast as 8x16x2 on most zoo 1x1 shapes) and
+  // falls below; ties to the first listed.
   auto cost = [&](const CpuVariant &c) {
-    const int64_t bw = c.pb * c.nv, a = std::min(c.ocb * c.nv, 16);
+    const int64_t bw = c.pb * c.nv, a = std::min(c.ocb * c.nv, 8);
     const double cw = double(cols <= bw ? bw : ceil_div(cols, bw) * bw) /
                       double(cols),
                  rw = double(ceil_div(rows, int64_t(c.ocb)) * c.ocb) /
                       double(rows);
-    return cw * rw * double(a + 4) / double(a);
+    return cw * rw * 8.0 / double(a) + (c.ocb > 8 ? 1e9 : 0.0);
   };
   size_t best = 0;
   for (size_t i = 1; i < v.size(); ++i)
@@ -126,8 +129,8 @@ int pick_cpu_variant(NodeBuilder &b, const std::string &key,
   for (const CpuVariant &x : vs)
     names.push_back(x.name());
   if (const std::string &f = forced_cpu_variant(); !f.empty()) {
-    for (size_t i = 0; i < names.size(); ++i)
-      if (names[i] == f)
+    for (size_t i = 0; i < names.size(); ++i) // without "/lL": any group size
+      if (names[i] == f || names[i].substr(0, names[i].find('/')) == f)
         return int(i);
     std::string all;
     for (const std::string &x : names)

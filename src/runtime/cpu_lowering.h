@@ -51,7 +51,8 @@ int pick_cpu_variant(NodeBuilder &b, const std::string &key,
                      const std::function<void(const CpuVariant &)> &emit);
 
 // Forces, for measurements and tests (texplan_conv_bench "cpu:NAME"), the
-// CPU variant named NAME (CpuVariant::name) wherever pick_cpu_variant is
+// CPU variant named NAME (CpuVariant::name; without "/lL" the first
+// candidate of that block, any group size) wherever pick_cpu_variant is
 // offered it; a lowering whose candidates lack it throws Error. "" restores
 // the choice by shape and tuning cache.
 void force_cpu_variant(const std::string &name);
