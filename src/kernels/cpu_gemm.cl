@@ -20,7 +20,8 @@
 // column-major A), which the compiler turns into plain addressing.
 // get_global_id(0): block of OCB rows; (1): of BW columns (consecutive
 // work-items share a K x BW panel of B, which stays in cache, rather than
-// streaming all of B once per row block). Where B rows are
+// streaming all of B once per row block; -DCOLS_FIRST swaps the two, for
+// an A too large to stay in cache). Where B rows are
 // contiguous (b_sn == 1) and N >= BW, B is read as vectors, the last block
 // of columns moved left likewise; otherwise B is gathered (columns past N
 // clamped).
@@ -38,7 +39,11 @@ __kernel void gemm_block_cpu(__global const float* A, int ao, __global const flo
                              __global const float* C, int co, __global float* Y, int yo, int M, int N, int K,
                              int a_sm, int a_sk, int b_sk, int b_sn, int c_sm, int c_sn, int has_c, float alpha,
                              float beta, Dims batch, Dims a_sb, Dims b_sb, Dims c_sb EPI_PARAMS) {
+#ifdef COLS_FIRST
+  const int n0 = get_global_id(0) * BW, m0 = get_global_id(1) * OCB, z = get_global_id(2);
+#else
   const int m0 = get_global_id(0) * OCB, n0 = get_global_id(1) * BW, z = get_global_id(2);
+#endif
   if (n0 >= N || m0 >= M) return;
   const int mb = min(m0, M - OCB);  // first row computed
   __global const float* a = A + ao + strided_offset(z, batch, a_sb) + mb * A_SM;

@@ -19,6 +19,9 @@ struct CpuVariant {
   int ocb, pb;
   size_t local;
   int nv = 1;
+  // gemm_block_cpu: consecutive work-items walk columns ("c" in the name),
+  // sharing one block of A rows, instead of rows sharing a panel of B.
+  bool cols_first = false;
   std::string name() const;
 };
 

@@ -204,14 +204,17 @@ void launch_gemm_block(NodeBuilder &b, const TensorArg &A, const TensorArg &B,
   const std::string layout = std::string(g.a_sk == 1 ? " -DASK1" : "") +
                              (g.a_sm == 1 ? " -DASM1" : "");
   auto emit = [&](const CpuVariant &v) {
-    Range r;  // rows along dim 0 (cpu_gemm.cl), grouped by v.local
+    Range r;  // row blocks along dim 0 (column blocks: cols_first), grouped by v.local
     r.dims = 3;
     r.has_local = v.local > 0;
     r.local[0] = std::max<size_t>(1, v.local);
-    r.global[0] = size_t(ceil_div(ceil_div(g.M, int64_t(v.ocb)), int64_t(r.local[0]))) * r.local[0];
-    r.global[1] = size_t(ceil_div(g.N, int64_t(v.pb * v.nv)));
+    const int64_t row_blocks = ceil_div(g.M, int64_t(v.ocb)), col_blocks = ceil_div(g.N, int64_t(v.pb * v.nv));
+    const int64_t first = v.cols_first ? col_blocks : row_blocks;
+    r.global[0] = size_t(ceil_div(first, int64_t(r.local[0]))) * r.local[0];
+    r.global[1] = size_t(v.cols_first ? row_blocks : col_blocks);
     r.global[2] = size_t(nb);
-    b.launch(cpu_source("cpu_gemm.cl", v, tail, " -DNV=" + std::to_string(v.nv) + layout),
+    b.launch(cpu_source("cpu_gemm.cl", v, tail,
+                        " -DNV=" + std::to_string(v.nv) + layout + (v.cols_first ? " -DCOLS_FIRST" : "")),
              "gemm_block_cpu", r, A, B, C, Y, i32(g.M), i32(g.N), i32(g.K),
              i32(g.a_sm), i32(g.a_sk), i32(g.b_sk), i32(g.b_sn), i32(g.c_sm),
              i32(g.c_sn), cl_int(g.has_c), g.alpha, g.beta, to_dims(g.batch, 1),
