@@ -185,3 +185,20 @@ TEST(CpuGemm, EveryRegisterBlock) {
   EXPECT_THROW(run(c), Error);
   runtime::force_cpu_variant("");
 }
+
+TEST(CpuGemm, DirectConvStrideTwoInsideRows) {
+  // conv2d_cpu (the fallback beside the GEMM): 32-wide output rows, so
+  // pixel blocks lie inside rows and stride 2 reads two vectors and their
+  // even lanes; left-edge taps still gather the padding. 3 input channels
+  // take the stems' 16-channel block, 8 the usual one.
+  expect_matches({"Conv", {{1, 3, 20, 64}, {20, 3, 3, 3}, {20}},
+                  {{"strides", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({1, 1, 1, 1})}}},
+                 "3x3 s2 stem");
+  expect_matches({"Conv", {{1, 3, 38, 64}, {18, 3, 7, 7}, {18}},
+                  {{"strides", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({3, 3, 3, 3})}}},
+                 "7x7 s2 stem");
+  expect_matches({"FusedConv", {{1, 8, 16, 64}, {12, 8, 3, 3}, {12}},
+                  {{"strides", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({1, 1, 1, 1})},
+                   {"program", Attribute::of_strings({"Relu x0"})}}},
+                 "3x3 s2 fused");
+}

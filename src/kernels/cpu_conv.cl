@@ -55,6 +55,17 @@ __kernel void conv2d_cpu(__global const float* X, int xo, __global const float* 
 #pragma unroll
           for (int o = 0; o < OCB; ++o) acc[o] = fma((VF)(w[wrow[o] + wc]), xv, acc[o]);
         }
+      } else if (all(valid) && all(off == first + 2 * LANES)) {
+        // Stride 2 inside one row (stems, downsampling): two vector loads
+        // and their even lanes, not PB scalar loads.
+        __global const float* xc = x + first;
+        for (int c = 0; c < ICg; ++c) {
+          const VF lo = VLOAD(0, xc + c * HW), hi = VLOAD(0, xc + c * HW + PB);
+          const VF xv = (VF)(lo.even, hi.even);
+          const int wc = c * KHW + t;
+#pragma unroll
+          for (int o = 0; o < OCB; ++o) acc[o] = fma((VF)(w[wrow[o] + wc]), xv, acc[o]);
+        }
       } else {
         int offs[PB];
         VSTORE(select((VI)(0), off, valid), 0, offs);
