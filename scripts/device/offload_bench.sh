@@ -4,12 +4,17 @@
 # `--offload none`, `clblast` and `auto` (each --check --guard --bench), and PyTorch
 # eager on the same models, then one table of latencies and ratios.
 #
-#   scripts/device/offload_bench.sh [-n RUNS] [-t SECONDS] [-f FRACTION] [-T] [MODEL ...]
-#     -n RUNS      timed runs per model and mode (default 50)
+#   scripts/device/offload_bench.sh [-n RUNS] [-r ROUNDS] [-t SECONDS] [-f FRACTION] [-T] [MODEL ...]
+#     -n RUNS      timed runs per model, mode and round (default 50)
+#     -r ROUNDS    rounds per model (default 3): the three modes run in turn, in a
+#                  rotated order each round; the first round also checks and guards.
+#                  A mode's latency is the median of its rounds' medians: back-to-back
+#                  runs of one plan differ by up to 25% on the H100, rounds don't
 #     -t SECONDS   time limit per texplan call (default 150)
 #     -f FRACTION  first tune CLBlast's GEMM kernels over FRACTION of their search
 #                  space, once, on the first model (texplan run --clblast-tune; default 0:
-#                  CLBlast's own database); every run then loads the tuned parameters
+#                  CLBlast's own database), within TUNE_SECONDS (default 280; each kernel's
+#                  parameters are saved as soon as it is tuned); every run then loads them
 #     -T           skip the torch bench
 #     MODEL ...    default: every model of .dev/models with weights
 #
@@ -21,11 +26,11 @@
 # measures each candidate node once (both ways) and keeps the faster.
 set -euo pipefail
 
-RUNS=50 LIMIT=150 FRACTION=0 TORCH=1
-while getopts "n:t:f:Th" opt; do
+RUNS=50 ROUNDS=3 LIMIT=150 FRACTION=0 TORCH=1 TUNE_SECONDS=${TUNE_SECONDS:-280}
+while getopts "n:r:t:f:Th" opt; do
   case $opt in
-    n) RUNS=$OPTARG ;; t) LIMIT=$OPTARG ;; f) FRACTION=$OPTARG ;; T) TORCH=0 ;;
-    *) sed -n '2,19p' "$0"; exit 2 ;;
+    n) RUNS=$OPTARG ;; r) ROUNDS=$OPTARG ;; t) LIMIT=$OPTARG ;; f) FRACTION=$OPTARG ;; T) TORCH=0 ;;
+    *) sed -n '2,24p' "$0"; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -48,18 +53,27 @@ main() {
     # any timed run, and let every model and mode load them from the cache.
     echo "== CLBlast tuning over $FRACTION of the search space (texplan run ${models[0]} --clblast-tune)"
     local t0=$SECONDS
-    timeout 150 texplan run ".dev/models/${models[0]}" --device gpu --offload clblast --tuning-cache "$cache" \
+    timeout "$TUNE_SECONDS" texplan run ".dev/models/${models[0]}" --device gpu --offload clblast --tuning-cache "$cache" \
       --clblast-tune "$FRACTION" --bench 1 || { echo "CLBlast tuning: exit status $?"; failed=1; }
     echo "CLBlast tuning took $((SECONDS - t0)) s"
   fi
+  local modes=(none clblast auto) round k
   for n in "${models[@]}"; do
-    for mode in none clblast auto; do
-      echo "== texplan run $n --offload $mode"
-      rc=0
-      timeout "$LIMIT" texplan run ".dev/models/$n" --device gpu --offload "$mode" --tuning-cache "$cache" \
-        --check --guard --bench "$RUNS" --json "$tmp/$n.$mode.json" || rc=$?
-      echo "$rc" >"$tmp/$n.$mode.rc"
-      ((rc == 0)) || { echo "texplan run $n --offload $mode: exit status $rc"; failed=1; }
+    for ((round = 0; round < ROUNDS; ++round)); do
+      for k in 0 1 2; do
+        mode=${modes[$(((k + round) % 3))]}
+        echo "== texplan run $n --offload $mode (round $((round + 1)))"
+        rc=0
+        if ((round == 0)); then
+          timeout "$LIMIT" texplan run ".dev/models/$n" --device gpu --offload "$mode" --tuning-cache "$cache" \
+            --check --guard --bench "$RUNS" --json "$tmp/$n.$mode.json" || rc=$?
+          echo "$rc" >"$tmp/$n.$mode.rc"
+        else
+          timeout "$LIMIT" texplan run ".dev/models/$n" --device gpu --offload "$mode" --tuning-cache "$cache" \
+            --bench "$RUNS" --json "$tmp/$n.$mode.r$round.json" >/dev/null || rc=$?
+        fi
+        ((rc == 0)) || { echo "texplan run $n --offload $mode: exit status $rc"; failed=1; }
+      done
     done
   done
   if ((TORCH)); then
@@ -74,9 +88,9 @@ main() {
       --tf32 off --zoo .dev/tools/export_models.py --models .dev/models --runs "$RUNS" --json "$OUT/torch_fp32.json" \
       "${models[@]}" || failed=1
   fi
-  syspython - "$tmp" "$OUT" "${models[@]}" <<'EOF'
-import json, os, sys
-tmp, out, names = sys.argv[1], sys.argv[2], sys.argv[3:]
+  syspython - "$tmp" "$OUT" "$ROUNDS" "${models[@]}" <<'EOF'
+import json, os, statistics, sys
+tmp, out, rounds, names = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
 def load(p):
     try:
         return json.load(open(p)) if os.path.exists(p) else None
@@ -92,7 +106,13 @@ for n in names:
     for mode in ("none", "clblast", "auto"):
         row[mode] = {"rc": int(open(os.path.join(tmp, f"{n}.{mode}.rc")).read()),
                      "result": load(os.path.join(tmp, f"{n}.{mode}.json"))}
-    ms = {m: (row[m]["result"] or {}).get("median_ms") for m in ("none", "clblast", "auto")}
+    ms = {}
+    for m in ("none", "clblast", "auto"):
+        per_round = [(row[m]["result"] or {}).get("median_ms")]
+        per_round += [(load(os.path.join(tmp, f"{n}.{m}.r{k}.json")) or {}).get("median_ms") for k in range(1, rounds)]
+        per_round = [v for v in per_round if v]
+        row[m]["round_ms"] = per_round
+        ms[m] = statistics.median(per_round) if per_round else None
     eager = torch.get(n, {}).get("median_ms")
     row["eager_ms"] = eager
     eager32 = strict.get(n, {}).get("median_ms")
@@ -109,7 +129,8 @@ for n in names:
           f"{verdict:12} {auto.get('rel_error', float('nan')):.2e}       {auto.get('guard_violations', 'n/a')}     "
           f"{act('none'):.2f}/{act('clblast'):.2f}")
 json.dump(rows, open(os.path.join(out, "offload.json"), "w"), indent=2)
-print("(auto vs best: auto's median against the better of none and clblast; 'ok' within 5% run-to-run noise)")
+print(f"(ms: median over {rounds} rounds of each round's median; auto vs best: auto against the better of none and "
+      "clblast, 'ok' within 5%)")
 EOF
   rm -rf "$tmp"
   return "$failed"

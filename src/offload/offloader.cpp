@@ -107,7 +107,15 @@ bool selected(const std::string& node) {
 struct Offloader::Impl {
   std::vector<NodeWork> work;  // parallel to choices_
   std::string key;             // device key in the cache
-  std::string tuned;           // what the cache's parameters are, "" if none
+  std::vector<std::string> tuned;  // kernels whose parameters came from the cache or a tune
+  void note_tuned(const std::string& kernel) {  // loaded, then tuned again: named once
+    if (std::find(tuned.begin(), tuned.end(), kernel) == tuned.end()) tuned.push_back(kernel);
+  }
+  std::string tuned_list() const {
+    std::string s;
+    for (const std::string& k : tuned) s += (s.empty() ? "" : ", ") + k;
+    return s;
+  }
   nlohmann::json measured = nlohmann::json::object();  // auto's measurements without a cache
   std::set<std::string> rejected;  // nodes CLBlast rejected while a session prepared
 };
@@ -215,7 +223,7 @@ Offloader::Offloader(Mode mode, std::shared_ptr<runtime::Device> device, runtime
            "): its defaults stay");
       continue;
     }
-    impl_->tuned += (impl_->tuned.empty() ? "" : ", ") + kernel;
+    impl_->note_tuned(kernel);
   }
 #endif
 }
@@ -249,11 +257,12 @@ std::string Offloader::tune(double fraction) {
     for (const auto& [k, v] : p) j[k] = v;
     params[t.kernel] = j;
     clblast::OverrideParameters(device_->id(), t.kernel, clblast::Precision::kSingle, p);
+    cache_->save();  // a search cut short later (a time limit) keeps this kernel's result
+    impl_->note_tuned(t.kernel);
     said << t.kernel << " tuned at " << t.size << "^3 over " << fraction * 100 << "% of its space in " << std::fixed
          << std::setprecision(1) << sec << " s; ";
   }
   cache_->mark_dirty();
-  impl_->tuned = "XgemmDirect, Xgemm";
   return said.str();
 #else
   throw Error("texplan was built without CLBlast: nothing to tune");
@@ -491,7 +500,7 @@ std::unique_ptr<runtime::OffloadedNode> Offloader::prepare(const runtime::Offloa
 
 nlohmann::json Offloader::report() const {
   nlohmann::json r{{"mode", to_string(mode_)}, {"library", library_version().empty() ? "absent" : library_version()}};
-  r["tuned_parameters"] = impl_->tuned;
+  r["tuned_parameters"] = impl_->tuned_list();
   r["nodes"] = nlohmann::json::array();
   r["offloaded_nodes"] = nlohmann::json::array();
   for (const NodeChoice& c : choices_) {
