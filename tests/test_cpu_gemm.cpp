@@ -175,7 +175,9 @@ TEST(CpuGemm, EveryRegisterBlock) {
   // tuner may pick computes the reference.
   const Case c{"Gemm", {{13, 19}, {19, 45}, {45}}, {}, {true}};
   std::vector<std::string> names;
-  for (const runtime::CpuVariant& v : runtime::cpu_gemm_candidates(13, 45, 1)) names.push_back(v.name());
+  for (const runtime::CpuVariant& v :
+       runtime::cpu_gemm_candidates(13, 45, 1, pocl()->info().native_float_width))
+    names.push_back(v.name());
   ASSERT_GE(names.size(), 8u);
   for (const std::string& name : names) {
     runtime::force_cpu_variant(name);
@@ -186,17 +188,42 @@ TEST(CpuGemm, EveryRegisterBlock) {
   runtime::force_cpu_variant("");
 }
 
+// The shape rule sizes the register block by the device's SIMD width:
+// 16-float registers (AVX-512) take 8 rows of two 16-wide vectors; 8-float
+// ones (AVX2, 16 registers) no block past 12 accumulator registers, 6x16 on
+// large shapes.
+TEST(CpuGemm, ShapeRuleFitsTheRegisterFile) {
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{128, 1024}, {512, 784}, {1000, 169}, {16, 3025}}) {
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
+    const runtime::CpuVariant avx2 = runtime::cpu_gemm_candidates(rows, cols, 1, 8)[0];
+    EXPECT_LE(avx2.ocb * avx2.nv * avx2.pb / 8, 12) << avx2.name();
+    EXPECT_EQ(avx2.ocb, 6) << avx2.name();
+    const runtime::CpuVariant avx512 = runtime::cpu_gemm_candidates(rows, cols, 1, 16)[0];
+    EXPECT_LE(avx512.ocb, 8) << avx512.name();
+    EXPECT_GE(avx512.ocb * avx512.nv, 8) << avx512.name();
+  }
+  // Fewer rows than 6: a thinner block, still within the registers.
+  const runtime::CpuVariant thin = runtime::cpu_gemm_candidates(4, 1024, 1, 8)[0];
+  EXPECT_LE(thin.ocb, 4);
+  EXPECT_LE(thin.ocb * thin.nv * thin.pb / 8, 12) << thin.name();
+}
+
 TEST(CpuGemm, DirectConvStrideTwoInsideRows) {
   // conv2d_cpu (the fallback beside the GEMM): 32-wide output rows, so
   // pixel blocks lie inside rows and stride 2 reads two vectors and their
   // even lanes; left-edge taps still gather the padding. 3 input channels
-  // take the stems' 16-channel block, 8 the usual one.
-  expect_matches({"Conv", {{1, 3, 20, 64}, {20, 3, 3, 3}, {20}},
-                  {{"strides", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({1, 1, 1, 1})}}},
-                 "3x3 s2 stem");
-  expect_matches({"Conv", {{1, 3, 38, 64}, {18, 3, 7, 7}, {18}},
-                  {{"strides", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({3, 3, 3, 3})}}},
-                 "7x7 s2 stem");
+  // take the stems' 16-channel block on 16-float SIMD devices (forced here,
+  // so AVX2 machines run it too), 8 the usual one.
+  for (const char* block : {"", "16x16"}) {
+    runtime::force_cpu_variant(block);
+    expect_matches({"Conv", {{1, 3, 20, 64}, {20, 3, 3, 3}, {20}},
+                    {{"strides", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({1, 1, 1, 1})}}},
+                   std::string("3x3 s2 stem ") + block);
+    expect_matches({"Conv", {{1, 3, 38, 64}, {18, 3, 7, 7}, {18}},
+                    {{"strides", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({3, 3, 3, 3})}}},
+                   std::string("7x7 s2 stem ") + block);
+  }
+  runtime::force_cpu_variant("");
   expect_matches({"FusedConv", {{1, 8, 16, 64}, {12, 8, 3, 3}, {12}},
                   {{"strides", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({1, 1, 1, 1})},
                    {"program", Attribute::of_strings({"Relu x0"})}}},

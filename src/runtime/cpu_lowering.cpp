@@ -33,13 +33,13 @@ size_t group_items(int64_t x, int64_t rest) {
 void force_cpu_variant(const std::string &name) { forced_cpu_variant() = name; }
 
 std::vector<CpuVariant> cpu_gemm_candidates(int64_t rows, int64_t cols,
-                                            int64_t batches) {
+                                            int64_t batches, int width) {
   // 8 rows first: blocks of 12 or 16 rows read A down as many 4 KB-apart
   // streams, which ran up to 2x slower on Zen 4 (texplan_conv_bench, 1x1
   // 1024->256 14x14: 16x16 40 GFLOP/s, 8x16x2 84); few rows or columns take
   // thinner blocks.
   static const int kBlocks[][3] = {// ocb, pb, nv
-                                   {8, 16, 2},  {8, 16, 1}, {4, 16, 4},
+                                   {8, 16, 2},  {8, 16, 1}, {6, 16, 1}, {4, 16, 4},
                                    {6, 16, 3},  {8, 16, 3}, {12, 16, 2},
                                    {16, 16, 1}, {4, 16, 2}, {2, 16, 4},
                                    {1, 16, 4},  {8, 8, 2},  {4, 8, 4},
@@ -54,17 +54,30 @@ std::vector<CpuVariant> cpu_gemm_candidates(int64_t rows, int64_t cols,
                                                std::max<int64_t>(1, batches)),
                  k[2]});
   }
-  // The shape rule: least work per useful output among blocks of at most 8
-  // rows, the work being the rows and columns computed (a cut block
-  // computes whole vectors) over the block's speed, which was flat from 8
-  // accumulators up (8x16 ran as fast as 8x16x2 on most zoo 1x1 shapes) and
-  // falls below; ties to the first listed.
+  // The shape rule: least work per useful output, the work being the rows
+  // and columns computed (a cut block computes whole vectors) over the
+  // block's speed, which grows with its accumulator registers up to what
+  // the register file holds beside one broadcast and the B vectors.
+  // - 16-float registers (AVX-512, Zen 4): speed flat from 8 PB-vectors of
+  //   accumulators up (8x16 ran as fast as 8x16x2 on most zoo 1x1 shapes);
+  //   at most 8 rows.
+  // - 8-float registers (AVX2, 16 of them): at most 12 accumulator
+  //   registers, so 6x16 (MLAS's AVX2 block too); 8x16 and 8x16x2 spill.
+  //   texplan_conv_bench on an AVX2 EPYC, two passes, zoo 1x1 shapes: 6x16
+  //   at 71-144 GFLOP/s against 51-100 for the AVX-512 rule's pick.
+  // Ties go to the first listed.
+  const bool narrow = width <= 8;
   auto cost = [&](const CpuVariant &c) {
-    const int64_t bw = c.pb * c.nv, a = std::min(c.ocb * c.nv, 8);
+    const int64_t bw = c.pb * c.nv;
     const double cw = double(cols <= bw ? bw : ceil_div(cols, bw) * bw) /
                       double(cols),
                  rw = double(ceil_div(rows, int64_t(c.ocb)) * c.ocb) /
                       double(rows);
+    if (narrow) {
+      const int regs = c.ocb * c.nv * c.pb / 8;
+      return cw * rw * 12.0 / double(std::min(regs, 12)) + (regs > 12 ? 1e9 : 0.0);
+    }
+    const int64_t a = std::min(c.ocb * c.nv, 8);
     return cw * rw * 8.0 / double(a) + (c.ocb > 8 ? 1e9 : 0.0);
   };
   size_t best = 0;

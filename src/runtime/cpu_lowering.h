@@ -33,9 +33,10 @@ std::vector<CpuVariant> cpu_candidates(int64_t rows, int64_t cols);
 // Register blocks of gemm_block_cpu (ops_cpu.cpp) for `rows` x `cols` per
 // batch over `batches`: OCB <= rows, and OCB x NV vectors of accumulators
 // (more FMAs per load than cpu_candidates' OCB x 1); the first is the
-// shape rule's choice. Work-groups are sized so PoCL's threads get at least
-// a few dozen of them.
-std::vector<CpuVariant> cpu_gemm_candidates(int64_t rows, int64_t cols, int64_t batches);
+// shape rule's choice for a device whose SIMD registers hold `width` floats
+// (DeviceInfo::native_float_width). Work-groups are sized so PoCL's threads
+// get at least a few dozen of them.
+std::vector<CpuVariant> cpu_gemm_candidates(int64_t rows, int64_t cols, int64_t batches, int width = 16);
 
 // `file` (a cpu_*.cl kernel file) built for variant v with the epilogue of
 // `tail`; cpu_common.cl's block macros come between the two.

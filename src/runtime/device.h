@@ -24,6 +24,10 @@ struct DeviceInfo {
   std::string type;  // "gpu", "cpu", "accelerator", "other"
   int compute_units = 0;
   int64_t local_mem_bytes = 0;  // per work-group (CL_DEVICE_LOCAL_MEM_SIZE)
+  // Floats per native SIMD register (CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT):
+  // PoCL says 8 on AVX2 CPUs, 16 with AVX-512; the CPU lowerings size their
+  // register blocks by it.
+  int native_float_width = 1;
   std::vector<std::string> extensions;
   plan::DeviceProfile profile;
 };

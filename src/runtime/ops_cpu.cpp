@@ -68,9 +68,12 @@ void lower_conv_direct_cpu(NodeBuilder &b, const FusedTail &tail,
   };
   std::vector<CpuVariant> vs = cpu_candidates(OCg, P);
   // Stems (3 input channels): a tap's input vector, gathered or strided,
-  // feeds 16 output channels rather than 8 (texplan_conv_bench on PoCL:
-  // 7x7 s2 3->64 67 vs 51 GFLOP/s, 3x3 s2 3->32 58 vs 50).
-  if (C / groups <= 4 && OCg >= 16)
+  // feeds 16 output channels rather than 8 where 16 accumulators of PB
+  // floats fit the register file: with AVX-512 (native width 16; Zen 4,
+  // texplan_conv_bench on PoCL: 7x7 s2 3->64 67 vs 51 GFLOP/s, 3x3 s2 3->32
+  // 58 vs 50), not with AVX2 (width 8, 16 registers: the 16x16 block spills,
+  // 3x3 s2 3->64 at 9-11 GFLOP/s against 20-21 for 8x16).
+  if (C / groups <= 4 && OCg >= 16 && b.device().info().native_float_width >= 16)
     for (size_t i = 1; i < vs.size(); ++i)
       if (vs[i].ocb == 16 && vs[i].pb == vs[0].pb && vs[i].local == 0) {
         std::rotate(vs.begin(), vs.begin() + long(i), vs.begin() + long(i) + 1);
@@ -231,7 +234,7 @@ void launch_gemm_block(NodeBuilder &b, const TensorArg &A, const TensorArg &B,
     tail.append_args(b);
   };
   std::vector<CpuVariant> vs =
-      cpu_gemm_candidates(g.M, g.N, nb);
+      cpu_gemm_candidates(g.M, g.N, nb, b.device().info().native_float_width);
   const std::string key =
       "gemm_block_cpu " +
       dims_key({nb, g.M, g.N, g.K, g.a_sm, g.a_sk, g.b_sk, g.b_sn, g.has_c}) +
