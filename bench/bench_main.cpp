@@ -133,8 +133,18 @@ Latency time_texplan(const fs::path& dir, const std::string& device, int runs) {
 }
 
 // texplan on PoCL against onnxruntime's CPU provider with as many threads as
-// PoCL uses (every core), same models, same inputs, in one run.
-json latency_vs_onnxruntime(const std::string& models, const std::string& device, int runs) {
+// PoCL uses (every core), same models, same inputs, in one run. Per model,
+// `rounds` rounds alternate the two (texplan first in odd rounds, onnxruntime
+// in even ones), each round timing `runs` runs of both; a side's figure is
+// the median of its rounds' medians. A shared 2-core machine drifts by tens
+// of percent within minutes, so timing all of one peer and then all of the
+// other measured the drift as much as the two.
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+json latency_vs_onnxruntime(const std::string& models, const std::string& device, int runs, int rounds) {
   json rows = json::array();
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(models))
@@ -143,39 +153,52 @@ json latency_vs_onnxruntime(const std::string& models, const std::string& device
   std::sort(names.begin(), names.end());
   const int threads = int(std::thread::hardware_concurrency());
   fs::path peers = fs::path(TEXPLAN_SOURCE_DIR) / "bench" / "peers";
-  json ort = json::array();
-  if (device != "pocl") {
-    // On a GPU the peer is PyTorch (bench/peers/torch_bench.py), run beside us.
-  } else if (fs::exists(peers / "node_modules" / "onnxruntime-node")) {
+  // On a GPU the peer is PyTorch (bench/peers/torch_bench.py), run beside us.
+  const bool with_ort = device == "pocl" && fs::exists(peers / "node_modules" / "onnxruntime-node");
+  if (device == "pocl" && !with_ort) std::cout << "\n(onnxruntime peer not installed: cd bench/peers && npm install)\n";
+  auto time_ort = [&](const std::string& name) -> std::optional<double> {  // one round, one model
     fs::path out = fs::temp_directory_path() / "texplan-ort-bench.json";
     std::string cmd = "node " + (peers / "ort_bench.mjs").string() + " --models " + models + " --threads " +
-                      std::to_string(threads) + " --runs " + std::to_string(runs) + " --json " + out.string() +
-                      " > /dev/null";
-    if (std::system(cmd.c_str()) == 0) ort = json::parse(std::ifstream(out));
-  } else {
-    std::cout << "\n(onnxruntime peer not installed: cd bench/peers && npm install)\n";
-  }
+                      std::to_string(threads) + " --runs " + std::to_string(runs) + " --json " + out.string() + " " +
+                      name + " > /dev/null";
+    if (std::system(cmd.c_str()) != 0) return std::nullopt;
+    for (const auto& o : json::parse(std::ifstream(out)))
+      if (o["model"] == name && o.contains("median_ms")) return o["median_ms"].get<double>();
+    return std::nullopt;
+  };
   std::cout << "\nLatency on " << device << " (" << runtime::precision_name(precision) << " requested)"
-            << " against onnxruntime CPU (" << threads
-            << " threads, as many as PoCL uses), median of " << runs << " runs\n";
+            << " against onnxruntime CPU (" << threads << " threads, as many as PoCL uses): " << rounds
+            << " alternating rounds of " << runs << " runs each, median of the rounds' medians\n";
   std::cout << std::left << std::setw(20) << "model" << std::right << std::setw(14) << "texplan ms" << std::setw(14)
             << "ort ms" << std::setw(16) << "texplan/ort" << std::setw(14) << "rel error" << "\n";
   cli::Progress progress("latency", int64_t(names.size()));
   for (const auto& name : names) {
-    json r{{"model", name}, {"threads", threads}};
+    json r{{"model", name}, {"threads", threads}, {"rounds", rounds}};
     progress.step(int64_t(rows.size()), name);
+    std::vector<double> own, own_min, peer;
     try {
-      Latency l = time_texplan(fs::path(models) / name, device, runs);
-      r["texplan_median_ms"] = l.median_ms;
-      r["texplan_min_ms"] = l.min_ms;
-      r["rel_error"] = l.rel_error;
-      r["precision"] = l.precision;
+      for (int round = 0; round < rounds; ++round) {
+        if (with_ort && round % 2 == 1)
+          if (auto ms = time_ort(name)) peer.push_back(*ms);
+        Latency l = time_texplan(fs::path(models) / name, device, runs);
+        own.push_back(l.median_ms);
+        own_min.push_back(l.min_ms);
+        r["rel_error"] = l.rel_error;
+        r["precision"] = l.precision;
+        if (with_ort && round % 2 == 0)
+          if (auto ms = time_ort(name)) peer.push_back(*ms);
+      }
+      r["texplan_median_ms"] = median_of(own);
+      r["texplan_min_ms"] = *std::min_element(own_min.begin(), own_min.end());
+      r["texplan_round_ms"] = own;
     } catch (const std::exception& e) {
       r["error"] = e.what();
     }
+    if (!peer.empty()) {
+      r["ort_median_ms"] = median_of(peer);
+      r["ort_round_ms"] = peer;
+    }
     progress.clear();
-    for (const auto& o : ort)
-      if (o["model"] == name && o.contains("median_ms")) r["ort_median_ms"] = o["median_ms"];
     std::cout << std::left << std::setw(20) << name << std::right << std::fixed << std::setprecision(2);
     if (r.contains("texplan_median_ms")) std::cout << std::setw(14) << r["texplan_median_ms"].get<double>();
     else std::cout << std::setw(14) << "error";
@@ -235,13 +258,16 @@ int main(int argc, char** argv) {
   CLI::App app{"texplan benchmarks"};
   std::string models = "../shared/models", json_path = "bench.json", target = "pocl", device = "pocl";
   int64_t max_n = 1000000;
-  int runs = 10;
+  int runs = 10, rounds = 3;
   bool no_latency = false;
   app.add_option("--models", models, "model zoo folder")->capture_default_str();
   app.add_option("--json", json_path, "where to write the results")->capture_default_str();
   app.add_option("--target", target, "device profile for planning")->capture_default_str();
   app.add_option("--max-tensors", max_n, "largest random graph to plan")->capture_default_str();
   app.add_option("--runs", runs, "timed runs per model for latency")->capture_default_str();
+  app.add_option("--rounds", rounds, "alternating rounds of texplan and onnxruntime per model")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
   app.add_flag("--no-latency", no_latency, "plans and planning time only");
   app.add_option("--device", device, "device for the latency table")->capture_default_str();
   std::string kernels, tuning_cache;
@@ -274,7 +300,7 @@ int main(int argc, char** argv) {
       std::cout << "no model zoo at " << models << ": skipping model plans\n";
     }
     if (!latency_only) out["planning_time"] = planning_time(dev, max_n);
-    if (!no_latency && fs::is_directory(models)) out["latency"] = latency_vs_onnxruntime(models, device, runs);
+    if (!no_latency && fs::is_directory(models)) out["latency"] = latency_vs_onnxruntime(models, device, runs, rounds);
     std::ofstream(json_path) << out.dump(1) << "\n";
     std::cout << "\nwrote " << json_path << "\n";
   } catch (const std::exception& e) {
