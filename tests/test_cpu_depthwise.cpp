@@ -19,6 +19,7 @@
 #include "reference/reference_ops.h"
 #include "runtime/session.h"
 #include "runtime/tuning.h"
+#include "one_node.h"
 #include "test_util.h"
 
 using namespace texplan;
@@ -43,44 +44,10 @@ struct Case {
 // is made to name the variant.
 void expect_matches(const Case& c, const std::vector<std::string>& variants = {},
                     const std::string& kernel = "depthwise_tile_cpu ") {
-  Graph g;
-  g.model_name = "cpu_depthwise";
-  g.opset = 17;
-  Node n;
-  n.name = c.op;
-  n.op_type = c.op;
-  n.attrs = c.attrs;
-  std::vector<HostTensor> values, feeds;
-  std::vector<const HostTensor*> ref;
-  for (size_t i = 0; i < c.inputs.size(); ++i)
-    values.push_back(c.inputs[i].empty() ? HostTensor() : random_tensor(c.inputs[i], -1, 1, uint32_t(41 + i)));
-  for (size_t i = 0; i < c.inputs.size(); ++i) {
-    if (c.inputs[i].empty()) {
-      n.inputs.push_back(-1);
-      ref.push_back(nullptr);
-      continue;
-    }
-    Tensor t;
-    t.name = "in" + std::to_string(i);
-    t.shape = c.inputs[i];
-    const bool fed = i == 0 || i == 3;
-    t.is_input = fed;
-    t.is_constant = t.has_data = !fed;
-    if (!fed) t.value = values[i];
-    const int id = g.add_tensor(t);
-    if (fed) g.inputs.push_back(id), feeds.push_back(values[i]);
-    n.inputs.push_back(id);
-    ref.push_back(&values[i]);
-  }
-  const HostTensor want = reference::evaluate(n, ref).at(0);
-  Tensor y;
-  y.name = "y";
-  y.shape = want.shape;
-  y.is_output = true;
-  y.producer = 0;
-  n.outputs = {g.add_tensor(y)};
-  g.outputs = n.outputs;
-  g.nodes.push_back(n);
+  const test::OneNode one = test::one_node({c.op, c.inputs, c.attrs, {true, false, false, true}}, "cpu_depthwise", 17, 41);
+  const Graph& g = one.graph;
+  const std::vector<HostTensor>& feeds = one.feeds;
+  const HostTensor& want = one.want;
 
   PlanInput pin = make_usage_records(g);
   plan::MemoryPlan plan = plan::plan_memory(pin.records, pocl()->info().profile, "best");

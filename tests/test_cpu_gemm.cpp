@@ -12,6 +12,7 @@
 #include "reference/reference_ops.h"
 #include "runtime/cpu_lowering.h"
 #include "runtime/session.h"
+#include "one_node.h"
 #include "test_util.h"
 
 using namespace texplan;
@@ -23,12 +24,7 @@ namespace {
 std::shared_ptr<runtime::Device> pocl() { return runtime::open_device("pocl"); }
 
 // One node; `fed` inputs are graph inputs, the others constants (weights).
-struct Case {
-  std::string op;
-  std::vector<Shape> inputs;
-  std::map<std::string, Attribute> attrs;
-  std::vector<bool> fed = {true};
-};
+using Case = test::NodeCase;
 
 struct Result {
   HostTensor got, want;
@@ -36,46 +32,9 @@ struct Result {
 };
 
 Result run(const Case& c) {
-  Graph g;
-  g.model_name = "cpu_gemm_" + c.op;
-  g.opset = 13;
-  Node n;
-  n.name = c.op;
-  n.op_type = c.op;
-  n.attrs = c.attrs;
-  std::vector<HostTensor> values, feeds;
-  std::vector<const HostTensor*> ref;
-  for (size_t i = 0; i < c.inputs.size(); ++i) values.push_back(random_tensor(c.inputs[i], -1, 1, uint32_t(31 + i)));
-  for (size_t i = 0; i < c.inputs.size(); ++i) {
-    const bool fed = i < c.fed.size() && c.fed[i];
-    Tensor t;
-    t.name = "in" + std::to_string(i);
-    t.shape = c.inputs[i];
-    t.is_input = fed;
-    t.is_constant = t.has_data = !fed;
-    if (!fed) t.value = values[i];
-    const int id = g.add_tensor(t);
-    if (fed) g.inputs.push_back(id), feeds.push_back(values[i]);
-    n.inputs.push_back(id);
-    ref.push_back(&values[i]);
-  }
-  Result r;
-  r.want = reference::evaluate(n, ref).at(0);
-  Tensor y;
-  y.name = "y";
-  y.shape = r.want.shape;
-  y.is_output = true;
-  y.producer = 0;
-  n.outputs = {g.add_tensor(y)};
-  g.outputs = n.outputs;
-  g.nodes.push_back(n);
-  PlanInput pin = make_usage_records(g);
-  plan::MemoryPlan plan = plan::plan_memory(pin.records, pocl()->info().profile, "best");
-  runtime::Session s(g, pin, plan, pocl());
-  EXPECT_TRUE(s.fallback_nodes().empty());
-  r.weight_bytes = s.weight_bytes();
-  r.got = s.run(feeds).at(0);
-  return r;
+  const test::OneNode n = test::one_node(c, "cpu_gemm_" + c.op, 13, 31);
+  const test::OneNodeRun r = test::run_one_node(n, pocl());
+  return {r.got, n.want, r.weight_bytes};
 }
 
 void expect_matches(const Case& c, const std::string& what) {

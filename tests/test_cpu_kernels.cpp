@@ -15,6 +15,7 @@
 #include "reference/reference_ops.h"
 #include "runtime/session.h"
 #include "runtime/tuning.h"
+#include "one_node.h"
 #include "test_util.h"
 
 using namespace texplan;
@@ -26,65 +27,12 @@ namespace {
 std::shared_ptr<runtime::Device> pocl() { return runtime::open_device("pocl"); }
 
 // One node: input 0 fed, the others weights (an empty shape: omitted).
-struct Case {
-  std::string op;
-  std::vector<Shape> inputs;
-  std::map<std::string, Attribute> attrs;
-};
-
-Graph graph_of(const Case& c, std::vector<HostTensor>& feeds, HostTensor& expected) {
-  Graph g;
-  g.model_name = "cpu_" + c.op;
-  g.opset = 13;
-  Node n;
-  n.name = c.op;
-  n.op_type = c.op;
-  n.attrs = c.attrs;
-  std::vector<HostTensor> values;
-  for (size_t i = 0; i < c.inputs.size(); ++i)
-    values.push_back(c.inputs[i].empty() ? HostTensor() : random_tensor(c.inputs[i], -1, 1, uint32_t(17 + i)));
-  std::vector<const HostTensor*> ref;
-  for (size_t i = 0; i < c.inputs.size(); ++i) {
-    if (c.inputs[i].empty()) {
-      n.inputs.push_back(-1);
-      ref.push_back(nullptr);
-      continue;
-    }
-    Tensor t;
-    t.name = "in" + std::to_string(i);
-    t.shape = c.inputs[i];
-    bool fed = i == 0;
-    t.is_input = fed;
-    t.is_constant = t.has_data = !fed;
-    if (!fed) t.value = values[i];
-    int id = g.add_tensor(t);
-    if (fed) g.inputs.push_back(id), feeds.push_back(values[i]);
-    n.inputs.push_back(id);
-    ref.push_back(&values[i]);
-  }
-  n.outputs = {0};
-  expected = reference::evaluate(n, ref).at(0);
-  Tensor y;
-  y.name = "y";
-  y.shape = expected.shape;
-  y.is_output = true;
-  y.producer = 0;
-  n.outputs = {g.add_tensor(y)};
-  g.outputs = n.outputs;
-  g.nodes.push_back(n);
-  return g;
-}
+using Case = test::NodeCase;
 
 HostTensor run(const Case& c, HostTensor* expected = nullptr) {
-  std::vector<HostTensor> feeds;
-  HostTensor want;
-  Graph g = graph_of(c, feeds, want);
-  PlanInput pin = make_usage_records(g);
-  plan::MemoryPlan plan = plan::plan_memory(pin.records, pocl()->info().profile, "best");
-  runtime::Session s(g, pin, plan, pocl());
-  EXPECT_TRUE(s.fallback_nodes().empty());
-  if (expected) *expected = want;
-  return s.run(feeds).at(0);
+  const test::OneNode n = test::one_node(c, "cpu_" + c.op, 13, 17);
+  if (expected) *expected = n.want;
+  return test::run_one_node(n, pocl()).got;
 }
 
 void expect_matches(const Case& c) {

@@ -12,6 +12,7 @@
 #include "reference/reference_ops.h"
 #include "runtime/ops_cpu.h"
 #include "runtime/session.h"
+#include "one_node.h"
 #include "test_util.h"
 
 using namespace texplan;
@@ -39,53 +40,10 @@ struct Result {
 };
 
 Result run(const Case& c) {
-  Graph g;
-  g.model_name = "cpu_winograd";
-  g.opset = 17;
-  Node n;
-  n.name = c.op;
-  n.op_type = c.op;
-  n.attrs = c.attrs;
-  std::vector<HostTensor> values, feeds;
-  std::vector<const HostTensor*> ref;
-  for (size_t i = 0; i < c.inputs.size(); ++i)
-    values.push_back(c.inputs[i].empty() ? HostTensor() : random_tensor(c.inputs[i], -1, 1, uint32_t(31 + i)));
-  for (size_t i = 0; i < c.inputs.size(); ++i) {
-    if (c.inputs[i].empty()) {
-      n.inputs.push_back(-1);
-      ref.push_back(nullptr);
-      continue;
-    }
-    Tensor t;
-    t.name = "in" + std::to_string(i);
-    t.shape = c.inputs[i];
-    const bool fed = i == 0 || i == 3;
-    t.is_input = fed;
-    t.is_constant = t.has_data = !fed;
-    if (!fed) t.value = values[i];
-    const int id = g.add_tensor(t);
-    if (fed) g.inputs.push_back(id), feeds.push_back(values[i]);
-    n.inputs.push_back(id);
-    ref.push_back(&values[i]);
-  }
-  Result r;
-  r.want = reference::evaluate(n, ref).at(0);
-  Tensor y;
-  y.name = "y";
-  y.shape = r.want.shape;
-  y.is_output = true;
-  y.producer = 0;
-  n.outputs = {g.add_tensor(y)};
-  g.outputs = n.outputs;
-  g.nodes.push_back(n);
-  PlanInput pin = make_usage_records(g);
-  auto dev = runtime::open_device("pocl");
-  plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
-  runtime::Session s(g, pin, plan, dev);
-  EXPECT_TRUE(s.fallback_nodes().empty());
-  r.got = s.run(feeds).at(0);
-  r.weight_bytes = s.weight_bytes();
-  return r;
+  const test::OneNode n =
+      test::one_node({c.op, c.inputs, c.attrs, {true, false, false, true}}, "cpu_winograd", 17, 31);
+  const test::OneNodeRun r = test::run_one_node(n, runtime::open_device("pocl"));
+  return {r.got, n.want, r.weight_bytes};
 }
 
 std::map<std::string, Attribute> pads(std::vector<int64_t> p) { return {{"pads", Attribute::of_ints(p)}}; }

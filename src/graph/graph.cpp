@@ -267,6 +267,15 @@ void Graph::topological_sort() {
       if (t >= 0) tensors[t].producer = int(n);
 }
 
+void Graph::erase_nodes(const std::vector<char>& erased) {
+  std::vector<Node> kept;
+  for (size_t k = 0; k < nodes.size(); ++k)
+    if (!erased[k]) kept.push_back(std::move(nodes[k]));
+  nodes = std::move(kept);
+  topological_sort();
+  remove_dead_nodes();
+}
+
 void Graph::remove_dead_nodes() {
   std::vector<char> needed(tensors.size(), 0), keep(nodes.size(), 0);
   for (int t : outputs) needed[t] = 1;

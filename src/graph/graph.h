@@ -132,6 +132,9 @@ struct Graph {
   void topological_sort();
   // Drops nodes whose outputs reach no graph output, and unused tensors.
   void remove_dead_nodes();
+  // After a rewrite: drops the nodes marked in `erased` (indexed like
+  // `nodes`), sorts the rest topologically and drops what became dead.
+  void erase_nodes(const std::vector<char>& erased);
 
  private:
   std::unordered_map<std::string, int> index_;

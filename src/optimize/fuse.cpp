@@ -82,12 +82,7 @@ class Fuser {
     if (pool_) 
       for (int k = 0; k < int(g_.nodes.size()); ++k)
         if (!dead_[k] && g_.nodes[k].op_type == "MaxPool") fuse_max_pool(k);
-    std::vector<Node> alive;
-    for (int k = 0; k < int(g_.nodes.size()); ++k)
-      if (!dead_[k]) alive.push_back(std::move(g_.nodes[k]));
-    g_.nodes = std::move(alive);
-    g_.topological_sort();
-    g_.remove_dead_nodes();
+    g_.erase_nodes(dead_);
     return counts_;
   }
 

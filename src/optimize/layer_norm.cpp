@@ -24,12 +24,7 @@ class LayerNormFuser {
     for (int k = 0; k < int(g_.nodes.size()); ++k)
       if (!dead_[k] && g_.nodes[k].op_type == "ReduceMean" && try_fuse(k)) ++made;
     if (made == 0) return 0;
-    std::vector<Node> alive;
-    for (int k = 0; k < int(g_.nodes.size()); ++k)
-      if (!dead_[k]) alive.push_back(std::move(g_.nodes[k]));
-    g_.nodes = std::move(alive);
-    g_.topological_sort();
-    g_.remove_dead_nodes();
+    g_.erase_nodes(dead_);
     return made;
   }
 

@@ -1,0 +1,95 @@
+// One node on random inputs beside what the CPU reference computes for it:
+// the single-kernel tests (test_cpu_*.cpp) build their graphs here.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "optimize/usage.h"
+#include "plan/memory_plan.h"
+#include "reference/reference_ops.h"
+#include "runtime/session.h"
+#include "test_util.h"
+
+namespace texplan::test {
+
+struct NodeCase {
+  std::string op;
+  std::vector<Shape> inputs;  // an empty shape: that input is omitted
+  std::map<std::string, Attribute> attrs;
+  std::vector<bool> fed = {true};  // which inputs are graph inputs; the rest are constants (weights)
+};
+
+struct OneNode {
+  Graph graph;
+  std::vector<HostTensor> feeds;  // the fed inputs' values, in order
+  HostTensor want;                // the reference's output
+};
+
+// Input i gets random values in [-1, 1) from seed `seed + i`.
+inline OneNode one_node(const NodeCase& c, const std::string& model, int opset, uint32_t seed) {
+  OneNode r;
+  Graph& g = r.graph;
+  g.model_name = model;
+  g.opset = opset;
+  Node n;
+  n.name = c.op;
+  n.op_type = c.op;
+  n.attrs = c.attrs;
+  std::vector<HostTensor> values;
+  for (size_t i = 0; i < c.inputs.size(); ++i)
+    values.push_back(c.inputs[i].empty() ? HostTensor() : random_tensor(c.inputs[i], -1, 1, uint32_t(seed + i)));
+  std::vector<const HostTensor*> ref;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    if (c.inputs[i].empty()) {
+      n.inputs.push_back(-1);
+      ref.push_back(nullptr);
+      continue;
+    }
+    const bool fed = i < c.fed.size() && c.fed[i];
+    Tensor t;
+    t.name = "in" + std::to_string(i);
+    t.shape = c.inputs[i];
+    t.is_input = fed;
+    t.is_constant = t.has_data = !fed;
+    if (!fed) t.value = values[i];
+    const int id = g.add_tensor(t);
+    if (fed) g.inputs.push_back(id), r.feeds.push_back(values[i]);
+    n.inputs.push_back(id);
+    ref.push_back(&values[i]);
+  }
+  n.outputs = {0};  // one output, for the reference
+  r.want = reference::evaluate(n, ref).at(0);
+  Tensor y;
+  y.name = "y";
+  y.shape = r.want.shape;
+  y.is_output = true;
+  y.producer = 0;
+  n.outputs = {g.add_tensor(y)};
+  g.outputs = n.outputs;
+  g.nodes.push_back(n);
+  return r;
+}
+
+struct OneNodeRun {
+  HostTensor got;
+  int64_t weight_bytes = 0;
+};
+
+// Plans n's graph (strategy best) and runs it once on dev; every node must
+// run on the device's kernels.
+inline OneNodeRun run_one_node(const OneNode& n, const std::shared_ptr<runtime::Device>& dev) {
+  PlanInput pin = make_usage_records(n.graph);
+  plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
+  runtime::Session s(n.graph, pin, plan, dev);
+  EXPECT_TRUE(s.fallback_nodes().empty());
+  OneNodeRun r;
+  r.got = s.run(n.feeds).at(0);
+  r.weight_bytes = s.weight_bytes();
+  return r;
+}
+
+}  // namespace texplan::test
