@@ -56,7 +56,7 @@ SANITIZE_TESTS ?=
 SANITIZE_EXCLUDE ?= ^Packaging
 SANITIZE_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 SANITIZE_ENV := ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1 \
-  LSAN_OPTIONS=suppressions=$(abspath tests/lsan-pocl.supp) \
+  LSAN_OPTIONS=suppressions=$(abspath tests/lsan-pocl.supp):use_tls=0 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 sanitize: deps
 	@cmake -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" \

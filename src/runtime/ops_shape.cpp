@@ -15,11 +15,7 @@ Range cpu_item_range(int64_t n) {
 }
 
 namespace {
-const char* sized(const char* base, DataType t) {
-  static thread_local std::string name;
-  name = std::string(base) + "_b" + std::to_string(element_size(t));
-  return name.c_str();
-}
+std::string sized(const char* base, DataType t) { return std::string(base) + "_b" + std::to_string(element_size(t)); }
 
 // CPU devices (PoCL): copies by contiguous runs or 16x16 tiles (shape.cl's
 // copy_runs_* and transpose_tiles_*) where the collapsed walk has them;
@@ -38,7 +34,7 @@ bool launch_copy_cpu(NodeBuilder& b, const TensorArg& src, const TensorArg& dst,
     const int64_t chunks = ceil_div(L, CH), items = n / L * chunks;
     std::vector<int64_t> dims(c.dims.begin(), c.dims.end() - 1), oy(sy.begin(), sy.end() - 1),
         ox(sx.begin(), sx.end() - 1);
-    b.launch("shape.cl", sized("copy_runs", t), cpu_item_range(items), src, dst, i32(items), i32(chunks), i32(L), i32(CH),
+    b.launch("shape.cl", sized("copy_runs", t).c_str(), cpu_item_range(items), src, dst, i32(items), i32(chunks), i32(L), i32(CH),
              to_dims(dims, 1), to_dims(oy, 0), to_dims(ox, 0));
     return true;
   }
@@ -53,7 +49,7 @@ bool launch_copy_cpu(NodeBuilder& b, const TensorArg& src, const TensorArg& dst,
   for (size_t k = 0; k + 1 < r; ++k)
     if (k != p) dims.push_back(c.dims[k]), oy.push_back(sy[k]), ox.push_back(sx[k]);
   const int64_t tiles_a = ceil_div(A, 16), tiles_b = ceil_div(B, 16), items = n / (A * B) * tiles_a * tiles_b;
-  b.launch("shape.cl", sized("transpose_tiles", t), cpu_item_range(items), src, dst, i32(items), i32(A), i32(B),
+  b.launch("shape.cl", sized("transpose_tiles", t).c_str(), cpu_item_range(items), src, dst, i32(items), i32(A), i32(B),
            i32(sx[r - 1]), i32(sy[p]), i32(tiles_a), i32(tiles_b), to_dims(dims, 1), to_dims(oy, 0), to_dims(ox, 0));
   return true;
 }
@@ -67,7 +63,7 @@ void launch_copy(NodeBuilder& b, const TensorArg& src, const TensorArg& dst, Dat
   const size_t es = element_size(t);
   if (es != 1 && es != 2 && es != 4 && es != 8) throw Error(std::string("no copy kernel for ") + to_string(t));
   if (b.device_type() == "cpu" && !gpu_kernels_forced() && launch_copy_cpu(b, src, dst, t, c, n)) return;
-  b.launch("shape.cl", sized("copy", t), linear_range(n), src, dst, i32(n), to_dims(c.dims, 1), to_dims(c.strides[0], 0),
+  b.launch("shape.cl", sized("copy", t).c_str(), linear_range(n), src, dst, i32(n), to_dims(c.dims, 1), to_dims(c.strides[0], 0),
            to_dims(c.strides[1], 0));
 }
 
