@@ -75,7 +75,7 @@ std::vector<CpuVariant> cpu_gemm_candidates(int64_t rows, int64_t cols,
                  rw = double(ceil_div(rows, int64_t(c.ocb)) * c.ocb) /
                       double(rows);
     if (narrow) {
-      const int regs = c.ocb * c.nv * c.pb / 8;
+      const int regs = c.ocb * c.nv * c.pb / std::max(width, 1);
       return cw * rw * 12.0 / double(std::min(regs, 12)) + (regs > 12 ? 1e9 : 0.0);
     }
     const int64_t a = std::min(c.ocb * c.nv, 8);
