@@ -139,10 +139,6 @@ Latency time_texplan(const fs::path& dir, const std::string& device, int runs) {
 // the median of its rounds' medians. A shared 2-core machine drifts by tens
 // of percent within minutes, so timing all of one peer and then all of the
 // other measured the drift as much as the two.
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
 
 json latency_vs_onnxruntime(const std::string& models, const std::string& device, int runs, int rounds) {
   json rows = json::array();
@@ -188,14 +184,14 @@ json latency_vs_onnxruntime(const std::string& models, const std::string& device
         if (with_ort && round % 2 == 0)
           if (auto ms = time_ort(name)) peer.push_back(*ms);
       }
-      r["texplan_median_ms"] = median_of(own);
+      r["texplan_median_ms"] = cli::median(own);
       r["texplan_min_ms"] = *std::min_element(own_min.begin(), own_min.end());
       r["texplan_round_ms"] = own;
     } catch (const std::exception& e) {
       r["error"] = e.what();
     }
     if (!peer.empty()) {
-      r["ort_median_ms"] = median_of(peer);
+      r["ort_median_ms"] = cli::median(peer);
       r["ort_round_ms"] = peer;
     }
     progress.clear();

@@ -63,15 +63,13 @@ main() {
       for k in 0 1 2; do
         mode=${modes[$(((k + round) % 3))]}
         echo "== texplan run $n --offload $mode (round $((round + 1)))"
+        # Round 1 checks and guards (its report is the mode's), later rounds only time.
+        local extra=(--check --guard) json=$tmp/$n.$mode.json
+        ((round == 0)) || extra=() json=$tmp/$n.$mode.r$round.json
         rc=0
-        if ((round == 0)); then
-          timeout "$LIMIT" texplan run ".dev/models/$n" --device gpu --offload "$mode" --tuning-cache "$cache" \
-            --check --guard --bench "$RUNS" --json "$tmp/$n.$mode.json" || rc=$?
-          echo "$rc" >"$tmp/$n.$mode.rc"
-        else
-          timeout "$LIMIT" texplan run ".dev/models/$n" --device gpu --offload "$mode" --tuning-cache "$cache" \
-            --bench "$RUNS" --json "$tmp/$n.$mode.r$round.json" >/dev/null || rc=$?
-        fi
+        timeout "$LIMIT" texplan run ".dev/models/$n" --device gpu --offload "$mode" --tuning-cache "$cache" \
+          "${extra[@]}" --bench "$RUNS" --json "$json" || rc=$?
+        ((round == 0)) && echo "$rc" >"$tmp/$n.$mode.rc"
         ((rc == 0)) || { echo "texplan run $n --offload $mode: exit status $rc"; failed=1; }
       done
     done

@@ -103,4 +103,7 @@ int onnx_tests_command(const OnnxTestArgs& a);
 // Relative error ||out - ref|| / ||ref|| over all elements (float view).
 double relative_error(const HostTensor& out, const HostTensor& ref);
 
+// The median of v (the upper middle value of an even count; 0 when empty).
+double median(std::vector<double> v);
+
 }  // namespace texplan::cli

@@ -4,16 +4,13 @@
 #include <iomanip>
 #include <map>
 
+#include "cli/commands.h"
+
 namespace texplan::cli {
 
 using nlohmann::json;
 
 namespace {
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 double rate(double amount, double ms, double unit) { return ms > 0 ? amount / (ms * 1e-3) / unit : 0; }
 }  // namespace
 

@@ -25,6 +25,12 @@ namespace fs = std::filesystem;
 
 namespace texplan::cli {
 
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 double relative_error(const HostTensor& out, const HostTensor& ref) {
   std::vector<float> a = out.as_float(), b = ref.as_float();
   if (a.size() != b.size()) return INFINITY;
