@@ -165,6 +165,26 @@ TEST(CpuGemm, ShapeRuleFitsTheRegisterFile) {
   const runtime::CpuVariant thin = runtime::cpu_gemm_candidates(4, 1024, 1, 8)[0];
   EXPECT_LE(thin.ocb, 4);
   EXPECT_LE(thin.ocb * thin.nv * thin.pb / 8, 12) << thin.name();
+  // A transcendental epilogue (SiLU) leaves registers to its inline exp on
+  // 8-float devices: at most 10 accumulators, 5x16 on the zoo's SiLU shapes;
+  // AVX-512's rule does not change.
+  for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{96, 12544}, {240, 784}, {672, 196}, {1280, 49}}) {
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + " transcendental");
+    const runtime::CpuVariant avx2 = runtime::cpu_gemm_candidates(rows, cols, 1, 8, true)[0];
+    EXPECT_EQ(avx2.name().substr(0, 4), "5x16");
+    EXPECT_EQ(runtime::cpu_gemm_candidates(rows, cols, 1, 16, true)[0].name(),
+              runtime::cpu_gemm_candidates(rows, cols, 1, 16, false)[0].name());
+  }
+}
+
+TEST(CpuGemm, TranscendentalEpilogueOnEveryBlockHeight) {
+  // SiLU on 1x1 convs whose rows cut 5-row and 6-row blocks alike.
+  for (int64_t oc : {23, 30, 96}) {
+    SCOPED_TRACE(oc);
+    expect_matches({"FusedConv", {{1, 17, 9, 11}, {oc, 17, 1, 1}, {oc}},
+                    {{"program", Attribute::of_strings({"Sigmoid x0", "Mul x0 t0"})}}},
+                   "1x1 silu " + std::to_string(oc));
+  }
 }
 
 TEST(CpuGemm, DirectConvStrideTwoInsideRows) {

@@ -64,7 +64,10 @@ struct ConvShape {
   std::string name;
   int64_t C, H, W, OC, K, stride, pad, groups;
   bool fused_residual = false;  // FusedConv: relu(conv + residual)
+  std::vector<std::string> program = {};  // FusedConv: this epilogue on the conv (no residual)
 };
+
+const std::vector<std::string> kSilu = {"Sigmoid x0", "Mul x0 t0"};
 
 // Batch 1, as the zoo runs. K x K kernels, square images.
 std::vector<ConvShape> zoo_shapes() {
@@ -118,6 +121,17 @@ std::vector<ConvShape> zoo_shapes() {
       {"1x1 512->1000 13", 512, 13, 13, 1000, 1, 1, 0, 1},
       {"densenet 1x1 512->128 28", 512, 28, 28, 128, 1, 1, 0, 1},
       {"densenet 128->32 28 3x3", 128, 28, 28, 32, 3, 1, 1, 1},
+      // EfficientNet's convs with their fused SiLU (x * sigmoid(x)).
+      {"silu 1x1 16->96 112", 16, 112, 112, 96, 1, 1, 0, 1, false, kSilu},
+      {"silu 1x1 40->240 28", 40, 28, 28, 240, 1, 1, 0, 1, false, kSilu},
+      {"silu 1x1 112->672 14", 112, 14, 14, 672, 1, 1, 0, 1, false, kSilu},
+      {"silu 1x1 320->1280 7", 320, 7, 7, 1280, 1, 1, 0, 1, false, kSilu},
+      {"relu6 1x1 64->384 14", 64, 14, 14, 384, 1, 1, 0, 1, false, {"Clip x0 0 6"}},
+      {"relu 1x1 64->384 14", 64, 14, 14, 384, 1, 1, 0, 1, false, {"Relu x0"}},
+      {"silu 1x1 64->384 14", 64, 14, 14, 384, 1, 1, 0, 1, false, kSilu},
+      {"silu stem 3->32 224 3x3 s2", 3, 224, 224, 32, 3, 2, 1, 1, false, kSilu},
+      {"silu dw 3x3 96 112 s2", 96, 112, 112, 96, 3, 2, 1, 96, false, kSilu},
+      {"silu dw 5x5 240 28", 240, 28, 28, 240, 5, 1, 2, 240, false, kSilu},
       {"dw 3x3 32 112", 32, 112, 112, 32, 3, 1, 1, 32},
       {"dw 3x3 144 56", 144, 56, 56, 144, 3, 1, 1, 144},
       {"dw 3x3 96 112 s2", 96, 112, 112, 96, 3, 2, 1, 96},
@@ -153,13 +167,15 @@ Graph conv_graph(const ConvShape& c, std::vector<HostTensor>& feeds) {
   feeds = {random_tensor({1, c.C, c.H, c.W}, -1, 1, 1)};
   Node n;
   n.name = "conv";
-  n.op_type = c.fused_residual ? "FusedConv" : "Conv";
+  n.op_type = c.fused_residual || !c.program.empty() ? "FusedConv" : "Conv";
   n.inputs = {add_tensor(g, "x", {1, c.C, c.H, c.W}, true, false, nullptr), add_tensor(g, "w", w.shape, false, false, &w),
               add_tensor(g, "b", b.shape, false, false, &b)};
   if (c.fused_residual) {
     feeds.push_back(random_tensor({1, c.OC, OH, OW}, -1, 1, 4));
     n.inputs.push_back(add_tensor(g, "r", {1, c.OC, OH, OW}, true, false, nullptr));
     n.attrs["program"] = Attribute::of_strings({"Add x0 x1", "Relu t0"});
+  } else if (!c.program.empty()) {
+    n.attrs["program"] = Attribute::of_strings(c.program);
   }
   n.attrs["strides"] = Attribute::of_ints({c.stride, c.stride});
   n.attrs["pads"] = Attribute::of_ints({c.pad, c.pad, c.pad, c.pad});

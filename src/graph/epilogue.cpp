@@ -180,6 +180,14 @@ const std::vector<std::string>& Epilogue::ops() {
   return names;
 }
 
+bool Epilogue::transcendental() const {
+  static const std::vector<std::string> kMath = {"Sigmoid", "Tanh", "Exp",      "Log", "Erf",
+                                                 "Gelu",    "Softplus", "Elu", "Pow"};
+  for (const auto& instr : code)
+    if (std::find(kMath.begin(), kMath.end(), instr.op) != kMath.end()) return true;
+  return false;
+}
+
 int Epilogue::inputs() const {
   int n = 1;
   for (const auto& instr : code)

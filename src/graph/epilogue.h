@@ -32,6 +32,10 @@ struct Epilogue {
   std::vector<std::string> to_strings() const;  // inverse of parse
   // Ops an epilogue may use (docs/fused-ops.md).
   static const std::vector<std::string>& ops();
+  // Whether an instruction is a transcendental function (Sigmoid, Tanh, Exp,
+  // Log, Erf, Gelu, Softplus, Elu, Pow): long inline code in a kernel, which
+  // on CPU devices takes registers from its accumulators.
+  bool transcendental() const;
   // Largest x<k> index used, plus one (at least 1).
   int inputs() const;
   // The program's value at one element; x[k] is operand x<k>.

@@ -33,7 +33,8 @@ size_t group_items(int64_t x, int64_t rest) {
 void force_cpu_variant(const std::string &name) { forced_cpu_variant() = name; }
 
 std::vector<CpuVariant> cpu_gemm_candidates(int64_t rows, int64_t cols,
-                                            int64_t batches, int width) {
+                                            int64_t batches, int width,
+                                            bool transcendental) {
   // 8 rows first: blocks of 12 or 16 rows read A down as many 4 KB-apart
   // streams, which ran up to 2x slower on Zen 4 (texplan_conv_bench, 1x1
   // 1024->256 14x14: 16x16 40 GFLOP/s, 8x16x2 84); few rows or columns take
@@ -44,7 +45,7 @@ std::vector<CpuVariant> cpu_gemm_candidates(int64_t rows, int64_t cols,
                                    {16, 16, 1}, {4, 16, 2}, {2, 16, 4},
                                    {1, 16, 4},  {8, 8, 2},  {4, 8, 4},
                                    {2, 8, 4},   {1, 8, 4},  {1, 16, 1},
-                                   {1, 8, 1}};
+                                   {1, 8, 1},   {5, 16, 1}};
   std::vector<CpuVariant> v;
   for (const auto &k : kBlocks) {
     if (k[0] > rows || (k[1] * k[2] > cols && k[1] * k[2] > 16))
@@ -66,6 +67,12 @@ std::vector<CpuVariant> cpu_gemm_candidates(int64_t rows, int64_t cols,
   //   texplan_conv_bench on an AVX2 EPYC, two passes over 19 zoo 1x1
   //   shapes: 6x16 the fastest block on 16 and on 18 of them (1x1
   //   1024->256 14x14: 96/144 GFLOP/s against 67/90 for the AVX-512 rule).
+  //   With a transcendental epilogue (EfficientNet's SiLU) at most 10, so
+  //   5x16: its inline exp keeps constants in registers across the K loop,
+  //   LLVM then spilled one of 6x16's accumulators there (a store and a
+  //   reload on every step's chain) and ran 2-2.5x slower than 5x16
+  //   (texplan_conv_bench --filter "silu 1x1": 1x1 112->672 14x14 with
+  //   SiLU 38 against 89-102 GFLOP/s, two passes).
   // Ties go to the first listed.
   const bool narrow = width <= 8;
   auto cost = [&](const CpuVariant &c) {
@@ -75,8 +82,8 @@ std::vector<CpuVariant> cpu_gemm_candidates(int64_t rows, int64_t cols,
                  rw = double(ceil_div(rows, int64_t(c.ocb)) * c.ocb) /
                       double(rows);
     if (narrow) {
-      const int regs = c.ocb * c.nv * c.pb / std::max(width, 1);
-      return cw * rw * 12.0 / double(std::min(regs, 12)) + (regs > 12 ? 1e9 : 0.0);
+      const int regs = c.ocb * c.nv * c.pb / std::max(width, 1), limit = transcendental ? 10 : 12;
+      return cw * rw * 12.0 / double(std::min(regs, limit)) + (regs > limit ? 1e9 : 0.0);
     }
     const int64_t a = std::min(c.ocb * c.nv, 8);
     return cw * rw * 8.0 / double(a) + (c.ocb > 8 ? 1e9 : 0.0);

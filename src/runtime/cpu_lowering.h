@@ -36,7 +36,9 @@ std::vector<CpuVariant> cpu_candidates(int64_t rows, int64_t cols);
 // shape rule's choice for a device whose SIMD registers hold `width` floats
 // (DeviceInfo::native_float_width). Work-groups are sized so PoCL's threads
 // get at least a few dozen of them.
-std::vector<CpuVariant> cpu_gemm_candidates(int64_t rows, int64_t cols, int64_t batches, int width = 16);
+// `transcendental`: the fused epilogue is one (Epilogue::transcendental).
+std::vector<CpuVariant> cpu_gemm_candidates(int64_t rows, int64_t cols, int64_t batches, int width = 16,
+                                            bool transcendental = false);
 
 // `file` (a cpu_*.cl kernel file) built for variant v with the epilogue of
 // `tail`; cpu_common.cl's block macros come between the two.

@@ -194,6 +194,7 @@ struct FusedTail {
     Dims strides{};
   };
   std::string prelude;        // empty: plain stores
+  bool transcendental = false;  // Epilogue::transcendental (CPU register blocks)
   std::vector<Input> inputs;  // buffer operands, in operand order
   bool strided = false;       // any input strided: `dims` is passed last
   Dims dims{};

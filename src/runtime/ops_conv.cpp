@@ -736,6 +736,7 @@ bool lower_fused_conv_maxpool(NodeBuilder& b) {
   Epilogue e = Epilogue::parse(n);
   if (e.inputs() > 1) throw Error("program reads x" + std::to_string(e.inputs() - 1) + " but the node has no epilogue inputs");
   tail.prelude = epilogue_cl(e, {EpilogueRead::Value});
+  tail.transcendental = e.transcendental();
   const bool has_bias = b.has_in(2);
   const TensorArg bias = has_bias ? b.arg_in(2) : b.arg_in(1);
   const int64_t PH = y[2], PW = y[3], OCg = g.OC / g.groups;

@@ -234,7 +234,7 @@ void launch_gemm_block(NodeBuilder &b, const TensorArg &A, const TensorArg &B,
     tail.append_args(b);
   };
   std::vector<CpuVariant> vs =
-      cpu_gemm_candidates(g.M, g.N, nb, b.device().info().native_float_width);
+      cpu_gemm_candidates(g.M, g.N, nb, b.device().info().native_float_width, tail.transcendental);
   const std::string key =
       "gemm_block_cpu " +
       dims_key({nb, g.M, g.N, g.K, g.a_sm, g.a_sk, g.b_sk, g.b_sn, g.has_c}) +

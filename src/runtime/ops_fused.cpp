@@ -44,6 +44,7 @@ bool make_tail(NodeBuilder& b, int first, bool value_x0, FusedTail& tail) {
     for (size_t k = 0; k < tail.inputs.size(); ++k) tail.inputs[k].strides = to_dims(c.strides[k + 1], 0);
   }
   tail.prelude = epilogue_cl(e, reads);
+  tail.transcendental = e.transcendental();
   // The residual form (FusedTail::residual_prelude): the first instruction
   // adds the kernel's value x0 and an input xj stored exactly where Y is,
   // and nothing after it reads xj (Y holds the sum by then).
