@@ -155,13 +155,17 @@ json latency_vs_onnxruntime(const std::string& models, const std::string& device
   auto time_ort = [&](const std::string& name) -> std::optional<double> {  // one round, one model
     fs::path out = fs::temp_directory_path() / "texplan-ort-bench.json";
     std::string cmd = "node " + (peers / "ort_bench.mjs").string() + " --models " + models + " --threads " +
-                      std::to_string(threads) + " --runs " + std::to_string(runs) + " --json " + out.string() + " " +
+                      std::to_string(threads) + " --runs " + std::to_string(runs) + " --json " + out.string() +
+                      " --no-load-warning " +
                       name + " > /dev/null";
     if (std::system(cmd.c_str()) != 0) return std::nullopt;
     for (const auto& o : json::parse(std::ifstream(out)))
       if (o["model"] == name && o.contains("median_ms")) return o["median_ms"].get<double>();
     return std::nullopt;
   };
+  // The load average counts our own runs once they start: read it once, before.
+  if (double load = 0; std::ifstream("/proc/loadavg") >> load && load > 0.5)
+    std::cout << "\nwarning: load average " << load << " before the runs: other work shares the CPU, timings will be noisy\n";
   std::cout << "\nLatency on " << device << " (" << runtime::precision_name(precision) << " requested)"
             << " against onnxruntime CPU (" << threads << " threads, as many as PoCL uses): " << rounds
             << " alternating rounds of " << runs << " runs each, median of the rounds' medians\n";
