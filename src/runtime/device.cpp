@@ -3,6 +3,8 @@
 #include <CL/cl_ext.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <iostream>
 #include <map>
 #include <sstream>
 
@@ -214,18 +216,28 @@ cl_program Device::program(const std::string& file, const std::string& defines, 
   // flips nearest-neighbour Resize indices and drifts LayerNorm: ask for IEEE.
   cl_device_fp_config fp = 0;
   clGetDeviceInfo(id_, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, nullptr);
+  // TEXPLAN_BUILD_LOG set: every build's log on stderr, with NVIDIA's
+  // -cl-nv-verbose (ptxas: registers and spill bytes per kernel), for kernel work.
+  const bool show_log = std::getenv("TEXPLAN_BUILD_LOG") != nullptr;
+  const bool nv_options = std::find(info_.extensions.begin(), info_.extensions.end(), "cl_nv_compiler_options") !=
+                          info_.extensions.end();
   const std::string options = std::string("-cl-std=CL1.2 -cl-mad-enable ") +
                               ((fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) ? "-cl-fp32-correctly-rounded-divide-sqrt " : "") +
-                              defines;
+                              (show_log && nv_options ? "-cl-nv-verbose " : "") + defines;
   s = clBuildProgram(prog, 1, &id_, options.c_str(), nullptr, nullptr);
-  if (s != CL_SUCCESS) {
+  auto build_log = [&] {
     size_t n = 0;
     clGetProgramBuildInfo(prog, id_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
     std::string log(n, '\0');
     clGetProgramBuildInfo(prog, id_, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
+    return log;
+  };
+  if (s != CL_SUCCESS) {
+    const std::string log = build_log();
     clReleaseProgram(prog);
     throw Error("building kernels " + key + " for " + info_.name + ": " + cl_error_name(s) + "\n" + log);
   }
+  if (show_log) std::cerr << "build log: " << file << " " << defines << "\n" << build_log() << "\n";
   programs_.emplace_back(key, prog);
   return prog;
 }
