@@ -83,6 +83,13 @@ void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, 
   const bool m_in = m0 + lm < OC;
   __global const float* wm = Wt + wo + (size_t)(m0 + lm) * C * 9;
   float d[16], g[9];
+#ifdef WG_DIAG_NO_GLOBAL  // a diagnostic build (wrong results): no global reads, to time the rest
+#define WG_LOAD(c0)                                                                   \
+  {                                                                                   \
+    for (int k = 0; k < 16; ++k) d[k] = (float)(k + (c0) + lc);                       \
+    for (int k = 0; k < 9; ++k) g[k] = (float)(k - (c0) + lcw);                       \
+  }
+#else
 #define WG_LOAD(c0)                                                                   \
   {                                                                                   \
     const int c = (c0) + lc, cw = (c0) + lcw;                                         \
@@ -98,6 +105,7 @@ void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, 
     }                                                                                 \
     for (int k = 0; k < 9; ++k) g[k] = cw < cend && m_in ? wm[cw * 9 + k] : 0.0f;     \
   }
+#endif
   float acc[8][8];
 #pragma unroll
   for (int i = 0; i < 8; ++i)
@@ -153,6 +161,7 @@ void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, 
 #endif
     __local const float4* ue = (__local const float4*)(Us + e * CK * BM);
     __local const float4* ve = (__local const float4*)(Vs + e * CK * BT);
+#ifndef WG_DIAG_NO_GEMM  // a diagnostic build (wrong results): no products, to time the rest
 #pragma unroll
     for (int c = 0; c < CK; ++c) {
       float a[8], b[8];
@@ -165,6 +174,7 @@ void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, 
 #pragma unroll
         for (int j = 0; j < 8; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
     }
+#endif
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   // acc[i][j]: element e of output channel m0 + 4 tm + 4 TMN (i / 4) + i % 4,

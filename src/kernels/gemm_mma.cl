@@ -77,8 +77,15 @@ inline uint to_tf32(float x) {
   return u;
 }
 #define MMA_SCRATCH
+// MMA_ASM_NONVOLATILE (a measured build): the compiler may move the mma
+// among the fragment loads (it has outputs, so it stays).
+#ifdef MMA_ASM_NONVOLATILE
+#define MMA_ASM asm
+#else
+#define MMA_ASM asm volatile
+#endif
 #define MMA(d, a, b)                                                                                         \
-  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, " \
+  MMA_ASM("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, " \
                "{%0,%1,%2,%3};"                                                                              \
                : "+f"((d)[0]), "+f"((d)[1]), "+f"((d)[2]), "+f"((d)[3])                                     \
                : "r"((a)[0]), "r"((a)[1]), "r"((a)[2]), "r"((a)[3]), "r"((b)[0]), "r"((b)[1]))
@@ -130,7 +137,11 @@ inline void mma_emulated(float* d, const uint* a, const uint* b, __local uint* s
     UNROLL for (int j = 0; j < FN; ++j)                                     \
       UNROLL for (int o = 0; o < 4; ++o) acc[i][j][o] = 0.0f;
 
-// Multiplies the slice in As/Bs into acc.
+// Multiplies the slice in As/Bs into acc. MMA_DIAG_NO_MMA (a diagnostic
+// build, wrong results): nothing, to time the staging alone.
+#ifdef MMA_DIAG_NO_MMA
+#define MMA_MULTIPLY_SLICE
+#else
 #define MMA_MULTIPLY_SLICE                                                        \
   UNROLL for (int kk = 0; kk < BK; kk += 8) {                                            \
     uint af[FM][4], bf[FN][2];                                                    \
@@ -148,6 +159,7 @@ inline void mma_emulated(float* d, const uint* a, const uint* b, __local uint* s
     UNROLL for (int i = 0; i < FM; ++i)                                                  \
       UNROLL for (int j = 0; j < FN; ++j) MMA(acc[i][j], af[i], bf[j]);                  \
   }
+#endif
 
 // Staging coordinates of element r of this work-item's share of a slice.
 // k-fast A (rows of K contiguous): a warp reads one row's 32 taps. m-fast A:
@@ -274,6 +286,11 @@ void conv2d_gemm(__global const float* X, int xo, __global const float* Wt, int 
         k < kend ? (int4)(kh * dh, kw * dw, (ic * H + kh * dh) * W + kw * dw, 0) : (int4)(1 << 24, 0, 0, 0); \
   }
   float ra[A_PER], rb[B_PER];
+#ifdef MMA_DIAG_NO_GLOBAL  // a diagnostic build (wrong results): no global reads, to time the rest
+#define MMA_CONV_LOAD(k0)                                                                  \
+  UNROLL for (int r = 0; r < A_PER; ++r) ra[r] = (float)(r + (k0));                        \
+  UNROLL for (int r = 0; r < B_PER; ++r) rb[r] = (float)(r - (k0) + lid);
+#else
 #define MMA_CONV_LOAD(k0)                                                                  \
   UNROLL for (int r = 0; r < A_PER; ++r) {                                                 \
     MMA_A_COORD(r, m, k, 1)                                                                \
@@ -285,6 +302,7 @@ void conv2d_gemm(__global const float* X, int xo, __global const float* Wt, int 
     const bool in = p_in && (uint)ih < (uint)H && (uint)iw < (uint)W;                     \
     rb[r] = in ? xg[pix0 + tap.z] : 0.0f;                                                  \
   }
+#endif
   MMA_DECODE_TAPS(kbeg)
   barrier(CLK_LOCAL_MEM_FENCE);
   MMA_CONV_LOAD(kbeg)

@@ -629,7 +629,9 @@ void force_conv_variant(const std::string& variant) {
     for (std::string o; std::getline(opts, o, ':');) {
       if (o == "np") f.winograd_build += " -DWG_NO_PREFETCH";
       else if (o == "bm64") f.winograd_build += " -DWG_BM64";
-      else if (!o.empty()) throw Error("no Winograd build variant :" + o + " (:np, :bm64)");
+      else if (o == "dng") f.winograd_build += " -DWG_DIAG_NO_GLOBAL";  // diagnostics: wrong results, parts timed
+      else if (o == "dnm") f.winograd_build += " -DWG_DIAG_NO_GEMM";
+      else if (!o.empty()) throw Error("no Winograd build variant :" + o + " (:np, :bm64, :dng, :dnm)");
     }
   } else if (!variant.empty() && tiles != "gpu") {
     f.taps = tiles.rfind("taps:", 0) == 0;

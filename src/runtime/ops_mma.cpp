@@ -14,6 +14,7 @@ namespace {
 std::atomic<bool> emulate{false};
 std::atomic<int> emulate_splits{0};
 std::string forced_variant;
+std::string forced_build;  // "+FLAG" after the forced tiles: -DMMA_FLAG (measurements)
 
 // Register tiles of gemm_mma.cl: a BM x BN block per work-group, WM x WN per
 // warp. `speed`: expected throughput per work-group relative to 64x64 (more
@@ -46,6 +47,7 @@ Source mma_source(const Device& dev, const MmaTiles& t, const std::string& extra
   std::string d = "-DBM=" + std::to_string(t.bm) + " -DBN=" + std::to_string(t.bn) + " -DWM=" + std::to_string(t.wm) +
                   " -DWN=" + std::to_string(t.wn);
   if (!emulate && accepts_inline_ptx(dev)) d += " -DTEXPLAN_PTX";  // inline PTX reaches NVIDIA's driver only
+  if (forced_variant == t.name) d += forced_build;
   return Source("gemm_mma.cl", d + extra, tail.prelude);
 }
 
@@ -176,11 +178,24 @@ std::vector<std::string> mma_tile_variants() {
   return v;
 }
 
-void force_mma_variant(const std::string& name) {
+void force_mma_variant(const std::string& variant) {
+  // Build flags for measurements (gemm_mma.cl's MMA_* macros), "+" after the tiles.
+  static const char* kFlags[] = {"ASM_NONVOLATILE", "DIAG_NO_GLOBAL", "DIAG_NO_MMA"};
+  const std::string name = variant.substr(0, variant.find('+'));
+  std::string build;
+  for (size_t at = variant.find('+'); at != std::string::npos;) {
+    const size_t next = variant.find('+', at + 1);
+    const std::string flag = variant.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
+    if (std::none_of(std::begin(kFlags), std::end(kFlags), [&](const char* f) { return flag == f; }))
+      throw Error("no tf32 build flag +" + flag + " (+ASM_NONVOLATILE, +DIAG_NO_GLOBAL, +DIAG_NO_MMA)");
+    build += " -DMMA_" + flag;
+    at = next;
+  }
   if (!name.empty() && std::none_of(std::begin(kMmaTiles), std::end(kMmaTiles),
                                     [&](const MmaTiles& t) { return name == t.name; }))
-    throw Error("no tf32 tile variant " + name);
+    throw Error("no tf32 tile variant " + variant);
   forced_variant = name;
+  forced_build = build;
 }
 
 bool launch_conv_mma(NodeBuilder& b, const MmaConv& g, bool has_bias, const TensorArg& bias, const FusedTail& tail,
