@@ -156,13 +156,12 @@ TEST(Winograd, ConvMatchesTheReference) {
   expect_winograd("winograd", {2, 9, 7, 6}, 33, 0, true);  // no pad, batch 2
   expect_winograd("winograd", {1, 3, 5, 8}, 4, 2, true);   // pad 2: output larger than the input
   expect_winograd("winograd", {1, 64, 14, 14}, 64, 1, true);
-  // Build variants (measured on the H100): no register prefetch; the
-  // register cap is NVIDIA's only and leaves other devices' builds as they are.
-  expect_winograd("winograd:np", {1, 13, 16, 16}, 40, 1, true);
-  expect_winograd("winograd:np/s2", {1, 40, 9, 9}, 36, 1, false, {"Relu x0"});
-  expect_winograd("winograd:bm64", {1, 13, 16, 16}, 70, 1, true);
-  expect_winograd("winograd:bm64/s2", {1, 40, 9, 9}, 36, 1, false, {"Add x0 x1", "Relu t0"}, 1);
-  expect_winograd("winograd:bm64", {1, 6, 10, 12}, 35, 1, true, {"Relu x0"}, 0, true);
+  // Output channels past a block and channels past a chunk (the staged raw
+  // weights' zero fill), split over the channels, with and without bias.
+  expect_winograd("winograd", {1, 13, 16, 16}, 70, 1, true);
+  expect_winograd("winograd/s2", {1, 40, 9, 9}, 36, 1, false, {"Relu x0"});
+  expect_winograd("winograd/s3", {1, 21, 9, 9}, 36, 1, true, {"Add x0 x1", "Relu t0"}, 1);
+  expect_winograd("winograd", {1, 6, 10, 12}, 35, 1, true, {"Relu x0"}, 0, true);
   EXPECT_THROW(runtime::force_conv_variant("winograd:x"), Error);
 }
 

@@ -11,7 +11,11 @@
 // tiles, all 16 transform elements: each chunk of CK = 8 input channels is
 // transformed into local memory (one (channel, tile) patch and one (channel,
 // output channel) weight per work-item; the next chunk's raw values are
-// loaded while the current one is multiplied), then work-item (e, tm, tt)
+// loaded while the current one is multiplied: the weights as the chunk's
+// BM x CK x 9 block, consecutive work-items on consecutive addresses, staged
+// raw in local memory (Gs) for the transform; read per output channel, a
+// warp's 32 loads hit 32 rows C x 9 floats apart, and took half the kernel's
+// time on the H100), then work-item (e, tm, tt)
 // multiplies element e's 8 output channels x 8 tiles (float4 local reads,
 // the gemm.cl VEC layout). At the end the products go through local memory
 // (half the channels at a time) so that each work-item transforms whole
@@ -27,13 +31,7 @@
 #define EPI(v, i) (v)
 #define EPI_PARAMS
 #endif
-// WG_BM64 (a measured variant): 64 output channels per work-group of 512
-// items (twice the FMAs per transformed input, the same 8x8 per item).
-#ifdef WG_BM64
-#define BM 64
-#else
 #define BM 32
-#endif
 #define BT 32
 #define CK 8
 #define NT (16 * (BM / 8) * (BT / 8))  // work-items: 16 elements x (BM/8 x BT/8) blocks of 8x8
@@ -80,19 +78,25 @@ void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, 
   const bool t_in = tg < T;
   const int ih0 = 2 * th - ph, iw0 = 2 * tw - pw;
   __global const float* xi = X + xo + (size_t)img * C * H * W;
-  const bool m_in = m0 + lm < OC;
-  __global const float* wm = Wt + wo + (size_t)(m0 + lm) * C * 9;
-  float d[16], g[9];
+  // Raw weights of a chunk: element q = tid + NT r of the BM x (CK x 9) block
+  // (output channel q / (CK x 9), then channel and tap), stored at
+  // Gs[channel row * GS + offset]; GS = CK x 9 + 1 keeps a warp's reads of
+  // 32 rows on 32 banks.
+#define GS (CK * 9 + 1)
+#define G_PER ((BM * CK * 9 + NT - 1) / NT)
+  __local float Gs[BM * GS];
+  __global const float* wg = Wt + wo + (size_t)m0 * C * 9;
+  float d[16], gr[G_PER];
 #ifdef WG_DIAG_NO_GLOBAL  // a diagnostic build (wrong results): no global reads, to time the rest
 #define WG_LOAD(c0)                                                                   \
   {                                                                                   \
     for (int k = 0; k < 16; ++k) d[k] = (float)(k + (c0) + lc);                       \
-    for (int k = 0; k < 9; ++k) g[k] = (float)(k - (c0) + lcw);                       \
+    for (int r = 0; r < G_PER; ++r) gr[r] = (float)(r - (c0) + tid);                  \
   }
 #else
 #define WG_LOAD(c0)                                                                   \
   {                                                                                   \
-    const int c = (c0) + lc, cw = (c0) + lcw;                                         \
+    const int c = (c0) + lc;                                                          \
     const bool cin = loads_x && c < cend;                                             \
     __global const float* xc = xi + (size_t)c * H * W;                                \
     for (int i = 0; i < 4; ++i) {                                                     \
@@ -103,22 +107,28 @@ void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, 
         d[4 * i + j] = rin && iw >= 0 && iw < W ? xc[ih * W + iw] : 0.0f;             \
       }                                                                               \
     }                                                                                 \
-    for (int k = 0; k < 9; ++k) g[k] = cw < cend && m_in ? wm[cw * 9 + k] : 0.0f;     \
+    for (int r = 0; r < G_PER; ++r) {                                                 \
+      const int q = tid + NT * r, row = q / (CK * 9), off = q - row * (CK * 9);       \
+      gr[r] = q < BM * CK * 9 && m0 + row < OC && (c0) * 9 + off < cend * 9           \
+                  ? wg[(size_t)row * C * 9 + (c0) * 9 + off] : 0.0f;                  \
+    }                                                                                 \
   }
 #endif
+#define WG_STORE_RAW_WEIGHTS                                                          \
+  for (int r = 0; r < G_PER; ++r) {                                                   \
+    const int q = tid + NT * r, row = q / (CK * 9);                                   \
+    if (q < BM * CK * 9) Gs[row * GS + q - row * (CK * 9)] = gr[r];                   \
+  }
   float acc[8][8];
 #pragma unroll
   for (int i = 0; i < 8; ++i)
 #pragma unroll
     for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
   const int e = tid / (NT / 16), tm = (tid % (NT / 16)) / 4, tt = tid & 3;
-#ifndef WG_NO_PREFETCH
   WG_LOAD(cbeg)
-#endif
+  WG_STORE_RAW_WEIGHTS
+  barrier(CLK_LOCAL_MEM_FENCE);
   for (int c0 = cbeg; c0 < cend; c0 += CK) {
-#ifdef WG_NO_PREFETCH
-    WG_LOAD(c0)  // WG_NO_PREFETCH (a measured variant): loaded right before their transform
-#endif
     if (loads_x) {  // V = B^T d B, B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]
       float r[16];
 #pragma unroll
@@ -138,7 +148,9 @@ void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, 
       }
     }
     {  // U = G g G^T, G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1]
-      float s[12];
+      float g[9], s[12];
+#pragma unroll
+      for (int k = 0; k < 9; ++k) g[k] = Gs[lm * GS + lcw * 9 + k];
 #pragma unroll
       for (int j = 0; j < 3; ++j) {
         s[0 + j] = g[j];
@@ -156,9 +168,8 @@ void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, 
       }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-#ifndef WG_NO_PREFETCH
-    if (c0 + CK < cend) WG_LOAD(c0 + CK)
-#endif
+    const bool next = c0 + CK < cend;
+    if (next) WG_LOAD(c0 + CK)
     __local const float4* ue = (__local const float4*)(Us + e * CK * BM);
     __local const float4* ve = (__local const float4*)(Vs + e * CK * BT);
 #ifndef WG_DIAG_NO_GEMM  // a diagnostic build (wrong results): no products, to time the rest
@@ -175,6 +186,7 @@ void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, 
         for (int j = 0; j < 8; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
     }
 #endif
+    if (next) WG_STORE_RAW_WEIGHTS  // Gs was read before the barrier above
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   // acc[i][j]: element e of output channel m0 + 4 tm + 4 TMN (i / 4) + i % 4,

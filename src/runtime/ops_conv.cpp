@@ -99,7 +99,7 @@ struct Forced {
   bool taps = false;             // conv2d_gemm_taps for conv2d_gemm
   int64_t splits = 0;            // split-K where allowed: S slices; -1 the S by shape; 0 the choice; 1 never
   bool winograd = false;         // conv_winograd.cl for the 3x3 stride-1 convs it takes
-  std::string winograd_build;    // "winograd:np", ":bm64": its build variants (measurements only)
+  std::string winograd_build;    // "winograd:dng", ":dnm": diagnostic builds (measurements only)
 };
 Forced& forced() {
   static Forced f;
@@ -229,10 +229,11 @@ Variant winograd_split(const WinogradShape& w, int64_t cu, int64_t waves) {
 }
 
 // variant_cost's units for Winograd: 16 x 32 x 32 FMAs per input channel and
-// work-group; kWinogradSpeed against 32x32's 1.0 (a guess: a little under
-// 64x64v's 2.5, its register block is the same 8x8 with float4 reads but the
-// transforms add about a fifth).
-constexpr double kWinogradSpeed = 2.0;
+// work-group; kWinogradSpeed against 32x32's 1.0 (first a guess, 2.0: a
+// little under 64x64v's 2.5, the same 8x8 register block with float4 reads
+// plus the transforms; then its weights' loads were coalesced and it ran
+// 1.33-1.48x faster on VGG's and U-Net's 3x3 convs on the H100).
+constexpr double kWinogradSpeed = 2.8;
 double winograd_cost(const Variant& v, const WinogradShape& w, int64_t cu) {
   double work = 16.0 * 32 * 32 * double(v.splits > 1 ? v.kslice : w.C) / kWinogradSpeed;
   double split = v.splits > 1 ? 150e3 + 0.25 * double(w.OC * w.tiles * 4 * w.images * v.splits) : 0.0;
@@ -317,16 +318,17 @@ std::optional<WinogradShape> winograd_shape(const NodeBuilder& b, const ConvGeom
   return w;
 }
 
-// --precision tf32: Winograd's exact fp32 first where the H100 measured it
-// faster than the tensor-core tiles (texplan_conv_bench, ms, Winograd vs
-// tf32): convs of 128 output channels or fewer (U-Net's 32->32 at 256x256
-// 0.047 vs 0.066, 64->32 0.080 vs 0.119, VGG's 64->128 at 112x112 0.064 vs
-// 0.066) and 2x2-pooled ones of 128 input channels or more, whose tf32 form
-// cannot split (VGG's 512->512 at 28x28 + pool 0.149 vs 0.228, its 256->256
-// at 56x56 0.150 vs 0.210); where the fp32 guess would take Winograd too.
+// --precision tf32: Winograd's exact fp32 first wherever the fp32 guess
+// would consider it: since its weights' loads were coalesced it beat the
+// tensor-core tiles on every 3x3 shape the H100 measured (texplan_conv_bench,
+// ms, Winograd vs the best tf32 tile: VGG's 256->256 at 56x56 0.104 vs
+// 0.116, 512->512 at 28x28 0.101 vs 0.114; before, only convs of 128
+// output channels or fewer and 2x2-pooled ones of 128 input channels or
+// more). The pooled form cannot split: under half a wave of work-groups
+// (VGG's 512->512 at 14x14 + pool) the tf32 tiles keep it.
 bool winograd_before_tf32(const NodeBuilder& b, const WinogradShape& w, bool pooled) {
   const int64_t cu = std::max(1, b.compute_units());
-  return b.tf32 && (w.OC >= 64 || w.groups() >= cu) && (pooled ? w.C >= 128 : w.OC <= 128);
+  return b.tf32 && (w.OC >= 64 || w.groups() >= cu) && (!pooled || 2 * w.groups() >= cu);
 }
 
 // conv_winograd.cl's launches for variant `v` (whole, or split over the
@@ -335,9 +337,7 @@ bool winograd_before_tf32(const NodeBuilder& b, const WinogradShape& w, bool poo
 void launch_winograd(NodeBuilder& b, const ConvGeometry& g, bool has_bias, const TensorArg& bias, const FusedTail& tail,
                      const Variant& v, int64_t PH = 0, int64_t PW = 0) {
   const int64_t tiles = ceil_div(g.OH, 2) * ceil_div(g.OW, 2), total = g.N * g.OC * g.OH * g.OW;
-  const bool bm64 = forced().winograd_build.find("-DWG_BM64") != std::string::npos;
-  Range r = group_range({size_t(ceil_div(tiles, 32)), size_t(ceil_div(g.OC, bm64 ? 64 : 32)), size_t(g.N * v.splits)},
-                        {bm64 ? 512u : 256u, 1, 1});
+  Range r = group_range({size_t(ceil_div(tiles, 32)), size_t(ceil_div(g.OC, 32)), size_t(g.N * v.splits)}, {256, 1, 1});
   const std::string& build = forced().winograd_build;
   auto args = [&](const Source& src) {
     b.launch(Source(src.file, src.defines + build, src.prelude), "conv2d_winograd", r, b.arg_in(0), b.arg_in(1), bias, b.arg_out(0), cl_int(has_bias), i32(g.C),
@@ -620,18 +620,18 @@ void force_conv_variant(const std::string& variant) {
   }
   if (tiles == "winograd" || tiles.rfind("winograd:", 0) == 0) {
     f.winograd = true;  // where it applies; the GPU kernels' choice by shape elsewhere
-    // Build variants, for measurements: ":np" no register prefetch of the
-    // next chunk (fewer registers), ":bm64" 64 output channels per
-    // work-group of 512 items. No register cap: NVIDIA's driver (580)
-    // builds with -cl-nv-maxrregcount=128 but ptxas still gives the kernel
-    // 207 registers (TEXPLAN_BUILD_LOG), and rejects the spaced form.
+    // Diagnostic builds, for measurements (wrong results): ":dng" no global
+    // reads, ":dnm" no products, to time the rest. (Two build variants were
+    // measured and dropped: no register prefetch, 10% slower; 64 output
+    // channels per 512-item work-group, 2-4% faster on the largest grids
+    // only. A register cap cannot be had: NVIDIA's driver (580) builds with
+    // -cl-nv-maxrregcount=128 but ptxas still gives the kernel its 207
+    // registers, TEXPLAN_BUILD_LOG shows, and it rejects the spaced form.)
     std::stringstream opts(tiles.substr(8));
     for (std::string o; std::getline(opts, o, ':');) {
-      if (o == "np") f.winograd_build += " -DWG_NO_PREFETCH";
-      else if (o == "bm64") f.winograd_build += " -DWG_BM64";
-      else if (o == "dng") f.winograd_build += " -DWG_DIAG_NO_GLOBAL";  // diagnostics: wrong results, parts timed
+      if (o == "dng") f.winograd_build += " -DWG_DIAG_NO_GLOBAL";
       else if (o == "dnm") f.winograd_build += " -DWG_DIAG_NO_GEMM";
-      else if (!o.empty()) throw Error("no Winograd build variant :" + o + " (:np, :bm64, :dng, :dnm)");
+      else if (!o.empty()) throw Error("no Winograd build variant :" + o + " (:dng, :dnm)");
     }
   } else if (!variant.empty() && tiles != "gpu") {
     f.taps = tiles.rfind("taps:", 0) == 0;
