@@ -305,17 +305,15 @@ Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int6
 
 // The Winograd shape of a conv it takes (3x3, stride and dilation 1, one
 // group), on GPUs or forced: none for others. Where Winograd pays is the
-// cost model's (or the tuning's) call; below 16 input channels, 32 output
-// channels or 32 tiles a work-group's 8-channel chunks, 32-channel block or
-// 32-tile block would run mostly empty (ResNet's 512->512 at 7x7, 16 tiles:
-// 0.036 ms at best against the direct kernel's 0.033 on the H100); 16 input
-// channels fill two chunks (SqueezeNet's 16->64 at 55x55: 0.0092 ms
-// against the direct kernel's 0.0157).
+// cost model's (or the tuning's) call; below 32 input or output channels or
+// 32 tiles a work-group's 8-channel chunks, 32-channel block or 32-tile
+// block would run mostly empty (ResNet's 512->512 at 7x7, 16 tiles: 0.036 ms
+// at best against the direct kernel's 0.033 on the H100).
 std::optional<WinogradShape> winograd_shape(const NodeBuilder& b, const ConvGeometry& g) {
   if (g.KH != 3 || g.KW != 3 || g.sh != 1 || g.sw != 1 || g.dh != 1 || g.dw != 1 || g.groups != 1) return std::nullopt;
   if (forced().taps || forced().tiles) return std::nullopt;
   const WinogradShape w{g.C, g.OC, ceil_div(g.OH, 2) * ceil_div(g.OW, 2), g.N};
-  if (!forced().winograd && (b.device_type() != "gpu" || g.C < 16 || g.OC < 32 || w.tiles * w.images < 32))
+  if (!forced().winograd && (b.device_type() != "gpu" || g.C < 32 || g.OC < 32 || w.tiles * w.images < 32))
     return std::nullopt;
   return w;
 }
