@@ -52,7 +52,7 @@ side_once() {  # SIDE_INDEX ROUND: every model once, appended to $tmp/times
 import json, sys
 for o in json.load(open(sys.argv[1])):
     if o.get(sys.argv[2]) is not None:
-        print(sys.argv[3], sys.argv[4], o["model"], o[sys.argv[2]], o.get("rel_error") or "")
+        print(sys.argv[3], sys.argv[4], o["model"], o[sys.argv[2]], "" if o.get("rel_error") is None else o["rel_error"])
 EOF
       ;;
     *)
@@ -64,7 +64,7 @@ EOF
 import json, sys
 o = json.load(open(sys.argv[1]))
 if o.get("median_ms") is not None:
-    print(sys.argv[2], sys.argv[3], sys.argv[4], o["median_ms"], o.get("rel_error") or "")
+    print(sys.argv[2], sys.argv[3], sys.argv[4], o["median_ms"], "" if o.get("rel_error") is None else o["rel_error"])
 EOF
       done
       ;;
@@ -105,7 +105,7 @@ for m in models:
     out.append(o)
     f = lambda v, w, p: f"{v:{w}.{p}f}" if v is not None else f"{'failed':>{w}}"
     print(f"{m:20}" + "".join(f(v, 12, 3) for v in o["median_ms"]) + "".join(f(q, 8, 2) for q in ratios)
-          + "   " + " ".join(f"{float(e):.1e}" if e else "-" for e in o["rel_error"]))
+          + "   " + " ".join("-" if e is None else f"{float(e):.1e}" for e in o["rel_error"]))
 if len(models) > 1:
     print(f"{'geomean':20}" + " " * 12 * n_sides + "".join(
         f"{math.exp(statistics.mean(l)):8.2f}" if l else f"{'-':>8}" for l in logs[1:]))
