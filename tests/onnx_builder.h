@@ -3,6 +3,8 @@
 #include <onnx/onnx_pb.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -87,9 +89,21 @@ struct OnnxBuilder {
   }
 };
 
+// A folder for one test's files, removed when the test process exits (each
+// CTest case is its own process); TEXPLAN_KEEP_TEST_DIRS set keeps them.
 inline std::filesystem::path temp_dir(const std::string& tag) {
+  struct Made {
+    std::vector<std::filesystem::path> dirs;
+    ~Made() {
+      if (std::getenv("TEXPLAN_KEEP_TEST_DIRS")) return;
+      std::error_code ec;
+      for (const auto& d : dirs) std::filesystem::remove_all(d, ec);
+    }
+  };
+  static Made made;
   auto d = std::filesystem::temp_directory_path() / ("texplan-test-" + tag + "-" + std::to_string(::getpid()));
   std::filesystem::create_directories(d);
+  if (std::find(made.dirs.begin(), made.dirs.end(), d) == made.dirs.end()) made.dirs.push_back(d);
   return d;
 }
 
