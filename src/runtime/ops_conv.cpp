@@ -621,12 +621,14 @@ void force_conv_variant(const std::string& variant) {
   if (tiles == "winograd" || tiles.rfind("winograd:", 0) == 0) {
     f.winograd = true;  // where it applies; the GPU kernels' choice by shape elsewhere
     // Diagnostic builds, for measurements (wrong results): ":dng" no global
-    // reads, ":dnm" no products, to time the rest. (Two build variants were
+    // reads, ":dnm" no products, to time the rest. (Three build variants were
     // measured and dropped: no register prefetch, 10% slower; 64 output
     // channels per 512-item work-group, 2-4% faster on the largest grids
-    // only. A register cap cannot be had: NVIDIA's driver (580) builds with
-    // -cl-nv-maxrregcount=128 but ptxas still gives the kernel its 207
-    // registers, TEXPLAN_BUILD_LOG shows, and it rejects the spaced form.)
+    // only; 8x4 blocks per item in 512-item work-groups, 128 registers
+    // instead of 239 and twice the warps per SM, 12-21% slower on VGG's and
+    // U-Net's shapes. A register cap cannot be had: NVIDIA's driver (580)
+    // builds with -cl-nv-maxrregcount=128 but ptxas still gives the kernel
+    // its registers, TEXPLAN_BUILD_LOG shows, and it rejects the spaced form.)
     std::stringstream opts(tiles.substr(8));
     for (std::string o; std::getline(opts, o, ':');) {
       if (o == "dng") f.winograd_build += " -DWG_DIAG_NO_GLOBAL";
