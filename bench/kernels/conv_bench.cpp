@@ -126,6 +126,8 @@ std::vector<ConvShape> zoo_shapes() {
       {"silu 1x1 40->240 28", 40, 28, 28, 240, 1, 1, 0, 1, false, kSilu},
       {"silu 1x1 112->672 14", 112, 14, 14, 672, 1, 1, 0, 1, false, kSilu},
       {"silu 1x1 320->1280 7", 320, 7, 7, 1280, 1, 1, 0, 1, false, kSilu},
+      {"bert 1x1 1024->128 16 +res", 1024, 16, 16, 128, 1, 1, 0, 1, true},  // BERT-mini's FFN down (128 x 1024 x 256) with its residual
+      {"bert 1x1 1024->128 16", 1024, 16, 16, 128, 1, 1, 0, 1},
       {"relu6 1x1 64->384 14", 64, 14, 14, 384, 1, 1, 0, 1, false, {"Clip x0 0 6"}},
       {"relu 1x1 64->384 14", 64, 14, 14, 384, 1, 1, 0, 1, false, {"Relu x0"}},
       {"silu 1x1 64->384 14", 64, 14, 14, 384, 1, 1, 0, 1, false, kSilu},
