@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -238,6 +239,20 @@ cl_program Device::program(const std::string& file, const std::string& defines, 
     throw Error("building kernels " + key + " for " + info_.name + ": " + cl_error_name(s) + "\n" + log);
   }
   if (show_log) std::cerr << "build log: " << file << " " << defines << "\n" << build_log() << "\n";
+  // TEXPLAN_BUILD_DUMP=DIR: every built program's binary (NVIDIA: PTX text)
+  // into DIR/<n>.bin, named in the log, for ptxas and cuobjdump.
+  if (const char* dir = std::getenv("TEXPLAN_BUILD_DUMP")) {
+    size_t size = 0;
+    if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) == CL_SUCCESS && size > 0) {
+      std::vector<unsigned char> bin(size);
+      unsigned char* ptr_bin = bin.data();
+      if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof ptr_bin, &ptr_bin, nullptr) == CL_SUCCESS) {
+        const std::string path = std::string(dir) + "/" + std::to_string(programs_.size()) + ".bin";
+        std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bin.data()), std::streamsize(size));
+        std::cerr << "build dump: " << path << " " << file << " " << defines << "\n";
+      }
+    }
+  }
   programs_.emplace_back(key, prog);
   return prog;
 }
