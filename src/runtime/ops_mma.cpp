@@ -180,14 +180,14 @@ std::vector<std::string> mma_tile_variants() {
 
 void force_mma_variant(const std::string& variant) {
   // Build flags for measurements (gemm_mma.cl's MMA_* macros), "+" after the tiles.
-  static const char* kFlags[] = {"ASM_NONVOLATILE", "DIAG_NO_GLOBAL", "DIAG_NO_MMA"};
+  static const char* kFlags[] = {"DIAG_NO_GLOBAL", "DIAG_NO_MMA"};
   const std::string name = variant.substr(0, variant.find('+'));
   std::string build;
   for (size_t at = variant.find('+'); at != std::string::npos;) {
     const size_t next = variant.find('+', at + 1);
     const std::string flag = variant.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
     if (std::none_of(std::begin(kFlags), std::end(kFlags), [&](const char* f) { return flag == f; }))
-      throw Error("no tf32 build flag +" + flag + " (+ASM_NONVOLATILE, +DIAG_NO_GLOBAL, +DIAG_NO_MMA)");
+      throw Error("no tf32 build flag +" + flag + " (+DIAG_NO_GLOBAL, +DIAG_NO_MMA)");
     build += " -DMMA_" + flag;
     at = next;
   }

@@ -55,8 +55,8 @@ bool launch_gemm_mma(NodeBuilder& b, const TensorArg& A, const TensorArg& B, con
 // Tile variants of gemm_mma.cl ("mma128x64": 128 output channels or rows x
 // 64 pixels or columns per work-group), and a way to force one (benchmarks).
 std::vector<std::string> mma_tile_variants();
-// "+FLAG" after the tiles: built with gemm_mma.cl's -DMMA_FLAG (ASM_NONVOLATILE,
-// DIAG_NO_GLOBAL, DIAG_NO_MMA: the latter two compute wrong values, to time parts).
+// "+FLAG" after the tiles: built with gemm_mma.cl's -DMMA_FLAG (DIAG_NO_GLOBAL,
+// DIAG_NO_MMA: diagnostic builds that compute wrong values, to time parts).
 void force_mma_variant(const std::string& name);  // "": chosen by shape or tuning
 
 }  // namespace texplan::runtime
