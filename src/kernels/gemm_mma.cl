@@ -16,9 +16,7 @@
 // and t+4 a lane needs are neighbours (one 64-bit load for a0/a2 and one for
 // a1/a3); Bs[k][n] with a row stride of BN + 8.
 //
-// TEXPLAN_PTX (set for NVIDIA devices only) selects the inline PTX. Without
-// it the same kernels run on any OpenCL device with the mma emulated through
-// local memory (slow; tests check the fragment layouts on PoCL with it).
+// The mma and the tf32 rounding: mma_common.cl (prepended).
 #ifndef EPI
 #define EPI(v, i) (v)
 #define EPI_PARAMS
@@ -44,12 +42,6 @@
 #define A_PER (BM * BK / NT)  // A elements each work-item stages per slice
 #define B_PER (BK * BN / NT)
 
-#ifdef TEXPLAN_PTX
-#define UNROLL _Pragma("unroll")  // register arrays stay registers only when their loops unroll
-#else
-#define UNROLL  // the emulation's barriers in fully unrolled loops overwhelm PoCL
-#endif
-
 // Split-K (-DSPLITK, not with POOL2), gemm.cl's protocol: grid z enumerates
 // (batch, slice) as batch * splits + slice; a work-group multiplies K range
 // [slice * kslice, +kslice) (kslice a multiple of BK) and adds its partial
@@ -69,54 +61,6 @@
 
 // Position of tap k of a slice inside its As row.
 #define KPOS(k) (((k) & ~7) | (((k) & 3) << 1) | (((k) >> 2) & 1))
-
-#ifdef TEXPLAN_PTX
-inline uint to_tf32(float x) {
-  uint u;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(u) : "f"(x));
-  return u;
-}
-#define MMA_SCRATCH
-// volatile: measured without it on the H100 (VGG's 256->256 and 512->512
-// convs, mma128x128 and mma128x64w8), the times did not change.
-#define MMA(d, a, b)                                                                                         \
-  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, " \
-               "{%0,%1,%2,%3};"                                                                              \
-               : "+f"((d)[0]), "+f"((d)[1]), "+f"((d)[2]), "+f"((d)[3])                                     \
-               : "r"((a)[0]), "r"((a)[1]), "r"((a)[2]), "r"((a)[3]), "r"((b)[0]), "r"((b)[1]))
-#else
-// Round to nearest, ties away from zero, keeping 10 mantissa bits (cvt.rna).
-inline uint to_tf32(float x) {
-  uint u = as_uint(x);
-  return isfinite(x) ? (u + 0x1000u) & 0xffffe000u : u;
-}
-// One warp's m16n8k8 from the fragments its 32 lanes hold (PTX ISA layout):
-// every lane publishes its registers, then computes its four outputs. Called
-// in uniform control flow only (it has barriers).
-#define MMA_SCRATCH __local uint mma_scratch[NT * 6];
-inline void mma_emulated(float* d, const uint* a, const uint* b, __local uint* scratch, int lid) {
-  __local uint* warp = scratch + (lid & ~31) * 6;
-  const int lane = lid & 31, g = lane >> 2, t = lane & 3;
-  for (int r = 0; r < 4; ++r) warp[lane * 6 + r] = a[r];
-  warp[lane * 6 + 4] = b[0];
-  warp[lane * 6 + 5] = b[1];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  UNROLL for (int o = 0; o < 4; ++o) {
-    const int row = g + 8 * (o >> 1), col = 2 * t + (o & 1);
-    float s = d[o];
-    for (int k = 0; k < 8; ++k) {
-      // A(row, k): lane (row % 8) * 4 + k % 4, register a0 a1 a2 a3 = (g,t) (g+8,t) (g,t+4) (g+8,t+4).
-      float av = as_float(warp[((row & 7) * 4 + (k & 3)) * 6 + (row >> 3) + 2 * (k >> 2)]);
-      // B(k, col): lane col * 4 + k % 4, register b0 b1 = (t, g) (t+4, g).
-      float bv = as_float(warp[(col * 4 + (k & 3)) * 6 + 4 + (k >> 2)]);
-      s += av * bv;
-    }
-    d[o] = s;
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-}
-#define MMA(d, a, b) mma_emulated(d, a, b, mma_scratch, lid)
-#endif
 
 #define MMA_LOCALS                                                   \
   __local uint As[BM * SA];                                          \

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "kernels/kernel_sources.h"
 #include "runtime/session.h"
 #include "runtime/tuning.h"
 
@@ -46,9 +47,8 @@ int64_t groups(const MmaTiles& t, int64_t M, int64_t N, int64_t batches) {
 Source mma_source(const Device& dev, const MmaTiles& t, const std::string& extra, const FusedTail& tail) {
   std::string d = "-DBM=" + std::to_string(t.bm) + " -DBN=" + std::to_string(t.bn) + " -DWM=" + std::to_string(t.wm) +
                   " -DWN=" + std::to_string(t.wn);
-  if (!emulate && accepts_inline_ptx(dev)) d += " -DTEXPLAN_PTX";  // inline PTX reaches NVIDIA's driver only
   if (forced_variant == t.name) d += forced_build;
-  return Source("gemm_mma.cl", d + extra, tail.prelude);
+  return mma_build(dev, "gemm_mma.cl", d + extra, tail.prelude);
 }
 
 constexpr int64_t kBK = 32;               // gemm_mma.cl's BK
@@ -156,6 +156,12 @@ std::string key_of(const char* kernel, std::initializer_list<int64_t> v) {
 
 }  // namespace
 
+Source mma_build(const Device& dev, const char* file, const std::string& defines, const std::string& prelude) {
+  std::string d = defines;
+  if (!emulate && accepts_inline_ptx(dev)) d += " -DTEXPLAN_PTX";  // inline PTX reaches NVIDIA's driver only
+  return Source(file, d, prelude + "\n" + kernels::sources().at("mma_common.cl"));
+}
+
 bool tf32_supported(const Device& dev) {
   if (emulate) return true;
   if (dev.info().type != "gpu" || !accepts_inline_ptx(dev)) return false;
@@ -177,6 +183,8 @@ std::vector<std::string> mma_tile_variants() {
   for (const MmaTiles& t : kMmaTiles) v.push_back(t.name);
   return v;
 }
+
+bool mma_tiles_forced() { return !forced_variant.empty(); }
 
 void force_mma_variant(const std::string& variant) {
   // Build flags for measurements (gemm_mma.cl's MMA_* macros), "+" after the tiles.

@@ -17,6 +17,10 @@ namespace texplan::runtime {
 // `splits` > 0: split-K into that many slices wherever it is allowed.
 void force_tf32_emulation(bool on, int splits = 0);
 
+// A build of kernel `file` with mma_common.cl's tf32 primitives after
+// `prelude`: the inline PTX on NVIDIA, the emulated mma elsewhere.
+Source mma_build(const Device& dev, const char* file, const std::string& defines, const std::string& prelude);
+
 // Conv geometry as ops_conv.cpp's ConvGeometry (2D; H = 1 for 1D).
 struct MmaConv {
   int64_t N, C, H, W, OC, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw, groups;
@@ -58,5 +62,6 @@ std::vector<std::string> mma_tile_variants();
 // "+FLAG" after the tiles: built with gemm_mma.cl's -DMMA_FLAG (DIAG_NO_GLOBAL,
 // DIAG_NO_MMA: diagnostic builds that compute wrong values, to time parts).
 void force_mma_variant(const std::string& name);  // "": chosen by shape or tuning
+bool mma_tiles_forced();                           // tiles forced: they run where tf32 applies
 
 }  // namespace texplan::runtime
