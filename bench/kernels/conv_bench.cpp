@@ -3,7 +3,8 @@
 // conv_tile_variants) and with the variant the lowering chooses by itself
 // ("auto"), as GFLOP/s and as a ratio to the best variant of that shape.
 // The tf32 variants (--precision tf32: tensor cores, runtime/ops_mma.h) are
-// "tf32" (tiles chosen by shape) and "tf32:<tiles>"; every variant's maximum
+// "tf32" (chosen by shape), "tf32:<tiles>" and "tf32:winograd[...]" (Winograd's
+// products on the tensor cores, forced as "winograd[...]" is); every variant's maximum
 // error relative to "auto" (exact fp32) is printed beside it.
 // One call on the GPU machine answers which tiles win where:
 //
@@ -351,8 +352,11 @@ int main(int argc, char** argv) {
           const bool block = names[v].rfind("block:", 0) == 0;  // CPU devices: a register block (cpu_lowering.h)
           runtime::force_cpu_winograd_variant(cpu ? names[v].substr(4) : "");
           runtime::force_cpu_variant(block ? names[v].substr(6) : "");
-          runtime::force_conv_variant(names[v] == "auto" || tf32 || cpu || block ? "" : names[v]);
-          runtime::force_mma_variant(names[v].rfind("tf32:", 0) == 0 ? names[v].substr(5) : "");
+          // "tf32:winograd..." forces Winograd (its tensor-core form); "tf32:<tiles>" the mma tiles.
+          const bool tf32_wino = names[v].rfind("tf32:winograd", 0) == 0;
+          runtime::force_conv_variant(tf32_wino ? names[v].substr(5)
+                                                : (names[v] == "auto" || tf32 || cpu || block ? "" : names[v]));
+          runtime::force_mma_variant(names[v].rfind("tf32:", 0) == 0 && !tf32_wino ? names[v].substr(5) : "");
           ms[v] = time_node(g, feeds, dev, reps, outs[v], tf32 ? runtime::Precision::Tf32 : runtime::Precision::Fp32,
                             launches[v]);
         } catch (const Error& e) {

@@ -27,6 +27,22 @@
 // [s * cslice, +cslice) and adds its partial outputs into Y (split_add,
 // common.cl; slice 0 with the bias); the host zeroes Y before and applies the
 // epilogue after (gemm.cl's splitk_zero / splitk_finish).
+//
+// WG_MMA (--precision tf32; mma_common.cl prepended): the transforms are
+// rounded to tf32 as they are stored and each element's 32 x 32 x CK product
+// runs on the tensor cores, warp w multiplying elements 2w and 2w + 1 (8
+// m16n8k8 each per chunk) instead of 512 FMAs per work-item. Us and Vs rows
+// (one channel each) are stored with their columns XOR-swizzled by the
+// channel's (c % 4) x 8, so a fragment's 32 reads (channels t, t + 4 and
+// rows g, g + 8 of lane (g, t)) fall on 32 banks. With so little work
+// between a chunk's loads and their use, WG_MMA keeps two chunks' raw values
+// in flight (the fp32 build gained nothing from that). On the H100 it runs
+// VGG's and U-Net's 3x3 convs 5-11% faster than the fp32 build; timed without
+// global reads it would be twice as fast: one 256-item work-group per SM
+// (252 registers) cannot hide the loads' latency, and neither capping the
+// registers at 128 for two work-groups per SM (".maxnreg" patched into the
+// PTX: spills, 1.1-3x slower) nor 16-tile work-groups (173 registers, more
+// weight transforms per output: 1.1-1.6x slower) paid.
 #ifndef EPI
 #define EPI(v, i) (v)
 #define EPI_PARAMS
@@ -34,8 +50,18 @@
 #define BM 32
 #define BT 32
 #define CK 8
-#define NT (16 * (BM / 8) * (BT / 8))  // work-items: 16 elements x (BM/8 x BT/8) blocks of 8x8
+#define NT (16 * (BM / 8) * (BT / 8))  // work-items: 16 elements x (BM/8 x BT/8) blocks of 8x8 (WG_MMA: 8 warps x 2 elements)
 #define TMN (BM / 8)                    // blocks along the output channels
+#ifdef WG_MMA
+#if CK != 8 || BM != 32 || BT != 32
+#error "WG_MMA: one k8 step per chunk, swizzles within 32 columns"
+#endif
+#define WG_VAL(x) as_float(to_tf32(x))  // stored as the bits the mma reads
+#define WG_SWZ(c) (((c) & 3) << 3)
+#else
+#define WG_VAL(x) (x)
+#define WG_SWZ(c) 0
+#endif
 
 #ifdef SPLITK
 #ifdef POOL2
@@ -62,6 +88,11 @@ void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, 
   __local float* Vs = Us + 16 * CK * BM;
   __local float* Ms = Us;
   const int tid = get_local_id(0);
+#ifdef WG_MMA
+  MMA_SCRATCH
+  const int lid = tid;  // MMA's
+  const int lane = tid & 31, warp = tid >> 5, fg = lane >> 2, ft = lane & 3;
+#endif
   const int TW = (OW + 1) >> 1, T = ((OH + 1) >> 1) * TW;
   const int t0 = get_group_id(0) * BT, m0 = get_group_id(1) * BM;
 #ifdef SPLITK
@@ -86,15 +117,14 @@ void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, 
 #define G_PER ((BM * CK * 9 + NT - 1) / NT)
   __local float Gs[BM * GS];
   __global const float* wg = Wt + wo + (size_t)m0 * C * 9;
-  float d[16], gr[G_PER];
 #ifdef WG_DIAG_NO_GLOBAL  // a diagnostic build (wrong results): no global reads, to time the rest
-#define WG_LOAD(c0)                                                                   \
+#define WG_LOAD(c0, D, GR)                                                            \
   {                                                                                   \
-    for (int k = 0; k < 16; ++k) d[k] = (float)(k + (c0) + lc);                       \
-    for (int r = 0; r < G_PER; ++r) gr[r] = (float)(r - (c0) + tid);                  \
+    for (int k = 0; k < 16; ++k) D[k] = (float)(k + (c0) + lc);                       \
+    for (int r = 0; r < G_PER; ++r) GR[r] = (float)(r - (c0) + tid);                  \
   }
 #else
-#define WG_LOAD(c0)                                                                   \
+#define WG_LOAD(c0, D, GR)                                                            \
   {                                                                                   \
     const int c = (c0) + lc;                                                          \
     const bool cin = loads_x && c < cend;                                             \
@@ -104,91 +134,151 @@ void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, 
       const bool rin = cin && t_in && ih >= 0 && ih < H;                              \
       for (int j = 0; j < 4; ++j) {                                                   \
         const int iw = iw0 + j;                                                       \
-        d[4 * i + j] = rin && iw >= 0 && iw < W ? xc[ih * W + iw] : 0.0f;             \
+        D[4 * i + j] = rin && iw >= 0 && iw < W ? xc[ih * W + iw] : 0.0f;             \
       }                                                                               \
     }                                                                                 \
     for (int r = 0; r < G_PER; ++r) {                                                 \
       const int q = tid + NT * r, row = q / (CK * 9), off = q - row * (CK * 9);       \
-      gr[r] = q < BM * CK * 9 && m0 + row < OC && (c0) * 9 + off < cend * 9           \
+      GR[r] = q < BM * CK * 9 && m0 + row < OC && (c0) * 9 + off < cend * 9           \
                   ? wg[(size_t)row * C * 9 + (c0) * 9 + off] : 0.0f;                  \
     }                                                                                 \
   }
 #endif
-#define WG_STORE_RAW_WEIGHTS                                                          \
+#define WG_STORE_RAW_WEIGHTS(GR)                                                      \
   for (int r = 0; r < G_PER; ++r) {                                                   \
     const int q = tid + NT * r, row = q / (CK * 9);                                   \
-    if (q < BM * CK * 9) Gs[row * GS + q - row * (CK * 9)] = gr[r];                   \
+    if (q < BM * CK * 9) Gs[row * GS + q - row * (CK * 9)] = GR[r];                   \
   }
+  // A chunk's transforms into Us and Vs: V = B^T d B of the patch D,
+  // B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]; U = G g G^T of the raw
+  // weights in Gs, G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1].
+#define WG_TRANSFORM(D)                                                               \
+  if (loads_x) {                                                                      \
+    float r[16];                                                                      \
+    _Pragma("unroll") for (int j = 0; j < 4; ++j) {                                   \
+      r[0 + j] = D[0 + j] - D[8 + j];                                                 \
+      r[4 + j] = D[4 + j] + D[8 + j];                                                 \
+      r[8 + j] = D[8 + j] - D[4 + j];                                                 \
+      r[12 + j] = D[4 + j] - D[12 + j];                                               \
+    }                                                                                 \
+    __local float* v = Vs + lc * BT + (lt ^ WG_SWZ(lc));                              \
+    _Pragma("unroll") for (int i = 0; i < 4; ++i) {                                   \
+      v[(4 * i + 0) * CK * BT] = WG_VAL(r[4 * i + 0] - r[4 * i + 2]);                 \
+      v[(4 * i + 1) * CK * BT] = WG_VAL(r[4 * i + 1] + r[4 * i + 2]);                 \
+      v[(4 * i + 2) * CK * BT] = WG_VAL(r[4 * i + 2] - r[4 * i + 1]);                 \
+      v[(4 * i + 3) * CK * BT] = WG_VAL(r[4 * i + 1] - r[4 * i + 3]);                 \
+    }                                                                                 \
+  }                                                                                   \
+  {                                                                                   \
+    float g[9], s[12];                                                                \
+    _Pragma("unroll") for (int k = 0; k < 9; ++k) g[k] = Gs[lm * GS + lcw * 9 + k];   \
+    _Pragma("unroll") for (int j = 0; j < 3; ++j) {                                   \
+      s[0 + j] = g[j];                                                                \
+      s[3 + j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);                                 \
+      s[6 + j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);                                 \
+      s[9 + j] = g[6 + j];                                                            \
+    }                                                                                 \
+    __local float* u = Us + lcw * BM + (lm ^ WG_SWZ(lcw));                            \
+    _Pragma("unroll") for (int i = 0; i < 4; ++i) {                                   \
+      u[(4 * i + 0) * CK * BM] = WG_VAL(s[3 * i]);                                    \
+      u[(4 * i + 1) * CK * BM] = WG_VAL(0.5f * (s[3 * i] + s[3 * i + 1] + s[3 * i + 2])); \
+      u[(4 * i + 2) * CK * BM] = WG_VAL(0.5f * (s[3 * i] - s[3 * i + 1] + s[3 * i + 2])); \
+      u[(4 * i + 3) * CK * BM] = WG_VAL(s[3 * i + 2]);                                \
+    }                                                                                 \
+  }
+  // The chunk's 16 products from Us and Vs into acc. WG_DIAG_NO_GEMM (a
+  // diagnostic build, wrong results): none, to time the rest.
+#if defined(WG_DIAG_NO_GEMM)
+#define WG_PRODUCTS
+#elif defined(WG_MMA)
+#define WG_PRODUCTS                                                                   \
+  UNROLL for (int s = 0; s < 2; ++s) {  /* A(m, c) = U[e][c][m], B(c, t) = V[e][c][t] */ \
+    __local const float* ue = Us + (2 * warp + s) * CK * BM;                          \
+    __local const float* ve = Vs + (2 * warp + s) * CK * BT;                          \
+    const int sw = WG_SWZ(ft); /* channels ft and ft + 4 alike */                     \
+    uint af[BM / 16][4], bf[BT / 8][2];                                               \
+    UNROLL for (int i = 0; i < BM / 16; ++i) {                                        \
+      const int r0 = (16 * i + fg) ^ sw, r1 = (16 * i + fg + 8) ^ sw;                 \
+      af[i][0] = as_uint(ue[ft * BM + r0]);                                           \
+      af[i][1] = as_uint(ue[ft * BM + r1]);                                           \
+      af[i][2] = as_uint(ue[(ft + 4) * BM + r0]);                                     \
+      af[i][3] = as_uint(ue[(ft + 4) * BM + r1]);                                     \
+    }                                                                                 \
+    UNROLL for (int j = 0; j < BT / 8; ++j) {                                         \
+      const int col = (8 * j + fg) ^ sw;                                              \
+      bf[j][0] = as_uint(ve[ft * BT + col]);                                          \
+      bf[j][1] = as_uint(ve[(ft + 4) * BT + col]);                                    \
+    }                                                                                 \
+    UNROLL for (int i = 0; i < BM / 16; ++i)                                          \
+      UNROLL for (int j = 0; j < BT / 8; ++j) MMA(acc[s][i][j], af[i], bf[j]);        \
+  }
+#else
+#define WG_PRODUCTS                                                                   \
+  {                                                                                   \
+    __local const float4* ue = (__local const float4*)(Us + e * CK * BM);            \
+    __local const float4* ve = (__local const float4*)(Vs + e * CK * BT);            \
+    _Pragma("unroll") for (int c = 0; c < CK; ++c) {                                  \
+      float a[8], b[8];                                                               \
+      vstore4(ue[c * BM / 4 + tm], 0, a);                                             \
+      vstore4(ue[c * BM / 4 + TMN + tm], 1, a);                                       \
+      vstore4(ve[c * BT / 4 + tt], 0, b);                                             \
+      vstore4(ve[c * BT / 4 + 4 + tt], 1, b);                                         \
+      _Pragma("unroll") for (int i = 0; i < 8; ++i)                                   \
+        _Pragma("unroll") for (int j = 0; j < 8; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]); \
+    }                                                                                 \
+  }
+#endif
+#ifdef WG_MMA
+  float acc[2][BM / 16][BT / 8][4];  // [element 2 warp + s][m16 block][n8 block][fragment register]
+  UNROLL for (int s = 0; s < 2; ++s)
+    UNROLL for (int i = 0; i < BM / 16; ++i)
+      UNROLL for (int j = 0; j < BT / 8; ++j)
+        UNROLL for (int o = 0; o < 4; ++o) acc[s][i][j][o] = 0.0f;
+#else
   float acc[8][8];
 #pragma unroll
   for (int i = 0; i < 8; ++i)
 #pragma unroll
     for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
   const int e = tid / (NT / 16), tm = (tid % (NT / 16)) / 4, tt = tid & 3;
-  WG_LOAD(cbeg)
-  WG_STORE_RAW_WEIGHTS
+#endif
+  float d[16], gr[G_PER];
+#ifdef WG_MMA
+  // Two chunks' raw values in flight (sets d/gr and d2/gr2, alternating):
+  // the tensor cores leave too little work between a load and its use to
+  // hide one chunk ahead (the loads were half the time on the H100).
+  float d2[16], gr2[G_PER];
+#define WG_CHUNK(c0, D, GR)                                   \
+  WG_STORE_RAW_WEIGHTS(GR)                                    \
+  barrier(CLK_LOCAL_MEM_FENCE);                               \
+  WG_TRANSFORM(D)                                             \
+  if ((c0) + 2 * CK < cend) WG_LOAD((c0) + 2 * CK, D, GR)     \
+  barrier(CLK_LOCAL_MEM_FENCE);                               \
+  WG_PRODUCTS
+  WG_LOAD(cbeg, d, gr)
+  WG_LOAD(cbeg + CK, d2, gr2)
+  for (int c0 = cbeg; c0 < cend; c0 += 2 * CK) {
+    WG_CHUNK(c0, d, gr)
+    if (c0 + CK < cend) {
+      WG_CHUNK(c0 + CK, d2, gr2)
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);  // the last products read Us and Vs, which Ms reuses
+#else
+  // One chunk in flight: its loads are issued before this chunk's products.
+  WG_LOAD(cbeg, d, gr)
+  WG_STORE_RAW_WEIGHTS(gr)
   barrier(CLK_LOCAL_MEM_FENCE);
   for (int c0 = cbeg; c0 < cend; c0 += CK) {
-    if (loads_x) {  // V = B^T d B, B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]
-      float r[16];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        r[0 + j] = d[0 + j] - d[8 + j];
-        r[4 + j] = d[4 + j] + d[8 + j];
-        r[8 + j] = d[8 + j] - d[4 + j];
-        r[12 + j] = d[4 + j] - d[12 + j];
-      }
-      __local float* v = Vs + lc * BT + lt;
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        v[(4 * i + 0) * CK * BT] = r[4 * i + 0] - r[4 * i + 2];
-        v[(4 * i + 1) * CK * BT] = r[4 * i + 1] + r[4 * i + 2];
-        v[(4 * i + 2) * CK * BT] = r[4 * i + 2] - r[4 * i + 1];
-        v[(4 * i + 3) * CK * BT] = r[4 * i + 1] - r[4 * i + 3];
-      }
-    }
-    {  // U = G g G^T, G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1]
-      float g[9], s[12];
-#pragma unroll
-      for (int k = 0; k < 9; ++k) g[k] = Gs[lm * GS + lcw * 9 + k];
-#pragma unroll
-      for (int j = 0; j < 3; ++j) {
-        s[0 + j] = g[j];
-        s[3 + j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
-        s[6 + j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
-        s[9 + j] = g[6 + j];
-      }
-      __local float* u = Us + lcw * BM + lm;
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        u[(4 * i + 0) * CK * BM] = s[3 * i];
-        u[(4 * i + 1) * CK * BM] = 0.5f * (s[3 * i] + s[3 * i + 1] + s[3 * i + 2]);
-        u[(4 * i + 2) * CK * BM] = 0.5f * (s[3 * i] - s[3 * i + 1] + s[3 * i + 2]);
-        u[(4 * i + 3) * CK * BM] = s[3 * i + 2];
-      }
-    }
+    WG_TRANSFORM(d)
     barrier(CLK_LOCAL_MEM_FENCE);
     const bool next = c0 + CK < cend;
-    if (next) WG_LOAD(c0 + CK)
-    __local const float4* ue = (__local const float4*)(Us + e * CK * BM);
-    __local const float4* ve = (__local const float4*)(Vs + e * CK * BT);
-#ifndef WG_DIAG_NO_GEMM  // a diagnostic build (wrong results): no products, to time the rest
-#pragma unroll
-    for (int c = 0; c < CK; ++c) {
-      float a[8], b[8];
-      vstore4(ue[c * BM / 4 + tm], 0, a);
-      vstore4(ue[c * BM / 4 + TMN + tm], 1, a);
-      vstore4(ve[c * BT / 4 + tt], 0, b);
-      vstore4(ve[c * BT / 4 + 4 + tt], 1, b);
-#pragma unroll
-      for (int i = 0; i < 8; ++i)
-#pragma unroll
-        for (int j = 0; j < 8; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
-    }
-#endif
-    if (next) WG_STORE_RAW_WEIGHTS  // Gs was read before the barrier above
+    if (next) WG_LOAD(c0 + CK, d, gr)
+    WG_PRODUCTS
+    if (next) WG_STORE_RAW_WEIGHTS(gr)  // Gs was read before the barrier above
     barrier(CLK_LOCAL_MEM_FENCE);
   }
+#endif
   // acc[i][j]: element e of output channel m0 + 4 tm + 4 TMN (i / 4) + i % 4,
   // tile t0 + 4 tt + 16 (j / 4) + j % 4.
 #ifdef POOL2
@@ -198,7 +288,24 @@ void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, 
   const int OHW = OH * OW;
   __global float* yi = Y + yo + (size_t)img * OC * OHW;
 #endif
+#ifdef WG_MMA
+#pragma unroll  // else acc[s][hf] is indexed at run time, and acc lives on the stack
+#endif
   for (int hf = 0; hf < BM / 16; ++hf) {  // output channels 16 hf .. 16 hf + 15
+#ifdef WG_MMA
+    // Fragment register o of (i, j): channel 16 i + fg + 8 (o / 2), tile 8 j + 2 ft + o % 2.
+#pragma unroll
+    for (int i = 0; i < BM / 16; ++i) {
+      if (i != hf) continue;
+#pragma unroll
+      for (int s = 0; s < 2; ++s)
+#pragma unroll
+        for (int j = 0; j < BT / 8; ++j)
+#pragma unroll
+          for (int o = 0; o < 4; ++o)
+            Ms[((2 * warp + s) * 16 + fg + 8 * (o >> 1)) * BT + 8 * j + 2 * ft + (o & 1)] = acc[s][i][j][o];
+    }
+#else
 #pragma unroll
     for (int ig = 0; ig < 2; ++ig) {
       const int row0 = 4 * tm + 4 * TMN * ig;
@@ -210,6 +317,7 @@ void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, 
         row[4 + tt] = (float4)(acc[4 * ig + r][4], acc[4 * ig + r][5], acc[4 * ig + r][6], acc[4 * ig + r][7]);
       }
     }
+#endif
     barrier(CLK_LOCAL_MEM_FENCE);
 #pragma unroll
     for (int q = 0; q < 16 * BT / NT; ++q) {

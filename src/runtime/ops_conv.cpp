@@ -7,6 +7,7 @@
 #include "runtime/ops.h"
 #include "runtime/ops_cpu.h"
 #include "runtime/ops_mma.h"
+#include "runtime/session.h"
 #include "runtime/tuning.h"
 
 namespace texplan::runtime {
@@ -240,6 +241,15 @@ double winograd_cost(const Variant& v, const WinogradShape& w, int64_t cu) {
   return double(ceil_div(w.groups() * v.splits, cu)) * work + split;
 }
 
+// force_conv_variant's "winograd", "winograd/split" or "winograd/sN".
+Variant forced_winograd(const WinogradShape& w, bool can_split, int64_t cu) {
+  const Forced& f = forced();
+  if (!can_split || f.splits == 1 || f.splits == 0) return Variant{nullptr};
+  if (f.splits < 0) return winograd_split(w, std::max<int64_t>(cu, 2 * w.groups() + 1), 1);  // split
+  int64_t cslice = ceil_div(ceil_div(w.C, f.splits), kWinogradCK) * kWinogradCK;
+  return ceil_div(w.C, cslice) > 1 ? Variant{nullptr, ceil_div(w.C, cslice), cslice} : Variant{nullptr};
+}
+
 // The variant of a GPU GEMM whose launches `emit(v)` appends to b.launches,
 // for the shape named `key`: forced, else the tuning cache's measured choice
 // (texplan tune times every candidate once: each tile unsplit, and where
@@ -253,12 +263,7 @@ Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int6
                      const WinogradShape* wino = nullptr) {
   const Forced& f = forced();
   const int64_t cu = std::max(1, b.compute_units());
-  if (f.winograd && wino) {
-    if (!can_split || f.splits == 1 || f.splits == 0) return Variant{nullptr};
-    if (f.splits < 0) return winograd_split(*wino, std::max<int64_t>(cu, 2 * wino->groups() + 1), 1);  // split
-    int64_t cslice = ceil_div(ceil_div(wino->C, f.splits), kWinogradCK) * kWinogradCK;
-    return ceil_div(wino->C, cslice) > 1 ? Variant{nullptr, ceil_div(wino->C, cslice), cslice} : Variant{nullptr};
-  }
+  if (f.winograd && wino) return forced_winograd(*wino, can_split, cu);
   if (f.tiles || f.splits != 0) {
     const Tiles& t = choose_tiles(b, M, N, batches);
     if (!can_split || f.splits == 0 || f.splits == 1) return Variant{&t};
@@ -318,17 +323,17 @@ std::optional<WinogradShape> winograd_shape(const NodeBuilder& b, const ConvGeom
   return w;
 }
 
-// --precision tf32: Winograd's exact fp32 first wherever the fp32 guess
-// would consider it: since its weights' loads were coalesced it beat the
-// tensor-core tiles on every 3x3 shape the H100 measured (texplan_conv_bench,
-// ms, Winograd vs the best tf32 tile: VGG's 256->256 at 56x56 0.104 vs
-// 0.116, 512->512 at 28x28 0.101 vs 0.114; before, only convs of 128
-// output channels or fewer and 2x2-pooled ones of 128 input channels or
-// more). The pooled form cannot split: under half a wave of work-groups
-// (VGG's 512->512 at 14x14 + pool) the tf32 tiles keep it.
+// --precision tf32: Winograd first wherever the fp32 guess would consider
+// it, its products on the tensor cores (conv_winograd.cl WG_MMA): it beat
+// the tf32 tiles on every 3x3 shape the H100 measured (texplan_conv_bench,
+// ms, Winograd tf32 / fp32 / best tf32 tile: VGG's 256->256 at 56x56 0.095 /
+// 0.103 / 0.116, 512->512 at 28x28 0.092 / 0.100 / 0.114). The pooled form
+// cannot split: under half a wave of work-groups (VGG's 512->512 at 14x14 +
+// pool) the tf32 tiles keep it. Forced tiles (benchmarks) run as forced.
 bool winograd_before_tf32(const NodeBuilder& b, const WinogradShape& w, bool pooled) {
   const int64_t cu = std::max(1, b.compute_units());
-  return b.tf32 && (w.OC >= 64 || w.groups() >= cu) && (!pooled || 2 * w.groups() >= cu);
+  if (!b.tf32 || mma_tiles_forced()) return false;
+  return forced().winograd || ((w.OC >= 64 || w.groups() >= cu) && (!pooled || 2 * w.groups() >= cu));
 }
 
 // conv_winograd.cl's launches for variant `v` (whole, or split over the
@@ -339,24 +344,32 @@ void launch_winograd(NodeBuilder& b, const ConvGeometry& g, bool has_bias, const
   const int64_t tiles = ceil_div(g.OH, 2) * ceil_div(g.OW, 2), total = g.N * g.OC * g.OH * g.OW;
   Range r = group_range({size_t(ceil_div(tiles, 32)), size_t(ceil_div(g.OC, 32)), size_t(g.N * v.splits)}, {256, 1, 1});
   const std::string& build = forced().winograd_build;
+  // --precision tf32: the transforms' products on the tensor cores (WG_MMA).
+  const bool mma = b.tf32 && tf32_supported(b.device());
+  auto source = [&](std::string defines, const std::string& prelude) {
+    defines += build;
+    if (mma) return mma_build(b.device(), "conv_winograd.cl", defines + " -DWG_MMA", prelude);
+    if (defines.find("-DSPLITK") != std::string::npos && accepts_inline_ptx(b.device())) defines += " -DTEXPLAN_PTX";
+    return Source("conv_winograd.cl", defines, prelude);
+  };
   auto args = [&](const Source& src) {
-    b.launch(Source(src.file, src.defines + build, src.prelude), "conv2d_winograd", r, b.arg_in(0), b.arg_in(1), bias, b.arg_out(0), cl_int(has_bias), i32(g.C),
+    b.launch(src, "conv2d_winograd", r, b.arg_in(0), b.arg_in(1), bias, b.arg_out(0), cl_int(has_bias), i32(g.C),
              i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW), i32(g.ph), i32(g.pw));
   };
+  if (mma) b.used_tf32 = true;
   if (PH > 0) {
-    args(Source("conv_winograd.cl", "-DPOOL2", tail.prelude));
+    args(source("-DPOOL2", tail.prelude));
     b.more_args(i32(PH));
     b.more_args(i32(PW));
     tail.append_args(b);
   } else if (v.splits > 1) {
-    Source split("conv_winograd.cl", std::string("-DSPLITK") + (accepts_inline_ptx(b.device()) ? " -DTEXPLAN_PTX" : ""));
     launch_splitk_zero(b, Source("gemm.cl", "-DSPLITK"), b.arg_out(0), total, tail);
-    args(split);
+    args(source("-DSPLITK", ""));
     b.more_args(i32(v.splits));
     b.more_args(i32(v.kslice));
     launch_splitk_finish(b, b.arg_out(0), total, tail);
   } else {
-    args(Source("conv_winograd.cl", "", tail.prelude));
+    args(source("", tail.prelude));
     tail.append_args(b);
   }
 }
@@ -678,8 +691,10 @@ bool lower_conv(NodeBuilder& b, const FusedTail& tail) {
   const std::optional<WinogradShape> wino = winograd_shape(b, g);
   if (wino && winograd_before_tf32(b, *wino, false)) {
     const bool can_split = split_k_allowed(b, K, total, tail);
+    const int64_t cu = std::max(1, b.compute_units());
     launch_winograd(b, g, has_bias, bias, tail,
-                    can_split ? winograd_split(*wino, std::max(1, b.compute_units()), 1) : Variant{nullptr});
+                    forced().winograd ? forced_winograd(*wino, can_split, cu)
+                                      : (can_split ? winograd_split(*wino, cu, 1) : Variant{nullptr}));
     return true;
   }
   if (launch_conv_mma(b, g, has_bias, bias, tail)) return true;  // --precision tf32
