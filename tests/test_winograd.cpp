@@ -151,8 +151,9 @@ void expect_winograd(const std::string& variant, Shape x, int64_t oc, int64_t pa
     EXPECT_LE(e, 1e-5);
   }
   EXPECT_NE(std::find(kernels.begin(), kernels.end(), "conv2d_winograd"), kernels.end());
-  if (variant.find("/s") != std::string::npos && variant != "winograd/s1" && !pool)
+  if (variant.find("/s") != std::string::npos && variant != "winograd/s1" && !pool) {
     EXPECT_GE(kernels.size(), 2u) << "split-K's passes";
+  }
 }
 
 }  // namespace
