@@ -346,11 +346,11 @@ void launch_winograd(NodeBuilder& b, const ConvGeometry& g, bool has_bias, const
   const std::string& build = forced().winograd_build;
   // --precision tf32: the transforms' products on the tensor cores (WG_MMA).
   const bool mma = b.tf32 && tf32_supported(b.device());
-  auto source = [&](std::string defines, const std::string& prelude) {
-    defines += build;
-    if (mma) return mma_build(b.device(), "conv_winograd.cl", defines + " -DWG_MMA", prelude);
-    if (defines.find("-DSPLITK") != std::string::npos && accepts_inline_ptx(b.device())) defines += " -DTEXPLAN_PTX";
-    return Source("conv_winograd.cl", defines, prelude);
+  // TEXPLAN_PTX on NVIDIA: split-K's red.global.add (common.cl split_add); nothing else reads it here.
+  auto source = [&](const std::string& defines, const std::string& prelude) {
+    if (mma) return mma_build(b.device(), "conv_winograd.cl", defines + build + " -DWG_MMA", prelude);
+    return Source("conv_winograd.cl", defines + build + (accepts_inline_ptx(b.device()) ? " -DTEXPLAN_PTX" : ""),
+                  prelude);
   };
   auto args = [&](const Source& src) {
     b.launch(src, "conv2d_winograd", r, b.arg_in(0), b.arg_in(1), bias, b.arg_out(0), cl_int(has_bias), i32(g.C),
