@@ -14,6 +14,7 @@
 #include "runtime/ops.h"
 #include "runtime/ops_mma.h"
 #include "runtime/session.h"
+#include "one_node.h"
 #include "test_util.h"
 
 using namespace texplan;
@@ -51,6 +52,7 @@ HostTensor run_node(const std::string& op, const std::vector<HostTensor>& inputs
     Tensor t;
     t.name = "in" + std::to_string(i);
     t.shape = inputs[i].shape;
+    if (i == 1) t.is_constant = t.has_data = true, t.value = inputs[i];  // the weights: Winograd packs them
     n.inputs.push_back(g.add_tensor(t));
     offset.push_back(next);
     next += inputs[i].count() + 5;
@@ -165,13 +167,39 @@ TEST(Winograd, ConvMatchesTheReference) {
   expect_winograd("winograd", {2, 9, 7, 6}, 33, 0, true);  // no pad, batch 2
   expect_winograd("winograd", {1, 3, 5, 8}, 4, 2, true);   // pad 2: output larger than the input
   expect_winograd("winograd", {1, 64, 14, 14}, 64, 1, true);
-  // Output channels past a block and channels past a chunk (the staged raw
+  // Output channels past a block and channels past a chunk (the packed
   // weights' zero fill), split over the channels, with and without bias.
   expect_winograd("winograd", {1, 13, 16, 16}, 70, 1, true);
   expect_winograd("winograd/s2", {1, 40, 9, 9}, 36, 1, false, {"Relu x0"});
   expect_winograd("winograd/s3", {1, 21, 9, 9}, 36, 1, true, {"Add x0 x1", "Relu t0"}, 1);
   expect_winograd("winograd", {1, 6, 10, 12}, 35, 1, true, {"Relu x0"}, 0, true);
   EXPECT_THROW(runtime::force_conv_variant("winograd:x"), Error);
+}
+
+// The weights packed untransformed (":raw", a measurement's form): the
+// kernel transforms them per chunk, with the same results.
+TEST(Winograd, RawPackedWeights) {
+  expect_winograd("winograd:raw", {1, 5, 9, 11}, 7, 1, true);
+  expect_winograd("winograd:raw", {1, 13, 16, 16}, 70, 1, true);
+  expect_winograd("winograd:raw/s3", {1, 21, 9, 9}, 36, 1, true, {"Add x0 x1", "Relu t0"}, 1);
+  expect_winograd("winograd:raw", {1, 6, 10, 12}, 35, 1, true, {"Relu x0"}, 0, true);
+}
+
+// In a session the packed weights replace the originals, which are never
+// uploaded: G g G^T's 16 values per filter, output channels rounded up to
+// 32 and input channels to 8, then the bias as it is.
+TEST(Winograd, PackedWeightsReplaceTheOriginals) {
+  test::NodeCase c{"Conv", {{1, 13, 10, 10}, {40, 13, 3, 3}, {40}}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}};
+  c.fed = {true, false, false};
+  const test::OneNode n = test::one_node(c, "winograd_weights", 17, 5);
+  for (auto [variant, taps] : {std::pair{"winograd", 16}, std::pair{"winograd:raw", 9}}) {
+    ForceVariant force(variant);
+    const test::OneNodeRun r = test::run_one_node(n, test_device());
+    EXPECT_LE(rel_error(r.got, n.want), 1e-5) << variant;
+    EXPECT_EQ(r.weight_bytes, (2 * 16 * taps * 32 + 40) * 4) << variant;
+  }
+  ForceVariant direct("32x32");
+  EXPECT_EQ(test::run_one_node(n, test_device()).weight_bytes, (40 * 13 * 9 + 40) * 4);
 }
 
 TEST(Winograd, FusedEpilogueAndResidual) {

@@ -8,14 +8,11 @@
 // direct sum only by the transforms' few adds).
 //
 // A work-group of 256 work-items computes BM = 32 output channels x BT = 32
-// tiles, all 16 transform elements: each chunk of CK = 8 input channels is
-// transformed into local memory (one (channel, tile) patch and one (channel,
-// output channel) weight per work-item; the next chunk's raw values are
-// loaded while the current one is multiplied: the weights as the chunk's
-// BM x CK x 9 block, consecutive work-items on consecutive addresses, staged
-// raw in local memory (Gs) for the transform; read per output channel, a
-// warp's 32 loads hit 32 rows C x 9 floats apart, and took half the kernel's
-// time on the H100), then work-item (e, tm, tt)
+// tiles, all 16 transform elements: for each chunk of CK = 8 input channels
+// each work-item transforms one (channel, tile) patch into local memory and
+// stores its share of the chunk's weights, transformed once at load (WG_PRE;
+// below); the next chunk's values are loaded while the current one is
+// multiplied. Then work-item (e, tm, tt)
 // multiplies element e's 8 output channels x 8 tiles (float4 local reads,
 // the gemm.cl VEC layout). At the end the products go through local memory
 // (half the channels at a time) so that each work-item transforms whole
@@ -78,7 +75,7 @@
 #endif
 
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
-void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, int wo, __global const float* Bias,
+void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, __global const float* Bias,
                      int bo, __global float* Y, int yo, int has_bias, int C, int H, int W, int OC, int OH, int OW,
                      int ph, int pw WG_POOL_PARAMS WG_SPLIT_PARAMS EPI_PARAMS) {
   // Us[e][c][m], Vs[e][c][t]; after the loop, the products of 16 output
@@ -109,26 +106,39 @@ void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, 
   const bool t_in = tg < T;
   const int ih0 = 2 * th - ph, iw0 = 2 * tw - pw;
   __global const float* xi = X + xo + (size_t)img * C * H * W;
-  // Raw weights of a chunk: element q = tid + NT r of the BM x (CK x 9) block
-  // (output channel q / (CK x 9), then channel and tap), stored at
-  // Gs[channel row * GS + offset]; GS = CK x 9 + 1 keeps a warp's reads of
-  // 32 rows on 32 banks.
-#define GS (CK * 9 + 1)
-#define G_PER ((BM * CK * 9 + NT - 1) / NT)
-  __local float Gs[BM * GS];
-  __global const float* wg = Wt + wo + (size_t)m0 * C * 9;
+  // The weights come packed at load (ops_conv.cpp winograd_weights), zeros
+  // past OC and C (CP = C rounded up to CK), so a chunk's are one
+  // contiguous block. WG_PRE: transformed, [OC / BM][CP][16][BM]: a
+  // chunk's CK x 16 x BM values are read as float4 (G_PER of them per item)
+  // and stored straight into Us. Else raw, [OC / BM][CP][9][BM]: item
+  // (lcw, lm) reads its 9 taps (a warp: 9 reads of 32 consecutive floats)
+  // and transforms them in registers.
+  const int CP = (C + CK - 1) / CK * CK;
+#ifdef WG_PRE
+#define G_PER (16 * CK * BM / 4 / NT)
+#define WG_GREG float4
+  __global const float4* wg = (__global const float4*)Wt + (size_t)(m0 / BM) * CP * 16 * BM / 4 + tid;
+#define WG_WEIGHT_LOAD(c0, GR) \
+  for (int r = 0; r < G_PER; ++r) GR[r] = wg[(size_t)(c0) * 16 * BM / 4 + NT * r];
+#else
+#define G_PER 9
+#define WG_GREG float
+  __global const float* wg = Wt + (size_t)(m0 / BM) * CP * 9 * BM + lcw * 9 * BM + lm;
+#define WG_WEIGHT_LOAD(c0, GR) \
+  for (int k = 0; k < 9; ++k) GR[k] = wg[(size_t)(c0) * 9 * BM + k * BM];
+#endif
 #ifdef WG_DIAG_NO_GLOBAL  // a diagnostic build (wrong results): no global reads, to time the rest
 #define WG_LOAD(c0, D, GR)                                                            \
   {                                                                                   \
     for (int k = 0; k < 16; ++k) D[k] = (float)(k + (c0) + lc);                       \
-    for (int r = 0; r < G_PER; ++r) GR[r] = (float)(r - (c0) + tid);                  \
+    for (int r = 0; r < G_PER; ++r) GR[r] = (WG_GREG)(r - (c0) + tid);                \
   }
 #else
 #define WG_LOAD(c0, D, GR)                                                            \
   {                                                                                   \
     const int c = (c0) + lc;                                                          \
     const bool cin = loads_x && c < cend;                                             \
-    __global const float* xc = xi + (size_t)c * H * W;                                \
+    __global const float* xc = xi + (size_t)c * H * W;                               \
     for (int i = 0; i < 4; ++i) {                                                     \
       const int ih = ih0 + i;                                                         \
       const bool rin = cin && t_in && ih >= 0 && ih < H;                              \
@@ -137,22 +147,40 @@ void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, 
         D[4 * i + j] = rin && iw >= 0 && iw < W ? xc[ih * W + iw] : 0.0f;             \
       }                                                                               \
     }                                                                                 \
-    for (int r = 0; r < G_PER; ++r) {                                                 \
-      const int q = tid + NT * r, row = q / (CK * 9), off = q - row * (CK * 9);       \
-      GR[r] = q < BM * CK * 9 && m0 + row < OC && (c0) * 9 + off < cend * 9           \
-                  ? wg[(size_t)row * C * 9 + (c0) * 9 + off] : 0.0f;                  \
+    WG_WEIGHT_LOAD(c0, GR)                                                            \
+  }
+#endif
+  // A chunk's transforms into Us and Vs: V = B^T d B of the patch D,
+  // B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]; U = G g G^T of the raw
+  // weights GR, G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1] (WG_PRE: U as read).
+#ifdef WG_PRE
+#define WG_TRANSFORM_WEIGHTS(GR)                                                      \
+  _Pragma("unroll") for (int r = 0; r < G_PER; ++r) {                                \
+    const int f = tid + NT * r, c = f / (4 * BM), e = (f / (BM / 4)) % 16;            \
+    const float4 v = GR[r];                                                           \
+    *(__local float4*)(Us + (e * CK + c) * BM + ((4 * (f % (BM / 4))) ^ WG_SWZ(c))) = \
+        (float4)(WG_VAL(v.x), WG_VAL(v.y), WG_VAL(v.z), WG_VAL(v.w));                 \
+  }
+#else
+#define WG_TRANSFORM_WEIGHTS(GR)                                                      \
+  {                                                                                   \
+    float s[12];                                                                      \
+    _Pragma("unroll") for (int j = 0; j < 3; ++j) {                                   \
+      s[0 + j] = GR[j];                                                               \
+      s[3 + j] = 0.5f * (GR[j] + GR[3 + j] + GR[6 + j]);                              \
+      s[6 + j] = 0.5f * (GR[j] - GR[3 + j] + GR[6 + j]);                              \
+      s[9 + j] = GR[6 + j];                                                           \
+    }                                                                                 \
+    __local float* u = Us + lcw * BM + (lm ^ WG_SWZ(lcw));                            \
+    _Pragma("unroll") for (int i = 0; i < 4; ++i) {                                   \
+      u[(4 * i + 0) * CK * BM] = WG_VAL(s[3 * i]);                                    \
+      u[(4 * i + 1) * CK * BM] = WG_VAL(0.5f * (s[3 * i] + s[3 * i + 1] + s[3 * i + 2])); \
+      u[(4 * i + 2) * CK * BM] = WG_VAL(0.5f * (s[3 * i] - s[3 * i + 1] + s[3 * i + 2])); \
+      u[(4 * i + 3) * CK * BM] = WG_VAL(s[3 * i + 2]);                                \
     }                                                                                 \
   }
 #endif
-#define WG_STORE_RAW_WEIGHTS(GR)                                                      \
-  for (int r = 0; r < G_PER; ++r) {                                                   \
-    const int q = tid + NT * r, row = q / (CK * 9);                                   \
-    if (q < BM * CK * 9) Gs[row * GS + q - row * (CK * 9)] = GR[r];                   \
-  }
-  // A chunk's transforms into Us and Vs: V = B^T d B of the patch D,
-  // B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]; U = G g G^T of the raw
-  // weights in Gs, G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1].
-#define WG_TRANSFORM(D)                                                               \
+#define WG_TRANSFORM(D, GR)                                                           \
   if (loads_x) {                                                                      \
     float r[16];                                                                      \
     _Pragma("unroll") for (int j = 0; j < 4; ++j) {                                   \
@@ -169,23 +197,7 @@ void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, 
       v[(4 * i + 3) * CK * BT] = WG_VAL(r[4 * i + 1] - r[4 * i + 3]);                 \
     }                                                                                 \
   }                                                                                   \
-  {                                                                                   \
-    float g[9], s[12];                                                                \
-    _Pragma("unroll") for (int k = 0; k < 9; ++k) g[k] = Gs[lm * GS + lcw * 9 + k];   \
-    _Pragma("unroll") for (int j = 0; j < 3; ++j) {                                   \
-      s[0 + j] = g[j];                                                                \
-      s[3 + j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);                                 \
-      s[6 + j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);                                 \
-      s[9 + j] = g[6 + j];                                                            \
-    }                                                                                 \
-    __local float* u = Us + lcw * BM + (lm ^ WG_SWZ(lcw));                            \
-    _Pragma("unroll") for (int i = 0; i < 4; ++i) {                                   \
-      u[(4 * i + 0) * CK * BM] = WG_VAL(s[3 * i]);                                    \
-      u[(4 * i + 1) * CK * BM] = WG_VAL(0.5f * (s[3 * i] + s[3 * i + 1] + s[3 * i + 2])); \
-      u[(4 * i + 2) * CK * BM] = WG_VAL(0.5f * (s[3 * i] - s[3 * i + 1] + s[3 * i + 2])); \
-      u[(4 * i + 3) * CK * BM] = WG_VAL(s[3 * i + 2]);                                \
-    }                                                                                 \
-  }
+  WG_TRANSFORM_WEIGHTS(GR)
   // The chunk's 16 products from Us and Vs into acc. WG_DIAG_NO_GEMM (a
   // diagnostic build, wrong results): none, to time the rest.
 #if defined(WG_DIAG_NO_GEMM)
@@ -242,16 +254,17 @@ void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, 
     for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
   const int e = tid / (NT / 16), tm = (tid % (NT / 16)) / 4, tt = tid & 3;
 #endif
-  float d[16], gr[G_PER];
+  float d[16];
+  WG_GREG gr[G_PER];
 #ifdef WG_MMA
   // Two chunks' raw values in flight (sets d/gr and d2/gr2, alternating):
   // the tensor cores leave too little work between a load and its use to
   // hide one chunk ahead (the loads were half the time on the H100).
-  float d2[16], gr2[G_PER];
+  float d2[16];
+  WG_GREG gr2[G_PER];
 #define WG_CHUNK(c0, D, GR)                                   \
-  WG_STORE_RAW_WEIGHTS(GR)                                    \
   barrier(CLK_LOCAL_MEM_FENCE);                               \
-  WG_TRANSFORM(D)                                             \
+  WG_TRANSFORM(D, GR)                                         \
   if ((c0) + 2 * CK < cend) WG_LOAD((c0) + 2 * CK, D, GR)     \
   barrier(CLK_LOCAL_MEM_FENCE);                               \
   WG_PRODUCTS
@@ -267,15 +280,11 @@ void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, 
 #else
   // One chunk in flight: its loads are issued before this chunk's products.
   WG_LOAD(cbeg, d, gr)
-  WG_STORE_RAW_WEIGHTS(gr)
-  barrier(CLK_LOCAL_MEM_FENCE);
   for (int c0 = cbeg; c0 < cend; c0 += CK) {
-    WG_TRANSFORM(d)
+    WG_TRANSFORM(d, gr)
     barrier(CLK_LOCAL_MEM_FENCE);
-    const bool next = c0 + CK < cend;
-    if (next) WG_LOAD(c0 + CK, d, gr)
+    if (c0 + CK < cend) WG_LOAD(c0 + CK, d, gr)
     WG_PRODUCTS
-    if (next) WG_STORE_RAW_WEIGHTS(gr)  // Gs was read before the barrier above
     barrier(CLK_LOCAL_MEM_FENCE);
   }
 #endif

@@ -95,6 +95,15 @@ MemArg NodeBuilder::upload(const void* data, size_t bytes) {
   return {m};
 }
 
+MemArg NodeBuilder::packed(const std::string& key, const std::function<std::vector<float>()>& make) {
+  auto it = packed_.find(key);
+  if (it != packed_.end() && std::find(buffers.begin(), buffers.end(), it->second) != buffers.end()) return {it->second};
+  const std::vector<float> v = make();
+  const MemArg m = upload(v.data(), v.size() * sizeof(float));
+  packed_[key] = m.mem;
+  return m;
+}
+
 const HostTensor* NodeBuilder::constant(int i) const {
   if (!has_in(i)) return nullptr;
   const Tensor& t = in(i);

@@ -5,6 +5,7 @@
 #include <CL/cl.h>
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,7 @@ struct Launch {
   size_t local[3] = {1, 1, 1};
   bool has_local = false;
   cl_uint args = 0;  // arguments set so far
+  std::vector<cl_mem> mems;  // the memory objects among them
 };
 
 struct Range {
@@ -162,6 +164,10 @@ class NodeBuilder {
   // A read-only device buffer holding `bytes` of `data` (packed weights),
   // owned by `buffers` (take with std::swap, like `launches`).
   MemArg upload(const void* data, size_t bytes);
+  // upload() of the floats `make` returns, once per `key` and node (tuning's
+  // candidates share it). The session keeps only the buffers that the
+  // launches it takes read.
+  MemArg packed(const std::string& key, const std::function<std::vector<float>()>& make);
   std::vector<cl_mem> buffers;
 
  private:
@@ -169,19 +175,24 @@ class NodeBuilder {
   Launch& new_launch(const Source& src, const char* name, const Range& r);
   void set_raw(Launch& l, cl_uint& index, size_t size, const void* value);
   void set_arg(Launch& l, cl_uint& i, const TensorArg& t) {
+    if (t.mem) l.mems.push_back(t.mem);
     set_raw(l, i, sizeof(cl_mem), &t.mem);
     set_raw(l, i, sizeof(cl_int), &t.offset);
   }
   void set_arg(Launch& l, cl_uint& i, const cl_int& v) { set_raw(l, i, sizeof v, &v); }
   void set_arg(Launch& l, cl_uint& i, const float& v) { set_raw(l, i, sizeof v, &v); }
   void set_arg(Launch& l, cl_uint& i, const Dims& v) { set_raw(l, i, sizeof v, &v); }
-  void set_arg(Launch& l, cl_uint& i, const MemArg& m) { set_raw(l, i, sizeof(cl_mem), &m.mem); }
+  void set_arg(Launch& l, cl_uint& i, const MemArg& m) {
+    if (m.mem) l.mems.push_back(m.mem);
+    set_raw(l, i, sizeof(cl_mem), &m.mem);
+  }
 
   Device& dev_;
   const Graph& g_;
   std::function<Location(int)> locate_;
   std::function<TensorArg(int)> image_;
   bool images_1d_ = false;
+  std::map<std::string, cl_mem> packed_;
 };
 
 // The elementwise tail of a fused node (docs/fused-ops.md) as a lowering

@@ -9,6 +9,7 @@
 #include "runtime/ops_mma.h"
 #include "runtime/session.h"
 #include "runtime/tuning.h"
+#include "runtime/winograd_weights.h"
 
 namespace texplan::runtime {
 
@@ -101,6 +102,7 @@ struct Forced {
   int64_t splits = 0;            // split-K where allowed: S slices; -1 the S by shape; 0 the choice; 1 never
   bool winograd = false;         // conv_winograd.cl for the 3x3 stride-1 convs it takes
   std::string winograd_build;    // "winograd:dng", ":dnm": diagnostic builds (measurements only)
+  std::string winograd_weights;  // "winograd:raw": untransformed packed weights (measurements only)
 };
 Forced& forced() {
   static Forced f;
@@ -316,6 +318,8 @@ Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int6
 // at best against the direct kernel's 0.033 on the H100).
 std::optional<WinogradShape> winograd_shape(const NodeBuilder& b, const ConvGeometry& g) {
   if (g.KH != 3 || g.KW != 3 || g.sh != 1 || g.sw != 1 || g.dh != 1 || g.dw != 1 || g.groups != 1) return std::nullopt;
+  const HostTensor* weights = b.constant(1);
+  if (!weights || weights->dtype != DataType::Float32) return std::nullopt;  // packed at load: constant only
   if (forced().taps || forced().tiles) return std::nullopt;
   const WinogradShape w{g.C, g.OC, ceil_div(g.OH, 2) * ceil_div(g.OW, 2), g.N};
   if (!forced().winograd && (b.device_type() != "gpu" || g.C < 32 || g.OC < 32 || w.tiles * w.images < 32))
@@ -336,6 +340,25 @@ bool winograd_before_tf32(const NodeBuilder& b, const WinogradShape& w, bool poo
   return forced().winograd || ((w.OC >= 64 || w.groups() >= cu) && (!pooled || 2 * w.groups() >= cu));
 }
 
+// conv_winograd.cl's weights, packed once so that a chunk of kWinogradCK
+// input channels is one contiguous block: [OC / 32][CP][taps][32], zeros
+// past OC and C (CP: C rounded up to the chunk), with taps the 16 values of
+// G g G^T (`transformed`, 16/9 of the weights' bytes) or the 9 raw ones.
+std::vector<float> winograd_weights(const HostTensor& weights, int64_t OC, int64_t C, bool transformed) {
+  const std::vector<float> w = weights.as_float();
+  const int64_t CP = ceil_div(C, kWinogradCK) * kWinogradCK, taps = transformed ? 16 : 9;
+  std::vector<float> p(size_t(ceil_div(OC, 32) * CP * taps * 32), 0.0f);
+  double u[16];
+  for (int64_t oc = 0; oc < OC; ++oc)
+    for (int64_t c = 0; c < C; ++c) {
+      const float* g = w.data() + (oc * C + c) * 9;
+      if (transformed) winograd_filter_transform(g, 2, u);
+      for (int64_t k = 0; k < taps; ++k)
+        p[size_t((((oc / 32) * CP + c) * taps + k) * 32 + oc % 32)] = transformed ? float(u[k]) : g[k];
+    }
+  return p;
+}
+
 // conv_winograd.cl's launches for variant `v` (whole, or split over the
 // input channels with gemm.cl's zero and finish passes); PH, PW > 0: the
 // 2x2 stride-2 max pool of the output (POOL2, never split).
@@ -344,16 +367,21 @@ void launch_winograd(NodeBuilder& b, const ConvGeometry& g, bool has_bias, const
   const int64_t tiles = ceil_div(g.OH, 2) * ceil_div(g.OW, 2), total = g.N * g.OC * g.OH * g.OW;
   Range r = group_range({size_t(ceil_div(tiles, 32)), size_t(ceil_div(g.OC, 32)), size_t(g.N * v.splits)}, {256, 1, 1});
   const std::string& build = forced().winograd_build;
+  const bool pre = forced().winograd_weights != "raw";
   // --precision tf32: the transforms' products on the tensor cores (WG_MMA).
   const bool mma = b.tf32 && tf32_supported(b.device());
   // TEXPLAN_PTX on NVIDIA: split-K's red.global.add (common.cl split_add); nothing else reads it here.
   auto source = [&](const std::string& defines, const std::string& prelude) {
-    if (mma) return mma_build(b.device(), "conv_winograd.cl", defines + build + " -DWG_MMA", prelude);
-    return Source("conv_winograd.cl", defines + build + (accepts_inline_ptx(b.device()) ? " -DTEXPLAN_PTX" : ""),
+    const std::string form = defines + build + (pre ? " -DWG_PRE" : "");
+    if (mma) return mma_build(b.device(), "conv_winograd.cl", form + " -DWG_MMA", prelude);
+    return Source("conv_winograd.cl", form + (accepts_inline_ptx(b.device()) ? " -DTEXPLAN_PTX" : ""),
                   prelude);
   };
+  const MemArg weights = b.packed(pre ? "winograd u" : "winograd g", [&] {
+    return winograd_weights(*b.constant(1), g.OC, g.C, pre);
+  });
   auto args = [&](const Source& src) {
-    b.launch(src, "conv2d_winograd", r, b.arg_in(0), b.arg_in(1), bias, b.arg_out(0), cl_int(has_bias), i32(g.C),
+    b.launch(src, "conv2d_winograd", r, b.arg_in(0), weights, bias, b.arg_out(0), cl_int(has_bias), i32(g.C),
              i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW), i32(g.ph), i32(g.pw));
   };
   if (mma) b.used_tf32 = true;
@@ -646,7 +674,8 @@ void force_conv_variant(const std::string& variant) {
     for (std::string o; std::getline(opts, o, ':');) {
       if (o == "dng") f.winograd_build += " -DWG_DIAG_NO_GLOBAL";
       else if (o == "dnm") f.winograd_build += " -DWG_DIAG_NO_GEMM";
-      else if (!o.empty()) throw Error("no Winograd build variant :" + o + " (:dng, :dnm)");
+      else if (o == "raw") f.winograd_weights = o;
+      else if (!o.empty()) throw Error("no Winograd build variant :" + o + " (:dng, :dnm, :raw)");
     }
   } else if (!variant.empty() && tiles != "gpu") {
     f.taps = tiles.rfind("taps:", 0) == 0;
@@ -663,7 +692,9 @@ bool lower_conv(NodeBuilder& b, const FusedTail& tail) {
   ConvGeometry g;
   if (!conv_geometry(b, false, g)) return false;
   bool has_bias = b.has_in(2);
-  TensorArg bias = has_bias ? b.arg_in(2) : b.arg_in(1);
+  // Without a bias, a dummy the kernels do not read: not the weights, which
+  // Winograd reads from a packed copy and then never uploads.
+  TensorArg bias = has_bias ? b.arg_in(2) : b.arg_in(0);
   int64_t ICg = g.C / g.groups, OCg = g.OC / g.groups;
   if (g.N * g.OC * g.OH * g.OW == 0) return true;
 
@@ -754,7 +785,7 @@ bool lower_fused_conv_maxpool(NodeBuilder& b) {
   tail.prelude = epilogue_cl(e, {EpilogueRead::Value});
   tail.transcendental = e.transcendental();
   const bool has_bias = b.has_in(2);
-  const TensorArg bias = has_bias ? b.arg_in(2) : b.arg_in(1);
+  const TensorArg bias = has_bias ? b.arg_in(2) : b.arg_in(0);  // a dummy (see lower_conv)
   const int64_t PH = y[2], PW = y[3], OCg = g.OC / g.groups;
   if (g.N * g.OC * PH * PW == 0) return true;
   const bool pairs = pk == std::vector<int64_t>{2, 2} && ps == std::vector<int64_t>{2, 2} &&

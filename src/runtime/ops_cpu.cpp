@@ -37,7 +37,7 @@ bool lower_conv_cpu(NodeBuilder &b, const FusedTail &tail) {
   if (N * OC * OH * OW == 0)
     return true;
   const bool has_bias = b.has_in(2);
-  const TensorArg bias = has_bias ? b.arg_in(2) : b.arg_in(1);
+  const TensorArg bias = has_bias ? b.arg_in(2) : b.arg_in(0);  // a dummy: Winograd may never upload the weights
   const CpuConv c{N,  C,  H,  W,  OC, OH, OW,     KH,       KW,
                   sh, sw, dh, dw, ph, pw, groups, has_bias, bias};
   if (lower_depthwise_cpu(b, tail, c))

@@ -1,6 +1,6 @@
 // Winograd convolutions on CPU devices (src/kernels/cpu_winograd.cl): 3x3,
 // stride 1, dilation 1, one group, constant weights, any padding. The
-// weights are transformed (G g G^T) once here and uploaded beside the
+// weights are transformed (G g G^T) once here and uploaded instead of the
 // originals (they count in the session's weights); the transformed input
 // and the products live in each work-group's __local memory, so nothing is
 // allocated per run. Tuning measures the Winograd variants against the
@@ -10,6 +10,7 @@
 
 #include "runtime/ops_cpu.h"
 #include "runtime/tuning.h"
+#include "runtime/winograd_weights.h"
 
 namespace texplan::runtime {
 namespace {
@@ -33,33 +34,17 @@ struct WinogradVariant {
   }
 };
 
-// G of F(2x2, 3x3) and F(4x4, 3x3) (Lavin and Gray's points 0, +-1, +-2).
-constexpr double kG2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
-constexpr double kG4[6][3] = {{1.0 / 4, 0, 0},
-                              {-1.0 / 6, -1.0 / 6, -1.0 / 6},
-                              {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-                              {1.0 / 24, 1.0 / 12, 1.0 / 6},
-                              {1.0 / 24, -1.0 / 12, 1.0 / 6},
-                              {0, 0, 1}};
-
-// G g G^T of every filter of w [OC, C, 3, 3] (in double), laid out as the
-// kernel reads it: [xi][OC/16 rounded up][C][16], zeros past OC.
+// G g G^T of every filter of w [OC, C, 3, 3], laid out as the kernel reads
+// it: [xi][OC/16 rounded up][C][16], zeros past OC.
 std::vector<float> transform_weights(const float* w, int64_t OC, int64_t C, int m) {
   const int a = m + 2;
   const int64_t blocks = ceil_div(OC, 16);
-  auto G = [&](int i, int k) { return m == 2 ? kG2[i][k] : kG4[i][k]; };
   std::vector<float> u(size_t(a * a * blocks * C * 16), 0.0f);
+  double t[36];
   for (int64_t oc = 0; oc < OC; ++oc)
     for (int64_t c = 0; c < C; ++c) {
-      const float* g = w + (oc * C + c) * 9;
-      double gt[3][8];  // g G^T
-      for (int p = 0; p < 3; ++p)
-        for (int j = 0; j < a; ++j) gt[p][j] = G(j, 0) * g[p * 3] + G(j, 1) * g[p * 3 + 1] + G(j, 2) * g[p * 3 + 2];
-      for (int i = 0; i < a; ++i)
-        for (int j = 0; j < a; ++j) {
-          const double v = G(i, 0) * gt[0][j] + G(i, 1) * gt[1][j] + G(i, 2) * gt[2][j];
-          u[size_t((((i * a + j) * blocks + oc / 16) * C + c) * 16 + oc % 16)] = float(v);
-        }
+      winograd_filter_transform(w + (oc * C + c) * 9, m, t);
+      for (int xi = 0; xi < a * a; ++xi) u[size_t(((xi * blocks + oc / 16) * C + c) * 16 + oc % 16)] = float(t[xi]);
     }
   return u;
 }
@@ -137,15 +122,10 @@ bool lower_conv_winograd_cpu(NodeBuilder& b, const FusedTail& tail, const CpuCon
   }
   if (vs.empty()) return false;
 
-  // Transformed weights per tile size, uploaded when a variant first needs them.
-  MemArg uploaded[5] = {};
-  const std::vector<float> wf = w->as_float();
+  // Transformed weights per tile size, uploaded when a variant first needs
+  // them (the session keeps only those the chosen variant reads).
   auto weights = [&](int m) {
-    if (!uploaded[m].mem) {
-      const std::vector<float> u = transform_weights(wf.data(), c.OC, c.C, m);
-      uploaded[m] = b.upload(u.data(), u.size() * sizeof(float));
-    }
-    return uploaded[m];
+    return b.packed("winograd f" + std::to_string(m), [&] { return transform_weights(w->as_float().data(), c.OC, c.C, m); });
   };
   auto emit = [&](const WinogradVariant& v) {
     const int64_t TH = ceil_div(c.OH, v.m), TW = ceil_div(c.OW, v.m);
@@ -181,13 +161,6 @@ bool lower_conv_winograd_cpu(NodeBuilder& b, const FusedTail& tail, const CpuCon
       return true;
     });
   });
-  // Keep only the transformed weights the chosen variant reads.
-  const int keep = pick == direct ? 0 : vs[size_t(pick)].m;
-  for (int m : {2, 4})
-    if (uploaded[m].mem && m != keep) {
-      b.buffers.erase(std::find(b.buffers.begin(), b.buffers.end(), uploaded[m].mem));
-      clReleaseMemObject(uploaded[m].mem);
-    }
   if (pick == direct) return false;
   emit(vs[size_t(pick)]);
   return true;

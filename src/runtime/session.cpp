@@ -305,13 +305,18 @@ struct Session::Impl {
         if (lowered) {
           std::swap(step.launches, b.launches);
           if (b.used_tf32) tf32_nodes.push_back(node.name + " (" + node.op_type + ")");
-          // Weights the lowering packed (textures, Winograd) count as weights.
+          // Weights the lowering packed (textures, Winograd) count as
+          // weights; those only a tuning candidate read are dropped.
           for (cl_mem m : b.buffers) {
+            if (!reads(step.launches, m)) {
+              clReleaseMemObject(m);
+              continue;
+            }
             size_t bytes = 0;
             clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof bytes, &bytes, nullptr);
             weight_bytes += int64_t(bytes);
+            packed.push_back(m);
           }
-          packed.insert(packed.end(), b.buffers.begin(), b.buffers.end());
           b.buffers.clear();
         } else {
           if (!reference::supports(node.op_type))
@@ -327,6 +332,35 @@ struct Session::Impl {
       for (int o : node.outputs)
         if (o >= 0 && !g.tensors[root(o)].is_constant) step.writes.push_back(record(o));
       for (int r : scratch_records[n]) step.writes.push_back(r);
+    }
+    release_unread_weights(g);
+  }
+
+  static bool reads(const std::vector<Launch>& launches, cl_mem m) {
+    for (const Launch& l : launches)
+      if (std::find(l.mems.begin(), l.mems.end(), m) != l.mems.end()) return true;
+    return false;
+  }
+
+  // Weights uploaded while lowering that no prepared launch reads: a tuning
+  // candidate's (the direct kernel's, where a packed copy won). Offloaded
+  // steps' inputs are kept: the library may read them.
+  void release_unread_weights(const Graph& g) {
+    std::set<int> kept;
+    for (const Step& s : steps)
+      if (s.offload)
+        for (int t : g.nodes[s.node].inputs)
+          if (t >= 0) kept.insert(root(t));
+    for (auto it = weights.begin(); it != weights.end();) {
+      bool read = kept.count(it->first) > 0;
+      for (size_t i = 0; i < steps.size() && !read; ++i) read = reads(steps[i].launches, it->second);
+      if (read) {
+        ++it;
+        continue;
+      }
+      weight_bytes -= int64_t(g.tensors[it->first].value.bytes.size());
+      clReleaseMemObject(it->second);
+      it = weights.erase(it);
     }
   }
 

@@ -1,0 +1,13 @@
+// The weight side of Winograd F(m x m, 3x3), shared by the GPU kernel
+// (conv_winograd.cl, ops_conv.cpp) and the CPU one (cpu_winograd.cl,
+// ops_cpu_winograd.cpp): each packs the results in its own layout.
+#pragma once
+#include <cstdint>
+
+namespace texplan::runtime {
+
+// U = G g G^T of one 3x3 filter g (row-major) for m = 2 or 4, computed in
+// double: (m + 2)^2 values, row-major, into u.
+void winograd_filter_transform(const float* g, int m, double* u);
+
+}  // namespace texplan::runtime
