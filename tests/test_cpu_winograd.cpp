@@ -12,6 +12,7 @@
 #include "reference/reference_ops.h"
 #include "runtime/ops_cpu.h"
 #include "runtime/session.h"
+#include "runtime/tuning.h"
 #include "one_node.h"
 #include "test_util.h"
 
@@ -116,6 +117,21 @@ TEST(CpuWinograd, TransformedWeightsCountAsWeights) {
     EXPECT_EQ(r.weight_bytes, int64_t(points) * 32 * 16 * 4 + 20 * 4) << variant;
     EXPECT_LE(rel_error(r.got, r.want), 1e-5);
   }
+}
+
+// Tuning times every variant, the direct kernel (which reads the original
+// weights) and F(2x2) and F(4x4) (each its own transformed copy): the
+// session keeps the one copy the chosen variant reads, whichever it is.
+TEST(CpuWinograd, TuningKeepsOnlyTheChosenWeights) {
+  runtime::TuningCache cache;  // in memory
+  auto dev = runtime::open_device("pocl");
+  runtime::TuningScope scope(&cache, true, *dev);
+  Result r = run({"Conv", {{1, 32, 16, 16}, {32, 32, 3, 3}, {32}}, pads({1, 1, 1, 1})});
+  EXPECT_LE(rel_error(r.got, r.want), 1e-5);
+  const int64_t bias = 32 * 4;
+  EXPECT_TRUE(r.weight_bytes == 32 * 32 * 9 * 4 + bias || r.weight_bytes == 16 * 32 * 32 * 4 + bias ||
+              r.weight_bytes == 36 * 32 * 32 * 4 + bias)
+      << r.weight_bytes << " bytes: more than one copy of the weights";
 }
 
 TEST(CpuWinograd, ShapeRuleChoiceMatchesAndBadNamesAreRejected) {
