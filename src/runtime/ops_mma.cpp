@@ -116,9 +116,24 @@ void emit_variant(NodeBuilder& b, const MmaTiles& t, const MmaLaunch& l, const s
 }
 
 
+// Whether the guess (no tuning cache) takes the tensor cores for an M x N x
+// K product (`batches` of them): 256 deep or more and 40M FMAs or more. On
+// the H100 (texplan_conv_bench, fp32 -> tf32 us) the products past both
+// bounds ran 0.64-0.84x their fp32 time (ResNet-50's 1x1 convs of 51M FMAs
+// and K 256-2048: 20.5 -> 17.3, 512->1000 at 13x13: 35.6 -> 22.9), one
+// 1.07x (256->1024 at 14x14 with a residual, split into 3 launches); below
+// either they ran 1.03-2.4x slower: thin K (64->256 at 56x56, 51M FMAs:
+// 14.6 -> 19.5; MobileNet's and EfficientNet's 1x1 convs, K 24-576:
+// 1.3-2.2x), small products (BERT-mini's 1024->128, 34M FMAs: 1.38x;
+// EfficientNet's 320->1280 at 7x7 split in 3: 2.4x). Tuning measures them
+// all the same.
+bool mma_pays(int64_t M, int64_t N, int64_t K, int64_t batches) {
+  return emulate || (K >= 256 && double(M) * double(N) * double(K) * double(batches) >= 40e6);
+}
+
 // Emits the launch with the tiles forced, cached by `key` (texplan tune
-// measures every variant), or chosen by shape; false (nothing emitted)
-// where the shape is better left to the fp32 kernels.
+// measures every variant and the fp32 lowering), or chosen by shape (where
+// mma_pays); false (nothing emitted) where the fp32 kernels take it.
 bool emit_tuned(NodeBuilder& b, const std::string& key, int64_t M, int64_t N, int64_t K, int64_t batches,
                 int64_t total, bool onto_residual, const std::function<void(const MmaTiles&)>& emit) {
   for (const MmaTiles& t : kMmaTiles)
@@ -133,7 +148,7 @@ bool emit_tuned(NodeBuilder& b, const std::string& key, int64_t M, int64_t N, in
   for (const MmaTiles& t : kMmaTiles) names.push_back(t.name);
   const int fp32 = int(names.size());
   names.push_back("fp32");
-  int i = choose_variant(key, names, int(&guess - kMmaTiles), [&](int v) {
+  int i = choose_variant(key, names, mma_pays(M, N, K, batches) ? int(&guess - kMmaTiles) : fp32, [&](int v) {
     return time_candidate(b, [&] {
       if (v != fp32) return emit(kMmaTiles[v]), true;
       b.tf32 = false;  // lower_node's fp32 path for this node, as a run without tf32 would
