@@ -208,3 +208,34 @@ TEST(Optimize, MemoryOrderIsFastOnALargeGraph) {
   EXPECT_LE(r.lower_bound_bytes, r.raw_lower_bound_bytes);
   EXPECT_EQ(int(g.nodes.size()), 15000);
 }
+
+// A Transpose that moves only size-1 dims ([1, S, D] -> [S, 1, D], as in
+// BERT's attention) becomes a Reshape: a view of its input, no storage of
+// its own; one that moves data stays. The output is the same either way.
+TEST(Optimize, TransposesOfSizeOneDimsBecomeViews) {
+  std::mt19937 rng(9);
+  Graph g;
+  g.model_name = "transposes";
+  const int x = tensor(g, "x", {1, 6, 5});
+  g.tensors[x].is_input = true;
+  g.inputs = {x};
+  const int s = tensor(g, "s", {1, 6, 5}), v = tensor(g, "v", {6, 1, 5}), m = tensor(g, "m", {5, 1, 6}),
+            y = tensor(g, "y", {5, 1, 6});
+  node(g, "Sigmoid", {x}, {s});
+  node(g, "Transpose", {s}, {v}, {{"perm", Attribute::of_ints({1, 0, 2})}});  // moves the 1 only
+  node(g, "Transpose", {v}, {m}, {{"perm", Attribute::of_ints({2, 1, 0})}});  // moves data
+  node(g, "Relu", {m}, {y});
+  g.tensors[y].is_output = true;
+  g.outputs = {y};
+  g.topological_sort();
+  const HostTensor input = random_tensor({1, 6, 5}, rng, -2, 2);
+  const HostTensor want = run_cpu(g, input);
+  const OptimizeReport r = optimize(g, {});
+  EXPECT_EQ(r.viewed_transposes, 1);
+  int transposes = 0, reshapes = 0;
+  for (const auto& n : g.nodes) transposes += n.op_type == "Transpose", reshapes += n.op_type == "Reshape";
+  EXPECT_EQ(transposes, 1);
+  EXPECT_EQ(reshapes, 1);
+  EXPECT_EQ(storage_sharing(g).root[g.find("v")], g.find("s"));
+  expect_close(run_cpu(g, input), want);
+}
