@@ -13,7 +13,8 @@ with TF32 convolutions, PyTorch's default, expect ~1e-3 on CNNs).
 
 Per model: W warm-up runs, then R timed runs, each between torch.cuda.synchronize()
 calls (wall clock, so launch overhead counts, as it does for any eager user);
-median and min in ms. Memory, from one more run with fresh peak statistics:
+median and min in ms. The input stays on the GPU and the output there, unless --host-io:
+then each run copies the input from host memory and the output back, as texplan's do. Memory, from one more run with fresh peak statistics:
   peak_activation_bytes = max_memory_allocated() during the run - memory_allocated() before it
                           + input bytes
 i.e. what eager needs besides weights: every intermediate, the output, the input and the
@@ -125,7 +126,11 @@ def bench(zoo, name, a, dev):
         r["rel_error"] = (float(np.linalg.norm(out - ref) / (np.linalg.norm(ref) or 1.0))
                           if ref is not None and ref.shape == out.shape else None)
         del y
-        t = timed(lambda: model(x), a.runs, sync)
+        if a.host_io:  # as texplan's latency: the input from host memory, the output back to it
+            x_host = x.cpu()
+            t = timed(lambda: model(x_host.to(dev)).cpu(), a.runs, sync)
+        else:
+            t = timed(lambda: model(x), a.runs, sync)
         r.update(median_ms=statistics.median(t), min_ms=min(t))
         r.update(graph_ms=None, peak_activation_bytes=None, persistent_other_bytes=None)
         if not cuda:
@@ -171,6 +176,8 @@ def main():
     p.add_argument("--tf32", choices=["default", "on", "off"], default="default",
                    help="TF32 for convolutions and matmuls (default: PyTorch's, conv on, matmul off)")
     p.add_argument("--cudnn-benchmark", action="store_true", help="torch.backends.cudnn.benchmark = True")
+    p.add_argument("--host-io", action="store_true",
+                   help="time the input's copy to the device and the output's back too, as texplan's latency does")
     a = p.parse_args()
     zoo = load_zoo(a.zoo)
     dev = torch.device(a.device)
@@ -180,7 +187,7 @@ def main():
     env = dict(torch_version=torch.__version__,
                device=torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
                tf32_conv=torch.backends.cudnn.allow_tf32, tf32_matmul=torch.backends.cuda.matmul.allow_tf32,
-               cudnn_benchmark=a.cudnn_benchmark, runs=a.runs)
+               cudnn_benchmark=a.cudnn_benchmark, host_io=a.host_io, runs=a.runs)
     print(f"torch {env['torch_version']} on {env['device']}, tf32 conv={env['tf32_conv']} "
           f"matmul={env['tf32_matmul']}, cudnn.benchmark={a.cudnn_benchmark}, runs={a.runs}", flush=True)
     print(f"{'model':20} {'median ms':>10} {'min ms':>9} {'graph ms':>9} {'act MiB':>9} {'wt MiB':>8}  rel error")

@@ -5,9 +5,12 @@
 # the H100's drift (the same plan's median moves up to 25% between
 # back-to-back processes; PyTorch eager's vgg16 moved 1.05 -> 1.83 ms between
 # calls of one session). A side is
-#   `texplan run` arguments   e.g. "--check", "--precision tf32 --tuning-cache t.json"
+#   `texplan run` arguments   e.g. "--check", "--precision tf32 --tuning-cache t.json"; leading
+#                             NAME=VALUE words are its environment ("TEXPLAN_FLUSH_EVERY=4 --check")
 #   eager                     PyTorch eager at its defaults (TF32 convolutions, fp32 matmuls)
 #   eager-fp32                PyTorch eager with TF32 off (exact fp32, as texplan's default)
+#   eager-io                  PyTorch eager timed from the input in host memory to the output
+#                             back in it, as texplan's latency is (eager's input stays on the GPU)
 #   graph                     the forward captured in a CUDA graph and replayed, PyTorch's defaults
 # A texplan side runs one process per model; a PyTorch side one torch_bench.py
 # process for all the models. $OUT/alternate.txt gets one line per round and
@@ -40,9 +43,10 @@ sides=("$@") tmp=$(mktemp -d)
 side_once() {  # SIDE_INDEX ROUND: every model once, appended to $tmp/times
   local i=$1 r=$2 side=${sides[$1]} m
   case $side in
-    eager | eager-fp32 | graph)
+    eager | eager-fp32 | eager-io | graph)
       local flags=(--no-graph) key=median_ms
       [[ $side == eager-fp32 ]] && flags+=(--tf32 off)
+      [[ $side == eager-io ]] && flags+=(--host-io)
       [[ $side == graph ]] && flags=() key=graph_ms
       rm -f "$tmp/t.json"
       timeout $((60 + 20 * ${#models[@]})) env LD_LIBRARY_PATH="$TEXPLAN_SYSTEM_LD_LIBRARY_PATH" \
@@ -56,10 +60,14 @@ for o in json.load(open(sys.argv[1])):
 EOF
       ;;
     *)
+      local envs=() args=() w
+      for w in $side; do
+        if ((${#args[@]} == 0)) && [[ $w =~ ^[A-Z_][A-Z0-9_]*= ]]; then envs+=("$w"); else args+=("$w"); fi
+      done
       for m in "${models[@]}"; do
         rm -f "$tmp/r.json"
-        timeout 120 texplan run ".dev/models/$m" --device "$DEVICE" --bench "$RUNS" $side --json "$tmp/r.json" \
-          >>"$tmp/texplan.log" 2>&1
+        env "${envs[@]}" timeout 120 texplan run ".dev/models/$m" --device "$DEVICE" --bench "$RUNS" "${args[@]}" \
+          --json "$tmp/r.json" >>"$tmp/texplan.log" 2>&1
         [[ -f $tmp/r.json ]] && syspython - "$tmp/r.json" "$r" "$i" "$m" >>"$tmp/times" <<'EOF'
 import json, sys
 o = json.load(open(sys.argv[1]))
