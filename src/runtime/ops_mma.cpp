@@ -117,7 +117,8 @@ void emit_variant(NodeBuilder& b, const MmaTiles& t, const MmaLaunch& l, const s
 
 
 // Whether the guess (no tuning cache) takes the tensor cores for an M x N x
-// K product (`batches` of them): 256 deep or more and 40M FMAs or more. On
+// K product (`batches` of them): 64 rows or more, 256 deep or more and 40M
+// FMAs or more. On
 // the H100 (texplan_conv_bench, fp32 -> tf32 us) the products past both
 // bounds ran 0.64-0.84x their fp32 time (ResNet-50's 1x1 convs of 51M FMAs
 // and K 256-2048: 20.5 -> 17.3, 512->1000 at 13x13: 35.6 -> 22.9), one
@@ -125,10 +126,11 @@ void emit_variant(NodeBuilder& b, const MmaTiles& t, const MmaLaunch& l, const s
 // either they ran 1.03-2.4x slower: thin K (64->256 at 56x56, 51M FMAs:
 // 14.6 -> 19.5; MobileNet's and EfficientNet's 1x1 convs, K 24-576:
 // 1.3-2.2x), small products (BERT-mini's 1024->128, 34M FMAs: 1.38x;
-// EfficientNet's 320->1280 at 7x7 split in 3: 2.4x). Tuning measures them
-// all the same.
+// EfficientNet's 320->1280 at 7x7 split in 3: 2.4x), 32 rows (DenseNet's
+// 128->32 3x3 convs at 56x56, 115M FMAs: 46 -> 57 us each, per-node
+// profiles). Tuning measures them all the same.
 bool mma_pays(int64_t M, int64_t N, int64_t K, int64_t batches) {
-  return emulate || (K >= 256 && double(M) * double(N) * double(K) * double(batches) >= 40e6);
+  return emulate || (M >= 64 && K >= 256 && double(M) * double(N) * double(K) * double(batches) >= 40e6);
 }
 
 // Emits the launch with the tiles forced, cached by `key` (texplan tune
