@@ -210,9 +210,11 @@ TEST(Optimize, MemoryOrderIsFastOnALargeGraph) {
 }
 
 // A Transpose that moves only size-1 dims ([1, S, D] -> [S, 1, D], as in
-// BERT's attention) becomes a Reshape: a view of its input, no storage of
-// its own; one that moves data stays. The output is the same either way.
-TEST(Optimize, TransposesOfSizeOneDimsBecomeViews) {
+// BERT's attention) and a pool of 1x1 windows and stride 1 (VGG's adaptive
+// average pool) become Reshapes: views of their input, no storage of their
+// own; a Transpose that moves data and a real pool stay. The output is the
+// same either way.
+TEST(Optimize, NodesThatMoveNoElementBecomeViews) {
   std::mt19937 rng(9);
   Graph g;
   g.model_name = "transposes";
@@ -220,22 +222,28 @@ TEST(Optimize, TransposesOfSizeOneDimsBecomeViews) {
   g.tensors[x].is_input = true;
   g.inputs = {x};
   const int s = tensor(g, "s", {1, 6, 5}), v = tensor(g, "v", {6, 1, 5}), m = tensor(g, "m", {5, 1, 6}),
-            y = tensor(g, "y", {5, 1, 6});
+            y = tensor(g, "y", {5, 1, 6}), a = tensor(g, "a", {5, 1, 6}), p = tensor(g, "p", {5, 1, 3});
   node(g, "Sigmoid", {x}, {s});
   node(g, "Transpose", {s}, {v}, {{"perm", Attribute::of_ints({1, 0, 2})}});  // moves the 1 only
   node(g, "Transpose", {v}, {m}, {{"perm", Attribute::of_ints({2, 1, 0})}});  // moves data
   node(g, "Relu", {m}, {y});
-  g.tensors[y].is_output = true;
-  g.outputs = {y};
+  node(g, "AveragePool", {y}, {a}, {{"kernel_shape", Attribute::of_ints({1})}, {"strides", Attribute::of_ints({1})}});
+  node(g, "MaxPool", {a}, {p}, {{"kernel_shape", Attribute::of_ints({2})}, {"strides", Attribute::of_ints({2})}});
+  g.tensors[p].is_output = true;
+  g.outputs = {p};
   g.topological_sort();
   const HostTensor input = random_tensor({1, 6, 5}, rng, -2, 2);
   const HostTensor want = run_cpu(g, input);
   const OptimizeReport r = optimize(g, {});
-  EXPECT_EQ(r.viewed_transposes, 1);
-  int transposes = 0, reshapes = 0;
-  for (const auto& n : g.nodes) transposes += n.op_type == "Transpose", reshapes += n.op_type == "Reshape";
+  EXPECT_EQ(r.viewed_nodes, 2);
+  int transposes = 0, reshapes = 0, pools = 0;
+  for (const auto& n : g.nodes)
+    transposes += n.op_type == "Transpose", reshapes += n.op_type == "Reshape", pools += n.op_type == "MaxPool";
   EXPECT_EQ(transposes, 1);
-  EXPECT_EQ(reshapes, 1);
-  EXPECT_EQ(storage_sharing(g).root[g.find("v")], g.find("s"));
+  EXPECT_EQ(reshapes, 2);
+  EXPECT_EQ(pools, 1);
+  const StorageSharing sh = storage_sharing(g);
+  EXPECT_EQ(sh.root[g.find("v")], g.find("s"));
+  EXPECT_EQ(sh.root[g.find("a")], sh.root[g.find("y")]);
   expect_close(run_cpu(g, input), want);
 }

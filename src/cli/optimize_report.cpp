@@ -33,7 +33,7 @@ json optimize_json(const OptimizeReport& r, const std::vector<OptimizationShare>
          {"fused_layernorm", r.fused_layernorm},
          {"inplace", r.inplace},
          {"elided_concats", r.elided_concats},
-         {"viewed_transposes", r.viewed_transposes},
+         {"viewed_nodes", r.viewed_nodes},
          {"order", r.order},
          {"order_ms", r.order_ms},
          {"optimize_ms", r.total_ms}};
@@ -49,7 +49,7 @@ void print_optimize_summary(const json& o, std::ostream& out) {
   out << "optimized: " << o["nodes_before"] << " -> " << o["nodes_after"] << " nodes (" << o["fused_conv"]
       << " FusedConv, " << o["fused_matmul"] << " FusedMatMul, " << o["fused_elementwise"] << " FusedElementwise, "
       << o["fused_pool"] << " FusedConvMaxPool, " << o["fused_layernorm"] << " LayerNormalization, " << o["folded_batchnorm"] << " BatchNormalization folded), " << o["inplace"] << " in place, "
-      << o["elided_concats"] << " concats elided, " << o["viewed_transposes"] << " transposes made views, order "
+      << o["elided_concats"] << " concats elided, " << o["viewed_nodes"] << " made views, order "
       << o["order"].get<std::string>() << "\n";
   out << "lower bound: " << human_bytes(o["raw_lower_bound_bytes"]) << " as imported -> "
       << human_bytes(o["lower_bound_bytes"]) << " optimized";

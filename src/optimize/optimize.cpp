@@ -69,7 +69,7 @@ OptimizeReport optimize(Graph& g, const OptimizeOptions& opt) {
   r.nodes_before = int(g.nodes.size());
   r.raw_lower_bound_bytes = graph_lower_bound(g);
   if (opt.fuse) {
-    r.viewed_transposes = transposes_to_views(g);
+    r.viewed_nodes = elements_in_place_to_views(g);
     r.fused_layernorm = fuse_layer_norm(g);
     const FuseCounts c = fuse(g, opt.pool_fusion);
     r.fused_conv = c.conv;

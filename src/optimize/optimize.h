@@ -38,7 +38,7 @@ struct OptimizeReport {
   int fused_layernorm = 0;    // LayerNormalization nodes made from their decomposed form
   int inplace = 0;            // nodes whose output shares an input's storage
   int elided_concats = 0;     // Concat nodes whose inputs are views of the output
-  int viewed_transposes = 0;  // Transposes of size-1 dims only, made Reshapes (views)
+  int viewed_nodes = 0;       // Transposes of size-1 dims, 1x1 stride-1 pools: made Reshapes (views)
   std::string order;          // heuristic that won ("file", "greedy-net", ...)
   std::vector<std::pair<std::string, int64_t>> order_candidates;  // each heuristic's lower bound
   double order_ms = 0;        // time spent choosing the order

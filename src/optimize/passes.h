@@ -23,9 +23,10 @@ FuseCounts fuse(Graph& g, bool pool);
 // fuse(), which would otherwise split the pattern. Returns how many.
 int fuse_layer_norm(Graph& g);
 
-// Transposes that move only size-1 dims become Reshapes: views of their
-// input, no kernel (views.cpp). Returns how many.
-int transposes_to_views(Graph& g);
+// Nodes that move no element (Transposes of size-1 dims, pools of 1x1
+// windows and stride 1) become Reshapes: views of their input, no kernel
+// (views.cpp). Returns how many.
+int elements_in_place_to_views(Graph& g);
 
 // Reorders g.nodes topologically to lower the peak of live bytes; keeps the
 // file order unless another order's lower bound is smaller. Returns the
