@@ -183,6 +183,9 @@ TEST(Winograd, RawPackedWeights) {
   expect_winograd("winograd:raw", {1, 13, 16, 16}, 70, 1, true);
   expect_winograd("winograd:raw/s3", {1, 21, 9, 9}, 36, 1, true, {"Add x0 x1", "Relu t0"}, 1);
   expect_winograd("winograd:raw", {1, 6, 10, 12}, 35, 1, true, {"Relu x0"}, 0, true);
+  // Two chunks in flight in the fp32 build (":pf2", a measurement's form).
+  expect_winograd("winograd:pf2", {1, 13, 16, 16}, 70, 1, true);
+  expect_winograd("winograd:pf2/s2", {1, 40, 9, 9}, 36, 1, false, {"Relu x0"});
 }
 
 // In a session the packed weights replace the originals, which are never
@@ -234,6 +237,9 @@ TEST(Winograd, Tf32ProductsOnTensorCores) {
   } emulated;
   expect_winograd("winograd", {1, 16, 12, 12}, 64, 1, true, {"Relu x0"}, 0, false, false, false, true);
   expect_winograd("winograd", {1, 13, 9, 11}, 40, 1, false, {}, 0, false, false, false, true);
+  // One chunk only: the second chunk in flight is never loaded (it would
+  // read past the packed weights of the last output-channel block).
+  expect_winograd("winograd", {1, 8, 9, 9}, 40, 1, true, {}, 0, false, false, false, true);
   expect_winograd("winograd", {1, 128, 8, 8}, 64, 1, true, {"Relu x0"}, 0, true, false, false, true);
   expect_winograd("winograd", {1, 6, 9, 11}, 8, 1, false, {"Relu x0"}, 0, true, true, false, true);
   expect_winograd("winograd/s3", {1, 40, 9, 9}, 36, 1, true, {"Add x0 x1", "Relu t0"}, 1, false, false, false, true);

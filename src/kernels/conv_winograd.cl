@@ -256,10 +256,11 @@ void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, 
 #endif
   float d[16];
   WG_GREG gr[G_PER];
-#ifdef WG_MMA
+#if defined(WG_MMA) || defined(WG_PREFETCH2)
   // Two chunks' raw values in flight (sets d/gr and d2/gr2, alternating):
   // the tensor cores leave too little work between a load and its use to
   // hide one chunk ahead (the loads were half the time on the H100).
+  // WG_PREFETCH2: the same in the fp32 build (a measurement).
   float d2[16];
   WG_GREG gr2[G_PER];
 #define WG_CHUNK(c0, D, GR)                                   \
@@ -269,7 +270,7 @@ void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, 
   barrier(CLK_LOCAL_MEM_FENCE);                               \
   WG_PRODUCTS
   WG_LOAD(cbeg, d, gr)
-  WG_LOAD(cbeg + CK, d2, gr2)
+  if (cbeg + CK < cend) WG_LOAD(cbeg + CK, d2, gr2)  // the packed weights end at the last chunk
   for (int c0 = cbeg; c0 < cend; c0 += 2 * CK) {
     WG_CHUNK(c0, d, gr)
     if (c0 + CK < cend) {

@@ -675,7 +675,8 @@ void force_conv_variant(const std::string& variant) {
       if (o == "dng") f.winograd_build += " -DWG_DIAG_NO_GLOBAL";
       else if (o == "dnm") f.winograd_build += " -DWG_DIAG_NO_GEMM";
       else if (o == "raw") f.winograd_weights = o;
-      else if (!o.empty()) throw Error("no Winograd build variant :" + o + " (:dng, :dnm, :raw)");
+      else if (o == "pf2") f.winograd_build += " -DWG_PREFETCH2";  // two chunks in flight in the fp32 build
+      else if (!o.empty()) throw Error("no Winograd build variant :" + o + " (:dng, :dnm, :raw, :pf2)");
     }
   } else if (!variant.empty() && tiles != "gpu") {
     f.taps = tiles.rfind("taps:", 0) == 0;
