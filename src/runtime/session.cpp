@@ -78,7 +78,7 @@ struct Session::Impl {
   std::vector<std::string> offloaded;
   std::vector<std::string> tf32_nodes;
   int launches = 0;
-  double last_ms = 0;
+  double last_ms = 0, last_enqueue_ms = 0;
   std::vector<GuardViolation> violations;
   std::vector<NodeTime> times;
   std::vector<std::vector<uint8_t>> shadows;  // per record, guard mode
@@ -621,6 +621,7 @@ std::vector<HostTensor> Session::run(const std::vector<HostTensor>& inputs) {
 
   m.times.clear();
   ProfileEvents profiled;  // profile mode: events per step, released on every path
+  const auto enqueue_start = std::chrono::steady_clock::now();
   for (const Impl::Step& s : m.steps) {
     auto node_start = std::chrono::steady_clock::now();
     std::vector<cl_event>* events = m.opt.profile ? &profiled.step() : nullptr;
@@ -640,6 +641,8 @@ std::vector<HostTensor> Session::run(const std::vector<HostTensor>& inputs) {
     if (m.opt.guard) m.guard_after(s.node);
   }
 
+  m.last_enqueue_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - enqueue_start).count();
   outs.reserve(g.outputs.size());  // reads land in these buffers until clFinish
   for (int t : g.outputs) {
     const Tensor& meta = g.tensors[t];
@@ -662,6 +665,7 @@ std::vector<HostTensor> Session::run(const std::vector<HostTensor>& inputs) {
 }
 
 double Session::last_run_ms() const { return impl_->last_ms; }
+double Session::last_enqueue_ms() const { return impl_->last_enqueue_ms; }
 int64_t Session::activation_bytes() const { return impl_->pool_bytes; }
 int64_t Session::weight_bytes() const { return impl_->weight_bytes; }
 int Session::kernel_launches() const { return impl_->launches; }

@@ -96,6 +96,9 @@ class Session {
   std::vector<HostTensor> run(const std::vector<HostTensor>& inputs);
 
   double last_run_ms() const;         // wall time of the last run(), transfers included
+  // Host time of the last run()'s loop over the nodes (enqueues, CPU
+  // fallback nodes): near last_run_ms() the run is bound by the host.
+  double last_enqueue_ms() const;
   int64_t activation_bytes() const;   // device bytes of the pools (= plan.total_bytes())
   int64_t weight_bytes() const;       // device bytes of the uploaded constants
   int kernel_launches() const;        // per run
