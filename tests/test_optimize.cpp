@@ -9,6 +9,7 @@
 #include "optimize/optimize.h"
 #include "optimize/sharing.h"
 #include "runtime/cpu_executor.h"
+#include "runtime/session.h"
 #include "test_util.h"
 
 using namespace texplan;
@@ -246,4 +247,57 @@ TEST(Optimize, NodesThatMoveNoElementBecomeViews) {
   EXPECT_EQ(sh.root[g.find("v")], g.find("s"));
   EXPECT_EQ(sh.root[g.find("a")], sh.root[g.find("y")]);
   expect_close(run_cpu(g, input), want);
+}
+
+// A Slice of a contiguous channel range of a batch-1 tensor becomes a view
+// at its byte offset (no kernel, no storage) unless it feeds a Concat (which
+// it then writes into, the Concat elided); the bound does not rise, the CPU
+// executor and a guarded PoCL session compute the same output.
+TEST(Optimize, ContiguousSlicesBecomeViews) {
+  std::mt19937 rng(10);
+  Graph g;
+  g.model_name = "slices";
+  const int x = tensor(g, "x", {1, 8, 3, 5});
+  g.tensors[x].is_input = true;
+  g.inputs = {x};
+  auto ints = [&](const std::string& name, std::vector<int64_t> v) {
+    Tensor t;
+    t.name = name;
+    t.dtype = DataType::Int64;
+    t.shape = {int64_t(v.size())};
+    t.is_constant = t.has_data = true;
+    t.value = HostTensor(DataType::Int64, t.shape);
+    std::copy(v.begin(), v.end(), t.value.data<int64_t>());
+    return g.add_tensor(t);
+  };
+  const int s = tensor(g, "s", {1, 8, 3, 5}), hi = tensor(g, "hi", {1, 4, 3, 5}), lo = tensor(g, "lo", {1, 4, 3, 5}),
+            r = tensor(g, "r", {1, 4, 3, 5}), cat = tensor(g, "cat", {1, 8, 3, 5}), y = tensor(g, "y", {1, 8, 3, 5});
+  node(g, "Sigmoid", {x}, {s});
+  node(g, "Slice", {s, ints("hs", {4}), ints("he", {8}), ints("ha", {1})}, {hi});  // a view at 4 channels
+  node(g, "Slice", {s, ints("ls", {0}), ints("le", {4}), ints("la", {1})}, {lo});  // into the Concat: a kernel
+  node(g, "Conv", {hi, weight(g, "w", {4, 4, 3, 3}, rng)}, {r}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}});
+  node(g, "Concat", {lo, r}, {cat}, {{"axis", Attribute::of_int(1)}});
+  node(g, "Tanh", {cat}, {y});
+  g.tensors[y].is_output = true;
+  g.outputs = {y};
+  g.topological_sort();
+  const HostTensor input = random_tensor({1, 8, 3, 5}, rng, -2, 2);
+  const HostTensor want = run_cpu(g, input);
+  const OptimizeReport rep = optimize(g, {});
+  EXPECT_EQ(rep.viewed_nodes, 1);
+  EXPECT_LE(rep.lower_bound_bytes, rep.raw_lower_bound_bytes);
+  const StorageSharing sh = storage_sharing(g);
+  EXPECT_EQ(sh.root[g.find("hi")], sh.root[g.find("s")]);
+  EXPECT_EQ(sh.offset[g.find("hi")], sh.offset[g.find("s")] + 4 * 3 * 5 * 4);
+  EXPECT_NE(sh.root[g.find("lo")], sh.root[g.find("s")]);
+  expect_close(run_cpu(g, input), want);
+  PlanInput pin = make_usage_records(g);
+  auto dev = runtime::open_device("pocl");
+  plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
+  runtime::SessionOptions o;
+  o.guard = true;
+  runtime::Session session(g, pin, plan, dev, o);
+  expect_close(session.run({input}).at(0), want);
+  EXPECT_TRUE(session.guard_violations().empty());
+  EXPECT_EQ(session.kernel_launches(), 4) << "Sigmoid, the Slice into the Concat, Conv, Tanh";
 }

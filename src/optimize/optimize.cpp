@@ -82,6 +82,7 @@ OptimizeReport optimize(Graph& g, const OptimizeOptions& opt) {
     n.attrs.erase("texplan_inplace");
     if (opt.inplace && may_run_in_place(n)) n.attrs["texplan_inplace"] = Attribute::of_int(1);
   }
+  const int slice_views = opt.fuse ? slices_to_views(g) : 0;
   if (opt.concat_elision) elide_concats(g);
   else mark_concats(g, {});
   r.order = "file";
@@ -92,6 +93,23 @@ OptimizeReport optimize(Graph& g, const OptimizeOptions& opt) {
     r.order_ms = ms_since(t);
   }
   r.lower_bound_bytes = graph_lower_bound(g);
+  if (slice_views > 0) {
+    // A view keeps its whole input alive as long as itself: kept only where
+    // the bound does not rise (it never did on the zoo).
+    std::vector<std::pair<size_t, int64_t>> marks;
+    for (size_t k = 0; k < g.nodes.size(); ++k)
+      if (g.nodes[k].has("texplan_view_offset")) {
+        marks.push_back({k, g.nodes[k].get_int("texplan_view_offset", 0)});
+        g.nodes[k].attrs.erase("texplan_view_offset");
+      }
+    const int64_t without = graph_lower_bound(g);
+    if (without < r.lower_bound_bytes) {
+      r.lower_bound_bytes = without;
+    } else {
+      for (const auto& [k, offset] : marks) g.nodes[k].attrs["texplan_view_offset"] = Attribute::of_int(offset);
+      r.viewed_nodes += slice_views;
+    }
+  }
   if (r.lower_bound_bytes > r.raw_lower_bound_bytes && opt.concat_elision) {
     mark_concats(g, {});  // never worse than the graph as given
     r.lower_bound_bytes = graph_lower_bound(g);

@@ -28,6 +28,12 @@ int fuse_layer_norm(Graph& g);
 // (views.cpp). Returns how many.
 int elements_in_place_to_views(Graph& g);
 
+// Slices whose output is one contiguous run of their input's bytes (one axis
+// cut with step 1, only 1s before it: a batch-1 channel range), read by no
+// Concat, get `texplan_view_offset` (bytes): storage_sharing() makes them
+// views at that offset, and they run nothing. Returns how many.
+int slices_to_views(Graph& g);
+
 // Reorders g.nodes topologically to lower the peak of live bytes; keeps the
 // file order unless another order's lower bound is smaller. Returns the
 // winning heuristic's name.

@@ -57,14 +57,23 @@ struct Forest {
   }
 };
 
+// A Slice the optimizer marked as a view (optimize/views.cpp): its output's
+// byte offset in its input, else -1.
+int64_t view_offset(const Node& n) { return n.op_type == "Slice" ? n.get_int("texplan_view_offset", -1) : -1; }
+
 void place_aliases(const Graph& g, Forest& f) {
   for (const auto& n : g.nodes) {  // execution order: a root is resolved before its aliases
-    if (!is_alias_op(n.op_type) || n.inputs.empty() || n.outputs.empty()) continue;
+    const int64_t view = view_offset(n);
+    if ((!is_alias_op(n.op_type) && view < 0) || n.inputs.empty() || n.outputs.empty()) continue;
     const int in = n.inputs[0], out = n.outputs[0];
     if (in < 0 || out < 0 || in == out || g.tensors[in].is_constant) continue;
-    if (g.tensors[in].dtype != g.tensors[out].dtype || g.tensors[in].bytes() != g.tensors[out].bytes()) continue;
+    if (g.tensors[in].dtype != g.tensors[out].dtype) continue;
+    if (view < 0 ? g.tensors[in].bytes() != g.tensors[out].bytes()
+                 : view + g.tensors[out].bytes() > g.tensors[in].bytes())
+      continue;
     if (f.parent[out] >= 0) continue;
     f.parent[out] = in;
+    f.offset[out] = std::max<int64_t>(view, 0);
   }
 }
 
@@ -232,11 +241,13 @@ std::vector<int> elidable_concats(const Graph& g, const std::vector<char>& candi
 
 bool writes_nothing(const Node& n, const std::vector<int>& root, const std::vector<int64_t>& offset) {
   if (elided(n)) return true;
-  if (!is_alias_op(n.op_type) || n.inputs.empty() || n.inputs[0] < 0 || root.empty()) return false;
+  const int64_t view = view_offset(n);
+  if ((!is_alias_op(n.op_type) && view < 0) || n.inputs.empty() || n.inputs[0] < 0 || root.empty()) return false;
+  if (view > 0 && offset.empty()) return false;
   for (int o : n.outputs) {
     if (o < 0) continue;
     const int i = n.inputs[0];
-    if (root[o] != root[i] || (!offset.empty() && offset[o] != offset[i])) return false;
+    if (root[o] != root[i] || (!offset.empty() && offset[o] != offset[i] + std::max<int64_t>(view, 0))) return false;
   }
   return true;
 }

@@ -2,7 +2,8 @@
 // another tensor's bytes (docs/fused-ops.md "Shared storage"). Three kinds,
 // all read from the graph as it stands (node order included):
 //   - aliases: the output of Identity/Reshape/Flatten/Squeeze/Unsqueeze is
-//     its input's bytes;
+//     its input's bytes, that of a Slice marked `texplan_view_offset` a
+//     contiguous run of them at that offset (optimize/views.cpp);
 //   - zero-copy concat: a Concat marked `texplan_elided` = 1 has every input
 //     as a view at its byte offset in the output (an earlier concat whose
 //     inputs already lie contiguously in a later one becomes a view there);

@@ -3,7 +3,9 @@
 // that move only size-1 dims (BERT's attention as torch exports it has two
 // per layer, [1, S, D] <-> [S, 1, D]) and pools of 1x1 windows, stride 1,
 // no padding (VGG's adaptive average pool of its 7x7 maps to 7x7).
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "optimize/passes.h"
 
@@ -69,6 +71,79 @@ int elements_in_place_to_views(Graph& g) {
     ++made;
   }
   return made;
+}
+
+namespace {
+
+// Values of constant integer input i of n; false when absent or not constant.
+bool constant_ints(const Graph& g, const Node& n, size_t i, std::vector<int64_t>& v) {
+  if (i >= n.inputs.size() || n.inputs[i] < 0) return false;
+  const Tensor& t = g.tensors[n.inputs[i]];
+  if (!t.is_constant || !t.has_data) return false;
+  v = t.value.as_int64();
+  return true;
+}
+
+// The byte offset of a Slice's output in its input when the output is one
+// contiguous run of the input's bytes (one axis cut, step 1, only 1s before
+// it); -1 otherwise.
+int64_t contiguous_slice_offset(const Graph& g, const Node& n) {
+  if (n.inputs.size() < 3 || n.outputs.size() != 1 || n.inputs[0] < 0 || n.outputs[0] < 0) return -1;
+  const Tensor& x = g.tensors[n.inputs[0]];
+  const Tensor& y = g.tensors[n.outputs[0]];
+  const int64_t rank = int64_t(x.shape.size());
+  if (x.dtype != y.dtype || int64_t(y.shape.size()) != rank) return -1;
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (!constant_ints(g, n, 1, starts) || !constant_ints(g, n, 2, ends)) return -1;
+  if (!constant_ints(g, n, 3, axes))
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(int64_t(i));
+  if (!constant_ints(g, n, 4, steps)) steps.assign(starts.size(), 1);
+  if (axes.size() != starts.size() || steps.size() != starts.size()) return -1;
+  int64_t cut = -1;
+  for (int64_t d = 0; d < rank; ++d)
+    if (y.shape[size_t(d)] != x.shape[size_t(d)]) {
+      if (cut >= 0) return -1;
+      cut = d;
+    }
+  if (cut < 0) return -1;  // the whole input: not a Slice worth a view here
+  for (int64_t d = 0; d < cut; ++d)
+    if (x.shape[size_t(d)] != 1) return -1;
+  int64_t start = -1;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
+    if (steps[i] != 1) return -1;
+    if (a != cut) continue;
+    const int64_t dim = x.shape[size_t(a)];
+    start = std::clamp(starts[i] < 0 ? starts[i] + dim : starts[i], int64_t(0), dim);
+  }
+  if (start < 0 || start + y.shape[size_t(cut)] > x.shape[size_t(cut)]) return -1;
+  int64_t inner = int64_t(element_size(x.dtype));
+  for (int64_t d = cut + 1; d < rank; ++d) inner *= x.shape[size_t(d)];
+  return start * inner;
+}
+
+}  // namespace
+
+int slices_to_views(Graph& g) {
+  const auto consumers = g.consumers();
+  int marked = 0;
+  for (Node& n : g.nodes) {
+    n.attrs.erase("texplan_view_offset");
+    if (n.op_type != "Slice") continue;
+    const int64_t offset = contiguous_slice_offset(g, n);
+    if (offset < 0) continue;
+    const int x = n.inputs[0], y = n.outputs[0];
+    if (g.tensors[x].is_constant || g.tensors[y].is_output) continue;
+    // A Slice feeding a Concat is better a kernel writing into the elided
+    // Concat's output (ShuffleNet's passed-through half) than a view that
+    // keeps the Concat from being elided.
+    bool into_concat = false;
+    for (int c : consumers[size_t(y)]) into_concat = into_concat || g.nodes[size_t(c)].op_type == "Concat";
+    if (into_concat) continue;
+    n.attrs["texplan_view_offset"] = Attribute::of_int(offset);
+    ++marked;
+  }
+  return marked;
 }
 
 }  // namespace texplan

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "optimize/sharing.h"
 #include "reference/reference_ops.h"
 #include "runtime/offload_hook.h"
 #include "runtime/ops.h"
@@ -23,8 +24,6 @@ std::string GuardViolation::to_string() const {
 std::ostream& operator<<(std::ostream& o, const GuardViolation& v) { return o << v.to_string(); }
 
 namespace {
-const std::set<std::string> kAliasOps = {"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze"};
-
 bool out_of_memory(cl_int s) { return s == CL_MEM_OBJECT_ALLOCATION_FAILURE || s == CL_OUT_OF_RESOURCES; }
 
 std::string mib(int64_t bytes) { return std::to_string(bytes) + " bytes (" + std::to_string(bytes >> 20) + " MiB)"; }
@@ -286,13 +285,11 @@ struct Session::Impl {
       const Node& node = g.nodes[n];
       Step& step = steps.emplace_back();
       step.node = n;
-      bool all_constant = true, all_alias = kAliasOps.count(node.op_type) && !node.inputs.empty();
-      for (int o : node.outputs) {
-        if (o < 0) continue;
-        all_constant = all_constant && g.tensors[o].is_constant;
-        all_alias = all_alias && root(o) == root(node.inputs[0]);
-      }
-      if (all_constant || all_alias || node.get_int("texplan_elided", 0) == 1) continue;  // elided: inputs are views
+      bool all_constant = true;
+      for (int o : node.outputs)
+        if (o >= 0) all_constant = all_constant && g.tensors[o].is_constant;
+      // Aliases, views and elided concats: their outputs already hold the bytes.
+      if (all_constant || writes_nothing(node, pin.alias_root, pin.alias_offset)) continue;
       try {
         NodeBuilder b(*dev, g, node, [&](int t) { return locate(g, t); });
         b.tf32 = precision == Precision::Tf32;
