@@ -43,6 +43,16 @@ void node(Graph& g, const std::string& op, std::vector<int> in, std::vector<int>
   g.nodes.push_back(std::move(n));
 }
 
+// A graph named `name` whose one input `x` has `shape`; its id in `x`.
+Graph graph_with_input(const std::string& name, Shape shape, int& x) {
+  Graph g;
+  g.model_name = name;
+  x = tensor(g, "x", std::move(shape));
+  g.tensors[x].is_input = true;
+  g.inputs = {x};
+  return g;
+}
+
 HostTensor run_cpu(const Graph& g, const HostTensor& input) {
   PlanInput pin = make_usage_records(g);
   plan::DeviceProfile dev = plan::DeviceProfile::load("pocl");
@@ -56,11 +66,8 @@ HostTensor run_cpu(const Graph& g, const HostTensor& input) {
 //   and a second branch s -> Relu r, concat(pool-branch?, no): Concat(a, b) of two
 //   elementwise outputs, then Conv.
 Graph sample(std::mt19937& rng) {
-  Graph g;
-  g.model_name = "sample";
-  const int x = tensor(g, "x", {1, 4, 8, 8});
-  g.tensors[x].is_input = true;
-  g.inputs = {x};
+  int x = 0;
+  Graph g = graph_with_input("sample", {1, 4, 8, 8}, x);
   const int s = tensor(g, "s", {1, 4, 8, 8});
   node(g, "Sigmoid", {x}, {s});
   const int c = tensor(g, "c", {1, 4, 8, 8});
@@ -146,11 +153,8 @@ TEST(Optimize, FusesFoldsShares) {
 // the largest activation keeps its MaxPool (on GPUs its conv may split K).
 TEST(Optimize, PoolFusesIntoLargeConvsOnly) {
   std::mt19937 rng(3);
-  Graph g;
-  g.model_name = "pools";
-  const int x = tensor(g, "x", {1, 4, 64, 64});
-  g.tensors[x].is_input = true;
-  g.inputs = {x};
+  int x = 0;
+  Graph g = graph_with_input("pools", {1, 4, 64, 64}, x);
   const Attribute k2 = Attribute::of_ints({2, 2});
   const int c1 = tensor(g, "c1", {1, 4, 64, 64});  // 64 KiB: the largest activation
   node(g, "Conv", {x, weight(g, "w1", {4, 4, 3, 3}, rng)}, {c1}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}});
@@ -217,11 +221,8 @@ TEST(Optimize, MemoryOrderIsFastOnALargeGraph) {
 // same either way.
 TEST(Optimize, NodesThatMoveNoElementBecomeViews) {
   std::mt19937 rng(9);
-  Graph g;
-  g.model_name = "transposes";
-  const int x = tensor(g, "x", {1, 6, 5});
-  g.tensors[x].is_input = true;
-  g.inputs = {x};
+  int x = 0;
+  Graph g = graph_with_input("transposes", {1, 6, 5}, x);
   const int s = tensor(g, "s", {1, 6, 5}), v = tensor(g, "v", {6, 1, 5}), m = tensor(g, "m", {5, 1, 6}),
             y = tensor(g, "y", {5, 1, 6}), a = tensor(g, "a", {5, 1, 6}), p = tensor(g, "p", {5, 1, 3});
   node(g, "Sigmoid", {x}, {s});
@@ -255,11 +256,8 @@ TEST(Optimize, NodesThatMoveNoElementBecomeViews) {
 // executor and a guarded PoCL session compute the same output.
 TEST(Optimize, ContiguousSlicesBecomeViews) {
   std::mt19937 rng(10);
-  Graph g;
-  g.model_name = "slices";
-  const int x = tensor(g, "x", {1, 8, 3, 5});
-  g.tensors[x].is_input = true;
-  g.inputs = {x};
+  int x = 0;
+  Graph g = graph_with_input("slices", {1, 8, 3, 5}, x);
   auto ints = [&](const std::string& name, std::vector<int64_t> v) {
     Tensor t;
     t.name = name;
