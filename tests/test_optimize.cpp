@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "optimize/optimize.h"
+#include "optimize/passes.h"
 #include "optimize/sharing.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/session.h"
@@ -298,4 +299,35 @@ TEST(Optimize, ContiguousSlicesBecomeViews) {
   expect_close(session.run({input}).at(0), want);
   EXPECT_TRUE(session.guard_violations().empty());
   EXPECT_EQ(session.kernel_launches(), 4) << "Sigmoid, the Slice into the Concat, Conv, Tanh";
+}
+
+// Slices that are not one contiguous run stay kernels: a full axis reversed
+// (step -1, same shape), a cut after a dim that is not 1, a cut with step 2.
+TEST(Optimize, SlicesThatMoveDataAreNotViews) {
+  for (auto [shape, axis, start, end, step] :
+       {std::tuple<Shape, int64_t, int64_t, int64_t, int64_t>{{1, 4, 6}, 2, -1, -100, -1},
+        {{2, 4, 6}, 1, 0, 2, 1},
+        {{1, 4, 6}, 1, 0, 4, 2}}) {
+    int x = 0;
+    Graph g = graph_with_input("slices", shape, x);
+    auto ints = [&](const std::string& name, int64_t v) {
+      Tensor t;
+      t.name = name;
+      t.dtype = DataType::Int64;
+      t.shape = {1};
+      t.is_constant = t.has_data = true;
+      t.value = HostTensor(DataType::Int64, t.shape);
+      t.value.data<int64_t>()[0] = v;
+      return g.add_tensor(t);
+    };
+    Shape out = shape;
+    out[size_t(axis)] = step == -1 ? shape[size_t(axis)] : (end - start + step - 1) / step;
+    const int y = tensor(g, "y", out), z = tensor(g, "z", out);
+    node(g, "Slice", {x, ints("s", start), ints("e", end), ints("a", axis), ints("k", step)}, {y});
+    node(g, "Relu", {y}, {z});
+    g.tensors[z].is_output = true;
+    g.outputs = {z};
+    g.topological_sort();
+    EXPECT_EQ(slices_to_views(g), 0) << "axis " << axis << " step " << step;
+  }
 }

@@ -115,6 +115,8 @@ int64_t contiguous_slice_offset(const Graph& g, const Node& n) {
     if (a != cut) continue;
     const int64_t dim = x.shape[size_t(a)];
     start = std::clamp(starts[i] < 0 ? starts[i] + dim : starts[i], int64_t(0), dim);
+    const int64_t end = std::clamp(ends[i] < 0 ? ends[i] + dim : ends[i], int64_t(0), dim);
+    if (end - start != y.shape[size_t(cut)]) return -1;  // the output's shape must be this range's
   }
   if (start < 0 || start + y.shape[size_t(cut)] > x.shape[size_t(cut)]) return -1;
   int64_t inner = int64_t(element_size(x.dtype));
