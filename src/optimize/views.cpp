@@ -1,8 +1,10 @@
-// Nodes that keep every element where it was become Reshapes, which the
-// plan treats as views of their input (no kernel, no storage): Transposes
-// that move only size-1 dims (BERT's attention as torch exports it has two
-// per layer, [1, S, D] <-> [S, 1, D]) and pools of 1x1 windows, stride 1,
-// no padding (VGG's adaptive average pool of its 7x7 maps to 7x7).
+// Views: nodes whose output is bytes their input already holds run no
+// kernel and own no storage. Nodes that keep every element where it was
+// become Reshapes: Transposes that move only size-1 dims (BERT's attention
+// as torch exports it has two per layer, [1, S, D] <-> [S, 1, D]) and pools
+// of 1x1 windows, stride 1, no padding (VGG's adaptive average pool of its
+// 7x7 maps to 7x7). Slices of one contiguous run of their input are marked
+// with its byte offset, for storage_sharing() to place.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -45,35 +47,6 @@ bool keeps_elements(const Graph& g, const Node& n) {
   }
   return false;
 }
-
-}  // namespace
-
-int elements_in_place_to_views(Graph& g) {
-  int made = 0;
-  for (Node& n : g.nodes) {
-    if (n.inputs.size() != 1 || n.outputs.size() != 1 || n.inputs[0] < 0 || n.outputs[0] < 0 ||
-        !keeps_elements(g, n))
-      continue;
-    const Shape out = g.tensors[n.outputs[0]].shape;
-    const int64_t rank = int64_t(out.size());
-    Tensor shape;
-    shape.name = n.name + "/view_shape";
-    for (int k = 1; g.find(shape.name) >= 0; ++k) shape.name = n.name + "/view_shape_" + std::to_string(k);
-    shape.dtype = DataType::Int64;
-    shape.shape = {rank};
-    shape.is_constant = shape.has_data = true;
-    shape.value = HostTensor(DataType::Int64, {rank});
-    for (int64_t i = 0; i < rank; ++i) shape.value.data<int64_t>()[i] = out[size_t(i)];
-    const int id = g.add_tensor(shape);
-    n.op_type = "Reshape";
-    n.attrs.clear();
-    n.inputs.push_back(id);
-    ++made;
-  }
-  return made;
-}
-
-namespace {
 
 // Values of constant integer input i of n; false when absent or not constant.
 bool constant_ints(const Graph& g, const Node& n, size_t i, std::vector<int64_t>& v) {
@@ -125,6 +98,31 @@ int64_t contiguous_slice_offset(const Graph& g, const Node& n) {
 }
 
 }  // namespace
+
+int elements_in_place_to_views(Graph& g) {
+  int made = 0;
+  for (Node& n : g.nodes) {
+    if (n.inputs.size() != 1 || n.outputs.size() != 1 || n.inputs[0] < 0 || n.outputs[0] < 0 ||
+        !keeps_elements(g, n))
+      continue;
+    const Shape out = g.tensors[n.outputs[0]].shape;
+    const int64_t rank = int64_t(out.size());
+    Tensor shape;
+    shape.name = n.name + "/view_shape";
+    for (int k = 1; g.find(shape.name) >= 0; ++k) shape.name = n.name + "/view_shape_" + std::to_string(k);
+    shape.dtype = DataType::Int64;
+    shape.shape = {rank};
+    shape.is_constant = shape.has_data = true;
+    shape.value = HostTensor(DataType::Int64, {rank});
+    for (int64_t i = 0; i < rank; ++i) shape.value.data<int64_t>()[i] = out[size_t(i)];
+    const int id = g.add_tensor(shape);
+    n.op_type = "Reshape";
+    n.attrs.clear();
+    n.inputs.push_back(id);
+    ++made;
+  }
+  return made;
+}
 
 int slices_to_views(Graph& g) {
   const auto consumers = g.consumers();

@@ -118,9 +118,8 @@ void emit_variant(NodeBuilder& b, const MmaTiles& t, const MmaLaunch& l, const s
 
 // Whether the guess (no tuning cache) takes the tensor cores for an M x N x
 // K product (`batches` of them): 64 rows or more, 256 deep or more and 40M
-// FMAs or more. On
-// the H100 (texplan_conv_bench, fp32 -> tf32 us) the products past both
-// bounds ran 0.64-0.84x their fp32 time (ResNet-50's 1x1 convs of 51M FMAs
+// FMAs or more. On the H100 (texplan_conv_bench, fp32 -> tf32 us) the
+// products past the bounds ran 0.64-0.84x their fp32 time (ResNet-50's 1x1 convs of 51M FMAs
 // and K 256-2048: 20.5 -> 17.3, 512->1000 at 13x13: 35.6 -> 22.9), one
 // 1.07x (256->1024 at 14x14 with a residual, split into 3 launches); below
 // either they ran 1.03-2.4x slower: thin K (64->256 at 56x56, 51M FMAs:
