@@ -243,6 +243,16 @@ double winograd_cost(const Variant& v, const WinogradShape& w, int64_t cu) {
   return double(ceil_div(w.groups() * v.splits, cu)) * work + split;
 }
 
+// The Winograd form by shape: split where `can_split` and winograd_split's
+// slices cost a fifth less than the whole grid (the margin of
+// choose_by_shape; on the H100 SqueezeNet's 64->256 at 13x13, 16 work-groups
+// in 2 slices, ran 0.027 ms against 0.018 whole, while VGG's 512 at 14x14
+// in 4 slices ran 0.031 against 0.083).
+Variant winograd_by_shape(const WinogradShape& w, bool can_split, int64_t cu) {
+  const Variant whole{nullptr}, split = can_split ? winograd_split(w, cu, 1) : whole;
+  return split.splits > 1 && winograd_cost(split, w, cu) < 0.8 * winograd_cost(whole, w, cu) ? split : whole;
+}
+
 // force_conv_variant's "winograd", "winograd/split" or "winograd/sN".
 Variant forced_winograd(const WinogradShape& w, bool can_split, int64_t cu) {
   const Forced& f = forced();
@@ -288,12 +298,12 @@ Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int6
     const Variant whole{nullptr}, split = can_split ? winograd_split(*wino, cu, 1) : whole;
     candidates.push_back(whole);
     if (split.splits > 1) candidates.push_back(split);
-    // The guess: the Winograd form the grid wants where it costs less than
-    // the direct variant, for 64 output channels or more or a grid of a
-    // wave at least: DenseNet's 128->32 3x3 at 28x28 (7 work-groups) ran
-    // 0.021 ms split against the direct kernel's 0.019 on the H100, U-Net's
-    // 32->32 at 256x256 (512) 0.049 against 0.114.
-    const Variant& w = split.splits > 1 ? split : whole;
+    // The guess: the Winograd form by shape where it costs less than the
+    // direct variant, for 64 output channels or more or a grid of a wave at
+    // least: DenseNet's 128->32 3x3 at 28x28 (7 work-groups) ran 0.021 ms
+    // split against the direct kernel's 0.019 on the H100, U-Net's 32->32 at
+    // 256x256 (512) 0.049 against 0.114.
+    const Variant w = winograd_by_shape(*wino, can_split, cu);
     if ((wino->OC >= 64 || wino->groups() >= cu) &&
         winograd_cost(w, *wino, cu) < variant_cost(direct, M, N, K, batches, cu))
       guess = w.name();
@@ -315,7 +325,10 @@ Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int6
 // cost model's (or the tuning's) call; below 32 input or output channels or
 // 32 tiles a work-group's 8-channel chunks, 32-channel block or 32-tile
 // block would run mostly empty (ResNet's 512->512 at 7x7, 16 tiles: 0.036 ms
-// at best against the direct kernel's 0.033 on the H100).
+// at best against the direct kernel's 0.033 on the H100). SqueezeNet's
+// 16->64 at 55x55 ran 0.0084 ms forced against the direct 0.0158, but
+// taking 16 channels let the guess put GoogLeNet's 24->64 at 14x14 (4
+// work-groups) on it, and GoogLeNet ran 7-30% slower in two calls.
 std::optional<WinogradShape> winograd_shape(const NodeBuilder& b, const ConvGeometry& g) {
   if (g.KH != 3 || g.KW != 3 || g.sh != 1 || g.sw != 1 || g.dh != 1 || g.dw != 1 || g.groups != 1) return std::nullopt;
   const HostTensor* weights = b.constant(1);
@@ -726,7 +739,7 @@ bool lower_conv(NodeBuilder& b, const FusedTail& tail) {
     const int64_t cu = std::max(1, b.compute_units());
     launch_winograd(b, g, has_bias, bias, tail,
                     forced().winograd ? forced_winograd(*wino, can_split, cu)
-                                      : (can_split ? winograd_split(*wino, cu, 1) : Variant{nullptr}));
+                                      : winograd_by_shape(*wino, can_split, cu));
     return true;
   }
   if (launch_conv_mma(b, g, has_bias, bias, tail)) return true;  // --precision tf32
