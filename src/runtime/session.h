@@ -18,6 +18,7 @@
 // thread at a time.
 #pragma once
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -58,6 +59,9 @@ struct SessionOptions {
   // Tf32: opt-in, lower precision (docs/precision.md); precision() says
   // what the session uses.
   Precision precision = Precision::Fp32;
+  // Outputs read through pinned host buffers: on GPUs (unset: by the
+  // device's type), where that is faster than into pageable memory.
+  std::optional<bool> staged_io;
 };
 
 struct NodeTime {
