@@ -5,7 +5,7 @@
 // (`texplan run --bench` reports it as enqueue_ms), so this tells what a
 // leaner launch would gain before anyone builds one.
 //
-//   texplan_enqueue_bench [--device SPEC] [--launches N] [--rounds R]
+//   texplan_enqueue_bench [--device SPEC] [--launches N] [--rounds R] [--transfer BYTES]
 //
 // Cases: kernels of 2 buffer arguments, of 2 buffers and 16 ints, of 2
 // buffers and the 16 ints as one struct, of 8 buffers, and of 8 buffers and
@@ -14,6 +14,14 @@
 // per launch (what --profile adds). Per case: host microseconds per
 // clEnqueueNDRangeKernel (median of R rounds) and the wall time per launch
 // to clFinish.
+//
+// Then a run's input and output copies (BYTES, default a 224x224 RGB image
+// in fp32; 4 KB and BYTES back), wall microseconds to clFinish: from pageable host
+// memory as texplan's runs copy them, and through a pinned staging buffer
+// (CL_MEM_ALLOC_HOST_PTR, mapped once: a memcpy into it, then a write from
+// its mapped pointer or a copy from the buffer itself while mapped, which
+// the spec leaves undefined; or mapped and unmapped around the memcpy each
+// time, as runtime/session.cpp stages a GPU run's inputs and outputs).
 #include <CL/cl.h>
 
 #include <algorithm>
@@ -78,13 +86,15 @@ struct Case {
 int main(int argc, char** argv) {
   std::string spec = "gpu";
   int launches = 200, rounds = 9;
+  size_t transfer = 3 * 224 * 224 * 4;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--device") spec = argv[i + 1];
     else if (a == "--launches") launches = std::max(1, std::atoi(argv[i + 1]));
     else if (a == "--rounds") rounds = std::max(1, std::atoi(argv[i + 1]));
+    else if (a == "--transfer") transfer = size_t(std::max(4L, std::atol(argv[i + 1])));
     else {
-      std::fprintf(stderr, "usage: %s [--device SPEC] [--launches N] [--rounds R]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--device SPEC] [--launches N] [--rounds R] [--transfer BYTES]\n", argv[0]);
       return 2;
     }
   }
@@ -155,5 +165,107 @@ int main(int argc, char** argv) {
     std::sort(wall.begin(), wall.end());
     std::printf("%-48s %14.2f %14.2f\n", c.name.c_str(), enq[enq.size() / 2], wall[wall.size() / 2]);
   }
+
+  // Transfers: `bytes` in (and 4 KB out) per round, wall time to clFinish.
+  const size_t out_bytes = 4096;
+  cl_mem dst = clCreateBuffer(ctx, CL_MEM_READ_WRITE, transfer, nullptr, &s);
+  check(s, "clCreateBuffer");
+  cl_mem pinned = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, transfer, nullptr, &s);
+  check(s, "clCreateBuffer pinned");
+  void* staged = clEnqueueMapBuffer(q, pinned, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, transfer, 0, nullptr, nullptr, &s);
+  check(s, "clEnqueueMapBuffer");
+  std::vector<char> host(transfer, 1), back(out_bytes);
+  using Step = void (*)(cl_command_queue, cl_mem, cl_mem, void*, std::vector<char>&, std::vector<char>&);
+  struct Transfer {
+    const char* name;
+    Step step;
+  };
+  // The map-per-run cases use their own pinned buffer, never left mapped
+  // (the OpenCL spec leaves commands on a mapped buffer undefined).
+  cl_mem unmapped = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, transfer, nullptr, &s);
+  check(s, "clCreateBuffer pinned");
+  const Transfer transfers[] = {
+      {"in: write from pageable memory, blocking",
+       [](cl_command_queue q, cl_mem d, cl_mem, void*, std::vector<char>& h, std::vector<char>&) {
+         check(clEnqueueWriteBuffer(q, d, CL_TRUE, 0, h.size(), h.data(), 0, nullptr, nullptr), "write");
+       }},
+      {"in: write from pageable memory, then clFinish",
+       [](cl_command_queue q, cl_mem d, cl_mem, void*, std::vector<char>& h, std::vector<char>&) {
+         check(clEnqueueWriteBuffer(q, d, CL_FALSE, 0, h.size(), h.data(), 0, nullptr, nullptr), "write");
+         check(clFinish(q), "clFinish");
+       }},
+      {"in: memcpy to pinned, write from its pointer",
+       [](cl_command_queue q, cl_mem d, cl_mem, void* st, std::vector<char>& h, std::vector<char>&) {
+         std::copy(h.begin(), h.end(), static_cast<char*>(st));
+         check(clEnqueueWriteBuffer(q, d, CL_FALSE, 0, h.size(), st, 0, nullptr, nullptr), "write");
+         check(clFinish(q), "clFinish");
+       }},
+      {"in: memcpy to pinned, copy from its buffer",
+       [](cl_command_queue q, cl_mem d, cl_mem p, void* st, std::vector<char>& h, std::vector<char>&) {
+         std::copy(h.begin(), h.end(), static_cast<char*>(st));
+         check(clEnqueueCopyBuffer(q, p, d, 0, 0, h.size(), 0, nullptr, nullptr), "copy");
+         check(clFinish(q), "clFinish");
+       }},
+      {"in: map pinned, memcpy, unmap, copy from it",
+       [](cl_command_queue q, cl_mem d, cl_mem p, void*, std::vector<char>& h, std::vector<char>&) {
+         cl_int s = CL_SUCCESS;
+         void* m = clEnqueueMapBuffer(q, p, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION, 0, h.size(), 0, nullptr, nullptr, &s);
+         check(s, "map");
+         std::copy(h.begin(), h.end(), static_cast<char*>(m));
+         check(clEnqueueUnmapMemObject(q, p, m, 0, nullptr, nullptr), "unmap");
+         check(clEnqueueCopyBuffer(q, p, d, 0, 0, h.size(), 0, nullptr, nullptr), "copy");
+         check(clFinish(q), "clFinish");
+       }},
+      {"out 4 KB: read to pageable memory, then clFinish",
+       [](cl_command_queue q, cl_mem d, cl_mem, void*, std::vector<char>&, std::vector<char>& b) {
+         check(clEnqueueReadBuffer(q, d, CL_FALSE, 0, b.size(), b.data(), 0, nullptr, nullptr), "read");
+         check(clFinish(q), "clFinish");
+       }},
+      {"out 4 KB: read to pinned, then memcpy",
+       [](cl_command_queue q, cl_mem d, cl_mem, void* st, std::vector<char>&, std::vector<char>& b) {
+         check(clEnqueueReadBuffer(q, d, CL_FALSE, 0, b.size(), st, 0, nullptr, nullptr), "read");
+         check(clFinish(q), "clFinish");
+         std::copy(static_cast<char*>(st), static_cast<char*>(st) + b.size(), b.begin());
+       }},
+      {"out BYTES: read to pageable memory, then clFinish",
+       [](cl_command_queue q, cl_mem d, cl_mem, void*, std::vector<char>& h, std::vector<char>&) {
+         check(clEnqueueReadBuffer(q, d, CL_FALSE, 0, h.size(), h.data(), 0, nullptr, nullptr), "read");
+         check(clFinish(q), "clFinish");
+       }},
+      {"out BYTES: read to pinned, then memcpy",
+       [](cl_command_queue q, cl_mem d, cl_mem, void* st, std::vector<char>& h, std::vector<char>&) {
+         check(clEnqueueReadBuffer(q, d, CL_FALSE, 0, h.size(), st, 0, nullptr, nullptr), "read");
+         check(clFinish(q), "clFinish");
+         std::copy(static_cast<char*>(st), static_cast<char*>(st) + h.size(), h.begin());
+       }},
+      {"out BYTES: copy to pinned, map, memcpy, unmap",
+       [](cl_command_queue q, cl_mem d, cl_mem p, void*, std::vector<char>& h, std::vector<char>&) {
+         check(clEnqueueCopyBuffer(q, d, p, 0, 0, h.size(), 0, nullptr, nullptr), "copy");
+         check(clFinish(q), "clFinish");
+         cl_int s = CL_SUCCESS;
+         void* m = clEnqueueMapBuffer(q, p, CL_TRUE, CL_MAP_READ, 0, h.size(), 0, nullptr, nullptr, &s);
+         check(s, "map");
+         std::copy(static_cast<char*>(m), static_cast<char*>(m) + h.size(), h.begin());
+         check(clEnqueueUnmapMemObject(q, p, m, 0, nullptr, nullptr), "unmap");
+       }},
+  };
+  std::printf("\n%-48s %14s   (BYTES: %zu)\n", "transfer", "wall us", transfer);
+  for (const Transfer& t : transfers) {
+    std::vector<double> wall;
+    for (int r = 0; r <= 4 * rounds; ++r) {
+      check(clFinish(q), "clFinish");
+      const auto t0 = Clock::now();
+      t.step(q, dst, std::string(t.name).find("map") != std::string::npos ? unmapped : pinned, staged, host, back);
+      const auto t1 = Clock::now();
+      if (r > 0) wall.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+    }
+    std::sort(wall.begin(), wall.end());
+    std::printf("%-48s %14.2f\n", t.name, wall[wall.size() / 2]);
+  }
+  check(clEnqueueUnmapMemObject(q, pinned, staged, 0, nullptr, nullptr), "unmap");
+  check(clFinish(q), "clFinish");
+  clReleaseMemObject(pinned);
+  clReleaseMemObject(unmapped);
+  clReleaseMemObject(dst);
   return 0;
 }
