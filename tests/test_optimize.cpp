@@ -251,6 +251,52 @@ TEST(Optimize, NodesThatMoveNoElementBecomeViews) {
   expect_close(run_cpu(g, input), want);
 }
 
+// A scalar Div or Mul on a MatMul's input moves after the product, into
+// its epilogue (BERT's q / sqrt(d) before q @ k^T): on either input, the
+// scalar on either side of a Mul; not where the scaled tensor has another
+// reader. The CPU executor computes the same output.
+TEST(Optimize, ScalesOnProductInputsMoveIntoTheEpilogue) {
+  std::mt19937 rng(4);
+  int x = 0;
+  Graph g = graph_with_input("scales", {2, 3, 4}, x);
+  auto scalar = [&](const char* name, float v) {
+    const int c = tensor(g, name, {});
+    g.tensors[c].is_constant = g.tensors[c].has_data = true;
+    g.tensors[c].value = HostTensor(DataType::Float32, {});
+    g.tensors[c].value.data<float>()[0] = v;
+    return c;
+  };
+  const int q = tensor(g, "q", {2, 3, 4}), k = tensor(g, "k", {2, 4, 5}), kk = tensor(g, "kk", {2, 4, 5}),
+            s = tensor(g, "s", {2, 3, 5}), d = tensor(g, "d", {2, 3, 4}), t = tensor(g, "t", {2, 3, 5}),
+            e = tensor(g, "e", {2, 3, 4}), u = tensor(g, "u", {2, 3, 5}), y = tensor(g, "y", {2, 3, 5});
+  node(g, "Div", {x, scalar("c", 2.5f)}, {q});                 // moves: q feeds one MatMul
+  node(g, "Mul", {scalar("h", 0.5f), weight(g, "w", {2, 4, 5}, rng)}, {k});  // moves too: scalar first
+  node(g, "MatMul", {q, k}, {s});
+  node(g, "Mul", {x, scalar("m", 3.0f)}, {d});                 // stays: d is read twice
+  node(g, "MatMul", {d, weight(g, "w2", {2, 4, 5}, rng)}, {t});
+  node(g, "Neg", {d}, {e});
+  node(g, "MatMul", {e, weight(g, "w3", {2, 4, 5}, rng)}, {u});
+  node(g, "Add", {s, t}, {kk});
+  g.tensors[kk].shape = {2, 3, 5};
+  node(g, "Add", {kk, u}, {y});
+  g.tensors[y].is_output = true;
+  g.outputs = {y};
+  g.topological_sort();
+  const HostTensor input = random_tensor({2, 3, 4}, rng, -2, 2);
+  const HostTensor want = run_cpu(g, input);
+  optimize(g, {});
+  int divs = 0, muls = 0;
+  for (const auto& n : g.nodes) divs += n.op_type == "Div", muls += n.op_type == "Mul";
+  EXPECT_EQ(divs, 0);
+  EXPECT_EQ(muls, 1) << "the Mul read twice stays";
+  int scaled = 0;
+  for (const auto& n : g.nodes)
+    if (n.op_type == "FusedMatMul")
+      for (const std::string& i : n.attrs.at("program").strings) scaled += i.rfind("Div", 0) == 0 || i.rfind("Mul", 0) == 0;
+  EXPECT_EQ(scaled, 2) << "both scales of the first product in its epilogue";
+  expect_close(run_cpu(g, input), want);
+}
+
 // A Slice of a contiguous channel range of a batch-1 tensor becomes a view
 // at its byte offset (no kernel, no storage) unless it feeds a Concat (which
 // it then writes into, the Concat elided); the bound does not rise, the CPU

@@ -492,6 +492,61 @@ class Fuser {
 
 }  // namespace
 
-FuseCounts fuse(Graph& g, bool pool) { return Fuser(g, pool).run(); }
+// A scalar Mul or Div on a MatMul's input moves after it, where the fuser
+// takes it into the product's epilogue: (x / c) @ w = (x @ w) / c. BERT's
+// attention scales q by 1 / sqrt(d) before q @ k^T, one kernel per layer.
+// Only where the scaled tensor feeds that MatMul alone and is no output.
+int scales_after_products(Graph& g) {
+  std::vector<int> producer(g.tensors.size(), -1), uses(g.tensors.size(), 0);
+  for (int k = 0; k < int(g.nodes.size()); ++k) {
+    for (int t : g.nodes[k].outputs)
+      if (t >= 0) producer[t] = k;
+    for (int t : g.nodes[k].inputs)
+      if (t >= 0) ++uses[t];
+  }
+  auto scalar = [&](int t) {
+    const Tensor& c = g.tensors[t];
+    return c.is_constant && c.has_data && is_f32(c) && c.value.count() == 1;
+  };
+  int moved = 0;
+  for (int k = 0; k < int(g.nodes.size()); ++k) {
+    Node& mm = g.nodes[k];
+    if (mm.op_type != "MatMul" || mm.inputs.size() != 2 || mm.outputs.size() != 1) continue;
+    for (int slot = 0; slot < 2; ++slot) {
+      const int t = mm.inputs[size_t(slot)];
+      if (t < 0 || producer[t] < 0 || uses[t] != 1 || g.tensors[t].is_output || !is_f32(g.tensors[t])) continue;
+      Node& sc = g.nodes[size_t(producer[t])];
+      if (sc.inputs.size() != 2 || sc.outputs.size() != 1 || sc.inputs[0] < 0 || sc.inputs[1] < 0) continue;
+      int x = -1;  // the scaled operand; the other input is the scalar, kept where it is
+      if (sc.op_type == "Div" && scalar(sc.inputs[1])) x = 0;
+      else if (sc.op_type == "Mul") x = scalar(sc.inputs[1]) ? 0 : scalar(sc.inputs[0]) ? 1 : -1;
+      if (x < 0 || g.tensors[sc.inputs[size_t(x)]].shape != g.tensors[t].shape) continue;
+      // mm: inputs (.., x, ..) -> y0 (t's slot reused for the product); sc: (.., y0, ..) -> y.
+      const int y = mm.outputs[0];
+      Tensor product = g.tensors[t];
+      product.name = g.tensors[y].name + "@unscaled";
+      for (int i = 1; g.find(product.name) >= 0; ++i) product.name = g.tensors[y].name + "@unscaled_" + std::to_string(i);
+      product.shape = g.tensors[y].shape;
+      product.dtype = g.tensors[y].dtype;
+      product.is_output = false;
+      mm.inputs[size_t(slot)] = sc.inputs[size_t(x)];
+      const int y0 = g.add_tensor(std::move(product));
+      mm.outputs[0] = y0;
+      sc.inputs[size_t(x)] = y0;
+      sc.outputs[0] = y;
+      ++moved;  // t: no node writes or reads it now
+    }
+  }
+  if (moved) {
+    g.topological_sort();
+    g.remove_dead_nodes();
+  }
+  return moved;
+}
+
+FuseCounts fuse(Graph& g, bool pool) {
+  scales_after_products(g);
+  return Fuser(g, pool).run();
+}
 
 }  // namespace texplan
