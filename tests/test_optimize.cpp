@@ -10,6 +10,7 @@
 #include "optimize/passes.h"
 #include "optimize/sharing.h"
 #include "runtime/cpu_executor.h"
+#include "runtime/ops.h"
 #include "runtime/session.h"
 #include "test_util.h"
 
@@ -294,6 +295,126 @@ TEST(Optimize, ScalesOnProductInputsMoveIntoTheEpilogue) {
     if (n.op_type == "FusedMatMul")
       for (const std::string& i : n.attrs.at("program").strings) scaled += i.rfind("Div", 0) == 0 || i.rfind("Mul", 0) == 0;
   EXPECT_EQ(scaled, 2) << "both scales of the first product in its epilogue";
+  expect_close(run_cpu(g, input), want);
+}
+
+// Products whose operands Slices and Transposes cut from another tensor read
+// that tensor through strides (OperandView): t = s transposed as A of one
+// product, q and k^T both cut from s as A and B of another; the Slices and
+// Transposes are gone, the bound did not rise, and the CPU executor and a
+// PoCL session (its CPU GEMM, and texplan's GPU kernels forced) compute the
+// same outputs.
+TEST(Optimize, ProductOperandsReadThroughStrides) {
+  std::mt19937 rng(12);
+  int x = 0;
+  Graph g = graph_with_input("strided", {2, 6, 4}, x);
+  auto ints = [&](const std::string& name, std::vector<int64_t> v) {
+    Tensor t;
+    t.name = name;
+    t.dtype = DataType::Int64;
+    t.shape = {int64_t(v.size())};
+    t.is_constant = t.has_data = true;
+    t.value = HostTensor(DataType::Int64, t.shape);
+    std::copy(v.begin(), v.end(), t.value.data<int64_t>());
+    return g.add_tensor(t);
+  };
+  const int s = tensor(g, "s", {2, 6, 4}), t = tensor(g, "t", {2, 4, 6}), y1 = tensor(g, "y1", {2, 4, 5}),
+            q = tensor(g, "q", {2, 3, 4}), k = tensor(g, "k", {2, 3, 4}), kt = tensor(g, "kt", {2, 4, 3}),
+            y2 = tensor(g, "y2", {2, 3, 3});
+  node(g, "Sigmoid", {x}, {s});
+  node(g, "Transpose", {s}, {t}, {{"perm", Attribute::of_ints({0, 2, 1})}});
+  node(g, "MatMul", {t, weight(g, "w", {6, 5}, rng)}, {y1});
+  node(g, "Slice", {s, ints("qs", {0}), ints("qe", {3}), ints("qa", {1})}, {q});
+  node(g, "Slice", {s, ints("ks", {3}), ints("ke", {6}), ints("ka", {1})}, {k});
+  node(g, "Transpose", {k}, {kt}, {{"perm", Attribute::of_ints({0, 2, 1})}});
+  node(g, "MatMul", {q, kt}, {y2});
+  g.tensors[y1].is_output = g.tensors[y2].is_output = true;
+  g.outputs = {y1, y2};
+  g.topological_sort();
+  const HostTensor input = random_tensor({2, 6, 4}, rng, -2, 2);
+  auto run_all = [&](const Graph& gr, const std::shared_ptr<runtime::Device>& dev) {
+    PlanInput pin = make_usage_records(gr);
+    if (!dev) {
+      plan::MemoryPlan plan = plan::plan_memory(pin.records, plan::DeviceProfile::load("pocl"), "best");
+      return runtime::CpuExecutor(gr, pin, plan).run({input});
+    }
+    plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
+    runtime::SessionOptions o;
+    o.guard = true;
+    runtime::Session session(gr, pin, plan, dev, o);
+    auto out = session.run({input});
+    EXPECT_TRUE(session.guard_violations().empty());
+    EXPECT_EQ(session.kernel_launches(), 3) << "Sigmoid and the two products";
+    return out;
+  };
+  const std::vector<HostTensor> want = run_all(g, nullptr);
+  const OptimizeReport rep = optimize(g, {});
+  EXPECT_EQ(rep.viewed_nodes, 4);
+  EXPECT_LE(rep.lower_bound_bytes, rep.raw_lower_bound_bytes);
+  int views = 0;
+  for (const auto& n : g.nodes) {
+    EXPECT_NE(n.op_type, "Transpose");
+    EXPECT_NE(n.op_type, "Slice");
+    for (int i = 0; i < 2; ++i) views += operand_view(n, i).has_value();
+  }
+  EXPECT_EQ(views, 3);
+  auto expect_all = [&](const std::vector<HostTensor>& got) {
+    ASSERT_EQ(got.size(), 2u);
+    expect_close(got[0], want[0]);
+    expect_close(got[1], want[1]);
+  };
+  expect_all(run_all(g, nullptr));
+  auto dev = runtime::open_device("pocl");
+  expect_all(run_all(g, dev));
+  runtime::force_conv_variant("gpu");  // texplan's GPU kernels on the CPU device
+  expect_all(run_all(g, dev));
+  runtime::force_conv_variant("");
+}
+
+// BERT's attention as torch exports it: q, k and v cut from one projection
+// P and split into heads. Read through strides, P would live until the last
+// product (v's, after the softmax) where the copies let it die at the cuts:
+// the bound would rise, so the Transposes stay.
+TEST(Optimize, StridedOperandsNeverRaiseTheBound) {
+  std::mt19937 rng(13);
+  int x = 0;
+  Graph g = graph_with_input("attention", {8, 4}, x);
+  auto ints = [&](const std::string& name, std::vector<int64_t> v) {
+    Tensor t;
+    t.name = name;
+    t.dtype = DataType::Int64;
+    t.shape = {int64_t(v.size())};
+    t.is_constant = t.has_data = true;
+    t.value = HostTensor(DataType::Int64, t.shape);
+    std::copy(v.begin(), v.end(), t.value.data<int64_t>());
+    return g.add_tensor(t);
+  };
+  const int p = tensor(g, "p", {8, 12});
+  node(g, "MatMul", {x, weight(g, "wqkv", {4, 12}, rng)}, {p});
+  auto head_split = [&](const char* name, int64_t from, std::vector<int64_t> perm, Shape out) {
+    const std::string n = name;
+    const int cut = tensor(g, n + "_cut", {8, 4}), r = tensor(g, n + "_r", {8, 2, 2}), t = tensor(g, n, out);
+    node(g, "Slice", {p, ints(n + "_s", {from}), ints(n + "_e", {from + 4}), ints(n + "_a", {1})}, {cut});
+    node(g, "Reshape", {cut, ints(n + "_shape", {8, 2, 2})}, {r});
+    node(g, "Transpose", {r}, {t}, {{"perm", Attribute::of_ints(perm)}});
+    return t;
+  };
+  const int q = head_split("q", 0, {1, 0, 2}, {2, 8, 2}), k = head_split("k", 4, {1, 2, 0}, {2, 2, 8}),
+            v = head_split("v", 8, {1, 0, 2}, {2, 8, 2});  // all three cut before the products, as torch orders them
+  const int sc = tensor(g, "scores", {2, 8, 8}), sm = tensor(g, "sm", {2, 8, 8}), o = tensor(g, "o", {2, 8, 2});
+  node(g, "MatMul", {q, k}, {sc});
+  node(g, "Softmax", {sc}, {sm}, {{"axis", Attribute::of_int(-1)}});
+  node(g, "MatMul", {sm, v}, {o});
+  g.tensors[o].is_output = true;
+  g.outputs = {o};
+  g.topological_sort();
+  const HostTensor input = random_tensor({8, 4}, rng, -2, 2);
+  const HostTensor want = run_cpu(g, input);
+  const OptimizeReport rep = optimize(g, {});
+  int transposes = 0;
+  for (const auto& n : g.nodes) transposes += n.op_type == "Transpose";
+  EXPECT_EQ(transposes, 3);
+  EXPECT_LE(rep.lower_bound_bytes, rep.raw_lower_bound_bytes);
   expect_close(run_cpu(g, input), want);
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -113,6 +114,20 @@ struct Tensor {
 
   int64_t bytes() const { return element_count(shape) * int64_t(element_size(dtype)); }
 };
+
+// The strided view an operand of a product (MatMul, FusedMatMul) is read
+// through, set by optimize's strided_product_operands where a chain of
+// Slices, Transposes and Reshapes would otherwise copy it: element
+// (i_0, ..., i_r-1) of the logical operand of `shape` is element
+// offset + sum(i_d * strides[d]) of the input tensor, flat.
+struct OperandView {
+  int64_t offset = 0;
+  Shape shape;
+  std::vector<int64_t> strides;
+};
+// Input `input`'s view (attribute texplan_view_in<input>), or none.
+std::optional<OperandView> operand_view(const Node& n, int input);
+void set_operand_view(Node& n, int input, const OperandView& v);
 
 struct Graph {
   std::string model_name;  // for messages: "resnet18"

@@ -63,6 +63,28 @@ OptimizeOptions::Order parse_order(const std::string& s) {
 
 int64_t graph_lower_bound(const Graph& g) { return plan::lower_bound_bytes(make_usage_records(g).records); }
 
+// strided_product_operands, kept only where the bound does not rise (a view
+// keeps its whole source alive until the product): tried first on a copy
+// without the large constants' values (the pass reads only the chains'
+// small Slice parameters). Returns the nodes it dropped.
+static int strided_operands_within_bound(Graph& g) {
+  constexpr size_t kSmall = 4096;
+  std::vector<HostTensor> large(g.tensors.size());
+  std::vector<char> moved(g.tensors.size(), 0);
+  for (size_t i = 0; i < g.tensors.size(); ++i)
+    if (g.tensors[i].value.bytes.size() > kSmall) large[i] = std::move(g.tensors[i].value), moved[i] = 1;
+  Graph trial = g;
+  for (size_t i = 0; i < g.tensors.size(); ++i)
+    if (moved[i]) g.tensors[i].value = std::move(large[i]);
+  if (strided_product_operands(trial) == 0) return 0;
+  trial.remove_dead_nodes();
+  if (graph_lower_bound(trial) > graph_lower_bound(g)) return 0;
+  const int nodes = int(g.nodes.size());
+  strided_product_operands(g);
+  g.remove_dead_nodes();
+  return nodes - int(g.nodes.size());
+}
+
 OptimizeReport optimize(Graph& g, const OptimizeOptions& opt) {
   const auto start = Clock::now();
   OptimizeReport r;
@@ -77,6 +99,7 @@ OptimizeReport optimize(Graph& g, const OptimizeOptions& opt) {
     r.fused_elementwise = c.elementwise;
     r.folded_batchnorm = c.batchnorm;
     r.fused_pool = c.pool;
+    r.viewed_nodes += strided_operands_within_bound(g);
   }
   for (auto& n : g.nodes) {
     n.attrs.erase("texplan_inplace");

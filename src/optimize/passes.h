@@ -34,6 +34,13 @@ int elements_in_place_to_views(Graph& g);
 // views at that offset, and they run nothing. Returns how many.
 int slices_to_views(Graph& g);
 
+// MatMul/FusedMatMul operands made from another tensor by a chain of
+// Slices, Transposes and Reshapes (BERT's q, k and v cut from one
+// projection and split into heads) read that tensor through an
+// OperandView instead (graph.h), so the chain runs no kernel once nothing
+// else reads it. Returns how many operands; the caller drops dead nodes.
+int strided_product_operands(Graph& g);
+
 // Reorders g.nodes topologically to lower the peak of live bytes; keeps the
 // file order unless another order's lower bound is smaller. Returns the
 // winning heuristic's name.

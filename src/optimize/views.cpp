@@ -4,7 +4,10 @@
 // as torch exports it has two per layer, [1, S, D] <-> [S, 1, D]) and pools
 // of 1x1 windows, stride 1, no padding (VGG's adaptive average pool of its
 // 7x7 maps to 7x7). Slices of one contiguous run of their input are marked
-// with its byte offset, for storage_sharing() to place.
+// with its byte offset, for storage_sharing() to place. A product's operand
+// that Slices, Transposes and Reshapes make from another tensor is read
+// through strides (OperandView), those nodes dropped where nothing else
+// reads them.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -97,7 +100,132 @@ int64_t contiguous_slice_offset(const Graph& g, const Node& n) {
   return start * inner;
 }
 
+// Reads n's view-op parameters: the operand view `v` of its input becomes
+// that of its output; false where strides cannot express it.
+bool reshape_view(OperandView& v, const Shape& out) {
+  std::vector<std::pair<int64_t, int64_t>> in;  // the input's (size, stride), 1s dropped
+  for (size_t d = 0; d < v.shape.size(); ++d)
+    if (v.shape[d] != 1) in.push_back({v.shape[d], v.strides[d]});
+  std::vector<int64_t> strides(out.size(), 0);
+  size_t i = 0;
+  for (size_t o = 0; o < out.size();) {
+    if (out[o] == 1) {
+      ++o;
+      continue;
+    }
+    if (i >= in.size()) return false;
+    // Output dims [o, o2) and input dims [i, i2) of equal products.
+    int64_t po = out[o], pi = in[i].first;
+    size_t o2 = o + 1, i2 = i + 1;
+    while (po != pi) {
+      if (po < pi) {
+        if (o2 >= out.size()) return false;
+        po *= out[o2++];
+      } else {
+        if (i2 >= in.size()) return false;
+        pi *= in[i2++].first;
+      }
+    }
+    for (size_t j = i; j + 1 < i2; ++j)  // the input dims must be one run
+      if (in[j].second != in[j + 1].second * in[j + 1].first) return false;
+    int64_t stride = in[i2 - 1].second;
+    for (size_t k = o2; k-- > o;) {
+      strides[k] = out[k] == 1 ? 0 : stride;
+      stride *= out[k];
+    }
+    o = o2;
+    i = i2;
+  }
+  if (i != in.size()) return false;
+  v.shape = out;
+  v.strides = strides;
+  return true;
+}
+
+bool apply_view(const Graph& g, const Node& n, OperandView& v) {
+  const Shape& out = g.tensors[n.outputs[0]].shape;
+  const int64_t rank = int64_t(v.shape.size());
+  if (n.op_type == "Transpose") {
+    std::vector<int64_t> perm = n.get_ints("perm");
+    if (perm.empty())
+      for (int64_t d = rank - 1; d >= 0; --d) perm.push_back(d);
+    if (int64_t(perm.size()) != rank) return false;
+    OperandView t = v;
+    for (int64_t d = 0; d < rank; ++d) {
+      const int64_t p = perm[size_t(d)];
+      if (p < 0 || p >= rank) return false;
+      t.shape[size_t(d)] = v.shape[size_t(p)], t.strides[size_t(d)] = v.strides[size_t(p)];
+    }
+    v = t;
+  } else if (n.op_type == "Slice") {
+    std::vector<int64_t> starts, ends, axes, steps;
+    if (!constant_ints(g, n, 1, starts) || !constant_ints(g, n, 2, ends)) return false;
+    if (!constant_ints(g, n, 3, axes))
+      for (size_t i = 0; i < starts.size(); ++i) axes.push_back(int64_t(i));
+    if (!constant_ints(g, n, 4, steps)) steps.assign(starts.size(), 1);
+    if (axes.size() != starts.size() || steps.size() != starts.size() || int64_t(out.size()) != rank) return false;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      const int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
+      if (a < 0 || a >= rank || steps[i] <= 0) return false;
+      const int64_t dim = v.shape[size_t(a)];
+      const int64_t start = std::clamp(starts[i] < 0 ? starts[i] + dim : starts[i], int64_t(0), dim);
+      v.offset += start * v.strides[size_t(a)];
+      v.strides[size_t(a)] *= steps[i];
+      v.shape[size_t(a)] = out[size_t(a)];
+    }
+  } else if (!reshape_view(v, out)) {  // Reshape, Squeeze, Unsqueeze, Flatten: the output's shape
+    return false;
+  }
+  return v.shape == out;
+}
+
+bool view_op(const Graph& g, const Node& n) {
+  static const char* ops[] = {"Transpose", "Slice", "Reshape", "Squeeze", "Unsqueeze", "Flatten"};
+  return std::find(std::begin(ops), std::end(ops), n.op_type) != std::end(ops) && !n.inputs.empty() &&
+         n.inputs[0] >= 0 && n.outputs.size() == 1 && n.outputs[0] >= 0 &&
+         g.tensors[n.inputs[0]].dtype == g.tensors[n.outputs[0]].dtype;
+}
+
 }  // namespace
+
+int strided_product_operands(Graph& g) {
+  std::vector<int> producer(g.tensors.size(), -1);
+  for (int k = 0; k < int(g.nodes.size()); ++k)
+    for (int t : g.nodes[size_t(k)].outputs)
+      if (t >= 0) producer[size_t(t)] = k;
+  int made = 0;
+  for (Node& n : g.nodes) {
+    if ((n.op_type != "MatMul" && n.op_type != "FusedMatMul") || n.get_int("transB", 0) != 0) continue;
+    for (int slot = 0; slot < 2 && slot < int(n.inputs.size()); ++slot) {
+      const int t = n.inputs[size_t(slot)];
+      if (t < 0 || operand_view(n, slot) || g.tensors[t].dtype != DataType::Float32 || g.tensors[t].shape.size() < 2)
+        continue;
+      std::vector<int> chain;  // producers from t back towards the source
+      for (int cur = t; producer[size_t(cur)] >= 0 && view_op(g, g.nodes[size_t(producer[size_t(cur)])]);
+           cur = g.nodes[size_t(producer[size_t(cur)])].inputs[0])
+        chain.push_back(producer[size_t(cur)]);
+      // The longest chain (nearest the product) strides express, if it moves data.
+      for (; !chain.empty(); chain.pop_back()) {
+        bool moves = false;
+        for (int k : chain) moves = moves || g.nodes[size_t(k)].op_type == "Transpose" || g.nodes[size_t(k)].op_type == "Slice";
+        if (!moves) break;
+        const int src = g.nodes[size_t(chain.back())].inputs[0];
+        if (g.tensors[src].is_constant) continue;
+        OperandView v{0, g.tensors[src].shape, {}};
+        v.strides.assign(v.shape.size(), 1);
+        for (size_t d = v.shape.size(); d-- > 1;) v.strides[d - 1] = v.strides[d] * v.shape[d];
+        bool ok = true;
+        for (auto it = chain.rbegin(); ok && it != chain.rend(); ++it) ok = apply_view(g, g.nodes[size_t(*it)], v);
+        if (!ok) continue;
+        set_operand_view(n, slot, v);
+        n.inputs[size_t(slot)] = src;
+        ++made;
+        break;
+      }
+    }
+  }
+  return made;
+}
 
 int elements_in_place_to_views(Graph& g) {
   int made = 0;

@@ -257,6 +257,22 @@ HostTensor broadcast_to(const OpContext& c, const HostTensor& x, const Shape& sh
   return strided_copy(c, x, 0, shape, broadcast_strides(x.shape, shape));
 }
 
+const HostTensor& product_operand(const OpContext& c, size_t i, HostTensor& held) {
+  const std::optional<OperandView> v = operand_view(c.node, int(i));
+  const HostTensor& x = c.input(i);
+  if (!v) return x;
+  if (v->strides.size() != v->shape.size()) c.fail("operand view " + std::to_string(i) + " is malformed");
+  int64_t last = v->offset;
+  for (size_t d = 0; d < v->shape.size(); ++d) {
+    if (v->strides[d] < 0 || v->shape[d] < 0) c.fail("operand view " + std::to_string(i) + " has a negative stride");
+    if (v->shape[d] > 0) last += (v->shape[d] - 1) * v->strides[d];
+  }
+  if (v->offset < 0 || (element_count(v->shape) > 0 && last >= x.count()))
+    c.fail("operand view " + std::to_string(i) + " reads past its input of " + to_string(x.shape));
+  held = strided_copy(c, x, v->offset, v->shape, v->strides);
+  return held;
+}
+
 HostTensor transpose(const OpContext& c, const HostTensor& x, const std::vector<int64_t>& perm) {
   const size_t r = x.shape.size();
   if (perm.size() != r) c.fail("perm has " + std::to_string(perm.size()) + " entries for rank " + std::to_string(r));

@@ -144,6 +144,9 @@ void broadcast_runs(const Shape& out, std::vector<std::vector<int64_t>> strides,
 // into a new tensor of `shape` (Slice, Tile, Expand, Transpose).
 HostTensor strided_copy(const OpContext& c, const HostTensor& x, int64_t offset, const Shape& shape,
                         const std::vector<int64_t>& strides);
+// Input i of a product (MatMul, FusedMatMul) as its OperandView (graph.h)
+// reads it, copied into `held`; the input itself where it has none.
+const HostTensor& product_operand(const OpContext& c, size_t i, HostTensor& held);
 // Copies `x` broadcast to `shape` (Expand, and unidirectional broadcasts).
 HostTensor broadcast_to(const OpContext& c, const HostTensor& x, const Shape& shape);
 // Generic transpose: out.shape[i] = x.shape[perm[i]].

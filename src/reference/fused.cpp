@@ -92,7 +92,8 @@ Outputs FusedConvMaxPool(const OpContext& c) {
 Outputs FusedMatMul(const OpContext& c) {
   const Epilogue e = program_of(c);
   if (c.input_count() < 2) c.fail("needs A and B");
-  const HostTensor &a = c.input(0), &b0 = c.input(1);
+  HostTensor held_a, held_b;
+  const HostTensor &a = product_operand(c, 0, held_a), &b0 = product_operand(c, 1, held_b);
   require_dtype(c, a, DataType::Float32, "A");
   const bool trans_b = c.node.get_int("transB", 0) != 0;
   HostTensor b_t;

@@ -6,7 +6,8 @@ namespace texplan::reference {
 namespace {
 
 Outputs MatMul(const OpContext& c) {
-  const HostTensor &a = c.input(0), &b = c.input(1);
+  HostTensor held_a, held_b;
+  const HostTensor &a = product_operand(c, 0, held_a), &b = product_operand(c, 1, held_b);
   require_same_dtype(c, a, b);
   if (a.shape.empty() || b.shape.empty()) c.fail("MatMul does not accept scalars");
   // 1-D operands become matrices (a row for A, a column for B) and the

@@ -928,6 +928,39 @@ bool lower_gemm(NodeBuilder& b) {
   return true;
 }
 
+// A MatMul whose operands (one at least) are read through OperandViews
+// (optimize/views.cpp; ranks 2 and more): the GEMM's row, column and batch
+// strides are the views', numpy-broadcast over the batch dims.
+static bool lower_strided_matmul(NodeBuilder& b, const std::optional<OperandView>& va, const std::optional<OperandView>& vb,
+                          const FusedTail& tail) {
+  const Shape A = va ? va->shape : b.in(0).shape, B = vb ? vb->shape : b.in(1).shape;
+  if (A.size() < 2 || B.size() < 2) return false;
+  const std::vector<int64_t> sa = va ? va->strides : contiguous_strides(A), sb = vb ? vb->strides : contiguous_strides(B);
+  const int64_t M = A[A.size() - 2], K = A.back(), N = B.back();
+  if (B[B.size() - 2] != K) return false;
+  const size_t rank = std::max(A.size(), B.size()) - 2;
+  Shape batch(rank, 1);
+  std::vector<int64_t> as(rank, 0), bs(rank, 0);
+  auto align = [&](const Shape& s, const std::vector<int64_t>& st, std::vector<int64_t>& out) {
+    const size_t r = s.size() - 2, pad = rank - r;
+    for (size_t d = 0; d < r; ++d) {
+      if (s[d] != 1 && batch[pad + d] != 1 && batch[pad + d] != s[d]) return false;
+      if (s[d] != 1) batch[pad + d] = s[d], out[pad + d] = st[d];
+    }
+    return true;
+  };
+  if (!align(A, sa, as) || !align(B, sb, bs)) return false;
+  GemmArgs a{M, N, K, sa[A.size() - 2], sa.back(), sb[B.size() - 2], sb.back()};
+  Strided s = collapse({batch, {contiguous_strides(batch), as, bs}});
+  if (!s.dims.empty()) a.batch = s.dims, a.a_sb = s.strides[1], a.b_sb = s.strides[2];
+  a.c_sb = std::vector<int64_t>(a.batch.size(), 0);
+  TensorArg x = b.arg_in(0), w = b.arg_in(1);
+  x.offset += cl_int(va ? va->offset : 0);
+  w.offset += cl_int(vb ? vb->offset : 0);
+  launch_gemm(b, x, w, b.arg_in(0), b.arg_out(0), a, tail);
+  return true;
+}
+
 // Batched with numpy broadcasting of the batch dims; 1-D operands get the
 // missing matrix dim (ONNX/numpy rules) which changes no memory layout.
 bool lower_matmul(NodeBuilder& b) { return lower_matmul(b, false, FusedTail{}); }
@@ -935,6 +968,8 @@ bool lower_matmul(NodeBuilder& b) { return lower_matmul(b, false, FusedTail{}); 
 // trans_b: B is 2-D [N, K] (FusedMatMul's transB).
 bool lower_matmul(NodeBuilder& b, bool trans_b, const FusedTail& tail) {
   if (b.in(0).dtype != DataType::Float32 || b.in(1).dtype != DataType::Float32) return false;
+  const std::optional<OperandView> va = operand_view(b.node, 0), vb = operand_view(b.node, 1);
+  if (va || vb) return !trans_b && lower_strided_matmul(b, va, vb, tail);
   Shape A = b.in(0).shape, B = b.in(1).shape;
   if (A.empty() || B.empty()) return false;
   if (trans_b) {

@@ -52,7 +52,8 @@ NodeCost node_cost(const Graph& g, const Node& n) {
     bool ta = n.get_int("transA", 0) != 0;
     if (a->size() == 2) c.flops = 2 * tail(*y, 0) * double(ta ? (*a)[0] : (*a)[1]);
   } else if (op == "MatMul" || op == "FusedMatMul") {
-    c.flops = 2 * tail(*y, 0) * double(a->back());
+    const std::optional<OperandView> v = operand_view(n, 0);  // A read through a view: its logical shape
+    c.flops = 2 * tail(*y, 0) * double(v ? v->shape.back() : a->back());
   }
   return c;
 }
