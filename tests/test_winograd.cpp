@@ -1,7 +1,6 @@
-// Winograd F(2x2, 3x3) and F(4x4, 3x3) convolutions (src/kernels/
-// conv_winograd.cl, conv_winograd4.cl, forced with
-// force_conv_variant("winograd...") and "winograd:f4...", on CPU devices
-// too) against the CPU reference: ragged tile and channel edges, pads 0..2, bias or none, fused
+// Winograd F(2x2, 3x3) convolutions (src/kernels/conv_winograd.cl, forced
+// with force_conv_variant("winograd..."), on CPU devices too) against the CPU
+// reference: ragged tile and channel edges, pads 0..2, bias or none, fused
 // epilogues with a residual, split over the input channels (also in place
 // over the residual), and the 2x2 max pool of FusedConvMaxPool.
 #include <gtest/gtest.h>
@@ -153,8 +152,7 @@ void expect_winograd(const std::string& variant, Shape x, int64_t oc, int64_t pa
   } else {
     EXPECT_LE(e, 1e-5);
   }
-  const bool f4 = variant.rfind("winograd:f4", 0) == 0;
-  EXPECT_NE(std::find(kernels.begin(), kernels.end(), f4 ? "conv2d_winograd4" : "conv2d_winograd"), kernels.end());
+  EXPECT_NE(std::find(kernels.begin(), kernels.end(), "conv2d_winograd"), kernels.end());
   if (variant.find("/s") != std::string::npos && variant != "winograd/s1" && !pool) {
     EXPECT_GE(kernels.size(), 2u) << "split-K's passes";
   }
@@ -203,39 +201,8 @@ TEST(Winograd, PackedWeightsReplaceTheOriginals) {
     EXPECT_LE(rel_error(r.got, n.want), 1e-5) << variant;
     EXPECT_EQ(r.weight_bytes, (2 * 16 * taps * 32 + 40) * 4) << variant;
   }
-  {  // F(4x4): 36 values per filter, input channels rounded up to 4
-    ForceVariant force("winograd:f4");
-    const test::OneNodeRun r = test::run_one_node(n, test_device());
-    EXPECT_LE(rel_error(r.got, n.want), 1e-5);
-    EXPECT_EQ(r.weight_bytes, (2 * 16 * 36 * 32 + 40) * 4);
-  }
   ForceVariant direct("32x32");
   EXPECT_EQ(test::run_one_node(n, test_device()).weight_bytes, (40 * 13 * 9 + 40) * 4);
-}
-
-// F(4x4, 3x3) (conv_winograd4.cl), both tile blocks: ragged 4x4 tiles
-// (sizes not multiples of 4), 32-tile blocks, 32-channel blocks and 4-channel
-// chunks; pads 0..2, batch 2, bias or none, fused epilogues over a
-// residual, split over the input channels (in place too), and the 2x2 max
-// pool of its tiles (ceil_mode's ragged windows, floor's dropped row).
-TEST(Winograd, F4MatchesTheReference) {
-  for (const std::string v : {"winograd:f4", "winograd:f4t16"}) {
-    expect_winograd(v, {1, 5, 9, 11}, 7, 1, true);
-    expect_winograd(v, {1, 13, 26, 23}, 40, 1, false);
-    expect_winograd(v, {2, 9, 7, 6}, 33, 0, true);
-    expect_winograd(v, {1, 3, 5, 8}, 4, 2, true);
-    expect_winograd(v, {1, 64, 14, 14}, 64, 1, true);
-    expect_winograd(v, {1, 13, 16, 16}, 70, 1, true, {"Relu x0"});
-    expect_winograd(v, {1, 12, 10, 10}, 12, 1, true, {"Add x0 x1", "Relu t0"}, 1);
-    expect_winograd(v + "/s3", {1, 40, 9, 9}, 36, 1, true, {"Add x0 x1", "Relu t0"}, 1);
-    expect_winograd(v + "/s2", {1, 16, 12, 12}, 16, 1, false, {"Relu x0"});
-    expect_winograd(v + "/s4", {1, 32, 7, 7}, 32, 1, true, {"Add x0 x1", "Relu t0"}, 1, false, false, true);
-    expect_winograd(v, {1, 6, 10, 12}, 35, 1, true, {"Relu x0"}, 0, true);
-    expect_winograd(v, {1, 6, 9, 11}, 8, 1, false, {"Relu x0"}, 0, true, true);
-    expect_winograd(v, {1, 6, 9, 11}, 8, 1, true, {}, 0, true);
-    expect_winograd(v, {1, 7, 30, 34}, 9, 1, true, {"Relu x0"}, 0, true, true);
-  }
-  EXPECT_THROW(runtime::force_conv_variant("winograd:f4:raw"), Error);
 }
 
 TEST(Winograd, FusedEpilogueAndResidual) {

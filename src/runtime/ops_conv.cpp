@@ -100,8 +100,7 @@ struct Forced {
   const Tiles* tiles = nullptr;  // these tiles, not the choice by shape
   bool taps = false;             // conv2d_gemm_taps for conv2d_gemm
   int64_t splits = 0;            // split-K where allowed: S slices; -1 the S by shape; 0 the choice; 1 never
-  bool winograd = false;         // Winograd for the 3x3 stride-1 convs it takes
-  int winograd_m = 2, winograd_bt = 32;  // its form: "winograd" F(2x2), ":f4" F(4x4), ":f4t16" with 16-tile groups
+  bool winograd = false;         // conv_winograd.cl for the 3x3 stride-1 convs it takes
   std::string winograd_build;    // "winograd:dng", ":dnm": diagnostic builds (measurements only)
   std::string winograd_weights;  // "winograd:raw": untransformed packed weights (measurements only)
 };
@@ -154,15 +153,9 @@ constexpr int64_t kMinSliceK = 4 * kTK;  // shallower slices spend more on the p
 
 // A GEMM launch's variant: tiles, unsplit (splits 1) or split-K.
 struct Variant {
-  const Tiles* tiles;  // null: Winograd, K = input channels
+  const Tiles* tiles;  // null: Winograd (conv_winograd.cl), K = input channels
   int64_t splits = 1, kslice = 0;
-  // Winograd's form: F(2x2) (conv_winograd.cl, 32-tile work-groups) or
-  // F(4x4) (conv_winograd4.cl) with work-groups of 32 or 16 tiles.
-  int wino_m = 2, wino_bt = 32;
-  std::string base() const {
-    if (tiles) return tiles->name;
-    return wino_m == 2 ? "winograd" : wino_bt == 32 ? "winograd:f4" : "winograd:f4t16";
-  }
+  std::string base() const { return tiles ? tiles->name : "winograd"; }
   std::string name() const { return splits > 1 ? base() + "/s" + std::to_string(splits) : base(); }
 };
 
@@ -213,24 +206,15 @@ Variant choose_by_shape(const NodeBuilder& b, int64_t M, int64_t N, int64_t K, i
   return best;
 }
 
-// Winograd (3x3 stride-1 convs with one group): a work-group computes 32
-// output channels x a block of tiles, all transform elements, over K = C
-// input channels in chunks. F(2x2) (conv_winograd.cl): 32 tiles of 2x2, 16
-// elements, chunks of 8. F(4x4) (conv_winograd4.cl): 32 or 16 tiles of 4x4,
-// 36 elements, chunks of 4: 2.25 products per output against 4.
+// Winograd F(2x2, 3x3) (conv_winograd.cl) of a 3x3 stride-1 conv with one
+// group: a work-group computes 32 output channels x 32 2x2 tiles, all 16
+// transform elements, over K = C input channels in chunks of 8 (kWinogradCK).
 struct WinogradShape {
   int64_t C = 0, OC = 0, tiles = 0, images = 0;
-  int64_t tiles4 = 0;  // F(4x4)'s
-  bool f4 = true;      // F(4x4) forms allowed (exact fp32 only: --precision tf32 runs F(2x2) on the tensor cores)
   int64_t groups() const { return ceil_div(OC, 32) * ceil_div(tiles, 32) * images; }
-  // Work-groups of form v, unsplit.
-  int64_t groups(const Variant& v) const {
-    return v.wino_m == 2 ? groups() : ceil_div(OC, 32) * ceil_div(tiles4, v.wino_bt) * images;
-  }
 };
-constexpr int64_t kWinogradCK = 8;         // F(2x2)'s chunk; split slices are multiples of it (F(4x4)'s is 4)
+constexpr int64_t kWinogradCK = 8;
 constexpr int64_t kWinogradMinSlice = 32;  // input channels per split-K slice, at least
-const Variant kWinogradF2{nullptr}, kWinogradF4{nullptr, 1, 0, 4, 32}, kWinogradF4t16{nullptr, 1, 0, 4, 16};
 
 // Winograd's slices: grids under half a wave (of one work-group per compute
 // unit) split to about `waves` waves (rounded to the nearest whole number of
@@ -238,74 +222,44 @@ const Variant kWinogradF2{nullptr}, kWinogradF4{nullptr, 1, 0, 4, 32}, kWinograd
 // beat split at 112 work-groups (VGG's 512->512 28x28: 0.148 vs 0.169 ms in
 // 4 slices), 4 slices beat 5 and 8 at 32 (its 14x14: 0.049 ms against 0.072
 // and 0.054; whole 0.148), 16 slices whole at 16 (ResNet's 256->256 14x14:
-// 0.021 vs 0.079). `form`: F(2x2) or an F(4x4) form, unsplit.
-Variant winograd_split(const WinogradShape& w, int64_t cu, int64_t waves, const Variant& form = kWinogradF2) {
-  const int64_t groups = w.groups(form);
-  if (2 * groups >= cu) return form;
-  int64_t want = std::min((waves * cu + groups / 2) / groups, w.C / kWinogradMinSlice);
+// 0.021 vs 0.079).
+Variant winograd_split(const WinogradShape& w, int64_t cu, int64_t waves) {
+  if (2 * w.groups() >= cu) return Variant{nullptr};
+  int64_t want = std::min((waves * cu + w.groups() / 2) / w.groups(), w.C / kWinogradMinSlice);
   int64_t cslice = ceil_div(ceil_div(w.C, std::max<int64_t>(1, want)), kWinogradCK) * kWinogradCK;
-  Variant v = form;
-  if (ceil_div(w.C, cslice) > 1) v.splits = ceil_div(w.C, cslice), v.kslice = cslice;
-  return v;
+  int64_t splits = ceil_div(w.C, cslice);
+  return splits > 1 ? Variant{nullptr, splits, cslice} : Variant{nullptr};
 }
 
-// variant_cost's units for Winograd: elements x 32 x tiles FMAs per input
-// channel and work-group over the form's speed against 32x32's 1.0. F(2x2):
-// first a guess, 2.0 (a little under 64x64v's 2.5, the same 8x8 register
-// block with float4 reads plus the transforms); then its weights' loads were
-// coalesced and it ran 1.33-1.48x faster on VGG's and U-Net's 3x3 convs on
-// the H100. F(4x4): a guess until the H100 measures it.
-constexpr double kWinogradSpeed = 2.8, kWinograd4Speed = 2.8, kWinograd4t16Speed = 2.4;
+// variant_cost's units for Winograd: 16 x 32 x 32 FMAs per input channel and
+// work-group; kWinogradSpeed against 32x32's 1.0 (first a guess, 2.0: a
+// little under 64x64v's 2.5, the same 8x8 register block with float4 reads
+// plus the transforms; then its weights' loads were coalesced and it ran
+// 1.33-1.48x faster on VGG's and U-Net's 3x3 convs on the H100).
+constexpr double kWinogradSpeed = 2.8;
 double winograd_cost(const Variant& v, const WinogradShape& w, int64_t cu) {
-  const double speed = v.wino_m == 2 ? kWinogradSpeed : v.wino_bt == 32 ? kWinograd4Speed : kWinograd4t16Speed;
-  const double elements = v.wino_m == 2 ? 16 : 36, outputs = v.wino_m == 2 ? 4 : 16;
-  double work = elements * 32 * v.wino_bt * double(v.splits > 1 ? v.kslice : w.C) / speed;
-  double split = v.splits > 1 ? 150e3 + 0.25 * double(w.OC * (v.wino_m == 2 ? w.tiles : w.tiles4) * outputs *
-                                                       w.images * v.splits)
-                              : 0.0;
-  return double(ceil_div(w.groups(v) * v.splits, cu)) * work + split;
+  double work = 16.0 * 32 * 32 * double(v.splits > 1 ? v.kslice : w.C) / kWinogradSpeed;
+  double split = v.splits > 1 ? 150e3 + 0.25 * double(w.OC * w.tiles * 4 * w.images * v.splits) : 0.0;
+  return double(ceil_div(w.groups() * v.splits, cu)) * work + split;
 }
 
-// The Winograd forms a shape may take (F(4x4) where allowed) and their
-// splits where `can_split`.
-std::vector<Variant> winograd_forms(const WinogradShape& w, bool can_split, int64_t cu) {
-  std::vector<Variant> forms;
-  for (const Variant& f : {kWinogradF2, kWinogradF4, kWinogradF4t16}) {
-    if (f.wino_m == 4 && !w.f4) continue;
-    forms.push_back(f);
-    if (Variant s = can_split ? winograd_split(w, cu, 1, f) : f; s.splits > 1) forms.push_back(s);
-  }
-  return forms;
-}
-
-// The Winograd form by shape: the least cost of winograd_forms, a split
-// taken only where it costs a fifth less than its form whole (the margin of
-// choose_by_shape; on the H100 SqueezeNet's 64->256 at 13x13, 16
-// work-groups in 2 slices, ran 0.027 ms against 0.018 whole, while VGG's
-// 512 at 14x14 in 4 slices ran 0.031 against 0.083).
+// The Winograd form by shape: split where `can_split` and winograd_split's
+// slices cost a fifth less than the whole grid (the margin of
+// choose_by_shape; on the H100 SqueezeNet's 64->256 at 13x13, 16 work-groups
+// in 2 slices, ran 0.027 ms against 0.018 whole, while VGG's 512 at 14x14
+// in 4 slices ran 0.031 against 0.083).
 Variant winograd_by_shape(const WinogradShape& w, bool can_split, int64_t cu) {
-  Variant best = kWinogradF2;
-  double best_cost = 1e300;
-  for (const Variant& v : winograd_forms(w, can_split, cu)) {
-    Variant whole = v;
-    whole.splits = 1, whole.kslice = 0;
-    const double c = winograd_cost(v, w, cu);
-    if (v.splits > 1 && c >= 0.8 * winograd_cost(whole, w, cu)) continue;
-    if (c < best_cost) best = v, best_cost = c;
-  }
-  return best;
+  const Variant whole{nullptr}, split = can_split ? winograd_split(w, cu, 1) : whole;
+  return split.splits > 1 && winograd_cost(split, w, cu) < 0.8 * winograd_cost(whole, w, cu) ? split : whole;
 }
 
-// force_conv_variant's "winograd[:f4|:f4t16]", "/split" or "/sN".
+// force_conv_variant's "winograd", "winograd/split" or "winograd/sN".
 Variant forced_winograd(const WinogradShape& w, bool can_split, int64_t cu) {
   const Forced& f = forced();
-  const Variant form = f.winograd_m == 2 ? kWinogradF2 : f.winograd_bt == 32 ? kWinogradF4 : kWinogradF4t16;
-  if (!can_split || f.splits == 1 || f.splits == 0) return form;
-  if (f.splits < 0) return winograd_split(w, std::max<int64_t>(cu, 2 * w.groups(form) + 1), 1, form);  // split
+  if (!can_split || f.splits == 1 || f.splits == 0) return Variant{nullptr};
+  if (f.splits < 0) return winograd_split(w, std::max<int64_t>(cu, 2 * w.groups() + 1), 1);  // split
   int64_t cslice = ceil_div(ceil_div(w.C, f.splits), kWinogradCK) * kWinogradCK;
-  Variant v = form;
-  if (ceil_div(w.C, cslice) > 1) v.splits = ceil_div(w.C, cslice), v.kslice = cslice;
-  return v;
+  return ceil_div(w.C, cslice) > 1 ? Variant{nullptr, ceil_div(w.C, cslice), cslice} : Variant{nullptr};
 }
 
 // The variant of a GPU GEMM whose launches `emit(v)` appends to b.launches,
@@ -341,8 +295,9 @@ Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int6
   }
   if (wino) {
     key += " winograd";  // caches from before Winograd did not measure it
-    if (wino->f4) key += "4";  // nor F(4x4)
-    for (const Variant& v : winograd_forms(*wino, can_split, cu)) candidates.push_back(v);
+    const Variant whole{nullptr}, split = can_split ? winograd_split(*wino, cu, 1) : whole;
+    candidates.push_back(whole);
+    if (split.splits > 1) candidates.push_back(split);
     // The guess: the Winograd form by shape where it costs less than the
     // direct variant, for 64 output channels or more or a grid of a wave at
     // least: DenseNet's 128->32 3x3 at 28x28 (7 work-groups) ran 0.021 ms
@@ -379,8 +334,7 @@ std::optional<WinogradShape> winograd_shape(const NodeBuilder& b, const ConvGeom
   const HostTensor* weights = b.constant(1);
   if (!weights || weights->dtype != DataType::Float32) return std::nullopt;  // packed at load: constant only
   if (forced().taps || forced().tiles) return std::nullopt;
-  WinogradShape w{g.C, g.OC, ceil_div(g.OH, 2) * ceil_div(g.OW, 2), g.N, ceil_div(g.OH, 4) * ceil_div(g.OW, 4)};
-  w.f4 = !b.tf32 || !tf32_supported(b.device());
+  const WinogradShape w{g.C, g.OC, ceil_div(g.OH, 2) * ceil_div(g.OW, 2), g.N};
   if (!forced().winograd && (b.device_type() != "gpu" || g.C < 32 || g.OC < 32 || w.tiles * w.images < 32))
     return std::nullopt;
   return w;
@@ -399,54 +353,49 @@ bool winograd_before_tf32(const NodeBuilder& b, const WinogradShape& w, bool poo
   return forced().winograd || ((w.OC >= 64 || w.groups() >= cu) && (!pooled || 2 * w.groups() >= cu));
 }
 
-// Winograd's weights, packed once so that a chunk of input channels is one
-// contiguous block: [OC / 32][CP][taps][32], zeros past OC and C (CP: C
-// rounded up to the chunk, `ck`), with taps the (m + 2)^2 values of
-// G g G^T (`transformed`; F(2x2): 16/9 of the weights' bytes, F(4x4): 4x) or
-// the 9 raw ones.
-std::vector<float> winograd_weights(const HostTensor& weights, int64_t OC, int64_t C, bool transformed, int m,
-                                    int64_t ck) {
+// conv_winograd.cl's weights, packed once so that a chunk of kWinogradCK
+// input channels is one contiguous block: [OC / 32][CP][taps][32], zeros
+// past OC and C (CP: C rounded up to the chunk), with taps the 16 values of
+// G g G^T (`transformed`, 16/9 of the weights' bytes) or the 9 raw ones.
+std::vector<float> winograd_weights(const HostTensor& weights, int64_t OC, int64_t C, bool transformed) {
   const std::vector<float> w = weights.as_float();
-  const int64_t CP = ceil_div(C, ck) * ck, taps = transformed ? (m + 2) * (m + 2) : 9;
+  const int64_t CP = ceil_div(C, kWinogradCK) * kWinogradCK, taps = transformed ? 16 : 9;
   std::vector<float> p(size_t(ceil_div(OC, 32) * CP * taps * 32), 0.0f);
-  double u[36];
+  double u[16];
   for (int64_t oc = 0; oc < OC; ++oc)
     for (int64_t c = 0; c < C; ++c) {
       const float* g = w.data() + (oc * C + c) * 9;
-      if (transformed) winograd_filter_transform(g, m, u);
+      if (transformed) winograd_filter_transform(g, 2, u);
       for (int64_t k = 0; k < taps; ++k)
         p[size_t((((oc / 32) * CP + c) * taps + k) * 32 + oc % 32)] = transformed ? float(u[k]) : g[k];
     }
   return p;
 }
 
-// The launches of Winograd variant `v`: whole, or split over the input
-// channels with gemm.cl's zero and finish passes; PH, PW > 0: the 2x2
-// stride-2 max pool of the output (POOL2, never split).
+// conv_winograd.cl's launches for variant `v` (whole, or split over the
+// input channels with gemm.cl's zero and finish passes); PH, PW > 0: the
+// 2x2 stride-2 max pool of the output (POOL2, never split).
 void launch_winograd(NodeBuilder& b, const ConvGeometry& g, bool has_bias, const TensorArg& bias, const FusedTail& tail,
                      const Variant& v, int64_t PH = 0, int64_t PW = 0) {
-  const bool f4 = v.wino_m == 4;
-  const int64_t tiles = f4 ? ceil_div(g.OH, 4) * ceil_div(g.OW, 4) : ceil_div(g.OH, 2) * ceil_div(g.OW, 2),
-                total = g.N * g.OC * g.OH * g.OW;
-  Range r = group_range({size_t(ceil_div(tiles, v.wino_bt)), size_t(ceil_div(g.OC, 32)), size_t(g.N * v.splits)},
-                        {f4 ? 288u : 256u, 1, 1});
+  const int64_t tiles = ceil_div(g.OH, 2) * ceil_div(g.OW, 2), total = g.N * g.OC * g.OH * g.OW;
+  Range r = group_range({size_t(ceil_div(tiles, 32)), size_t(ceil_div(g.OC, 32)), size_t(g.N * v.splits)}, {256, 1, 1});
   const std::string& build = forced().winograd_build;
-  const bool pre = f4 || forced().winograd_weights != "raw";
-  // --precision tf32: F(2x2)'s products on the tensor cores (WG_MMA).
-  const bool mma = !f4 && b.tf32 && tf32_supported(b.device());
+  const bool pre = forced().winograd_weights != "raw";
+  // --precision tf32: the transforms' products on the tensor cores (WG_MMA).
+  const bool mma = b.tf32 && tf32_supported(b.device());
   // TEXPLAN_PTX on NVIDIA: split-K's red.global.add (common.cl split_add); nothing else reads it here.
-  const char* file = f4 ? "conv_winograd4.cl" : "conv_winograd.cl";
   auto source = [&](const std::string& defines, const std::string& prelude) {
-    const std::string form = f4 ? defines + (v.wino_bt == 16 ? " -DBT=16" : "") : defines + build + (pre ? " -DWG_PRE" : "");
-    if (mma) return mma_build(b.device(), file, form + " -DWG_MMA", prelude);
-    return Source(file, form + (accepts_inline_ptx(b.device()) ? " -DTEXPLAN_PTX" : ""), prelude);
+    const std::string form = defines + build + (pre ? " -DWG_PRE" : "");
+    if (mma) return mma_build(b.device(), "conv_winograd.cl", form + " -DWG_MMA", prelude);
+    return Source("conv_winograd.cl", form + (accepts_inline_ptx(b.device()) ? " -DTEXPLAN_PTX" : ""),
+                  prelude);
   };
-  const MemArg weights = b.packed(f4 ? "winograd4 u" : pre ? "winograd u" : "winograd g", [&] {
-    return winograd_weights(*b.constant(1), g.OC, g.C, pre, v.wino_m, f4 ? 4 : kWinogradCK);
+  const MemArg weights = b.packed(pre ? "winograd u" : "winograd g", [&] {
+    return winograd_weights(*b.constant(1), g.OC, g.C, pre);
   });
   auto args = [&](const Source& src) {
-    b.launch(src, f4 ? "conv2d_winograd4" : "conv2d_winograd", r, b.arg_in(0), weights, bias, b.arg_out(0),
-             cl_int(has_bias), i32(g.C), i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW), i32(g.ph), i32(g.pw));
+    b.launch(src, "conv2d_winograd", r, b.arg_in(0), weights, bias, b.arg_out(0), cl_int(has_bias), i32(g.C),
+             i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW), i32(g.ph), i32(g.pw));
   };
   if (mma) b.used_tf32 = true;
   if (PH > 0) {
@@ -736,15 +685,12 @@ void force_conv_variant(const std::string& variant) {
     // its registers, TEXPLAN_BUILD_LOG shows, and it rejects the spaced form.)
     std::stringstream opts(tiles.substr(8));
     for (std::string o; std::getline(opts, o, ':');) {
-      if (o == "f4" || o == "f4t16") f.winograd_m = 4, f.winograd_bt = o == "f4" ? 32 : 16;  // F(4x4), exact fp32
-      else if (o == "dng") f.winograd_build += " -DWG_DIAG_NO_GLOBAL";
+      if (o == "dng") f.winograd_build += " -DWG_DIAG_NO_GLOBAL";
       else if (o == "dnm") f.winograd_build += " -DWG_DIAG_NO_GEMM";
       else if (o == "raw") f.winograd_weights = o;
       else if (o == "pf2") f.winograd_build += " -DWG_PREFETCH2";  // two chunks in flight in the fp32 build
-      else if (!o.empty()) throw Error("no Winograd build variant :" + o + " (:f4, :f4t16, :dng, :dnm, :raw, :pf2)");
+      else if (!o.empty()) throw Error("no Winograd build variant :" + o + " (:dng, :dnm, :raw, :pf2)");
     }
-    if (f.winograd_m == 4 && (!f.winograd_build.empty() || !f.winograd_weights.empty()))
-      throw Error("F(4x4) Winograd (" + tiles + ") has no diagnostic or raw-weight builds");
   } else if (!variant.empty() && tiles != "gpu") {
     f.taps = tiles.rfind("taps:", 0) == 0;
     f.tiles = &tiles_named(tiles.c_str() + (f.taps ? 5 : 0));
@@ -860,9 +806,7 @@ bool lower_fused_conv_maxpool(NodeBuilder& b) {
                      pp == std::vector<int64_t>{0, 0, 0, 0} && pd == std::vector<int64_t>{1, 1};
   const std::optional<WinogradShape> wino = pairs ? winograd_shape(b, g) : std::nullopt;
   if (wino && winograd_before_tf32(b, *wino, true)) {
-    launch_winograd(b, g, has_bias, bias, tail,
-                    forced().winograd ? forced_winograd(*wino, false, std::max(1, b.compute_units())) : kWinogradF2, PH,
-                    PW);
+    launch_winograd(b, g, has_bias, bias, tail, Variant{nullptr}, PH, PW);
     return true;
   }
   if (pairs && launch_conv_mma(b, g, has_bias, bias, tail, PH, PW)) return true;  // --precision tf32
@@ -872,19 +816,14 @@ bool lower_fused_conv_maxpool(NodeBuilder& b) {
       const Tiles& c = choose_tiles(b, OCg, PH * PW * 4, g.N * g.groups);
       t = &tiles_named(c.wptm == 2 ? "64x64v" : (std::string(c.name) + (c.vec ? "" : "v")).c_str());
     }
-    // Winograd's 2x2 (or 4x4) output tiles hold whole pool windows: forced,
-    // or its form of least cost where that is below these tiles' (never
-    // split: a max of partial sums).
+    // Winograd's 2x2 output tiles are the pool's windows: forced, or where
+    // its cost is below these tiles' (never split: a max of partial sums).
     if (const auto& w = wino) {
       const int64_t cu = std::max(1, b.compute_units());
-      if (forced().winograd) {
-        launch_winograd(b, g, has_bias, bias, tail, forced_winograd(*w, false, cu), PH, PW);
-        return true;
-      }
-      const Variant v = winograd_by_shape(*w, false, cu);
-      if ((w->OC >= 64 || w->groups() >= cu) &&
-          winograd_cost(v, *w, cu) < variant_cost(Variant{t}, OCg, PH * PW * 4, g.C * 9, g.N, cu)) {
-        launch_winograd(b, g, has_bias, bias, tail, v, PH, PW);
+      if (forced().winograd || ((w->OC >= 64 || w->groups() >= cu) &&
+                                winograd_cost(Variant{nullptr}, *w, cu) <
+                                    variant_cost(Variant{t}, OCg, PH * PW * 4, g.C * 9, g.N, cu))) {
+        launch_winograd(b, g, has_bias, bias, tail, Variant{nullptr}, PH, PW);
         return true;
       }
     }
