@@ -157,6 +157,25 @@ TEST(CpuShapeOps, SoftmaxAndReductions) {
   expect_matches({"GlobalMaxPool", {1, 19, 5, 7}, {}, {}});
 }
 
+// MaxPool's CPU kernel (max_pool2d_rows): rows of 16 and more outputs take
+// vectors inside the input (stride 1 and 2), the edges and other strides
+// and dilations scalars: SqueezeNet's 3x3/2 with ceil_mode, ShuffleNet's
+// padded 3x3/2, 2x2/2, 3x3/1 padded, 5x5/3 and a dilated window.
+TEST(CpuShapeOps, MaxPoolRows) {
+  auto pool = [](std::vector<int64_t> k, std::vector<int64_t> s, std::vector<int64_t> pads, int ceil = 0,
+                 std::vector<int64_t> d = {1, 1}) {
+    return std::map<std::string, Attribute>{{"kernel_shape", perm(k)}, {"strides", perm(s)}, {"pads", perm(pads)},
+                                            {"ceil_mode", Attribute::of_int(ceil)}, {"dilations", perm(d)}};
+  };
+  expect_matches({"MaxPool", {1, 5, 111, 111}, {}, pool({3, 3}, {2, 2}, {0, 0, 0, 0}, 1)});
+  expect_matches({"MaxPool", {2, 3, 40, 67}, {}, pool({3, 3}, {2, 2}, {1, 1, 1, 1})});
+  expect_matches({"MaxPool", {1, 4, 12, 64}, {}, pool({2, 2}, {2, 2}, {0, 0, 0, 0})});
+  expect_matches({"MaxPool", {1, 3, 9, 50}, {}, pool({3, 3}, {1, 1}, {1, 1, 1, 1})});
+  expect_matches({"MaxPool", {1, 2, 20, 90}, {}, pool({5, 5}, {3, 3}, {2, 2, 2, 2})});
+  expect_matches({"MaxPool", {1, 2, 20, 61}, {}, pool({3, 3}, {1, 2}, {0, 2, 0, 2}, 0, {2, 1})});
+  expect_matches({"MaxPool", {1, 2, 20, 61}, {}, pool({3, 3}, {1, 1}, {0, 2, 0, 2}, 0, {1, 2})});
+}
+
 TEST(CpuShapeOps, LayerNormAndScalarBinary) {
   // Rows of 256 and of 35 (a tail only), with and without bias.
   expect_matches({"LayerNormalization", {1, 7, 256}, {random_tensor({256}, -1, 1, 8), random_tensor({256}, -1, 1, 9)},
