@@ -189,11 +189,11 @@ TEST(CpuGemm, TranscendentalEpilogueOnEveryBlockHeight) {
 }
 
 TEST(CpuGemm, DirectConvStrideTwoInsideRows) {
-  // conv2d_cpu (the fallback beside the GEMM): 32-wide output rows, so
-  // pixel blocks lie inside rows and stride 2 reads two vectors and their
-  // even lanes; left-edge taps still gather the padding. 3 input channels
-  // take the stems' 16-channel block on 16-float SIMD devices (forced here,
-  // so AVX2 machines run it too), 8 the usual one.
+  // Stems (3 input channels: conv2d_rows_cpu, a block of one output row per
+  // work-item) and conv2d_cpu (8 channels): 32-wide output rows, stride 2
+  // reads two vectors and their even lanes; left-edge taps still gather the
+  // padding. The 16-channel block (7x7 stems on 16-float SIMD devices) is
+  // forced too, so AVX2 machines run it.
   for (const char* block : {"", "16x16"}) {
     runtime::force_cpu_variant(block);
     expect_matches({"Conv", {{1, 3, 20, 64}, {20, 3, 3, 3}, {20}},
@@ -202,6 +202,27 @@ TEST(CpuGemm, DirectConvStrideTwoInsideRows) {
     expect_matches({"Conv", {{1, 3, 38, 64}, {18, 3, 7, 7}, {18}},
                     {{"strides", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({3, 3, 3, 3})}}},
                    std::string("7x7 s2 stem ") + block);
+  }
+  runtime::force_cpu_variant("");
+  // conv2d_rows_cpu's edges: rows cut short of a vector (37 and 9 wide),
+  // the right edge's taps past the input,
+  // stride 1, no padding, dilation 2, batch 2, channel blocks cut (20 of 4,
+  // 8 and 16: the packed weights' zeros), 4 input channels and a fused
+  // epilogue; every block shape.
+  for (const char* block : {"", "16x16", "8x16", "8x8", "4x8"}) {
+    runtime::force_cpu_variant(block);
+    const std::string b = block;
+    expect_matches({"Conv", {{2, 3, 21, 37}, {20, 3, 3, 3}, {20}}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}},
+                   "3x3 s1 stem " + b);
+    expect_matches({"Conv", {{1, 3, 19, 19}, {20, 3, 3, 3}, {}}, {{"strides", Attribute::of_ints({2, 2})}}},
+                   "3x3 s2 p0 stem " + b);
+    expect_matches({"Conv", {{1, 4, 19, 40}, {9, 4, 3, 3}, {9}},
+                    {{"dilations", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({2, 1, 2, 3})}}},
+                   "3x3 d2 stem " + b);
+    expect_matches({"FusedConv", {{1, 3, 32, 70}, {24, 3, 3, 3}, {24}},
+                    {{"strides", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({1, 1, 1, 1})},
+                     {"program", Attribute::of_strings({"Sigmoid x0", "Mul x0 t0"})}}},
+                   "3x3 s2 silu stem " + b);
   }
   runtime::force_cpu_variant("");
   expect_matches({"FusedConv", {{1, 8, 16, 64}, {12, 8, 3, 3}, {12}},

@@ -92,6 +92,81 @@ __kernel void conv2d_cpu(__global const float* X, int xo, __global const float* 
   }
 }
 
+// Convolutions of few input channels (stems: C <= 4, one group). With 3
+// channels conv2d_cpu's per-tap checks (lane-wise compares reduced across
+// the vector, several dozen instructions) cost more than the channel loop they
+// guard; here a work-item's PB pixels lie in one output row, so a tap's row
+// is in or out and its columns inside or not by scalar compares, and the
+// weights come packed [OC / OCB][C][KH][KW][OCB] (zeros past OC): a tap's
+// OCB weights are one pointer plus constants. get_global_id(0): block of PB
+// output columns; (1): output row; (2): image x OCB-channel block.
+__kernel void conv2d_rows_cpu(__global const float* X, int xo, __global const float* Wp, __global const float* Bias,
+                              int bo, __global float* Y, int yo, int has_bias, int C, int H, int W, int OC, int OH,
+                              int OW, int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw EPI_PARAMS) {
+  const int ow0 = get_global_id(0) * PB, oh = get_global_id(1), z = get_global_id(2);
+  const int blocks = (OC + OCB - 1) / OCB, img = z / blocks, ob = z - img * blocks, oc0 = ob * OCB;
+  if (ow0 >= OW || oh >= OH) return;
+  const int HW = H * W, KHW = KH * KW;
+  __global const float* x = X + xo + img * C * HW;
+  __global const float* wb = Wp + ob * C * KHW * OCB;
+  VF acc[OCB];
+#pragma unroll
+  for (int o = 0; o < OCB; ++o) acc[o] = (VF)(0.0f);
+  for (int kh = 0; kh < KH; ++kh) {
+    const int ih = oh * sh - ph + kh * dh;
+    if (ih < 0 || ih >= H) continue;
+    __global const float* xr = x + ih * W;
+    for (int kw = 0; kw < KW; ++kw) {
+      __global const float* wt = wb + (kh * KW + kw) * OCB;
+      // Every lane's column inside the row (stride 2 reads 2 PB floats from
+      // `first`): a loop of plain loads; else (the edges) the gathering loop,
+      // whose offsets stay out of the fast one.
+      const int first = ow0 * sw - pw + kw * dw;
+      const bool inside = first >= 0 && first + (sw == 2 ? 2 * PB - 1 : (PB - 1) * sw) < W;
+      if (inside && sw == 1) {
+        for (int c = 0; c < C; ++c) {
+          const VF xv = VLOAD(0, xr + c * HW + first);
+          __global const float* wc = wt + c * KHW * OCB;
+#pragma unroll
+          for (int o = 0; o < OCB; ++o) acc[o] = fma((VF)(wc[o]), xv, acc[o]);
+        }
+      } else if (inside && sw == 2) {
+        for (int c = 0; c < C; ++c) {
+          __global const float* xc = xr + c * HW + first;
+          const VF lo = VLOAD(0, xc), hi = VLOAD(0, xc + PB);
+          const VF xv = (VF)(lo.even, hi.even);
+          __global const float* wc = wt + c * KHW * OCB;
+#pragma unroll
+          for (int o = 0; o < OCB; ++o) acc[o] = fma((VF)(wc[o]), xv, acc[o]);
+        }
+      } else {
+        const VI iw = (ow0 + LANES) * sw - pw + kw * dw;
+        const VI valid = (iw >= 0) & (iw < W);
+        int offs[PB];
+        VSTORE(select((VI)(0), iw, valid), 0, offs);
+        for (int c = 0; c < C; ++c) {
+          __global const float* xc = xr + c * HW;
+          float g[PB];
+#pragma unroll
+          for (int j = 0; j < PB; ++j) g[j] = xc[offs[j]];
+          const VF xv = select((VF)(0.0f), VLOAD(0, g), valid);
+          __global const float* wc = wt + c * KHW * OCB;
+#pragma unroll
+          for (int o = 0; o < OCB; ++o) acc[o] = fma((VF)(wc[o]), xv, acc[o]);
+        }
+      }
+    }
+  }
+  const int n = OW - ow0;
+#pragma unroll
+  for (int o = 0; o < OCB; ++o) {
+    const int oc = oc0 + o;
+    if (oc >= OC) break;
+    const float b = has_bias ? Bias[bo + oc] : 0.0f;
+    STORE_BLOCK(((img * OC + oc) * OH + oh) * OW + ow0, acc[o] + (VF)(b), n);
+  }
+}
+
 // ConvTranspose whose taps tile the output exactly (stride == kernel, no
 // padding or dilation; weight [C, OC/groups, KH, KW]): every output pixel
 // gets one tap, so per tap (kh, kw) it is a GEMM over the input pixels with

@@ -50,6 +50,43 @@ bool lower_conv_cpu(NodeBuilder &b, const FusedTail &tail) {
   return true;
 }
 
+namespace {
+
+// conv2d_rows_cpu's weights: [OC / ocb][K][ocb] for K = C x KH x KW taps,
+// zeros past OC, so a tap's block of output channels is contiguous.
+std::vector<float> stem_weights(const HostTensor &w, int64_t OC, int64_t K,
+                                int64_t ocb) {
+  const std::vector<float> src = w.as_float();
+  std::vector<float> p(size_t(ceil_div(OC, ocb) * ocb * K), 0.0f);
+  for (int64_t oc = 0; oc < OC; ++oc)
+    for (int64_t k = 0; k < K; ++k)
+      p[size_t(((oc / ocb) * K + k) * ocb + oc % ocb)] =
+          src[size_t(oc * K + k)];
+  return p;
+}
+
+// conv2d_rows_cpu's blocks, the shape rule's first: OCB channels x PB
+// pixels. On 16-float SIMD (AVX-512 EPYC, texplan_conv_bench --filter stem,
+// alternated rounds) 16 channels per input vector won on MobileNet's and
+// EfficientNet's 3->32 3x3 s2 (0.27-0.30 against 0.32 ms) and on ResNet's
+// 7x7 (1.75 against 3.4), 8 on SqueezeNet's 3->64 3x3 (0.53 against 0.65);
+// two vectors of pixels per weight (NV = 2) ran 1.4-2x slower everywhere
+// and was dropped. With 8-float SIMD's 16 registers 16 channels spill.
+std::vector<CpuVariant> stem_candidates(int64_t OC, int64_t taps,
+                                        int native_width) {
+  const bool wide = native_width >= 16 && (OC <= 32 || taps >= 25);
+  std::vector<CpuVariant> vs;
+  for (int ocb : {wide ? 16 : 8, wide ? 8 : 16, 4})
+    for (int pb : {16, 8})
+      if (ocb / 2 < OC || ocb == 4)
+        vs.push_back({ocb, pb, 0});
+  for (size_t local : {1, 16})
+    vs.push_back({vs[0].ocb, vs[0].pb, local});  // the driver's group size against fixed ones
+  return vs;
+}
+
+} // namespace
+
 void lower_conv_direct_cpu(NodeBuilder &b, const FusedTail &tail,
                            const CpuConv &c) {
   const int64_t N = c.N, C = c.C, H = c.H, W = c.W, OC = c.OC, OH = c.OH,
@@ -58,28 +95,39 @@ void lower_conv_direct_cpu(NodeBuilder &b, const FusedTail &tail,
   const int64_t OCg = OC / groups, P = OH * OW;
   const bool has_bias = c.has_bias;
   const TensorArg bias = c.bias;
+  // Stems (at most 4 input channels, one group, constant weights):
+  // conv2d_rows_cpu, a block of one output row per work-item, the weights
+  // packed by OCB-channel block (AVX-512 EPYC, texplan_conv_bench --filter
+  // stem: SqueezeNet's 3->64 3x3 s2 1.3-1.7 ms in conv2d_cpu, 0.53-0.56).
+  const HostTensor *weights = b.constant(1);
+  const bool rows = groups == 1 && C <= 4 && OW >= 8 && weights &&
+                    weights->dtype == DataType::Float32;
   auto emit = [&](const CpuVariant &v) {
-    b.launch(cpu_source("cpu_conv.cl", v, tail), "conv2d_cpu",
-             cpu_range(v, P, OCg, N * groups), b.arg_in(0), b.arg_in(1), bias,
-             b.arg_out(0), cl_int(has_bias), i32(C), i32(H), i32(W), i32(OC),
-             i32(OH), i32(OW), i32(KH), i32(KW), i32(sh), i32(sw), i32(ph),
-             i32(pw), i32(dh), i32(dw), i32(groups));
+    if (rows) {
+      Range r = cpu_range(v, OW, 1, 1);
+      r.global[1] = size_t(OH);
+      r.global[2] = size_t(N * ceil_div(OC, int64_t(v.ocb)));
+      const MemArg packed =
+          b.packed("conv2d_rows_cpu " + std::to_string(v.ocb), [&] {
+            return stem_weights(*weights, OC, C * KH * KW, v.ocb);
+          });
+      b.launch(cpu_source("cpu_conv.cl", v, tail), "conv2d_rows_cpu", r, b.arg_in(0), packed, bias, b.arg_out(0),
+               cl_int(has_bias), i32(C), i32(H), i32(W), i32(OC), i32(OH),
+               i32(OW), i32(KH), i32(KW), i32(sh), i32(sw), i32(ph), i32(pw),
+               i32(dh), i32(dw));
+    } else {
+      b.launch(cpu_source("cpu_conv.cl", v, tail), "conv2d_cpu",
+               cpu_range(v, P, OCg, N * groups), b.arg_in(0), b.arg_in(1),
+               bias, b.arg_out(0), cl_int(has_bias), i32(C), i32(H), i32(W),
+               i32(OC), i32(OH), i32(OW), i32(KH), i32(KW), i32(sh), i32(sw),
+               i32(ph), i32(pw), i32(dh), i32(dw), i32(groups));
+    }
     tail.append_args(b);
   };
-  std::vector<CpuVariant> vs = cpu_candidates(OCg, P);
-  // Stems (3 input channels): a tap's input vector, gathered or strided,
-  // feeds 16 output channels rather than 8 where 16 accumulators of PB
-  // floats fit the register file: with AVX-512 (native width 16; Zen 4,
-  // texplan_conv_bench on PoCL: 7x7 s2 3->64 67 vs 51 GFLOP/s, 3x3 s2 3->32
-  // 58 vs 50), not with AVX2 (width 8, 16 registers: the 16x16 block spills,
-  // 3x3 s2 3->64 at 9-11 GFLOP/s against 20-21 for 8x16).
-  if (C / groups <= 4 && OCg >= 16 && b.device().info().native_float_width >= 16)
-    for (size_t i = 1; i < vs.size(); ++i)
-      if (vs[i].ocb == 16 && vs[i].pb == vs[0].pb && vs[i].local == 0) {
-        std::rotate(vs.begin(), vs.begin() + long(i), vs.begin() + long(i) + 1);
-        break;
-      }
-  std::string key = "conv2d_cpu " +
+  std::vector<CpuVariant> vs =
+      rows ? stem_candidates(OC, KH * KW, b.device().info().native_float_width)
+           : cpu_candidates(OCg, P);
+  std::string key = std::string(rows ? "conv2d_rows_cpu " : "conv2d_cpu ") +
                     dims_key({N, C, H, W, OC, OH, OW, KH, KW, sh, sw, ph, pw,
                               dh, dw, groups}) +
                     (tail.prelude.empty() ? "" : " fused");
