@@ -3,6 +3,34 @@
 #define MAXR 8
 typedef struct { int d[MAXR]; } Dims;  // right-aligned, see runtime/ops.h
 
+// The scalars of the convolution and GEMM kernels (gemm.cl, gemm_mma.cl,
+// conv_winograd.cl, conv.cl) as one argument each, unpacked into locals of
+// the old parameters' names: NVIDIA's driver spends about 0.05 us per kernel
+// argument at every launch (texplan_enqueue_bench). Mirrors runtime/ops.h.
+// Lowercase fields: other kernel files are built with -DKH=... and the like.
+// Tensors' element offsets: xo, wo, bo, yo (GEMM: ao, bo, co, yo).
+typedef struct {
+  int xo, wo, bo, yo, has_bias, c, h, w, oc, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, groups;
+  int pool_h, pool_w;  // POOL2: the pooled output
+  int splits, kslice;  // SPLITK
+} ConvParams;
+#define CONV_PARAMS(p)                                                                                           \
+  int xo = p.xo, wo = p.wo, bo = p.bo, yo = p.yo, has_bias = p.has_bias, C = p.c, H = p.h, W = p.w, OC = p.oc, \
+      OH = p.oh, OW = p.ow, KH = p.kh, KW = p.kw, sh = p.sh, sw = p.sw, ph = p.ph, pw = p.pw, dh = p.dh,       \
+      dw = p.dw, groups = p.groups, PH = p.pool_h, PW = p.pool_w, splits = p.splits, kslice = p.kslice;
+typedef struct {
+  int ao, bo, co, yo, m, n, k, a_sm, a_sk, b_sk, b_sn, c_sm, c_sn, has_c;
+  int splits, kslice;  // SPLITK
+  float alpha, beta;
+  Dims batch, a_sb, b_sb, c_sb;
+} GemmParams;
+#define GEMM_PARAMS(p)                                                                                            \
+  int ao = p.ao, bo = p.bo, co = p.co, yo = p.yo, M = p.m, N = p.n, K = p.k, a_sm = p.a_sm, a_sk = p.a_sk,       \
+      b_sk = p.b_sk, b_sn = p.b_sn, c_sm = p.c_sm, c_sn = p.c_sn, has_c = p.has_c, splits = p.splits,             \
+      kslice = p.kslice;                                                                                          \
+  const float alpha = p.alpha, beta = p.beta;                                                                     \
+  const Dims batch = p.batch, a_sb = p.a_sb, b_sb = p.b_sb, c_sb = p.c_sb;
+
 // Offset in a strided operand of element i of the contiguous space `dims`.
 inline int strided_offset(int i, Dims dims, Dims st) {
   int off = 0;

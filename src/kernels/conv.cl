@@ -8,10 +8,9 @@
 
 // Depthwise: groups == C, OC = C * mult. A work-item computes 4 neighbouring
 // output pixels of one row of one channel, so each weight is read once for 4.
-__kernel void conv2d_depthwise(__global const float* X, int xo, __global const float* Wt, int wo,
-                               __global const float* Bias, int bo, __global float* Y, int yo, int has_bias,
-                               int C, int H, int W, int OC, int OH, int OW, int KH, int KW, int sh, int sw,
-                               int ph, int pw, int dh, int dw EPI_PARAMS) {
+__kernel void conv2d_depthwise(__global const float* X, __global const float* Wt, __global const float* Bias,
+                               __global float* Y, ConvParams cp EPI_PARAMS) {
+  CONV_PARAMS(cp)
   const int ow0 = get_global_id(0) * 4, oh = get_global_id(1), z = get_global_id(2);
   if (ow0 >= OW || oh >= OH) return;
   const int img = z / OC, oc = z % OC, c = oc / (OC / C);

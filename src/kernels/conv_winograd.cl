@@ -21,7 +21,7 @@
 // POOL2 (FusedConvMaxPool, 2x2 windows of stride 2): output tile t is pool
 // window t, so the store is the max of its four values (PH x PW pooled).
 // SPLITK: grid z = image * splits + slice, slice s sums channels
-// [s * cslice, +cslice) and adds its partial outputs into Y (split_add,
+// [s * kslice, +kslice) and adds its partial outputs into Y (split_add,
 // common.cl; slice 0 with the bias); the host zeroes Y before and applies the
 // epilogue after (gemm.cl's splitk_zero / splitk_finish).
 //
@@ -60,24 +60,14 @@
 #define WG_SWZ(c) 0
 #endif
 
-#ifdef SPLITK
-#ifdef POOL2
+#if defined(SPLITK) && defined(POOL2)
 #error "SPLITK and POOL2 do not combine"
-#endif
-#define WG_SPLIT_PARAMS , int splits, int cslice
-#else
-#define WG_SPLIT_PARAMS
-#endif
-#ifdef POOL2
-#define WG_POOL_PARAMS , int PH, int PW
-#else
-#define WG_POOL_PARAMS
 #endif
 
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
-void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, __global const float* Bias,
-                     int bo, __global float* Y, int yo, int has_bias, int C, int H, int W, int OC, int OH, int OW,
-                     int ph, int pw WG_POOL_PARAMS WG_SPLIT_PARAMS EPI_PARAMS) {
+void conv2d_winograd(__global const float* X, __global const float* Wt, __global const float* Bias, __global float* Y,
+                     ConvParams cp EPI_PARAMS) {
+  CONV_PARAMS(cp)  // Wt: packed at load, read from its start (wo unused); slices of kslice channels
   // Us[e][c][m], Vs[e][c][t]; after the loop, the products of 16 output
   // channels at a time, Ms[e][m][t] (16 x 16 x BT), in the same memory.
   __local float4 lds4[16 * CK * (BM + BT) / 4];
@@ -94,7 +84,7 @@ void conv2d_winograd(__global const float* X, int xo, __global const float* Wt, 
   const int t0 = get_group_id(0) * BT, m0 = get_group_id(1) * BM;
 #ifdef SPLITK
   const int img = get_group_id(2) / splits, slice = get_group_id(2) - img * splits;
-  const int cbeg = slice * cslice, cend = min(C, cbeg + cslice);
+  const int cbeg = slice * kslice, cend = min(C, cbeg + kslice);
 #else
   const int img = get_group_id(2), cbeg = 0, cend = C;
 #endif

@@ -36,14 +36,9 @@
 // the host zeroed first (splitk_zero); slice 0 adds beta*C (a conv's bias)
 // too, and the epilogue comes after, in place (splitk_finish). For small
 // grids (deep layers at 7x7, 14x14) that would leave most compute units idle.
-#ifdef SPLITK
-#ifdef POOL2
-#error "SPLITK and POOL2 do not combine: a max of partial sums is not their sum's"
-#endif
-#define SPLIT_PARAMS , int splits, int kslice
 // split_add (common.cl) adds into Y.
-#else
-#define SPLIT_PARAMS
+#if defined(SPLITK) && defined(POOL2)
+#error "SPLITK and POOL2 do not combine: a max of partial sums is not their sum's"
 #endif
 
 // Two layouts of the tiles in local memory and of a work-item's outputs:
@@ -156,10 +151,9 @@
 // A[ao + batch offset + m*a_sm + k*a_sk]; likewise B and C. Y is contiguous
 // MxN per batch. has_c = 0 ignores C.
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
-void gemm(__global const float* A, int ao, __global const float* B, int bo, __global const float* C, int co,
-          __global float* Y, int yo, int M, int N, int K, int a_sm, int a_sk, int b_sk, int b_sn, int c_sm,
-          int c_sn, int has_c, float alpha, float beta, Dims batch, Dims a_sb, Dims b_sb,
-          Dims c_sb SPLIT_PARAMS EPI_PARAMS) {
+void gemm(__global const float* A, __global const float* B, __global const float* C, __global float* Y,
+          GemmParams gp EPI_PARAMS) {
+  GEMM_PARAMS(gp)
   GEMM_LOCALS
 #ifdef SPLITK
   const int z = get_group_id(2) / splits, kbeg = (get_group_id(2) - z * splits) * kslice;
@@ -207,16 +201,10 @@ void gemm(__global const float* A, int ao, __global const float* B, int bo, __gl
 // convolution (PH x PW pooled pixels). N enumerates (pooled pixel, window
 // position): n = 4 * pooled + 2 * wy + wx, so the four columns of a float4
 // group are one window, which its work-item reduces at the store.
-#ifdef POOL2
-#define POOL_PARAMS , int PH, int PW
-#else
-#define POOL_PARAMS
-#endif
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
-void conv2d_gemm(__global const float* X, int xo, __global const float* Wt, int wo, __global const float* Bias,
-                 int bo, __global float* Y, int yo, int has_bias, int C, int H, int W, int OC, int OH, int OW,
-                 int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw,
-                 int groups POOL_PARAMS SPLIT_PARAMS EPI_PARAMS) {
+void conv2d_gemm(__global const float* X, __global const float* Wt, __global const float* Bias, __global float* Y,
+                 ConvParams cp EPI_PARAMS) {
+  CONV_PARAMS(cp)
   GEMM_LOCALS
 #ifdef SPLITK
   const int z = get_group_id(2) / splits, slice = get_group_id(2) - z * splits;
@@ -358,9 +346,9 @@ inline float conv_tap(__global const float* x, int k, int p, int H, int W, int O
 // conv2d_gemm with every tap decoded by divisions where it is loaded: the
 // previous session's kernel, kept as the baseline of bench/kernels.
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
-void conv2d_gemm_taps(__global const float* X, int xo, __global const float* Wt, int wo, __global const float* Bias,
-                      int bo, __global float* Y, int yo, int has_bias, int C, int H, int W, int OC, int OH, int OW,
-                      int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw, int groups EPI_PARAMS) {
+void conv2d_gemm_taps(__global const float* X, __global const float* Wt, __global const float* Bias,
+                      __global float* Y, ConvParams cp EPI_PARAMS) {
+  CONV_PARAMS(cp)
   GEMM_LOCALS
   const int z = get_group_id(2), img = z / groups, g = z % groups;
   const int ICg = C / groups, OCg = OC / groups;

@@ -48,12 +48,10 @@
 // tile into Y, which splitk_zero (gemm.cl) zeroed; slice 0 adds beta*C (a
 // conv's bias) too; splitk_finish applies the epilogue after.
 #ifdef SPLITK
-#define SPLIT_PARAMS , int splits, int kslice
 #define SPLIT_Z                                                        \
   const int z = get_group_id(2) / splits, slice = get_group_id(2) - z * splits; \
   const int kbeg = slice * kslice, kend = min(K, kbeg + kslice);
 #else
-#define SPLIT_PARAMS
 #define SPLIT_Z                  \
   const int z = get_group_id(2); \
   const int kbeg = 0, kend = K;
@@ -114,10 +112,9 @@
   const int nb = (nfast) ? e##kb % BN : (e##kb >> 3) % BN;
 
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
-void gemm(__global const float* A, int ao, __global const float* B, int bo, __global const float* C, int co,
-          __global float* Y, int yo, int M, int N, int K, int a_sm, int a_sk, int b_sk, int b_sn, int c_sm,
-          int c_sn, int has_c, float alpha, float beta, Dims batch, Dims a_sb, Dims b_sb, Dims c_sb SPLIT_PARAMS
-          EPI_PARAMS) {
+void gemm(__global const float* A, __global const float* B, __global const float* C, __global float* Y,
+          GemmParams gp EPI_PARAMS) {
+  GEMM_PARAMS(gp)
   MMA_LOCALS
   SPLIT_Z
   A += ao + strided_offset(z, batch, a_sb);
@@ -178,16 +175,10 @@ void gemm(__global const float* A, int ao, __global const float* B, int bo, __gl
 // 4 (c >> 4) + ((c >> 1) & 3), so the lane holding d0/d1 of fragments 2j
 // and 2j+1 holds one whole window (rows g and g+8: d2/d3) and stores its max
 // with no exchange between lanes.
-#ifdef POOL2
-#define POOL_PARAMS , int PH, int PW
-#else
-#define POOL_PARAMS
-#endif
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
-void conv2d_gemm(__global const float* X, int xo, __global const float* Wt, int wo, __global const float* Bias,
-                 int bo, __global float* Y, int yo, int has_bias, int C, int H, int W, int OC, int OH, int OW,
-                 int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw,
-                 int groups POOL_PARAMS SPLIT_PARAMS EPI_PARAMS) {
+void conv2d_gemm(__global const float* X, __global const float* Wt, __global const float* Bias, __global float* Y,
+                 ConvParams cp EPI_PARAMS) {
+  CONV_PARAMS(cp)
   MMA_LOCALS
   const int ICg = C / groups, OCg = OC / groups, K = ICg * KH * KW;
   SPLIT_Z

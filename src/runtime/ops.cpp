@@ -104,6 +104,19 @@ MemArg NodeBuilder::packed(const std::string& key, const std::function<std::vect
   return m;
 }
 
+void launch_conv_kernel(NodeBuilder& b, const Source& src, const char* name, const Range& r, const TensorArg& w,
+                        const TensorArg& bias, ConvParams p) {
+  const TensorArg x = b.arg_in(0), y = b.arg_out(0);
+  p.xo = x.offset, p.wo = w.offset, p.bo = bias.offset, p.yo = y.offset;
+  b.launch(src, name, r, MemArg{x.mem}, MemArg{w.mem}, MemArg{bias.mem}, MemArg{y.mem}, p);
+}
+
+void launch_gemm_kernel(NodeBuilder& b, const Source& src, const char* name, const Range& r, const TensorArg& A,
+                        const TensorArg& B, const TensorArg& C, const TensorArg& Y, GemmParams p) {
+  p.ao = A.offset, p.bo = B.offset, p.co = C.offset, p.yo = Y.offset;
+  b.launch(src, name, r, MemArg{A.mem}, MemArg{B.mem}, MemArg{C.mem}, MemArg{Y.mem}, p);
+}
+
 const HostTensor* NodeBuilder::constant(int i) const {
   if (!has_in(i)) return nullptr;
   const Tensor& t = in(i);

@@ -23,6 +23,25 @@ struct Dims {
   cl_int d[kMaxRank];
 };
 
+// The scalars of the convolution and GEMM kernels as one argument each;
+// match ConvParams and GemmParams in src/kernels/common.cl. NVIDIA's driver
+// spends about 0.05 us per kernel argument at every launch
+// (texplan_enqueue_bench), and these kernels had 17 to 26 of them.
+struct ConvParams {
+  cl_int xo = 0, wo = 0, bo = 0, yo = 0;  // element offsets of X, W, the bias, Y
+  cl_int has_bias = 0, c = 0, h = 0, w = 0, oc = 0, oh = 0, ow = 0, kh = 0, kw = 0, sh = 1, sw = 1, ph = 0,
+         pw = 0, dh = 1, dw = 1, groups = 1;
+  cl_int pool_h = 0, pool_w = 0;  // POOL2: the pooled output
+  cl_int splits = 1, kslice = 0;  // SPLITK
+};
+struct GemmParams {
+  cl_int ao = 0, bo = 0, co = 0, yo = 0;  // element offsets of A, B, C, Y
+  cl_int m = 0, n = 0, k = 0, a_sm = 0, a_sk = 0, b_sk = 0, b_sn = 0, c_sm = 0, c_sn = 0, has_c = 0;
+  cl_int splits = 1, kslice = 0;  // SPLITK
+  cl_float alpha = 1, beta = 1;
+  Dims batch{}, a_sb{}, b_sb{}, c_sb{};
+};
+
 // Where a tensor lives: a pool (or weight) buffer and a byte offset in it.
 struct Location {
   cl_mem mem = nullptr;
@@ -86,6 +105,30 @@ Strided collapse(Strided s);
 // Right-aligned into kMaxRank; throws Error if the rank is larger.
 Dims to_dims(const std::vector<int64_t>& v, int64_t pad);
 
+// A conv's ConvParams from its sizes `g` (any struct with the fields: the
+// lowerings' ConvGeometry, ops_mma's MmaConv); launch_conv_kernel fills in
+// the tensors' offsets.
+template <class G>
+ConvParams conv_params(const G& g, bool has_bias) {
+  ConvParams p;
+  p.has_bias = has_bias;
+  p.c = i32(g.C), p.h = i32(g.H), p.w = i32(g.W), p.oc = i32(g.OC), p.oh = i32(g.OH), p.ow = i32(g.OW);
+  p.kh = i32(g.KH), p.kw = i32(g.KW), p.sh = i32(g.sh), p.sw = i32(g.sw), p.ph = i32(g.ph), p.pw = i32(g.pw);
+  p.dh = i32(g.dh), p.dw = i32(g.dw), p.groups = i32(g.groups);
+  return p;
+}
+// A GEMM's GemmParams from `g` (the lowerings' GemmArgs, ops_mma's
+// MmaGemm); launch_gemm_kernel fills in the operands' offsets.
+template <class G>
+GemmParams gemm_params(const G& g) {
+  GemmParams p;
+  p.m = i32(g.M), p.n = i32(g.N), p.k = i32(g.K), p.a_sm = i32(g.a_sm), p.a_sk = i32(g.a_sk);
+  p.b_sk = i32(g.b_sk), p.b_sn = i32(g.b_sn), p.c_sm = i32(g.c_sm), p.c_sn = i32(g.c_sn), p.has_c = g.has_c;
+  p.alpha = g.alpha, p.beta = g.beta;
+  p.batch = to_dims(g.batch, 1), p.a_sb = to_dims(g.a_sb, 0), p.b_sb = to_dims(g.b_sb, 0), p.c_sb = to_dims(g.c_sb, 0);
+  return p;
+}
+
 // Begin and end padding of spatial dim `dim` of a Conv/Pool-like node, from
 // pads or auto_pad (the output size `out` is known from the static shapes).
 struct SpatialPad {
@@ -142,7 +185,8 @@ class NodeBuilder {
   bool used_tf32 = false;  // set by a lowering that prepared tf32 kernels
 
   // Prepares kernel `name` from src/kernels/`src.file` with `args`
-  // (TensorArg, int, float, Dims) for the given range.
+  // (TensorArg, MemArg, int, float, Dims, ConvParams, GemmParams) for the
+  // given range.
   template <class... A>
   void launch(const Source& src, const char* name, const Range& r, const A&... args) {
     Launch& l = new_launch(src, name, r);
@@ -182,6 +226,8 @@ class NodeBuilder {
   void set_arg(Launch& l, cl_uint& i, const cl_int& v) { set_raw(l, i, sizeof v, &v); }
   void set_arg(Launch& l, cl_uint& i, const float& v) { set_raw(l, i, sizeof v, &v); }
   void set_arg(Launch& l, cl_uint& i, const Dims& v) { set_raw(l, i, sizeof v, &v); }
+  void set_arg(Launch& l, cl_uint& i, const ConvParams& v) { set_raw(l, i, sizeof v, &v); }
+  void set_arg(Launch& l, cl_uint& i, const GemmParams& v) { set_raw(l, i, sizeof v, &v); }
   void set_arg(Launch& l, cl_uint& i, const MemArg& m) {
     if (m.mem) l.mems.push_back(m.mem);
     set_raw(l, i, sizeof(cl_mem), &m.mem);
@@ -194,6 +240,15 @@ class NodeBuilder {
   bool images_1d_ = false;
   std::map<std::string, cl_mem> packed_;
 };
+
+// Prepares conv kernel `name` (X, W, bias, Y, ConvParams: gemm.cl,
+// gemm_mma.cl, conv.cl, conv_winograd.cl) on the node's input 0 and output 0,
+// weights `w` (input 1, or a packed copy) and `bias`, their offsets put in `p`.
+void launch_conv_kernel(NodeBuilder& b, const Source& src, const char* name, const Range& r, const TensorArg& w,
+                        const TensorArg& bias, ConvParams p);
+// Prepares GEMM kernel `name` (A, B, C, Y, GemmParams), the offsets put in `p`.
+void launch_gemm_kernel(NodeBuilder& b, const Source& src, const char* name, const Range& r, const TensorArg& A,
+                        const TensorArg& B, const TensorArg& C, const TensorArg& Y, GemmParams p);
 
 // The elementwise tail of a fused node (docs/fused-ops.md) as a lowering
 // applies it: generated OpenCL C (epilogue_cl.h) for the kernel file's

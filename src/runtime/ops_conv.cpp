@@ -393,21 +393,19 @@ void launch_winograd(NodeBuilder& b, const ConvGeometry& g, bool has_bias, const
   const MemArg weights = b.packed(pre ? "winograd u" : "winograd g", [&] {
     return winograd_weights(*b.constant(1), g.OC, g.C, pre);
   });
+  ConvParams p = conv_params(g, has_bias);
   auto args = [&](const Source& src) {
-    b.launch(src, "conv2d_winograd", r, b.arg_in(0), weights, bias, b.arg_out(0), cl_int(has_bias), i32(g.C),
-             i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW), i32(g.ph), i32(g.pw));
+    launch_conv_kernel(b, src, "conv2d_winograd", r, TensorArg{weights.mem, 0}, bias, p);
   };
   if (mma) b.used_tf32 = true;
   if (PH > 0) {
+    p.pool_h = i32(PH), p.pool_w = i32(PW);
     args(source("-DPOOL2", tail.prelude));
-    b.more_args(i32(PH));
-    b.more_args(i32(PW));
     tail.append_args(b);
   } else if (v.splits > 1) {
     launch_splitk_zero(b, Source("gemm.cl", "-DSPLITK"), b.arg_out(0), total, tail);
+    p.splits = i32(v.splits), p.kslice = i32(v.kslice);
     args(source("-DSPLITK", ""));
-    b.more_args(i32(v.splits));
-    b.more_args(i32(v.kslice));
     launch_splitk_finish(b, b.arg_out(0), total, tail);
   } else {
     args(source("", tail.prelude));
@@ -526,15 +524,13 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
     if (v.splits > 1) {
       Source split = split_source(t, b);
       launch_splitk_zero(b, split, Y, total, tail);
-      b.launch(split, "gemm", r, A, B, C, Y, i32(g.M), i32(g.N), i32(g.K), i32(g.a_sm), i32(g.a_sk), i32(g.b_sk),
-               i32(g.b_sn), i32(g.c_sm), i32(g.c_sn), cl_int(g.has_c), g.alpha, g.beta, batch_dims(g.batch),
-               to_dims(g.a_sb, 0), to_dims(g.b_sb, 0), to_dims(g.c_sb, 0), i32(v.splits), i32(v.kslice));
+      GemmParams p = gemm_params(g);
+      p.splits = i32(v.splits), p.kslice = i32(v.kslice);
+      launch_gemm_kernel(b, split, "gemm", r, A, B, C, Y, p);
       launch_splitk_finish(b, Y, total, tail);
       return;
     }
-    b.launch(gemm_source(t, tail), "gemm", r, A, B, C, Y, i32(g.M), i32(g.N), i32(g.K), i32(g.a_sm), i32(g.a_sk),
-             i32(g.b_sk), i32(g.b_sn), i32(g.c_sm), i32(g.c_sn), cl_int(g.has_c), g.alpha, g.beta,
-             batch_dims(g.batch), to_dims(g.a_sb, 0), to_dims(g.b_sb, 0), to_dims(g.c_sb, 0));
+    launch_gemm_kernel(b, gemm_source(t, tail), "gemm", r, A, B, C, Y, gemm_params(g));
     tail.append_args(b);
   };
   emit(pick_variant(b, shape_key("gemm", {g.M, g.N, g.K, nb, g.a_sk == 1, g.b_sn == 1}), g.M, g.N, g.K, nb,
@@ -715,9 +711,8 @@ bool lower_conv(NodeBuilder& b, const FusedTail& tail) {
   if (g.groups == g.C && ICg == 1) {  // depthwise
     Range r = group_range({size_t(ceil_div(ceil_div(g.OW, 4), 16)), size_t(ceil_div(g.OH, 4)), size_t(g.N * g.OC)},
                           {16, 4, 1});
-    b.launch(Source("conv.cl", "", tail.prelude), "conv2d_depthwise", r, b.arg_in(0), b.arg_in(1), bias,
-             b.arg_out(0), cl_int(has_bias), i32(g.C), i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW),
-             i32(g.KH), i32(g.KW), i32(g.sh), i32(g.sw), i32(g.ph), i32(g.pw), i32(g.dh), i32(g.dw));
+    launch_conv_kernel(b, Source("conv.cl", "", tail.prelude), "conv2d_depthwise", r, b.arg_in(1), bias,
+                       conv_params(g, has_bias));
     tail.append_args(b);
     return true;
   }
@@ -752,15 +747,14 @@ bool lower_conv(NodeBuilder& b, const FusedTail& tail) {
     if (v.splits > 1) {
       Source split = split_source(t, b);
       launch_splitk_zero(b, split, b.arg_out(0), total, tail);
-      b.launch(split, "conv2d_gemm", r, b.arg_in(0), b.arg_in(1), bias, b.arg_out(0), cl_int(has_bias), i32(g.C),
-               i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW), i32(g.KH), i32(g.KW), i32(g.sh), i32(g.sw),
-               i32(g.ph), i32(g.pw), i32(g.dh), i32(g.dw), i32(g.groups), i32(v.splits), i32(v.kslice));
+      ConvParams p = conv_params(g, has_bias);
+      p.splits = i32(v.splits), p.kslice = i32(v.kslice);
+      launch_conv_kernel(b, split, "conv2d_gemm", r, b.arg_in(1), bias, p);
       launch_splitk_finish(b, b.arg_out(0), total, tail);
       return;
     }
-    b.launch(gemm_source(t, tail), forced().taps ? "conv2d_gemm_taps" : "conv2d_gemm", r, b.arg_in(0), b.arg_in(1),
-             bias, b.arg_out(0), cl_int(has_bias), i32(g.C), i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW),
-             i32(g.KH), i32(g.KW), i32(g.sh), i32(g.sw), i32(g.ph), i32(g.pw), i32(g.dh), i32(g.dw), i32(g.groups));
+    launch_conv_kernel(b, gemm_source(t, tail), forced().taps ? "conv2d_gemm_taps" : "conv2d_gemm", r, b.arg_in(1),
+                       bias, conv_params(g, has_bias));
     tail.append_args(b);
   };
   std::string key = shape_key("conv2d_gemm", {g.N, g.C, g.H, g.W, g.OC, g.OH, g.OW, g.KH, g.KW, g.sh, g.sw, g.ph,
@@ -831,9 +825,9 @@ bool lower_fused_conv_maxpool(NodeBuilder& b) {
         {size_t(ceil_div(PH * PW * 4, t->tn())), size_t(ceil_div(OCg, t->tm())), size_t(g.N * g.groups)}, {16, 16, 1});
     Source src("gemm.cl", "-DWPTM=" + std::to_string(t->wptm) + " -DWPTN=" + std::to_string(t->wptn) + " -DVEC -DPOOL2",
                tail.prelude);
-    b.launch(src, "conv2d_gemm", r, b.arg_in(0), b.arg_in(1), bias, b.arg_out(0), cl_int(has_bias), i32(g.C), i32(g.H),
-             i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW), i32(g.KH), i32(g.KW), i32(g.sh), i32(g.sw), i32(g.ph),
-             i32(g.pw), i32(g.dh), i32(g.dw), i32(g.groups), i32(PH), i32(PW));
+    ConvParams p = conv_params(g, has_bias);
+    p.pool_h = i32(PH), p.pool_w = i32(PW);
+    launch_conv_kernel(b, src, "conv2d_gemm", r, b.arg_in(1), bias, p);
     return true;
   }
   // Other windows: the tiled kernel where a tile fits local memory (forced,

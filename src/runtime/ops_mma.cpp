@@ -233,19 +233,11 @@ bool launch_conv_mma(NodeBuilder& b, const MmaConv& g, bool has_bias, const Tens
     MmaLaunch l{[&](const Source& src, int64_t splits, int64_t kslice) {
                   Range r = group_range({size_t(ceil_div(N, t.bn)), size_t(ceil_div(OCg, t.bm)), size_t(batches * splits)},
                                         {size_t(t.threads()), 1, 1});
-                  if (pool)
-                    b.launch(src, "conv2d_gemm", r, b.arg_in(0), b.arg_in(1), bias, b.arg_out(0), cl_int(has_bias),
-                             i32(g.C), i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW), i32(g.KH), i32(g.KW),
-                             i32(g.sh), i32(g.sw), i32(g.ph), i32(g.pw), i32(g.dh), i32(g.dw), i32(g.groups), i32(PH),
-                             i32(PW));
-                  else
-                    b.launch(src, "conv2d_gemm", r, b.arg_in(0), b.arg_in(1), bias, b.arg_out(0), cl_int(has_bias),
-                             i32(g.C), i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW), i32(g.KH), i32(g.KW),
-                             i32(g.sh), i32(g.sw), i32(g.ph), i32(g.pw), i32(g.dh), i32(g.dw), i32(g.groups));
-                  if (splits > 1)
-                    b.more_args(i32(splits)), b.more_args(i32(kslice));
-                  else
-                    tail.append_args(b);
+                  ConvParams p = conv_params(g, has_bias);
+                  if (pool) p.pool_h = i32(PH), p.pool_w = i32(PW);
+                  p.splits = i32(splits), p.kslice = i32(kslice);
+                  launch_conv_kernel(b, src, "conv2d_gemm", r, b.arg_in(1), bias, p);
+                  if (splits == 1) tail.append_args(b);
                 },
                 OCg, N, K, batches, pool ? -1 : g.N * g.OC * g.OH * g.OW, b.arg_out(0)};
     emit_variant(b, t, l, pool ? " -DPOOL2" : "", tail);
@@ -266,13 +258,10 @@ bool launch_gemm_mma(NodeBuilder& b, const TensorArg& A, const TensorArg& B, con
     MmaLaunch l{[&](const Source& src, int64_t splits, int64_t kslice) {
                   Range r = group_range({size_t(ceil_div(g.N, t.bn)), size_t(ceil_div(g.M, t.bm)), size_t(nb * splits)},
                                         {size_t(t.threads()), 1, 1});
-                  b.launch(src, "gemm", r, A, B, C, Y, i32(g.M), i32(g.N), i32(g.K), i32(g.a_sm), i32(g.a_sk),
-                           i32(g.b_sk), i32(g.b_sn), i32(g.c_sm), i32(g.c_sn), cl_int(g.has_c), g.alpha, g.beta,
-                           to_dims(g.batch, 1), to_dims(g.a_sb, 0), to_dims(g.b_sb, 0), to_dims(g.c_sb, 0));
-                  if (splits > 1)
-                    b.more_args(i32(splits)), b.more_args(i32(kslice));
-                  else
-                    tail.append_args(b);
+                  GemmParams p = gemm_params(g);
+                  p.splits = i32(splits), p.kslice = i32(kslice);
+                  launch_gemm_kernel(b, src, "gemm", r, A, B, C, Y, p);
+                  if (splits == 1) tail.append_args(b);
                 },
                 g.M, g.N, g.K, nb, nb * g.M * g.N, Y};
     emit_variant(b, t, l, "", tail);
