@@ -34,6 +34,17 @@ int weight(Graph& g, const std::string& name, Shape s, std::mt19937& rng) {
   t.value = random_tensor(s, rng, -0.5f, 0.5f);
   return g.add_tensor(std::move(t));
 }
+// A constant int64 tensor of `v` (Slice starts, ends, axes; Reshape shapes).
+int ints(Graph& g, const std::string& name, const std::vector<int64_t>& v) {
+  Tensor t;
+  t.name = name;
+  t.dtype = DataType::Int64;
+  t.shape = {int64_t(v.size())};
+  t.is_constant = t.has_data = true;
+  t.value = HostTensor(DataType::Int64, t.shape);
+  std::copy(v.begin(), v.end(), t.value.data<int64_t>());
+  return g.add_tensor(t);
+}
 void node(Graph& g, const std::string& op, std::vector<int> in, std::vector<int> out,
           std::map<std::string, Attribute> attrs = {}) {
   Node n;
@@ -308,24 +319,14 @@ TEST(Optimize, ProductOperandsReadThroughStrides) {
   std::mt19937 rng(12);
   int x = 0;
   Graph g = graph_with_input("strided", {2, 6, 4}, x);
-  auto ints = [&](const std::string& name, std::vector<int64_t> v) {
-    Tensor t;
-    t.name = name;
-    t.dtype = DataType::Int64;
-    t.shape = {int64_t(v.size())};
-    t.is_constant = t.has_data = true;
-    t.value = HostTensor(DataType::Int64, t.shape);
-    std::copy(v.begin(), v.end(), t.value.data<int64_t>());
-    return g.add_tensor(t);
-  };
   const int s = tensor(g, "s", {2, 6, 4}), t = tensor(g, "t", {2, 4, 6}), y1 = tensor(g, "y1", {2, 4, 5}),
             q = tensor(g, "q", {2, 3, 4}), k = tensor(g, "k", {2, 3, 4}), kt = tensor(g, "kt", {2, 4, 3}),
             y2 = tensor(g, "y2", {2, 3, 3});
   node(g, "Sigmoid", {x}, {s});
   node(g, "Transpose", {s}, {t}, {{"perm", Attribute::of_ints({0, 2, 1})}});
   node(g, "MatMul", {t, weight(g, "w", {6, 5}, rng)}, {y1});
-  node(g, "Slice", {s, ints("qs", {0}), ints("qe", {3}), ints("qa", {1})}, {q});
-  node(g, "Slice", {s, ints("ks", {3}), ints("ke", {6}), ints("ka", {1})}, {k});
+  node(g, "Slice", {s, ints(g, "qs", {0}), ints(g, "qe", {3}), ints(g, "qa", {1})}, {q});
+  node(g, "Slice", {s, ints(g, "ks", {3}), ints(g, "ke", {6}), ints(g, "ka", {1})}, {k});
   node(g, "Transpose", {k}, {kt}, {{"perm", Attribute::of_ints({0, 2, 1})}});
   node(g, "MatMul", {q, kt}, {y2});
   g.tensors[y1].is_output = g.tensors[y2].is_output = true;
@@ -379,23 +380,13 @@ TEST(Optimize, StridedOperandsNeverRaiseTheBound) {
   std::mt19937 rng(13);
   int x = 0;
   Graph g = graph_with_input("attention", {8, 4}, x);
-  auto ints = [&](const std::string& name, std::vector<int64_t> v) {
-    Tensor t;
-    t.name = name;
-    t.dtype = DataType::Int64;
-    t.shape = {int64_t(v.size())};
-    t.is_constant = t.has_data = true;
-    t.value = HostTensor(DataType::Int64, t.shape);
-    std::copy(v.begin(), v.end(), t.value.data<int64_t>());
-    return g.add_tensor(t);
-  };
   const int p = tensor(g, "p", {8, 12});
   node(g, "MatMul", {x, weight(g, "wqkv", {4, 12}, rng)}, {p});
   auto head_split = [&](const char* name, int64_t from, std::vector<int64_t> perm, Shape out) {
     const std::string n = name;
     const int cut = tensor(g, n + "_cut", {8, 4}), r = tensor(g, n + "_r", {8, 2, 2}), t = tensor(g, n, out);
-    node(g, "Slice", {p, ints(n + "_s", {from}), ints(n + "_e", {from + 4}), ints(n + "_a", {1})}, {cut});
-    node(g, "Reshape", {cut, ints(n + "_shape", {8, 2, 2})}, {r});
+    node(g, "Slice", {p, ints(g, n + "_s", {from}), ints(g, n + "_e", {from + 4}), ints(g, n + "_a", {1})}, {cut});
+    node(g, "Reshape", {cut, ints(g, n + "_shape", {8, 2, 2})}, {r});
     node(g, "Transpose", {r}, {t}, {{"perm", Attribute::of_ints(perm)}});
     return t;
   };
@@ -426,21 +417,11 @@ TEST(Optimize, ContiguousSlicesBecomeViews) {
   std::mt19937 rng(10);
   int x = 0;
   Graph g = graph_with_input("slices", {1, 8, 3, 5}, x);
-  auto ints = [&](const std::string& name, std::vector<int64_t> v) {
-    Tensor t;
-    t.name = name;
-    t.dtype = DataType::Int64;
-    t.shape = {int64_t(v.size())};
-    t.is_constant = t.has_data = true;
-    t.value = HostTensor(DataType::Int64, t.shape);
-    std::copy(v.begin(), v.end(), t.value.data<int64_t>());
-    return g.add_tensor(t);
-  };
   const int s = tensor(g, "s", {1, 8, 3, 5}), hi = tensor(g, "hi", {1, 4, 3, 5}), lo = tensor(g, "lo", {1, 4, 3, 5}),
             r = tensor(g, "r", {1, 4, 3, 5}), cat = tensor(g, "cat", {1, 8, 3, 5}), y = tensor(g, "y", {1, 8, 3, 5});
   node(g, "Sigmoid", {x}, {s});
-  node(g, "Slice", {s, ints("hs", {4}), ints("he", {8}), ints("ha", {1})}, {hi});  // a view at 4 channels
-  node(g, "Slice", {s, ints("ls", {0}), ints("le", {4}), ints("la", {1})}, {lo});  // into the Concat: a kernel
+  node(g, "Slice", {s, ints(g, "hs", {4}), ints(g, "he", {8}), ints(g, "ha", {1})}, {hi});  // a view at 4 channels
+  node(g, "Slice", {s, ints(g, "ls", {0}), ints(g, "le", {4}), ints(g, "la", {1})}, {lo});  // into the Concat: a kernel
   node(g, "Conv", {hi, weight(g, "w", {4, 4, 3, 3}, rng)}, {r}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}});
   node(g, "Concat", {lo, r}, {cat}, {{"axis", Attribute::of_int(1)}});
   node(g, "Tanh", {cat}, {y});
@@ -477,20 +458,10 @@ TEST(Optimize, SlicesThatMoveDataAreNotViews) {
         {{1, 4, 6}, 1, 0, 4, 2}}) {
     int x = 0;
     Graph g = graph_with_input("slices", shape, x);
-    auto ints = [&](const std::string& name, int64_t v) {
-      Tensor t;
-      t.name = name;
-      t.dtype = DataType::Int64;
-      t.shape = {1};
-      t.is_constant = t.has_data = true;
-      t.value = HostTensor(DataType::Int64, t.shape);
-      t.value.data<int64_t>()[0] = v;
-      return g.add_tensor(t);
-    };
     Shape out = shape;
     out[size_t(axis)] = step == -1 ? shape[size_t(axis)] : (end - start + step - 1) / step;
     const int y = tensor(g, "y", out), z = tensor(g, "z", out);
-    node(g, "Slice", {x, ints("s", start), ints("e", end), ints("a", axis), ints("k", step)}, {y});
+    node(g, "Slice", {x, ints(g, "s", {start}), ints(g, "e", {end}), ints(g, "a", {axis}), ints(g, "k", {step})}, {y});
     node(g, "Relu", {y}, {z});
     g.tensors[z].is_output = true;
     g.outputs = {z};
