@@ -225,6 +225,14 @@ TEST(CpuGemm, DirectConvStrideTwoInsideRows) {
                    "3x3 s2 silu stem " + b);
   }
   runtime::force_cpu_variant("");
+  // The stem's weights are packed per block of output channels (zeros up
+  // to a whole block) and replace the originals, which are never uploaded:
+  // 20 channels in blocks of 16, then the bias.
+  runtime::force_cpu_variant("16x16");
+  const Result packed = run({"Conv", {{1, 3, 20, 64}, {20, 3, 3, 3}, {20}}, {{"strides", Attribute::of_ints({2, 2})}}});
+  runtime::force_cpu_variant("");
+  EXPECT_LE(rel_error(packed.got, packed.want), 1e-5);
+  EXPECT_EQ(packed.weight_bytes, (32 * 27 + 20) * 4);
   expect_matches({"FusedConv", {{1, 8, 16, 64}, {12, 8, 3, 3}, {12}},
                   {{"strides", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({1, 1, 1, 1})},
                    {"program", Attribute::of_strings({"Relu x0"})}}},
