@@ -131,6 +131,9 @@ int main(int argc, char** argv) {
   std::vector<cl_kernel> eight;
   for (int i = 0; i < 8; ++i) eight.push_back(make("many"));
   const std::vector<Case> cases = {{"2 buffers, 1 group", {make("two")}, 1, false},
+                                   {"2 buffers + 16 ints, 1 group", {make("ints")}, 1, false},
+                                   {"2 buffers + a 64-byte struct, 1 group", {make("packed")}, 1, false},
+                                   {"8 buffers, 1 group", {make("bufs")}, 1, false},
                                    {"2 buffers, 1024 groups", {make("two")}, 1024, false},
                                    {"2 buffers + 16 ints, 1024 groups", {make("ints")}, 1024, false},
                                    {"2 buffers + a 64-byte struct, 1024 groups", {make("packed")}, 1024, false},
