@@ -81,7 +81,7 @@ std::vector<CpuVariant> stem_candidates(int64_t OC, int64_t taps,
       if (ocb / 2 < OC || ocb == 4)
         vs.push_back({ocb, pb, 0});
   for (size_t local : {1, 16})
-    vs.push_back({vs[0].ocb, vs[0].pb, local});  // the driver's group size against fixed ones
+    vs.push_back({vs[0].ocb, vs[0].pb, local}); // fixed groups, too
   return vs;
 }
 
@@ -111,10 +111,10 @@ void lower_conv_direct_cpu(NodeBuilder &b, const FusedTail &tail,
           b.packed("conv2d_rows_cpu " + std::to_string(v.ocb), [&] {
             return stem_weights(*weights, OC, C * KH * KW, v.ocb);
           });
-      b.launch(cpu_source("cpu_conv.cl", v, tail), "conv2d_rows_cpu", r, b.arg_in(0), packed, bias, b.arg_out(0),
-               cl_int(has_bias), i32(C), i32(H), i32(W), i32(OC), i32(OH),
-               i32(OW), i32(KH), i32(KW), i32(sh), i32(sw), i32(ph), i32(pw),
-               i32(dh), i32(dw));
+      b.launch(cpu_source("cpu_conv.cl", v, tail), "conv2d_rows_cpu", r,
+               b.arg_in(0), packed, bias, b.arg_out(0), cl_int(has_bias),
+               i32(C), i32(H), i32(W), i32(OC), i32(OH), i32(OW), i32(KH),
+               i32(KW), i32(sh), i32(sw), i32(ph), i32(pw), i32(dh), i32(dw));
     } else {
       b.launch(cpu_source("cpu_conv.cl", v, tail), "conv2d_cpu",
                cpu_range(v, P, OCg, N * groups), b.arg_in(0), b.arg_in(1),
