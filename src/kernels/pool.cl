@@ -21,9 +21,29 @@ __kernel void max_pool2d(__global const float* X, int xo, __global float* Y, int
 
 // MaxPool on CPU devices (PoCL): one work-item per output row, whose window
 // rows are clamped once; the columns whose window lies inside the input take
-// no bounds checks, 16 (or 8) at a time where the stride is 1 or 2. One work-item per element, above, spends its time on
-// index divisions and branches that PoCL cannot vectorize (squeezenet's
-// first pool: 1.7 ms of 19).
+// no bounds checks, 16 (or 8) at a time where the stride is 1 or 2. One
+// work-item per element, above, spends its time on index divisions and
+// branches that PoCL cannot vectorize (squeezenet's first pool: 1.7 ms of 19).
+//
+// MAX_POOL_VECTOR(N): N inside columns from `ow` as one floatN where the taps
+// are consecutive (stride 1) or every other float (stride 2: two loads, the
+// even lanes; the second load's last float is one past the last tap, so the
+// block must end a column short of the input's end); then the next column.
+#define MAX_POOL_VECTOR(N)                                                                            \
+  if (vec && ow >= ow0 && ow + N - 1 < ow1 && (ow + N - 1) * sw - pw + KW - 1 + (sw == 2) < W) {      \
+    float##N m = (float##N)(-INFINITY);                                                               \
+    for (int kh = kh0; kh < kh1; ++kh) {                                                              \
+      __global const float* row = x + (ih0 + kh * dh) * W + ow * sw - pw;                            \
+      for (int kw = 0; kw < KW; ++kw) {                                                               \
+        const float##N v =                                                                            \
+            sw == 1 ? vload##N(0, row + kw) : (float##N)(vload##N(0, row + kw).even, vload##N(0, row + kw + N).even); \
+        m = select(m, v, v > m); /* as below: a NaN tap never wins */                                 \
+      }                                                                                               \
+    }                                                                                                 \
+    vstore##N(m, 0, y + ow);                                                                          \
+    ow += N - 1;                                                                                      \
+    continue;                                                                                         \
+  }
 __kernel void max_pool2d_rows(__global const float* X, int xo, __global float* Y, int yo, int rows, int H, int W,
                               int OH, int OW, int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw) {
   int r = get_global_id(0);
@@ -36,40 +56,10 @@ __kernel void max_pool2d_rows(__global const float* X, int xo, __global float* Y
   // Columns [ow0, ow1) have every tap inside [0, W).
   int ow0 = min(OW, (pw + sw - 1) / sw), ow1 = max(ow0, min(OW, (W - 1 - (KW - 1) * dw + pw) / sw + 1));
   if (W - 1 - (KW - 1) * dw + pw < 0) ow1 = ow0;
-  // Inside columns 16 (then 8) at a time as vectors where the taps are consecutive
-  // (stride 1) or every other float (stride 2: two loads, the even lanes;
-  // the second load's last float is one past the last tap, so the block
-  // must end a column short of the input's end).
   const bool vec = dw == 1 && (sw == 1 || sw == 2);
-  const int vec_end = vec ? ow1 - 15 : ow0, vec8_end = vec ? ow1 - 7 : ow0;
-  int ow = 0;
-  for (; ow < OW; ++ow) {
-    if (ow >= ow0 && ow < vec_end && (ow + 15) * sw - pw + KW - 1 + (sw == 2) < W) {
-      float16 m = (float16)(-INFINITY);
-      for (int kh = kh0; kh < kh1; ++kh) {
-        __global const float* row = x + (ih0 + kh * dh) * W + ow * sw - pw;
-        for (int kw = 0; kw < KW; ++kw) {
-          const float16 v = sw == 1 ? vload16(0, row + kw) : (float16)(vload16(0, row + kw).even, vload16(0, row + kw + 16).even);
-          m = select(m, v, v > m);  // as below: a NaN tap never wins
-        }
-      }
-      vstore16(m, 0, y + ow);
-      ow += 15;
-      continue;
-    }
-    if (ow >= ow0 && ow < vec8_end && (ow + 7) * sw - pw + KW - 1 + (sw == 2) < W) {  // 8 (narrow rows)
-      float8 m = (float8)(-INFINITY);
-      for (int kh = kh0; kh < kh1; ++kh) {
-        __global const float* row = x + (ih0 + kh * dh) * W + ow * sw - pw;
-        for (int kw = 0; kw < KW; ++kw) {
-          const float8 v = sw == 1 ? vload8(0, row + kw) : (float8)(vload8(0, row + kw).even, vload8(0, row + kw + 8).even);
-          m = select(m, v, v > m);
-        }
-      }
-      vstore8(m, 0, y + ow);
-      ow += 7;
-      continue;
-    }
+  for (int ow = 0; ow < OW; ++ow) {
+    MAX_POOL_VECTOR(16)
+    MAX_POOL_VECTOR(8)  // narrow rows, and the rest of wide ones
     int iw0 = ow * sw - pw;
     float m = -INFINITY;
     if (ow >= ow0 && ow < ow1) {
