@@ -64,6 +64,9 @@ TEST(CliTune, ProfileReportsOperatorsWithRates) {
   EXPECT_GT(p["ceilings"]["gbps"].get<double>(), 0);
   EXPECT_GT(p["ceilings"]["gflops"].get<double>(), 0);
   EXPECT_GT(p["launches"].get<int>(), 0);
+  // The span holds every kernel: at least their sum, the rest idle.
+  EXPECT_GE(p["span_ms"].get<double>(), p["device_ms"].get<double>() * (1 - 1e-6)) << p.dump(1);
+  EXPECT_NEAR(p["idle_ms"].get<double>(), p["span_ms"].get<double>() - p["device_ms"].get<double>(), 1e-6);
   ASSERT_FALSE(p["ops"].empty());
   double share = 0, last = 1e300;
   bool conv_flops = false;

@@ -10,10 +10,18 @@
 // Cases: kernels of 2 buffer arguments, of 2 buffers and 16 ints, of 2
 // buffers and the 16 ints as one struct, of 8 buffers, and of 8 buffers and
 // 16 ints (a fused conv's list), as 1 work-group and as 1024; the same N
-// launches alternating over 8 distinct kernel objects; and with an event
-// per launch (what --profile adds). Per case: host microseconds per
-// clEnqueueNDRangeKernel (median of R rounds) and the wall time per launch
-// to clFinish.
+// launches alternating over 8 distinct kernel objects, and over the same
+// kernel from 8 programs (as a run's nodes each launch their own program's)
+// of 1, 2 and 16 groups; 64 groups of real work (about 0.3 ms on PoCL); and
+// with an event per launch (what --profile adds). Per case: host
+// microseconds per clEnqueueNDRangeKernel (median of R rounds), the wall
+// time per launch to clFinish, and the device's idle time between two
+// kernels from events on the profiling queue (first start to last end less
+// the kernels' own times, per launch; `texplan run --profile` reports the
+// same for a model). On PoCL (2-core Zen 4 VM) the idle time is 3-9 us per
+// one-group launch and 11-17 us per launch of many groups, whatever the
+// kernel's length: the worker threads sleep and are woken between kernels;
+// only fewer launches remove it.
 //
 // Then a run's input and output copies (BYTES, default a 224x224 RGB image
 // in fp32; 4 KB and BYTES back), wall microseconds to clFinish: from pageable host
@@ -49,6 +57,13 @@ __kernel void ints(__global float* a, __global const float* b, int i0, int i1, i
   a[i] = b[i] + (float)(i0 + i1 + i2 + i3 + i4 + i5 + i6 + i7 + j0 + j1 + j2 + j3 + j4 + j5 + j6 + j7);
 }
 typedef struct { int v[16]; } Scalars;
+// Work enough that the launches queue up ahead of the device.
+__kernel void work(__global float* a, __global const float* b, int n) {
+  const int i = get_global_id(0);
+  float x = b[i];
+  for (int k = 0; k < n; ++k) x = x * 0.999f + 1.0f;
+  a[i] = x;
+}
 __kernel void packed(__global float* a, __global const float* b, Scalars s) {
   const int i = get_global_id(0);
   a[i] = b[i] + (float)(s.v[0] + s.v[15]);
@@ -122,6 +137,10 @@ int main(int argc, char** argv) {
       cl_int v = i;
       check(clSetKernelArg(k, cl_uint(i), sizeof v, &v), "arg");
     }
+    if (nm == "work") {
+      cl_int v = 64;
+      check(clSetKernelArg(k, 2, sizeof v, &v), "arg");
+    }
     if (nm == "packed") {
       cl_int v[16] = {};
       check(clSetKernelArg(k, 2, sizeof v, v), "arg");
@@ -130,6 +149,18 @@ int main(int argc, char** argv) {
   };
   std::vector<cl_kernel> eight;
   for (int i = 0; i < 8; ++i) eight.push_back(make("many"));
+  // The same kernel from 8 programs (distinct build options), as a run's
+  // nodes each launch their own program's kernel.
+  std::vector<cl_kernel> programs;
+  for (int i = 0; i < 8; ++i) {
+    cl_program pi = clCreateProgramWithSource(ctx, 1, &kSource, nullptr, &s);
+    check(s, "clCreateProgramWithSource");
+    const std::string options = "-DPROGRAM=" + std::to_string(i);
+    check(clBuildProgram(pi, 1, &id, options.c_str(), nullptr, nullptr), "clBuildProgram");
+    std::swap(p, pi);
+    programs.push_back(make("many"));
+    std::swap(p, pi);
+  }
   const std::vector<Case> cases = {{"2 buffers, 1 group", {make("two")}, 1, false},
                                    {"2 buffers + 16 ints, 1 group", {make("ints")}, 1, false},
                                    {"2 buffers + a 64-byte struct, 1 group", {make("packed")}, 1, false},
@@ -141,15 +172,21 @@ int main(int argc, char** argv) {
                                    {"8 buffers + 16 ints, 1 group", {make("many")}, 1, false},
                                    {"8 buffers + 16 ints, 1024 groups", {make("many")}, 1024, false},
                                    {"8 kernel objects in turn, 1024 groups", eight, 1024, false},
+                                   {"8 programs in turn, 1 group", programs, 1, false},
+                                   {"8 programs in turn, 2 groups", programs, 2, false},
+                                   {"8 programs in turn, 16 groups", programs, 16, false},
+                                   {"8 buffers + 16 ints, 16 groups", {make("many")}, 16, false},
+                                   {"64 groups of a 64-step FMA loop each", {make("work")}, 64, false},
                                    {"8 buffers + 16 ints, 1024 groups, an event each", {make("many")}, 1024, true}};
   std::printf("device: %s, %d launches per round, median of %d rounds\n", dev->info().name.c_str(), launches,
               rounds);
-  std::printf("%-48s %14s %14s\n", "case", "enqueue us", "wall us");
+  std::printf("%-48s %14s %14s %14s\n", "case", "enqueue us", "wall us", "idle us");
+  cl_command_queue pq = dev->profiling_queue();
   for (const Case& c : cases) {
-    std::vector<double> enq, wall;
+    std::vector<double> enq, wall, idle;
+    const size_t local = 256, global = c.groups * local;
     for (int r = 0; r <= rounds; ++r) {
       std::vector<cl_event> events(c.events ? size_t(launches) : 0, nullptr);
-      const size_t local = 256, global = c.groups * local;
       check(clFinish(q), "clFinish");
       const auto t0 = Clock::now();
       for (int i = 0; i < launches; ++i)
@@ -164,9 +201,34 @@ int main(int argc, char** argv) {
       enq.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / launches);
       wall.push_back(std::chrono::duration<double, std::micro>(t2 - t0).count() / launches);
     }
+    // The device's wait between kernels, from events on the profiling queue:
+    // the first start to the last end, less the kernels' own times, per
+    // launch. The launches are all enqueued before the device drains them
+    // only where the enqueue is faster than a kernel.
+    for (int r = 0; r <= rounds; ++r) {
+      std::vector<cl_event> events(size_t(launches), nullptr);
+      check(clFinish(pq), "clFinish");
+      for (int i = 0; i < launches; ++i)
+        check(clEnqueueNDRangeKernel(pq, c.kernels[size_t(i) % c.kernels.size()], 1, nullptr, &global, &local, 0,
+                                     nullptr, &events[size_t(i)]),
+              "clEnqueueNDRangeKernel");
+      check(clFinish(pq), "clFinish");
+      cl_ulong first = ~cl_ulong(0), last = 0;
+      double busy = 0;
+      for (cl_event e : events) {
+        cl_ulong a = 0, b = 0;
+        check(clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof a, &a, nullptr), "event");
+        check(clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof b, &b, nullptr), "event");
+        first = std::min(first, a), last = std::max(last, b), busy += double(b - a);
+        clReleaseEvent(e);
+      }
+      if (r > 0) idle.push_back((double(last - first) - busy) * 1e-3 / std::max(1, launches - 1));
+    }
     std::sort(enq.begin(), enq.end());
     std::sort(wall.begin(), wall.end());
-    std::printf("%-48s %14.2f %14.2f\n", c.name.c_str(), enq[enq.size() / 2], wall[wall.size() / 2]);
+    std::sort(idle.begin(), idle.end());
+    std::printf("%-48s %14.2f %14.2f %14.2f\n", c.name.c_str(), enq[enq.size() / 2], wall[wall.size() / 2],
+                idle[idle.size() / 2]);
   }
 
   // Transfers: `bytes` in (and 4 KB out) per round, wall time to clFinish.

@@ -14,10 +14,11 @@ namespace {
 double rate(double amount, double ms, double unit) { return ms > 0 ? amount / (ms * 1e-3) / unit : 0; }
 }  // namespace
 
-json profile_report(const std::vector<std::vector<runtime::NodeTime>>& runs, const runtime::Ceilings& ceilings) {
+json profile_report(const std::vector<std::vector<runtime::NodeTime>>& runs, const std::vector<double>& spans_ms,
+                    const runtime::Ceilings& ceilings) {
   json r{{"runs", runs.size()}, {"ceilings", {{"gbps", ceilings.gbps}, {"gflops", ceilings.gflops}}}};
   json nodes = json::array();
-  double device_ms = 0, enqueue_us = 0;
+  double device_ms = 0, kernel_ms = 0, enqueue_us = 0;  // kernel_ms: device_ms less CPU fallback nodes
   int launches = 0;
   struct Agg {
     int nodes = 0, launches = 0;
@@ -36,6 +37,7 @@ json profile_report(const std::vector<std::vector<runtime::NodeTime>>& runs, con
                        {"flops", t.flops}, {"bytes", t.bytes}, {"gflops", rate(t.flops, m, 1e9)},
                        {"gbps", rate(t.bytes, m, 1e9)}, {"cpu", t.cpu}});
       device_ms += m, enqueue_us += e, launches += t.launches;
+      if (!t.cpu) kernel_ms += m;
       Agg& a = ops[t.op];
       a.nodes += 1, a.launches += t.launches, a.ms += m, a.flops += t.flops, a.bytes += t.bytes;
     }
@@ -54,6 +56,9 @@ json profile_report(const std::vector<std::vector<runtime::NodeTime>>& runs, con
   std::stable_sort(op_rows.begin(), op_rows.end(),
                    [](const json& a, const json& b) { return a["ms"].get<double>() > b["ms"].get<double>(); });
   r["device_ms"] = device_ms;
+  const double span = spans_ms.empty() ? 0 : median(spans_ms);
+  r["span_ms"] = span;
+  r["idle_ms"] = std::max(0.0, span - kernel_ms);
   r["enqueue_us"] = enqueue_us;
   r["launches"] = launches;
   r["enqueue_us_per_launch"] = launches ? enqueue_us / launches : 0;
@@ -71,6 +76,11 @@ void print_profile(const json& r, std::ostream& out, int top) {
       << r["launches"].get<int>() << " launches; host enqueue " << std::setprecision(1)
       << r["enqueue_us"].get<double>() << " us (" << std::setprecision(2) << r["enqueue_us_per_launch"].get<double>()
       << " us per launch)\n";
+  if (r["span_ms"].get<double>() > 0 && r["launches"].get<int>() > 0)
+    out << "            first kernel start to last kernel end " << std::setprecision(3) << r["span_ms"].get<double>()
+        << " ms: the device idled " << r["idle_ms"].get<double>() << " ms between kernels ("
+        << std::setprecision(1) << 1e3 * r["idle_ms"].get<double>() / r["launches"].get<int>()
+        << " us per launch)\n";
   out << std::left << std::setw(22) << "op" << std::right << std::setw(6) << "nodes" << std::setw(10) << "ms"
       << std::setw(8) << "share" << std::setw(10) << "GFLOP/s" << std::setw(8) << "%peak" << std::setw(10) << "GB/s"
       << std::setw(8) << "%bw" << "\n";

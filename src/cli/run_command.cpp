@@ -290,11 +290,13 @@ int run_command(const RunArgs& a) {
       runtime::Session profiled(g, pin, plan, device, po);
       profiled.run(inputs);  // warm-up
       std::vector<std::vector<runtime::NodeTime>> runs;
+      std::vector<double> spans;
       for (int i = 0; i < 5; ++i) {
         profiled.run(inputs);
         runs.push_back(profiled.node_times());
+        spans.push_back(profiled.last_device_span_ms());
       }
-      report["profile"] = profile_report(runs, runtime::measure_ceilings(*device));
+      report["profile"] = profile_report(runs, spans, runtime::measure_ceilings(*device));
     }
     if (offloader && a.bench > 0) partition_ms = time_partitions(g, pin, plan, device, offloader, inputs, precision);
     if (a.guard) {

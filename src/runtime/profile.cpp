@@ -79,6 +79,20 @@ void ProfileEvents::device_times(std::vector<NodeTime>& times) const {
   }
 }
 
+double ProfileEvents::span_ms() const {
+  cl_ulong first = ~cl_ulong(0), last = 0;
+  for (const auto& step : steps_)
+    for (cl_event e : step) {
+      cl_ulong s = 0, t = 0;
+      if (clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof s, &s, nullptr) != CL_SUCCESS ||
+          clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof t, &t, nullptr) != CL_SUCCESS)
+        continue;
+      first = std::min(first, s);
+      last = std::max(last, t);
+    }
+  return last >= first ? double(last - first) * 1e-6 : 0;
+}
+
 namespace {
 
 void check(cl_int s, const char* what) {

@@ -39,6 +39,9 @@ class ProfileEvents {
   // After the queue finished: NodeTime::ms of each step that enqueued
   // kernels = from its first kernel's start to its last one's end.
   void device_times(std::vector<NodeTime>& times) const;
+  // From the run's first kernel start to its last kernel end: the part of it
+  // not inside some kernel is the device waiting between launches.
+  double span_ms() const;
 
  private:
   std::vector<std::vector<cl_event>> steps_;

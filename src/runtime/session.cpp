@@ -95,7 +95,7 @@ struct Session::Impl {
   std::vector<std::string> offloaded;
   std::vector<std::string> tf32_nodes;
   int launches = 0;
-  double last_ms = 0, last_enqueue_ms = 0;
+  double last_ms = 0, last_enqueue_ms = 0, last_span_ms = 0;
   std::vector<GuardViolation> violations;
   std::vector<NodeTime> times;
   std::vector<std::vector<uint8_t>> shadows;  // per record, guard mode
@@ -701,13 +701,14 @@ std::vector<HostTensor> Session::run(const std::vector<HostTensor>& inputs) {
   }
   m.check(clFinish(q), m.model() + ": running");
   for (auto [k, pinned] : staged) std::memcpy(outs[k].bytes.data(), pinned, outs[k].bytes.size());
-  if (m.opt.profile) profiled.device_times(m.times);
+  if (m.opt.profile) profiled.device_times(m.times), m.last_span_ms = profiled.span_ms();
   m.last_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return outs;
 }
 
 double Session::last_run_ms() const { return impl_->last_ms; }
 double Session::last_enqueue_ms() const { return impl_->last_enqueue_ms; }
+double Session::last_device_span_ms() const { return impl_->last_span_ms; }
 int64_t Session::activation_bytes() const { return impl_->pool_bytes; }
 int64_t Session::weight_bytes() const { return impl_->weight_bytes; }
 int Session::kernel_launches() const { return impl_->launches; }

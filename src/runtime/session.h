@@ -103,6 +103,9 @@ class Session {
   // Host time of the last run()'s loop over the nodes (enqueues, CPU
   // fallback nodes): near last_run_ms() the run is bound by the host.
   double last_enqueue_ms() const;
+  // Profile mode: from the last run()'s first kernel start to its last
+  // kernel end; less the node times, what the device idled between kernels.
+  double last_device_span_ms() const;
   int64_t activation_bytes() const;   // device bytes of the pools (= plan.total_bytes())
   int64_t weight_bytes() const;       // device bytes of the uploaded constants
   int kernel_launches() const;        // per run
