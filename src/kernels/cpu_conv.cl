@@ -103,6 +103,9 @@ __kernel void conv2d_cpu(__global const float* X, int xo, __global const float* 
 __kernel void conv2d_rows_cpu(__global const float* X, int xo, __global const float* Wp, __global const float* Bias,
                               int bo, __global float* Y, int yo, int has_bias, int C, int H, int W, int OC, int OH,
                               int OW, int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw EPI_PARAMS) {
+#ifdef ROWS_KH  // the taps, stride and channels as constants: the loops unroll
+  C = ROWS_C, KH = ROWS_KH, KW = ROWS_KW, sw = ROWS_SW;
+#endif
   const int ow0 = get_global_id(0) * PB, oh = get_global_id(1), z = get_global_id(2);
   const int blocks = (OC + OCB - 1) / OCB, img = z / blocks, ob = z - img * blocks, oc0 = ob * OCB;
   if (ow0 >= OW || oh >= OH) return;
@@ -112,10 +115,12 @@ __kernel void conv2d_rows_cpu(__global const float* X, int xo, __global const fl
   VF acc[OCB];
 #pragma unroll
   for (int o = 0; o < OCB; ++o) acc[o] = (VF)(0.0f);
+#pragma unroll
   for (int kh = 0; kh < KH; ++kh) {
     const int ih = oh * sh - ph + kh * dh;
     if (ih < 0 || ih >= H) continue;
     __global const float* xr = x + ih * W;
+#pragma unroll
     for (int kw = 0; kw < KW; ++kw) {
       __global const float* wt = wb + (kh * KW + kw) * OCB;
       // Every lane's column inside the row (stride 2 reads 2 PB floats from
@@ -124,6 +129,7 @@ __kernel void conv2d_rows_cpu(__global const float* X, int xo, __global const fl
       const int first = ow0 * sw - pw + kw * dw;
       const bool inside = first >= 0 && first + (sw == 2 ? 2 * PB - 1 : (PB - 1) * sw) < W;
       if (inside && sw == 1) {
+#pragma unroll
         for (int c = 0; c < C; ++c) {
           const VF xv = VLOAD(0, xr + c * HW + first);
           __global const float* wc = wt + c * KHW * OCB;
@@ -131,6 +137,7 @@ __kernel void conv2d_rows_cpu(__global const float* X, int xo, __global const fl
           for (int o = 0; o < OCB; ++o) acc[o] = fma((VF)(wc[o]), xv, acc[o]);
         }
       } else if (inside && sw == 2) {
+#pragma unroll
         for (int c = 0; c < C; ++c) {
           __global const float* xc = xr + c * HW + first;
           const VF lo = VLOAD(0, xc), hi = VLOAD(0, xc + PB);

@@ -111,7 +111,9 @@ void lower_conv_direct_cpu(NodeBuilder &b, const FusedTail &tail,
           b.packed("conv2d_rows_cpu " + std::to_string(v.ocb), [&] {
             return stem_weights(*weights, OC, C * KH * KW, v.ocb);
           });
-      b.launch(cpu_source("cpu_conv.cl", v, tail), "conv2d_rows_cpu", r,
+      const std::string taps = " -DROWS_C=" + std::to_string(C) + " -DROWS_KH=" + std::to_string(KH) +
+                               " -DROWS_KW=" + std::to_string(KW) + " -DROWS_SW=" + std::to_string(sw);
+      b.launch(cpu_source("cpu_conv.cl", v, tail, taps), "conv2d_rows_cpu", r,
                b.arg_in(0), packed, bias, b.arg_out(0), cl_int(has_bias),
                i32(C), i32(H), i32(W), i32(OC), i32(OH), i32(OW), i32(KH),
                i32(KW), i32(sh), i32(sw), i32(ph), i32(pw), i32(dh), i32(dw));
