@@ -11,6 +11,7 @@
 #include "optimize/sharing.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/ops.h"
+#include "runtime/optimize_for_device.h"
 #include "runtime/session.h"
 #include "test_util.h"
 
@@ -369,6 +370,86 @@ TEST(Optimize, ProductOperandsReadThroughStrides) {
   expect_all(run_all(g, dev));
   runtime::force_conv_variant("gpu");  // texplan's GPU kernels on the CPU device
   expect_all(run_all(g, dev));
+  runtime::force_conv_variant("");
+}
+
+// Squeeze-and-excitation: a = Sigmoid(x), s = Sigmoid(Conv(Relu(Conv(GAP(a))))),
+// then Mul(a, s) read by a 1x1 conv (fused: the conv scales its input
+// channels), by a 3x3 conv (stays) and, as another Mul, by a 1x1 conv and a
+// Neg (stays: read twice). 30 pixels, not a multiple of a vector. The
+// CPU executor and a PoCL session compute the same outputs; with the GPU
+// kernels forced on PoCL the scaled conv runs on the CPU fallback; and
+// GPUs never get the rewrite (runnable()).
+TEST(Optimize, ChannelScalesMoveIntoPointwiseConvs) {
+  std::mt19937 rng(21);
+  int x = 0;
+  const int C = 8;
+  Graph g = graph_with_input("squeeze_excite", {1, C, 5, 6}, x);
+  const int a = tensor(g, "a", {1, C, 5, 6}), p = tensor(g, "p", {1, C, 1, 1}), r = tensor(g, "r", {1, 4, 1, 1}),
+            rr = tensor(g, "rr", {1, 4, 1, 1}), e = tensor(g, "e", {1, C, 1, 1}), s = tensor(g, "s", {1, C, 1, 1});
+  node(g, "Sigmoid", {x}, {a});
+  node(g, "GlobalAveragePool", {a}, {p});
+  node(g, "Conv", {p, weight(g, "w1", {4, C, 1, 1}, rng), weight(g, "b1", {4}, rng)}, {r});
+  node(g, "Relu", {r}, {rr});
+  node(g, "Conv", {rr, weight(g, "w2", {C, 4, 1, 1}, rng)}, {e});
+  node(g, "Sigmoid", {e}, {s});
+  const int m1 = tensor(g, "m1", {1, C, 5, 6}), y1 = tensor(g, "y1", {1, 12, 5, 6}), y1r = tensor(g, "y1r", {1, 12, 5, 6});
+  node(g, "Mul", {a, s}, {m1});
+  node(g, "Conv", {m1, weight(g, "w3", {12, C, 1, 1}, rng), weight(g, "b3", {12}, rng)}, {y1});
+  node(g, "Relu", {y1}, {y1r});
+  const int m2 = tensor(g, "m2", {1, C, 5, 6}), y2 = tensor(g, "y2", {1, 3, 5, 6});
+  node(g, "Mul", {s, a}, {m2});  // scale first
+  node(g, "Conv", {m2, weight(g, "w4", {3, C, 3, 3}, rng)}, {y2}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}});
+  const int m3 = tensor(g, "m3", {1, C, 5, 6}), y3 = tensor(g, "y3", {1, 5, 5, 6}), y4 = tensor(g, "y4", {1, C, 5, 6});
+  node(g, "Mul", {a, s}, {m3});
+  node(g, "Conv", {m3, weight(g, "w5", {5, C, 1, 1}, rng)}, {y3});
+  node(g, "Neg", {m3}, {y4});
+  for (int y : {y1r, y2, y3, y4}) g.tensors[y].is_output = true;
+  g.outputs = {y1r, y2, y3, y4};
+  g.topological_sort();
+  const HostTensor input = random_tensor({1, C, 5, 6}, rng, -2, 2);
+  auto run_all = [&](const Graph& gr, const std::shared_ptr<runtime::Device>& dev, size_t fallbacks) {
+    PlanInput pin = make_usage_records(gr);
+    if (!dev) {
+      plan::MemoryPlan plan = plan::plan_memory(pin.records, plan::DeviceProfile::load("pocl"), "best");
+      return runtime::CpuExecutor(gr, pin, plan).run({input});
+    }
+    plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
+    runtime::SessionOptions o;
+    o.guard = true;
+    runtime::Session session(gr, pin, plan, dev, o);
+    auto out = session.run({input});
+    EXPECT_TRUE(session.guard_violations().empty());
+    EXPECT_EQ(session.fallback_nodes().size(), fallbacks);
+    return out;
+  };
+  const std::vector<HostTensor> want = run_all(g, nullptr, 0);
+  EXPECT_FALSE(runtime::runnable({}, "gpu").channel_scale_fusion);
+  ASSERT_TRUE(runtime::runnable({}, "cpu").channel_scale_fusion);
+  const OptimizeReport rep = optimize(g, runtime::runnable({}, "cpu"));
+  EXPECT_EQ(rep.fused_channel_scales, 1);
+  int muls = 0, scaled = 0;
+  for (const auto& n : g.nodes) {
+    muls += n.op_type == "Mul";
+    if (n.has("texplan_channel_scale")) {
+      ++scaled;
+      EXPECT_EQ(n.op_type, "FusedConv");
+      EXPECT_EQ(g.tensors[n.inputs[0]].name, "a") << "reads the unscaled tensor";
+      EXPECT_EQ(g.tensors[n.inputs.back()].name, "s") << "the scale is the last input";
+      EXPECT_EQ(g.tensors[n.outputs[0]].name, "y1r") << "the Relu stays its epilogue";
+    }
+  }
+  EXPECT_EQ(scaled, 1);
+  EXPECT_EQ(muls, 2) << "the Muls read by a 3x3 conv and read twice stay";
+  auto expect_all = [&](const std::vector<HostTensor>& got) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) expect_close(got[i], want[i]);
+  };
+  expect_all(run_all(g, nullptr, 0));
+  auto dev = runtime::open_device("pocl");
+  expect_all(run_all(g, dev, 0));
+  runtime::force_conv_variant("gpu");  // texplan's GPU kernels on the CPU device: they refuse the scale
+  expect_all(run_all(g, dev, 1));
   runtime::force_conv_variant("");
 }
 

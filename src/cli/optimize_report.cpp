@@ -30,6 +30,7 @@ json optimize_json(const OptimizeReport& r, const std::vector<OptimizationShare>
          {"fused_elementwise", r.fused_elementwise},
          {"folded_batchnorm", r.folded_batchnorm},
          {"fused_pool", r.fused_pool},
+         {"fused_channel_scales", r.fused_channel_scales},
          {"fused_layernorm", r.fused_layernorm},
          {"inplace", r.inplace},
          {"elided_concats", r.elided_concats},
@@ -48,7 +49,8 @@ json optimize_json(const OptimizeReport& r, const std::vector<OptimizationShare>
 void print_optimize_summary(const json& o, std::ostream& out) {
   out << "optimized: " << o["nodes_before"] << " -> " << o["nodes_after"] << " nodes (" << o["fused_conv"]
       << " FusedConv, " << o["fused_matmul"] << " FusedMatMul, " << o["fused_elementwise"] << " FusedElementwise, "
-      << o["fused_pool"] << " FusedConvMaxPool, " << o["fused_layernorm"] << " LayerNormalization, " << o["folded_batchnorm"] << " BatchNormalization folded), " << o["inplace"] << " in place, "
+      << o["fused_pool"] << " FusedConvMaxPool, " << o["fused_channel_scales"] << " channel scales into convs, "
+      << o["fused_layernorm"] << " LayerNormalization, " << o["folded_batchnorm"] << " BatchNormalization folded), " << o["inplace"] << " in place, "
       << o["elided_concats"] << " concats elided, " << o["viewed_nodes"] << " made views, order "
       << o["order"].get<std::string>() << "\n";
   out << "lower bound: " << human_bytes(o["raw_lower_bound_bytes"]) << " as imported -> "

@@ -25,6 +25,15 @@
 // contiguous (b_sn == 1) and N >= BW, B is read as vectors, the last block
 // of columns moved left likewise; otherwise B is gathered (columns past N
 // clamped).
+// -DK_SCALE: B's row k is scaled by S[so + k] (a 1x1 conv's input channel
+// scale, runtime/ops_cpu.cpp), one multiply per B vector.
+#ifdef K_SCALE
+#define K_SCALE_PARAMS , __global const float *S, int so
+#define K_SCALED(v, k) ((v) * (VF)(S[so + (k)]))
+#else
+#define K_SCALE_PARAMS
+#define K_SCALED(v, k) (v)
+#endif
 #ifdef ASK1
 #define A_SK 1
 #else
@@ -38,7 +47,7 @@
 __kernel void gemm_block_cpu(__global const float* A, int ao, __global const float* B, int bo,
                              __global const float* C, int co, __global float* Y, int yo, int M, int N, int K,
                              int a_sm, int a_sk, int b_sk, int b_sn, int c_sm, int c_sn, int has_c, float alpha,
-                             float beta, Dims batch, Dims a_sb, Dims b_sb, Dims c_sb EPI_PARAMS) {
+                             float beta, Dims batch, Dims a_sb, Dims b_sb, Dims c_sb K_SCALE_PARAMS EPI_PARAMS) {
 #ifdef COLS_FIRST
   const int n0 = get_global_id(0) * BW, m0 = get_global_id(1) * OCB, z = get_global_id(2);
 #else
@@ -62,7 +71,7 @@ __kernel void gemm_block_cpu(__global const float* A, int ao, __global const flo
     for (int k = 0; k < K; ++k, b += b_sk) {
       VF bv[NV];
 #pragma unroll
-      for (int j = 0; j < NV; ++j) bv[j] = VLOAD(0, b + j * PB);
+      for (int j = 0; j < NV; ++j) bv[j] = K_SCALED(VLOAD(0, b + j * PB), k);
 #pragma unroll
       for (int o = 0; o < OCB; ++o) {
         const VF av = (VF)(a[k * A_SK + o * A_SM]);
@@ -82,7 +91,7 @@ __kernel void gemm_block_cpu(__global const float* A, int ao, __global const flo
         float t[PB];
 #pragma unroll
         for (int l = 0; l < PB; ++l) t[l] = bk[cols[j * PB + l]];
-        bv[j] = VLOAD(0, t);
+        bv[j] = K_SCALED(VLOAD(0, t), k);
       }
 #pragma unroll
       for (int o = 0; o < OCB; ++o) {

@@ -544,9 +544,73 @@ int scales_after_products(Graph& g) {
   return moved;
 }
 
-FuseCounts fuse(Graph& g, bool pool) {
+FuseCounts fuse(Graph& g, bool pool, bool channel_scales) {
   scales_after_products(g);
-  return Fuser(g, pool).run();
+  FuseCounts c = Fuser(g, pool).run();
+  if (channel_scales) c.channel_scales = channel_scales_into_convs(g);
+  return c;
+}
+
+// Squeeze-and-excitation ends in Mul(A, S), S one value per channel, read
+// by a pointwise projection alone: conv(A * S, W) = sum_c W[o, c] S[c]
+// A[c, p], so the conv reads A and scales its input channels as it goes
+// (attribute texplan_channel_scale, S its last input; docs/fused-ops.md).
+// One kernel and the scaled copy of A fewer per block (EfficientNet: 16).
+// Only 1x1, stride 1, unpadded, ungrouped convolutions of more than one
+// pixel (the CPU kernels' GEMM form), with S shared by the batch.
+int channel_scales_into_convs(Graph& g) {
+  std::vector<int> producer(g.tensors.size(), -1), uses(g.tensors.size(), 0);
+  for (int k = 0; k < int(g.nodes.size()); ++k) {
+    for (int t : g.nodes[k].outputs)
+      if (t >= 0) producer[t] = k;
+    for (int t : g.nodes[k].inputs)
+      if (t >= 0) ++uses[t];
+  }
+  auto all = [](const std::vector<int64_t>& v, int64_t x) {
+    return std::all_of(v.begin(), v.end(), [&](int64_t e) { return e == x; });
+  };
+  std::vector<char> erased(g.nodes.size(), 0);
+  int fused = 0;
+  for (int k = 0; k < int(g.nodes.size()); ++k) {
+    Node& conv = g.nodes[k];
+    if ((conv.op_type != "Conv" && conv.op_type != "FusedConv") || conv.has("texplan_channel_scale") ||
+        conv.inputs.size() < 2 || conv.outputs.size() != 1 || conv.inputs[0] < 0 || conv.inputs[1] < 0)
+      continue;
+    const int x = conv.inputs[0];
+    const Shape& xs = g.tensors[x].shape;
+    const Shape& w = g.tensors[conv.inputs[1]].shape;
+    if (xs.size() != 4 || w.size() != 4 || w[2] != 1 || w[3] != 1 || xs[2] * xs[3] < 2 ||
+        conv.get_int("group", 1) != 1 || !all(conv.get_ints("strides", {1, 1}), 1) ||
+        !all(conv.get_ints("dilations", {1, 1}), 1) || !all(conv.get_ints("pads", {0, 0, 0, 0}), 0) ||
+        (conv.get_string("auto_pad", "NOTSET") != "NOTSET" && conv.get_string("auto_pad", "NOTSET") != "VALID"))
+      continue;
+    if (producer[x] < 0 || uses[x] != 1 || g.tensors[x].is_output || !is_f32(g.tensors[x])) continue;
+    const Node& mul = g.nodes[size_t(producer[x])];
+    if (mul.op_type != "Mul" || mul.inputs.size() != 2 || mul.inputs[0] < 0 || mul.inputs[1] < 0) continue;
+    int a = -1, sc = -1;
+    for (int i = 0; i < 2; ++i) {
+      const Tensor& t = g.tensors[mul.inputs[size_t(i)]];
+      const Tensor& o = g.tensors[mul.inputs[size_t(1 - i)]];
+      // S: [C, 1, 1] or [1, C, 1, 1] (one value per channel, the same for
+      // every image); A: X's shape.
+      const bool per_channel = (t.shape.size() == 3 || (t.shape.size() == 4 && t.shape[0] == 1)) &&
+                               t.shape[t.shape.size() - 3] == xs[1] && t.shape[t.shape.size() - 2] == 1 &&
+                               t.shape.back() == 1;
+      if (per_channel && is_f32(t) && o.shape == xs && is_f32(o)) a = mul.inputs[size_t(1 - i)], sc = mul.inputs[size_t(i)];
+    }
+    if (a < 0) continue;
+    if (conv.op_type == "Conv") {
+      conv.op_type = "FusedConv";  // with no program: the conv alone
+      if (conv.inputs.size() == 2) conv.inputs.push_back(-1);
+    }
+    conv.inputs[0] = a;
+    conv.inputs.push_back(sc);
+    conv.attrs["texplan_channel_scale"] = Attribute::of_int(1);
+    erased[size_t(producer[x])] = 1;
+    ++fused;
+  }
+  if (fused) g.erase_nodes(erased);
+  return fused;
 }
 
 }  // namespace texplan

@@ -23,6 +23,10 @@ struct OptimizeOptions {
   // Conv(+epilogue) -> MaxPool as one FusedConvMaxPool (docs/fused-ops.md).
   // texplan run turns it off while the device has no kernel for it.
   bool pool_fusion = true;
+  // Squeeze-and-excitation's channel Mul into the 1x1 convolution reading
+  // it (texplan_channel_scale). texplan run turns it off on GPUs, whose
+  // GEMM kernels do not scale their input.
+  bool channel_scale_fusion = true;
   enum class Order { File, Memory } order = Order::Memory;
 };
 // "file" or "memory"; throws Error on anything else.
@@ -35,6 +39,7 @@ struct OptimizeReport {
   int fused_conv = 0, fused_matmul = 0, fused_elementwise = 0;  // fused nodes made
   int folded_batchnorm = 0;   // BatchNormalization folded into a convolution's weights
   int fused_pool = 0;         // FusedConvMaxPool nodes
+  int fused_channel_scales = 0;  // channel Muls taken into a 1x1 convolution
   int fused_layernorm = 0;    // LayerNormalization nodes made from their decomposed form
   int inplace = 0;            // nodes whose output shares an input's storage
   int elided_concats = 0;     // Concat nodes whose inputs are views of the output

@@ -10,13 +10,19 @@
 namespace texplan {
 
 struct FuseCounts {
-  int conv = 0, matmul = 0, elementwise = 0, batchnorm = 0, pool = 0;
+  int conv = 0, matmul = 0, elementwise = 0, batchnorm = 0, pool = 0, channel_scales = 0;
 };
 // BatchNormalization into the preceding Conv's weights (or into Mul/Add
 // when no Conv precedes it), then each Conv/MatMul/Gemm with the chain of
 // elementwise nodes after it, then the remaining elementwise chains; with
-// `pool`, a MaxPool after a convolution without epilogue inputs too.
-FuseCounts fuse(Graph& g, bool pool);
+// `pool`, a MaxPool after a convolution without epilogue inputs too; with
+// `channel_scales`, then channel_scales_into_convs.
+FuseCounts fuse(Graph& g, bool pool, bool channel_scales);
+
+// A per-channel Mul (squeeze-and-excitation's scale) read only by a 1x1
+// convolution becomes that convolution's input scale
+// (texplan_channel_scale, docs/fused-ops.md). Returns how many.
+int channel_scales_into_convs(Graph& g);
 
 // ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add spelling LayerNorm over
 // the last axis becomes one LayerNormalization (layer_norm.cpp); runs before

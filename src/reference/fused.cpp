@@ -54,11 +54,31 @@ Outputs FusedConv(const OpContext& c) {
   const Epilogue e = program_of(c);
   if (c.input_count() < 2) c.fail("needs X and W");
   require_dtype(c, c.input(0), DataType::Float32, "X");
-  std::vector<const HostTensor*> core_in = {&c.input(0), &c.input(1), c.has_input(2) ? &c.input(2) : nullptr};
+  // texplan_channel_scale: the last input scales X's channels first.
+  const bool scaled = c.node.get_int("texplan_channel_scale", 0) != 0;
+  const size_t end = c.input_count() - (scaled ? 1 : 0);
+  HostTensor x_scaled;
+  if (scaled) {
+    if (c.input_count() < 4 || !c.has_input(end)) c.fail("texplan_channel_scale without its scale input");
+    const HostTensor& x = c.input(0);
+    const HostTensor& s = c.input(end);
+    require_dtype(c, s, DataType::Float32, "channel scale");
+    if (x.shape.size() < 3 || int64_t(s.count()) != x.shape[1])
+      c.fail("channel scale has " + std::to_string(s.count()) + " values for " +
+             (x.shape.size() < 3 ? std::string("a rank-") + std::to_string(x.shape.size()) + " X"
+                                 : std::to_string(x.shape[1]) + " channels"));
+    x_scaled = x;
+    const std::vector<float> sv = s.as_float();
+    float* v = x_scaled.data<float>();
+    const int64_t n = x.count(), C = x.shape[1], inner = n / std::max<int64_t>(1, x.shape[0] * C);
+    for (int64_t i = 0; i < n; ++i) v[i] *= sv[size_t((i / inner) % C)];
+  }
+  std::vector<const HostTensor*> core_in = {scaled ? &x_scaled : &c.input(0), &c.input(1),
+                                            c.has_input(2) ? &c.input(2) : nullptr};
   Outputs out = evaluate(core_node(c.node, "Conv", kConvAttrs, 3), core_in);
   HostTensor& y = out[0];
   std::vector<HostTensor> extra;
-  for (size_t j = 3; j < c.input_count(); ++j) {
+  for (size_t j = 3; j < end; ++j) {
     const HostTensor& t = c.input(j);
     require_dtype(c, t, DataType::Float32, "epilogue input");
     if (t.shape != y.shape)

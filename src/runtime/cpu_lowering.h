@@ -3,6 +3,7 @@
 // the cpu_*.cl kernels, their sources and ranges, the tuning pick among
 // them, and a 1-D/2-D convolution's geometry read once from the node.
 #pragma once
+#include <optional>
 #include <functional>
 #include <string>
 #include <vector>
@@ -71,6 +72,8 @@ struct CpuConv {
   int64_t N, C, H, W, OC, OH, OW, KH, KW, sh, sw, dh, dw, ph, pw, groups;
   bool has_bias;
   TensorArg bias; // the bias, or any valid buffer when there is none
+  // texplan_channel_scale: X's channels scaled by these C values first.
+  std::optional<TensorArg> channel_scale = std::nullopt;
 };
 
 } // namespace texplan::runtime

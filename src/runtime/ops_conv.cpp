@@ -699,6 +699,7 @@ bool lower_conv(NodeBuilder& b) { return lower_conv(b, FusedTail{}); }
 
 bool lower_conv(NodeBuilder& b, const FusedTail& tail) {
   if (b.device_type() == "cpu" && !gpu_kernels_forced() && lower_conv_cpu(b, tail)) return true;  // PoCL: ops_cpu.cpp
+  if (channel_scaled(b.node)) return false;  // the GPU kernels do not scale X: the CPU runs it
   ConvGeometry g;
   if (!conv_geometry(b, false, g)) return false;
   bool has_bias = b.has_in(2);

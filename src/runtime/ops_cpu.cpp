@@ -40,6 +40,11 @@ bool lower_conv_cpu(NodeBuilder &b, const FusedTail &tail) {
   const TensorArg bias = has_bias ? b.arg_in(2) : b.arg_in(0);  // a dummy: Winograd may never upload the weights
   const CpuConv c{N,  C,  H,  W,  OC, OH, OW,     KH,       KW,
                   sh, sw, dh, dw, ph, pw, groups, has_bias, bias};
+  if (channel_scaled(n)) {  // the 1x1 GEMM scales B's rows; nothing else
+    CpuConv scaled = c;
+    scaled.channel_scale = b.arg_in(b.inputs() - 1);
+    return lower_conv1x1_cpu(b, tail, scaled);
+  }
   if (lower_depthwise_cpu(b, tail, c))
     return true;
   if (lower_conv1x1_cpu(b, tail, c))
@@ -276,11 +281,13 @@ void launch_gemm_block(NodeBuilder &b, const TensorArg &A, const TensorArg &B,
     r.global[1] = size_t(v.cols_first ? row_blocks : col_blocks);
     r.global[2] = size_t(nb);
     b.launch(cpu_source("cpu_gemm.cl", v, tail,
-                        " -DNV=" + std::to_string(v.nv) + layout + (v.cols_first ? " -DCOLS_FIRST" : "")),
+                        " -DNV=" + std::to_string(v.nv) + layout + (v.cols_first ? " -DCOLS_FIRST" : "") +
+                            (g.k_scale ? " -DK_SCALE" : "")),
              "gemm_block_cpu", r, A, B, C, Y, i32(g.M), i32(g.N), i32(g.K),
              i32(g.a_sm), i32(g.a_sk), i32(g.b_sk), i32(g.b_sn), i32(g.c_sm),
              i32(g.c_sn), cl_int(g.has_c), g.alpha, g.beta, to_dims(g.batch, 1),
              to_dims(g.a_sb, 0), to_dims(g.b_sb, 0), to_dims(g.c_sb, 0));
+    if (g.k_scale) b.more_args(*g.k_scale);
     tail.append_args(b);
   };
   std::vector<CpuVariant> vs =
@@ -288,7 +295,7 @@ void launch_gemm_block(NodeBuilder &b, const TensorArg &A, const TensorArg &B,
   const std::string key =
       "gemm_block_cpu " +
       dims_key({nb, g.M, g.N, g.K, g.a_sm, g.a_sk, g.b_sk, g.b_sn, g.has_c}) +
-      (tail.prelude.empty() ? "" : " fused");
+      (g.k_scale ? " scaled" : "") + (tail.prelude.empty() ? "" : " fused");
   emit(vs[size_t(pick_cpu_variant(b, key, vs, emit))]);
 }
 
@@ -358,12 +365,13 @@ bool launch_gemm_cpu(NodeBuilder &b, const TensorArg &A, const TensorArg &B,
 bool lower_conv1x1_cpu(NodeBuilder &b, const FusedTail &tail,
                        const CpuConv &c) {
   if (c.KH != 1 || c.KW != 1 || c.sh != 1 || c.sw != 1 || c.ph != 0 ||
-      c.pw != 0 || c.OH != c.H || c.OW != c.W)
+      c.pw != 0 || c.OH != c.H || c.OW != c.W ||
+      (c.channel_scale && c.groups != 1))
     return false;
   const int64_t P = c.H * c.W, OCg = c.OC / c.groups, ICg = c.C / c.groups;
   CpuGemm g{OCg, P, ICg, ICg, 1, P, 1, 1, 0, c.has_bias, 1.0f, 1.0f,
-            {c.N, c.groups}, {0, OCg * ICg}, {c.C * P, ICg * P}, {0, OCg}};
-  if (P == 1 && ICg >= 16) {
+            {c.N, c.groups}, {0, OCg * ICg}, {c.C * P, ICg * P}, {0, OCg}, c.channel_scale};
+  if (P == 1 && ICg >= 16 && !c.channel_scale) {
     launch_gemv_rows(b, b.arg_in(1), b.arg_in(0), c.bias, b.arg_out(0), OCg,
                      ICg, ICg, 1, 1, c.has_bias, 1.0f, 1.0f, g, g.a_sb, g.b_sb,
                      tail);

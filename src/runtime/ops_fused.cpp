@@ -13,16 +13,18 @@ namespace {
 bool float32(const Tensor& t) { return t.dtype == DataType::Float32; }
 
 // The tail whose program operands are, in order: the kernel's own value (when
-// value_x0), then node inputs `first`.. as buffers. Inputs with Y's elements
-// are read at Y's index, the others through broadcast strides.
-bool make_tail(NodeBuilder& b, int first, bool value_x0, FusedTail& tail) {
+// value_x0), then node inputs `first`..`end` (-1: to the last) as buffers.
+// Inputs with Y's elements are read at Y's index, the others through
+// broadcast strides.
+bool make_tail(NodeBuilder& b, int first, bool value_x0, FusedTail& tail, int end = -1) {
+  if (end < 0) end = b.inputs();
   const Shape& y = b.out(0).shape;
   if (!float32(b.out(0))) return false;
   Epilogue e = Epilogue::parse(b.node);
   std::vector<EpilogueRead> reads;
   if (value_x0) reads.push_back(EpilogueRead::Value);
   std::vector<std::vector<int64_t>> strides = {contiguous_strides(y)};
-  for (int i = first; i < b.inputs(); ++i) {
+  for (int i = first; i < end; ++i) {
     if (!b.has_in(i) || !float32(b.in(i))) return false;
     const Shape& s = b.in(i).shape;
     if (s.size() > y.size()) return false;
@@ -79,12 +81,19 @@ bool make_tail(NodeBuilder& b, int first, bool value_x0, FusedTail& tail) {
 
 }  // namespace
 
+bool channel_scaled(const Node& n) {
+  return n.op_type == "FusedConv" && n.get_int("texplan_channel_scale", 0) != 0;
+}
+
 bool lower_fused_conv(NodeBuilder& b) {
   if (b.inputs() < 2) return false;
-  for (int i = 3; i < b.inputs(); ++i)
+  // texplan_channel_scale: the last input scales X's channels, no operand
+  // of the program; the conv lowerings that take it read it from there.
+  const int end = b.inputs() - (channel_scaled(b.node) ? 1 : 0);
+  for (int i = 3; i < end; ++i)
     if (!b.has_in(i) || b.in(i).shape != b.out(0).shape) return false;  // the contract: Ej has Y's shape
   FusedTail tail;
-  return make_tail(b, 3, true, tail) && lower_conv(b, tail);
+  return make_tail(b, 3, true, tail, end) && lower_conv(b, tail);
 }
 
 bool lower_fused_matmul(NodeBuilder& b) {

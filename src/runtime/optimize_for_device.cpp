@@ -11,6 +11,7 @@ OptimizeOptions runnable(OptimizeOptions o, const std::string& device_type) {
   const auto ops = kernel_ops();
   if (device_type != "gpu" || std::find(ops.begin(), ops.end(), "FusedConvMaxPool") == ops.end())
     o.pool_fusion = false;
+  if (device_type != "cpu") o.channel_scale_fusion = false;  // only the CPU kernels' GEMM scales its input
   return o;
 }
 

@@ -14,7 +14,8 @@ namespace texplan::runtime {
 // overlapping-window form recomputes the conv per window position, measured
 // 3x slower than conv + MaxPool on squeezenet (80 -> 242 ms), so there the
 // full-resolution conv output is stored instead (--no-pool-fusion does the
-// same on a GPU).
+// same on a GPU). The channel-scale fusion (texplan_channel_scale) is kept
+// on CPU devices only, whose 1x1 GEMM kernel scales its input rows.
 OptimizeOptions runnable(OptimizeOptions o, const std::string& device_type);
 
 }  // namespace texplan::runtime
