@@ -3,7 +3,8 @@
 // the register blocks, gathers at padded edges, strides, dilations, groups,
 // depthwise multipliers, 1-D convolutions, fused epilogues, GEMM strides and
 // broadcasts; and kernel tuning (runtime/tuning.h): a tuned run computes the
-// same outputs, and a second search finds every shape in the cache.
+// same outputs, a second search finds every shape in the cache, and on a
+// CPU device candidates are measured in interleaved rounds.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -135,4 +136,26 @@ TEST(CpuKernels, TunedRunMatchesAndSecondSearchFindsEveryShapeCached) {
     EXPECT_FALSE(cache.dirty());
   }
   std::filesystem::remove(path);
+}
+
+// On a CPU device every candidate is measured in 3 interleaved rounds and
+// keeps its best: a slow moment (here: the first round of candidate 0)
+// cannot decide; one that cannot run is not measured again.
+TEST(CpuKernels, TuningMeasuresCandidatesInInterleavedRounds) {
+  runtime::TuningCache cache;  // in memory
+  runtime::TuningScope scope(&cache, true, *pocl());
+  std::vector<int> order;
+  const std::vector<std::vector<double>> ms = {{9.0, 1.0, 5.0}, {2.0, 2.5, 3.0}, {-1.0, 0.5, 0.5}};
+  std::vector<int> round(3, 0);
+  const int chosen = runtime::choose_variant("test shape", {"a", "b", "c"}, 1, [&](int i) {
+    order.push_back(i);
+    return ms[size_t(i)][size_t(round[size_t(i)]++)];
+  });
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 0, 1, 0, 1}));
+  EXPECT_EQ(chosen, 0) << "a's best (1.0) beats b's (2.0); c could not run";
+  const nlohmann::json& e = cache.entry("texplan", runtime::tuning_device_key(pocl()->info()))["test shape"];
+  EXPECT_EQ(e["variant"], "a");
+  EXPECT_DOUBLE_EQ(e["ms"]["a"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(e["ms"]["b"].get<double>(), 2.0);
+  EXPECT_FALSE(e["ms"].contains("c"));
 }

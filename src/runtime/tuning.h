@@ -55,7 +55,8 @@ class TuningScope {
 
 // Index of the variant to use for shape `key` among `names`: the cached
 // winner; else, when searching, the fastest by `measure(i)` (milliseconds;
-// negative: the candidate cannot run), stored in the cache; else `fallback`.
+// negative: the candidate cannot run; on CPU devices the best of 3
+// interleaved rounds), stored in the cache; else `fallback`.
 int choose_variant(const std::string& key, const std::vector<std::string>& names, int fallback,
                    const std::function<double(int)>& measure);
 
