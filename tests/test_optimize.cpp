@@ -3,6 +3,7 @@
 // the planned pools, so shared storage is exercised), and the rewrites happen.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <random>
 
 #include "cli/commands.h"
@@ -119,6 +120,26 @@ Graph sample(std::mt19937& rng) {
 void expect_close(const HostTensor& a, const HostTensor& b) {
   ASSERT_EQ(a.shape, b.shape);
   EXPECT_LE(cli::relative_error(a, b), 1e-5);
+}
+
+// The outputs of `g` for `input`: on the CPU executor (no `dev`), or in a
+// guarded session on `dev` (no violations), which `check` then inspects.
+std::vector<HostTensor> run_graph(const Graph& g, const HostTensor& input,
+                                  const std::shared_ptr<runtime::Device>& dev = nullptr,
+                                  const std::function<void(const runtime::Session&)>& check = {}) {
+  PlanInput pin = make_usage_records(g);
+  if (!dev) {
+    plan::MemoryPlan plan = plan::plan_memory(pin.records, plan::DeviceProfile::load("pocl"), "best");
+    return runtime::CpuExecutor(g, pin, plan).run({input});
+  }
+  plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
+  runtime::SessionOptions o;
+  o.guard = true;
+  runtime::Session session(g, pin, plan, dev, o);
+  auto out = session.run({input});
+  EXPECT_TRUE(session.guard_violations().empty());
+  if (check) check(session);
+  return out;
 }
 
 }  // namespace
@@ -335,19 +356,9 @@ TEST(Optimize, ProductOperandsReadThroughStrides) {
   g.topological_sort();
   const HostTensor input = random_tensor({2, 6, 4}, rng, -2, 2);
   auto run_all = [&](const Graph& gr, const std::shared_ptr<runtime::Device>& dev) {
-    PlanInput pin = make_usage_records(gr);
-    if (!dev) {
-      plan::MemoryPlan plan = plan::plan_memory(pin.records, plan::DeviceProfile::load("pocl"), "best");
-      return runtime::CpuExecutor(gr, pin, plan).run({input});
-    }
-    plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
-    runtime::SessionOptions o;
-    o.guard = true;
-    runtime::Session session(gr, pin, plan, dev, o);
-    auto out = session.run({input});
-    EXPECT_TRUE(session.guard_violations().empty());
-    EXPECT_EQ(session.kernel_launches(), 3) << "Sigmoid and the two products";
-    return out;
+    return run_graph(gr, input, dev, [](const runtime::Session& session) {
+      EXPECT_EQ(session.kernel_launches(), 3) << "Sigmoid and the two products";
+    });
   };
   const std::vector<HostTensor> want = run_all(g, nullptr);
   const OptimizeReport rep = optimize(g, {});
@@ -409,19 +420,9 @@ TEST(Optimize, ChannelScalesMoveIntoPointwiseConvs) {
   g.topological_sort();
   const HostTensor input = random_tensor({1, C, 5, 6}, rng, -2, 2);
   auto run_all = [&](const Graph& gr, const std::shared_ptr<runtime::Device>& dev, size_t fallbacks) {
-    PlanInput pin = make_usage_records(gr);
-    if (!dev) {
-      plan::MemoryPlan plan = plan::plan_memory(pin.records, plan::DeviceProfile::load("pocl"), "best");
-      return runtime::CpuExecutor(gr, pin, plan).run({input});
-    }
-    plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
-    runtime::SessionOptions o;
-    o.guard = true;
-    runtime::Session session(gr, pin, plan, dev, o);
-    auto out = session.run({input});
-    EXPECT_TRUE(session.guard_violations().empty());
-    EXPECT_EQ(session.fallback_nodes().size(), fallbacks);
-    return out;
+    return run_graph(gr, input, dev, [&](const runtime::Session& session) {
+      EXPECT_EQ(session.fallback_nodes().size(), fallbacks);
+    });
   };
   const std::vector<HostTensor> want = run_all(g, nullptr, 0);
   EXPECT_FALSE(runtime::runnable({}, "gpu").channel_scale_fusion);

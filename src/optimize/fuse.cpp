@@ -490,6 +490,18 @@ class Fuser {
   }
 };
 
+// Per tensor: the node writing it (-1: none) and how many inputs read it.
+struct Links {
+  std::vector<int> producer, uses;
+  explicit Links(const Graph& g) : producer(g.tensors.size(), -1), uses(g.tensors.size(), 0) {
+    for (int k = 0; k < int(g.nodes.size()); ++k) {
+      for (int t : g.nodes[k].outputs)
+        if (t >= 0) producer[t] = k;
+      for (int t : g.nodes[k].inputs)
+        if (t >= 0) ++uses[t];
+    }
+  }
+};
 }  // namespace
 
 // A scalar Mul or Div on a MatMul's input moves after it, where the fuser
@@ -497,13 +509,8 @@ class Fuser {
 // attention scales q by 1 / sqrt(d) before q @ k^T, one kernel per layer.
 // Only where the scaled tensor feeds that MatMul alone and is no output.
 int scales_after_products(Graph& g) {
-  std::vector<int> producer(g.tensors.size(), -1), uses(g.tensors.size(), 0);
-  for (int k = 0; k < int(g.nodes.size()); ++k) {
-    for (int t : g.nodes[k].outputs)
-      if (t >= 0) producer[t] = k;
-    for (int t : g.nodes[k].inputs)
-      if (t >= 0) ++uses[t];
-  }
+  const Links links(g);
+  const std::vector<int>&producer = links.producer, &uses = links.uses;
   auto scalar = [&](int t) {
     const Tensor& c = g.tensors[t];
     return c.is_constant && c.has_data && is_f32(c) && c.value.count() == 1;
@@ -559,13 +566,8 @@ FuseCounts fuse(Graph& g, bool pool, bool channel_scales) {
 // Only 1x1, stride 1, unpadded, ungrouped convolutions of more than one
 // pixel (the CPU kernels' GEMM form), with S shared by the batch.
 int channel_scales_into_convs(Graph& g) {
-  std::vector<int> producer(g.tensors.size(), -1), uses(g.tensors.size(), 0);
-  for (int k = 0; k < int(g.nodes.size()); ++k) {
-    for (int t : g.nodes[k].outputs)
-      if (t >= 0) producer[t] = k;
-    for (int t : g.nodes[k].inputs)
-      if (t >= 0) ++uses[t];
-  }
+  const Links links(g);
+  const std::vector<int>&producer = links.producer, &uses = links.uses;
   auto all = [](const std::vector<int64_t>& v, int64_t x) {
     return std::all_of(v.begin(), v.end(), [&](int64_t e) { return e == x; });
   };

@@ -63,18 +63,24 @@ ProfileEvents::~ProfileEvents() {
     for (cl_event e : s) clReleaseEvent(e);
 }
 
+namespace {
+// Widens [first, last] to event e's start and end; false when it has none.
+bool widen(cl_event e, cl_ulong& first, cl_ulong& last) {
+  cl_ulong s = 0, t = 0;
+  if (clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof s, &s, nullptr) != CL_SUCCESS ||
+      clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof t, &t, nullptr) != CL_SUCCESS)
+    return false;
+  first = std::min(first, s);
+  last = std::max(last, t);
+  return true;
+}
+}  // namespace
+
 void ProfileEvents::device_times(std::vector<NodeTime>& times) const {
   for (size_t k = 0; k < steps_.size() && k < times.size(); ++k) {
     if (steps_[k].empty()) continue;
     cl_ulong first = ~cl_ulong(0), last = 0;
-    for (cl_event e : steps_[k]) {
-      cl_ulong s = 0, t = 0;
-      if (clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof s, &s, nullptr) != CL_SUCCESS ||
-          clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof t, &t, nullptr) != CL_SUCCESS)
-        continue;
-      first = std::min(first, s);
-      last = std::max(last, t);
-    }
+    for (cl_event e : steps_[k]) widen(e, first, last);
     if (last >= first) times[k].ms = double(last - first) * 1e-6;
   }
 }
@@ -82,14 +88,7 @@ void ProfileEvents::device_times(std::vector<NodeTime>& times) const {
 double ProfileEvents::span_ms() const {
   cl_ulong first = ~cl_ulong(0), last = 0;
   for (const auto& step : steps_)
-    for (cl_event e : step) {
-      cl_ulong s = 0, t = 0;
-      if (clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof s, &s, nullptr) != CL_SUCCESS ||
-          clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof t, &t, nullptr) != CL_SUCCESS)
-        continue;
-      first = std::min(first, s);
-      last = std::max(last, t);
-    }
+    for (cl_event e : step) widen(e, first, last);
   return last >= first ? double(last - first) * 1e-6 : 0;
 }
 
