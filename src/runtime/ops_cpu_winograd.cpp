@@ -66,17 +66,26 @@ double cost(const CpuConv& c, int m, int pb) {
 // U-Net's and SqueezeNet's 3x3 convs 2-5x faster than the direct kernel,
 // F(2x2) at 5.3 on 13x13 images 1.5-2.5x; docs/optimizations.md).
 std::vector<WinogradVariant> candidates(const CpuConv& c, int64_t local_bytes, bool& pays) {
-  const int ocw = int(std::min<int64_t>(64, ceil_div(c.OC, 16) * 16));
   int m0 = 4, pb0 = 16;
   for (int m : {4, 2})
     for (int pb : {16, 8})
       if (cost(c, m, pb) < cost(c, m0, pb0) - 1e-9) m0 = m, pb0 = pb;
   pays = cost(c, m0, pb0) <= 6.0;
+  // Output channels per work-group: 64, or 128 (each input tile transformed
+  // for twice as many) where they divide OC and leave 14 work-groups or more
+  // to share between the threads. `texplan tune` (3 interleaved rounds):
+  // U-Net's 64->128 and 128->128 at 64x64 1.26-1.38x faster with 128,
+  // SqueezeNet's 64->256 at 13x13 1.11x; its 32->128 at 27x27 (7 groups)
+  // 1.7x slower.
+  const int64_t tile_blocks = ceil_div(c.OH, int64_t(m0)) * ceil_div(ceil_div(c.OW, int64_t(m0)), int64_t(pb0));
+  const int ocw = c.OC % 128 == 0 && tile_blocks * (c.OC / 128) >= 14
+                      ? 128
+                      : int(std::min<int64_t>(64, ceil_div(c.OC, 16) * 16));
   std::vector<WinogradVariant> vs = {{m0, {16, pb0, 0}, ocw, 32}, {m0, {8, pb0, 0}, ocw, 32}};
   for (int m : {4, 2})
     for (int pb : {16, 8})
       if (m != m0 || pb != pb0) vs.push_back({m, {16, pb, 0}, ocw, 32});
-  for (int w : {32, 128})  // work-groups of fewer or more channels, larger chunks
+  for (int w : {32, 64, 128})  // work-groups of fewer or more channels, larger chunks
     if (w != ocw && w <= ceil_div(c.OC, 16) * 16) vs.push_back({m0, {16, pb0, 0}, w, 32});
   if (c.C > 32) vs.push_back({m0, {16, pb0, 0}, ocw, 64});
   std::vector<WinogradVariant> fit;
