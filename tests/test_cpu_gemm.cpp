@@ -162,6 +162,16 @@ TEST(CpuGemm, ShapeRuleFitsTheRegisterFile) {
     EXPECT_LE(avx512.ocb, 8) << avx512.name();
     EXPECT_GE(avx512.ocb * avx512.nv, 8) << avx512.name();
   }
+  // AVX-512 (interleaved tuning rounds, docs/cpu-kernels.md): more than 8
+  // accumulator vectors pay up to 24; 7x7 planes (17-64 columns) walk
+  // columns first, larger ones rows first.
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1000, 169}, {64, 196}, {1280, 49}, {96, 3136}}) {
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + " avx512");
+    const runtime::CpuVariant v = runtime::cpu_gemm_candidates(rows, cols, 1, 16)[0];
+    EXPECT_GT(v.ocb * v.nv, 8) << v.name();
+    EXPECT_LE(v.ocb * v.nv, 24) << v.name();
+    EXPECT_EQ(v.cols_first, cols <= 64) << v.name();
+  }
   // Fewer rows than 6: a thinner block, still within the registers.
   const runtime::CpuVariant thin = runtime::cpu_gemm_candidates(4, 1024, 1, 8)[0];
   EXPECT_LE(thin.ocb, 4);
