@@ -432,7 +432,7 @@ TEST(Optimize, ChannelScalesMoveIntoPointwiseConvs) {
   int muls = 0, scaled = 0;
   for (const auto& n : g.nodes) {
     muls += n.op_type == "Mul";
-    if (n.has("texplan_channel_scale")) {
+    if (channel_scaled(n)) {
       ++scaled;
       EXPECT_EQ(n.op_type, "FusedConv");
       EXPECT_EQ(g.tensors[n.inputs[0]].name, "a") << "reads the unscaled tensor";

@@ -227,6 +227,11 @@ std::string view_attribute(int input) {
 }
 }  // namespace
 
+bool channel_scaled(const Node& n) {
+  return n.op_type == "FusedConv" && n.get_int("texplan_channel_scale", 0) != 0;
+}
+void set_channel_scaled(Node& n) { n.attrs["texplan_channel_scale"] = Attribute::of_int(1); }
+
 std::optional<OperandView> operand_view(const Node& n, int input) {
   const std::vector<int64_t> v = n.get_ints(view_attribute(input));
   if (v.empty()) return std::nullopt;

@@ -129,6 +129,12 @@ struct OperandView {
 std::optional<OperandView> operand_view(const Node& n, int input);
 void set_operand_view(Node& n, int input, const OperandView& v);
 
+// A FusedConv whose last input S, one value per input channel, scales X
+// first: conv(X * S, W) (attribute texplan_channel_scale, set by optimize's
+// channel_scales_into_convs; docs/fused-ops.md).
+bool channel_scaled(const Node& n);
+void set_channel_scaled(Node& n);
+
 struct Graph {
   std::string model_name;  // for messages: "resnet18"
   std::string model_path;

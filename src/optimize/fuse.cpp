@@ -568,22 +568,19 @@ FuseCounts fuse(Graph& g, bool pool, bool channel_scales) {
 int channel_scales_into_convs(Graph& g) {
   const Links links(g);
   const std::vector<int>&producer = links.producer, &uses = links.uses;
-  auto all = [](const std::vector<int64_t>& v, int64_t x) {
-    return std::all_of(v.begin(), v.end(), [&](int64_t e) { return e == x; });
-  };
   std::vector<char> erased(g.nodes.size(), 0);
   int fused = 0;
   for (int k = 0; k < int(g.nodes.size()); ++k) {
     Node& conv = g.nodes[k];
-    if ((conv.op_type != "Conv" && conv.op_type != "FusedConv") || conv.has("texplan_channel_scale") ||
+    if ((conv.op_type != "Conv" && conv.op_type != "FusedConv") || channel_scaled(conv) ||
         conv.inputs.size() < 2 || conv.outputs.size() != 1 || conv.inputs[0] < 0 || conv.inputs[1] < 0)
       continue;
     const int x = conv.inputs[0];
     const Shape& xs = g.tensors[x].shape;
     const Shape& w = g.tensors[conv.inputs[1]].shape;
     if (xs.size() != 4 || w.size() != 4 || w[2] != 1 || w[3] != 1 || xs[2] * xs[3] < 2 ||
-        conv.get_int("group", 1) != 1 || !all(conv.get_ints("strides", {1, 1}), 1) ||
-        !all(conv.get_ints("dilations", {1, 1}), 1) || !all(conv.get_ints("pads", {0, 0, 0, 0}), 0) ||
+        conv.get_int("group", 1) != 1 || !all_equal(conv.get_ints("strides", {1, 1}), 1) ||
+        !all_equal(conv.get_ints("dilations", {1, 1}), 1) || !all_equal(conv.get_ints("pads", {0, 0, 0, 0}), 0) ||
         (conv.get_string("auto_pad", "NOTSET") != "NOTSET" && conv.get_string("auto_pad", "NOTSET") != "VALID"))
       continue;
     if (producer[x] < 0 || uses[x] != 1 || g.tensors[x].is_output || !is_f32(g.tensors[x])) continue;
@@ -607,7 +604,7 @@ int channel_scales_into_convs(Graph& g) {
     }
     conv.inputs[0] = a;
     conv.inputs.push_back(sc);
-    conv.attrs["texplan_channel_scale"] = Attribute::of_int(1);
+    set_channel_scaled(conv);
     erased[size_t(producer[x])] = 1;
     ++fused;
   }

@@ -9,6 +9,13 @@
 
 namespace texplan {
 
+// Whether every element of v is x (an attribute's strides all 1, pads all 0).
+inline bool all_equal(const std::vector<int64_t>& v, int64_t x) {
+  for (int64_t e : v)
+    if (e != x) return false;
+  return true;
+}
+
 struct FuseCounts {
   int conv = 0, matmul = 0, elementwise = 0, batchnorm = 0, pool = 0, channel_scales = 0;
 };

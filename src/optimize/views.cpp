@@ -39,14 +39,9 @@ bool keeps_elements(const Graph& g, const Node& n) {
     return true;
   }
   if (n.op_type == "AveragePool" || n.op_type == "MaxPool") {
-    auto all = [](const std::vector<int64_t>& v, int64_t x) {
-      for (int64_t e : v)
-        if (e != x) return false;
-      return true;
-    };
     return in == out && rank >= 3 && n.get_string("auto_pad", "NOTSET") == "NOTSET" &&
-           all(n.get_ints("kernel_shape", {0}), 1) && all(n.get_ints("strides", {1}), 1) &&
-           all(n.get_ints("pads", {0}), 0) && all(n.get_ints("dilations", {1}), 1);
+           all_equal(n.get_ints("kernel_shape", {0}), 1) && all_equal(n.get_ints("strides", {1}), 1) &&
+           all_equal(n.get_ints("pads", {0}), 0) && all_equal(n.get_ints("dilations", {1}), 1);
   }
   return false;
 }

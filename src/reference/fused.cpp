@@ -55,7 +55,7 @@ Outputs FusedConv(const OpContext& c) {
   if (c.input_count() < 2) c.fail("needs X and W");
   require_dtype(c, c.input(0), DataType::Float32, "X");
   // texplan_channel_scale: the last input scales X's channels first.
-  const bool scaled = c.node.get_int("texplan_channel_scale", 0) != 0;
+  const bool scaled = channel_scaled(c.node);
   const size_t end = c.input_count() - (scaled ? 1 : 0);
   HostTensor x_scaled;
   if (scaled) {

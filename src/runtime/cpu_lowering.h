@@ -3,8 +3,8 @@
 // the cpu_*.cl kernels, their sources and ranges, the tuning pick among
 // them, and a 1-D/2-D convolution's geometry read once from the node.
 #pragma once
-#include <optional>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 

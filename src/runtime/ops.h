@@ -332,9 +332,6 @@ bool lower_where(NodeBuilder& b);
 bool lower_cast(NodeBuilder& b);
 bool lower_conv(NodeBuilder& b);
 bool lower_conv(NodeBuilder& b, const FusedTail& tail);  // FusedConv: Conv + epilogue
-// A FusedConv whose last input scales X's channels (texplan_channel_scale,
-// docs/fused-ops.md): only the CPU kernels' 1x1 GEMM takes it.
-bool channel_scaled(const Node& n);
 bool lower_conv_transpose(NodeBuilder& b);
 bool lower_gemm(NodeBuilder& b);
 bool lower_matmul(NodeBuilder& b);

@@ -81,10 +81,6 @@ bool make_tail(NodeBuilder& b, int first, bool value_x0, FusedTail& tail, int en
 
 }  // namespace
 
-bool channel_scaled(const Node& n) {
-  return n.op_type == "FusedConv" && n.get_int("texplan_channel_scale", 0) != 0;
-}
-
 bool lower_fused_conv(NodeBuilder& b) {
   if (b.inputs() < 2) return false;
   // texplan_channel_scale: the last input scales X's channels, no operand
