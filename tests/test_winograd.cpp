@@ -188,6 +188,45 @@ TEST(Winograd, RawPackedWeights) {
   expect_winograd("winograd:pf2/s2", {1, 40, 9, 9}, 36, 1, false, {"Relu x0"});
 }
 
+// Measured forms of the fp32 build: 16 tiles per 128-item work-group
+// (":t16"), 4-channel chunks in two buffers with two items per input patch
+// (":db"), both, and 16 tiles with 8-channel chunks in two buffers
+// (":t16:db8"); ragged tiles, channels and output-channel blocks, split,
+// pooled, a residual in place.
+TEST(Winograd, TileAndBufferForms) {
+  for (const std::string v : {"winograd:t16", "winograd:db", "winograd:t16:db", "winograd:t16:db8"}) {
+    expect_winograd(v, {1, 5, 9, 11}, 7, 1, true);
+    expect_winograd(v, {1, 13, 16, 16}, 70, 1, true);
+    expect_winograd(v, {2, 9, 7, 6}, 33, 0, true);
+    expect_winograd(v, {1, 3, 5, 8}, 4, 2, true);
+    expect_winograd(v, {1, 12, 10, 10}, 12, 1, true, {"Add x0 x1", "Relu t0"}, 1);
+    expect_winograd(v + "/s3", {1, 21, 9, 9}, 36, 1, true, {"Add x0 x1", "Relu t0"}, 1);
+    expect_winograd(v + "/s4", {1, 32, 7, 7}, 32, 1, true, {"Add x0 x1", "Relu t0"}, 1, false, false, true);
+    expect_winograd(v, {1, 6, 10, 12}, 35, 1, true, {"Relu x0"}, 0, true);
+    expect_winograd(v, {1, 6, 9, 11}, 8, 1, false, {"Relu x0"}, 0, true, true);
+  }
+  EXPECT_THROW(runtime::force_conv_variant("winograd:raw:db"), Error);
+  EXPECT_THROW(runtime::force_conv_variant("winograd:db8"), Error);
+}
+
+// The form by shape on the H100's 132 compute units: the 16-tile form where
+// whole groups leave the last wave half empty and halves fill theirs
+// (VGG's 56x56 convs: 200 groups of 32 tiles, 392 of 16), never in tf32;
+// whole where waves fill (224x224, 112x112) or halves would not help
+// (28x28: 112 groups); split where under half a wave (14x14: 32 groups).
+TEST(Winograd, FormByShape) {
+  EXPECT_EQ(runtime::winograd_variant_by_shape(256, 256, 56, 56, 1, 132, true, true), "winograd:t16:db");
+  EXPECT_EQ(runtime::winograd_variant_by_shape(128, 256, 56, 56, 1, 132, true, true), "winograd:t16:db");
+  EXPECT_EQ(runtime::winograd_variant_by_shape(256, 256, 56, 56, 1, 132, true, false), "winograd");
+  EXPECT_EQ(runtime::winograd_variant_by_shape(64, 64, 224, 224, 1, 132, true, true), "winograd");
+  EXPECT_EQ(runtime::winograd_variant_by_shape(128, 128, 112, 112, 1, 132, true, true), "winograd");
+  EXPECT_EQ(runtime::winograd_variant_by_shape(512, 512, 28, 28, 1, 132, true, true), "winograd");
+  EXPECT_EQ(runtime::winograd_variant_by_shape(512, 512, 14, 14, 1, 132, true, true), "winograd/s4");
+  // Unsplittable under a wave: halves run more groups at once (0.078 ms
+  // against 0.084).
+  EXPECT_EQ(runtime::winograd_variant_by_shape(512, 512, 14, 14, 1, 132, false, true), "winograd:t16:db");
+}
+
 // In a session the packed weights replace the originals, which are never
 // uploaded: G g G^T's 16 values per filter, output channels rounded up to
 // 32 and input channels to 8, then the bias as it is.

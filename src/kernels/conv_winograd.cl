@@ -25,6 +25,15 @@
 // common.cl; slice 0 with the bias); the host zeroes Y before and applies the
 // epilogue after (gemm.cl's splitk_zero / splitk_finish).
 //
+// WG_BT=16 with WG_DB, the fp32 build's 16-tile form (ops_conv.cpp takes it
+// where 32-tile groups leave the last wave half empty and 16-tile ones fill
+// theirs, e.g. VGG's 56x56 convs: 0.077 ms against 0.085 on the H100):
+// 128-item work-groups, several per SM, so one group's barrier waits
+// overlap another's products. WG_DB: chunks of 4 channels in two buffers of
+// Us and Vs, one barrier per chunk, two items per input patch (each
+// transforming two of its rows); WG_CK=8 with WG_BT=16 fills 48 KB (a
+// measured form). Alone, WG_BT=16 and WG_DB were slower everywhere.
+//
 // WG_MMA (--precision tf32; mma_common.cl prepended): the transforms are
 // rounded to tf32 as they are stored and each element's 32 x 32 x CK product
 // runs on the tensor cores, warp w multiplying elements 2w and 2w + 1 (8
@@ -45,10 +54,38 @@
 #define EPI_PARAMS
 #endif
 #define BM 32
+#ifdef WG_BT
+#define BT WG_BT  // 16: 128-item work-groups, two or more per SM
+#else
 #define BT 32
+#endif
+#ifdef WG_DB
+#ifdef WG_CK
+#define CK WG_CK  // 8: with 16 tiles, two buffers fill the 48 KB of local memory
+#else
+#define CK 4      // two buffers of Us and Vs: one barrier per chunk
+#endif
+#define NBUF 2
+#else
 #define CK 8
+#define NBUF 1
+#endif
+#define PACK_CK 8                       // the host packs the input channels in blocks of 8 (kWinogradCK)
 #define NT (16 * (BM / 8) * (BT / 8))  // work-items: 16 elements x (BM/8 x BT/8) blocks of 8x8 (WG_MMA: 8 warps x 2 elements)
 #define TMN (BM / 8)                    // blocks along the output channels
+#define TTN (BT / 8)                    // blocks along the tiles
+#define HP (NT / (CK * BT))             // items per input patch: 1, or 2 (each transforms two of its rows)
+#define WG_STAGE (16 * CK * (BM + BT))  // one buffer's Us and Vs, floats
+#define WG_LDS (NBUF * WG_STAGE > 16 * 16 * BT ? NBUF * WG_STAGE : 16 * 16 * BT)
+#if WG_LDS > 12288
+#error "more than 48 KB of local memory"
+#endif
+#if HP != 1 && HP != 2
+#error "one or two work-items per input patch"
+#endif
+#if (defined(WG_DB) || BT != 32) && !defined(WG_PRE)
+#error "the raw weights' loader takes 256 items of 8 channels"
+#endif
 #ifdef WG_MMA
 #if CK != 8 || BM != 32 || BT != 32
 #error "WG_MMA: one k8 step per chunk, swizzles within 32 columns"
@@ -70,10 +107,13 @@ void conv2d_winograd(__global const float* X, __global const float* Wt, __global
   CONV_PARAMS(cp)  // Wt: packed at load, read from its start (wo unused); slices of kslice channels
   // Us[e][c][m], Vs[e][c][t]; after the loop, the products of 16 output
   // channels at a time, Ms[e][m][t] (16 x 16 x BT), in the same memory.
-  __local float4 lds4[16 * CK * (BM + BT) / 4];
+  __local float4 lds4[WG_LDS / 4];
   __local float* Us = (__local float*)lds4;
   __local float* Vs = Us + 16 * CK * BM;
   __local float* Ms = Us;
+  // The chunk being stored (Uw, Vw) and the one multiplied (Ur, Vr): the
+  // same buffer, or the two alternating (WG_DB).
+  __local float *Uw = Us, *Vw = Vs, *Ur = Us, *Vr = Vs;
   const int tid = get_local_id(0);
 #ifdef WG_MMA
   MMA_SCRATCH
@@ -90,8 +130,10 @@ void conv2d_winograd(__global const float* X, __global const float* Wt, __global
 #endif
   // Loader roles: channel lc of the chunk and tile lt (the first CK x BT
   // items), channel lcw and output channel lm (CK x BM items).
-  const int lc = tid / BT, lt = tid % BT, lcw = tid / BM, lm = tid % BM;
-  const bool loads_x = tid < CK * BT;
+  // HP == 2: items (lc, lh, lt), half lh transforming rows 2 lh, 2 lh + 1 of
+  // the patch from its input rows lh .. lh + 2.
+  const int lc = tid / (HP * BT), lh = (tid / BT) % HP, lt = tid % BT, lcw = tid / BM, lm = tid % BM;
+  const bool loads_x = tid < HP * CK * BT;
   const int tg = t0 + lt, th = tg / TW, tw = tg - th * TW;
   const bool t_in = tg < T;
   const int ih0 = 2 * th - ph, iw0 = 2 * tw - pw;
@@ -103,7 +145,7 @@ void conv2d_winograd(__global const float* X, __global const float* Wt, __global
   // and stored straight into Us. Else raw, [OC / BM][CP][9][BM]: item
   // (lcw, lm) reads its 9 taps (a warp: 9 reads of 32 consecutive floats)
   // and transforms them in registers.
-  const int CP = (C + CK - 1) / CK * CK;
+  const int CP = (C + PACK_CK - 1) / PACK_CK * PACK_CK;
 #ifdef WG_PRE
 #define G_PER (16 * CK * BM / 4 / NT)
 #define WG_GREG float4
@@ -117,10 +159,11 @@ void conv2d_winograd(__global const float* X, __global const float* Wt, __global
 #define WG_WEIGHT_LOAD(c0, GR) \
   for (int k = 0; k < 9; ++k) GR[k] = wg[(size_t)(c0) * 9 * BM + k * BM];
 #endif
+#define WG_ROWS (HP == 2 ? 3 : 4)  // input rows an item loads
 #ifdef WG_DIAG_NO_GLOBAL  // a diagnostic build (wrong results): no global reads, to time the rest
 #define WG_LOAD(c0, D, GR)                                                            \
   {                                                                                   \
-    for (int k = 0; k < 16; ++k) D[k] = (float)(k + (c0) + lc);                       \
+    for (int k = 0; k < 4 * WG_ROWS; ++k) D[k] = (float)(k + (c0) + lc);             \
     for (int r = 0; r < G_PER; ++r) GR[r] = (WG_GREG)(r - (c0) + tid);                \
   }
 #else
@@ -129,8 +172,8 @@ void conv2d_winograd(__global const float* X, __global const float* Wt, __global
     const int c = (c0) + lc;                                                          \
     const bool cin = loads_x && c < cend;                                             \
     __global const float* xc = xi + (size_t)c * H * W;                               \
-    for (int i = 0; i < 4; ++i) {                                                     \
-      const int ih = ih0 + i;                                                         \
+    for (int i = 0; i < WG_ROWS; ++i) {                                               \
+      const int ih = ih0 + (HP == 2 ? lh : 0) + i;                                    \
       const bool rin = cin && t_in && ih >= 0 && ih < H;                              \
       for (int j = 0; j < 4; ++j) {                                                   \
         const int iw = iw0 + j;                                                       \
@@ -148,7 +191,7 @@ void conv2d_winograd(__global const float* X, __global const float* Wt, __global
   _Pragma("unroll") for (int r = 0; r < G_PER; ++r) {                                \
     const int f = tid + NT * r, c = f / (4 * BM), e = (f / (BM / 4)) % 16;            \
     const float4 v = GR[r];                                                           \
-    *(__local float4*)(Us + (e * CK + c) * BM + ((4 * (f % (BM / 4))) ^ WG_SWZ(c))) = \
+    *(__local float4*)(Uw + (e * CK + c) * BM + ((4 * (f % (BM / 4))) ^ WG_SWZ(c))) = \
         (float4)(WG_VAL(v.x), WG_VAL(v.y), WG_VAL(v.z), WG_VAL(v.w));                 \
   }
 #else
@@ -161,7 +204,7 @@ void conv2d_winograd(__global const float* X, __global const float* Wt, __global
       s[6 + j] = 0.5f * (GR[j] - GR[3 + j] + GR[6 + j]);                              \
       s[9 + j] = GR[6 + j];                                                           \
     }                                                                                 \
-    __local float* u = Us + lcw * BM + (lm ^ WG_SWZ(lcw));                            \
+    __local float* u = Uw + lcw * BM + (lm ^ WG_SWZ(lcw));                            \
     _Pragma("unroll") for (int i = 0; i < 4; ++i) {                                   \
       u[(4 * i + 0) * CK * BM] = WG_VAL(s[3 * i]);                                    \
       u[(4 * i + 1) * CK * BM] = WG_VAL(0.5f * (s[3 * i] + s[3 * i + 1] + s[3 * i + 2])); \
@@ -170,6 +213,28 @@ void conv2d_winograd(__global const float* X, __global const float* Wt, __global
     }                                                                                 \
   }
 #endif
+#if HP == 2
+// B^T's rows 0, 1 (lh 0: d0 - d2, d1 + d2) or 2, 3 (lh 1: d2 - d1, d1 - d3)
+// from the item's input rows D (d0..d2, or d1..d3), then B along the columns.
+#define WG_TRANSFORM(D, GR)                                                           \
+  {                                                                                   \
+    float ra[4], rb[4];                                                               \
+    _Pragma("unroll") for (int j = 0; j < 4; ++j) {                                   \
+      ra[j] = lh ? D[4 + j] - D[j] : D[j] - D[8 + j];                                 \
+      rb[j] = lh ? D[j] - D[8 + j] : D[4 + j] + D[8 + j];                             \
+    }                                                                                 \
+    __local float* v = Vw + lc * BT + lt + 8 * lh * CK * BT;                          \
+    v[0 * CK * BT] = ra[0] - ra[2];                                                   \
+    v[1 * CK * BT] = ra[1] + ra[2];                                                   \
+    v[2 * CK * BT] = ra[2] - ra[1];                                                   \
+    v[3 * CK * BT] = ra[1] - ra[3];                                                   \
+    v[4 * CK * BT] = rb[0] - rb[2];                                                   \
+    v[5 * CK * BT] = rb[1] + rb[2];                                                   \
+    v[6 * CK * BT] = rb[2] - rb[1];                                                   \
+    v[7 * CK * BT] = rb[1] - rb[3];                                                   \
+  }                                                                                   \
+  WG_TRANSFORM_WEIGHTS(GR)
+#else
 #define WG_TRANSFORM(D, GR)                                                           \
   if (loads_x) {                                                                      \
     float r[16];                                                                      \
@@ -179,7 +244,7 @@ void conv2d_winograd(__global const float* X, __global const float* Wt, __global
       r[8 + j] = D[8 + j] - D[4 + j];                                                 \
       r[12 + j] = D[4 + j] - D[12 + j];                                               \
     }                                                                                 \
-    __local float* v = Vs + lc * BT + (lt ^ WG_SWZ(lc));                              \
+    __local float* v = Vw + lc * BT + (lt ^ WG_SWZ(lc));                              \
     _Pragma("unroll") for (int i = 0; i < 4; ++i) {                                   \
       v[(4 * i + 0) * CK * BT] = WG_VAL(r[4 * i + 0] - r[4 * i + 2]);                 \
       v[(4 * i + 1) * CK * BT] = WG_VAL(r[4 * i + 1] + r[4 * i + 2]);                 \
@@ -188,6 +253,7 @@ void conv2d_winograd(__global const float* X, __global const float* Wt, __global
     }                                                                                 \
   }                                                                                   \
   WG_TRANSFORM_WEIGHTS(GR)
+#endif
   // The chunk's 16 products from Us and Vs into acc. WG_DIAG_NO_GEMM (a
   // diagnostic build, wrong results): none, to time the rest.
 #if defined(WG_DIAG_NO_GEMM)
@@ -195,8 +261,8 @@ void conv2d_winograd(__global const float* X, __global const float* Wt, __global
 #elif defined(WG_MMA)
 #define WG_PRODUCTS                                                                   \
   UNROLL for (int s = 0; s < 2; ++s) {  /* A(m, c) = U[e][c][m], B(c, t) = V[e][c][t] */ \
-    __local const float* ue = Us + (2 * warp + s) * CK * BM;                          \
-    __local const float* ve = Vs + (2 * warp + s) * CK * BT;                          \
+    __local const float* ue = Ur + (2 * warp + s) * CK * BM;                          \
+    __local const float* ve = Vr + (2 * warp + s) * CK * BT;                          \
     const int sw = WG_SWZ(ft); /* channels ft and ft + 4 alike */                     \
     uint af[BM / 16][4], bf[BT / 8][2];                                               \
     UNROLL for (int i = 0; i < BM / 16; ++i) {                                        \
@@ -217,14 +283,14 @@ void conv2d_winograd(__global const float* X, __global const float* Wt, __global
 #else
 #define WG_PRODUCTS                                                                   \
   {                                                                                   \
-    __local const float4* ue = (__local const float4*)(Us + e * CK * BM);            \
-    __local const float4* ve = (__local const float4*)(Vs + e * CK * BT);            \
+    __local const float4* ue = (__local const float4*)(Ur + e * CK * BM);            \
+    __local const float4* ve = (__local const float4*)(Vr + e * CK * BT);            \
     _Pragma("unroll") for (int c = 0; c < CK; ++c) {                                  \
       float a[8], b[8];                                                               \
       vstore4(ue[c * BM / 4 + tm], 0, a);                                             \
       vstore4(ue[c * BM / 4 + TMN + tm], 1, a);                                       \
       vstore4(ve[c * BT / 4 + tt], 0, b);                                             \
-      vstore4(ve[c * BT / 4 + 4 + tt], 1, b);                                         \
+      vstore4(ve[c * BT / 4 + TTN + tt], 1, b);                                       \
       _Pragma("unroll") for (int i = 0; i < 8; ++i)                                   \
         _Pragma("unroll") for (int j = 0; j < 8; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]); \
     }                                                                                 \
@@ -242,16 +308,16 @@ void conv2d_winograd(__global const float* X, __global const float* Wt, __global
   for (int i = 0; i < 8; ++i)
 #pragma unroll
     for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
-  const int e = tid / (NT / 16), tm = (tid % (NT / 16)) / 4, tt = tid & 3;
+  const int e = tid / (NT / 16), tm = (tid % (NT / 16)) / TTN, tt = tid % TTN;
 #endif
-  float d[16];
+  float d[4 * WG_ROWS];
   WG_GREG gr[G_PER];
 #if defined(WG_MMA) || defined(WG_PREFETCH2)
   // Two chunks' raw values in flight (sets d/gr and d2/gr2, alternating):
   // the tensor cores leave too little work between a load and its use to
   // hide one chunk ahead (the loads were half the time on the H100).
   // WG_PREFETCH2: the same in the fp32 build (a measurement).
-  float d2[16];
+  float d2[4 * WG_ROWS];
   WG_GREG gr2[G_PER];
 #define WG_CHUNK(c0, D, GR)                                   \
   barrier(CLK_LOCAL_MEM_FENCE);                               \
@@ -268,6 +334,25 @@ void conv2d_winograd(__global const float* X, __global const float* Wt, __global
     }
   }
   barrier(CLK_LOCAL_MEM_FENCE);  // the last products read Us and Vs, which Ms reuses
+#elif defined(WG_DB)
+  // Two buffers: chunk k + 1 is transformed into one while chunk k is
+  // multiplied from the other, with one barrier between chunks (the stores
+  // and loads interleave with the products); chunk k + 2's loads are issued
+  // right after.
+  WG_LOAD(cbeg, d, gr)
+  WG_TRANSFORM(d, gr)
+  if (cbeg + CK < cend) WG_LOAD(cbeg + CK, d, gr)
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int c0 = cbeg, buf = 0; c0 < cend; c0 += CK, buf ^= 1) {
+    Ur = Us + buf * WG_STAGE, Vr = Ur + 16 * CK * BM;
+    Uw = Us + (buf ^ 1) * WG_STAGE, Vw = Uw + 16 * CK * BM;
+    WG_PRODUCTS
+    if (c0 + CK < cend) {
+      WG_TRANSFORM(d, gr)
+      if (c0 + 2 * CK < cend) WG_LOAD(c0 + 2 * CK, d, gr)
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
 #else
   // One chunk in flight: its loads are issued before this chunk's products.
   WG_LOAD(cbeg, d, gr)
@@ -280,7 +365,7 @@ void conv2d_winograd(__global const float* X, __global const float* Wt, __global
   }
 #endif
   // acc[i][j]: element e of output channel m0 + 4 tm + 4 TMN (i / 4) + i % 4,
-  // tile t0 + 4 tt + 16 (j / 4) + j % 4.
+  // tile t0 + 4 tt + 4 TTN (j / 4) + j % 4.
 #ifdef POOL2
   const int PHW = PH * PW;
   __global float* yi = Y + yo + (size_t)img * OC * PHW;
@@ -314,7 +399,7 @@ void conv2d_winograd(__global const float* X, __global const float* Wt, __global
       for (int r = 0; r < 4; ++r) {
         __local float4* row = (__local float4*)(Ms + (e * 16 + (row0 & 15) + r) * BT);
         row[tt] = (float4)(acc[4 * ig + r][0], acc[4 * ig + r][1], acc[4 * ig + r][2], acc[4 * ig + r][3]);
-        row[4 + tt] = (float4)(acc[4 * ig + r][4], acc[4 * ig + r][5], acc[4 * ig + r][6], acc[4 * ig + r][7]);
+        row[TTN + tt] = (float4)(acc[4 * ig + r][4], acc[4 * ig + r][5], acc[4 * ig + r][6], acc[4 * ig + r][7]);
       }
     }
 #endif

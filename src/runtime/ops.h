@@ -290,6 +290,12 @@ std::vector<std::string> conv_tile_variants();
 // device. Throws Error on an unknown name.
 void force_conv_variant(const std::string& variant);
 bool gpu_kernels_forced();
+// The Winograd form a 3x3 stride-1 conv (C -> OC channels, OH x OW output,
+// `images`) takes by shape on a GPU of `compute_units`, untuned: "winograd",
+// "winograd/sN" (split, where `can_split`) or "winograd:t16:db" (the fp32
+// build's 16-tile form).
+std::string winograd_variant_by_shape(int64_t C, int64_t OC, int64_t OH, int64_t OW, int64_t images,
+                                      int compute_units, bool can_split, bool fp32);
 // Whether Y's planned storage overlaps an input's (ops_conv.cpp): split-K
 // zeroes Y and adds into it, so it must not.
 bool output_overlaps_input(const NodeBuilder& b, int except = -1);  // input `except` not counted

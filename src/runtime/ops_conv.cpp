@@ -103,6 +103,7 @@ struct Forced {
   bool winograd = false;         // conv_winograd.cl for the 3x3 stride-1 convs it takes
   std::string winograd_build;    // "winograd:dng", ":dnm": diagnostic builds (measurements only)
   std::string winograd_weights;  // "winograd:raw": untransformed packed weights (measurements only)
+  int64_t winograd_tiles = 32;   // "winograd:t16": 16 tiles per 128-item work-group (measurements)
 };
 Forced& forced() {
   static Forced f;
@@ -155,7 +156,10 @@ constexpr int64_t kMinSliceK = 4 * kTK;  // shallower slices spend more on the p
 struct Variant {
   const Tiles* tiles;  // null: Winograd (conv_winograd.cl), K = input channels
   int64_t splits = 1, kslice = 0;
-  std::string base() const { return tiles ? tiles->name : "winograd"; }
+  // Winograd's tiles per work-group: 32 (256 items), or 16 in 128-item
+  // groups with 4-channel chunks in two buffers (WG_BT=16, WG_DB; fp32 only).
+  int64_t wg_tiles = 32;
+  std::string base() const { return tiles ? tiles->name : wg_tiles == 16 ? "winograd:t16:db" : "winograd"; }
   std::string name() const { return splits > 1 ? base() + "/s" + std::to_string(splits) : base(); }
 };
 
@@ -211,7 +215,7 @@ Variant choose_by_shape(const NodeBuilder& b, int64_t M, int64_t N, int64_t K, i
 // transform elements, over K = C input channels in chunks of 8 (kWinogradCK).
 struct WinogradShape {
   int64_t C = 0, OC = 0, tiles = 0, images = 0;
-  int64_t groups() const { return ceil_div(OC, 32) * ceil_div(tiles, 32) * images; }
+  int64_t groups(int64_t per_group = 32) const { return ceil_div(OC, 32) * ceil_div(tiles, per_group) * images; }
 };
 constexpr int64_t kWinogradCK = 8;
 constexpr int64_t kWinogradMinSlice = 32;  // input channels per split-K slice, at least
@@ -236,22 +240,44 @@ Variant winograd_split(const WinogradShape& w, int64_t cu, int64_t waves) {
 // little under 64x64v's 2.5, the same 8x8 register block with float4 reads
 // plus the transforms; then its weights' loads were coalesced and it ran
 // 1.33-1.48x faster on VGG's and U-Net's 3x3 convs on the H100).
-constexpr double kWinogradSpeed = 2.8;
+// The 16-tile form does half a group's work at 0.87 of its speed (H100:
+// 0.86-0.89 on VGG's and U-Net's shapes whose grids fill whole waves either
+// way), several groups per compute unit.
+constexpr double kWinogradSpeed = 2.8, kWinogradT16Speed = 0.87 * kWinogradSpeed;
 double winograd_cost(const Variant& v, const WinogradShape& w, int64_t cu) {
-  double work = 16.0 * 32 * 32 * double(v.splits > 1 ? v.kslice : w.C) / kWinogradSpeed;
+  const double speed = v.wg_tiles == 16 ? kWinogradT16Speed : kWinogradSpeed;
+  double work = 16.0 * 32 * double(v.wg_tiles) * double(v.splits > 1 ? v.kslice : w.C) / speed;
   double split = v.splits > 1 ? 150e3 + 0.25 * double(w.OC * w.tiles * 4 * w.images * v.splits) : 0.0;
-  return double(ceil_div(w.groups() * v.splits, cu)) * work + split;
+  return double(ceil_div(w.groups(v.wg_tiles) * v.splits, cu)) * work + split;
 }
 
 // The Winograd form by shape: split where `can_split` and winograd_split's
 // slices cost a fifth less than the whole grid (the margin of
 // choose_by_shape; on the H100 SqueezeNet's 64->256 at 13x13, 16 work-groups
 // in 2 slices, ran 0.027 ms against 0.018 whole, while VGG's 512 at 14x14
-// in 4 slices ran 0.031 against 0.083).
-Variant winograd_by_shape(const WinogradShape& w, bool can_split, int64_t cu) {
+// in 4 slices ran 0.031 against 0.083). Else, where `t16` (the fp32 build),
+// the 16-tile form where it costs a tenth less than the whole grid: where
+// whole groups leave the last wave half empty and halves fill it (H100:
+// VGG's 256->256 at 56x56, 200 groups, 0.077 ms against 0.085; at 28x28,
+// 112 groups, 0.061 against 0.045 and not taken). Not for 2x2-pooled convs:
+// VGG's pooled 256->256 at 56x56 took 0.117 ms in it against 0.085 whole.
+Variant winograd_by_shape(const WinogradShape& w, bool can_split, int64_t cu, bool t16) {
   const Variant whole{nullptr}, split = can_split ? winograd_split(w, cu, 1) : whole;
-  return split.splits > 1 && winograd_cost(split, w, cu) < 0.8 * winograd_cost(whole, w, cu) ? split : whole;
+  if (split.splits > 1 && winograd_cost(split, w, cu) < 0.8 * winograd_cost(whole, w, cu)) return split;
+  Variant halves{nullptr};
+  halves.wg_tiles = 16;
+  return t16 && winograd_cost(halves, w, cu) < 0.9 * winograd_cost(whole, w, cu) ? halves : whole;
 }
+
+}  // namespace
+
+std::string winograd_variant_by_shape(int64_t C, int64_t OC, int64_t OH, int64_t OW, int64_t images,
+                                      int compute_units, bool can_split, bool fp32) {
+  const WinogradShape w{C, OC, ceil_div(OH, 2) * ceil_div(OW, 2), images};
+  return winograd_by_shape(w, can_split, std::max(1, compute_units), fp32).name();
+}
+
+namespace {
 
 // force_conv_variant's "winograd", "winograd/split" or "winograd/sN".
 Variant forced_winograd(const WinogradShape& w, bool can_split, int64_t cu) {
@@ -298,12 +324,17 @@ Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int6
     const Variant whole{nullptr}, split = can_split ? winograd_split(*wino, cu, 1) : whole;
     candidates.push_back(whole);
     if (split.splits > 1) candidates.push_back(split);
+    if (!b.tf32) {  // the 16-tile form (fp32 build only)
+      key += " t16";  // caches from before it did not measure it
+      candidates.push_back(whole);
+      candidates.back().wg_tiles = 16;
+    }
     // The guess: the Winograd form by shape where it costs less than the
     // direct variant, for 64 output channels or more or a grid of a wave at
     // least: DenseNet's 128->32 3x3 at 28x28 (7 work-groups) ran 0.021 ms
     // split against the direct kernel's 0.019 on the H100, U-Net's 32->32 at
     // 256x256 (512) 0.049 against 0.114.
-    const Variant w = winograd_by_shape(*wino, can_split, cu);
+    const Variant w = winograd_by_shape(*wino, can_split, cu, !b.tf32);
     if ((wino->OC >= 64 || wino->groups() >= cu) &&
         winograd_cost(w, *wino, cu) < variant_cost(direct, M, N, K, batches, cu))
       guess = w.name();
@@ -377,12 +408,19 @@ std::vector<float> winograd_weights(const HostTensor& weights, int64_t OC, int64
 // 2x2 stride-2 max pool of the output (POOL2, never split).
 void launch_winograd(NodeBuilder& b, const ConvGeometry& g, bool has_bias, const TensorArg& bias, const FusedTail& tail,
                      const Variant& v, int64_t PH = 0, int64_t PW = 0) {
-  const int64_t tiles = ceil_div(g.OH, 2) * ceil_div(g.OW, 2), total = g.N * g.OC * g.OH * g.OW;
-  Range r = group_range({size_t(ceil_div(tiles, 32)), size_t(ceil_div(g.OC, 32)), size_t(g.N * v.splits)}, {256, 1, 1});
-  const std::string& build = forced().winograd_build;
-  const bool pre = forced().winograd_weights != "raw";
   // --precision tf32: the transforms' products on the tensor cores (WG_MMA).
   const bool mma = b.tf32 && tf32_supported(b.device());
+  // Tiles per work-group (BT): 32, or 16 in 128-item groups (fp32 only;
+  // the variant's form double-buffered, forced forms as forced).
+  const bool halves = !mma && v.wg_tiles == 16;
+  const int64_t bt = mma ? 32 : halves ? 16 : forced().winograd_tiles;
+  const int64_t tiles = ceil_div(g.OH, 2) * ceil_div(g.OW, 2), total = g.N * g.OC * g.OH * g.OW;
+  Range r = group_range({size_t(ceil_div(tiles, bt)), size_t(ceil_div(g.OC, 32)), size_t(g.N * v.splits)},
+                        {size_t(8 * bt), 1, 1});
+  std::string build = forced().winograd_build + (bt != 32 ? " -DWG_BT=" + std::to_string(bt) : "");
+  if (size_t db = build.find(" -DWG_DB"); mma && db != std::string::npos) build.erase(db, 8);  // fp32's form
+  if (halves && build.find(" -DWG_DB") == std::string::npos) build += " -DWG_DB";
+  const bool pre = forced().winograd_weights != "raw";
   // TEXPLAN_PTX on NVIDIA: split-K's red.global.add (common.cl split_add); nothing else reads it here.
   auto source = [&](const std::string& defines, const std::string& prelude) {
     const std::string form = defines + build + (pre ? " -DWG_PRE" : "");
@@ -685,8 +723,15 @@ void force_conv_variant(const std::string& variant) {
       else if (o == "dnm") f.winograd_build += " -DWG_DIAG_NO_GEMM";
       else if (o == "raw") f.winograd_weights = o;
       else if (o == "pf2") f.winograd_build += " -DWG_PREFETCH2";  // two chunks in flight in the fp32 build
-      else if (!o.empty()) throw Error("no Winograd build variant :" + o + " (:dng, :dnm, :raw, :pf2)");
+      else if (o == "db") f.winograd_build += " -DWG_DB";  // 4-channel chunks in two buffers (fp32 build)
+      else if (o == "db8") f.winograd_build += " -DWG_DB -DWG_CK=8";  // 8-channel chunks: with :t16 only
+      else if (o == "t16") f.winograd_tiles = 16;
+      else if (!o.empty()) throw Error("no Winograd build variant :" + o + " (:dng, :dnm, :raw, :pf2, :db, :db8, :t16)");
     }
+    if (f.winograd_weights == "raw" && (f.winograd_tiles != 32 || f.winograd_build.find("WG_DB") != std::string::npos))
+      throw Error("winograd:raw takes neither :db nor :t16");
+    if (f.winograd_tiles == 32 && f.winograd_build.find("WG_CK=8") != std::string::npos)
+      throw Error("winograd:db8 needs :t16 (two buffers of 32 tiles exceed 48 KB of local memory)");
   } else if (!variant.empty() && tiles != "gpu") {
     f.taps = tiles.rfind("taps:", 0) == 0;
     f.tiles = &tiles_named(tiles.c_str() + (f.taps ? 5 : 0));
@@ -735,7 +780,7 @@ bool lower_conv(NodeBuilder& b, const FusedTail& tail) {
     const int64_t cu = std::max(1, b.compute_units());
     launch_winograd(b, g, has_bias, bias, tail,
                     forced().winograd ? forced_winograd(*wino, can_split, cu)
-                                      : winograd_by_shape(*wino, can_split, cu));
+                                      : winograd_by_shape(*wino, can_split, cu, false));
     return true;
   }
   if (launch_conv_mma(b, g, has_bias, bias, tail)) return true;  // --precision tf32
