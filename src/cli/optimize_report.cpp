@@ -10,6 +10,8 @@ void add_optimize_options(CLI::App& app, OptimizeOptions& o) {
   app.add_flag_callback("--no-fuse", [&o] { o.fuse = false; }, "keep Conv/MatMul/BatchNormalization/activations unfused");
   app.add_flag_callback("--no-pool-fusion", [&o] { o.pool_fusion = false; },
                         "keep MaxPool apart from the convolution before it");
+  app.add_flag_callback("--no-mlp-fusion", [&o] { o.mlp_fusion = false; },
+                        "keep two fully connected 1x1 convolutions in a row apart");
   app.add_flag_callback("--no-inplace", [&o] { o.inplace = false; }, "every node writes fresh storage");
   app.add_flag_callback("--no-concat-elision", [&o] { o.concat_elision = false; },
                         "Concat copies its inputs instead of producers writing their slice");
@@ -31,6 +33,7 @@ json optimize_json(const OptimizeReport& r, const std::vector<OptimizationShare>
          {"folded_batchnorm", r.folded_batchnorm},
          {"fused_pool", r.fused_pool},
          {"fused_channel_scales", r.fused_channel_scales},
+         {"fused_mlps", r.fused_mlps},
          {"fused_layernorm", r.fused_layernorm},
          {"inplace", r.inplace},
          {"elided_concats", r.elided_concats},
@@ -50,6 +53,7 @@ void print_optimize_summary(const json& o, std::ostream& out) {
   out << "optimized: " << o["nodes_before"] << " -> " << o["nodes_after"] << " nodes (" << o["fused_conv"]
       << " FusedConv, " << o["fused_matmul"] << " FusedMatMul, " << o["fused_elementwise"] << " FusedElementwise, "
       << o["fused_pool"] << " FusedConvMaxPool, " << o["fused_channel_scales"] << " channel scales into convs, "
+      << o["fused_mlps"] << " FusedMlp, "
       << o["fused_layernorm"] << " LayerNormalization, " << o["folded_batchnorm"] << " BatchNormalization folded), " << o["inplace"] << " in place, "
       << o["elided_concats"] << " concats elided, " << o["viewed_nodes"] << " made views, order "
       << o["order"].get<std::string>() << "\n";

@@ -8,3 +8,44 @@ __kernel void fused_elementwise(__global float* y, int yo, int n EPI_PARAMS) {
   if (i >= n) return;
   y[yo + i] = EPI(0.0f, i);
 }
+
+// FusedMlp (runtime/ops_fused.cpp): per image (work-group), two fully
+// connected layers of a vector: h = mlp_hidden(W1 x + b1) (HID values, in
+// local memory), then Y = EPI(W2 h + b2). Each layer's rows are dealt round
+// the work-items, a row's dot product along its contiguous weights four at
+// a time: the GPUs' 256 items, or one item on CPU devices (PoCL runs a
+// group on one thread and vectorizes the float4s).
+inline float mlp_dot(__global const float* w, __global const float* x, int n) {
+  float4 s = (float4)(0.0f);
+  int k = 0;
+  for (; k + 4 <= n; k += 4) s = fma(vload4(0, w + k), vload4(0, x + k), s);
+  float r = (s.x + s.y) + (s.z + s.w);
+  for (; k < n; ++k) r = fma(w[k], x[k], r);
+  return r;
+}
+inline float mlp_dot_local(__global const float* w, __local const float* x, int n) {
+  float4 s = (float4)(0.0f);
+  int k = 0;
+  for (; k + 4 <= n; k += 4) s = fma(vload4(0, w + k), vload4(0, x + k), s);
+  float r = (s.x + s.y) + (s.z + s.w);
+  for (; k < n; ++k) r = fma(w[k], x[k], r);
+  return r;
+}
+#ifdef MLP_HID
+__kernel void mlp2(__global const float* X, int xo, __global const float* W1, int w1o, __global const float* B1,
+                   int b1o, __global const float* W2, int w2o, __global const float* B2, int b2o, __global float* Y,
+                   int yo, int C, int O, int has_b1, int has_b2 EPI_PARAMS) {
+  __local float h[MLP_HID];
+  const int img = get_group_id(0), lid = get_local_id(0), n = get_local_size(0);
+  __global const float* x = X + xo + img * C;
+  for (int j = lid; j < MLP_HID; j += n) {
+    const float s = mlp_dot(W1 + w1o + j * C, x, C) + (has_b1 ? B1[b1o + j] : 0.0f);
+    h[j] = mlp_hidden(s);
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int o = lid; o < O; o += n) {
+    const float s = mlp_dot_local(W2 + w2o + o * MLP_HID, h, MLP_HID) + (has_b2 ? B2[b2o + o] : 0.0f);
+    Y[yo + img * O + o] = EPI(s, img * O + o);
+  }
+}
+#endif

@@ -551,10 +551,11 @@ int scales_after_products(Graph& g) {
   return moved;
 }
 
-FuseCounts fuse(Graph& g, bool pool, bool channel_scales) {
+FuseCounts fuse(Graph& g, bool pool, bool channel_scales, bool mlps) {
   scales_after_products(g);
   FuseCounts c = Fuser(g, pool).run();
   if (channel_scales) c.channel_scales = channel_scales_into_convs(g);
+  if (mlps) c.mlps = mlp_pairs(g);
   return c;
 }
 
@@ -606,6 +607,60 @@ int channel_scales_into_convs(Graph& g) {
     conv.inputs.push_back(sc);
     set_channel_scaled(conv);
     erased[size_t(producer[x])] = 1;
+    ++fused;
+  }
+  if (fused) g.erase_nodes(erased);
+  return fused;
+}
+
+namespace {
+
+// A Conv or FusedConv that is a fully connected layer: a 1x1 conv of a
+// one-pixel map ([N, C, 1, 1]), ungrouped and unpadded, with no epilogue
+// inputs and no channel scale.
+bool dense_conv(const Graph& g, const Node& conv) {
+  if ((conv.op_type != "Conv" && conv.op_type != "FusedConv") || channel_scaled(conv) || conv.inputs.size() < 2 ||
+      conv.inputs.size() > 3 || conv.outputs.size() != 1 || conv.inputs[0] < 0 || conv.inputs[1] < 0 ||
+      conv.outputs[0] < 0)
+    return false;
+  const Tensor &x = g.tensors[conv.inputs[0]], &w = g.tensors[conv.inputs[1]], &y = g.tensors[conv.outputs[0]];
+  return x.shape.size() == 4 && x.shape[2] == 1 && x.shape[3] == 1 && w.shape.size() == 4 && w.shape[2] == 1 &&
+         w.shape[3] == 1 && w.shape[1] == x.shape[1] && y.shape == Shape{x.shape[0], w.shape[0], 1, 1} &&
+         is_f32(x) && is_f32(w) && is_f32(y) && conv.get_int("group", 1) == 1 &&
+         all_equal(conv.get_ints("pads", {0, 0, 0, 0}), 0) &&
+         (conv.get_string("auto_pad", "NOTSET") == "NOTSET" || conv.get_string("auto_pad", "NOTSET") == "VALID") &&
+         Epilogue::parse(conv).inputs() <= 1;
+}
+
+}  // namespace
+
+// Squeeze-and-excitation's excitation: FC (1x1 conv of the pooled vector),
+// its activation, FC, sigmoid. The two layers become one FusedMlp at the
+// second's place: inputs X, W1, B1, W2, B2; the first layer's program as
+// `hidden_program`, the second's as `program`. The hidden vector is never
+// stored and one kernel runs instead of two (EfficientNet-B0: 16 pairs).
+int mlp_pairs(Graph& g) {
+  const Links links(g);
+  const std::vector<int>&producer = links.producer, &uses = links.uses;
+  std::vector<char> erased(g.nodes.size(), 0);
+  int fused = 0;
+  for (int k = 0; k < int(g.nodes.size()); ++k) {
+    const Node& second = g.nodes[size_t(k)];
+    if (!dense_conv(g, second)) continue;
+    const int h = second.inputs[0];
+    if (producer[h] < 0 || erased[size_t(producer[h])] || uses[h] != 1 || g.tensors[h].is_output) continue;
+    const Node& first = g.nodes[size_t(producer[h])];
+    if (!dense_conv(g, first)) continue;
+    Node f;
+    f.name = second.name;
+    f.op_type = "FusedMlp";
+    if (first.has("program")) f.attrs["hidden_program"] = first.attrs.at("program");
+    if (second.has("program")) f.attrs["program"] = second.attrs.at("program");
+    auto input = [](const Node& n, size_t i) { return i < n.inputs.size() ? n.inputs[i] : -1; };
+    f.inputs = {first.inputs[0], first.inputs[1], input(first, 2), second.inputs[1], input(second, 2)};
+    f.outputs = second.outputs;
+    erased[size_t(producer[h])] = 1;
+    g.nodes[size_t(k)] = std::move(f);
     ++fused;
   }
   if (fused) g.erase_nodes(erased);

@@ -93,13 +93,14 @@ OptimizeReport optimize(Graph& g, const OptimizeOptions& opt) {
   if (opt.fuse) {
     r.viewed_nodes = elements_in_place_to_views(g);
     r.fused_layernorm = fuse_layer_norm(g);
-    const FuseCounts c = fuse(g, opt.pool_fusion, opt.channel_scale_fusion);
+    const FuseCounts c = fuse(g, opt.pool_fusion, opt.channel_scale_fusion, opt.mlp_fusion);
     r.fused_conv = c.conv;
     r.fused_matmul = c.matmul;
     r.fused_elementwise = c.elementwise;
     r.folded_batchnorm = c.batchnorm;
     r.fused_pool = c.pool;
     r.fused_channel_scales = c.channel_scales;
+    r.fused_mlps = c.mlps;
     r.viewed_nodes += strided_operands_within_bound(g);
   }
   for (auto& n : g.nodes) {

@@ -27,6 +27,9 @@ struct OptimizeOptions {
   // it (texplan_channel_scale). texplan run turns it off on GPUs, whose
   // GEMM kernels do not scale their input.
   bool channel_scale_fusion = true;
+  // Two fully connected layers of one-pixel maps (squeeze-and-excitation)
+  // as one FusedMlp.
+  bool mlp_fusion = true;
   enum class Order { File, Memory } order = Order::Memory;
 };
 // "file" or "memory"; throws Error on anything else.
@@ -40,6 +43,7 @@ struct OptimizeReport {
   int folded_batchnorm = 0;   // BatchNormalization folded into a convolution's weights
   int fused_pool = 0;         // FusedConvMaxPool nodes
   int fused_channel_scales = 0;  // channel Muls taken into a 1x1 convolution
+  int fused_mlps = 0;            // pairs of fully connected 1x1 convolutions made FusedMlp
   int fused_layernorm = 0;    // LayerNormalization nodes made from their decomposed form
   int inplace = 0;            // nodes whose output shares an input's storage
   int elided_concats = 0;     // Concat nodes whose inputs are views of the output

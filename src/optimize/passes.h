@@ -17,19 +17,25 @@ inline bool all_equal(const std::vector<int64_t>& v, int64_t x) {
 }
 
 struct FuseCounts {
-  int conv = 0, matmul = 0, elementwise = 0, batchnorm = 0, pool = 0, channel_scales = 0;
+  int conv = 0, matmul = 0, elementwise = 0, batchnorm = 0, pool = 0, channel_scales = 0, mlps = 0;
 };
 // BatchNormalization into the preceding Conv's weights (or into Mul/Add
 // when no Conv precedes it), then each Conv/MatMul/Gemm with the chain of
 // elementwise nodes after it, then the remaining elementwise chains; with
 // `pool`, a MaxPool after a convolution without epilogue inputs too; with
-// `channel_scales`, then channel_scales_into_convs.
-FuseCounts fuse(Graph& g, bool pool, bool channel_scales);
+// `channel_scales`, then channel_scales_into_convs; with `mlps`, last
+// mlp_pairs.
+FuseCounts fuse(Graph& g, bool pool, bool channel_scales, bool mlps);
 
 // A per-channel Mul (squeeze-and-excitation's scale) read only by a 1x1
 // convolution becomes that convolution's input scale
 // (texplan_channel_scale, docs/fused-ops.md). Returns how many.
 int channel_scales_into_convs(Graph& g);
+
+// Two 1x1 convolutions of one-pixel maps in a row, the first read only by
+// the second (squeeze-and-excitation's two fully connected layers), become
+// one FusedMlp (docs/fused-ops.md). Returns how many.
+int mlp_pairs(Graph& g);
 
 // ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add spelling LayerNorm over
 // the last axis becomes one LayerNormalization (layer_norm.cpp); runs before

@@ -1,5 +1,5 @@
 // Fused operators of the optimizer (docs/fused-ops.md): FusedConv,
-// FusedMatMul, FusedElementwise. Each runs its unfused core (Conv, MatMul)
+// FusedConvMaxPool, FusedMlp, FusedMatMul, FusedElementwise. Each runs its unfused core (Conv, MatMul)
 // through the reference table, then the epilogue program elementwise, so the
 // fused result means exactly what the unfused ONNX ops mean.
 #include "graph/epilogue.h"
@@ -109,6 +109,22 @@ Outputs FusedConvMaxPool(const OpContext& c) {
   return evaluate(pool, {&y[0]});
 }
 
+// FusedMlp: Y = program(W2 h + B2), h = hidden_program(W1 X + B1): two 1x1
+// FusedConvs, the first's program under `hidden_program`.
+Outputs FusedMlp(const OpContext& c) {
+  if (!c.has_input(0) || !c.has_input(1) || !c.has_input(3)) c.fail("needs X, W1 and W2");
+  Node layer;
+  layer.name = c.node.name;
+  layer.op_type = "FusedConv";
+  layer.inputs = {0, 1, 2};
+  layer.outputs = {3};
+  if (c.node.has("hidden_program")) layer.attrs["program"] = c.node.attrs.at("hidden_program");
+  const Outputs h = evaluate(layer, {&c.input(0), &c.input(1), c.has_input(2) ? &c.input(2) : nullptr});
+  layer.attrs.erase("program");
+  if (c.node.has("program")) layer.attrs["program"] = c.node.attrs.at("program");
+  return evaluate(layer, {&h[0], &c.input(3), c.has_input(4) ? &c.input(4) : nullptr});
+}
+
 Outputs FusedMatMul(const OpContext& c) {
   const Epilogue e = program_of(c);
   if (c.input_count() < 2) c.fail("needs A and B");
@@ -172,6 +188,7 @@ void register_fused(OpTable& t) {
     conv_attrs.push_back(a);
   t["FusedConvMaxPool"] = {FusedConvMaxPool, conv_attrs};
   t["FusedElementwise"] = {FusedElementwise, {"program"}};
+  t["FusedMlp"] = {FusedMlp, {"hidden_program", "program"}};
 }
 
 }  // namespace texplan::reference

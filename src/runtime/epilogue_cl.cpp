@@ -146,7 +146,40 @@ std::string expression(const EpilogueInstr& in, const std::vector<std::string>& 
   throw Error("epilogue: no OpenCL form for operator '" + in.op + "'");
 }
 
+// `inline float NAME(float x0, ..., float x<reads - 1>)`: the program's
+// scalar form.
+std::string scalar_function(const Epilogue& e, size_t reads, const std::string& name) {
+  std::ostringstream o;
+  o << "inline float " << name << "(";
+  for (size_t k = 0; k < reads; ++k) o << (k ? ", " : "") << "float x" << k;
+  o << ") {\n";
+  for (size_t k = 0; k < e.code.size(); ++k) {
+    std::vector<std::string> args;
+    for (const EpilogueOperand& a : e.code[k].args) {
+      if (a.kind == EpilogueOperand::Kind::Literal) {
+        args.push_back(literal(a.value));
+      } else {
+        int limit = a.kind == EpilogueOperand::Kind::Input ? int(reads) : int(k);
+        if (a.index < 0 || a.index >= limit) throw Error("epilogue: operand out of range in " + e.code[k].op);
+        std::string n(1, a.kind == EpilogueOperand::Kind::Input ? 'x' : 't');
+        args.push_back(n.append(std::to_string(a.index)));
+      }
+    }
+    o << "  const float t" << k << " = " << expression(e.code[k], args) << ";\n";
+  }
+  if (e.code.empty())
+    o << "  return x0;\n}\n";
+  else
+    o << "  return t" << e.code.size() - 1 << ";\n}\n";
+  return o.str();
+}
+
 }  // namespace
+
+std::string epilogue_function_cl(const Epilogue& e, const std::string& name) {
+  if (e.inputs() > 1) throw Error("epilogue " + name + " reads x" + std::to_string(e.inputs() - 1) + "; only x0 is bound");
+  return scalar_function(e, 1, name);
+}
 
 std::string epilogue_cl(const Epilogue& e, const std::vector<EpilogueRead>& reads) {
   if (int(reads.size()) < e.inputs())
@@ -162,27 +195,7 @@ std::string epilogue_cl(const Epilogue& e, const std::vector<EpilogueRead>& read
     if (reads[k] == EpilogueRead::Strided) o << ", Dims X" << k << "s", strided = true;
   }
   if (strided) o << ", Dims epi_dims";
-  o << "\ninline float epi_program(";
-  for (size_t k = 0; k < reads.size(); ++k) o << (k ? ", " : "") << "float x" << k;
-  o << ") {\n";
-  for (size_t k = 0; k < e.code.size(); ++k) {
-    std::vector<std::string> args;
-    for (const EpilogueOperand& a : e.code[k].args) {
-      if (a.kind == EpilogueOperand::Kind::Literal) {
-        args.push_back(literal(a.value));
-      } else {
-        int limit = a.kind == EpilogueOperand::Kind::Input ? int(reads.size()) : int(k);
-        if (a.index < 0 || a.index >= limit) throw Error("epilogue: operand out of range in " + e.code[k].op);
-        std::string name(1, a.kind == EpilogueOperand::Kind::Input ? 'x' : 't');
-        args.push_back(name.append(std::to_string(a.index)));
-      }
-    }
-    o << "  const float t" << k << " = " << expression(e.code[k], args) << ";\n";
-  }
-  if (e.code.empty())
-    o << "  return x0;\n}\n";
-  else
-    o << "  return t" << e.code.size() - 1 << ";\n}\n";
+  o << "\n" << scalar_function(e, reads.size(), "epi_program");
   o << "#define EPI(v, i) epi_program(";
   for (size_t k = 0; k < reads.size(); ++k) {
     o << (k ? ", " : "");

@@ -30,4 +30,9 @@ enum class EpilogueRead {
 // Semantics match Epilogue::eval exactly (same formulas, same NaN rules).
 std::string epilogue_cl(const Epilogue& e, const std::vector<EpilogueRead>& reads);
 
+// `inline float name(float x0)`: a program of x0 alone as an OpenCL C
+// function (FusedMlp's hidden activation), placed after epilogue_cl's text
+// (whose helpers it may call). Throws Error if it reads another operand.
+std::string epilogue_function_cl(const Epilogue& e, const std::string& name);
+
 }  // namespace texplan::runtime

@@ -184,6 +184,7 @@ const std::map<std::string, Lowering>& table() {
       {"FusedConv", lower_fused_conv}, {"FusedMatMul", lower_fused_matmul},
       {"FusedElementwise", lower_fused_elementwise},
       {"FusedConvMaxPool", lower_fused_conv_maxpool},
+      {"FusedMlp", lower_fused_mlp},
   };
   return t;
 }

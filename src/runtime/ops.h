@@ -345,6 +345,7 @@ bool lower_matmul(NodeBuilder& b, bool trans_b, const FusedTail& tail);  // Fuse
 bool lower_fused_conv(NodeBuilder& b);         // ops_fused.cpp
 bool lower_fused_matmul(NodeBuilder& b);
 bool lower_fused_elementwise(NodeBuilder& b);
+bool lower_fused_mlp(NodeBuilder& b);
 // FusedConvMaxPool (ops_conv.cpp): 2x2/2 windows on GPUs are an implicit GEMM
 // with no recomputation; overlapping windows a tiled direct conv that
 // recomputes only the edges of each tile's conv region (on PoCL still 1.5-2x

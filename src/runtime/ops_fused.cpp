@@ -92,6 +92,40 @@ bool lower_fused_conv(NodeBuilder& b) {
   return make_tail(b, 3, true, tail, end) && lower_conv(b, tail);
 }
 
+// FusedMlp (fused.cl mlp2): one work-group per image, 256 items on GPUs
+// and one on CPU devices (PoCL runs a group on one thread); the hidden
+// vector in local memory.
+bool lower_fused_mlp(NodeBuilder& b) {
+  if (b.inputs() != 5 || !b.has_in(0) || !b.has_in(1) || !b.has_in(3)) return false;
+  const Shape &x = b.in(0).shape, &w1 = b.in(1).shape, &w2 = b.in(3).shape, &y = b.out(0).shape;
+  if (x.size() != 4 || w1.size() != 4 || w2.size() != 4 || x[2] * x[3] != 1 || w1[1] != x[1] ||
+      w1[2] * w1[3] != 1 || w2[1] != w1[0] || w2[2] * w2[3] != 1 || y != Shape{x[0], w2[0], 1, 1})
+    return false;
+  for (int i = 0; i < 5; ++i)
+    if (b.has_in(i) && !float32(b.in(i))) return false;
+  const int64_t N = x[0], C = x[1], HID = w1[0], O = w2[0];
+  if (N * O == 0) return true;
+  if (HID * 4 > b.device().info().local_mem_bytes) return false;
+  FusedTail tail;
+  if (!make_tail(b, 5, true, tail)) return false;
+  Node hidden;
+  hidden.name = b.node.name;
+  if (b.node.has("hidden_program")) hidden.attrs["program"] = b.node.attrs.at("hidden_program");
+  const std::string prelude = tail.prelude + "\n" + epilogue_function_cl(Epilogue::parse(hidden), "mlp_hidden");
+  const size_t items = b.device_type() == "cpu" && !gpu_kernels_forced() ? 1 : 256;
+  Range r;
+  r.dims = 1;
+  r.has_local = true;
+  r.local[0] = items;
+  r.global[0] = size_t(N) * items;
+  const TensorArg dummy = b.arg_in(0);
+  b.launch(Source("fused.cl", "-DMLP_HID=" + std::to_string(HID), prelude), "mlp2", r, b.arg_in(0), b.arg_in(1),
+           b.has_in(2) ? b.arg_in(2) : dummy, b.arg_in(3), b.has_in(4) ? b.arg_in(4) : dummy, b.arg_out(0), i32(C),
+           i32(O), cl_int(b.has_in(2)), cl_int(b.has_in(4)));
+  tail.append_args(b);
+  return true;
+}
+
 bool lower_fused_matmul(NodeBuilder& b) {
   if (b.inputs() < 2) return false;
   FusedTail tail;

@@ -51,6 +51,8 @@ NodeCost node_cost(const Graph& g, const Node& n) {
   } else if (op == "Gemm") {
     bool ta = n.get_int("transA", 0) != 0;
     if (a->size() == 2) c.flops = 2 * tail(*y, 0) * double(ta ? (*a)[0] : (*a)[1]);
+  } else if (op == "FusedMlp" && in(3)) {  // W1 [H, C, 1, 1], W2 [O, H, 1, 1]: two matrix-vector products per image
+    c.flops = 2 * double((*a)[0]) * (tail(*b, 0) + tail(*in(3), 0));
   } else if (op == "MatMul" || op == "FusedMatMul") {
     const std::optional<OperandView> v = operand_view(n, 0);  // A read through a view: its logical shape
     c.flops = 2 * tail(*y, 0) * double(v ? v->shape.back() : a->back());
