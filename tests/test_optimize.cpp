@@ -496,6 +496,8 @@ TEST(Optimize, FullyConnectedPairsBecomeOneMlp) {
   OptimizeOptions off;
   off.mlp_fusion = false;
   EXPECT_EQ(optimize(unfused, off).fused_mlps, 0);
+  EXPECT_FALSE(runtime::runnable({}, "gpu").mlp_fusion);
+  ASSERT_TRUE(runtime::runnable({}, "cpu").mlp_fusion);
   const OptimizeReport rep = optimize(g, runtime::runnable({}, "cpu"));
   EXPECT_EQ(rep.fused_mlps, 1);
   int mlps = 0, convs = 0;
@@ -520,7 +522,7 @@ TEST(Optimize, FullyConnectedPairsBecomeOneMlp) {
   expect_all(run_all(g, nullptr));
   auto dev = runtime::open_device("pocl");
   expect_all(run_all(g, dev));
-  runtime::force_conv_variant("gpu");  // the GPU form: 256 items per group
+  runtime::force_conv_variant("gpu");  // the form for other devices: 256 items per group
   expect_all(run_all(g, dev));
   runtime::force_conv_variant("");
 }

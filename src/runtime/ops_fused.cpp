@@ -92,8 +92,8 @@ bool lower_fused_conv(NodeBuilder& b) {
   return make_tail(b, 3, true, tail, end) && lower_conv(b, tail);
 }
 
-// FusedMlp (fused.cl mlp2): one work-group per image, 256 items on GPUs
-// and one on CPU devices (PoCL runs a group on one thread); the hidden
+// FusedMlp (fused.cl mlp2): one work-group per image, one item on CPU
+// devices (PoCL runs a group on one thread), 256 elsewhere; the hidden
 // vector in local memory.
 bool lower_fused_mlp(NodeBuilder& b) {
   if (b.inputs() != 5 || !b.has_in(0) || !b.has_in(1) || !b.has_in(3)) return false;

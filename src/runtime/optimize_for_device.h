@@ -15,7 +15,9 @@ namespace texplan::runtime {
 // 3x slower than conv + MaxPool on squeezenet (80 -> 242 ms), so there the
 // full-resolution conv output is stored instead (--no-pool-fusion does the
 // same on a GPU). The channel-scale fusion (texplan_channel_scale) is kept
-// on CPU devices only, whose 1x1 GEMM kernel scales its input rows.
+// on CPU devices only, whose 1x1 GEMM kernel scales its input rows; so is
+// FusedMlp, whose kernel runs one work-group per image (on the H100
+// EfficientNet-B0's 16 took 0.57 ms, the model 1.35 ms against 0.97 unfused).
 OptimizeOptions runnable(OptimizeOptions o, const std::string& device_type);
 
 }  // namespace texplan::runtime
