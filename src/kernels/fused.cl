@@ -13,24 +13,23 @@ __kernel void fused_elementwise(__global float* y, int yo, int n EPI_PARAMS) {
 // connected layers of a vector: h = mlp_hidden(W1 x + b1) (HID values, in
 // local memory), then Y = EPI(W2 h + b2). Each layer's rows are dealt round
 // the work-items, a row's dot product along its contiguous weights four at
-// a time: the GPUs' 256 items, or one item on CPU devices (PoCL runs a
-// group on one thread and vectorizes the float4s).
-inline float mlp_dot(__global const float* w, __global const float* x, int n) {
-  float4 s = (float4)(0.0f);
-  int k = 0;
-  for (; k + 4 <= n; k += 4) s = fma(vload4(0, w + k), vload4(0, x + k), s);
-  float r = (s.x + s.y) + (s.z + s.w);
-  for (; k < n; ++k) r = fma(w[k], x[k], r);
-  return r;
-}
-inline float mlp_dot_local(__global const float* w, __local const float* x, int n) {
-  float4 s = (float4)(0.0f);
-  int k = 0;
-  for (; k + 4 <= n; k += 4) s = fma(vload4(0, w + k), vload4(0, x + k), s);
-  float r = (s.x + s.y) + (s.z + s.w);
-  for (; k < n; ++k) r = fma(w[k], x[k], r);
-  return r;
-}
+// a time: one item on CPU devices (PoCL runs a group on one thread and
+// vectorizes the float4s), 256 elsewhere (where runtime::runnable keeps
+// the fusion off: on the H100 one group per image lost to two wide GEMVs).
+//
+// A row's dot product with x in one address space (OpenCL 1.2 has no
+// generic one): the same function for global and local x.
+#define MLP_DOT(name, space)                                                                         \
+  inline float name(__global const float* w, space const float* x, int n) {                          \
+    float4 s = (float4)(0.0f);                                                                       \
+    int k = 0;                                                                                       \
+    for (; k + 4 <= n; k += 4) s = fma(vload4(0, w + k), vload4(0, x + k), s);                       \
+    float r = (s.x + s.y) + (s.z + s.w);                                                             \
+    for (; k < n; ++k) r = fma(w[k], x[k], r);                                                       \
+    return r;                                                                                        \
+  }
+MLP_DOT(mlp_dot, __global)
+MLP_DOT(mlp_dot_local, __local)
 #ifdef MLP_HID
 __kernel void mlp2(__global const float* X, int xo, __global const float* W1, int w1o, __global const float* B1,
                    int b1o, __global const float* W2, int w2o, __global const float* B2, int b2o, __global float* Y,
