@@ -156,6 +156,18 @@ TEST(Device, PoclIsListedAndHasAProfile) {
   EXPECT_EQ(runtime::open_device("opencl:" + std::to_string(d->info().index)).get(), d.get());
 }
 
+// POCL_AFFINITY as this process started, before any OpenCL call.
+const char* const kInitialPoclAffinity = std::getenv("POCL_AFFINITY");
+
+// Listing devices pins PoCL's worker threads (POCL_AFFINITY=1) unless the
+// user chose otherwise: the user's value stays.
+TEST(Device, PoclThreadsPinnedUnlessTheUserChose) {
+  ASSERT_FALSE(runtime::list_devices().empty());
+  const char* now = std::getenv("POCL_AFFINITY");
+  ASSERT_NE(now, nullptr);
+  EXPECT_STREQ(now, kInitialPoclAffinity ? kInitialPoclAffinity : "1");
+}
+
 TEST(Device, SpecsThatMatchNothingListTheDevices) {
   for (std::string spec : {"opencl:99", "nonsense", "opencl:x"}) {
     try {

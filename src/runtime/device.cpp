@@ -78,9 +78,22 @@ T device_value(cl_device_id d, cl_device_info what) {
   return v;
 }
 
+// PoCL's worker threads pinned to their cores (POCL_AFFINITY=1): texplan
+// against onnxruntime on the 2-core AVX-512 machine, 10 alternated pairs of
+// texplan_bench runs, SqueezeNet and MobileNet-V2 at a lower or equal
+// ratio pinned in 9 of 10, BERT-mini in 8, EfficientNet and ShuffleNet in 6
+// (docs/cpu-kernels.md); the threads woken for each kernel otherwise move
+// between cores. PoCL reads the variable when its platform loads, so it is
+// set before the first OpenCL call, and only where the user has not set it.
+void pin_pocl_threads() {
+  static const bool pinned = setenv("POCL_AFFINITY", "1", 0) == 0;
+  (void)pinned;
+}
+
 // All devices in list order: platforms as the ICD loader returns them, then
 // each platform's devices.
 std::vector<cl_device_id> all_device_ids() {
+  pin_pocl_threads();
   cl_uint np = 0;
   cl_int s = clGetPlatformIDs(0, nullptr, &np);
   if (s == -1001 || np == 0) return {};  // no ICD registered: no devices, not an error
