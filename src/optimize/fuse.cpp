@@ -490,6 +490,18 @@ class Fuser {
   }
 };
 
+// A Conv or FusedConv without channel scale that is a plain 1x1 product:
+// one output, X and W present and 4-D, W 1x1, ungrouped, unpadded.
+bool plain_1x1_conv(const Graph& g, const Node& conv) {
+  if ((conv.op_type != "Conv" && conv.op_type != "FusedConv") || channel_scaled(conv) || conv.inputs.size() < 2 ||
+      conv.outputs.size() != 1 || conv.inputs[0] < 0 || conv.inputs[1] < 0)
+    return false;
+  const Shape &x = g.tensors[conv.inputs[0]].shape, &w = g.tensors[conv.inputs[1]].shape;
+  const std::string auto_pad = conv.get_string("auto_pad", "NOTSET");
+  return x.size() == 4 && w.size() == 4 && w[2] == 1 && w[3] == 1 && conv.get_int("group", 1) == 1 &&
+         all_equal(conv.get_ints("pads", {0, 0, 0, 0}), 0) && (auto_pad == "NOTSET" || auto_pad == "VALID");
+}
+
 // Per tensor: the node writing it (-1: none) and how many inputs read it.
 struct Links {
   std::vector<int> producer, uses;
@@ -573,16 +585,11 @@ int channel_scales_into_convs(Graph& g) {
   int fused = 0;
   for (int k = 0; k < int(g.nodes.size()); ++k) {
     Node& conv = g.nodes[k];
-    if ((conv.op_type != "Conv" && conv.op_type != "FusedConv") || channel_scaled(conv) ||
-        conv.inputs.size() < 2 || conv.outputs.size() != 1 || conv.inputs[0] < 0 || conv.inputs[1] < 0)
-      continue;
+    if (!plain_1x1_conv(g, conv)) continue;
     const int x = conv.inputs[0];
     const Shape& xs = g.tensors[x].shape;
-    const Shape& w = g.tensors[conv.inputs[1]].shape;
-    if (xs.size() != 4 || w.size() != 4 || w[2] != 1 || w[3] != 1 || xs[2] * xs[3] < 2 ||
-        conv.get_int("group", 1) != 1 || !all_equal(conv.get_ints("strides", {1, 1}), 1) ||
-        !all_equal(conv.get_ints("dilations", {1, 1}), 1) || !all_equal(conv.get_ints("pads", {0, 0, 0, 0}), 0) ||
-        (conv.get_string("auto_pad", "NOTSET") != "NOTSET" && conv.get_string("auto_pad", "NOTSET") != "VALID"))
+    if (xs[2] * xs[3] < 2 || !all_equal(conv.get_ints("strides", {1, 1}), 1) ||
+        !all_equal(conv.get_ints("dilations", {1, 1}), 1))
       continue;
     if (producer[x] < 0 || uses[x] != 1 || g.tensors[x].is_output || !is_f32(g.tensors[x])) continue;
     const Node& mul = g.nodes[size_t(producer[x])];
@@ -619,16 +626,10 @@ namespace {
 // one-pixel map ([N, C, 1, 1]), ungrouped and unpadded, with no epilogue
 // inputs and no channel scale.
 bool dense_conv(const Graph& g, const Node& conv) {
-  if ((conv.op_type != "Conv" && conv.op_type != "FusedConv") || channel_scaled(conv) || conv.inputs.size() < 2 ||
-      conv.inputs.size() > 3 || conv.outputs.size() != 1 || conv.inputs[0] < 0 || conv.inputs[1] < 0 ||
-      conv.outputs[0] < 0)
-    return false;
+  if (!plain_1x1_conv(g, conv) || conv.inputs.size() > 3 || conv.outputs[0] < 0) return false;
   const Tensor &x = g.tensors[conv.inputs[0]], &w = g.tensors[conv.inputs[1]], &y = g.tensors[conv.outputs[0]];
-  return x.shape.size() == 4 && x.shape[2] == 1 && x.shape[3] == 1 && w.shape.size() == 4 && w.shape[2] == 1 &&
-         w.shape[3] == 1 && w.shape[1] == x.shape[1] && y.shape == Shape{x.shape[0], w.shape[0], 1, 1} &&
-         is_f32(x) && is_f32(w) && is_f32(y) && conv.get_int("group", 1) == 1 &&
-         all_equal(conv.get_ints("pads", {0, 0, 0, 0}), 0) &&
-         (conv.get_string("auto_pad", "NOTSET") == "NOTSET" || conv.get_string("auto_pad", "NOTSET") == "VALID") &&
+  return x.shape[2] == 1 && x.shape[3] == 1 && w.shape[1] == x.shape[1] &&
+         y.shape == Shape{x.shape[0], w.shape[0], 1, 1} && is_f32(x) && is_f32(w) && is_f32(y) &&
          Epilogue::parse(conv).inputs() <= 1;
 }
 

@@ -104,6 +104,8 @@ struct Forced {
   std::string winograd_build;    // "winograd:dng", ":dnm": diagnostic builds (measurements only)
   std::string winograd_weights;  // "winograd:raw": untransformed packed weights (measurements only)
   int64_t winograd_tiles = 32;   // "winograd:t16": 16 tiles per 128-item work-group (measurements)
+  bool winograd_db = false;      // ":db": chunks in two buffers (WG_DB); ":db8" with 8-channel chunks
+  bool winograd_ck8 = false;
 };
 Forced& forced() {
   static Forced f;
@@ -412,15 +414,16 @@ void launch_winograd(NodeBuilder& b, const ConvGeometry& g, bool has_bias, const
   const bool mma = b.tf32 && tf32_supported(b.device());
   // Tiles per work-group (BT): 32, or 16 in 128-item groups (fp32 only;
   // the variant's form double-buffered, forced forms as forced).
+  const Forced& f = forced();
   const bool halves = !mma && v.wg_tiles == 16;
-  const int64_t bt = mma ? 32 : halves ? 16 : forced().winograd_tiles;
+  const int64_t bt = mma ? 32 : halves ? 16 : f.winograd_tiles;
+  const bool db = !mma && (halves || f.winograd_db);
   const int64_t tiles = ceil_div(g.OH, 2) * ceil_div(g.OW, 2), total = g.N * g.OC * g.OH * g.OW;
   Range r = group_range({size_t(ceil_div(tiles, bt)), size_t(ceil_div(g.OC, 32)), size_t(g.N * v.splits)},
                         {size_t(8 * bt), 1, 1});
-  std::string build = forced().winograd_build + (bt != 32 ? " -DWG_BT=" + std::to_string(bt) : "");
-  if (size_t db = build.find(" -DWG_DB"); mma && db != std::string::npos) build.erase(db, 8);  // fp32's form
-  if (halves && build.find(" -DWG_DB") == std::string::npos) build += " -DWG_DB";
-  const bool pre = forced().winograd_weights != "raw";
+  const std::string build = f.winograd_build + (bt != 32 ? " -DWG_BT=" + std::to_string(bt) : "") +
+                            (db ? " -DWG_DB" : "") + (db && f.winograd_ck8 ? " -DWG_CK=8" : "");
+  const bool pre = f.winograd_weights != "raw";
   // TEXPLAN_PTX on NVIDIA: split-K's red.global.add (common.cl split_add); nothing else reads it here.
   auto source = [&](const std::string& defines, const std::string& prelude) {
     const std::string form = defines + build + (pre ? " -DWG_PRE" : "");
@@ -723,14 +726,14 @@ void force_conv_variant(const std::string& variant) {
       else if (o == "dnm") f.winograd_build += " -DWG_DIAG_NO_GEMM";
       else if (o == "raw") f.winograd_weights = o;
       else if (o == "pf2") f.winograd_build += " -DWG_PREFETCH2";  // two chunks in flight in the fp32 build
-      else if (o == "db") f.winograd_build += " -DWG_DB";  // 4-channel chunks in two buffers (fp32 build)
-      else if (o == "db8") f.winograd_build += " -DWG_DB -DWG_CK=8";  // 8-channel chunks: with :t16 only
+      else if (o == "db") f.winograd_db = true;  // 4-channel chunks in two buffers (fp32 build)
+      else if (o == "db8") f.winograd_db = f.winograd_ck8 = true;  // 8-channel chunks: with :t16 only
       else if (o == "t16") f.winograd_tiles = 16;
       else if (!o.empty()) throw Error("no Winograd build variant :" + o + " (:dng, :dnm, :raw, :pf2, :db, :db8, :t16)");
     }
-    if (f.winograd_weights == "raw" && (f.winograd_tiles != 32 || f.winograd_build.find("WG_DB") != std::string::npos))
+    if (f.winograd_weights == "raw" && (f.winograd_tiles != 32 || f.winograd_db))
       throw Error("winograd:raw takes neither :db nor :t16");
-    if (f.winograd_tiles == 32 && f.winograd_build.find("WG_CK=8") != std::string::npos)
+    if (f.winograd_tiles == 32 && f.winograd_ck8)
       throw Error("winograd:db8 needs :t16 (two buffers of 32 tiles exceed 48 KB of local memory)");
   } else if (!variant.empty() && tiles != "gpu") {
     f.taps = tiles.rfind("taps:", 0) == 0;
