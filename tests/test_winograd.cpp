@@ -30,10 +30,11 @@ struct ForceVariant {
 };
 
 // One node: inputs (an empty tensor: omitted), the output over input
-// `over` (-1: its own storage), tensors at odd offsets of one buffer; the
-// result of its launches, and their kernel names in `kernels`.
+// `over` (-1: its own storage), tensors in one buffer from offset `first`;
+// the result of its launches, and their kernel names in `kernels`.
 HostTensor run_node(const std::string& op, const std::vector<HostTensor>& inputs, std::map<std::string, Attribute> attrs,
-                    const Shape& out_shape, int over, std::vector<std::string>& kernels, bool tf32 = false) {
+                    const Shape& out_shape, int over, std::vector<std::string>& kernels, bool tf32 = false,
+                    int64_t first = 3) {
   auto dev = test_device();
   Graph g;
   g.model_name = "winograd_test";
@@ -43,7 +44,7 @@ HostTensor run_node(const std::string& op, const std::vector<HostTensor>& inputs
   n.op_type = op;
   n.attrs = std::move(attrs);
   std::vector<int64_t> offset;
-  int64_t next = 3;
+  int64_t next = first;  // X's offset: odd unless a test asks for an even one
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].shape.empty()) {
       n.inputs.push_back(-1);
@@ -143,7 +144,10 @@ void expect_winograd(const std::string& variant, Shape x, int64_t oc, int64_t pa
   HostTensor out;
   {
     ForceVariant force(variant);
-    out = run_node(op, in, attrs, expected.shape, in_place ? 3 : -1, kernels, tf32);
+    // Winograd reads X's rows as float2s (WG_PAIRS) only from an even
+    // offset: odd for the forms without, else even.
+    const int64_t first = variant.find(":nopairs") != std::string::npos ? 3 : 4;
+    out = run_node(op, in, attrs, expected.shape, in_place ? 3 : -1, kernels, tf32, first);
   }
   const double e = rel_error(out, expected);
   if (tf32 && runtime::tf32_supported(*test_device())) {  // the products on tensor cores: tf32's rounding
@@ -191,10 +195,12 @@ TEST(Winograd, RawPackedWeights) {
 // Measured forms of the fp32 build: 16 tiles per 128-item work-group
 // (":t16"), 4-channel chunks in two buffers with two items per input patch
 // (":db"), both, and 16 tiles with 8-channel chunks in two buffers
-// (":t16:db8"); ragged tiles, channels and output-channel blocks, split,
-// pooled, a residual in place.
+// (":t16:db8"), and rows read a float at a time from an odd offset
+// (":nopairs", as where W or X's offset is odd); ragged tiles, channels and
+// output-channel blocks, split, pooled, a residual in place.
 TEST(Winograd, TileAndBufferForms) {
-  for (const std::string v : {"winograd:t16", "winograd:db", "winograd:t16:db", "winograd:t16:db8"}) {
+  for (const std::string v :
+       {"winograd:t16", "winograd:db", "winograd:t16:db", "winograd:t16:db8", "winograd:nopairs", "winograd:t16:db:nopairs"}) {
     expect_winograd(v, {1, 5, 9, 11}, 7, 1, true);
     expect_winograd(v, {1, 13, 16, 16}, 70, 1, true);
     expect_winograd(v, {2, 9, 7, 6}, 33, 0, true);

@@ -106,6 +106,7 @@ struct Forced {
   int64_t winograd_tiles = 32;   // "winograd:t16": 16 tiles per 128-item work-group (measurements)
   bool winograd_db = false;      // ":db": chunks in two buffers (WG_DB); ":db8" with 8-channel chunks
   bool winograd_ck8 = false;
+  bool winograd_pairs = true;    // ":nopairs": no WG_PAIRS (a measurement)
 };
 Forced& forced() {
   static Forced f;
@@ -421,9 +422,12 @@ void launch_winograd(NodeBuilder& b, const ConvGeometry& g, bool has_bias, const
   const int64_t tiles = ceil_div(g.OH, 2) * ceil_div(g.OW, 2), total = g.N * g.OC * g.OH * g.OW;
   Range r = group_range({size_t(ceil_div(tiles, bt)), size_t(ceil_div(g.OC, 32)), size_t(g.N * v.splits)},
                         {size_t(8 * bt), 1, 1});
-  const std::string build = f.winograd_build + (bt != 32 ? " -DWG_BT=" + std::to_string(bt) : "") +
-                            (db ? " -DWG_DB" : "") + (db && f.winograd_ck8 ? " -DWG_CK=8" : "");
   const bool pre = f.winograd_weights != "raw";
+  // WG_PAIRS: input rows as aligned float2s, where W and X's offset are even.
+  const bool pairs = f.winograd_pairs && g.W % 2 == 0 && b.arg_in(0).offset % 2 == 0;
+  const std::string build = f.winograd_build + (bt != 32 ? " -DWG_BT=" + std::to_string(bt) : "") +
+                            (db ? " -DWG_DB" : "") + (db && f.winograd_ck8 ? " -DWG_CK=8" : "") +
+                            (pairs ? std::string(" -DWG_PAIRS=") + (g.pw % 2 ? "1" : "2") : "");
   // TEXPLAN_PTX on NVIDIA: split-K's red.global.add (common.cl split_add); nothing else reads it here.
   auto source = [&](const std::string& defines, const std::string& prelude) {
     const std::string form = defines + build + (pre ? " -DWG_PRE" : "");
@@ -729,7 +733,9 @@ void force_conv_variant(const std::string& variant) {
       else if (o == "db") f.winograd_db = true;  // 4-channel chunks in two buffers (fp32 build)
       else if (o == "db8") f.winograd_db = f.winograd_ck8 = true;  // 8-channel chunks: with :t16 only
       else if (o == "t16") f.winograd_tiles = 16;
-      else if (!o.empty()) throw Error("no Winograd build variant :" + o + " (:dng, :dnm, :raw, :pf2, :db, :db8, :t16)");
+      else if (o == "nopairs") f.winograd_pairs = false;  // input rows read a float at a time
+      else if (!o.empty())
+        throw Error("no Winograd build variant :" + o + " (:dng, :dnm, :raw, :pf2, :db, :db8, :t16, :nopairs)");
     }
     if (f.winograd_weights == "raw" && (f.winograd_tiles != 32 || f.winograd_db))
       throw Error("winograd:raw takes neither :db nor :t16");
