@@ -173,10 +173,10 @@ void conv2d_winograd(__global const float* X, __global const float* Wt, __global
 // row): 3 float2 loads from the even column before an odd first column
 // (WG_PAIRS=1), 2 from an even one (WG_PAIRS=2). A warp's loads then touch
 // only the bytes it uses: on the H100 VGG's and U-Net's 3x3 convs ran 3-8%
-// faster in fp32, 3-11% in tf32 (docs/precision.md). (Written as (D + 4 * i)[k]: stored as
-// D[4 * i + k], or through a pointer variable, ptxas gave the 16-tile form
-// 191 registers instead of 162, two work-groups per SM instead of three,
-// 12% slower.)
+// faster in fp32, 3-11% in tf32 (docs/precision.md). Keep the spelling:
+// builds that wrote these stores or the local indices differently got the
+// 16-tile form 191 registers from ptxas instead of 162, two work-groups per
+// SM instead of three, 12% slower (the device's gputests step checks it).
 #if WG_PAIRS == 1
 #define WG_ROW(D, i)                                                                  \
   {                                                                                   \
