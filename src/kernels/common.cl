@@ -82,4 +82,64 @@ inline void split_add(__global float* p, float v) {
   }
 }
 #endif
+
+// Split-K in one launch (conv_winograd.cl): no zeroing pass before the
+// slices and no epilogue pass after them. The slices of one output block
+// meet through two ints of a state buffer the host creates zeroed, and
+// which every launch leaves zero: [0] slices arrived, [1] slices done (plus
+// one once the block is zeroed). The first slice to arrive zeroes the block
+// (split_first, split_zeroed); every slice waits for that before adding
+// (split_wait_zeroed: it finished long before, the products lie between);
+// the last to be done applies the epilogue and resets the state
+// (split_last, split_reset). Only a work-group that has started can hold
+// the first ticket, so a wait never depends on one not yet scheduled.
+// Saves VGG-16's 14x14 convs two launches each (H100: docs/precision.md).
+inline void split_fence(void) {
+#ifdef TEXPLAN_PTX
+  asm volatile("fence.acq_rel.gpu;" ::: "memory");  // device scope: other SMs see the stores
+#else
+  mem_fence(CLK_GLOBAL_MEM_FENCE);
+#endif
+}
+// Whether this work-group is the block's first slice to arrive; `flag`:
+// local scratch the caller lends (free before and after).
+inline bool split_first(__global int* state, __local int* flag) {
+  if (get_local_id(0) == 0) *flag = atomic_inc(state);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const bool first = *flag == 0;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return first;
+}
+// Every slice, after the first's zeroing stores (no barrier in a branch:
+// PoCL then ran the first item's increment in every item).
+inline void split_zeroed(__global int* state, bool first) {
+  split_fence();
+  barrier(CLK_GLOBAL_MEM_FENCE);
+  if (first && get_local_id(0) == 0) atomic_inc(state + 1);
+}
+// Every slice, before its adds.
+inline void split_wait_zeroed(__global int* state) {
+  if (get_local_id(0) == 0)
+    while (atomic_add(state + 1, 0) == 0) {
+    }
+  barrier(CLK_GLOBAL_MEM_FENCE);
+  split_fence();
+}
+// After the slice's adds: whether it is the block's last (`last`: the
+// count the last one sees, splits, or splits - 1 where nothing zeroed).
+inline bool split_last(__global int* state, __local int* flag, int last) {
+  split_fence();
+  barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+  if (get_local_id(0) == 0) *flag = atomic_inc(state + 1);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const bool is_last = *flag == last;
+  if (is_last) split_fence();
+  return is_last;
+}
+inline void split_reset(__global int* state) {
+  if (get_local_id(0) == 0) {
+    atomic_xchg(state, 0);
+    atomic_xchg(state + 1, 0);
+  }
+}
 #endif

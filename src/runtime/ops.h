@@ -212,6 +212,10 @@ class NodeBuilder {
   // candidates share it). The session keeps only the buffers that the
   // launches it takes read.
   MemArg packed(const std::string& key, const std::function<std::vector<float>()>& make);
+  // A read-write device buffer of `n` ints, zero when created, once per
+  // `key` and node: state that every launch leaves as it found it (split-K's
+  // per-block counters, common.cl split_first).
+  MemArg zeroed_ints(const std::string& key, size_t n);
   std::vector<cl_mem> buffers;
 
  private:

@@ -419,7 +419,7 @@ void launch_winograd(NodeBuilder& b, const ConvGeometry& g, bool has_bias, const
   const bool halves = !mma && v.wg_tiles == 16;
   const int64_t bt = mma ? 32 : halves ? 16 : f.winograd_tiles;
   const bool db = !mma && (halves || f.winograd_db);
-  const int64_t tiles = ceil_div(g.OH, 2) * ceil_div(g.OW, 2), total = g.N * g.OC * g.OH * g.OW;
+  const int64_t tiles = ceil_div(g.OH, 2) * ceil_div(g.OW, 2);
   Range r = group_range({size_t(ceil_div(tiles, bt)), size_t(ceil_div(g.OC, 32)), size_t(g.N * v.splits)},
                         {size_t(8 * bt), 1, 1});
   const bool pre = f.winograd_weights != "raw";
@@ -448,10 +448,17 @@ void launch_winograd(NodeBuilder& b, const ConvGeometry& g, bool has_bias, const
     args(source("-DPOOL2", tail.prelude));
     tail.append_args(b);
   } else if (v.splits > 1) {
-    launch_splitk_zero(b, Source("gemm.cl", "-DSPLITK"), b.arg_out(0), total, tail);
+    // One launch: the slices zero the output and apply the epilogue
+    // themselves (common.cl split_first .. split_reset), through two ints
+    // per output block.
+    const bool onto_y = splits_onto_residual(b, tail);
+    const std::string& prelude = onto_y ? tail.residual_prelude : tail.prelude;
     p.splits = i32(v.splits), p.kslice = i32(v.kslice);
-    args(source("-DSPLITK", ""));
-    launch_splitk_finish(b, b.arg_out(0), total, tail);
+    args(source(std::string("-DSPLITK") + (onto_y ? " -DSPLIT_ONTO_Y" : "") + (prelude.empty() ? "" : " -DSPLIT_FINISH"),
+                prelude));
+    const size_t blocks = r.global[0] / r.local[0] * r.global[1] / r.local[1] * size_t(g.N);
+    b.more_args(b.zeroed_ints("winograd split state " + std::to_string(blocks), 2 * blocks));
+    if (!prelude.empty()) tail.append_args(b);
   } else {
     args(source("", tail.prelude));
     tail.append_args(b);
