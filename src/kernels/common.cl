@@ -62,6 +62,12 @@ inline void strided_offset2(int i, Dims dims, Dims sa, Dims sb, int* oa, int* ob
   *ob = b;
 }
 
+// Split-K's kernels take the per-block state after their parameters.
+#ifdef SPLITK
+#define SPLIT_PARAMS , __global int* State
+#else
+#define SPLIT_PARAMS
+#endif
 #ifdef SPLITK
 // Split-K's partial sums added into Y (gemm.cl, gemm_mma.cl). TEXPLAN_PTX
 // (NVIDIA's own driver only, which offers no float atomics): inline PTX, a
@@ -83,7 +89,7 @@ inline void split_add(__global float* p, float v) {
 }
 #endif
 
-// Split-K in one launch (conv_winograd.cl): no zeroing pass before the
+// Split-K in one launch (conv_winograd.cl, gemm.cl, gemm_mma.cl): no zeroing pass before the
 // slices and no epilogue pass after them. The slices of one output block
 // meet through two ints of a state buffer the host creates zeroed, and
 // which every launch leaves zero: [0] slices arrived, [1] slices done (plus
@@ -94,6 +100,8 @@ inline void split_add(__global float* p, float v) {
 // (split_last, split_reset). Only a work-group that has started can hold
 // the first ticket, so a wait never depends on one not yet scheduled.
 // Saves VGG-16's 14x14 convs two launches each (H100: docs/precision.md).
+// The work-group's first item (gemm.cl's groups are 16 x 16).
+inline bool split_leader(void) { return get_local_id(0) == 0 && get_local_id(1) == 0 && get_local_id(2) == 0; }
 inline void split_fence(void) {
 #ifdef TEXPLAN_PTX
   asm volatile("fence.acq_rel.gpu;" ::: "memory");  // device scope: other SMs see the stores
@@ -104,7 +112,7 @@ inline void split_fence(void) {
 // Whether this work-group is the block's first slice to arrive; `flag`:
 // local scratch the caller lends (free before and after).
 inline bool split_first(__global int* state, __local int* flag) {
-  if (get_local_id(0) == 0) *flag = atomic_inc(state);
+  if (split_leader()) *flag = atomic_inc(state);
   barrier(CLK_LOCAL_MEM_FENCE);
   const bool first = *flag == 0;
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -115,11 +123,11 @@ inline bool split_first(__global int* state, __local int* flag) {
 inline void split_zeroed(__global int* state, bool first) {
   split_fence();
   barrier(CLK_GLOBAL_MEM_FENCE);
-  if (first && get_local_id(0) == 0) atomic_inc(state + 1);
+  if (first && split_leader()) atomic_inc(state + 1);
 }
 // Every slice, before its adds.
 inline void split_wait_zeroed(__global int* state) {
-  if (get_local_id(0) == 0)
+  if (split_leader())
     while (atomic_add(state + 1, 0) == 0) {
     }
   barrier(CLK_GLOBAL_MEM_FENCE);
@@ -130,16 +138,68 @@ inline void split_wait_zeroed(__global int* state) {
 inline bool split_last(__global int* state, __local int* flag, int last) {
   split_fence();
   barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
-  if (get_local_id(0) == 0) *flag = atomic_inc(state + 1);
+  if (split_leader()) *flag = atomic_inc(state + 1);
   barrier(CLK_LOCAL_MEM_FENCE);
   const bool is_last = *flag == last;
   if (is_last) split_fence();
   return is_last;
 }
 inline void split_reset(__global int* state) {
-  if (get_local_id(0) == 0) {
+  if (split_leader()) {
     atomic_xchg(state, 0);
     atomic_xchg(state + 1, 0);
   }
 }
+// This work-group's block's two ints: grid z = batch * splits + slice, one
+// block per (batch, group x, group y).
+inline __global int* split_state(__global int* State, int splits) {
+  const int z = (int)get_group_id(2) / splits;
+  return State + 2 * ((z * (int)get_num_groups(1) + (int)get_group_id(1)) * (int)get_num_groups(0) + (int)get_group_id(0));
+}
+// Before a slice's adds: the block zeroed.
+#ifdef SPLIT_ONTO_Y
+#define SPLIT_WAIT(st)
+#else
+#define SPLIT_WAIT(st) split_wait_zeroed(st);
+#endif
+// The count the block's last slice sees in split_last.
+#ifdef SPLIT_ONTO_Y
+#define SPLIT_LAST (splits - 1)
+#else
+#define SPLIT_LAST splits  // the zeroing counted one
+#endif
+// gemm.cl and gemm_mma.cl: the block is rows [m0, m0 + BR) x columns
+// [n0, n0 + BC) of the M x N matrix at Yb, EPI's index y0 + m N + n; item
+// `it` of `nt`. At the start (zeroes it where this slice is the first), and
+// after the adds (the last slice applies the epilogue, reading the sums
+// past its SM's L1, and resets the state).
+#ifdef SPLIT_ONTO_Y
+#define SPLIT_RECT_BEGIN(st, flag, Yb, m0, n0, BR, BC, M, N, it, nt)
+#else
+#define SPLIT_RECT_BEGIN(st, flag, Yb, m0, n0, BR, BC, M, N, it, nt)                    \
+  {                                                                                     \
+    const bool first_ = split_first(st, flag);                                          \
+    if (first_)                                                                         \
+      for (int p_ = (it); p_ < (BR) * (BC); p_ += (nt)) {                               \
+        const int m_ = (m0) + p_ / (BC), n_ = (n0) + p_ % (BC);                         \
+        if (m_ < (M) && n_ < (N)) (Yb)[m_ * (N) + n_] = 0.0f;                           \
+      }                                                                                 \
+    split_zeroed(st, first_);                                                           \
+  }
+#endif
+#ifdef SPLIT_FINISH
+#define SPLIT_RECT_EPILOGUE(Yb, y0, m0, n0, BR, BC, M, N, it, nt)                       \
+  for (int p_ = (it); p_ < (BR) * (BC); p_ += (nt)) {                                   \
+    const int m_ = (m0) + p_ / (BC), n_ = (n0) + p_ % (BC);                             \
+    if (m_ < (M) && n_ < (N))                                                           \
+      (Yb)[m_ * (N) + n_] = EPI(((volatile __global const float*)(Yb))[m_ * (N) + n_], (y0) + m_ * (N) + n_); \
+  }
+#else
+#define SPLIT_RECT_EPILOGUE(Yb, y0, m0, n0, BR, BC, M, N, it, nt)
+#endif
+#define SPLIT_RECT_END(st, flag, Yb, y0, m0, n0, BR, BC, M, N, it, nt)                  \
+  if (split_last(st, flag, SPLIT_LAST)) {                                               \
+    SPLIT_RECT_EPILOGUE(Yb, y0, m0, n0, BR, BC, M, N, it, nt)                           \
+    split_reset(st);                                                                    \
+  }
 #endif

@@ -104,7 +104,6 @@
 #error "SPLITK and POOL2 do not combine"
 #endif
 #ifdef SPLITK
-#define SPLIT_PARAMS , __global int* State  // two ints per output block, zero between launches
 // Output p (0 .. 4 BM BT - 1) of the work-group's block: its offset in the
 // image's Y, or -1 past the edges.
 inline int wg_block_output(int p, int m0, int t0, int OC, int OH, int OW, int T, int TW) {
@@ -112,8 +111,6 @@ inline int wg_block_output(int p, int m0, int t0, int OC, int OH, int OW, int T,
   const int oth = tile / TW, oh = 2 * oth + (k >> 1), ow = 2 * (tile - oth * TW) + (k & 1);
   return oc < OC && tile < T && oh < OH && ow < OW ? (oc * OH + oh) * OW + ow : -1;
 }
-#else
-#define SPLIT_PARAMS
 #endif
 
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
@@ -140,7 +137,7 @@ void conv2d_winograd(__global const float* X, __global const float* Wt, __global
 #ifdef SPLITK
   const int img = get_group_id(2) / splits, slice = get_group_id(2) - img * splits;
   const int cbeg = slice * kslice, cend = min(C, cbeg + kslice);
-  __global int* state = State + 2 * ((img * get_num_groups(1) + get_group_id(1)) * get_num_groups(0) + get_group_id(0));
+  __global int* state = split_state(State, splits);
   __global float* yblock = Y + yo + (size_t)img * OC * OH * OW;
 #ifndef SPLIT_ONTO_Y
   const bool first = split_first(state, (__local int*)lds4);
@@ -426,8 +423,8 @@ void conv2d_winograd(__global const float* X, __global const float* Wt, __global
 #endif
   // acc[i][j]: element e of output channel m0 + 4 tm + 4 TMN (i / 4) + i % 4,
   // tile t0 + 4 tt + 4 TTN (j / 4) + j % 4.
-#if defined(SPLITK) && !defined(SPLIT_ONTO_Y)
-  split_wait_zeroed(state);
+#ifdef SPLITK
+  SPLIT_WAIT(state)
 #endif
 #ifdef POOL2
   const int PHW = PH * PW;
@@ -517,12 +514,7 @@ void conv2d_winograd(__global const float* X, __global const float* Wt, __global
     barrier(CLK_LOCAL_MEM_FENCE);
   }
 #ifdef SPLITK
-#ifdef SPLIT_ONTO_Y
-  const int last = splits - 1;
-#else
-  const int last = splits;  // the zeroing counted one
-#endif
-  if (split_last(state, (__local int*)lds4, last)) {
+  if (split_last(state, (__local int*)lds4, SPLIT_LAST)) {
 #ifdef SPLIT_FINISH
     volatile __global const float* sums = yblock;  // the other slices' adds, at L2: past this SM's L1
     for (int p = tid; p < 4 * BM * BT; p += NT) {
