@@ -515,13 +515,7 @@ void conv2d_winograd(__global const float* X, __global const float* Wt, __global
   }
 #ifdef SPLITK
   if (split_last(state, (__local int*)lds4, SPLIT_LAST)) {
-#ifdef SPLIT_FINISH
-    volatile __global const float* sums = yblock;  // the other slices' adds, at L2: past this SM's L1
-    for (int p = tid; p < 4 * BM * BT; p += NT) {
-      const int o = wg_block_output(p, m0, t0, OC, OH, OW, T, TW);
-      if (o >= 0) yblock[o] = EPI(sums[o], img * OC * OH * OW + o);
-    }
-#endif
+    SPLIT_EPILOGUE(yblock, img * OC * OH * OW, 4 * BM * BT, tid, NT, wg_block_output(p_, m0, t0, OC, OH, OW, T, TW))
     split_reset(state);
   }
 #endif
