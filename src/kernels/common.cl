@@ -121,14 +121,14 @@ inline bool split_first(__global int* state, __local int* flag) {
 // Every slice, after the first's zeroing stores (no barrier in a branch:
 // PoCL then ran the first item's increment in every item).
 inline void split_zeroed(__global int* state, bool first) {
-  split_fence();
+  if (first) split_fence();
   barrier(CLK_GLOBAL_MEM_FENCE);
   if (first && split_leader()) atomic_inc(state + 1);
 }
 // Every slice, before its adds.
 inline void split_wait_zeroed(__global int* state) {
   if (split_leader())
-    while (atomic_add(state + 1, 0) == 0) {
+    while (*(volatile __global int*)(state + 1) == 0) {  // a load, not an atomic: no queue behind the slices' counts
     }
   barrier(CLK_GLOBAL_MEM_FENCE);
   split_fence();
@@ -188,22 +188,23 @@ inline __global int* split_state(__global int* State, int splits) {
   }
 #endif
 // The last slice's epilogue over outputs p_ = 0 .. count - 1 of its block,
-// item `it` of `nt`: OFFSET, an expression of p_, is output p_'s offset from
-// Yb (negative: none), EPI's index y0 + that. The sums are read 8 at a
-// time, one trip to L2 for 8 (read one by one, ResNet-50's split convs ran
-// 5-7% slower on the H100 than with the epilogue pass); plain loads see
+// item `it` of `nt` (both constants): OFFSET, an expression of p_, is output
+// p_'s offset from Yb (negative: none), EPI's index y0 + that. An item
+// reads all its sums before it stores any: one trip to L2 at the end of
+// the launch, not one per value (read one by one, ResNet-50's split convs
+// ran 5-7% slower on the H100 than with the epilogue pass); plain loads see
 // the other slices' adds after split_last's acquire fence.
 #ifdef SPLIT_FINISH
 #define SPLIT_EPILOGUE(Yb, y0, count, it, nt, OFFSET)                                   \
-  for (int q_ = (it); q_ < (count); q_ += 8 * (nt)) {                                   \
-    int o_[8];                                                                          \
-    float v_[8];                                                                        \
-    for (int u_ = 0; u_ < 8; ++u_) {                                                    \
-      const int p_ = q_ + u_ * (nt);                                                    \
+  {                                                                                     \
+    int o_[((count) + (nt) - 1) / (nt)];                                                \
+    float v_[((count) + (nt) - 1) / (nt)];                                              \
+    _Pragma("unroll") for (int u_ = 0; u_ < ((count) + (nt) - 1) / (nt); ++u_) {        \
+      const int p_ = (it) + u_ * (nt);                                                  \
       o_[u_] = p_ < (count) ? (OFFSET) : -1;                                            \
       v_[u_] = o_[u_] >= 0 ? (Yb)[o_[u_]] : 0.0f;                                       \
     }                                                                                   \
-    for (int u_ = 0; u_ < 8; ++u_)                                                      \
+    _Pragma("unroll") for (int u_ = 0; u_ < ((count) + (nt) - 1) / (nt); ++u_)          \
       if (o_[u_] >= 0) (Yb)[o_[u_]] = EPI(v_[u_], (y0) + o_[u_]);                       \
   }
 #else
