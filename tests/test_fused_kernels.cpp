@@ -488,10 +488,8 @@ TEST(FusedKernels, MatMul) {
 // ---------------------------------------------------------------- split-K
 
 namespace {
-// Split-K is one launch: its first slice of a tile zeroes it, its last
-// applies the epilogue.
-const std::vector<std::string> kSplitPasses = {"conv2d_gemm (split-K)"};
-const std::vector<std::string> kSplitGemmPasses = {"gemm (split-K)"};
+const std::vector<std::string> kSplitPasses = {"splitk_zero", "conv2d_gemm", "splitk_finish"};
+const std::vector<std::string> kSplitGemmPasses = {"splitk_zero", "gemm", "splitk_finish"};
 
 // The case against the reference, and the kernels it ran.
 void expect_kernels(const FusedCase& c, const std::vector<std::string>& expected) {
@@ -523,20 +521,20 @@ TEST(FusedKernels, ConvSplitK) {
   expect_kernels(fused_conv({1, 6, 13, 13}, {8, 3, 5, 5}, {{"group", Attribute::of_int(2)}, {"dilations", Attribute::of_ints({2, 1})}, {"pads", Attribute::of_ints({2, 2, 2, 2})}},
                             true, kSiLU, 0),
                  kSplitPasses);
-  // A plain Conv: the bias comes with slice 0, no epilogue for the last slice.
+  // A plain Conv: the bias comes with slice 0, nothing to apply after the slices.
   FusedCase plain{"Conv",
                   {random_tensor({1, 40, 6, 6}), random_tensor({24, 40, 3, 3}, -1, 1, 2), random_tensor({24}, -1, 1, 3)},
                   {}};
-  expect_kernels(plain, kSplitPasses);
+  expect_kernels(plain, {"splitk_zero", "conv2d_gemm"});
   // Y over the residual (in place, ResNet's blocks): the slices add onto the
   // residual Y already holds, then the rest of the program (Relu) in place.
   FusedCase in_place = fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1);
   in_place.output_over = 3;
-  expect_kernels(in_place, kSplitPasses);
+  expect_kernels(in_place, {"conv2d_gemm", "splitk_finish"});
   // Nothing after the residual Add: the slices alone.
   FusedCase add_only = fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, {"Add x1 x0"}, 1);
   add_only.output_over = 3;
-  expect_kernels(add_only, kSplitPasses);
+  expect_kernels(add_only, {"conv2d_gemm"});
   // The residual read again after the Add (Y no longer holds it): not split.
   FusedCase reread = fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, {"Add x0 x1", "Mul t0 x1"}, 1);
   reread.output_over = 3;
@@ -561,7 +559,7 @@ TEST(FusedKernels, Tf32SplitKOntoTheResidual) {
   in_place.tf32 = true;
   std::vector<std::string> kernels;
   expect_matches_reference(in_place, 5e-3, &kernels);
-  EXPECT_EQ(kernels, kSplitPasses);
+  EXPECT_EQ(kernels, (std::vector<std::string>{"conv2d_gemm", "splitk_finish"}));
   FusedCase apart = in_place;
   apart.output_over = -1;
   kernels.clear();
@@ -585,14 +583,14 @@ TEST(FusedKernels, MatMulSplitK) {
   mm(random_tensor({37, 100}), random_tensor({100, 21}, -1, 1, 2), {random_tensor({37, 21}, -1, 1, 3)}, {"Add x0 x1", "Relu t0"},
      kSplitGemmPasses);
   mm(random_tensor({37, 100}), random_tensor({100, 21}, -1, 1, 2), {random_tensor({37, 21}, -1, 1, 3)}, {"Add x0 x1", "Relu t0"},
-     kSplitGemmPasses, 2);
-  // Plain MatMul: no epilogue for the last slice.
+     {"gemm", "splitk_finish"}, 2);
+  // Plain MatMul: no finishing pass.
   FusedCase plain{"MatMul", {random_tensor({9, 64}), random_tensor({64, 11}, -1, 1, 2)}, {}};
-  expect_kernels(plain, kSplitGemmPasses);
+  expect_kernels(plain, {"splitk_zero", "gemm"});
   // Gemm: alpha on the slices, beta * broadcast C with slice 0, transposed A.
   FusedCase gemm{"Gemm", {random_tensor({50, 13}), random_tensor({50, 17}, -1, 1, 2), random_tensor({17}, -1, 1, 3)},
                  {{"alpha", Attribute::of_float(0.75f)}, {"beta", Attribute::of_float(-1.5f)}, {"transA", Attribute::of_int(1)}}};
-  expect_kernels(gemm, kSplitGemmPasses);
+  expect_kernels(gemm, {"splitk_zero", "gemm"});
 }
 
 // `texplan tune` for the GPU kernels: a searching scope times every tile

@@ -22,11 +22,8 @@
 // window t, so the store is the max of its four values (PH x PW pooled).
 // SPLITK: grid z = image * splits + slice, slice s sums channels
 // [s * kslice, +kslice) and adds its partial outputs into Y (split_add,
-// common.cl; slice 0 with the bias), all in one launch: the first slice of
-// a block to start zeroes it, the last to finish applies the epilogue
-// (SPLIT_FINISH), meeting through State (common.cl split_first ..
-// split_reset). SPLIT_ONTO_Y: Y holds the residual the epilogue would add
-// (in place), so nothing is zeroed and the epilogue is what follows the Add.
+// common.cl; slice 0 with the bias); the host zeroes Y before and applies the
+// epilogue after (gemm.cl's splitk_zero / splitk_finish).
 //
 // WG_BT=16 with WG_DB, the fp32 build's 16-tile form (ops_conv.cpp takes it
 // where 32-tile groups leave the last wave half empty and 16-tile ones fill
@@ -103,19 +100,10 @@
 #if defined(SPLITK) && defined(POOL2)
 #error "SPLITK and POOL2 do not combine"
 #endif
-#ifdef SPLITK
-// Output p (0 .. 4 BM BT - 1) of the work-group's block: its offset in the
-// image's Y, or -1 past the edges.
-inline int wg_block_output(int p, int m0, int t0, int OC, int OH, int OW, int T, int TW) {
-  const int ml = p / (4 * BT), t = (p / 4) % BT, k = p % 4, oc = m0 + ml, tile = t0 + t;
-  const int oth = tile / TW, oh = 2 * oth + (k >> 1), ow = 2 * (tile - oth * TW) + (k & 1);
-  return oc < OC && tile < T && oh < OH && ow < OW ? (oc * OH + oh) * OW + ow : -1;
-}
-#endif
 
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void conv2d_winograd(__global const float* X, __global const float* Wt, __global const float* Bias, __global float* Y,
-                     ConvParams cp SPLIT_PARAMS EPI_PARAMS) {
+                     ConvParams cp EPI_PARAMS) {
   CONV_PARAMS(cp)  // Wt: packed at load, read from its start (wo unused); slices of kslice channels
   // Us[e][c][m], Vs[e][c][t]; after the loop, the products of 16 output
   // channels at a time, Ms[e][m][t] (16 x 16 x BT), in the same memory.
@@ -137,17 +125,6 @@ void conv2d_winograd(__global const float* X, __global const float* Wt, __global
 #ifdef SPLITK
   const int img = get_group_id(2) / splits, slice = get_group_id(2) - img * splits;
   const int cbeg = slice * kslice, cend = min(C, cbeg + kslice);
-  __global int* state = split_state(State, splits);
-  __global float* yblock = Y + yo + (size_t)img * OC * OH * OW;
-#ifndef SPLIT_ONTO_Y
-  const bool first = split_first(state, (__local int*)lds4);
-  if (first)
-    for (int p = tid; p < 4 * BM * BT; p += NT) {
-      const int o = wg_block_output(p, m0, t0, OC, OH, OW, T, TW);
-      if (o >= 0) yblock[o] = 0.0f;
-    }
-  split_zeroed(state, first);
-#endif
 #else
   const int img = get_group_id(2), cbeg = 0, cend = C;
 #endif
@@ -423,9 +400,6 @@ void conv2d_winograd(__global const float* X, __global const float* Wt, __global
 #endif
   // acc[i][j]: element e of output channel m0 + 4 tm + 4 TMN (i / 4) + i % 4,
   // tile t0 + 4 tt + 4 TTN (j / 4) + j % 4.
-#ifdef SPLITK
-  SPLIT_WAIT(state)
-#endif
 #ifdef POOL2
   const int PHW = PH * PW;
   __global float* yi = Y + yo + (size_t)img * OC * PHW;
@@ -513,10 +487,4 @@ void conv2d_winograd(__global const float* X, __global const float* Wt, __global
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-#ifdef SPLITK
-  if (split_last(state, (__local int*)lds4, SPLIT_LAST)) {
-    SPLIT_EPILOGUE(yblock, img * OC * OH * OW, 4 * BM * BT, tid, NT, wg_block_output(p_, m0, t0, OC, OH, OW, T, TW))
-    split_reset(state);
-  }
-#endif
 }

@@ -32,11 +32,11 @@
 
 // Split-K (-DSPLITK; gemm and conv2d_gemm): grid z enumerates (batch, slice)
 // as batch * splits + slice, a work-group multiplies K range [slice * kslice,
-// +kslice) (kslice a multiple of TK) and adds its partial tile into Y
-// (split_add); slice 0 adds beta*C (a conv's bias) too. In the same launch
-// the first slice of a tile zeroes it and the last applies the epilogue
-// (common.cl SPLIT_RECT_BEGIN / SPLIT_RECT_END). For small grids (deep
-// layers at 7x7, 14x14) that would leave most compute units idle.
+// +kslice) (kslice a multiple of TK) and adds its partial tile into Y, which
+// the host zeroed first (splitk_zero); slice 0 adds beta*C (a conv's bias)
+// too, and the epilogue comes after, in place (splitk_finish). For small
+// grids (deep layers at 7x7, 14x14) that would leave most compute units idle.
+// split_add (common.cl) adds into Y.
 #if defined(SPLITK) && defined(POOL2)
 #error "SPLITK and POOL2 do not combine: a max of partial sums is not their sum's"
 #endif
@@ -152,7 +152,7 @@
 // MxN per batch. has_c = 0 ignores C.
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void gemm(__global const float* A, __global const float* B, __global const float* C, __global float* Y,
-          GemmParams gp SPLIT_PARAMS EPI_PARAMS) {
+          GemmParams gp EPI_PARAMS) {
   GEMM_PARAMS(gp)
   GEMM_LOCALS
 #ifdef SPLITK
@@ -160,9 +160,6 @@ void gemm(__global const float* A, __global const float* B, __global const float
   K = min(K - kbeg, kslice);
   A += kbeg * a_sk;
   B += kbeg * b_sk;
-  __local int split_flag[1];
-  __global int* state = split_state(State, splits);
-  SPLIT_RECT_BEGIN(state, split_flag, Y + yo + z * M * N, m0, n0, TILE_M, TILE_N, M, N, tid, 256)
 #else
   const int z = get_group_id(2);
 #endif
@@ -173,9 +170,6 @@ void gemm(__global const float* A, __global const float* B, __global const float
 #define GEMM_B(k, n) B[(k) * b_sk + (n) * b_sn]
   GEMM_MAIN_LOOP(GEMM_A, GEMM_B, a_sk == 1, b_sn == 1)
   const int y0 = z * M * N;
-#ifdef SPLITK
-  SPLIT_WAIT(state)
-#endif
   for (int i = 0; i < WPTM; ++i) {
     int m = m0 + ROW(i);
     if (m >= M) continue;
@@ -193,9 +187,6 @@ void gemm(__global const float* A, __global const float* B, __global const float
 #endif
     }
   }
-#ifdef SPLITK
-  SPLIT_RECT_END(state, split_flag, Y + yo + y0, y0, m0, n0, TILE_M, TILE_N, M, N, tid, 256)
-#endif
 }
 
 // 2D convolution as an implicit GEMM per (image, group): M = output channels
@@ -212,7 +203,7 @@ void gemm(__global const float* A, __global const float* B, __global const float
 // group are one window, which its work-item reduces at the store.
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void conv2d_gemm(__global const float* X, __global const float* Wt, __global const float* Bias, __global float* Y,
-                 ConvParams cp SPLIT_PARAMS EPI_PARAMS) {
+                 ConvParams cp EPI_PARAMS) {
   CONV_PARAMS(cp)
   GEMM_LOCALS
 #ifdef SPLITK
@@ -230,9 +221,6 @@ void conv2d_gemm(__global const float* X, __global const float* Wt, __global con
   const int M = OCg, K = ICg * KH * KW, KHW = KH * KW;
 #ifdef SPLITK
   const int kbeg = slice * kslice, kend = min(K, kbeg + kslice);  // this work-group's K range
-  __local int split_flag[1];
-  __global int* state = split_state(State, splits);
-  SPLIT_RECT_BEGIN(state, split_flag, Y + yo + (img * OC + g * OCg) * N, m0, n0, TILE_M, TILE_N, M, N, tid, 256)
 #else
   const int kbeg = 0, kend = K;
 #endif
@@ -311,7 +299,6 @@ void conv2d_gemm(__global const float* X, __global const float* Wt, __global con
   }
 #elif defined(SPLITK)
   const int y0 = (img * OC + g * OCg) * N;
-  SPLIT_WAIT(state)
   for (int i = 0; i < WPTM; ++i) {
     int m = m0 + ROW(i);
     if (m >= M) continue;
@@ -321,7 +308,6 @@ void conv2d_gemm(__global const float* X, __global const float* Wt, __global con
       if (q < N) split_add(Y + yo + y0 + m * N + q, acc[i][j] + bias);
     }
   }
-  SPLIT_RECT_END(state, split_flag, Y + yo + y0, y0, m0, n0, TILE_M, TILE_N, M, N, tid, 256)
 #else
   const int y0 = (img * OC + g * OCg) * N;
   for (int i = 0; i < WPTM; ++i) {
@@ -334,6 +320,18 @@ void conv2d_gemm(__global const float* X, __global const float* Wt, __global con
     }
   }
 #endif
+}
+
+// Split-K's passes around the slices over Y's `total` elements: zeroed
+// before them, the epilogue applied in place after.
+__kernel void splitk_zero(__global float* Y, int yo, int total) {
+  const int i = get_global_id(0);
+  if (i < total) Y[yo + i] = 0.0f;
+}
+
+__kernel void splitk_finish(__global float* Y, int yo, int total EPI_PARAMS) {
+  const int i = get_global_id(0);
+  if (i < total) Y[yo + i] = EPI(Y[yo + i], i);
 }
 
 // Input pixel under tap k = (ic, kh, kw) of output pixel p = (oh, ow).

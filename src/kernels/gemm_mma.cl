@@ -45,15 +45,12 @@
 // Split-K (-DSPLITK, not with POOL2), gemm.cl's protocol: grid z enumerates
 // (batch, slice) as batch * splits + slice; a work-group multiplies K range
 // [slice * kslice, +kslice) (kslice a multiple of BK) and adds its partial
-// tile into Y; slice 0 adds beta*C (a conv's bias) too; the first slice of
-// a tile zeroes it and the last applies the epilogue (common.cl
-// SPLIT_RECT_BEGIN / SPLIT_RECT_END).
+// tile into Y, which splitk_zero (gemm.cl) zeroed; slice 0 adds beta*C (a
+// conv's bias) too; splitk_finish applies the epilogue after.
 #ifdef SPLITK
 #define SPLIT_Z                                                        \
   const int z = get_group_id(2) / splits, slice = get_group_id(2) - z * splits; \
-  const int kbeg = slice * kslice, kend = min(K, kbeg + kslice);      \
-  __local int split_flag[1];                                           \
-  __global int* state = split_state(State, splits);
+  const int kbeg = slice * kslice, kend = min(K, kbeg + kslice);
 #else
 #define SPLIT_Z                  \
   const int z = get_group_id(2); \
@@ -116,13 +113,10 @@
 
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void gemm(__global const float* A, __global const float* B, __global const float* C, __global float* Y,
-          GemmParams gp SPLIT_PARAMS EPI_PARAMS) {
+          GemmParams gp EPI_PARAMS) {
   GEMM_PARAMS(gp)
   MMA_LOCALS
   SPLIT_Z
-#ifdef SPLITK
-  SPLIT_RECT_BEGIN(state, split_flag, Y + yo + z * M * N, m0, n0, BM, BN, M, N, lid, NT)
-#endif
   A += ao + strided_offset(z, batch, a_sb);
   B += bo + strided_offset(z, batch, b_sb);
   C += co + strided_offset(z, batch, c_sb);
@@ -155,9 +149,6 @@ void gemm(__global const float* A, __global const float* B, __global const float
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   const int y0 = z * M * N;
-#ifdef SPLITK
-  SPLIT_WAIT(state)
-#endif
   UNROLL for (int i = 0; i < FM; ++i)
     UNROLL for (int j = 0; j < FN; ++j)
       UNROLL for (int o = 0; o < 4; ++o) {
@@ -172,9 +163,6 @@ void gemm(__global const float* A, __global const float* B, __global const float
         Y[yo + y0 + m * N + n] = EPI(v, y0 + m * N + n);
 #endif
       }
-#ifdef SPLITK
-  SPLIT_RECT_END(state, split_flag, Y + yo + y0, y0, m0, n0, BM, BN, M, N, lid, NT)
-#endif
 }
 
 // 2D convolution as an implicit GEMM per (image, group), as gemm.cl's
@@ -189,7 +177,7 @@ void gemm(__global const float* A, __global const float* B, __global const float
 // with no exchange between lanes.
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void conv2d_gemm(__global const float* X, __global const float* Wt, __global const float* Bias, __global float* Y,
-                 ConvParams cp SPLIT_PARAMS EPI_PARAMS) {
+                 ConvParams cp EPI_PARAMS) {
   CONV_PARAMS(cp)
   MMA_LOCALS
   const int ICg = C / groups, OCg = OC / groups, K = ICg * KH * KW;
@@ -199,9 +187,6 @@ void conv2d_gemm(__global const float* X, __global const float* Wt, __global con
   const int N = ((PH * PW + 3) / 4) * 16;
 #else
   const int N = OH * OW;
-#endif
-#ifdef SPLITK
-  SPLIT_RECT_BEGIN(state, split_flag, Y + yo + (img * OC + g * OCg) * N, m0, n0, BM, BN, OCg, N, lid, NT)
 #endif
   const int M = OCg, KHW = KH * KW;
   __global const float* wg = Wt + wo + g * OCg * K;
@@ -286,9 +271,6 @@ void conv2d_gemm(__global const float* X, __global const float* Wt, __global con
     }
 #else
   const int y0 = (img * OC + g * OCg) * N;
-#ifdef SPLITK
-  SPLIT_WAIT(state)
-#endif
   UNROLL for (int i = 0; i < FM; ++i)
     UNROLL for (int o = 0; o < 4; ++o) {
       const int m = m0 + wm0 + 16 * i + fg + 8 * (o >> 1);
@@ -303,8 +285,5 @@ void conv2d_gemm(__global const float* X, __global const float* Wt, __global con
 #endif
       }
     }
-#ifdef SPLITK
-  SPLIT_RECT_END(state, split_flag, Y + yo + y0, y0, m0, n0, BM, BN, OCg, N, lid, NT)
-#endif
 #endif
 }

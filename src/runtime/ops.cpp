@@ -104,19 +104,6 @@ MemArg NodeBuilder::packed(const std::string& key, const std::function<std::vect
   return m;
 }
 
-MemArg NodeBuilder::zeroed_ints(const std::string& key, size_t n) {
-  auto it = packed_.find(key);
-  if (it != packed_.end() && std::find(buffers.begin(), buffers.end(), it->second) != buffers.end()) return {it->second};
-  std::vector<cl_int> zeros(std::max<size_t>(n, 1), 0);
-  cl_int s = CL_SUCCESS;
-  cl_mem m = clCreateBuffer(dev_.context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, zeros.size() * sizeof(cl_int),
-                            zeros.data(), &s);
-  if (s != CL_SUCCESS) throw Error("creating " + std::to_string(n) + " ints of kernel state: " + cl_error_name(s));
-  buffers.push_back(m);
-  packed_[key] = m;
-  return {m};
-}
-
 void launch_conv_kernel(NodeBuilder& b, const Source& src, const char* name, const Range& r, const TensorArg& w,
                         const TensorArg& bias, ConvParams p) {
   const TensorArg x = b.arg_in(0), y = b.arg_out(0);

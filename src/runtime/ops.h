@@ -183,7 +183,6 @@ class NodeBuilder {
   // (SessionOptions::precision; set only where the device has them): ops_mma.h.
   bool tf32 = false;
   bool used_tf32 = false;  // set by a lowering that prepared tf32 kernels
-  bool used_split_k = false;  // set by a lowering that split a product over K (append_split_args)
 
   // Prepares kernel `name` from src/kernels/`src.file` with `args`
   // (TensorArg, MemArg, int, float, Dims, ConvParams, GemmParams) for the
@@ -213,10 +212,6 @@ class NodeBuilder {
   // candidates share it). The session keeps only the buffers that the
   // launches it takes read.
   MemArg packed(const std::string& key, const std::function<std::vector<float>()>& make);
-  // A read-write device buffer of `n` ints, zero when created, once per
-  // `key` and node: state that every launch leaves as it found it (split-K's
-  // per-block counters, common.cl split_first).
-  MemArg zeroed_ints(const std::string& key, size_t n);
   std::vector<cl_mem> buffers;
 
  private:
@@ -304,20 +299,12 @@ std::string winograd_variant_by_shape(int64_t C, int64_t OC, int64_t OH, int64_t
 // Whether Y's planned storage overlaps an input's (ops_conv.cpp): split-K
 // zeroes Y and adds into it, so it must not.
 bool output_overlaps_input(const NodeBuilder& b, int except = -1);  // input `except` not counted
-// Split-K in one launch (ops_conv.cpp; common.cl split_first .. split_reset,
-// in conv_winograd.cl, gemm.cl and gemm_mma.cl): the first slice of a block
-// zeroes it and the last applies the epilogue; onto the residual Y already
-// holds (FusedTail::residual) nothing is zeroed and the program after its
-// Add runs. `defines` and `prelude` build the slices' kernel; after its own
-// arguments append_split_args adds its blocks' state (the last prepared
-// launch, `splits` slices along grid z) and the epilogue's arguments.
+// Split-K's passes around the slices (ops_conv.cpp; gemm.cl and gemm_mma.cl):
+// Y zeroed, then the epilogue in place; onto the residual Y already holds
+// (FusedTail::residual) nothing is zeroed and the program after its Add runs.
 bool splits_onto_residual(const NodeBuilder& b, const FusedTail& tail);
-struct SplitBuild {
-  std::string defines;  // " -DSPLITK ..."
-  std::string prelude;
-};
-SplitBuild split_build(const NodeBuilder& b, const FusedTail& tail);
-void append_split_args(NodeBuilder& b, int64_t splits, const FusedTail& tail, const SplitBuild& s);
+void launch_splitk_zero(NodeBuilder& b, const Source& split, const TensorArg& Y, int64_t total, const FusedTail& tail);
+void launch_splitk_finish(NodeBuilder& b, const TensorArg& Y, int64_t total, const FusedTail& tail);
 // FusedConvMaxPool with overlapping windows: "direct" (conv2d_maxpool, one
 // work-item per pooled output) or "tiled:<tile>" (conv2d_maxpool_tiled with
 // that tile, the direct kernel where it does not fit local memory), for

@@ -406,8 +406,8 @@ std::vector<float> winograd_weights(const HostTensor& weights, int64_t OC, int64
   return p;
 }
 
-// conv_winograd.cl's launch for variant `v` (whole, or split over the
-// input channels: split_build); PH, PW > 0: the
+// conv_winograd.cl's launches for variant `v` (whole, or split over the
+// input channels with gemm.cl's zero and finish passes); PH, PW > 0: the
 // 2x2 stride-2 max pool of the output (POOL2, never split).
 void launch_winograd(NodeBuilder& b, const ConvGeometry& g, bool has_bias, const TensorArg& bias, const FusedTail& tail,
                      const Variant& v, int64_t PH = 0, int64_t PW = 0) {
@@ -419,7 +419,7 @@ void launch_winograd(NodeBuilder& b, const ConvGeometry& g, bool has_bias, const
   const bool halves = !mma && v.wg_tiles == 16;
   const int64_t bt = mma ? 32 : halves ? 16 : f.winograd_tiles;
   const bool db = !mma && (halves || f.winograd_db);
-  const int64_t tiles = ceil_div(g.OH, 2) * ceil_div(g.OW, 2);
+  const int64_t tiles = ceil_div(g.OH, 2) * ceil_div(g.OW, 2), total = g.N * g.OC * g.OH * g.OW;
   Range r = group_range({size_t(ceil_div(tiles, bt)), size_t(ceil_div(g.OC, 32)), size_t(g.N * v.splits)},
                         {size_t(8 * bt), 1, 1});
   const bool pre = f.winograd_weights != "raw";
@@ -448,10 +448,10 @@ void launch_winograd(NodeBuilder& b, const ConvGeometry& g, bool has_bias, const
     args(source("-DPOOL2", tail.prelude));
     tail.append_args(b);
   } else if (v.splits > 1) {
-    const SplitBuild split = split_build(b, tail);
+    launch_splitk_zero(b, Source("gemm.cl", "-DSPLITK"), b.arg_out(0), total, tail);
     p.splits = i32(v.splits), p.kslice = i32(v.kslice);
-    args(source(split.defines, split.prelude));
-    append_split_args(b, v.splits, tail, split);
+    args(source("-DSPLITK", ""));
+    launch_splitk_finish(b, b.arg_out(0), total, tail);
   } else {
     args(source("", tail.prelude));
     tail.append_args(b);
@@ -477,25 +477,23 @@ bool output_overlaps_input(const NodeBuilder& b, int except) {
   return false;
 }
 
-// With Y over its residual (FusedTail::residual), nothing is zeroed and the
-// last slice runs the program after the residual Add.
+// Split-K's passes around the slices' launch (prepared between them): Y's
+// `total` elements zeroed, and after the slices the epilogue in place, where
+// there is one.
+// With Y over its residual (FusedTail::residual), nothing is zeroed
+// and the finish pass runs the program after the residual Add.
 bool splits_onto_residual(const NodeBuilder& b, const FusedTail& tail) {
   return tail.residual && output_overlaps_input(b);
 }
-SplitBuild split_build(const NodeBuilder& b, const FusedTail& tail) {
-  const bool onto_y = splits_onto_residual(b, tail);
-  SplitBuild s{" -DSPLITK", onto_y ? tail.residual_prelude : tail.prelude};
-  if (onto_y) s.defines += " -DSPLIT_ONTO_Y";
-  if (!s.prelude.empty()) s.defines += " -DSPLIT_FINISH";
-  return s;
+void launch_splitk_zero(NodeBuilder& b, const Source& split, const TensorArg& Y, int64_t total, const FusedTail& tail) {
+  if (splits_onto_residual(b, tail)) return;
+  b.launch(split, "splitk_zero", linear_range(total), Y, i32(total));
 }
-void append_split_args(NodeBuilder& b, int64_t splits, const FusedTail& tail, const SplitBuild& s) {
-  Launch& l = b.launches.back();
-  l.name += " (split-K)";  // errors tell it from the whole product
-  b.used_split_k = true;
-  const size_t blocks = l.global[0] / l.local[0] * (l.global[1] / l.local[1]) * (l.global[2] / l.local[2]) / size_t(splits);
-  b.more_args(b.zeroed_ints("split state " + std::to_string(blocks), 2 * blocks));
-  if (!s.prelude.empty()) tail.append_args(b);
+void launch_splitk_finish(NodeBuilder& b, const TensorArg& Y, int64_t total, const FusedTail& tail) {
+  const std::string& prelude = splits_onto_residual(b, tail) ? tail.residual_prelude : tail.prelude;
+  if (prelude.empty()) return;
+  b.launch(Source("gemm.cl", "", prelude), "splitk_finish", linear_range(total), Y, i32(total));
+  tail.append_args(b);
 }
 
 namespace {
@@ -526,14 +524,13 @@ Source gemm_source(const Tiles& t, const FusedTail& tail) {
                 tail.prelude);
 }
 
-// The split-K build of gemm.cl's tiles; on NVIDIA's driver the adds are PTX
-// reductions, elsewhere (PoCL's CUDA device included: NVIDIA vendor, another
-// compiler) compare-and-swap loops.
-Source split_source(const Tiles& t, const NodeBuilder& b, const SplitBuild& split) {
+// The split-K build of gemm.cl's tiles (no epilogue: splitk_finish applies
+// it); on NVIDIA's driver the adds are PTX reductions, elsewhere (PoCL's CUDA
+// device included: NVIDIA vendor, another compiler) compare-and-swap loops.
+Source split_source(const Tiles& t, const NodeBuilder& b) {
   return Source("gemm.cl", "-DWPTM=" + std::to_string(t.wptm) + " -DWPTN=" + std::to_string(t.wptn) +
-                               (t.vec ? " -DVEC" : "") + split.defines +
-                               (accepts_inline_ptx(b.device()) ? " -DTEXPLAN_PTX" : ""),
-                split.prelude);
+                               (t.vec ? " -DVEC" : "") + " -DSPLITK" +
+                               (accepts_inline_ptx(b.device()) ? " -DTEXPLAN_PTX" : ""));
 }
 
 // Prepared `gemm` launch; `batch` and the *_sb strides describe the batch.
@@ -570,11 +567,12 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
     Range r = group_range({size_t(ceil_div(g.N, t.tn())), size_t(ceil_div(g.M, t.tm())), size_t(nb * v.splits)},
                           {16, 16, 1});
     if (v.splits > 1) {
-      const SplitBuild split = split_build(b, tail);
+      Source split = split_source(t, b);
+      launch_splitk_zero(b, split, Y, total, tail);
       GemmParams p = gemm_params(g);
       p.splits = i32(v.splits), p.kslice = i32(v.kslice);
-      launch_gemm_kernel(b, split_source(t, b, split), "gemm", r, A, B, C, Y, p);
-      append_split_args(b, v.splits, tail, split);
+      launch_gemm_kernel(b, split, "gemm", r, A, B, C, Y, p);
+      launch_splitk_finish(b, Y, total, tail);
       return;
     }
     launch_gemm_kernel(b, gemm_source(t, tail), "gemm", r, A, B, C, Y, gemm_params(g));
@@ -802,11 +800,12 @@ bool lower_conv(NodeBuilder& b, const FusedTail& tail) {
                            size_t(g.N * g.groups * v.splits)},
                           {16, 16, 1});
     if (v.splits > 1) {
-      const SplitBuild split = split_build(b, tail);
+      Source split = split_source(t, b);
+      launch_splitk_zero(b, split, b.arg_out(0), total, tail);
       ConvParams p = conv_params(g, has_bias);
       p.splits = i32(v.splits), p.kslice = i32(v.kslice);
-      launch_conv_kernel(b, split_source(t, b, split), "conv2d_gemm", r, b.arg_in(1), bias, p);
-      append_split_args(b, v.splits, tail, split);
+      launch_conv_kernel(b, split, "conv2d_gemm", r, b.arg_in(1), bias, p);
+      launch_splitk_finish(b, b.arg_out(0), total, tail);
       return;
     }
     launch_conv_kernel(b, gemm_source(t, tail), forced().taps ? "conv2d_gemm_taps" : "conv2d_gemm", r, b.arg_in(1),

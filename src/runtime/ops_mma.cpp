@@ -99,22 +99,22 @@ const MmaTiles* choose_mma_tiles(const NodeBuilder& b, int64_t M, int64_t N, int
   return best && 4 * best_groups < cu && !emulate ? nullptr : best;
 }
 
-// The launch of one variant: the product, split (one launch, ops.h
-// split_build) or whole.
+// The launches of one variant: splitk_zero, the slices and splitk_finish
+// (gemm.cl) around a split product, or the product alone.
 struct MmaLaunch {
   std::function<void(const Source&, int64_t splits, int64_t kslice)> product;  // appends its arguments
   int64_t M, N, K, batches, total;
+  TensorArg Y;
 };
 void emit_variant(NodeBuilder& b, const MmaTiles& t, const MmaLaunch& l, const std::string& defines,
                   const FusedTail& tail) {
   int64_t kslice = l.K, splits = split_k(b, t, l.M, l.N, l.K, l.batches, l.total, kslice, tail.residual);
   if (splits <= 1) return l.product(mma_source(b.device(), t, defines, tail), 1, l.K);
-  const SplitBuild split = split_build(b, tail);
-  FusedTail epilogue;
-  epilogue.prelude = split.prelude;
-  l.product(mma_source(b.device(), t, defines + split.defines, epilogue), splits, kslice);
-  append_split_args(b, splits, tail, split);
+  launch_splitk_zero(b, Source("gemm.cl"), l.Y, l.total, tail);
+  l.product(mma_source(b.device(), t, defines + " -DSPLITK", FusedTail{}), splits, kslice);
+  launch_splitk_finish(b, l.Y, l.total, tail);
 }
+
 
 // Whether the guess (no tuning cache) takes the tensor cores for an M x N x
 // K product (`batches` of them): 64 rows or more, 256 deep or more and 40M
@@ -239,7 +239,7 @@ bool launch_conv_mma(NodeBuilder& b, const MmaConv& g, bool has_bias, const Tens
                   launch_conv_kernel(b, src, "conv2d_gemm", r, b.arg_in(1), bias, p);
                   if (splits == 1) tail.append_args(b);
                 },
-                OCg, N, K, batches, pool ? -1 : g.N * g.OC * g.OH * g.OW};
+                OCg, N, K, batches, pool ? -1 : g.N * g.OC * g.OH * g.OW, b.arg_out(0)};
     emit_variant(b, t, l, pool ? " -DPOOL2" : "", tail);
   };
   std::string key = key_of(pool ? "conv2d_gemm_pool2_tf32" : "conv2d_gemm_tf32",
@@ -263,7 +263,7 @@ bool launch_gemm_mma(NodeBuilder& b, const TensorArg& A, const TensorArg& B, con
                   launch_gemm_kernel(b, src, "gemm", r, A, B, C, Y, p);
                   if (splits == 1) tail.append_args(b);
                 },
-                g.M, g.N, g.K, nb, nb * g.M * g.N};
+                g.M, g.N, g.K, nb, nb * g.M * g.N, Y};
     emit_variant(b, t, l, "", tail);
   };
   return emit_tuned(b, key_of("gemm_tf32", {g.M, g.N, g.K, nb, g.a_sk == 1, g.b_sn == 1}), g.M, g.N, g.K, nb,
