@@ -206,6 +206,8 @@ TEST(Dispatch, SplitKConvsArePreparedLaunches) {
   runtime::force_conv_variant("");
   // Both convs (K = 36 and 72, bias, no epilogue) split; the Gemm (K = 8) is too shallow.
   EXPECT_EQ(split.kernel_launches(), whole.kernel_launches() + 2);
+  EXPECT_EQ(split.split_k_nodes().size(), 2u);
+  EXPECT_TRUE(whole.split_k_nodes().empty());
   std::vector<HostTensor> expected = whole.run({in});
   split.run({in});
   reset();

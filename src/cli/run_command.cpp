@@ -256,7 +256,7 @@ int run_command(const RunArgs& a) {
   Timing timing;
   int64_t activation_bytes = 0;
   int guard_violations = 0;
-  std::vector<std::string> fallback, offloaded, tf32_nodes;
+  std::vector<std::string> fallback, offloaded, tf32_nodes, split_k_nodes;
   json partition_ms;
 
   if (on_cpu) {
@@ -280,6 +280,7 @@ int run_command(const RunArgs& a) {
     fallback = session.fallback_nodes();
     offloaded = session.offloaded_nodes();
     tf32_nodes = session.tf32_nodes();
+    split_k_nodes = session.split_k_nodes();
     if (a.bench > 0) timing = time_runs(a.bench, [&] { return session.run(inputs), session.last_enqueue_ms(); });
     report["device"] = device->info().name + " (" + device->info().platform + ")";
     if (a.profile) {
@@ -315,6 +316,7 @@ int run_command(const RunArgs& a) {
   }
   report["precision"] = runtime::precision_name(precision);
   report["tf32_nodes"] = tf32_nodes;
+  report["split_k_nodes"] = split_k_nodes;  // products split over K for small grids
   report["optimization"] = optimize_json(optimized, {});
   report["raw_lower_bound_bytes"] = optimized.raw_lower_bound_bytes;
   if (tuning)

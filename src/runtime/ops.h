@@ -183,6 +183,7 @@ class NodeBuilder {
   // (SessionOptions::precision; set only where the device has them): ops_mma.h.
   bool tf32 = false;
   bool used_tf32 = false;  // set by a lowering that prepared tf32 kernels
+  bool used_split_k = false;  // set by a lowering that split a product over K (launch_splitk_zero)
 
   // Prepares kernel `name` from src/kernels/`src.file` with `args`
   // (TensorArg, MemArg, int, float, Dims, ConvParams, GemmParams) for the

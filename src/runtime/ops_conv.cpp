@@ -486,6 +486,7 @@ bool splits_onto_residual(const NodeBuilder& b, const FusedTail& tail) {
   return tail.residual && output_overlaps_input(b);
 }
 void launch_splitk_zero(NodeBuilder& b, const Source& split, const TensorArg& Y, int64_t total, const FusedTail& tail) {
+  b.used_split_k = true;  // every split lowering starts here
   if (splits_onto_residual(b, tail)) return;
   b.launch(split, "splitk_zero", linear_range(total), Y, i32(total));
 }

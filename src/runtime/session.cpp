@@ -94,6 +94,7 @@ struct Session::Impl {
   std::vector<std::string> fallback;
   std::vector<std::string> offloaded;
   std::vector<std::string> tf32_nodes;
+  std::vector<std::string> split_k_nodes;
   int launches = 0;
   double last_ms = 0, last_enqueue_ms = 0, last_span_ms = 0;
   std::vector<GuardViolation> violations;
@@ -342,6 +343,7 @@ struct Session::Impl {
         if (lowered) {
           std::swap(step.launches, b.launches);
           if (b.used_tf32) tf32_nodes.push_back(node.name + " (" + node.op_type + ")");
+          if (b.used_split_k) split_k_nodes.push_back(node.name + " (" + node.op_type + ")");
           // Weights the lowering packed (textures, Winograd) count as
           // weights; those only a tuning candidate read are dropped.
           for (cl_mem m : b.buffers) {
@@ -715,6 +717,7 @@ int Session::kernel_launches() const { return impl_->launches; }
 const std::vector<std::string>& Session::fallback_nodes() const { return impl_->fallback; }
 const std::vector<std::string>& Session::offloaded_nodes() const { return impl_->offloaded; }
 const std::vector<std::string>& Session::tf32_nodes() const { return impl_->tf32_nodes; }
+const std::vector<std::string>& Session::split_k_nodes() const { return impl_->split_k_nodes; }
 const std::vector<GuardViolation>& Session::guard_violations() const { return impl_->violations; }
 const std::vector<NodeTime>& Session::node_times() const { return impl_->times; }
 const Device& Session::device() const { return *impl_->dev; }

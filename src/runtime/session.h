@@ -112,6 +112,8 @@ class Session {
   const std::vector<std::string>& fallback_nodes() const;  // nodes run on the CPU, "name (op)"
   const std::vector<std::string>& offloaded_nodes() const; // nodes the offloader runs, "name (op)"
   const std::vector<std::string>& tf32_nodes() const;      // nodes whose products run in tf32, "name (op)"
+  // Nodes whose product is split over K (small grids: slices added into Y), "name (op)".
+  const std::vector<std::string>& split_k_nodes() const;
   const std::vector<GuardViolation>& guard_violations() const;  // of the last run, guard mode only
   const std::vector<NodeTime>& node_times() const;              // of the last run, profile mode only
   const Device& device() const;
