@@ -36,10 +36,11 @@
 // two calls (`--launches 50 --rounds 10`), us: pageable then clFinish 61,
 // the call alone 5 (the driver copies behind it); memcpy to pinned then
 // written from its pointer 53, in 4 parts 48, with no memcpy 20; copied
-// from the mapped buffer 27 (undefined by the spec, so not used). A caller
-// filling pinned memory itself would save what the memcpy costs only where
-// its data is not fresh in the CPU's caches; a run's input stays written
-// from pageable memory (runtime/session.cpp).
+// from the mapped buffer 27 (undefined by the spec, so not used). Why the
+// memcpy adds 33 us before a write from the pointer but at most 27 before
+// the copy was not found; an API for callers to fill pinned input memory
+// themselves would pay their fill in its place, and was not built. A run's
+// input stays written from pageable memory (runtime/session.cpp).
 #include <CL/cl.h>
 
 #include <algorithm>
