@@ -118,6 +118,32 @@ TEST(CliRun, TinyModelOnPoclIsCorrectAndGuardClean) {
   EXPECT_LE(j["enqueue_ms"].get<double>(), j["median_ms"].get<double>());
 }
 
+// --io device: inputs and outputs in device buffers, every run (the checked
+// one too) copying only on the device; the same output as host copies give.
+TEST(CliRun, DeviceIoGivesTheSameOutput) {
+  auto dir = texplan::test::temp_dir("cliio");
+  Result host = run_cli("run " + kTiny + " --device pocl --check --output " + (dir / "host").string());
+  ASSERT_EQ(host.code, 0) << host.out;
+  Result dev = run_cli("run " + kTiny + " --device pocl --check --io device --bench 3 --json " +
+                       (dir / "r.json").string() + " --output " + (dir / "dev").string());
+  ASSERT_EQ(dev.code, 0) << dev.out;
+  EXPECT_NE(dev.out.find("inputs and outputs in device memory"), std::string::npos) << dev.out;
+  json j = read_json(dir / "r.json");
+  EXPECT_EQ(j["io"], "device");
+  EXPECT_LE(j["rel_error"].get<double>(), 1e-4);
+  EXPECT_GT(j["median_ms"].get<double>(), 0.0);
+  auto bytes = [](const fs::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  const std::string written = bytes(dir / "dev" / "output_0.pb");
+  EXPECT_FALSE(written.empty());
+  EXPECT_EQ(written, bytes(dir / "host" / "output_0.pb"));
+  Result cpu = run_cli("run " + kTiny + " --device cpu --io device");
+  EXPECT_NE(cpu.code, 0);
+  EXPECT_NE(cpu.out.find("tiny_cnn: --io device needs an OpenCL device"), std::string::npos) << cpu.out;
+}
+
 TEST(CliRun, CpuReferenceExecutorFollowsThePlan) {
   Result r = run_cli("run " + kTiny + " --device cpu --check");
   ASSERT_EQ(r.code, 0) << r.out;

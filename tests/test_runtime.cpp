@@ -501,6 +501,110 @@ TEST(Session, StagedCopiesMatchDirectOnes) {
   }
 }
 
+// Inputs and outputs as DeviceTensors: the same bytes as the host path, run
+// after run with new input values; the caller's input is never written, an
+// input that is also an output and a constant output come back as given.
+TEST(Session, DeviceTensorsGiveWhatHostCopiesGive) {
+  Graph g = relu_neg_add();
+  g.tensors[g.find("x")].is_output = true;
+  g.outputs.push_back(g.find("x"));
+  Tensor c;
+  c.name = "c";
+  c.shape = {2, 3};
+  c.is_constant = c.has_data = c.is_output = true;
+  c.value = random_tensor({2, 3}, -1, 1, 99);
+  g.outputs.push_back(g.add_tensor(c));
+  PlanInput pin = make_usage_records(g);
+  plan::MemoryPlan plan = best_plan(pin);
+  Session s(g, pin, plan, test_device());
+  auto dev = test_device();
+  runtime::DeviceTensor x(dev, DataType::Float32, {1, 4, 5, 6});
+  std::vector<runtime::DeviceTensor> outs;
+  for (int t : g.outputs) outs.emplace_back(dev, g.tensors[t].dtype, g.tensors[t].shape);
+  std::vector<runtime::DeviceTensor*> out_ptrs;
+  for (auto& o : outs) out_ptrs.push_back(&o);
+  for (int run = 0; run < 3; ++run) {
+    HostTensor xv = random_tensor({1, 4, 5, 6}, -1, 1, uint32_t(run + 11));
+    x.write(xv);
+    s.run({&x}, out_ptrs);
+    std::vector<HostTensor> host = s.run({xv});
+    ASSERT_EQ(host.size(), 3u);
+    for (size_t k = 0; k < outs.size(); ++k) EXPECT_EQ(outs[k].read().bytes, host[k].bytes) << "output " << k;
+    EXPECT_EQ(outs[1].read().bytes, xv.bytes);
+    EXPECT_EQ(outs[2].read().bytes, c.value.bytes);
+    EXPECT_EQ(x.read().bytes, xv.bytes) << "the input's device tensor was written";
+    for (int64_t i = 0; i < xv.count(); ++i) EXPECT_EQ(outs[0].read().data<float>()[i], 0.0f);  // relu(x) - relu(x)
+    EXPECT_GT(s.last_run_ms(), 0);
+  }
+}
+
+// The other modes take device tensors too: guard mode proves the plan,
+// profile mode times the nodes, and a node without a kernel (CPU fallback)
+// reads its input from the pool the device copy filled.
+TEST(Session, DeviceTensorsRunInGuardProfileAndFallbackModes) {
+  auto dev = test_device();
+  {
+    Graph g = relu_neg_add();
+    PlanInput pin = make_usage_records(g);
+    plan::MemoryPlan plan = best_plan(pin);
+    HostTensor xv = random_tensor({1, 4, 5, 6}, -1, 1, 5);
+    runtime::DeviceTensor x(dev, DataType::Float32, {1, 4, 5, 6}), y(dev, DataType::Float32, {1, 4, 5, 6});
+    x.write(xv);
+    Session guarded(g, pin, plan, dev, {.guard = true});
+    guarded.run({&x}, {&y});
+    EXPECT_TRUE(guarded.guard_violations().empty()) << guarded.guard_violations().front();
+    Session profiled(g, pin, plan, dev, {.profile = true});
+    for (int run = 0; run < 2; ++run) {
+      profiled.run({&x}, {&y});
+      ASSERT_EQ(profiled.node_times().size(), 3u);
+      for (const auto& t : profiled.node_times()) EXPECT_GE(t.ms, 0.0) << t.node;
+      EXPECT_GT(profiled.last_device_span_ms(), 0.0);
+    }
+    for (int64_t i = 0; i < xv.count(); ++i) EXPECT_EQ(y.read().data<float>()[i], 0.0f);
+    EXPECT_EQ(x.read().bytes, xv.bytes);
+  }
+  OpCase c{"Hardmax", {fed(random_tensor({3, 7}))}};
+  std::vector<HostTensor> feeds, expected;
+  Graph g = one_node_graph(c, feeds, expected);
+  PlanInput pin = make_usage_records(g);
+  Session s(g, pin, best_plan(pin), dev);
+  ASSERT_EQ(s.fallback_nodes().size(), 1u);
+  runtime::DeviceTensor x(dev, DataType::Float32, {3, 7}), y(dev, expected[0].dtype, expected[0].shape);
+  x.write(feeds[0]);
+  s.run({&x}, {&y});
+  EXPECT_EQ(y.read().bytes, expected[0].bytes);
+}
+
+TEST(Session, DeviceTensorErrorsNameTheTensor) {
+  Graph g = relu_neg_add();
+  PlanInput pin = make_usage_records(g);
+  auto dev = test_device();
+  Session s(g, pin, best_plan(pin), dev);
+  runtime::DeviceTensor x(dev, DataType::Float32, {1, 4, 5, 6}), y(dev, DataType::Float32, {1, 4, 5, 6});
+  runtime::DeviceTensor wrong(dev, DataType::Float32, {1, 4, 5, 7});
+  auto expect_error = [&](auto&& f, const std::string& says) {
+    try {
+      f();
+      ADD_FAILURE() << "no error; wanted: " << says;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  expect_error([&] { s.run({&wrong}, {&y}); }, "model relu_neg_add: input x must be float32 1x4x5x6, got float32 1x4x5x7");
+  expect_error([&] { s.run({&x}, {&wrong}); }, "output y is float32 1x4x5x6, the device tensor given for it float32 1x4x5x7");
+  expect_error([&] { s.run({&x}, {}); }, "expected 1 inputs and 1 outputs, got 1 and 0");
+  expect_error([&] { s.run({nullptr}, {&y}); }, "input x is null");
+  expect_error([&] { x.write(random_tensor({2, 3})); }, "cannot write a float32 2x3 value into it");
+  // A tensor no bigger than the device allows can still fail to allocate; a
+  // negative dimension is refused before OpenCL sees it.
+  expect_error([&] { runtime::DeviceTensor bad(dev, DataType::Float32, {-1, 3}); }, "negative dimension");
+  // After the errors the session runs as before.
+  HostTensor xv = random_tensor({1, 4, 5, 6}, -1, 1, 3);
+  x.write(xv);
+  s.run({&x}, {&y});
+  EXPECT_EQ(y.read().bytes, s.run({xv})[0].bytes);
+}
+
 TEST(Session, OpsWithoutKernelsRunOnTheCpuAndAreListed) {
   OpCase c{"Hardmax", {fed(random_tensor({3, 7}))}};
   expect_matches_reference(c, 0, /*expect_kernel=*/false);

@@ -70,6 +70,7 @@ struct RunArgs {
   std::string json_path;
   std::string output_dir;  // writes output_N.pb there
   bool profile = false;    // per-node device times (cli/profile_report.h)
+  std::string io = "host";  // host | device: inputs and outputs as runtime::DeviceTensors
   std::string offload = "none";  // none | clblast | auto (src/offload)
   // One tuning results file for every part that measures once and reuses
   // (runtime/tuning_cache.h): read at start, written back when changed.

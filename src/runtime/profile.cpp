@@ -60,9 +60,12 @@ NodeCost node_cost(const Graph& g, const Node& n) {
   return c;
 }
 
-ProfileEvents::~ProfileEvents() {
+ProfileEvents::~ProfileEvents() { clear(); }
+
+void ProfileEvents::clear() {
   for (auto& s : steps_)
     for (cl_event e : s) clReleaseEvent(e);
+  steps_.clear();
 }
 
 namespace {

@@ -36,6 +36,7 @@ class ProfileEvents {
   ProfileEvents(const ProfileEvents&) = delete;
   ProfileEvents& operator=(const ProfileEvents&) = delete;
   std::vector<cl_event>& step() { return steps_.emplace_back(); }
+  void clear();  // releases the events
   // After the queue finished: NodeTime::ms of each step that enqueued
   // kernels = from its first kernel's start to its last one's end.
   void device_times(std::vector<NodeTime>& times) const;

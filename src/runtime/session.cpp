@@ -100,6 +100,14 @@ struct Session::Impl {
   std::vector<GuardViolation> violations;
   std::vector<NodeTime> times;
   std::vector<std::vector<uint8_t>> shadows;  // per record, guard mode
+  ProfileEvents profiled;  // profile mode: the running run's events per step
+
+  // The parts of a run, in order (the two Session::run differ in their copies).
+  void check_input(size_t i, DataType dtype, const Shape& shape, int64_t bytes) const;
+  void begin_run();
+  void inputs_written();  // guard mode: the inputs' bytes are the baseline
+  void run_steps();       // every node's kernels, enqueued back to back
+  void end_run(std::chrono::steady_clock::time_point start, const std::string& what);  // waits for the queue
 
   ~Impl() {
     for (Step& s : steps) s.offload.reset();  // may hold sub-buffers of the pools
@@ -615,35 +623,84 @@ Precision parse_precision(const std::string& s) {
 
 const char* precision_name(Precision p) { return p == Precision::Tf32 ? "tf32" : "fp32"; }
 
+namespace {
+// Input writes and output reads are asynchronous: when anything in a run
+// throws (a lost device, a failed enqueue), wait for the queue before the
+// caller's host memory may go, or the device would use freed memory.
+struct DrainOnThrow {
+  cl_command_queue q;
+  int pending = std::uncaught_exceptions();
+  ~DrainOnThrow() {
+    if (std::uncaught_exceptions() > pending) clFinish(q);
+  }
+};
+}  // namespace
+
+void Session::Impl::check_input(size_t i, DataType dtype, const Shape& shape, int64_t bytes) const {
+  const Tensor& t = graph.tensors[graph.inputs[i]];
+  if (dtype != t.dtype || shape != t.shape || bytes != t.bytes())
+    throw Error(model() + ": input " + t.name + " must be " + to_string(t.dtype) + " " + to_string(t.shape) +
+                ", got " + to_string(dtype) + " " + to_string(shape));
+}
+
+void Session::Impl::begin_run() {
+  violations.clear();
+  if (opt.guard) poison();
+}
+
+void Session::Impl::inputs_written() {
+  if (!opt.guard) return;
+  check(clFinish(q), model() + ": writing inputs");
+  for (int t : graph.inputs)
+    if (pin.record_of_tensor[root(t)] >= 0) shadows[record(t)] = record_bytes(record(t));
+}
+
+void Session::Impl::run_steps() {
+  const Graph& g = graph;
+  times.clear();
+  profiled.clear();
+  const auto enqueue_start = std::chrono::steady_clock::now();
+  for (const Step& s : steps) {
+    auto node_start = std::chrono::steady_clock::now();
+    std::vector<cl_event>* events = opt.profile ? &profiled.step() : nullptr;
+    if (enqueue_offloaded(s, events)) {
+    } else if (s.cpu) run_on_cpu(s);
+    else enqueue(s, events);
+    if (opt.profile) {
+      const Node& n = g.nodes[s.node];
+      NodeTime& t = times.emplace_back();
+      t.node = n.name, t.op = n.op_type, t.cpu = s.cpu, t.launches = int(s.launches.size());
+      double host_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - node_start).count();
+      if (s.cpu) t.ms = host_ms;
+      else t.enqueue_us = host_ms * 1e3;
+      NodeCost c = node_cost(g, n);
+      t.flops = c.flops, t.bytes = c.bytes;
+    }
+    if (opt.guard) guard_after(s.node);
+  }
+  last_enqueue_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - enqueue_start).count();
+}
+
+void Session::Impl::end_run(std::chrono::steady_clock::time_point start, const std::string& what) {
+  check(clFinish(q), model() + ": " + what);
+  if (opt.profile) profiled.device_times(times), last_span_ms = profiled.span_ms();
+  profiled.clear();
+  last_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
 std::vector<HostTensor> Session::run(const std::vector<HostTensor>& inputs) {
   Impl& m = *impl_;
   const Graph& g = m.graph;
   if (inputs.size() != g.inputs.size())
     throw Error(m.model() + ": expected " + std::to_string(g.inputs.size()) + " inputs, got " +
                 std::to_string(inputs.size()));
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const Tensor& t = g.tensors[g.inputs[i]];
-    if (inputs[i].dtype != t.dtype || inputs[i].shape != t.shape ||
-        int64_t(inputs[i].bytes.size()) != t.bytes())
-      throw Error(m.model() + ": input " + t.name + " must be " + to_string(t.dtype) + " " + to_string(t.shape) +
-                  ", got " + to_string(inputs[i].dtype) + " " + to_string(inputs[i].shape));
-  }
+  for (size_t i = 0; i < inputs.size(); ++i)
+    m.check_input(i, inputs[i].dtype, inputs[i].shape, int64_t(inputs[i].bytes.size()));
   auto start = std::chrono::steady_clock::now();
   cl_command_queue q = m.q;
   std::vector<HostTensor> outs;
-  // Input writes and output reads are asynchronous: when anything below
-  // throws (a lost device, a failed enqueue), wait for the queue before
-  // `inputs` and `outs` may go, or the device would use freed memory.
-  struct DrainOnThrow {
-    cl_command_queue q;
-    int pending = std::uncaught_exceptions();
-    ~DrainOnThrow() {
-      if (std::uncaught_exceptions() > pending) clFinish(q);
-    }
-  } drain{q};
-  m.violations.clear();
-  if (m.opt.guard) m.poison();
-
+  DrainOnThrow drain{q};
+  m.begin_run();
   for (size_t i = 0; i < inputs.size(); ++i) {
     int t = g.inputs[i];
     if (m.pin.record_of_tensor[m.root(t)] < 0 || inputs[i].bytes.empty()) continue;  // unused input
@@ -653,36 +710,9 @@ std::vector<HostTensor> Session::run(const std::vector<HostTensor>& inputs) {
                                  nullptr, nullptr),
             m.model() + ": writing input " + g.tensors[t].name);
   }
-  if (m.opt.guard) {
-    m.check(clFinish(q), m.model() + ": writing inputs");
-    for (int t : g.inputs)
-      if (m.pin.record_of_tensor[m.root(t)] >= 0) m.shadows[m.record(t)] = m.record_bytes(m.record(t));
-  }
+  m.inputs_written();
+  m.run_steps();
 
-  m.times.clear();
-  ProfileEvents profiled;  // profile mode: events per step, released on every path
-  const auto enqueue_start = std::chrono::steady_clock::now();
-  for (const Impl::Step& s : m.steps) {
-    auto node_start = std::chrono::steady_clock::now();
-    std::vector<cl_event>* events = m.opt.profile ? &profiled.step() : nullptr;
-    if (m.enqueue_offloaded(s, events)) {
-    } else if (s.cpu) m.run_on_cpu(s);
-    else m.enqueue(s, events);
-    if (m.opt.profile) {
-      const Node& n = g.nodes[s.node];
-      NodeTime& t = m.times.emplace_back();
-      t.node = n.name, t.op = n.op_type, t.cpu = s.cpu, t.launches = int(s.launches.size());
-      double host_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - node_start).count();
-      if (s.cpu) t.ms = host_ms;
-      else t.enqueue_us = host_ms * 1e3;
-      NodeCost c = node_cost(g, n);
-      t.flops = c.flops, t.bytes = c.bytes;
-    }
-    if (m.opt.guard) m.guard_after(s.node);
-  }
-
-  m.last_enqueue_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - enqueue_start).count();
   outs.reserve(g.outputs.size());  // reads land in these buffers until clFinish
   std::vector<std::pair<size_t, const void*>> staged;  // outputs read into pinned memory: index, where
   for (int t : g.outputs) {
@@ -701,11 +731,67 @@ std::vector<HostTensor> Session::run(const std::vector<HostTensor>& inputs) {
     m.check(clEnqueueReadBuffer(q, l.mem, CL_FALSE, size_t(l.byte_offset), bytes, into, 0, nullptr, nullptr),
             m.model() + ": reading output " + meta.name);
   }
-  m.check(clFinish(q), m.model() + ": running");
+  m.end_run(start, "running");
   for (auto [k, pinned] : staged) std::memcpy(outs[k].bytes.data(), pinned, outs[k].bytes.size());
-  if (m.opt.profile) profiled.device_times(m.times), m.last_span_ms = profiled.span_ms();
-  m.last_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return outs;
+}
+
+void Session::run(const std::vector<const DeviceTensor*>& inputs, const std::vector<DeviceTensor*>& outputs) {
+  Impl& m = *impl_;
+  const Graph& g = m.graph;
+  if (inputs.size() != g.inputs.size() || outputs.size() != g.outputs.size())
+    throw Error(m.model() + ": expected " + std::to_string(g.inputs.size()) + " inputs and " +
+                std::to_string(g.outputs.size()) + " outputs, got " + std::to_string(inputs.size()) + " and " +
+                std::to_string(outputs.size()));
+  auto on_this_device = [&](const DeviceTensor* d, int t, const char* role) {
+    if (!d) throw Error(m.model() + ": " + role + " " + g.tensors[t].name + " is null");
+    if (&d->device() != m.dev.get())
+      throw Error(m.model() + ": " + role + " " + g.tensors[t].name + " lives on " + d->device().info().name +
+                  ", not on this session's device " + m.dev->info().name);
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    on_this_device(inputs[i], g.inputs[i], "input");
+    m.check_input(i, inputs[i]->dtype(), inputs[i]->shape(), inputs[i]->bytes());
+  }
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const Tensor& t = g.tensors[g.outputs[k]];
+    on_this_device(outputs[k], g.outputs[k], "output");
+    if (outputs[k]->dtype() != t.dtype || outputs[k]->shape() != t.shape)
+      throw Error(m.model() + ": output " + t.name + " is " + to_string(t.dtype) + " " + to_string(t.shape) +
+                  ", the device tensor given for it " + to_string(outputs[k]->dtype()) + " " +
+                  to_string(outputs[k]->shape()));
+  }
+  auto start = std::chrono::steady_clock::now();
+  cl_command_queue q = m.q;
+  DrainOnThrow drain{q};
+  m.begin_run();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    int t = g.inputs[i];
+    if (m.pin.record_of_tensor[m.root(t)] < 0 || inputs[i]->bytes() == 0) continue;  // unused input
+    Location l = m.locate(g, t);
+    m.check(clEnqueueCopyBuffer(q, inputs[i]->buffer(), l.mem, 0, size_t(l.byte_offset), size_t(inputs[i]->bytes()),
+                                0, nullptr, nullptr),
+            m.model() + ": copying input " + g.tensors[t].name);
+  }
+  m.inputs_written();
+  m.run_steps();
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const int t = g.outputs[k];
+    const int64_t bytes = outputs[k]->bytes();
+    if (bytes == 0) continue;
+    const std::string what = m.model() + ": copying output " + g.tensors[t].name;
+    if (g.tensors[m.root(t)].is_constant)  // the host keeps the value of constants that are outputs
+      m.check(clEnqueueWriteBuffer(q, outputs[k]->buffer(), CL_FALSE, 0, size_t(bytes),
+                                   g.tensors[m.root(t)].value.bytes.data(), 0, nullptr, nullptr),
+              what);
+    else {
+      Location l = m.locate(g, t);
+      m.check(clEnqueueCopyBuffer(q, l.mem, outputs[k]->buffer(), size_t(l.byte_offset), 0, size_t(bytes), 0,
+                                  nullptr, nullptr),
+              what);
+    }
+  }
+  m.end_run(start, "running");
 }
 
 double Session::last_run_ms() const { return impl_->last_ms; }

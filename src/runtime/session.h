@@ -5,12 +5,14 @@
 //   plan::MemoryPlan plan = plan::plan_memory(pin.records, dev_profile, "best");
 //   runtime::Session s(g, pin, plan, "pocl");
 //   std::vector<HostTensor> out = s.run({input});   // g.inputs order in, g.outputs order out
+//   s.run({&x}, {&y});   // or DeviceTensors: inputs and outputs stay on the device
 //   s.last_run_ms(); s.activation_bytes(); s.fallback_nodes();
 //
 // Promises: one device allocation per plan pool, made in the constructor;
 // weights uploaded once; every kernel and its arguments prepared once. A
 // run writes the inputs, enqueues the prepared kernels back to back (no host
-// sync, no allocation), and reads the outputs. Nodes without an OpenCL
+// sync, no allocation), and reads the outputs (copies on the device alone
+// with DeviceTensors). Nodes without an OpenCL
 // kernel run on the CPU reference (listed by fallback_nodes(), never
 // silent). Only buffer plans run for now: texture pools are rejected.
 // Failures throw texplan::Error naming the model, the node or pool, and the
@@ -27,6 +29,7 @@
 #include "optimize/usage.h"
 #include "plan/memory_plan.h"
 #include "runtime/device.h"
+#include "runtime/device_tensor.h"
 
 namespace texplan::runtime {
 
@@ -98,6 +101,13 @@ class Session {
   // Inputs in g.inputs order; throws Error naming the input on a shape or
   // dtype mismatch. Outputs in g.outputs order.
   std::vector<HostTensor> run(const std::vector<HostTensor>& inputs);
+  // The same with inputs and outputs in device memory of this session's
+  // device (runtime/device_tensor.h), in g.inputs / g.outputs order: the
+  // inputs are copied into the plan's pools and the outputs out of them on
+  // the device, and the call returns once the outputs are written. The
+  // inputs are never written. Throws Error naming the tensor on a dtype,
+  // shape or device mismatch.
+  void run(const std::vector<const DeviceTensor*>& inputs, const std::vector<DeviceTensor*>& outputs);
 
   double last_run_ms() const;         // wall time of the last run(), transfers included
   // Host time of the last run()'s loop over the nodes (enqueues, CPU
