@@ -33,7 +33,6 @@ struct FusedCase {
   std::map<std::string, Attribute> attrs;
   int output_over = -1;  // in-place: the output shares this input's storage
   bool tf32 = false;     // --precision tf32's kernels (emulated off NVIDIA: force_tf32_emulation)
-  bool aligned = false;  // every tensor on 16 bytes (float4 paths), else at odd offsets
 };
 
 bool omitted(const HostTensor& t) { return t.bytes.empty() && t.shape.empty(); }
@@ -53,15 +52,11 @@ bool run_on_device(const FusedCase& c, HostTensor& out, const Shape& out_shape,
   n.attrs = c.attrs;
   std::vector<int64_t> offset;  // per tensor, in floats
   int64_t next = 3;             // odd: offsets are not aligned to anything
-  auto align = [&] {
-    if (c.aligned) next = (next + 3) / 4 * 4;
-  };
   for (size_t i = 0; i < c.inputs.size(); ++i) {
     if (omitted(c.inputs[i])) {
       n.inputs.push_back(-1);
       continue;
     }
-    align();
     Tensor t;
     t.name = "in" + std::to_string(i);
     t.shape = c.inputs[i].shape;
@@ -76,7 +71,6 @@ bool run_on_device(const FusedCase& c, HostTensor& out, const Shape& out_shape,
   if (c.output_over >= 0) {
     offset.push_back(offset.at(size_t(n.inputs.at(size_t(c.output_over)))));
   } else {
-    align();
     offset.push_back(next);
     next += element_count(out_shape) + 5;
   }
@@ -288,28 +282,6 @@ TEST(FusedKernels, ConvOneByOneAndMatrixVector) {
   expect_matches_reference(se);
   se.output_over = 3;
   expect_matches_reference(se);
-}
-
-// Matrix-vector products read rows and the vector as float4s where both are
-// contiguous, K is a multiple of 4 and every offset lies on 16 bytes; the
-// same cases at odd offsets (and K = 97) take the scalar reads.
-TEST(FusedKernels, MatrixVectorFloat4AndScalarReads) {
-  GpuKernels gpu;
-  for (bool aligned : {true, false}) {
-    SCOPED_TRACE(aligned ? "aligned" : "odd offsets");
-    FusedCase fc{"Gemm", {random_tensor({1, 300}), random_tensor({70, 300}, -1, 1, 2), random_tensor({70}, -1, 1, 3)},
-                 {{"transB", Attribute::of_int(1)}, {"beta", Attribute::of_float(0.5f)}}};
-    fc.aligned = aligned;
-    expect_matches_reference(fc);
-    FusedCase column{"Gemm", {random_tensor({1, 100}), random_tensor({100, 9}, -1, 1, 4)}};  // strided rows: scalar
-    column.aligned = aligned;
-    expect_matches_reference(column);
-    for (int64_t k : {96, 97}) {
-      FusedCase se = fused_conv({2, k, 1, 1}, {24, k, 1, 1}, {}, true, kResidualRelu, 1);
-      se.aligned = aligned;
-      expect_matches_reference(se);
-    }
-  }
 }
 
 TEST(FusedKernels, ConvDepthwise) {

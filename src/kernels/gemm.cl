@@ -404,7 +404,7 @@ void conv_transpose2d_gemm(__global const float* X, int xo, __global const float
 
 // Matrix-vector products (GEMMs with M or N = 1, which one tile would leave
 // mostly idle): a work-group of 64 reduces each output's dot product of
-// length K (GV_VEC: in float4s). Output o = sum_k Mat[o*m_so + k*m_sk] * Vec[k*v_sk]; batched like
+// length K. Output o = sum_k Mat[o*m_so + k*m_sk] * Vec[k*v_sk]; batched like
 // gemm; Y contiguous, O outputs per batch.
 #define GV 64
 __kernel __attribute__((reqd_work_group_size(GV, 1, 1)))
@@ -415,19 +415,8 @@ void gemv(__global const float* Mat, int mo, __global const float* Vec, int vo, 
   const int o = get_group_id(0), z = get_group_id(1), l = get_local_id(0);
   __global const float* row = Mat + mo + strided_offset(z, batch, m_sb) + o * m_so;
   __global const float* v = Vec + vo + strided_offset(z, batch, v_sb);
-#ifdef GV_VEC
-  // Row and vector contiguous and 16-byte aligned (the host checks): float4
-  // loads keep 4x the bytes in flight, which the short rows of a 4096 x 4096
-  // or 1000 x 4096 layer need to approach the device's bandwidth.
-  __global const float4* row4 = (__global const float4*)row;
-  __global const float4* v4 = (__global const float4*)v;
-  float4 a4 = (float4)(0.0f);
-  for (int k = l; k < K / 4; k += GV) a4 = mad(row4[k], v4[k], a4);
-  float a = (a4.x + a4.y) + (a4.z + a4.w);
-#else
   float a = 0.0f;
   for (int k = l; k < K; k += GV) a += row[k * m_sk] * v[k * v_sk];
-#endif
   s[l] = a;
   barrier(CLK_LOCAL_MEM_FENCE);
   for (int h = GV / 2; h > 0; h >>= 1) {

@@ -1,5 +1,4 @@
 // Conv, ConvTranspose, Gemm and MatMul lowerings onto gemm.cl / conv.cl.
-#include <algorithm>
 #include <optional>
 #include <sstream>
 
@@ -554,17 +553,7 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
   if ((g.M == 1 || g.N == 1) && g.K >= 64) {
     bool col = g.N == 1;  // outputs run along M: rows of A times B's column
     int64_t outputs = col ? g.M : g.N;
-    const TensorArg& mat = col ? A : B;
-    const TensorArg& vec = col ? B : A;
-    const int64_t m_so = col ? g.a_sm : g.b_sn, m_sk = col ? g.a_sk : g.b_sk, v_sk = col ? g.b_sk : g.a_sk;
-    auto aligned4 = [](const std::vector<int64_t>& strides) {
-      return std::all_of(strides.begin(), strides.end(), [](int64_t s) { return s % 4 == 0; });
-    };
-    // float4 reads where every row and the vector start on 16 bytes (the
-    // pools' and weights' buffers are aligned beyond that).
-    const bool vec4 = m_sk == 1 && v_sk == 1 && g.K % 4 == 0 && m_so % 4 == 0 && mat.offset % 4 == 0 &&
-                      vec.offset % 4 == 0 && aligned4(col ? g.a_sb : g.b_sb) && aligned4(col ? g.b_sb : g.a_sb);
-    b.launch(Source("gemm.cl", vec4 ? "-DGV_VEC" : "", tail.prelude), "gemv", group_range({size_t(outputs), size_t(nb)}, {64, 1}),
+    b.launch(Source("gemm.cl", "", tail.prelude), "gemv", group_range({size_t(outputs), size_t(nb)}, {64, 1}),
              col ? A : B, col ? B : A, C, Y, i32(outputs), i32(g.K), i32(col ? g.a_sm : g.b_sn),
              i32(col ? g.a_sk : g.b_sk), i32(col ? g.b_sk : g.a_sk), i32(col ? g.c_sm : g.c_sn), cl_int(g.has_c),
              g.alpha, g.beta, batch_dims(g.batch), to_dims(col ? g.a_sb : g.b_sb, 0),
