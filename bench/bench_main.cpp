@@ -301,6 +301,7 @@ int main(int argc, char** argv) {
     }
     if (!latency_only) out["planning_time"] = planning_time(dev, max_n);
     if (!no_latency && fs::is_directory(models)) out["latency"] = latency_vs_onnxruntime(models, device, runs, rounds);
+    else if (!no_latency) std::cout << "no model zoo at " << models << " (--models): skipping the latency table\n";
     std::ofstream(json_path) << out.dump(1) << "\n";
     std::cout << "\nwrote " << json_path << "\n";
   } catch (const std::exception& e) {
