@@ -9,12 +9,15 @@
 # With -x, each model is then tuned with --precision tf32 too (tensor-core
 # tiles against the exact fp32 lowering, per node, into the same cache) and
 # run tuned in tf32 (--check --guard): the table gains a tuned-tf32 column.
-#   scripts/device/gpu_profile.sh [-n RUNS] [-t SECONDS_PER_RUN] [-d DEVICE] [-x] [MODEL...]
+# With -U, nothing is tuned: one profiled run per model (`texplan tune` takes
+# over 30 s for some models there), which the family table then sums.
+#   scripts/device/gpu_profile.sh [-n RUNS] [-t SECONDS_PER_RUN] [-d DEVICE] [-x | -U] [MODEL...]
 # Writes $OUT/profile/*.json, $OUT/tuning.json, $OUT/profile.md, $OUT/profile_log.txt.
 set -uo pipefail
-RUNS=50 LIMIT=300 DEVICE=gpu TF32=0
-while getopts "n:t:d:xh" opt; do
-  case $opt in n) RUNS=$OPTARG ;; t) LIMIT=$OPTARG ;; d) DEVICE=$OPTARG ;; x) TF32=1 ;; *) sed -n '2,14p' "$0"; exit 2 ;; esac
+RUNS=50 LIMIT=300 DEVICE=gpu TF32=0 UNTUNED=0
+while getopts "n:t:d:xUh" opt; do
+  case $opt in n) RUNS=$OPTARG ;; t) LIMIT=$OPTARG ;; d) DEVICE=$OPTARG ;; x) TF32=1 ;; U) UNTUNED=1 ;;
+    *) sed -n '2,16p' "$0"; exit 2 ;; esac
 done
 shift $((OPTIND - 1))
 cd "$(dirname "$0")/../.."
@@ -30,6 +33,12 @@ CACHE="$OUT/tuning.json"
 {
   for n in "${models[@]}"; do
     m="$MODELS_DIR/$n"
+    if ((UNTUNED)); then
+      echo "== $n untuned, profiled"
+      timeout "$LIMIT" texplan run "$m" --device "$DEVICE" --check --bench "$RUNS" --profile \
+        --json "$OUT/profile/${n}_plain.json" || echo "exit status $? ($n plain)"
+      continue
+    fi
     echo "== $n tune"
     timeout "$LIMIT" texplan tune "$m" --device "$DEVICE" --tuning-cache "$CACHE" --check \
       --json "$OUT/profile/${n}_tune.json" || echo "exit status $? ($n tune)"
@@ -54,7 +63,7 @@ d = sys.argv[1]
 def load(f):
     p = os.path.join(d, f)
     return json.load(open(p)) if os.path.exists(p) else None
-models = sorted({f.rsplit('_tuned.json', 1)[0] for f in os.listdir(d) if f.endswith('_tuned.json')})
+models = sorted({f.rsplit('_plain.json', 1)[0] for f in os.listdir(d) if f.endswith('_plain.json')})
 print("| model | untuned ms | tuned ms | tuned/untuned | rel err | kernel ms | launches | enqueue us/launch "
       "| tuned tf32 ms | tf32 rel err | tf32 nodes |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -63,12 +72,12 @@ for m in models:
     p, t, x = load(m + '_plain.json'), load(m + '_tuned.json'), load(m + '_tuned_tf32.json') or {}
     ms = lambda r: r.get('median_ms') if r else None
     ratio = f"{ms(t) / ms(p):.3f}" if ms(t) and ms(p) else '?'
-    pr = (t or {}).get('profile', {})
+    pr = (t or p or {}).get('profile', {})  # -U: the untuned run's profile
     ceil = pr.get('ceilings', ceil)
     for o in pr.get('ops', []):
         a = fam.setdefault(o['op'], [0, 0.0, 0.0, 0.0])
         a[0] += o['nodes']; a[1] += o['ms']; a[2] += o['flops']; a[3] += o['bytes']
-    print(f"| {m} | {ms(p)} | {ms(t)} | {ratio} | {(t or {}).get('rel_error')} | {pr.get('device_ms', 0):.3f} | "
+    print(f"| {m} | {ms(p)} | {ms(t) or '-'} | {ratio} | {(t or p or {}).get('rel_error')} | {pr.get('device_ms', 0):.3f} | "
           f"{pr.get('launches')} | {pr.get('enqueue_us_per_launch', 0):.2f} | {x.get('median_ms', '-')} | "
           f"{x.get('rel_error', '-')} | {len(x.get('tf32_nodes', [])) if x else '-'} |")
 if ceil:
