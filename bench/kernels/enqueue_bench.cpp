@@ -8,8 +8,9 @@
 //   texplan_enqueue_bench [--device SPEC] [--launches N] [--rounds R] [--transfer BYTES]
 //
 // Cases: kernels of 2 buffer arguments, of 2 buffers and 16 ints, of 2
-// buffers and the 16 ints as one struct, of 8 buffers, and of 8 buffers and
-// 16 ints (a fused conv's list), as 1 work-group and as 1024; the same N
+// buffers and the 16 ints as one struct, of 8 buffers (8 distinct, or the 8
+// arguments naming only 1 or 2 buffers), and of 8 buffers and 16 ints (a
+// fused conv's list), as 1 work-group and as 1024; the same N
 // launches alternating over 8 distinct kernel objects, and over the same
 // kernel from 8 programs (as a run's nodes each launch their own program's)
 // of 1, 2 and 16 groups; 64 groups of real work (about 0.3 ms on PoCL); and
@@ -18,7 +19,11 @@
 // time per launch to clFinish, and the device's idle time between two
 // kernels from events on the profiling queue (first start to last end less
 // the kernels' own times, per launch; `texplan run --profile` reports the
-// same for a model). On PoCL (2-core Zen 4 VM) the idle time is 3-9 us per
+// same for a model). On the H100 (`--launches 100 --rounds 9`) the host pays
+// per argument, not per distinct buffer: 8 buffer arguments cost 5.7 us a
+// launch whether they name 8, 2 or 1 buffers (2 arguments: 4.0 us), so one
+// arena for all weights would not make launches cheaper. On PoCL (2-core
+// Zen 4 VM) the idle time is 3-9 us per
 // one-group launch and 11-17 us per launch of many groups, whatever the
 // kernel's length: the worker threads sleep and are woken between kernels;
 // only fewer launches remove it.
@@ -124,7 +129,13 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  auto dev = runtime::open_device(spec);
+  std::shared_ptr<runtime::Device> dev;
+  try {
+    dev = runtime::open_device(spec);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "texplan_enqueue_bench: error: %s\n", e.what());
+    return 1;
+  }
   cl_context ctx = dev->context();
   cl_command_queue q = dev->queue();
   cl_int s = CL_SUCCESS;
@@ -158,6 +169,14 @@ int main(int argc, char** argv) {
     }
     return k;
   };
+  // The 8 buffer arguments naming `distinct` buffers in turn: does the driver
+  // pay per argument or per distinct buffer? (A run's arguments are mostly
+  // its one pool and a separate buffer per weight.)
+  auto same = [&](int distinct) {
+    cl_kernel k = make("bufs");
+    for (int i = 0; i < 8; ++i) check(clSetKernelArg(k, cl_uint(i), sizeof(cl_mem), &bufs[size_t(i % distinct)]), "arg");
+    return k;
+  };
   std::vector<cl_kernel> eight;
   for (int i = 0; i < 8; ++i) eight.push_back(make("many"));
   // The same kernel from 8 programs (distinct build options), as a run's
@@ -180,6 +199,10 @@ int main(int argc, char** argv) {
                                    {"2 buffers + 16 ints, 1024 groups", {make("ints")}, 1024, false},
                                    {"2 buffers + a 64-byte struct, 1024 groups", {make("packed")}, 1024, false},
                                    {"8 buffers, 1024 groups", {make("bufs")}, 1024, false},
+                                   {"8 buffer arguments, 1 buffer, 1 group", {same(1)}, 1, false},
+                                   {"8 buffer arguments, 2 buffers, 1 group", {same(2)}, 1, false},
+                                   {"8 buffer arguments, 1 buffer, 1024 groups", {same(1)}, 1024, false},
+                                   {"8 buffer arguments, 2 buffers, 1024 groups", {same(2)}, 1024, false},
                                    {"8 buffers + 16 ints, 1 group", {make("many")}, 1, false},
                                    {"8 buffers + 16 ints, 1024 groups", {make("many")}, 1024, false},
                                    {"8 kernel objects in turn, 1024 groups", eight, 1024, false},
