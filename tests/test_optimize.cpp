@@ -528,9 +528,12 @@ TEST(Optimize, FullyConnectedPairsBecomeOneMlp) {
 }
 
 // BERT's attention as torch exports it: q, k and v cut from one projection
-// P and split into heads. Read through strides, P would live until the last
-// product (v's, after the softmax) where the copies let it die at the cuts:
-// the bound would rise, so the Transposes stay.
+// P and split into heads. Read through strides back to P, all three would
+// keep P alive until the last product (v's, after the softmax) where the
+// copies let it die at the cuts: the bound would rise. Decided one operand
+// at a time, q and k read P (it dies at their product, before the softmax)
+// and v reads its cut: one Slice left of the nine nodes, the bound no
+// higher than with no strided operands at all.
 TEST(Optimize, StridedOperandsNeverRaiseTheBound) {
   std::mt19937 rng(13);
   int x = 0;
@@ -556,12 +559,87 @@ TEST(Optimize, StridedOperandsNeverRaiseTheBound) {
   g.topological_sort();
   const HostTensor input = random_tensor({8, 4}, rng, -2, 2);
   const HostTensor want = run_cpu(g, input);
+  Graph unviewed = g, copies = g;
+  OptimizeOptions no_strides;
+  no_strides.strided_operands = false;
+  optimize(copies, no_strides);
+  int copy_transposes = 0;
+  for (const auto& n : copies.nodes) copy_transposes += n.op_type == "Transpose";
+  EXPECT_EQ(copy_transposes, 3) << "--no-strided-operands keeps the copies";
+  EXPECT_TRUE(runtime::runnable({}, "gpu").strided_operands);
+  EXPECT_FALSE(runtime::runnable({}, "cpu").strided_operands);
   const OptimizeReport rep = optimize(g, {});
-  int transposes = 0;
-  for (const auto& n : g.nodes) transposes += n.op_type == "Transpose";
-  EXPECT_EQ(transposes, 3);
+  int transposes = 0, slices = 0;
+  for (const auto& n : g.nodes) {
+    transposes += n.op_type == "Transpose";
+    slices += n.op_type == "Slice";
+    if ((n.op_type != "MatMul" && n.op_type != "FusedMatMul") || g.tensors[n.inputs[0]].name == "x") continue;
+    for (int slot = 0; slot < 2; ++slot) {
+      const std::string src = g.tensors[n.inputs[size_t(slot)]].name;
+      if (src == "sm") continue;  // the softmax is read whole
+      EXPECT_TRUE(operand_view(n, slot).has_value()) << n.name << " operand " << slot;
+      EXPECT_EQ(src, g.tensors[n.inputs[0]].name == "sm" ? "v_cut" : "p") << n.name << " operand " << slot;
+    }
+  }
+  EXPECT_EQ(transposes, 0);
+  EXPECT_EQ(slices, 1);
   EXPECT_LE(rep.lower_bound_bytes, rep.raw_lower_bound_bytes);
+  // No higher than with no strided operands at all.
+  OptimizeOptions no_fusion;
+  no_fusion.fuse = false;
+  EXPECT_LE(rep.lower_bound_bytes, optimize(unviewed, no_fusion).lower_bound_bytes);
   expect_close(run_cpu(g, input), want);
+  expect_close(run_graph(g, input, runtime::open_device("pocl")).at(0), want);
+}
+
+// torch's unbind of q and k (one projection reshaped, its heads' axis moved
+// first, then a Gather of one constant index each) read through strides
+// straight from the projection: the Reshape, the Transposes and the Gathers
+// run no kernel, and the bound falls (the copies of the moved projection
+// are gone). Either view alone would raise it (the projection alive beside
+// the other's copies): only both at once fit. CPU executor and a guarded
+// PoCL session agree with the graph as given.
+TEST(Optimize, GathersOfOneIndexBecomeStridedOperands) {
+  std::mt19937 rng(21);
+  int x = 0;
+  Graph g = graph_with_input("unbind", {8, 4}, x);
+  const int p = tensor(g, "p", {8, 12}), r = tensor(g, "r", {8, 3, 4}), t = tensor(g, "t", {3, 8, 4});
+  node(g, "MatMul", {x, weight(g, "wqkv", {4, 12}, rng)}, {p});
+  node(g, "Reshape", {p, ints(g, "shape", {8, 3, 4})}, {r});
+  node(g, "Transpose", {r}, {t}, {{"perm", Attribute::of_ints({1, 0, 2})}});
+  auto scalar = [&](const char* name, int64_t v) {
+    const int i = ints(g, name, {v});
+    g.tensors[i].shape = {};
+    g.tensors[i].value.shape = {};
+    return i;
+  };
+  const int q = tensor(g, "q", {8, 4}), k = tensor(g, "k", {8, 4}), kt = tensor(g, "kt", {4, 8});
+  node(g, "Gather", {t, scalar("i0", 0)}, {q}, {{"axis", Attribute::of_int(0)}});
+  node(g, "Gather", {t, scalar("i1", -2)}, {k}, {{"axis", Attribute::of_int(0)}});  // index 1, counted from the end
+  node(g, "Transpose", {k}, {kt}, {{"perm", Attribute::of_ints({1, 0})}});
+  const int sc = tensor(g, "scores", {8, 8}), y = tensor(g, "y", {8, 8});
+  node(g, "MatMul", {q, kt}, {sc});
+  node(g, "Tanh", {sc}, {y});
+  g.tensors[y].is_output = true;
+  g.outputs = {y};
+  g.topological_sort();
+  const HostTensor input = random_tensor({8, 4}, rng, -2, 2);
+  const HostTensor want = run_cpu(g, input);
+  const OptimizeReport rep = optimize(g, {});
+  int moves = 0, views = 0;
+  for (const auto& n : g.nodes) {
+    moves += n.op_type == "Transpose" || n.op_type == "Gather" || n.op_type == "Reshape";
+    if ((n.op_type != "MatMul" && n.op_type != "FusedMatMul") || g.tensors[n.inputs[0]].name == "x") continue;
+    for (int slot = 0; slot < 2; ++slot) {
+      views += operand_view(n, slot).has_value();
+      EXPECT_EQ(g.tensors[n.inputs[size_t(slot)]].name, "p");
+    }
+  }
+  EXPECT_EQ(moves, 0);
+  EXPECT_EQ(views, 2);
+  EXPECT_LT(rep.lower_bound_bytes, rep.raw_lower_bound_bytes);
+  expect_close(run_cpu(g, input), want);
+  expect_close(run_graph(g, input, runtime::open_device("pocl")).at(0), want);
 }
 
 // A Slice of a contiguous channel range of a batch-1 tensor becomes a view
@@ -624,3 +702,4 @@ TEST(Optimize, SlicesThatMoveDataAreNotViews) {
     EXPECT_EQ(slices_to_views(g), 0) << "axis " << axis << " step " << step;
   }
 }
+

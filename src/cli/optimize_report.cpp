@@ -12,6 +12,8 @@ void add_optimize_options(CLI::App& app, OptimizeOptions& o) {
                         "keep MaxPool apart from the convolution before it");
   app.add_flag_callback("--no-mlp-fusion", [&o] { o.mlp_fusion = false; },
                         "keep two fully connected 1x1 convolutions in a row apart");
+  app.add_flag_callback("--no-strided-operands", [&o] { o.strided_operands = false; },
+                        "products read operands that Slices, Gathers and Transposes cut and move as copies");
   app.add_flag_callback("--no-inplace", [&o] { o.inplace = false; }, "every node writes fresh storage");
   app.add_flag_callback("--no-concat-elision", [&o] { o.concat_elision = false; },
                         "Concat copies its inputs instead of producers writing their slice");

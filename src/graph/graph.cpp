@@ -251,6 +251,8 @@ void set_operand_view(Node& n, int input, const OperandView& v) {
   n.attrs[view_attribute(input)] = Attribute::of_ints(std::move(a));
 }
 
+void clear_operand_view(Node& n, int input) { n.attrs.erase(view_attribute(input)); }
+
 void Graph::topological_sort() {
   // Kahn's algorithm with a min-heap on the original position, so an already
   // valid order is kept as is (file order is the user's order).

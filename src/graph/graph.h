@@ -128,6 +128,7 @@ struct OperandView {
 // Input `input`'s view (attribute texplan_view_in<input>), or none.
 std::optional<OperandView> operand_view(const Node& n, int input);
 void set_operand_view(Node& n, int input, const OperandView& v);
+void clear_operand_view(Node& n, int input);
 
 // A FusedConv whose last input S, one value per input channel, scales X
 // first: conv(X * S, W) (attribute texplan_channel_scale, set by optimize's

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <set>
+#include <tuple>
 
 #include "optimize/passes.h"
 #include "optimize/sharing.h"
@@ -63,10 +64,12 @@ OptimizeOptions::Order parse_order(const std::string& s) {
 
 int64_t graph_lower_bound(const Graph& g) { return plan::lower_bound_bytes(make_usage_records(g).records); }
 
-// strided_product_operands, kept only where the bound does not rise (a view
-// keeps its whole source alive until the product): tried first on a copy
-// without the large constants' values (the pass reads only the chains'
-// small Slice parameters). Returns the nodes it dropped.
+// strided_product_operands, each view kept only where the bound does not
+// rise (a view keeps its whole source alive until the product; BERT's q and
+// k may be views while v, read last, stays a copy), else a shorter chain
+// tried: decided first on a copy without the large constants' values (the
+// pass reads only the chains' small Slice and Gather parameters), then the
+// same views set in g. Returns the nodes it dropped.
 static int strided_operands_within_bound(Graph& g) {
   constexpr size_t kSmall = 4096;
   std::vector<HostTensor> large(g.tensors.size());
@@ -76,11 +79,32 @@ static int strided_operands_within_bound(Graph& g) {
   Graph trial = g;
   for (size_t i = 0; i < g.tensors.size(); ++i)
     if (moved[i]) g.tensors[i].value = std::move(large[i]);
-  if (strided_product_operands(trial) == 0) return 0;
-  trial.remove_dead_nodes();
-  if (graph_lower_bound(trial) > graph_lower_bound(g)) return 0;
+  const int64_t bound = graph_lower_bound(g);
+  auto fits = [&](const Graph& with) {
+    Graph pruned = with;
+    pruned.remove_dead_nodes();
+    return graph_lower_bound(pruned) <= bound;
+  };
+  std::set<std::tuple<std::string, int, int>> kept;  // product, slot, the tensor its view reads
+  auto keep_all = [&](const Graph&, const Node& n, int slot) {
+    kept.insert({n.name, slot, n.inputs[size_t(slot)]});
+    return true;
+  };
+  // Every view at once first: views that only fit together (two reading one
+  // source, which then outlives neither copy) are found only that way.
+  Graph all = trial;
+  if (strided_product_operands(all, keep_all) == 0) return 0;
+  if (!fits(all)) {
+    kept.clear();
+    strided_product_operands(trial, [&](const Graph& with, const Node& n, int slot) {
+      return fits(with) && keep_all(with, n, slot);
+    });
+  }
+  if (kept.empty()) return 0;
   const int nodes = int(g.nodes.size());
-  strided_product_operands(g);
+  strided_product_operands(g, [&](const Graph&, const Node& n, int slot) {
+    return kept.count({n.name, slot, n.inputs[size_t(slot)]}) > 0;
+  });
   g.remove_dead_nodes();
   return nodes - int(g.nodes.size());
 }
@@ -101,7 +125,7 @@ OptimizeReport optimize(Graph& g, const OptimizeOptions& opt) {
     r.fused_pool = c.pool;
     r.fused_channel_scales = c.channel_scales;
     r.fused_mlps = c.mlps;
-    r.viewed_nodes += strided_operands_within_bound(g);
+    if (opt.strided_operands) r.viewed_nodes += strided_operands_within_bound(g);
   }
   for (auto& n : g.nodes) {
     n.attrs.erase("texplan_inplace");

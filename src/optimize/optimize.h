@@ -30,6 +30,10 @@ struct OptimizeOptions {
   // Two fully connected layers of one-pixel maps (squeeze-and-excitation)
   // as one FusedMlp.
   bool mlp_fusion = true;
+  // Product operands cut and moved by Slices, Gathers, Transposes and
+  // Reshapes read through strides (OperandView) where the bound allows.
+  // texplan run keeps them on GPUs only (runtime::runnable).
+  bool strided_operands = true;
   enum class Order { File, Memory } order = Order::Memory;
 };
 // "file" or "memory"; throws Error on anything else.

@@ -1,6 +1,7 @@
 // Internal: the passes optimize() runs (fuse.cpp, order.cpp).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -54,11 +55,15 @@ int elements_in_place_to_views(Graph& g);
 int slices_to_views(Graph& g);
 
 // MatMul/FusedMatMul operands made from another tensor by a chain of
-// Slices, Transposes and Reshapes (BERT's q, k and v cut from one
-// projection and split into heads) read that tensor through an
-// OperandView instead (graph.h), so the chain runs no kernel once nothing
-// else reads it. Returns how many operands; the caller drops dead nodes.
-int strided_product_operands(Graph& g);
+// Slices, Gathers of one constant index, Transposes and Reshapes (BERT's q,
+// k and v cut from one projection and split into heads) read that tensor
+// through an OperandView instead (graph.h), so the chain runs no kernel once
+// nothing else reads it. Each view is set, then offered to `keep` (the graph
+// with it, the product, the operand's slot): refused, it is undone and the
+// next shorter chain tried. Returns how many operands took a view; the
+// caller drops dead nodes.
+using OperandViewKeep = std::function<bool(const Graph& g, const Node& product, int slot)>;
+int strided_product_operands(Graph& g, const OperandViewKeep& keep);
 
 // Reorders g.nodes topologically to lower the peak of live bytes; keeps the
 // file order unless another order's lower bound is smaller. Returns the

@@ -5,9 +5,9 @@
 // of 1x1 windows, stride 1, no padding (VGG's adaptive average pool of its
 // 7x7 maps to 7x7). Slices of one contiguous run of their input are marked
 // with its byte offset, for storage_sharing() to place. A product's operand
-// that Slices, Transposes and Reshapes make from another tensor is read
-// through strides (OperandView), those nodes dropped where nothing else
-// reads them.
+// that Slices, Gathers of one constant index (torch's unbind of q, k and v),
+// Transposes and Reshapes make from another tensor is read through strides
+// (OperandView), those nodes dropped where nothing else reads them.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -168,6 +168,20 @@ bool apply_view(const Graph& g, const Node& n, OperandView& v) {
       v.strides[size_t(a)] *= steps[i];
       v.shape[size_t(a)] = out[size_t(a)];
     }
+  } else if (n.op_type == "Gather") {  // one constant index: a Slice of one, its axis dropped when scalar
+    std::vector<int64_t> index;
+    if (!constant_ints(g, n, 1, index) || index.size() != 1) return false;
+    const int64_t axis = n.get_int("axis", 0), a = axis < 0 ? axis + rank : axis;
+    if (a < 0 || a >= rank) return false;
+    const int64_t dim = v.shape[size_t(a)], i = index[0] < 0 ? index[0] + dim : index[0];
+    if (i < 0 || i >= dim) return false;
+    v.offset += i * v.strides[size_t(a)];
+    if (g.tensors[n.inputs[1]].shape.empty()) {
+      v.shape.erase(v.shape.begin() + a);
+      v.strides.erase(v.strides.begin() + a);
+    } else {
+      v.shape[size_t(a)] = 1;
+    }
   } else if (!reshape_view(v, out)) {  // Reshape, Squeeze, Unsqueeze, Flatten: the output's shape
     return false;
   }
@@ -175,7 +189,7 @@ bool apply_view(const Graph& g, const Node& n, OperandView& v) {
 }
 
 bool view_op(const Graph& g, const Node& n) {
-  static const char* ops[] = {"Transpose", "Slice", "Reshape", "Squeeze", "Unsqueeze", "Flatten"};
+  static const char* ops[] = {"Transpose", "Slice", "Gather", "Reshape", "Squeeze", "Unsqueeze", "Flatten"};
   return std::find(std::begin(ops), std::end(ops), n.op_type) != std::end(ops) && !n.inputs.empty() &&
          n.inputs[0] >= 0 && n.outputs.size() == 1 && n.outputs[0] >= 0 &&
          g.tensors[n.inputs[0]].dtype == g.tensors[n.outputs[0]].dtype;
@@ -183,7 +197,7 @@ bool view_op(const Graph& g, const Node& n) {
 
 }  // namespace
 
-int strided_product_operands(Graph& g) {
+int strided_product_operands(Graph& g, const OperandViewKeep& keep) {
   std::vector<int> producer(g.tensors.size(), -1);
   for (int k = 0; k < int(g.nodes.size()); ++k)
     for (int t : g.nodes[size_t(k)].outputs)
@@ -202,7 +216,10 @@ int strided_product_operands(Graph& g) {
       // The longest chain (nearest the product) strides express, if it moves data.
       for (; !chain.empty(); chain.pop_back()) {
         bool moves = false;
-        for (int k : chain) moves = moves || g.nodes[size_t(k)].op_type == "Transpose" || g.nodes[size_t(k)].op_type == "Slice";
+        for (int k : chain) {
+          const std::string& op = g.nodes[size_t(k)].op_type;
+          moves = moves || op == "Transpose" || op == "Slice" || op == "Gather";
+        }
         if (!moves) break;
         const int src = g.nodes[size_t(chain.back())].inputs[0];
         if (g.tensors[src].is_constant) continue;
@@ -214,6 +231,11 @@ int strided_product_operands(Graph& g) {
         if (!ok) continue;
         set_operand_view(n, slot, v);
         n.inputs[size_t(slot)] = src;
+        if (!keep(g, n, slot)) {
+          clear_operand_view(n, slot);
+          n.inputs[size_t(slot)] = t;
+          continue;
+        }
         ++made;
         break;
       }

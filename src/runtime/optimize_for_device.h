@@ -19,7 +19,11 @@ namespace texplan::runtime {
 // FusedMlp, whose kernel runs one work-group per image (on the H100
 // EfficientNet-B0's 16 took 0.57 ms, the model 1.35 ms against 0.97
 // unfused; with 16 items adding each first-layer row, 0.29 ms and 1.03
-// against 0.93, 5 alternated rounds: not kept).
+// against 0.93, 5 alternated rounds: not kept). Strided product operands
+// are kept on GPUs only: on PoCL bert_mini ran 6.48-6.59 ms with its 24
+// (76 nodes) against 6.15-6.44 with copies (100 nodes), 3 alternated pairs,
+// the strided products leaving the CPU kernels' contiguous GEMM; on the
+// H100 0.520 against 0.574 ms (72 -> 60 launches, 7 alternated rounds).
 OptimizeOptions runnable(OptimizeOptions o, const std::string& device_type);
 
 }  // namespace texplan::runtime
