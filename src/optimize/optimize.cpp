@@ -95,9 +95,13 @@ static int strided_operands_within_bound(Graph& g) {
   Graph all = trial;
   if (strided_product_operands(all, keep_all) == 0) return 0;
   if (!fits(all)) {
+    // Each trial costs a copy of the graph and its bound: a graph with
+    // thousands of product chains keeps copies past the first kMaxTrials.
+    constexpr int kMaxTrials = 512;
+    int trials = 0;
     kept.clear();
     strided_product_operands(trial, [&](const Graph& with, const Node& n, int slot) {
-      return fits(with) && keep_all(with, n, slot);
+      return ++trials <= kMaxTrials && fits(with) && keep_all(with, n, slot);
     });
   }
   if (kept.empty()) return 0;
