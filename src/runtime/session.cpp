@@ -107,7 +107,7 @@ struct Session::Impl {
   void begin_run();
   void inputs_written();  // guard mode: the inputs' bytes are the baseline
   void run_steps();       // every node's kernels, enqueued back to back
-  void end_run(std::chrono::steady_clock::time_point start, const std::string& what);  // waits for the queue
+  void end_run(std::chrono::steady_clock::time_point start);  // waits for the queue
 
   ~Impl() {
     for (Step& s : steps) s.offload.reset();  // may hold sub-buffers of the pools
@@ -681,8 +681,8 @@ void Session::Impl::run_steps() {
   last_enqueue_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - enqueue_start).count();
 }
 
-void Session::Impl::end_run(std::chrono::steady_clock::time_point start, const std::string& what) {
-  check(clFinish(q), model() + ": " + what);
+void Session::Impl::end_run(std::chrono::steady_clock::time_point start) {
+  check(clFinish(q), model() + ": running");
   if (opt.profile) profiled.device_times(times), last_span_ms = profiled.span_ms();
   profiled.clear();
   last_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -731,7 +731,7 @@ std::vector<HostTensor> Session::run(const std::vector<HostTensor>& inputs) {
     m.check(clEnqueueReadBuffer(q, l.mem, CL_FALSE, size_t(l.byte_offset), bytes, into, 0, nullptr, nullptr),
             m.model() + ": reading output " + meta.name);
   }
-  m.end_run(start, "running");
+  m.end_run(start);
   for (auto [k, pinned] : staged) std::memcpy(outs[k].bytes.data(), pinned, outs[k].bytes.size());
   return outs;
 }
@@ -791,7 +791,7 @@ void Session::run(const std::vector<const DeviceTensor*>& inputs, const std::vec
               what);
     }
   }
-  m.end_run(start, "running");
+  m.end_run(start);
 }
 
 double Session::last_run_ms() const { return impl_->last_ms; }
