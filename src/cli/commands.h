@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "import/onnx_import.h"
 #include "optimize/optimize.h"
 #include "optimize/usage.h"
 #include "plan/memory_plan.h"
@@ -33,7 +34,16 @@ struct PlanOptions {
   bool offload_on_device = false;       // --target opencl: CLBlast sizes its scratch on that device
   OptimizeOptions optimize;             // graph rewrites before planning (optimize/optimize.h)
   bool optimization_shares = true;      // re-optimize with each one off to report its share
+  ImportOptions import;                 // symbolic dimensions fixed by --dim / --input-shape
 };
+
+// Symbolic dimensions: --dim NAME=VALUE and --input-shape NAME=DxDx... (both
+// repeatable), parsed into `import` (dims, input_shapes) by shape_settings.
+struct ShapeSettings {
+  std::vector<std::string> dims, input_shapes;
+};
+void add_shape_options(CLI::App& app, ShapeSettings& s);
+void apply_shape_settings(const ShapeSettings& s, ImportOptions& import);
 
 // Plans `recs` with each strategy and validates every plan. JSON fields:
 // model, target, textures, records, lower_bound_bytes, naive_bytes,
@@ -79,6 +89,7 @@ struct RunArgs {
   // first, unless the tuning cache holds them for this device (0: don't).
   double clblast_tune = 0;
   OptimizeOptions optimize;  // graph rewrites before planning (optimize/optimize.h)
+  ShapeSettings shapes;      // symbolic dimensions; input files fix the rest
   bool tune = false;  // texplan tune: measure kernel variants missing from the tuning cache
 };
 void add_run_options(CLI::App& app, RunArgs& a);

@@ -6,15 +6,14 @@
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "cli/timeline.h"
+#include "graph/safe_file.h"
 
 using namespace texplan;
 
 namespace {
 
 void write_json(const cli::json& j, const std::string& path) {
-  std::ofstream f(path);
-  if (!f) throw Error("cannot write '" + path + "'");
-  f << j.dump(1) << "\n";
+  write_file(path, j.dump(1) + "\n", j.value("model", std::string()));
 }
 
 }  // namespace
@@ -52,6 +51,8 @@ int main(int argc, char** argv) {
   plan->add_option("--timeline", timeline_path, "draw the plan(s) as a picture: FILE.svg, or FILE.html with hover details");
   plan->add_option("--random-graph", random_n, "plan a random DAG of N tensors instead of a model");
   plan->add_option("--seed", seed, "seed of the random graph")->capture_default_str();
+  cli::ShapeSettings plan_shapes;
+  cli::add_shape_options(*plan, plan_shapes);
 
   // texplan run / devices / onnx-tests
   cli::RunArgs run_args;
@@ -91,6 +92,7 @@ int main(int argc, char** argv) {
       opt.offload_on_device = target == "opencl";
       opt.textures = parse_texture_mode(textures);
       opt.optimize = plan_optimize;
+      cli::apply_shape_settings(plan_shapes, opt.import);
       cli::json report;
       if (random_n > 0) {
         opt.include_tensors = random_n <= 200000;

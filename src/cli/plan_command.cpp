@@ -1,3 +1,4 @@
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <iomanip>
@@ -130,9 +131,29 @@ void print_plan_table(const json& r, std::ostream& out) {
   }
 }
 
+void add_shape_options(CLI::App& app, ShapeSettings& s) {
+  app.add_option("--dim", s.dims,
+                 "NAME=VALUE: the value of a symbolic input dimension, e.g. --dim batch=1 (repeatable)");
+  app.add_option("--input-shape", s.input_shapes,
+                 "NAME=DxDx...: the whole shape of an input, e.g. --input-shape input=1x3x224x224 (repeatable)");
+}
+
+void apply_shape_settings(const ShapeSettings& s, ImportOptions& import) {
+  for (const auto& d : s.dims) {
+    auto [name, value] = parse_dim_setting(d);
+    auto [it, fresh] = import.dims.emplace(name, value);
+    if (!fresh && it->second != value) throw Error("--dim " + name + " is given twice, with different values");
+  }
+  for (const auto& d : s.input_shapes) {
+    auto [name, shape] = parse_input_shape_setting(d);
+    auto [it, fresh] = import.input_shapes.emplace(name, shape);
+    if (!fresh && it->second != shape) throw Error("--input-shape " + name + " is given twice, with different shapes");
+  }
+}
+
 json plan_model(const std::string& model_path, const plan::DeviceProfile& dev, const PlanOptions& opt) {
   auto t0 = std::chrono::steady_clock::now();
-  Graph g = import_onnx(model_path);
+  Graph g = import_onnx(model_path, opt.import);
   std::unique_ptr<Graph> imported;  // for each optimization's share
   if (opt.optimization_shares) imported = std::make_unique<Graph>(g);
   const OptimizeReport optimized = optimize(g, opt.optimize);

@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/profile_report.h"
 #include "cli/progress.h"
+#include "graph/safe_file.h"
 #include "import/onnx_import.h"
 #include "offload/offload.h"
 #include "runtime/cpu_executor.h"
@@ -84,15 +85,26 @@ void add_run_options(CLI::App& app, RunArgs& a) {
                  "tuning results file (read, and updated when something was measured): kernel choices and CLBlast's");
   app.add_flag("--profile", a.profile, "time every node from OpenCL events, per operator type, with GFLOP/s and GB/s");
   add_optimize_options(app, a.optimize);
+  add_shape_options(app, a.shapes);
 }
 
 namespace {
 
-std::vector<std::string> test_files(const std::string& model_file, const std::string& prefix) {
-  fs::path set = fs::path(model_file).parent_path() / "test_data_set_0";
+// The model folder's test_data_set_0/PREFIXn.pb: each a regular file inside
+// the model's folder once links are followed (not a FIFO that would hang
+// the run, nor a link to /dev/zero or to a file elsewhere).
+std::vector<std::string> test_files(const std::string& model_file, const std::string& prefix,
+                                    const std::string& model_name) {
+  const fs::path dir = fs::path(model_file).parent_path();
+  const fs::path set = dir / "test_data_set_0";
   std::vector<std::string> files;
-  for (int i = 0; fs::exists(set / (prefix + std::to_string(i) + ".pb")); ++i)
-    files.push_back((set / (prefix + std::to_string(i) + ".pb")).string());
+  std::error_code ec;
+  for (int i = 0; fs::exists(fs::symlink_status(set / (prefix + std::to_string(i) + ".pb"), ec)); ++i) {
+    const fs::path p = set / (prefix + std::to_string(i) + ".pb");
+    const std::string what = model_name + ": test data";
+    RegularFile(confined_to(dir, p, what), what);  // refuses before anything reads it
+    files.push_back(p.string());
+  }
   return files;
 }
 
@@ -154,14 +166,26 @@ int run_command(const RunArgs& a) {
     t_start = now;
     return o.str();
   };
-  Graph g = import_onnx(file, {.load_weights = true});
-  verbose_log() << g.model_name << ": imported " << g.nodes.size() << " nodes with weights in " << since() << "\n";
-
-  std::vector<std::string> input_files = a.inputs.empty() ? test_files(file, "input_") : a.inputs;
-  if (input_files.empty())
-    throw Error(g.model_name + ": no input given and no test_data_set_0/input_0.pb beside the model: use --input FILE.pb");
+  ImportOptions import_options{.load_weights = true};
+  apply_shape_settings(a.shapes, import_options);
+  const std::string stem = fs::path(file).stem().string();
+  std::vector<std::string> input_files = a.inputs.empty() ? test_files(file, "input_", stem) : a.inputs;
   std::vector<HostTensor> inputs;
   for (const auto& f : input_files) inputs.push_back(load_tensor_pb(f));
+  // Input files fix the symbolic dimensions of the inputs they feed (in the
+  // model's input order) where --dim and --input-shape leave them open.
+  const std::vector<InputSignature> signatures = read_input_signatures(file);
+  for (size_t i = 0; i < inputs.size() && i < signatures.size(); ++i) {
+    const InputSignature& sig = signatures[i];
+    bool fixed = sig.has_shape || import_options.input_shapes.count(sig.name);
+    for (size_t k = 0; k < sig.dims.size(); ++k)
+      fixed = fixed && (sig.dims[k] >= 0 || import_options.dims.count(sig.symbols[k]));
+    if (!fixed) import_options.input_shapes[sig.name] = inputs[i].shape;
+  }
+  Graph g = import_onnx(file, import_options);
+  verbose_log() << g.model_name << ": imported " << g.nodes.size() << " nodes with weights in " << since() << "\n";
+  if (input_files.empty())
+    throw Error(g.model_name + ": no input given and no test_data_set_0/input_0.pb beside the model: use --input FILE.pb");
   runtime::check_inputs(g, inputs);
 
   const bool on_cpu = a.device == "cpu";
@@ -369,7 +393,7 @@ int run_command(const RunArgs& a) {
   }
   double rel_error = -1;
   if (a.check) {
-    std::vector<std::string> refs = test_files(file, "output_");
+    std::vector<std::string> refs = test_files(file, "output_", g.model_name);
     if (refs.empty()) throw Error(g.model_name + ": --check needs test_data_set_0/output_0.pb beside the model");
     rel_error = 0;
     for (size_t i = 0; i < refs.size() && i < outputs.size(); ++i)
@@ -429,9 +453,7 @@ int run_command(const RunArgs& a) {
               << " from " << a.tuning_cache << "\n";
   if (report.contains("profile")) print_profile(report["profile"], std::cout);
   if (!a.json_path.empty()) {
-    std::ofstream f(a.json_path);
-    if (!f) throw Error("cannot write '" + a.json_path + "'");
-    f << report.dump(1) << "\n";
+    write_file(a.json_path, report.dump(1) + "\n", g.model_name);
   }
   if (guard_violations) return 4;
   if (a.check && !(rel_error <= tolerance)) {

@@ -20,12 +20,17 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <set>
 #include <mutex>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "graph/safe_file.h"
+#include "import/newer_schemas.h"
+#include "import/rewrites.h"
 #include "reference/reference_ops.h"
+#include "validate/validate.h"
 
 namespace fs = std::filesystem;
 
@@ -33,7 +38,7 @@ namespace texplan {
 namespace {
 
 constexpr int64_t kMinOpset = 7;
-constexpr int64_t kMaxOpset = 17;           // newest opset libonnx 1.12 knows
+constexpr int64_t kMaxOpset = kMaxSupportedOpset;  // libonnx 1.12 knows 17; import/newer_schemas.h the rest
 constexpr int64_t kFoldLimitElements = 1 << 24;  // never materialise huge constants
 // Operators whose cost grows faster than their inputs and outputs (windows,
 // matrix products): folded only when every operand is this small, so a
@@ -41,7 +46,7 @@ constexpr int64_t kFoldLimitElements = 1 << 24;  // never materialise huge const
 constexpr int64_t kFoldHeavyLimitElements = 4096;
 bool is_heavy_op(const std::string& op) {
   return op == "Conv" || op == "ConvTranspose" || op == "MatMul" || op == "Gemm" || op == "MaxPool" ||
-         op == "AveragePool" || op == "LRN" || op == "LpPool";
+         op == "AveragePool" || op == "LRN" || op == "LpPool" || op == "Einsum";
 }
 
 // One line of printable text, whatever a library or a model's names put in
@@ -172,7 +177,8 @@ class GuardedSchemas final : public onnx::ISchemaRegistry {
  public:
   const onnx::OpSchema* GetSchema(const std::string& key, const int version,
                                   const std::string& domain) const override {
-    const onnx::OpSchema* s = onnx::OpSchemaRegistry::Instance()->GetSchema(key, version, domain);
+    const onnx::OpSchema* s = domain.empty() ? newer_schema(key, version) : nullptr;
+    if (!s) s = onnx::OpSchemaRegistry::Instance()->GetSchema(key, version, domain);
     if (!s) return nullptr;
     std::lock_guard<std::mutex> lock(mutex_);
     auto [it, fresh] = guarded_.try_emplace(s);
@@ -201,6 +207,7 @@ class GuardedSchemas final : public onnx::ISchemaRegistry {
             if (!inputs_known(formal, c)) return;
             check_for_inference(op, c);
             f(c);
+            if (op == "Einsum") infer_einsum_dims(c);  // libonnx 1.12 gives only its rank
           });
     if (s.has_data_propagation_function())
       g->PartialDataPropagationFunction(
@@ -219,11 +226,7 @@ const GuardedSchemas& guarded_schemas() {
 }
 
 std::string read_file(const std::string& path, const std::string& what) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(what + ": cannot open '" + path + "'");
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
+  return read_regular_file(path, what, kMaxProtobufBytes);  // no FIFO, device, or file protobuf cannot parse
 }
 
 // External data must stay inside the model's folder: a model file may not
@@ -313,18 +316,14 @@ HostTensor tensor_from_proto(const onnx::TensorProto& t, const fs::path& dir, co
     if (len != nbytes)
       throw Error(what + ": external data length " + std::to_string(len) + " does not match its shape " +
                   to_string(shape) + " (" + std::to_string(nbytes) + " bytes)");
-    std::ifstream f(p, std::ios::binary);
-    if (!f) throw Error(what + ": cannot open weights file '" + p.string() + "'");
-    f.seekg(0, std::ios::end);
-    const int64_t file_size = f.tellg();
+    RegularFile f(p, what);
+    const int64_t file_size = f.size();
     if (file_size < 0 || r.offset > file_size || len > file_size - r.offset)
       throw Error(what + ": external data [" + std::to_string(r.offset) + ", +" + std::to_string(len) +
                   ") lies beyond the end of '" + p.filename().string() + "' (" + std::to_string(file_size) +
                   " bytes): truncated weights file?");
     HostTensor h(dtype, shape);
-    f.seekg(r.offset);
-    f.read(reinterpret_cast<char*>(h.bytes.data()), len);
-    if (f.gcount() != len) throw Error(what + ": reading '" + p.filename().string() + "' failed");
+    f.read_at(r.offset, h.bytes.data(), len);
     return h;
   }
   if (t.has_raw_data()) {
@@ -442,6 +441,19 @@ bool static_shape(const onnx::ValueInfoProto& v, Shape& out, int& elem_type) {
   return true;
 }
 
+InputSignature signature_of(const onnx::ValueInfoProto& v) {
+  InputSignature sig;
+  sig.name = printable(v.name());
+  const auto& tt = v.type().tensor_type();
+  sig.dtype = from_onnx_type(tt.elem_type(), "input '" + sig.name + "'");
+  sig.has_shape = tt.has_shape();
+  for (const auto& d : tt.shape().dim()) {
+    sig.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    sig.symbols.push_back(d.has_dim_value() ? "" : printable(d.dim_param()));
+  }
+  return sig;
+}
+
 class Importer {
  public:
   Importer(const std::string& path, const ImportOptions& opt) : opt_(opt) {
@@ -469,14 +481,18 @@ class Importer {
     parse();
     check_opset_and_operators();
     check_names();
+    fix_input_dims();
     bypass_identities_of_initializers();
+    external_constants_to_initializers();
     index_initializers();
     for (int round = 0; round < 64; ++round) {
       infer_shapes();
       check_value_types();
       if (!fold_constants()) break;
     }
-    return build_graph();
+    Graph graph = build_graph();
+    validate_graph(graph);  // src/validate: every node checked before optimize or a kernel sees it
+    return graph;
   }
 
   std::string what() const { return name_; }
@@ -514,12 +530,13 @@ class Importer {
     if (opset_ < kMinOpset || opset_ > kMaxOpset)
       throw Error(name_ + ": opset " + std::to_string(opset_) + " is not supported (supported: " +
                   std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) + ")");
+    expand_newer_operators(model_, opset_, name_);
     const auto& g = model_.graph();
     for (int i = 0; i < g.node_size(); ++i) {
       const auto& n = g.node(i);
       std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
       const onnx::OpSchema* schema =
-          domain.empty() ? onnx::OpSchemaRegistry::Schema(n.op_type(), int(opset_), domain) : nullptr;
+          domain.empty() ? guarded_schemas().GetSchema(n.op_type(), int(opset_), domain) : nullptr;
       if (!schema)
         throw Error(name_ + ": node '" + one_line(node_label(n, i), 200) + "': unknown operator '" +
                     one_line((domain.empty() ? "" : domain + ".") + n.op_type(), 200) + "' at opset " +
@@ -566,6 +583,104 @@ class Importer {
             throw Error(name_ + ": graph input '" + v.name() + "': negative dimension " + std::to_string(d.dim_value()));
   }
 
+  // Symbolic input dimensions get the values the user gave (ImportOptions
+  // dims, input_shapes); every one left open is named in one error, with
+  // the two flags that fix it.
+  void fix_input_dims() {
+    auto* g = model_.mutable_graph();
+    std::unordered_set<std::string> inits;
+    for (const auto& t : g->initializer()) inits.insert(t.name());
+    std::set<std::string> dims_used, inputs_seen;
+    std::vector<std::string> open;
+    for (auto& v : *g->mutable_input()) {
+      if (inits.count(v.name()) || !v.type().has_tensor_type()) continue;
+      inputs_seen.insert(v.name());
+      auto* tt = v.mutable_type()->mutable_tensor_type();
+      const std::string what = "input '" + one_line(v.name(), 200) + "'";
+      auto given = opt_.input_shapes.find(v.name());
+      if (given != opt_.input_shapes.end()) {
+        const Shape& want = given->second;
+        if (tt->has_shape() && tt->shape().dim_size() != int(want.size()))
+          throw Error(name_ + ": " + what + " has rank " + std::to_string(tt->shape().dim_size()) + ", the shape given (" +
+                      texplan::to_string(want) + ") rank " + std::to_string(want.size()));
+        for (size_t k = 0; k < want.size(); ++k) {
+          if (want[k] < 1)
+            throw Error(name_ + ": " + what + ": dimension " + std::to_string(k) + " given as " +
+                        std::to_string(want[k]) + " (must be at least 1)");
+          if (tt->has_shape() && tt->shape().dim(int(k)).has_dim_value() &&
+              tt->shape().dim(int(k)).dim_value() != want[k])
+            throw Error(name_ + ": " + what + " has dimension " + std::to_string(k) + " of " +
+                        std::to_string(tt->shape().dim(int(k)).dim_value()) + "; the shape given is " +
+                        texplan::to_string(want));
+        }
+        auto* shape = tt->mutable_shape();
+        shape->clear_dim();
+        for (int64_t d : want) shape->add_dim()->set_dim_value(d);
+        continue;
+      }
+      if (!tt->has_shape()) {
+        open.push_back(what + " declares no shape: give it with --input-shape " + v.name() + "=DxDx...");
+        continue;
+      }
+      std::string missing;
+      for (auto& d : *tt->mutable_shape()->mutable_dim()) {
+        if (d.has_dim_value()) continue;
+        auto it = d.has_dim_param() ? opt_.dims.find(d.dim_param()) : opt_.dims.end();
+        if (it != opt_.dims.end()) {
+          dims_used.insert(it->first);
+          d.set_dim_value(it->second);  // replaces the dim_param (one of)
+          continue;
+        }
+        if (!missing.empty()) missing += ", ";
+        missing += d.dim_param().empty() ? std::string("an unnamed one") : "'" + one_line(d.dim_param(), 100) + "'";
+      }
+      if (!missing.empty()) {
+        InputSignature sig = signature_of(v);
+        std::string fix;
+        for (size_t k = 0; k < sig.dims.size(); ++k)
+          if (sig.dims[k] < 0 && !sig.symbols[k].empty() && fix.find("--dim " + sig.symbols[k] + "=") == std::string::npos)
+            fix += "--dim " + sig.symbols[k] + "=N or ";
+        open.push_back(what + " (" + sig.to_string() + ") has the symbolic dimension(s) " + missing + ": fix them with " +
+                       fix + "--input-shape " + v.name() + "=" + example_shape(sig));
+      }
+    }
+    for (const auto& [dim, value] : opt_.dims) {
+      if (value < 1)
+        throw Error(name_ + ": --dim " + dim + "=" + std::to_string(value) + ": a dimension must be at least 1");
+      if (!dims_used.count(dim)) {
+        std::set<std::string> names;
+        for (const auto& v : g->input())
+          if (v.type().has_tensor_type())
+            for (const auto& d : v.type().tensor_type().shape().dim())
+              if (d.has_dim_param()) names.insert(d.dim_param());
+        std::string list;
+        for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+        // Dims already fixed above by --input-shape are not listed as open.
+        throw Error(name_ + ": --dim " + one_line(dim, 100) + ": no input of the model has a symbolic dimension of that name" +
+                    (list.empty() ? std::string(" (it has none)") : " (it has: " + list + ")"));
+      }
+    }
+    for (const auto& [input, shape] : opt_.input_shapes)
+      if (!inputs_seen.count(input)) {
+        std::string list;
+        for (const auto& n : inputs_seen) list += (list.empty() ? "" : ", ") + n;
+        throw Error(name_ + ": --input-shape " + one_line(input, 100) + ": the model has no input of that name (inputs: " +
+                    list + ")");
+      }
+    if (!open.empty()) {
+      std::string m = name_ + ": ";
+      for (size_t i = 0; i < open.size(); ++i) m += (i ? "; " : "") + open[i];
+      throw Error(m);
+    }
+  }
+
+  static std::string example_shape(const InputSignature& sig) {
+    std::string s;
+    for (size_t k = 0; k < sig.dims.size(); ++k)
+      s += (k ? "x" : "") + (sig.dims[k] >= 0 ? std::to_string(sig.dims[k]) : std::string("N"));
+    return s;
+  }
+
   // PyTorch exports shared weights as Identity(initializer): consumers read
   // the initializer directly (no node, no copy, weights stay weights).
   void bypass_identities_of_initializers() {
@@ -592,18 +707,48 @@ class Importer {
     g->mutable_node()->Swap(&kept);
   }
 
+  // A Constant whose value lives in external data is an initializer by
+  // another name: made one, its bytes are read only when weights are (plan
+  // reads none of a 3 GiB Constant).
+  void external_constants_to_initializers() {
+    auto* g = model_.mutable_graph();
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
+    bool moved = false;
+    for (auto& n : *g->mutable_node()) {
+      const bool external_value = n.op_type() == "Constant" && (n.domain().empty() || n.domain() == "ai.onnx") &&
+                                  n.output_size() == 1 && n.attribute_size() == 1 && n.attribute(0).name() == "value" &&
+                                  n.attribute(0).type() == onnx::AttributeProto::TENSOR &&
+                                  is_external(n.attribute(0).t()) && !is_graph_output(n.output(0));
+      if (!external_value) {
+        *kept.Add() = n;
+        continue;
+      }
+      onnx::TensorProto* t = g->add_initializer();
+      t->Swap(n.mutable_attribute(0)->mutable_t());
+      t->set_name(n.output(0));
+      moved = true;
+    }
+    if (moved) g->mutable_node()->Swap(&kept);
+  }
+
   void index_initializers() {
     // Small initializers are always read when their bytes are at hand: shape
     // computations may need them even when only planning.
-    for (const auto& t : model_.graph().initializer()) {
+    for (auto& t : *model_.mutable_graph()->mutable_initializer()) {
       std::string w = name_ + ": initializer '" + t.name() + "'";
       from_onnx_type(t.data_type(), w);
       bool small = checked_count(dims_of(t), w) <= 4096;
       // Planning reads no big weights, but refuses a location that leaves the
       // model's folder just as running does.
       bool bytes_at_hand = !is_external(t) || !external_file(dir_, external_ref(t, w), w).empty();
-      if (opt_.load_weights || (small && bytes_at_hand))
-        constants_[t.name()] = tensor_from_proto(t, dir_, w);  // throws on a missing weights file
+      if (opt_.load_weights || (small && bytes_at_hand)) {
+        HostTensor& h = constants_[t.name()] = tensor_from_proto(t, dir_, w);  // throws on a missing weights file
+        // ONNX's inference reads shape operands (Reshape's shape, axes)
+        // only from tensors held in the file: small external ones move in.
+        if (small && is_external(t)) fill_proto(h, std::string(t.name()), &t);
+      } else if (small && is_external(t)) {
+        missing_small_.insert(t.name());
+      }
     }
   }
 
@@ -632,7 +777,13 @@ class Importer {
     try {
       onnx::shape_inference::InferShapes(model_, &guarded_schemas(), o);
     } catch (const std::exception& e) {
-      throw Error(name_ + ": ONNX shape inference failed: " + one_line(e.what()));
+      const std::string m = e.what();
+      for (const auto& t : missing_small_)
+        if (m.find("external tensors") != std::string::npos && m.find("tensor: " + t) != std::string::npos)
+          throw Error(name_ + ": initializer '" + one_line(t, 200) +
+                      "' is held in an external data file that is not beside the model, and shape inference needs "
+                      "its values: keep the .onnx.data file beside the .onnx (or save small tensors inside it)");
+      throw Error(name_ + ": ONNX shape inference failed: " + one_line(m));
     }
     shapes_.clear();
     const auto& g = model_.graph();
@@ -773,10 +924,12 @@ class Importer {
     }
   }
 
-  bool is_graph_output(const std::string& name) const {
-    for (const auto& o : model_.graph().output())
-      if (o.name() == name) return true;
-    return false;
+  // A set, built on first use (the outputs are fixed by then): folding asks
+  // for every node, and a model may have 40,000 outputs.
+  bool is_graph_output(const std::string& name) {
+    if (graph_output_names_.empty())
+      for (const auto& o : model_.graph().output()) graph_output_names_.insert(o.name());
+    return graph_output_names_.count(name) > 0;
   }
 
   Graph build_graph() {
@@ -836,6 +989,11 @@ class Importer {
     graph.topological_sort();
     graph.remove_dead_nodes();
     adopt_opset13_softmax(graph);
+    // An operator texplan lacks is named as such, before any shape it left unknown.
+    for (const auto& n : graph.nodes)
+      if (!reference::supports(n.op_type))
+        throw Error(name_ + ": node '" + n.name + "' (" + n.op_type + "): operator " + n.op_type +
+                    " is not supported by texplan");
     // Every tensor needs a concrete shape and a known type.
     for (const auto& t : graph.tensors) {
       if (shapes_.count(t.name) || t.has_data) {
@@ -855,6 +1013,7 @@ class Importer {
     for (auto& t : graph.tensors)
       if (t.is_constant && !t.has_data && opt_.load_weights)
         throw Error(name_ + ": weights of '" + t.name + "' are not loaded");
+    rewrite_imported_graph(graph);
     return graph;
   }
 
@@ -884,7 +1043,9 @@ class Importer {
   onnx::ModelProto model_;
   int64_t opset_ = 0;
   std::unordered_map<std::string, HostTensor> constants_;
+  std::unordered_set<std::string> graph_output_names_;  // is_graph_output
   std::unordered_map<std::string, std::pair<Shape, int>> shapes_;
+  std::set<std::string> missing_small_;  // small initializers whose external file is absent
 };
 
 }  // namespace
@@ -906,6 +1067,67 @@ std::string resolve_model_file(const std::string& path) {
   return p.string();
 }
 
+bool InputSignature::is_static() const {
+  return has_shape && std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d >= 0; });
+}
+
+std::string InputSignature::to_string() const {
+  if (!has_shape) return "?";
+  std::string s;
+  for (size_t k = 0; k < dims.size(); ++k)
+    s += (k ? "x" : "") + (dims[k] >= 0 ? std::to_string(dims[k]) : symbols[k].empty() ? std::string("?") : symbols[k]);
+  return s.empty() ? "scalar" : s;
+}
+
+std::vector<InputSignature> read_input_signatures(const std::string& path) {
+  const std::string file = resolve_model_file(path);
+  const std::string name = one_line(fs::path(file).stem().string(), 200);
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) throw Error(file + ": no such model file");
+  const std::string bytes = read_file(file, name);
+  onnx::ModelProto m;
+  if (bytes.size() > size_t(std::numeric_limits<int>::max()) || !m.ParseFromArray(bytes.data(), int(bytes.size())))
+    throw Error(name + ": '" + file + "' is not an ONNX model (protobuf parse failed: truncated or another format)");
+  std::unordered_set<std::string> inits;
+  for (const auto& t : m.graph().initializer()) inits.insert(t.name());
+  std::vector<InputSignature> out;
+  for (const auto& v : m.graph().input())
+    if (!inits.count(v.name()) && v.type().has_tensor_type()) out.push_back(signature_of(v));
+  return out;
+}
+
+namespace {
+int64_t parse_dim_value(const std::string& text, const std::string& flag) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < 1)
+    throw Error(flag + ": '" + one_line(text, 100) + "' is not a dimension (a whole number of at least 1)");
+  return v;
+}
+}  // namespace
+
+std::pair<std::string, int64_t> parse_dim_setting(const std::string& s) {
+  const size_t eq = s.rfind('=');
+  if (eq == std::string::npos || eq == 0)
+    throw Error("--dim " + one_line(s, 100) + ": expected NAME=VALUE, e.g. --dim batch=1");
+  return {s.substr(0, eq), parse_dim_value(s.substr(eq + 1), "--dim " + one_line(s, 100))};
+}
+
+std::pair<std::string, Shape> parse_input_shape_setting(const std::string& s) {
+  const size_t eq = s.rfind('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == s.size())
+    throw Error("--input-shape " + one_line(s, 100) + ": expected NAME=DxDx..., e.g. --input-shape input=1x3x224x224");
+  Shape shape;
+  std::string rest = s.substr(eq + 1);
+  for (size_t start = 0;;) {
+    const size_t x = rest.find_first_of("x,", start);
+    shape.push_back(parse_dim_value(rest.substr(start, x - start), "--input-shape " + one_line(s, 100)));
+    if (x == std::string::npos) break;
+    start = x + 1;
+  }
+  return {s.substr(0, eq), shape};
+}
+
 Graph import_onnx(const std::string& path, const ImportOptions& opt) {
   return Importer(path, opt).run();
 }
@@ -924,14 +1146,15 @@ HostTensor parse_tensor_pb(std::string_view bytes, const std::string& what, cons
 
 HostTensor load_tensor_pb(const std::string& path) {
   std::string dir = fs::path(path).parent_path().string();
-  return parse_tensor_pb(read_file(path, path), path, dir.empty() ? "." : dir);
+  return parse_tensor_pb(read_regular_file(path, ""), path, dir.empty() ? "." : dir);
 }
 
 void save_tensor_pb(const HostTensor& h, const std::string& name, const std::string& path) {
   onnx::TensorProto t;
   fill_proto(h, name, &t);
-  std::ofstream f(path, std::ios::binary);
-  if (!f || !t.SerializeToOstream(&f)) throw Error(path + ": cannot write tensor");
+  std::string bytes;
+  if (!t.SerializeToString(&bytes)) throw Error(path + ": cannot serialize tensor '" + name + "'");
+  write_file(path, bytes);
 }
 
 }  // namespace texplan

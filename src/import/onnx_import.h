@@ -1,5 +1,6 @@
 // ONNX file -> Graph with a static shape on every tensor.
 #pragma once
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -15,7 +16,35 @@ struct ImportOptions {
   // so a hostile file cannot hold texplan for minutes and gigabytes. Import
   // costs about 16 us and 2 KB per node.
   int64_t max_nodes = 1000000;
+  // Symbolic input dimensions fixed by name ("batch" -> 1), as `--dim
+  // batch=1`; a name that no input uses is an error.
+  std::map<std::string, int64_t> dims;
+  // Whole input shapes by input name, as `--input-shape x=1x3x224x224` or
+  // the shapes of the tensors a run is given; they must agree with the
+  // input's static dims. Every symbolic dimension left unfixed is an error
+  // that names it and these two ways to fix it.
+  std::map<std::string, Shape> input_shapes;
 };
+
+// A graph input as the file declares it: dims[k] < 0 where dimension k is
+// symbolic, named by symbols[k] ("" where the file gives it no name).
+struct InputSignature {
+  std::string name;
+  DataType dtype = DataType::Float32;
+  std::vector<int64_t> dims;
+  std::vector<std::string> symbols;
+  bool has_shape = true;  // false: the file declares no shape at all
+  bool is_static() const;
+  std::string to_string() const;  // "batchx3x224x224"
+};
+// The model's graph inputs (initializers excluded), read without weights,
+// shape inference or folding.
+std::vector<InputSignature> read_input_signatures(const std::string& path);
+
+// "batch=1" -> {"batch", 1}; "x=1x3x224x224" -> {"x", {1,3,224,224}};
+// throws Error naming the flag on anything else.
+std::pair<std::string, int64_t> parse_dim_setting(const std::string& s);
+std::pair<std::string, Shape> parse_input_shape_setting(const std::string& s);
 
 // Accepts a .onnx file or a model folder holding NAME.onnx. Runs ONNX shape
 // inference and folds shape-computing subgraphs until every tensor has a
