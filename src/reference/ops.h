@@ -22,6 +22,7 @@ using OpTable = std::map<std::string, OpEntry>;
 
 void register_elementwise(OpTable& t);    // elementwise.cpp: math, activations, compare, logic, Cast
 void register_matmul(OpTable& t);         // matmul.cpp: MatMul, Gemm
+void register_einsum(OpTable& t);         // einsum.cpp: Einsum (a direct loop)
 void register_conv(OpTable& t);           // conv.cpp: Conv, ConvTranspose
 void register_pool(OpTable& t);           // pool.cpp: MaxPool, AveragePool, global pools
 void register_reduce(OpTable& t);         // reduce.cpp: Reduce*, ArgMax/ArgMin

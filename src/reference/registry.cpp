@@ -11,6 +11,7 @@ const OpTable& table() {
     OpTable t;
     register_elementwise(t);
     register_matmul(t);
+    register_einsum(t);
     register_conv(t);
     register_pool(t);
     register_reduce(t);
