@@ -5,6 +5,7 @@
 // under a second.
 #include <algorithm>
 
+#include "reference/conv_shapes.h"
 #include "reference/ops.h"
 
 namespace texplan::reference {
@@ -79,9 +80,7 @@ template <class T> void col2im(const T* col, int64_t channels, const Window& w, 
         }
 }
 
-struct ConvShapes {
-  int64_t N, C, M, group, Cg, Mg;
-};
+}  // namespace
 
 // Common checks of X [N, C, ...] and W; `w_in_channels_dim` is 1 for Conv
 // (W [M, C/g, k...]) and 0 for ConvTranspose (W [C, M/g, k...]).
@@ -112,6 +111,8 @@ ConvShapes conv_shapes(const OpContext& c, const HostTensor& x, const HostTensor
     c.fail("kernel_shape does not match W's shape " + to_string(w.shape));
   return s;
 }
+
+namespace {
 
 // Bias B [M] (optional) as a pointer, checked.
 template <class T> const T* bias_of(const OpContext& c, const HostTensor& x, int64_t M) {
@@ -151,6 +152,8 @@ Outputs Conv(const OpContext& c) {
   });
   return single(std::move(y));
 }
+
+}  // namespace
 
 // Output extent and padding of ConvTranspose (ONNX spec): the full output is
 // s*(in-1) + output_padding + (k-1)*d + 1; pads trim it. With output_shape or
@@ -210,6 +213,8 @@ Window transposed_window(const OpContext& c, const HostTensor& x, const HostTens
   }
   return win;
 }
+
+namespace {
 
 Outputs ConvTranspose(const OpContext& c) {
   const HostTensor &x = c.input(0), &w = c.input(1);

@@ -1,0 +1,337 @@
+// Models that pass ONNX's checker but lie about what their kernels will read
+// (issue 26): every case ends in one clear line naming the model, the node
+// and what is wrong, from import (so plan, run on PoCL and on the CPU
+// reference, textures, offload and tune all refuse it), with a non-zero
+// exit, never a signal or a hang. Where ONNX defines the result, PoCL and the
+// CPU reference agree. The models are built in memory: no ../shared needed.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+
+#include "import/onnx_import.h"
+#include "onnx_builder.h"
+#include "validate/validate.h"
+#include "shell.h"
+
+using namespace texplan;
+using texplan::test::OnnxBuilder;
+namespace fs = std::filesystem;
+
+namespace {
+
+using Result = test::ShellResult;
+
+Result cli(const std::string& args, int timeout_s = 60) {
+  return test::sh("timeout -k 5 " + std::to_string(timeout_s) + " " + TEXPLAN_CLI + " " + args);
+}
+
+std::string import_error(const std::string& path) {
+  try {
+    import_onnx(path);
+  } catch (const Error& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << path << ": " << e.what() << " escaped as a non-texplan exception";
+    return e.what();
+  }
+  return "";
+}
+
+void expect_message(const std::string& msg, const std::vector<std::string>& needles) {
+  EXPECT_FALSE(msg.empty()) << "no error";
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  for (const auto& n : needles) EXPECT_NE(msg.find(n), std::string::npos) << "'" << n << "' not in: " << msg;
+}
+
+// Non-zero exit, not a signal or a hang, one line "texplan: error: ...".
+void expect_cli_error(const Result& r, const std::vector<std::string>& needles) {
+  EXPECT_GT(r.code, 0) << "killed by a signal: " << r.out;
+  EXPECT_LT(r.code, 124) << "timed out or killed: " << r.out;
+  EXPECT_EQ(r.out.rfind("texplan: error: ", 0), 0u) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  for (const auto& n : needles) EXPECT_NE(r.out.find(n), std::string::npos) << "'" << n << "' not in: " << r.out;
+}
+
+fs::path dir() {
+  static const fs::path d = test::temp_dir("hostile");
+  return d;
+}
+
+void value_info(OnnxBuilder& b, const std::string& name, const std::vector<int64_t>& dims,
+                int elem = onnx::TensorProto::FLOAT) {
+  OnnxBuilder::set_type(b.m.mutable_graph()->add_value_info(), name, dims, elem);
+}
+
+// Saves the model and one input per graph input in test_data_set_0, so
+// `texplan run` has what it needs; returns the model folder.
+std::string save(OnnxBuilder& b, const std::string& name) {
+  b.save(dir(), name);
+  const fs::path data = dir() / name / "test_data_set_0";
+  fs::create_directories(data);
+  int k = 0;
+  for (const auto& v : b.m.graph().input()) {
+    Shape s;
+    for (const auto& d : v.type().tensor_type().shape().dim()) s.push_back(d.dim_value());
+    const int et = v.type().tensor_type().elem_type();
+    DataType t = et == onnx::TensorProto::INT64 ? DataType::Int64
+                 : et == onnx::TensorProto::INT8 ? DataType::Int8
+                                                 : DataType::Float32;
+    HostTensor h(t, s);
+    if (t == DataType::Float32)
+      for (int64_t i = 0; i < h.count(); ++i) h.data<float>()[i] = float(i % 7) - 3.0f;
+    save_tensor_pb(h, v.name(), (data / ("input_" + std::to_string(k++) + ".pb")).string());
+  }
+  return (dir() / name).string();
+}
+
+struct Case {
+  std::string model;
+  std::function<void(OnnxBuilder&)> build;
+  std::vector<std::string> needles;  // besides the model's name
+};
+
+std::vector<float> ones(int64_t n) { return std::vector<float>(size_t(n), 1.0f); }
+
+void batch_norm(OnnxBuilder& b, int64_t C, int64_t bias_count) {
+  b.input("x", {1, C, 1, 1}).output("y");
+  b.initializer("scale", {C}, ones(C));
+  b.initializer("bias", {bias_count}, ones(bias_count));
+  b.initializer("mean", {C}, std::vector<float>(size_t(C), 0.0f));
+  b.initializer("var", {C}, ones(C));
+  b.node("BatchNormalization", {"x", "scale", "bias", "mean", "var"}, {"y"}, "bn");
+}
+
+const std::vector<Case>& cases() {
+  static const std::vector<Case> all = {
+      {"bn_short_bias", [](OnnxBuilder& b) { batch_norm(b, 16, 1); },
+       {"node 'bn' (BatchNormalization)", "input 2 'bias' has 1 value", "expected 16"}},
+      {"bn_4m_channels", [](OnnxBuilder& b) { batch_norm(b, 4 << 20, 1); },
+       {"node 'bn' (BatchNormalization)", "input 2 'bias' has 1 value", "expected 4194304"}},
+      {"conv_short_bias",
+       [](OnnxBuilder& b) {
+         b.input("x", {1, 3, 8, 8}).output("y");
+         b.initializer("w", {16, 3, 3, 3}, ones(16 * 27));
+         b.initializer("bias", {1}, {1.0f});
+         b.node("Conv", {"x", "w", "bias"}, {"y"}, "conv");
+       },
+       {"node 'conv' (Conv)", "input 2 'bias' has 1 value", "expected 16 (one per output channel)"}},
+      {"conv_weight_channels",
+       [](OnnxBuilder& b) {
+         b.input("x", {1, 3, 8, 8}).output("y");
+         b.initializer("w", {16, 5, 3, 3}, ones(16 * 45));
+         b.node("Conv", {"x", "w"}, {"y"}, "conv");
+       },
+       {"conv", "5"}},
+      {"convtranspose_short_bias",
+       [](OnnxBuilder& b) {
+         b.input("x", {1, 4, 4, 4}).output("y");
+         b.initializer("w", {4, 8, 3, 3}, ones(4 * 72));
+         b.initializer("bias", {2}, {1.0f, 2.0f});
+         b.node("ConvTranspose", {"x", "w", "bias"}, {"y"}, "deconv");
+       },
+       {"node 'deconv' (ConvTranspose)", "input 2 'bias' has 2 values", "expected 8"}},
+      {"gemm_short_c",
+       [](OnnxBuilder& b) {
+         b.input("a", {2, 4}).output("y");
+         b.initializer("bm", {4, 8}, ones(32));
+         b.initializer("c", {3}, ones(3));
+         b.node("Gemm", {"a", "bm", "c"}, {"y"}, "gemm");
+       },
+       {"node 'gemm' (Gemm)", "input 2 'c' of shape 3 does not broadcast to the product's shape 2x8"}},
+      {"reshape_grows",
+       [](OnnxBuilder& b) {
+         b.input("x", {1}).output("y");
+         b.initializer_i64("shape", {1}, {1000000});
+         b.node("Reshape", {"x", "shape"}, {"y"}, "reshape");
+       },
+       {"reshape", "1000000"}},
+      {"reshape_runtime_shape",
+       [](OnnxBuilder& b) {
+         b.input("x", {4}).input("shape", {2}, onnx::TensorProto::INT64).output("y");
+         value_info(b, "r", {2, 2});
+         b.node("Reshape", {"x", "shape"}, {"r"}, "reshape");
+         b.node("Relu", {"r"}, {"y"}, "relu");
+       },
+       {"node 'reshape' (Reshape)", "input 1 'shape' is computed at run time"}},
+      {"value_info_lies",
+       [](OnnxBuilder& b) {
+         // TopK's K from an initializer folds nothing: the declared 1x1000
+         // stands where the node computes 1x2.
+         b.input("x", {1, 4}).output("y");
+         b.initializer_i64("k", {1}, {2});
+         value_info(b, "v", {1, 1000});
+         b.node("TopK", {"x", "k"}, {"v", "i"}, "topk");
+         b.node("Relu", {"v"}, {"y"}, "relu");
+       },
+       {"topk"}},
+      {"concat_float_int8",
+       [](OnnxBuilder& b) {
+         b.input("x", {1, 2}).input("q", {1, 2}, onnx::TensorProto::INT8).output("y");
+         b.node("Concat", {"x", "q"}, {"y"}, "concat");
+         OnnxBuilder::attr_int(b.m.mutable_graph()->mutable_node(0), "axis", 1);
+       },
+       {"concat", "int8"}},
+      {"reflect_pad_too_wide",
+       [](OnnxBuilder& b) {
+         b.input("x", {1, 1, 2, 2}).output("y");
+         b.initializer_i64("pads", {8}, {0, 0, 3, 3, 0, 0, 3, 3});
+         auto* n = b.node("Pad", {"x", "pads"}, {"y"}, "pad");
+         auto* a = n->add_attribute();
+         a->set_name("mode");
+         a->set_type(onnx::AttributeProto::STRING);
+         a->set_s("reflect");
+       },
+       {"node 'pad' (Pad)", "reflect pads 3 and 3 of axis 2 must be smaller than its size 2"}},
+      {"gather_constant_index_out_of_range",
+       [](OnnxBuilder& b) {
+         b.input("x", {5, 4}).output("y");
+         b.initializer_i64("idx", {2}, {1, 7});
+         b.node("Gather", {"x", "idx"}, {"y"}, "gather");
+       },
+       {"node 'gather' (Gather)", "input 1 'idx' holds index 7, out of range for axis 0", "of size 5"}},
+  };
+  return all;
+}
+
+class Hostile : public ::testing::TestWithParam<size_t> {};
+
+// Import, plan, run on PoCL (the default device) and on the CPU reference:
+// each one line naming model, node and reason.
+TEST_P(Hostile, RefusedEverywhereWithOneClearLine) {
+  const Case& c = cases()[GetParam()];
+  OnnxBuilder b;
+  c.build(b);
+  const std::string path = save(b, c.model);
+  std::vector<std::string> needles = c.needles;
+  needles.push_back(c.model);
+  const std::string e = import_error(path);
+  expect_message(e, needles);
+  expect_cli_error(cli("plan " + path), {e});
+  expect_cli_error(cli("run " + path), {e});
+  expect_cli_error(cli("run " + path + " --device cpu"), {e});
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, Hostile, ::testing::Range(size_t(0), cases().size()),
+                         [](const auto& info) { return cases()[info.param].model; });
+
+// The validation runs at import, so every path that imports refuses: texture
+// storage (views and pools), CLBlast offload and the tuner.
+TEST(HostilePaths, TexturesOffloadAndTuneRefuseAtImport) {
+  OnnxBuilder b;
+  cases()[2].build(b);  // conv_short_bias
+  const std::string path = save(b, "conv_short_bias_paths");
+  const std::vector<std::string> needles = {"conv_short_bias_paths", "node 'conv' (Conv)", "expected 16"};
+  expect_cli_error(cli("run " + path + " --textures views"), needles);
+  expect_cli_error(cli("run " + path + " --textures pools"), needles);
+  expect_cli_error(cli("run " + path + " --offload clblast"), needles);
+  expect_cli_error(cli("tune " + path + " --tuning-cache " + (dir() / "tune.json").string()), needles);
+}
+
+HostTensor run_output(const std::string& path, const std::string& device, const std::string& out_dir) {
+  fs::create_directories(out_dir);
+  const Result r = cli("run " + path + " --device " + device + " --output " + out_dir);
+  EXPECT_EQ(r.code, 0) << r.out;
+  return load_tensor_pb(out_dir + "/output_0.pb");
+}
+
+// Reflect padding as wide as ONNX defines it (axis size - 1) and negative
+// (in-range) Gather indices: PoCL gives what the CPU reference gives.
+TEST(HostileDefined, WidestReflectPadAndNegativeIndicesMatchTheReference) {
+  OnnxBuilder b;
+  b.input("x", {1, 2, 3, 4}).output("y");
+  b.initializer_i64("pads", {8}, {0, 0, 2, 3, 0, 0, 2, 3});
+  auto* n = b.node("Pad", {"x", "pads"}, {"p"}, "pad");
+  auto* a = n->add_attribute();
+  a->set_name("mode");
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s("reflect");
+  b.initializer_i64("idx", {3}, {-1, 0, -7});
+  OnnxBuilder::attr_int(b.node("Gather", {"p", "idx"}, {"y"}, "gather"), "axis", 2);
+  const std::string path = save(b, "reflect_widest");
+  const HostTensor pocl = run_output(path, "pocl", (dir() / "reflect_pocl").string());
+  const HostTensor ref = run_output(path, "cpu", (dir() / "reflect_cpu").string());
+  ASSERT_EQ(pocl.shape, (Shape{1, 2, 3, 10}));
+  EXPECT_EQ(pocl.shape, ref.shape);
+  EXPECT_EQ(pocl.bytes, ref.bytes);
+}
+
+// Indices that are data cannot be checked before the run: the CPU reference
+// raises; the OpenCL kernels bound every index, so an out-of-range index
+// reads as 0 there (documented in src/validate/validate.cpp) and never
+// outside the tensor.
+TEST(HostileDefined, DataIndicesOutOfRangeNeverReadOutOfBounds) {
+  OnnxBuilder b;
+  b.input("x", {5, 4}).input("idx", {2}, onnx::TensorProto::INT64).output("y");
+  b.node("Gather", {"x", "idx"}, {"y"}, "gather");
+  const std::string path = save(b, "gather_data_index");
+  HostTensor idx(DataType::Int64, {2});
+  idx.data<int64_t>()[0] = 1;
+  idx.data<int64_t>()[1] = 1 << 30;
+  save_tensor_pb(idx, "idx", (dir() / "gather_data_index/test_data_set_0/input_1.pb").string());
+  expect_cli_error(cli("run " + path + " --device cpu"), {"gather"});
+  const HostTensor y = run_output(path, "pocl", (dir() / "gather_pocl").string());
+  ASSERT_EQ(y.shape, (Shape{2, 4}));
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(y.data<float>()[k], float((4 + k) % 7) - 3.0f);  // row 1 of x
+    EXPECT_EQ(y.data<float>()[4 + k], 0.0f);
+  }
+}
+
+// A graph whose declared shapes lie where ONNX's inference did not look (a
+// Reshape fed at run time once, a Relu's output here): the validation
+// computes each output from the node's inputs and refuses the difference.
+TEST(HostileGraph, DeclaredOutputsAreCheckedAgainstWhatTheNodeComputes) {
+  auto graph = [](Shape declared, DataType t) {
+    Graph g;
+    g.model_name = "liar";
+    Tensor x;
+    x.name = "x";
+    x.shape = {1, 4};
+    x.is_input = true;
+    g.inputs.push_back(g.add_tensor(x));
+    Tensor y;
+    y.name = "y";
+    y.shape = std::move(declared);
+    y.dtype = t;
+    y.is_output = true;
+    g.outputs.push_back(g.add_tensor(y));
+    Node n;
+    n.name = "relu";
+    n.op_type = "Relu";
+    n.inputs = {0};
+    n.outputs = {1};
+    g.nodes.push_back(n);
+    g.topological_sort();
+    return g;
+  };
+  auto error = [](const Graph& g) -> std::string {
+    try {
+      validate_graph(g);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(error(graph({1, 4}, DataType::Float32)), "");
+  expect_message(error(graph({1, 1000}, DataType::Float32)),
+                 {"liar: node 'relu' (Relu): output 0 'y' is declared 1x1000 float32, but the operator computes 1x4 "
+                  "float32"});
+  expect_message(error(graph({1, 4}, DataType::Int64)), {"liar: node 'relu' (Relu): output 0 'y' is declared 1x4 int64"});
+}
+
+// Legitimate edge cases the validation must let through.
+TEST(HostileDefined, LegitimateBroadcastsPass) {
+  OnnxBuilder b;
+  b.input("a", {2, 4}).output("y");
+  b.initializer("bm", {4, 8}, ones(32));
+  b.initializer("c", {1, 8}, ones(8));
+  b.node("Gemm", {"a", "bm", "c"}, {"y"}, "gemm");
+  const std::string path = save(b, "gemm_row_bias");
+  EXPECT_EQ(import_error(path), "");
+  const Result r = cli("run " + path);
+  EXPECT_EQ(r.code, 0) << r.out;
+}
+
+}  // namespace
