@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "graph/safe_file.h"
 #include "import/onnx_import.h"
 #include "runtime/device.h"
 #include "runtime/session.h"
@@ -107,8 +108,7 @@ int onnx_tests_command(const OnnxTestArgs& a) {
   std::cout << "ONNX node tests on " << device->info().name << ": " << tests.size() << " tests\n";
   for (const auto& [k, v] : count) std::cout << "  " << std::left << std::setw(24) << k << v << "\n";
   if (!a.json_path.empty()) {
-    std::ofstream f(a.json_path);
-    f << json{{"device", device->info().name}, {"counts", count}, {"tests", results}}.dump(1) << "\n";
+    write_file(a.json_path, json{{"device", device->info().name}, {"counts", count}, {"tests", results}}.dump(1) + "\n");
   }
   int failed = count["failed"] + count["failed (cpu fallback)"];
   std::cout << count["passed"] + count["passed (cpu fallback)"] << " passed, " << failed << " failed, "

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "graph/graph.h"
+#include "graph/safe_file.h"
 
 namespace texplan::runtime {
 
@@ -34,13 +35,7 @@ void TuningCache::save() const {
   if (path_.empty()) return;
   nlohmann::json out = data_;
   out["format"] = "texplan-tuning-cache-1";
-  std::string tmp = path_ + ".tmp";
-  {
-    std::ofstream f(tmp);
-    f << out.dump(1) << "\n";
-    if (!f) throw Error("cannot write tuning cache " + tmp);
-  }
-  if (std::rename(tmp.c_str(), path_.c_str()) != 0) throw Error("cannot write tuning cache " + path_);
+  write_file(path_, out.dump(1) + "\n", "tuning cache");
 }
 
 }  // namespace texplan::runtime
