@@ -9,6 +9,8 @@
 #include <map>
 #include <sstream>
 
+#include "graph/safe_file.h"
+
 namespace texplan::cli {
 
 namespace {
@@ -279,7 +281,107 @@ rect.tensor:hover, rect.tensor.hi { stroke: #000; stroke-width: 1.5; }
 
 }  // namespace
 
+// Steps a report may span: a plan has about one step per node; beyond this
+// (or 16 per tensor) a hand-made report would only make the picture
+// allocate.
+constexpr int64_t kMaxSteps = int64_t(1) << 26;
+// Bytes a tensor or pool may claim: far beyond any device, and small enough
+// that no sum of a report's sizes overflows.
+constexpr int64_t kMaxBytes = int64_t(1) << 52;
+
+void check_timeline_report(const json& r) {
+  auto bad = [](const std::string& where, const std::string& why) {
+    throw Error("timeline: report" + (where.empty() ? std::string() : ", " + where) + ": " + why);
+  };
+  auto integer = [&](const json& o, const char* key, const std::string& where, int64_t lo, int64_t hi,
+                     bool required = true) -> int64_t {
+    if (!o.contains(key)) {
+      if (required) bad(where, std::string("has no '") + key + "'");
+      return lo;
+    }
+    const json& v = o[key];
+    if (!v.is_number_integer()) bad(where, std::string("'") + key + "' is not an integer");
+    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX))
+      bad(where, std::string("'") + key + "' is out of range");
+    const int64_t x = v.get<int64_t>();
+    if (x < lo || x > hi)
+      bad(where, std::string("'") + key + "' = " + std::to_string(x) + " is outside [" + std::to_string(lo) + ", " +
+                     std::to_string(hi) + "]");
+    return x;
+  };
+  auto text = [&](const json& o, const char* key, const std::string& where, bool required) {
+    if (!o.contains(key)) {
+      if (required) bad(where, std::string("has no '") + key + "'");
+      return;
+    }
+    if (!o[key].is_string()) bad(where, std::string("'") + key + "' is not a string");
+  };
+  if (!r.is_object()) bad("", "is not an object (a plan() report)");
+  if (!r.contains("strategies") || !r["strategies"].is_array()) bad("", "has no 'strategies' list");
+  for (const char* k : {"model", "target", "textures"}) text(r, k, "", false);
+  for (const auto& s : r["strategies"]) {
+    if (!s.is_object()) bad("strategy", "is not an object");
+    text(s, "name", "strategy", true);
+    const std::string where = "strategy '" + s["name"].get<std::string>() + "'";
+    text(s, "error", where, false);
+    if (s.contains("valid") && !s["valid"].is_boolean()) bad(where, "'valid' is not true or false");
+    for (const char* k : {"ratio", "plan_ms"})
+      if (s.contains(k) && !s[k].is_number()) bad(where, std::string("'") + k + "' is not a number");
+    if (!s.contains("total_bytes")) continue;
+    integer(s, "total_bytes", where, 0, kMaxBytes);
+    if (!s.contains("pools") || !s["pools"].is_array()) bad(where, "has no 'pools' list");
+    std::map<int64_t, int64_t> pool_bytes;
+    int64_t pools_total = 0;
+    for (const auto& p : s["pools"]) {
+      if (!p.is_object()) bad(where, "has a pool that is not an object");
+      const int64_t id = integer(p, "id", where + " pool", 0, INT64_MAX);
+      const std::string pw = where + " pool " + std::to_string(id);
+      const int64_t bytes = integer(p, "bytes", pw, 0, kMaxBytes);
+      text(p, "kind", pw, false);
+      integer(p, "width", pw, 0, kMaxBytes, false);
+      integer(p, "height", pw, 0, kMaxBytes, false);
+      if (!pool_bytes.emplace(id, bytes).second) bad(pw, "appears twice");
+      if (__builtin_add_overflow(pools_total, bytes, &pools_total) || pools_total > kMaxBytes)
+        bad(where, "pools add up to more than " + std::to_string(kMaxBytes) + " bytes");
+    }
+    if (!s.contains("tensors")) continue;
+    if (!s["tensors"].is_array()) bad(where, "'tensors' is not a list");
+    const json& tensors = s["tensors"];
+    const int64_t max_steps = std::min<int64_t>(kMaxSteps, std::max<int64_t>(1 << 20, 16 * int64_t(tensors.size())));
+    const bool valid = s.value("valid", false);
+    int64_t live_total = 0;
+    for (size_t k = 0; k < tensors.size(); ++k) {
+      const json& t = tensors[k];
+      std::string tw = where + " tensor " + std::to_string(k);
+      if (!t.is_object()) bad(tw, "is not an object");
+      text(t, "name", tw, true);
+      tw = where + " tensor '" + t["name"].get<std::string>() + "'";
+      text(t, "op", tw, false);
+      text(t, "storage", tw, false);
+      const int64_t first = integer(t, "first", tw, 0, max_steps - 1);
+      integer(t, "last", tw, first, max_steps - 1);
+      const int64_t bytes = integer(t, "bytes", tw, 0, kMaxBytes);
+      const int64_t pool = integer(t, "pool", tw, 0, INT64_MAX);
+      const int64_t offset = integer(t, "offset", tw, 0, kMaxBytes);
+      integer(t, "width", tw, 0, kMaxBytes, false);
+      const int64_t height = integer(t, "height", tw, 0, kMaxBytes, false);
+      const int64_t pitch = integer(t, "row_pitch", tw, 0, kMaxBytes, false);
+      if (t.contains("row_pitch") && t.contains("height") && (height > 0 && pitch > kMaxBytes / height))
+        bad(tw, "row_pitch x height is more than " + std::to_string(kMaxBytes) + " bytes");
+      auto it = pool_bytes.find(pool);
+      if (it == pool_bytes.end()) bad(tw, "is in pool " + std::to_string(pool) + ", which the strategy does not have");
+      if (valid && (offset > it->second || covered_bytes(t) > it->second - offset))
+        bad(tw, "covers [" + std::to_string(offset) + ", +" + std::to_string(covered_bytes(t)) + ") beyond pool " +
+                    std::to_string(pool) + "'s " + std::to_string(it->second) + " bytes");
+      if (__builtin_add_overflow(live_total, bytes, &live_total) || live_total > kMaxBytes)
+        bad(where, "tensors add up to more than " + std::to_string(kMaxBytes) + " bytes");
+    }
+  }
+  integer(r, "lower_bound_bytes", "", 0, kMaxBytes);
+}
+
 std::string timeline_svg(const json& r) {
+  check_timeline_report(r);
   // Panels: strategies that were planned with per-tensor placements.
   std::vector<const json*> drawn, skipped;
   for (const auto& s : r.at("strategies"))
@@ -331,6 +433,7 @@ std::string timeline_svg(const json& r) {
 }
 
 std::string timeline_html(const json& r) {
+  check_timeline_report(r);
   std::ostringstream o;
   o << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>texplan: "
     << esc(r.value("model", std::string("?"))) << "</title>\n<style>\n"
@@ -406,10 +509,7 @@ void write_timeline(const json& report, const std::string& path) {
     text = timeline_html(report);
   else
     throw Error("timeline: '" + path + "': give a .svg or .html file name");
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw Error("timeline: cannot write '" + path + "'");
-  f << text;
-  if (!f) throw Error("timeline: cannot write '" + path + "'");
+  write_file(path, text, "timeline");
 }
 
 }  // namespace texplan::cli

@@ -19,6 +19,13 @@
 
 namespace texplan::cli {
 
+// Throws Error naming the first field that is missing, of the wrong type or
+// out of range: every tensor's steps 0 <= first <= last within a sane step
+// count, sizes >= 0, its pool one of the strategy's and (in a valid plan)
+// its bytes within that pool; sums that cannot overflow. The drawing trusts
+// nothing else, so a hand-made report cannot make it write out of bounds.
+void check_timeline_report(const json& report);
+
 std::string timeline_svg(const json& report);
 std::string timeline_html(const json& report);
 
