@@ -137,14 +137,18 @@ std::vector<int64_t> strides_of(const Shape& s) {
   int64_t acc = 1;
   for (size_t i = s.size(); i-- > 0;) {
     st[i] = acc;
-    acc *= s[i];
+    // Past an overflow the tensor has a 0 dim (element_count refuses the
+    // rest): no element is addressed through these strides.
+    if (__builtin_mul_overflow(acc, s[i], &acc)) acc = std::numeric_limits<int64_t>::max();
   }
   return st;
 }
 
 int64_t product(const Shape& s, size_t begin, size_t end) {
   int64_t p = 1;
-  for (size_t i = begin; i < end && i < s.size(); ++i) p *= s[i];
+  // A shape with a 0 elsewhere can hold dims whose product overflows.
+  for (size_t i = begin; i < end && i < s.size(); ++i)
+    if (__builtin_mul_overflow(p, s[i], &p)) throw Error("shape " + to_string(s) + ": the product of its dims overflows int64");
   return p;
 }
 
@@ -319,23 +323,24 @@ Window forward_window(const OpContext& c, const Shape& in_spatial, std::vector<i
     const int j = 3 - r + i;
     const int64_t in = in_spatial[i], k = kernel[i], s = strides[i], d = dilations[i];
     if (k < 1 || s < 1 || d < 1) c.fail("kernel_shape, strides and dilations must be positive");
-    const int64_t dk = (k - 1) * d + 1;
+    const std::string what = "the window of spatial dim " + std::to_string(i);
+    const int64_t dk = checked_add(c, checked_mul(c, k - 1, d, what), 1, what);
     int64_t pb = 0, pe = 0, out = 0;
     if (auto_pad == "NOTSET") {
       pb = pads[i];
       pe = pads[i + r];
       if (pb < 0 || pe < 0) c.fail("negative pads are not supported");
-      const int64_t span = in + pb + pe - dk;
+      const int64_t span = checked_sub(c, checked_add(c, checked_add(c, in, pb, what), pe, what), dk, what);
       if (span < 0) c.fail("the window (" + std::to_string(dk) + ") is larger than the padded input");
-      out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+      out = (ceil_mode ? span / s + (span % s != 0) : span / s) + 1;
       // A last window starting in the end padding is dropped (PyTorch and ONNX >= 19).
       if (ceil_mode && (out - 1) * s >= in + pb) --out;
     } else if (auto_pad == "VALID") {
       if (in < dk) c.fail("the window (" + std::to_string(dk) + ") is larger than the input");
       out = (in - dk) / s + 1;
     } else {
-      out = (in + s - 1) / s;
-      const int64_t total = std::max<int64_t>(0, (out - 1) * s + dk - in);
+      out = in / s + (in % s != 0);
+      const int64_t total = std::max<int64_t>(0, checked_sub(c, checked_add(c, (out - 1) * s, dk, what), in, what));
       pb = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
       pe = total - pb;
     }

@@ -176,6 +176,26 @@ struct Window {
 Window forward_window(const OpContext& c, const Shape& in_spatial, std::vector<int64_t> kernel,
                       bool ceil_mode);
 
+// ---- sizes and indices from the model -----------------------------------------
+
+// a + b, a - b, a * b of sizes, counts and indices a model gives; a result
+// beyond int64 fails naming the node and `what` (never wraps silently).
+inline int64_t checked_add(const OpContext& c, int64_t a, int64_t b, const std::string& what) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) c.fail(what + ": " + std::to_string(a) + " + " + std::to_string(b) + " overflows int64");
+  return r;
+}
+inline int64_t checked_sub(const OpContext& c, int64_t a, int64_t b, const std::string& what) {
+  int64_t r;
+  if (__builtin_sub_overflow(a, b, &r)) c.fail(what + ": " + std::to_string(a) + " - " + std::to_string(b) + " overflows int64");
+  return r;
+}
+inline int64_t checked_mul(const OpContext& c, int64_t a, int64_t b, const std::string& what) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) c.fail(what + ": " + std::to_string(a) + " x " + std::to_string(b) + " overflows int64");
+  return r;
+}
+
 // ---- integer arithmetic as ONNX means it ------------------------------------
 
 // Signed integer + - * wrap around (two's complement), as in ONNX Runtime;

@@ -130,7 +130,7 @@ Outputs Concat(const OpContext& c) {
     bool ok = int64_t(t.shape.size()) == r;
     for (int64_t d = 0; ok && d < r; ++d) ok = d == axis || t.shape[d] == first.shape[d];
     if (!ok) c.fail("input shapes " + to_string(first.shape) + " and " + to_string(t.shape) + " differ off the axis");
-    out[axis] += t.shape[axis];
+    out[axis] = checked_add(c, out[axis], t.shape[axis], "the concatenated axis");
   }
   HostTensor y(first.dtype, out);
   const int64_t outer = product(out, 0, axis), esize = int64_t(element_size(first.dtype));
@@ -155,14 +155,14 @@ Outputs Split(const OpContext& c) {
   if (sizes.empty()) {
     // Equal parts; when the axis does not divide, the last part is smaller (opset 18).
     const int64_t n = c.node.get_int("num_outputs", n_out);
-    if (n < 1) c.fail("num_outputs must be positive");
+    if (n != n_out) c.fail("num_outputs is " + std::to_string(n) + " for " + std::to_string(n_out) + " outputs");
     const int64_t part = (dim + n - 1) / n;
     for (int64_t i = 0; i < n; ++i) sizes.push_back(std::clamp(dim - i * part, int64_t(0), part));
   }
   int64_t total = 0;
   for (int64_t s : sizes) {
     if (s < 0) c.fail("split sizes must not be negative");
-    total += s;
+    total = checked_add(c, total, s, "the split sizes");
   }
   if (total != dim) c.fail("split sizes sum to " + std::to_string(total) + ", the axis has " + std::to_string(dim));
   if (int64_t(sizes.size()) != n_out)
@@ -207,6 +207,10 @@ Outputs Slice(const OpContext& c) {
   for (size_t i = 0; i < axes.size(); ++i) {
     const int64_t a = axes[i], dim = x.shape[a], step = steps[i];
     if (step == 0) c.fail("slice step must not be 0");
+    if (dim == 0) {
+      shape[a] = 0;
+      continue;
+    }
     int64_t s = starts[i], e = ends[i];
     if (s < 0) s += dim;
     if (e < 0) e += dim;
@@ -218,9 +222,14 @@ Outputs Slice(const OpContext& c) {
       s = std::clamp(s, int64_t(0), dim - 1);
       e = std::clamp(e, int64_t(-1), dim - 1);
     }
-    const int64_t n = step > 0 ? (e - s + step - 1) / step : (s - e - step - 1) / (-step);
-    shape[a] = std::max<int64_t>(n, 0);
-    strides[a] = own[a] * step;
+    // Elements s, s + step, ... before e; in unsigned arithmetic, so a step
+    // of INT64_MIN or INT64_MAX cannot overflow (its count is 0 or 1).
+    const int64_t span = step > 0 ? e - s : s - e;  // within [-dim - 1, dim + 1]
+    const uint64_t stride = step > 0 ? uint64_t(step) : uint64_t(0) - uint64_t(step);
+    const int64_t n = span <= 0 ? 0 : int64_t(1 + (uint64_t(span) - 1) / stride);
+    shape[a] = n;
+    // With 2 or more elements |step| < dim, so the product fits.
+    strides[a] = n > 1 ? own[a] * step : own[a];
     if (shape[a] > 0) offset += s * own[a];
   }
   return single(strided_copy(c, x, offset, shape, strides));
@@ -244,7 +253,7 @@ Outputs Tile(const OpContext& c) {
     if (reps[d] < 0) c.fail("repeats must not be negative");
     view.insert(view.end(), {reps[d], x.shape[d]});
     strides.insert(strides.end(), {0, own[d]});
-    out.push_back(reps[d] * x.shape[d]);
+    out.push_back(checked_mul(c, reps[d], x.shape[d], "repeats x dim " + std::to_string(d)));
   }
   return single(reshaped(c, strided_copy(c, x, 0, view, strides), out));
 }
@@ -284,14 +293,25 @@ Outputs Pad(const OpContext& c) {
     value = scalar_of(c, x.dtype, c.node.get_float("value", 0.0f));
   }
 
-  // For each dim, the source index of every output index (-1: the constant).
   Shape out(r);
+  for (int64_t d = 0; d < r; ++d) {
+    const int64_t n = x.shape[d];
+    const std::string axis = "pads of axis " + std::to_string(d);
+    out[d] = checked_add(c, checked_add(c, n, pads[d], axis), pads[d + r], axis);
+    if (out[d] < 0) c.fail("pads remove more than the whole of axis " + std::to_string(d));
+    if (mode != "constant" && n == 0 && out[d] > 0) c.fail("cannot pad an empty axis in " + mode + " mode");
+    // Every output index o maps to o - pads[d]: both ends must fit int64.
+    checked_sub(c, 0, pads[d], axis);
+    checked_sub(c, out[d], pads[d], axis);
+  }
+  // Allocated (or refused) before the index tables, whose length is the
+  // output's: an output with a 0 dim needs none.
+  HostTensor y(x.dtype, out);
+  if (y.count() == 0) return single(std::move(y));
+  // For each dim, the source index of every output index (-1: the constant).
   std::vector<std::vector<int64_t>> src(r);
   for (int64_t d = 0; d < r; ++d) {
     const int64_t n = x.shape[d];
-    out[d] = n + pads[d] + pads[d + r];
-    if (out[d] < 0) c.fail("pads remove more than the whole of axis " + std::to_string(d));
-    if (mode != "constant" && n == 0 && out[d] > 0) c.fail("cannot pad an empty axis in " + mode + " mode");
     for (int64_t o = 0; o < out[d]; ++o) {
       int64_t i = o - pads[d];
       if (i < 0 || i >= n) {
@@ -310,8 +330,6 @@ Outputs Pad(const OpContext& c) {
       src[d].push_back(i);
     }
   }
-  HostTensor y(x.dtype, out);
-  if (y.count() == 0) return single(std::move(y));
   const std::vector<int64_t> xs = strides_of(x.shape);
   dispatch_bytes(c, x.dtype, [&](auto tag) {
     using U = decltype(tag);
@@ -409,7 +427,9 @@ Outputs EyeLike(const OpContext& c) {
   const HostTensor& x = c.input(0);
   if (x.shape.size() != 2) c.fail("input must be 2-D, got " + to_string(x.shape));
   const DataType t = c.node.has("dtype") ? dtype_from_onnx(c, c.node.get_int("dtype", 1)) : x.dtype;
-  const int64_t k = c.node.get_int("k", 0), rows = x.shape[0], cols = x.shape[1];
+  const int64_t rows = x.shape[0], cols = x.shape[1];
+  // Beyond the matrix a diagonal is empty; clamped, i + k cannot overflow.
+  const int64_t k = std::clamp(c.node.get_int("k", 0), -rows, cols);
   HostTensor y(t, x.shape);
   const HostTensor one = scalar_of(c, t, 1.0);
   const size_t es = element_size(t);
@@ -436,12 +456,24 @@ Outputs Range(const OpContext& c) {
       if (std::isnan(steps)) c.fail("start, limit and delta give no element count (NaN)");
       n = steps <= 0 ? 0 : steps >= 9.0e18 ? int64_t(9.0e18) : int64_t(steps);
     } else {
-      const int64_t diff = int64_t(l) - int64_t(s), step = int64_t(d);
-      n = diff / step + ((diff % step != 0 && (diff > 0) == (step > 0)) ? 1 : 0);
+      // In 128 bits: limit - start of int64 values can need 64.
+      const __int128 diff = __int128(l) - __int128(s), step = __int128(d);
+      const __int128 count = diff / step + ((diff % step != 0 && (diff > 0) == (step > 0)) ? 1 : 0);
+      if (count > __int128(std::numeric_limits<int64_t>::max() / 16))
+        c.fail("from " + std::to_string(int64_t(s)) + " to " + std::to_string(int64_t(l)) + " by " +
+               std::to_string(int64_t(d)) + " has more elements than a tensor can hold");
+      n = int64_t(count);
     }
     n = std::max<int64_t>(n, 0);
     y = HostTensor(start.dtype, {n});
-    for (int64_t i = 0; i < n; ++i) y.data<T>()[i] = T(s + T(i) * d);
+    if constexpr (std::is_integral_v<T>) {
+      // start + i * delta lies between start and limit, so it fits T; the
+      // product alone may not, and wraps (mod 2^64) to the same sum.
+      for (int64_t i = 0; i < n; ++i)
+        y.data<T>()[i] = T(int64_t(uint64_t(int64_t(s)) + uint64_t(i) * uint64_t(int64_t(d))));
+    } else {
+      for (int64_t i = 0; i < n; ++i) y.data<T>()[i] = T(s + T(i) * d);
+    }
   });
   return single(std::move(y));
 }
@@ -452,11 +484,13 @@ Outputs DepthToSpace(const OpContext& c) {
   const std::string mode = c.choice("mode", {"DCR", "CRD"});
   if (x.shape.size() != 4) c.fail("X must be 4-D, got " + to_string(x.shape));
   const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
-  if (b < 1 || C % (b * b) != 0) c.fail("blocksize^2 must divide the channels");
-  const int64_t Co = C / (b * b);
+  if (b < 1) c.fail("blocksize must be positive");
+  const int64_t bb = checked_mul(c, b, b, "blocksize^2");
+  if (C % bb != 0) c.fail("blocksize^2 must divide the channels");
+  const int64_t Co = C / bb;
   HostTensor t = mode == "DCR" ? transpose(c, reshaped(c, x, {N, b, b, Co, H, W}), {0, 3, 4, 1, 5, 2})
                                : transpose(c, reshaped(c, x, {N, Co, b, b, H, W}), {0, 1, 4, 2, 5, 3});
-  return single(reshaped(c, t, {N, Co, H * b, W * b}));
+  return single(reshaped(c, t, {N, Co, checked_mul(c, H, b, "height x blocksize"), checked_mul(c, W, b, "width x blocksize")}));
 }
 
 Outputs SpaceToDepth(const OpContext& c) {
@@ -466,7 +500,7 @@ Outputs SpaceToDepth(const OpContext& c) {
   const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
   if (b < 1 || H % b != 0 || W % b != 0) c.fail("blocksize must divide the height and width");
   HostTensor t = transpose(c, reshaped(c, x, {N, C, H / b, b, W / b, b}), {0, 3, 5, 1, 2, 4});
-  return single(reshaped(c, t, {N, C * b * b, H / b, W / b}));
+  return single(reshaped(c, t, {N, checked_mul(c, C, checked_mul(c, b, b, "blocksize^2"), "channels x blocksize^2"), H / b, W / b}));
 }
 
 Outputs Trilu(const OpContext& c) {
@@ -474,13 +508,14 @@ Outputs Trilu(const OpContext& c) {
   if (x.shape.size() < 2) c.fail("input must have at least 2 dims");
   const bool upper = c.node.get_int("upper", 1) != 0;
   const int64_t k = c.has_input(1) ? c.int_values(1).at(0) : 0;
+  if (x.count() == 0) return single(x);  // its dims' products may overflow
   const int64_t rows = x.shape[x.shape.size() - 2], cols = x.shape.back(), mats = x.count() / std::max<int64_t>(1, rows * cols);
   HostTensor y = x;
   const size_t es = element_size(x.dtype);
   for (int64_t m = 0; m < mats; ++m)
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t j = 0; j < cols; ++j) {
-        const bool keep = upper ? j - i >= k : j - i <= k;
+        const bool keep = upper ? j - i >= k : j - i <= k;  // |j - i| < both dims: no overflow
         if (!keep) std::memset(y.bytes.data() + ((m * rows + i) * cols + j) * es, 0, es);
       }
   return single(std::move(y));
@@ -503,9 +538,9 @@ Outputs CumSum(const OpContext& c) {
         for (int64_t s = 0; s < len; ++s) {
           const int64_t k = reverse ? len - 1 - s : s, at = (o * len + k) * inner + i;
           const T v = x.data<T>()[at];
-          if (!exclusive) acc += v;
+          if (!exclusive) acc = wrap_add(acc, v);
           y.data<T>()[at] = acc;
-          if (exclusive) acc += v;
+          if (exclusive) acc = wrap_add(acc, v);
         }
       }
   });
