@@ -1,7 +1,8 @@
 // texplan command line: argument parsing only; the work is in commands.h.
 #include <CLI/CLI.hpp>
-#include <fstream>
+#include <filesystem>
 #include <iostream>
+#include <new>
 
 #include "cli/commands.h"
 #include "cli/progress.h"
@@ -113,6 +114,18 @@ int main(int argc, char** argv) {
     if (*tune) return cli::tune_command(tune_args);
     if (*devices) return cli::devices_command(devices_json);
     if (*onnx_tests) return cli::onnx_tests_command(ot_args);
+  } catch (const std::bad_alloc&) {
+    // Wherever a host allocation failed: name the model and the command.
+    const std::string& m = *plan ? model : *run ? run_args.model : *tune ? tune_args.model : ot_args.dir;
+    const std::string command = *plan ? "planning" : *run ? "running" : *tune ? "tuning" : "testing";
+    std::filesystem::path path = std::filesystem::path(m).lexically_normal();
+    if (path.filename().empty()) path = path.parent_path();  // "models/tiny_cnn/"
+    std::string name = path.filename().string();
+    if (name.ends_with(".onnx")) name.resize(name.size() - 5);
+    if (*plan && model.empty()) name = "random graph";
+    std::cerr << "texplan: error: " << name << ": out of memory: the host could not allocate memory while " << command
+              << " (std::bad_alloc)\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "texplan: error: " << e.what() << "\n";
     return 1;

@@ -1,6 +1,7 @@
 #include "runtime/device.h"
 
 #include <CL/cl_ext.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -167,12 +168,24 @@ DeviceInfo describe(cl_device_id d, int index) {
   return i;
 }
 
-std::string device_list_text() {
+// The devices in `ids`: the very list a match was sought in, so the message
+// cannot contradict it (a second query may find what a first, short of
+// memory, did not).
+std::string device_list_text(const std::vector<cl_device_id>& ids) {
+  if (ids.empty()) {
+    std::string why = "no OpenCL devices found (is an ICD such as pocl-opencl-icd installed?";
+    struct rlimit as{};
+    if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
+      why += " With the address space limited to " + std::to_string(as.rlim_cur >> 20) +
+             " MiB (ulimit -v), an OpenCL driver may have failed to load for want of memory.";
+    return why + ")";
+  }
   std::ostringstream o;
-  auto devs = list_devices();
-  if (devs.empty()) return "no OpenCL devices found (is an ICD such as pocl-opencl-icd installed?)";
   o << "devices:";
-  for (auto& d : devs) o << " [opencl:" << d.index << "] " << d.platform << " / " << d.name << " (" << d.type << ");";
+  for (size_t k = 0; k < ids.size(); ++k) {
+    const DeviceInfo d = describe(ids[k], int(k));
+    o << " [opencl:" << d.index << "] " << d.platform << " / " << d.name << " (" << d.type << ");";
+  }
   return o.str();
 }
 
@@ -293,9 +306,9 @@ std::shared_ptr<Device> open_device(const std::string& spec) {
         std::stoi(n) < int(ids.size()))
       pick = std::stoi(n);
   } else {
-    throw Error("device spec '" + spec + "' is not one of pocl, gpu, opencl:N; " + device_list_text());
+    throw Error("device spec '" + spec + "' is not one of pocl, gpu, opencl:N; " + device_list_text(ids));
   }
-  if (pick < 0) throw Error("no OpenCL device matches '" + spec + "'; " + device_list_text());
+  if (pick < 0) throw Error("no OpenCL device matches '" + spec + "'; " + device_list_text(ids));
 
   auto& dev = (*opened)[pick];
   if (!dev) dev.reset(new Device(ids[pick], describe(ids[pick], pick)));

@@ -12,6 +12,7 @@
 #include "reference/reference_ops.h"
 #include "runtime/offload_hook.h"
 #include "runtime/ops.h"
+#include "runtime/memory_check.h"
 #include "runtime/profile.h"
 
 namespace texplan::runtime {
@@ -24,7 +25,9 @@ std::string GuardViolation::to_string() const {
 std::ostream& operator<<(std::ostream& o, const GuardViolation& v) { return o << v.to_string(); }
 
 namespace {
-bool out_of_memory(cl_int s) { return s == CL_MEM_OBJECT_ALLOCATION_FAILURE || s == CL_OUT_OF_RESOURCES; }
+bool out_of_memory(cl_int s) {
+  return s == CL_MEM_OBJECT_ALLOCATION_FAILURE || s == CL_OUT_OF_RESOURCES || s == CL_OUT_OF_HOST_MEMORY;
+}
 
 std::string mib(int64_t bytes) { return std::to_string(bytes) + " bytes (" + std::to_string(bytes >> 20) + " MiB)"; }
 
@@ -191,7 +194,6 @@ struct Session::Impl {
   }
 
   void allocate_pools() {
-    const plan::DeviceProfile& p = dev->info().profile;
     for (const plan::Pool& pool : plan.pools) {
       std::string what = model() + ": pool " + std::to_string(pool.id) + " of " + mib(pool.bytes);
       pool_images.push_back(nullptr);
@@ -204,8 +206,7 @@ struct Session::Impl {
         pools.push_back(nullptr);
         continue;
       }
-      if (p.max_alloc_bytes > 0 && pool.bytes > p.max_alloc_bytes)
-        throw Error(what + " exceeds the device's largest allocation, " + mib(p.max_alloc_bytes));
+      check_pool_fits(graph.model_name, pool.id, "buffer", pool.bytes, pool_bytes, dev->info());
       cl_int s = CL_SUCCESS;
       cl_mem m = clCreateBuffer(dev->context(), CL_MEM_READ_WRITE, size_t(pool.bytes), nullptr, &s);
       // Drivers may allocate lazily: touch the pool now so a shortage shows
@@ -217,8 +218,9 @@ struct Session::Impl {
         s = clEnqueueFillBuffer(q, m, &zero, 1, 0, size_t(pool.bytes), 0, nullptr, nullptr);
         if (s == CL_SUCCESS) s = clFinish(q);
       }
-      if (s != CL_SUCCESS)
-        throw Error(what + ": " + cl_error_name(s) + (out_of_memory(s) ? " (out of device memory)" : ""));
+      if (out_of_memory(s))
+        throw Error(pool_out_of_memory(graph.model_name, pool.id, "buffer", pool.bytes, dev->info(), cl_error_name(s)));
+      if (s != CL_SUCCESS) throw Error(what + ": " + cl_error_name(s));
     }
     allocate_views();
   }
@@ -237,6 +239,7 @@ struct Session::Impl {
     d.image_type = CL_MEM_OBJECT_IMAGE2D;
     d.image_width = size_t(pool.width);
     d.image_height = size_t(pool.height);
+    check_pool_fits(graph.model_name, pool.id, "texture", pool.bytes, pool_bytes, dev->info());
     const cl_image_format f = rgba_float();
     cl_int s = CL_SUCCESS;
     cl_mem m = clCreateImage(dev->context(), CL_MEM_READ_WRITE, &f, &d, nullptr, &s);
