@@ -5,7 +5,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 
 #include "cli/commands.h"
@@ -23,6 +25,33 @@ namespace {
 // Sessions on one device share its OpenCL queue (session.h): runs are
 // serialized here, with the GIL released while the device works.
 std::mutex g_run_mutex;
+
+// A bad argument (ValueError) and a missing file (FileNotFoundError): the
+// module's exception translator raises these Python exceptions for them,
+// texplan.Error for every other Error.
+struct BadArgument : Error {
+  using Error::Error;
+};
+struct MissingFile : Error {
+  using Error::Error;
+};
+
+void need_existing(const std::string& path, const std::string& what) {
+  std::error_code ec;
+  if (path.empty()) throw BadArgument(what + ": empty path");
+  if (!std::filesystem::exists(path, ec)) throw MissingFile(what + ": '" + path + "': no such file or folder");
+}
+
+void need_one_of(const std::string& value, const std::vector<std::string>& allowed, const std::string& what) {
+  if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return;
+  std::string list;
+  for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+  throw BadArgument(what + ": '" + value + "': give one of " + list);
+}
+
+void need_texture_mode(const std::string& textures) {
+  need_one_of(textures, {"none", "auto", "pools", "views"}, "textures");
+}
 
 py::object to_python(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
 
@@ -51,14 +80,14 @@ DataType texplan_dtype(const py::dtype& d) {
   if (k == 'i' && n == 4) return DataType::Int32;
   if (k == 'i' && n == 8) return DataType::Int64;
   if (k == 'b') return DataType::Bool;
-  throw Error("numpy dtype " + py::cast<std::string>(py::str(py::handle(d))) + " has no texplan equivalent");
+  throw py::type_error("numpy dtype " + py::cast<std::string>(py::str(py::handle(d))) + " has no texplan equivalent");
 }
 
 // numpy -> HostTensor, cast to `want` (the model's type for that input) and
 // made contiguous; one copy into the tensor's bytes.
 HostTensor from_numpy(const py::handle& obj, DataType want, const std::string& what) {
   py::array a = py::array::ensure(obj);
-  if (!a) throw Error(what + ": not convertible to a numpy array");
+  if (!a) throw py::type_error(what + ": not convertible to a numpy array");
   py::array c = py::array::ensure(a.attr("astype")(numpy_dtype(want), py::arg("copy") = false),
                                   py::array::c_style | py::array::forcecast);
   Shape shape(c.shape(), c.shape() + c.ndim());
@@ -123,16 +152,18 @@ class PySession {
         std::string key = py::str(k);
         bool known = false;
         for (const auto& i : inputs_) known = known || i.name == key;
-        if (!known) throw Error(model_ + ": no input named '" + key + "'" + input_names());
+        if (!known) throw BadArgument(model_ + ": no input named '" + key + "'" + input_names());
       }
       for (const auto& i : inputs_) {
-        if (!d.contains(i.name)) throw Error(model_ + ": input '" + i.name + "' not given" + input_names());
+        if (!d.contains(i.name)) throw BadArgument(model_ + ": input '" + i.name + "' not given" + input_names());
         in.push_back(from_numpy(d[py::str(i.name)], i.dtype, model_ + ": input '" + i.name + "'"));
       }
     } else {
+      if (!py::isinstance<py::sequence>(feeds) || py::isinstance<py::str>(feeds) || py::isinstance<py::bytes>(feeds))
+        throw py::type_error(model_ + ": inputs: give a dict {name: array} or a list of arrays" + input_names());
       py::sequence seq = feeds.cast<py::sequence>();
       if (seq.size() != inputs_.size())
-        throw Error(model_ + ": " + std::to_string(inputs_.size()) + " input(s) expected, " +
+        throw BadArgument(model_ + ": " + std::to_string(inputs_.size()) + " input(s) expected, " +
                     std::to_string(seq.size()) + " given" + input_names());
       for (size_t k = 0; k < inputs_.size(); ++k)
         in.push_back(from_numpy(seq[k], inputs_[k].dtype, model_ + ": input '" + inputs_[k].name + "'"));
@@ -171,6 +202,10 @@ PYBIND11_MODULE(_texplan, m) {
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
+    } catch (const MissingFile& e) {
+      PyErr_SetString(PyExc_FileNotFoundError, e.what());
+    } catch (const BadArgument& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
     } catch (const Error& e) {
       error(e.what());
     } catch (const plan::PlanError& e) {
@@ -182,6 +217,13 @@ PYBIND11_MODULE(_texplan, m) {
       "plan",
       [](const std::string& path, const std::string& strategy, const std::string& target, const std::string& textures,
          bool tensors) {
+        need_existing(path, "plan");
+        if (strategy != "all") {
+          std::vector<std::string> names = plan::strategy_names();
+          if (std::find(names.begin(), names.end(), "best") == names.end()) names.push_back("best");
+          need_one_of(strategy, names, "plan: strategy");
+        }
+        need_texture_mode(textures);
         nlohmann::json r;
         {
           py::gil_scoped_release release;
@@ -210,14 +252,28 @@ PYBIND11_MODULE(_texplan, m) {
   m.def(
       "timeline",
       [](const py::object& report, const std::string& path) {
+        if (!py::isinstance<py::dict>(report)) throw py::type_error("timeline: report: give the dict plan() returned");
+        if (!path.ends_with(".svg") && !path.ends_with(".html") && !path.ends_with(".htm"))
+          throw BadArgument("timeline: '" + path + "': give a .svg or .html file name");
         std::string text = py::str(py::module_::import("json").attr("dumps")(report));
-        cli::write_timeline(nlohmann::json::parse(text), path);
+        const nlohmann::json j = nlohmann::json::parse(text);
+        try {
+          cli::check_timeline_report(j);
+        } catch (const Error& e) {
+          throw BadArgument(e.what());
+        }
+        cli::write_timeline(j, path);
       },
       py::arg("report"), py::arg("path"),
       "Draws a plan() report (made with tensors=True) as a .svg or self-contained .html picture.");
 
   m.def(
-      "load_tensor", [](const std::string& path) { return to_numpy(load_tensor_pb(path)); }, py::arg("path"),
+      "load_tensor",
+      [](const std::string& path) {
+        need_existing(path, "load_tensor");
+        return to_numpy(load_tensor_pb(path));
+      },
+      py::arg("path"),
       "Reads a serialized onnx.TensorProto (.pb, as in test_data_set_0/) into a numpy array.");
   m.def(
       "save_tensor",
@@ -248,6 +304,8 @@ PYBIND11_MODULE(_texplan, m) {
                         "    out = s.run({'input': x})   # {output name: numpy array}")
       .def(py::init([](const std::string& path, const std::string& device, const std::string& strategy,
                        const std::string& textures) {
+             need_existing(path, "Session");
+             need_texture_mode(textures);
              py::gil_scoped_release release;
              return std::make_unique<PySession>(path, device, strategy, textures);
            }),
