@@ -11,7 +11,7 @@ include(CMakePackageConfigHelpers)
 set(texplan_install_targets texplan)
 set(texplan_pc_libs "")
 # Link order for pkg-config: a library before the ones it uses.
-foreach(stage offload runtime import validate optimize kernels reference plan graph)
+foreach(stage pipeline offload runtime import validate optimize kernels reference plan graph)
   if(TARGET texplan_${stage})
     list(APPEND texplan_install_targets texplan_${stage})
     string(APPEND texplan_pc_libs " -ltexplan_${stage}")

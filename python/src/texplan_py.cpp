@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <mutex>
 
 #include "cli/commands.h"
@@ -15,6 +16,7 @@
 #include "import/onnx_import.h"
 #include "runtime/device.h"
 #include "runtime/optimize_for_device.h"
+#include "pipeline/pipeline.h"
 #include "runtime/session.h"
 
 namespace py = pybind11;
@@ -124,24 +126,15 @@ py::dict info_dict(const TensorInfo& i) {
 class PySession {
  public:
   PySession(const std::string& path, const std::string& device_spec, const std::string& strategy,
-            const std::string& textures)
+            const std::string& textures, ImportOptions shapes, size_t cache_size)
       : strategy_(strategy) {
-    Graph g = import_onnx(path, {.load_weights = true});
-    model_ = g.model_name;
-    for (int id : g.inputs) inputs_.push_back({g.tensors[id].name, g.tensors[id].shape, g.tensors[id].dtype});
-    for (int id : g.outputs) outputs_.push_back({g.tensors[id].name, g.tensors[id].shape, g.tensors[id].dtype});
     device_ = runtime::open_device(device_spec);
-    optimize(g, runtime::runnable({}, device_->info().type));  // fusion, in place, zero-copy concat, memory-aware order
-    const plan::DeviceProfile& profile = device_->info().profile;
-    const StorageAssignment storage = assign_storage(g, profile, parse_texture_mode(textures));
-    UsageOptions uo;
-    uo.storage = &storage;
-    PlanInput pin = make_usage_records(g, uo);
-    plan::MemoryPlan plan = plan::plan_memory(pin.records, profile, strategy_for(storage.mode, strategy));
-    plan::validate(plan, pin.records, profile);
-    lower_bound_ = plan::lower_bound_bytes(pin.records);
-    plan_bytes_ = plan.total_bytes();
-    session_ = std::make_unique<runtime::Session>(g, pin, plan, device_);
+    CompileOptions o;
+    o.strategy = strategy;
+    o.textures = textures;
+    session_ = std::make_unique<ModelSession>(path, device_, o, std::move(shapes), cache_size);
+    model_ = session_->model_name();
+    for (const auto& i : session_->inputs()) inputs_.push_back({i.name, i.dims, i.dtype});
   }
 
   py::dict run(const py::object& feeds) {
@@ -174,9 +167,10 @@ class PySession {
       std::lock_guard<std::mutex> lock(g_run_mutex);
       out = session_->run(in);
     }
+    const auto names = session_->outputs();
     py::dict result;
-    for (size_t k = 0; k < out.size() && k < outputs_.size(); ++k)
-      result[py::str(outputs_[k].name)] = to_numpy(std::move(out[k]));
+    for (size_t k = 0; k < out.size() && k < names.size(); ++k)
+      result[py::str(names[k].first)] = to_numpy(std::move(out[k]));
     return result;
   }
 
@@ -187,10 +181,9 @@ class PySession {
   }
 
   std::string model_, strategy_;
-  std::vector<TensorInfo> inputs_, outputs_;
+  std::vector<TensorInfo> inputs_;  // shape: -1 where the dimension is symbolic
   std::shared_ptr<runtime::Device> device_;
-  std::unique_ptr<runtime::Session> session_;
-  int64_t lower_bound_ = 0, plan_bytes_ = 0;
+  std::unique_ptr<ModelSession> session_;
 };
 
 }  // namespace
@@ -301,41 +294,92 @@ PYBIND11_MODULE(_texplan, m) {
   py::class_<PySession>(m, "Session",
                         "A model imported with its weights, planned and ready to run on an OpenCL device.\n\n"
                         "    s = texplan.Session('examples/models/tiny_cnn', device='pocl')\n"
-                        "    out = s.run({'input': x})   # {output name: numpy array}")
+                        "    out = s.run({'input': x})   # {output name: numpy array}\n\n"
+                        "A model with symbolic dimensions (a batch exported as 'batch') is specialized once per\n"
+                        "distinct input shape when run, and the last cache_size specializations are kept;\n"
+                        "dims={'batch': 1} or input_shapes={'input': (1, 3, 224, 224)} fix dimensions for all.")
       .def(py::init([](const std::string& path, const std::string& device, const std::string& strategy,
-                       const std::string& textures) {
+                       const std::string& textures, const std::map<std::string, int64_t>& dims,
+                       const std::map<std::string, std::vector<int64_t>>& input_shapes, int64_t cache_size) {
              need_existing(path, "Session");
              need_texture_mode(textures);
+             if (cache_size < 1) throw BadArgument("Session: cache_size must be at least 1");
+             ImportOptions shapes;
+             for (const auto& [k, v] : dims) {
+               if (v < 1) throw BadArgument("Session: dims['" + k + "'] = " + std::to_string(v) + ": must be at least 1");
+               shapes.dims[k] = v;
+             }
+             for (const auto& [k, v] : input_shapes) shapes.input_shapes[k] = v;
              py::gil_scoped_release release;
-             return std::make_unique<PySession>(path, device, strategy, textures);
+             return std::make_unique<PySession>(path, device, strategy, textures, std::move(shapes), size_t(cache_size));
            }),
-           py::arg("path"), py::arg("device") = "pocl", py::arg("strategy") = "best", py::arg("textures") = "none")
+           py::arg("path"), py::arg("device") = "pocl", py::arg("strategy") = "best", py::arg("textures") = "none",
+           py::arg("dims") = std::map<std::string, int64_t>{},
+           py::arg("input_shapes") = std::map<std::string, std::vector<int64_t>>{}, py::arg("cache_size") = 4)
       .def("run", &PySession::run, py::arg("inputs"),
            "Runs the model. inputs: {name: array} or a list in input order; arrays are cast to the model's "
-           "dtype. Returns {output name: numpy array} (the arrays own the results, no copy).")
-      .def_property_readonly("model", [](const PySession& s) { return s.model_; })
-      .def_property_readonly("strategy", [](const PySession& s) { return s.strategy_; })
+           "dtype. Returns {output name: numpy array} (the arrays own the results, no copy). New input "
+           "shapes of a model with symbolic dimensions are specialized (planned) on first use.")
+      .def_property_readonly("model", [](const PySession& s) { return s.model_; }, "the model's name")
+      .def_property_readonly("strategy", [](const PySession& s) { return s.strategy_; }, "the planning strategy")
       .def_property_readonly("inputs",
                              [](const PySession& s) {
                                py::list l;
-                               for (const auto& i : s.inputs_) l.append(info_dict(i));
+                               for (const auto& i : s.inputs_) {
+                                 py::dict d = info_dict(i);
+                                 py::list shape;
+                                 for (int64_t v : i.shape) shape.append(v >= 0 ? py::object(py::int_(v)) : py::none());
+                                 d["shape"] = py::tuple(shape);  // None where symbolic
+                                 l.append(d);
+                               }
                                return l;
-                             })
+                             },
+                             "[{name, shape, dtype}] as the model declares them (None for a symbolic dimension)")
       .def_property_readonly("outputs",
                              [](const PySession& s) {
                                py::list l;
-                               for (const auto& i : s.outputs_) l.append(info_dict(i));
+                               const auto dtypes = s.session_->output_dtypes();
+                               const auto outs = s.session_->outputs();
+                               for (size_t k = 0; k < outs.size(); ++k)
+                                 l.append(info_dict({outs[k].first, outs[k].second, dtypes[k]}));
                                return l;
-                             })
+                             },
+                             "[{name, shape, dtype}] of the last specialization run (empty before the first run "
+                             "of a model with symbolic dimensions)")
       .def_property_readonly("device", [](const PySession& s) { return s.device_->info().name; })
-      .def_property_readonly("lower_bound_bytes", [](const PySession& s) { return s.lower_bound_; })
-      .def_property_readonly("plan_bytes", [](const PySession& s) { return s.plan_bytes_; })
-      .def_property_readonly("activation_bytes", [](const PySession& s) { return s.session_->activation_bytes(); })
-      .def_property_readonly("weight_bytes", [](const PySession& s) { return s.session_->weight_bytes(); })
-      .def_property_readonly("last_run_ms", [](const PySession& s) { return s.session_->last_run_ms(); })
-      .def_property_readonly("fallback_nodes", [](const PySession& s) { return s.session_->fallback_nodes(); })
+      .def_property_readonly("lower_bound_bytes",
+                             [](const PySession& s) { return s.session_->current_model().lower_bound_bytes; })
+      .def_property_readonly("plan_bytes",
+                             [](const PySession& s) { return s.session_->current_model().plan.total_bytes(); })
+      .def_property_readonly("activation_bytes", [](const PySession& s) { return s.session_->current().activation_bytes(); })
+      .def_property_readonly("weight_bytes", [](const PySession& s) { return s.session_->current().weight_bytes(); })
+      .def_property_readonly("last_run_ms", [](const PySession& s) { return s.session_->current().last_run_ms(); })
+      .def_property_readonly("fallback_nodes", [](const PySession& s) { return s.session_->current().fallback_nodes(); })
+      .def_property_readonly("compilations", [](const PySession& s) { return s.session_->compilations(); },
+                             "how many specializations were planned so far")
+      .def_property_readonly("specializations",
+                             [](const PySession& s) {
+                               py::list l;
+                               for (const auto& sp : s.session_->specializations()) {
+                                 py::dict d;
+                                 py::list shapes;
+                                 for (const auto& x : sp.input_shapes) shapes.append(py::tuple(py::cast(x)));
+                                 d["input_shapes"] = shapes;
+                                 d["plan_bytes"] = sp.plan_bytes;
+                                 d["lower_bound_bytes"] = sp.lower_bound_bytes;
+                                 d["compile_ms"] = sp.compile_ms;
+                                 d["runs"] = sp.runs;
+                                 l.append(d);
+                               }
+                               return l;
+                             },
+                             "the cached specializations, most recently used first: input_shapes, plan_bytes, "
+                             "lower_bound_bytes, compile_ms, runs")
       .def("__repr__", [](const PySession& s) {
+        const auto sp = s.session_->specializations();
         return "<texplan.Session " + s.model_ + " on " + s.device_->info().name + ", " +
-               cli::human_bytes(s.plan_bytes_) + " of activations (" + s.strategy_ + ")>";
+               (sp.empty() ? std::string("not specialized yet")
+                           : cli::human_bytes(sp.front().plan_bytes) + " of activations (" + s.strategy_ + ")") +
+               ">";
       });
 }

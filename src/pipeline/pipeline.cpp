@@ -1,0 +1,197 @@
+#include "pipeline/pipeline.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <list>
+
+#include "runtime/cpu_executor.h"
+#include "runtime/optimize_for_device.h"
+
+namespace texplan {
+
+CompiledModel compile(const std::string& model_path, const ImportOptions& import, const plan::DeviceProfile& profile,
+                      const std::string& device_type, const CompileOptions& options) {
+  CompiledModel m;
+  m.graph = import_onnx(model_path, import);
+  m.optimized = optimize(m.graph, runtime::runnable(options.optimize, device_type));
+  m.buffer_lower_bound_bytes = plan::lower_bound_bytes(make_usage_records(m.graph).records);
+  const TextureMode mode = device_type == "cpu-executor" ? TextureMode::None : parse_texture_mode(options.textures);
+  m.storage = assign_storage(m.graph, profile, mode);
+  UsageOptions uo;
+  uo.storage = &m.storage;
+  m.usage = make_usage_records(m.graph, uo);
+  m.plan = plan::plan_memory(m.usage.records, profile, strategy_for(m.storage.mode, options.strategy));
+  plan::validate(m.plan, m.usage.records, profile);
+  m.lower_bound_bytes = plan::lower_bound_bytes(m.usage.records);
+  return m;
+}
+
+namespace {
+
+struct Entry {
+  std::vector<Shape> shapes;
+  CompiledModel model;
+  std::unique_ptr<runtime::Session> session;
+  double compile_ms = 0;
+  int64_t runs = 0;
+};
+
+}  // namespace
+
+struct ModelSession::Impl {
+  std::string path, name;
+  std::shared_ptr<runtime::Device> device;
+  CompileOptions options;
+  ImportOptions import;
+  size_t cache_size = 4;
+  std::vector<InputSignature> inputs;
+  std::list<Entry> cache;  // most recently used first
+  int64_t compilations = 0;
+
+  // The shapes a run with `given` specializes for, checked against what the
+  // file declares and the dims fixed at construction.
+  void check(const std::vector<HostTensor>& given) const {
+    if (given.size() != inputs.size())
+      throw Error(name + ": " + std::to_string(inputs.size()) + " input(s) expected, " + std::to_string(given.size()) +
+                  " given");
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const InputSignature& sig = inputs[i];
+      const Shape& s = given[i].shape;
+      if (given[i].dtype != sig.dtype)
+        throw Error(name + ": input '" + sig.name + "' is " + texplan::to_string(given[i].dtype) + ", the model takes " +
+                    texplan::to_string(sig.dtype));
+      if (sig.has_shape && s.size() != sig.dims.size())
+        throw Error(name + ": input '" + sig.name + "' has shape " + to_string(s) + ", the model takes rank " +
+                    std::to_string(sig.dims.size()) + " (" + sig.to_string() + ")");
+      auto fixed = import.input_shapes.find(sig.name);
+      for (size_t k = 0; k < s.size() && sig.has_shape; ++k) {
+        int64_t want = sig.dims[k];
+        if (fixed != import.input_shapes.end()) want = fixed->second[k];
+        else if (want < 0 && import.dims.count(sig.symbols[k])) want = import.dims.at(sig.symbols[k]);
+        if (want >= 0 && s[k] != want)
+          throw Error(name + ": input '" + sig.name + "' has shape " + to_string(s) + ": dimension " + std::to_string(k) +
+                      " must be " + std::to_string(want) + " (" + sig.to_string() + ")");
+      }
+    }
+  }
+
+  Entry& specialize(const std::vector<HostTensor>& given) {
+    std::vector<Shape> shapes;
+    for (const auto& t : given) shapes.push_back(t.shape);
+    for (auto it = cache.begin(); it != cache.end(); ++it)
+      if (it->shapes == shapes) {
+        cache.splice(cache.begin(), cache, it);
+        return cache.front();
+      }
+    check(given);
+    const auto t0 = std::chrono::steady_clock::now();
+    ImportOptions io = import;
+    io.load_weights = true;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i].is_static()) continue;
+      io.input_shapes[inputs[i].name] = shapes[i];
+    }
+    // Dims named by --dim are now given whole by input_shapes.
+    for (const auto& sig : inputs)
+      if (!sig.is_static())
+        for (const auto& sym : sig.symbols) io.dims.erase(sym);
+    // Evict first: the old pools are freed before the new ones are allocated.
+    while (cache.size() >= cache_size) cache.pop_back();
+    Entry e;
+    e.shapes = shapes;
+    e.model = compile(path, io, device->info().profile, device->info().type, options);
+    e.session = std::make_unique<runtime::Session>(e.model.graph, e.model.usage, e.model.plan, device, options.session);
+    e.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    ++compilations;
+    cache.push_front(std::move(e));
+    return cache.front();
+  }
+};
+
+ModelSession::ModelSession(std::string model_path, std::shared_ptr<runtime::Device> device, CompileOptions options,
+                           ImportOptions import, size_t cache_size)
+    : impl_(std::make_unique<Impl>()) {
+  if (!device) throw Error(model_path + ": no device");
+  if (cache_size < 1) throw Error(model_path + ": the specialization cache must hold at least 1 (cache_size 0)");
+  impl_->path = resolve_model_file(model_path);
+  impl_->device = std::move(device);
+  impl_->options = std::move(options);
+  impl_->import = std::move(import);
+  impl_->cache_size = cache_size;
+  impl_->inputs = read_input_signatures(impl_->path);
+  // A model without open dims is compiled now, so its errors come first.
+  bool open = false;
+  for (const auto& sig : impl_->inputs) {
+    auto fixed = impl_->import.input_shapes.find(sig.name);
+    if (fixed != impl_->import.input_shapes.end()) continue;
+    for (size_t k = 0; k < sig.dims.size(); ++k)
+      open = open || (sig.dims[k] < 0 && !impl_->import.dims.count(sig.symbols[k]));
+    open = open || !sig.has_shape;
+  }
+  if (!open) {
+    const auto t0 = std::chrono::steady_clock::now();
+    Entry e;
+    ImportOptions io = impl_->import;
+    io.load_weights = true;
+    e.model = compile(impl_->path, io, impl_->device->info().profile, impl_->device->info().type, impl_->options);
+    for (int id : e.model.graph.inputs) e.shapes.push_back(e.model.graph.tensors[id].shape);
+    e.session = std::make_unique<runtime::Session>(e.model.graph, e.model.usage, e.model.plan, impl_->device,
+                                                   impl_->options.session);
+    e.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    impl_->compilations = 1;
+    impl_->cache.push_front(std::move(e));
+  }
+  impl_->name = impl_->cache.empty() ? std::filesystem::path(impl_->path).stem().string() : impl_->cache.front().model.graph.model_name;
+}
+
+ModelSession::~ModelSession() = default;
+
+std::vector<HostTensor> ModelSession::run(const std::vector<HostTensor>& inputs) {
+  Entry& e = impl_->specialize(inputs);
+  runtime::check_inputs(e.model.graph, inputs);
+  ++e.runs;
+  return e.session->run(inputs);
+}
+
+const std::string& ModelSession::model_name() const { return impl_->name; }
+const std::vector<InputSignature>& ModelSession::inputs() const { return impl_->inputs; }
+
+std::vector<std::pair<std::string, Shape>> ModelSession::outputs() const {
+  std::vector<std::pair<std::string, Shape>> out;
+  if (impl_->cache.empty()) return out;
+  const Graph& g = impl_->cache.front().model.graph;
+  for (int id : g.outputs) out.emplace_back(g.tensors[id].name, g.tensors[id].shape);
+  return out;
+}
+
+std::vector<DataType> ModelSession::output_dtypes() const {
+  std::vector<DataType> out;
+  if (impl_->cache.empty()) return out;
+  const Graph& g = impl_->cache.front().model.graph;
+  for (int id : g.outputs) out.push_back(g.tensors[id].dtype);
+  return out;
+}
+
+std::vector<ModelSession::Specialization> ModelSession::specializations() const {
+  std::vector<Specialization> out;
+  for (const auto& e : impl_->cache)
+    out.push_back({e.shapes, e.model.plan.total_bytes(), e.model.lower_bound_bytes, e.compile_ms, e.runs});
+  return out;
+}
+
+int64_t ModelSession::compilations() const { return impl_->compilations; }
+
+const runtime::Session& ModelSession::current() const {
+  if (impl_->cache.empty())
+    throw Error(impl_->name + ": no specialization yet: the model has symbolic dimensions; run it once first");
+  return *impl_->cache.front().session;
+}
+
+const CompiledModel& ModelSession::current_model() const {
+  if (impl_->cache.empty())
+    throw Error(impl_->name + ": no specialization yet: the model has symbolic dimensions; run it once first");
+  return impl_->cache.front().model;
+}
+
+}  // namespace texplan

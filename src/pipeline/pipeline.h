@@ -1,0 +1,92 @@
+// The stages of the data flow chained in one place: an ONNX file and a
+// device in, a runnable session out; and a session over a model with
+// symbolic dimensions that specializes once per input shape.
+//
+//   auto device = runtime::open_device("pocl");
+//   ModelSession s("model.onnx", device);               // dims left symbolic
+//   std::vector<HostTensor> y = s.run({x});              // specialized for x's shape
+//   s.specializations();                                 // shapes, bytes, compile time
+//
+// Promises: a specialization is compiled (import -> optimize -> storage ->
+// usage records -> plan -> validate -> runtime::Session) once per distinct
+// set of input shapes and kept while among the `cache_size` most recently
+// used; each is planned at its own lower bound. Inputs whose shape does not
+// fit the model's declared dims are refused naming the input and dimension.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "import/onnx_import.h"
+#include "optimize/optimize.h"
+#include "optimize/storage.h"
+#include "optimize/usage.h"
+#include "plan/memory_plan.h"
+#include "runtime/session.h"
+
+namespace texplan {
+
+struct CompileOptions {
+  std::string strategy = "best";
+  std::string textures = "none";   // none | auto | pools | views
+  OptimizeOptions optimize;        // narrowed to what the device runs (runtime::runnable)
+  runtime::SessionOptions session;
+};
+
+// One specialization of a model: its graph as optimized, storage, usage
+// records and validated plan.
+struct CompiledModel {
+  Graph graph;
+  OptimizeReport optimized;
+  StorageAssignment storage;
+  PlanInput usage;
+  plan::MemoryPlan plan;
+  int64_t lower_bound_bytes = 0;         // of the planned records (textures at their real size)
+  int64_t buffer_lower_bound_bytes = 0;  // the same graph with every tensor a buffer
+};
+
+// Import (with `import`'s dims and weights as it says) through a validated
+// plan for `device_type` ("gpu", "cpu", or "cpu-executor" for the host
+// reference) and `profile`.
+CompiledModel compile(const std::string& model_path, const ImportOptions& import, const plan::DeviceProfile& profile,
+                      const std::string& device_type, const CompileOptions& options);
+
+class ModelSession {
+ public:
+  struct Specialization {
+    std::vector<Shape> input_shapes;  // in the model's input order
+    int64_t plan_bytes = 0, lower_bound_bytes = 0;
+    double compile_ms = 0;
+    int64_t runs = 0;
+  };
+
+  // `import.dims` / `input_shapes` fix dims for every specialization (weights
+  // are always loaded); `cache_size` >= 1 specializations are kept.
+  ModelSession(std::string model_path, std::shared_ptr<runtime::Device> device, CompileOptions options = {},
+               ImportOptions import = {}, size_t cache_size = 4);
+  ~ModelSession();
+  ModelSession(const ModelSession&) = delete;
+  ModelSession& operator=(const ModelSession&) = delete;
+
+  // Inputs in the model's input order; specializes for their shapes when no
+  // cached specialization has them.
+  std::vector<HostTensor> run(const std::vector<HostTensor>& inputs);
+
+  const std::string& model_name() const;
+  const std::vector<InputSignature>& inputs() const;  // as the file declares them
+  // The outputs of the most recently used specialization (static shapes).
+  std::vector<std::pair<std::string, Shape>> outputs() const;
+  std::vector<DataType> output_dtypes() const;
+  std::vector<Specialization> specializations() const;  // cached, most recently used first
+  int64_t compilations() const;                          // specializations compiled so far
+  const runtime::Session& current() const;              // the last run's (compiles one if none)
+  const CompiledModel& current_model() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace texplan
