@@ -2,6 +2,7 @@
 // CLI, the benchmarks and the tests share one implementation.
 #pragma once
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -90,6 +91,12 @@ struct RunArgs {
   double clblast_tune = 0;
   OptimizeOptions optimize;  // graph rewrites before planning (optimize/optimize.h)
   ShapeSettings shapes;      // symbolic dimensions; input files fix the rest
+  // Seeded random inputs instead of files (--random-input [SEED]); also
+  // what a run without inputs or test data gets, with seed 0.
+  std::optional<uint32_t> random_input;
+  // --check passes against a reference output that is all zeros or
+  // constant only when asked: such a reference cannot tell right from wrong.
+  bool allow_trivial_reference = false;
   bool tune = false;  // texplan tune: measure kernel variants missing from the tuning cache
 };
 void add_run_options(CLI::App& app, RunArgs& a);

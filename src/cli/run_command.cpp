@@ -19,6 +19,7 @@
 #include "runtime/cpu_executor.h"
 #include "runtime/device.h"
 #include "runtime/optimize_for_device.h"
+#include "runtime/random_inputs.h"
 #include "runtime/session.h"
 #include "runtime/tuning.h"
 
@@ -49,6 +50,11 @@ void add_run_options(CLI::App& app, RunArgs& a) {
   app.add_option("model", a.model, "model .onnx file or model folder")->required();
   app.add_option("--device", a.device, "pocl, gpu, opencl:N, or cpu (the reference executor)")->capture_default_str();
   app.add_option("--input", a.inputs, "input tensor(s) as .pb (default: the folder's test_data_set_0)");
+  app.add_option("--random-input", a.random_input,
+                 "seeded random inputs (floats in [-1, 1), integers in [0, 100) or below the table they index); "
+                 "without --input or test data: seed 0")
+      ->expected(0, 1)
+      ->default_str("0");
   app.add_option("--strategy", a.strategy, "memory planning strategy")->capture_default_str();
   app.add_option("--textures", a.textures,
                  "none: buffers; pools: 4D activations as textures in image pools; views: as image views over the "
@@ -56,6 +62,8 @@ void add_run_options(CLI::App& app, RunArgs& a) {
       ->check(CLI::IsMember({"none", "auto", "pools", "views"}))
       ->capture_default_str();
   app.add_flag("--check", a.check, "compare with test_data_set_0/output_*.pb; exit 2 above --tolerance");
+  app.add_flag("--allow-trivial-reference", a.allow_trivial_reference,
+               "let --check pass against a reference output that is all zeros or constant (refused otherwise)");
   app.add_option("--tolerance", a.tolerance,
                  "largest relative error --check accepts (default 1e-4 with fp32, 1e-2 with tf32)");
   app.add_option("--precision", a.precision,
@@ -106,6 +114,19 @@ std::vector<std::string> test_files(const std::string& model_file, const std::st
     files.push_back(p.string());
   }
   return files;
+}
+
+// Why a reference output cannot tell a right run from a wrong one (all
+// zeros, or every element equal: a zero classifier head), or "" when it
+// can. A single nonzero value is a fair reference.
+std::string trivial_reference(const HostTensor& ref) {
+  const std::vector<float> v = ref.as_float();
+  if (v.empty() || !std::all_of(v.begin(), v.end(), [&](float x) { return x == v[0]; })) return "";
+  if (v[0] == 0) return "all zeros";
+  if (v.size() == 1) return "";
+  std::ostringstream o;
+  o << "constant (every element " << v[0] << ")";
+  return o.str();
 }
 
 struct Timing {
@@ -169,7 +190,10 @@ int run_command(const RunArgs& a) {
   ImportOptions import_options{.load_weights = true};
   apply_shape_settings(a.shapes, import_options);
   const std::string stem = fs::path(file).stem().string();
-  std::vector<std::string> input_files = a.inputs.empty() ? test_files(file, "input_", stem) : a.inputs;
+  if (a.random_input && !a.inputs.empty())
+    throw Error(stem + ": --input and --random-input exclude each other: give input files or draw random ones");
+  std::vector<std::string> input_files =
+      a.random_input ? std::vector<std::string>{} : a.inputs.empty() ? test_files(file, "input_", stem) : a.inputs;
   std::vector<HostTensor> inputs;
   for (const auto& f : input_files) inputs.push_back(load_tensor_pb(f));
   // Input files fix the symbolic dimensions of the inputs they feed (in the
@@ -184,8 +208,16 @@ int run_command(const RunArgs& a) {
   }
   Graph g = import_onnx(file, import_options);
   verbose_log() << g.model_name << ": imported " << g.nodes.size() << " nodes with weights in " << since() << "\n";
-  if (input_files.empty())
-    throw Error(g.model_name + ": no input given and no test_data_set_0/input_0.pb beside the model: use --input FILE.pb");
+  if (input_files.empty()) {
+    // A bare .onnx runs on seeded random inputs, as onnxruntime_perf_test and trtexec do.
+    if (a.check)
+      throw Error(g.model_name + ": --check compares with test_data_set_0/output_*.pb, which belong to its own " +
+                  "inputs, not to random ones: give the model's test data or drop --check");
+    if (!a.random_input)
+      std::cerr << "texplan: " << g.model_name << ": no input given and no test_data_set_0 beside the model: "
+                << "random inputs, seed 0 (--random-input SEED for others, --input FILE.pb for yours)\n";
+    inputs = runtime::random_inputs(g, a.random_input.value_or(0));
+  }
   runtime::check_inputs(g, inputs);
 
   const bool on_cpu = a.device == "cpu";
@@ -392,13 +424,20 @@ int run_command(const RunArgs& a) {
                      (fs::path(a.output_dir) / ("output_" + std::to_string(i) + ".pb")).string());
   }
   double rel_error = -1;
+  std::vector<std::string> trivial_refs;  // reference outputs a wrong run could match
+  if (input_files.empty()) report["random_input_seed"] = a.random_input.value_or(0);
   if (a.check) {
     std::vector<std::string> refs = test_files(file, "output_", g.model_name);
     if (refs.empty()) throw Error(g.model_name + ": --check needs test_data_set_0/output_0.pb beside the model");
     rel_error = 0;
-    for (size_t i = 0; i < refs.size() && i < outputs.size(); ++i)
-      rel_error = std::max(rel_error, relative_error(outputs[i], load_tensor_pb(refs[i])));
+    for (size_t i = 0; i < refs.size() && i < outputs.size(); ++i) {
+      const HostTensor ref = load_tensor_pb(refs[i]);
+      rel_error = std::max(rel_error, relative_error(outputs[i], ref));
+      if (const std::string why = trivial_reference(ref); !why.empty())
+        trivial_refs.push_back("output_" + std::to_string(i) + ".pb ('" + g.tensors[g.outputs[i]].name + "') is " + why);
+    }
     report["rel_error"] = rel_error;
+    report["trivial_reference"] = trivial_refs;
     report["tolerance"] = tolerance;
   }
   if (a.bench > 0) {
@@ -429,7 +468,13 @@ int run_command(const RunArgs& a) {
             << human_bytes(optimized.raw_lower_bound_bytes) << " as imported -> "
             << human_bytes(optimized.lower_bound_bytes) << " (order " << optimized.order << ")\n";
   std::cout << "weights     " << human_bytes(weight_bytes) << "\n";
-  if (!fallback.empty()) std::cout << "cpu fallback " << fallback.size() << " node(s)\n";
+  if (!fallback.empty()) {
+    std::cout << "cpu fallback " << fallback.size() << " node(s):";
+    const size_t shown = std::min<size_t>(fallback.size(), 10);
+    for (size_t i = 0; i < shown; ++i) std::cout << (i ? ", " : " ") << fallback[i];
+    if (shown < fallback.size()) std::cout << " and " << fallback.size() - shown << " more (--json lists all)";
+    std::cout << "\n";
+  }
   if (offloader) {
     offload::print_partition(report["partition"], std::cout);
     if (!partition_ms.is_null())
@@ -447,6 +492,11 @@ int run_command(const RunArgs& a) {
   if (a.check)
     std::cout << "rel error   " << std::scientific << std::setprecision(2) << rel_error << " (tolerance " << tolerance
               << ", " << runtime::precision_name(precision) << ")\n";
+  for (const auto& t : trivial_refs)
+    std::cout << "check       reference " << t
+              << (a.allow_trivial_reference ? ": accepted (--allow-trivial-reference)"
+                                            : ": it cannot tell a right run from a wrong one")
+              << "\n";
   if (a.guard) std::cout << "guard       " << (guard_violations ? "VIOLATIONS" : "clean") << "\n";
   if (tuning)
     std::cout << "tuning      " << tuning->stats().searched << " node shape(s) measured, " << tuning->stats().cached
@@ -459,6 +509,11 @@ int run_command(const RunArgs& a) {
   if (a.check && !(rel_error <= tolerance)) {
     std::cerr << "texplan: error: " << g.model_name << ": relative error " << rel_error << " exceeds " << tolerance
               << "\n";
+    return 2;
+  }
+  if (a.check && !trivial_refs.empty() && !a.allow_trivial_reference) {
+    std::cerr << "texplan: error: " << g.model_name << ": reference " << trivial_refs.front()
+              << ": --check cannot tell a right run from a wrong one against it (--allow-trivial-reference accepts it)\n";
     return 2;
   }
   return 0;

@@ -6,8 +6,8 @@
 //   summed-away labels (in one operand only, not kept): ReduceSum first;
 //   batch (in both, kept), contracted (in both, not kept), free-A (A only),
 //   free-B (B only): A transposed to [batch, free-A, contracted] and reshaped
-//   to [Bt, M, K], B to [batch, contracted, free-B] as [Bt, K, N], one MatMul,
-//   the result reshaped to [batch, free-A, free-B].
+//   to [batch, M, K], B to [batch, contracted, free-B] as [batch, K, N], one
+//   MatMul, the result reshaped to [batch, free-A, free-B].
 // Three or more operands are contracted left to right; at the end, labels
 // not in the output are summed and the result is transposed to the output's
 // order. A dimension of extent 1 whose label is larger elsewhere (numpy
@@ -168,10 +168,15 @@ class EinsumLowering {
     };
     a = transpose(a, concat({&batch, &free_a, &contracted}));
     b = transpose(b, concat({&batch, &contracted, &free_b}));
-    const int64_t bt = extent_product(batch), m = extent_product(free_a), k = extent_product(contracted),
-                  n = extent_product(free_b);
-    const bool batched = !batch.empty();
-    auto matrix = [&](int64_t rows, int64_t cols) { return batched ? Shape{bt, rows, cols} : Shape{rows, cols}; };
+    const int64_t m = extent_product(free_a), k = extent_product(contracted), n = extent_product(free_b);
+    // Batch dims stay as they are (MatMul broadcasts over leading dims), so
+    // attention's [b, h, i, d] x [b, h, d, j] needs no Reshape.
+    auto matrix = [&](int64_t rows, int64_t cols) {
+      Shape s = shape_of(batch);
+      s.push_back(rows);
+      s.push_back(cols);
+      return s;
+    };
     const int a3 = reshape(a.tensor, matrix(m, k)), b3 = reshape(b.tensor, matrix(k, n));
     const int product = new_tensor(matrix(m, n), dtype());
     nodes_.push_back(make("MatMul", {a3, b3}, {product}));
