@@ -147,14 +147,16 @@ const std::vector<Case>& cases() {
          b.node("Reshape", {"x", "shape"}, {"y"}, "reshape");
        },
        {"reshape", "1000000"}},
-      {"reshape_runtime_shape",
+      {"reshape_declared_larger",
        [](OnnxBuilder& b) {
+         // The shape is a graph input, known at run time only: the declared
+         // output must at least keep the element count.
          b.input("x", {4}).input("shape", {2}, onnx::TensorProto::INT64).output("y");
-         value_info(b, "r", {2, 2});
+         value_info(b, "r", {2, 1000});
          b.node("Reshape", {"x", "shape"}, {"r"}, "reshape");
          b.node("Relu", {"r"}, {"y"}, "relu");
        },
-       {"node 'reshape' (Reshape)", "input 1 'shape' is computed at run time"}},
+       {"node 'reshape' (Reshape)", "output 0 'r' is declared 2x1000", "must keep the element count"}},
       {"value_info_lies",
        [](OnnxBuilder& b) {
          // TopK's K from an initializer folds nothing: the declared 1x1000
@@ -277,6 +279,33 @@ TEST(HostileDefined, DataIndicesOutOfRangeNeverReadOutOfBounds) {
     EXPECT_EQ(y.data<float>()[k], float((4 + k) % 7) - 3.0f);  // row 1 of x
     EXPECT_EQ(y.data<float>()[4 + k], 0.0f);
   }
+}
+
+// A Reshape fed a run-time shape that disagrees with the declared one: plan
+// cannot know, every run refuses it (the node runs on the CPU reference,
+// whose result is checked against the plan); a shape that agrees runs.
+TEST(HostileDefined, RuntimeShapeDisagreeingWithTheDeclaredOneIsRefusedByRun) {
+  OnnxBuilder b;
+  b.input("x", {4}).input("shape", {2}, onnx::TensorProto::INT64).output("y");
+  value_info(b, "r", {2, 2});
+  b.node("Reshape", {"x", "shape"}, {"r"}, "reshape");
+  b.node("Relu", {"r"}, {"y"}, "relu");
+  const std::string path = save(b, "reshape_runtime_shape");
+  const std::string shape_pb = (dir() / "reshape_runtime_shape/test_data_set_0/input_1.pb").string();
+  HostTensor shape(DataType::Int64, {2});
+  shape.data<int64_t>()[0] = 4;
+  shape.data<int64_t>()[1] = 1;
+  save_tensor_pb(shape, "shape", shape_pb);
+  EXPECT_EQ(cli("plan " + path).code, 0);
+  for (const char* options : {"", " --textures views", " --no-inplace", " --device cpu"})
+    expect_cli_error(cli("run " + path + options), {"reshape", "4x1", "2x2"});
+  shape.data<int64_t>()[0] = 2;
+  shape.data<int64_t>()[1] = 2;
+  save_tensor_pb(shape, "shape", shape_pb);
+  const HostTensor pocl = run_output(path, "pocl", (dir() / "reshape_pocl").string());
+  const HostTensor ref = run_output(path, "cpu", (dir() / "reshape_cpu").string());
+  EXPECT_EQ(pocl.shape, (Shape{2, 2}));
+  EXPECT_EQ(pocl.bytes, ref.bytes);
 }
 
 // A graph whose declared shapes lie where ONNX's inference did not look (a

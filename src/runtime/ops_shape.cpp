@@ -76,7 +76,14 @@ void flat_copy(NodeBuilder& b, const TensorArg& src, const TensorArg& dst, DataT
 }
 }  // namespace
 
+// A shape-deciding input computed at run time (Reshape's shape, Expand's,
+// Split's sizes, Slice's ends, Resize's sizes) is not trusted to agree with
+// the planned shapes: such a node runs on the CPU reference, which checks
+// its result against the plan before writing it.
+static bool runtime_shape_input(const NodeBuilder& b, int i) { return b.has_in(i) && !b.constant(i); }
+
 bool lower_copy(NodeBuilder& b) {
+  if (b.node.op_type != "Identity" && runtime_shape_input(b, 1)) return false;
   flat_copy(b, b.arg_in(0), b.arg_out(0), b.out(0).dtype, element_count(b.out(0).shape));
   return true;
 }
@@ -99,6 +106,7 @@ bool lower_concat(NodeBuilder& b) {
 }
 
 bool lower_split(NodeBuilder& b) {
+  if (runtime_shape_input(b, 1)) return false;
   const Shape& in = b.in(0).shape;
   int64_t axis = norm_axis(b.node.get_int("axis", 0), in.size());
   std::vector<int64_t> ist = contiguous_strides(in);
@@ -136,7 +144,7 @@ bool lower_slice(NodeBuilder& b) {
     axes = b.node.get_ints("axes");
   } else {
     const HostTensor* s = b.constant(1);
-    if (!s) return false;
+    if (!s || runtime_shape_input(b, 2)) return false;
     starts = s->as_int64();
     if (b.has_in(3)) {
       if (!b.constant(3)) return false;
@@ -167,6 +175,7 @@ bool lower_slice(NodeBuilder& b) {
 }
 
 bool lower_expand(NodeBuilder& b) {
+  if (runtime_shape_input(b, 1)) return false;
   const Shape& out = b.out(0).shape;
   launch_copy(b, b.arg_in(0), b.arg_out(0), b.in(0).dtype,
               {out, {contiguous_strides(out), broadcast_strides(b.in(0).shape, out)}});
@@ -260,7 +269,7 @@ bool lower_resize(NodeBuilder& b) {
   auto cm = std::find(coords.begin(), coords.end(), b.node.get_string("coordinate_transformation_mode", "half_pixel"));
   auto nm = std::find(nearests.begin(), nearests.end(), b.node.get_string("nearest_mode", "round_prefer_floor"));
   if (cm == coords.end() || nm == nearests.end()) return false;
-  if (b.node.get_int("antialias", 0) != 0 || b.node.has("axes")) return false;
+  if (b.node.get_int("antialias", 0) != 0 || b.node.has("axes") || runtime_shape_input(b, 3)) return false;
   float sh = float(out[2]) / float(in[2]), sw = float(out[3]) / float(in[3]);
   // Opset 11+: inputs X, roi, scales, sizes; opset 10: X, scales.
   int scales_input = b.inputs() == 2 ? 1 : 2;
