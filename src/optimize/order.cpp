@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <functional>
 #include <numeric>
+#include <set>
+#include <tuple>
 
 #include "optimize/optimize.h"
 #include "optimize/passes.h"
@@ -61,50 +63,72 @@ Dag build_dag(const Graph& g) {
 
 enum class Greedy { Net, Peak, Lifo };
 
+// List scheduling: at each step run the ready node with the smallest key.
+// A node's key depends only on the state of the roots it touches (allocated
+// yet; touched by one unscheduled node only), and a root's state changes at
+// most twice, so keys are kept in an ordered set and recomputed only for the
+// ready nodes touching a root at those changes: O((nodes + edges) log n),
+// even when one tensor feeds every node. Peak's key drops the live bytes,
+// the same for every candidate of a step.
 std::vector<int> greedy_order(const Dag& d, Greedy kind) {
-  std::vector<int> indeg(d.n), pending(d.bytes.size(), 0), order, ready;
-  std::vector<char> allocated(d.bytes.size(), 0);
+  using Key = std::tuple<int64_t, int64_t, int>;
+  const size_t roots = d.bytes.size();
+  std::vector<int> indeg(d.n), pending(roots, 0), order;
+  std::vector<char> allocated(roots, 0), is_ready(d.n, 0);
   std::vector<int> ready_time(d.n, 0);
+  std::vector<std::vector<int>> touched_by(roots);
+  for (int k = 0; k < d.n; ++k)
+    for (int r : d.touches[k]) ++pending[r], touched_by[r].push_back(k);
+  for (size_t r = 0; r < roots; ++r)
+    if (d.live_from_start[r]) allocated[r] = 1;
+  auto key_of = [&](int k) -> Key {
+    int64_t alloc = 0, freed = 0;
+    for (int r : d.touches[k]) {
+      if (!allocated[r]) alloc += d.bytes[r];
+      if (pending[r] == 1 && !d.pinned_end[r]) freed += d.bytes[r];
+    }
+    switch (kind) {
+      case Greedy::Net: return {alloc - freed, alloc, k};
+      case Greedy::Peak: return {alloc, alloc - freed, k};
+      default: return {alloc - freed > 0 ? 1 : 0, -ready_time[k], k};
+    }
+  };
+  std::set<Key> ready;
+  std::vector<Key> key(d.n);
+  auto make_ready = [&](int k) {
+    is_ready[k] = 1;
+    key[k] = key_of(k);
+    ready.insert(key[k]);
+  };
+  auto rekey_ready_touching = [&](int r) {
+    for (int k : touched_by[r])
+      if (is_ready[k] == 1) {
+        ready.erase(key[k]);
+        key[k] = key_of(k);
+        ready.insert(key[k]);
+      }
+  };
   for (int k = 0; k < d.n; ++k) {
     indeg[k] = int(d.pred[k].size());
-    for (int r : d.touches[k]) ++pending[r];
-    if (!indeg[k]) ready.push_back(k);
+    if (!indeg[k]) make_ready(k);
   }
-  int64_t live = 0;
-  for (size_t r = 0; r < d.bytes.size(); ++r)
-    if (d.live_from_start[r]) allocated[r] = 1, live += d.bytes[r];
   int clock = 0;
   while (!ready.empty()) {
-    size_t best = 0;
-    int64_t best_a = 0, best_b = 0, best_c = 0;
-    for (size_t i = 0; i < ready.size(); ++i) {
-      const int k = ready[i];
-      int64_t alloc = 0, freed = 0;
-      for (int r : d.touches[k]) {
-        if (!allocated[r]) alloc += d.bytes[r];
-        if (pending[r] == 1 && !d.pinned_end[r]) freed += d.bytes[r];
-      }
-      int64_t a, b, c;
-      switch (kind) {
-        case Greedy::Net: a = alloc - freed, b = alloc, c = k; break;
-        case Greedy::Peak: a = live + alloc, b = alloc - freed, c = k; break;
-        default: a = alloc - freed > 0 ? 1 : 0, b = -ready_time[k], c = k; break;
-      }
-      if (i == 0 || std::tie(a, b, c) < std::tie(best_a, best_b, best_c)) best = i, best_a = a, best_b = b, best_c = c;
-    }
-    const int k = ready[best];
-    ready[best] = ready.back();
-    ready.pop_back();
+    const int k = std::get<2>(*ready.begin());
+    ready.erase(ready.begin());
+    is_ready[k] = 2;  // scheduled
     order.push_back(k);
     for (int r : d.touches[k]) {
-      if (!allocated[r]) allocated[r] = 1, live += d.bytes[r];
-      if (--pending[r] == 0 && !d.pinned_end[r]) live -= d.bytes[r];
+      const bool newly_allocated = !allocated[r];
+      allocated[r] = 1;
+      --pending[r];
+      if (newly_allocated || pending[r] == 1) rekey_ready_touching(r);
     }
     ++clock;
     for (int s : d.succ[k])
       if (--indeg[s] == 0) {
-        ready.push_back(s);
         ready_time[s] = clock;
+        make_ready(s);
       }
   }
   return order;

@@ -24,15 +24,28 @@ struct ArenaItem {
   int64_t align = 1;
 };
 
+// Dense problems (below): the most overlap work W, or index entries L, that
+// the greedy placements take on. Placing every item once costs about
+// W log W; at this size a pass takes a fraction of a second.
+constexpr int64_t kMaxArenaOverlapWork = int64_t{1} << 24;
+
 // The items plus an index of who is live with whom, built once in
 // O(n log n + L) time and memory, L = the sum over items of the tasks (see
 // below) each is alive at, and shared by every ordering tried.
 // Item j overlaps item i in time iff j is alive at step i.first, or j starts
 // within (i.first, i.last]; both sets come straight out of the index, so no
 // placement ever scans all items.
+// Placing item i looks through every item overlapping it, so a placement
+// pass costs W = the sum over items of the items overlapping each: n^2 when
+// all n items are live at once (thousands of graph outputs). Beyond
+// kMaxArenaOverlapWork (W or L) the problem is dense(): the index is not
+// built and the strategies place with sweep_offsets instead, O(n log n).
 class ArenaProblem {
  public:
   explicit ArenaProblem(std::vector<ArenaItem> items);
+
+  bool dense() const { return dense_; }
+  int64_t overlap_work() const { return overlap_work_; }
 
   int32_t size() const { return static_cast<int32_t>(items_.size()); }
   const ArenaItem& item(int32_t i) const { return items_[i]; }
@@ -85,6 +98,8 @@ class ArenaProblem {
   std::vector<int32_t> alive_;           // per task: items alive at that step
   std::vector<int64_t> task_breadth_;
   int64_t lower_bound_ = 0;
+  int64_t overlap_work_ = 0;
+  bool dense_ = false;
 };
 
 struct ArenaPlan {
@@ -120,6 +135,14 @@ std::vector<int32_t> order_by(const ArenaProblem& p, Key&& key) {
 // Orders used by the strategies and by `best`.
 std::vector<int32_t> order_by_size(const ArenaProblem& p);     // size desc, then index
 std::vector<int32_t> order_by_breadth(const ArenaProblem& p);  // tasks by breadth desc, items by size desc
+
+// Items in order of first step (ties: index), each at the best-fit gap
+// among the items live at that step, else above them: a linear-scan
+// allocator in O(n log n) that needs no overlap index. It gives the plan
+// place_in_order gives for that order (the items placed before an item and
+// overlapping it are exactly those live at its first step). The strategies'
+// plan for dense() problems.
+ArenaPlan sweep_offsets(const ArenaProblem& p);
 
 ArenaPlan greedy_by_size_offsets(const ArenaProblem& p);
 ArenaPlan greedy_by_breadth_offsets(const ArenaProblem& p);

@@ -173,6 +173,7 @@ int ruin_and_recreate(const ArenaProblem& p, ArenaPlan& plan, int rounds, uint64
 }  // namespace
 
 ArenaPlan best_offsets(const ArenaProblem& p) {
+  if (p.dense()) return sweep_offsets(p);
   // Most graphs: greedy by size, or it after a short repair, reaches the bound.
   std::vector<ArenaPlan> starts = {place_in_order(p, by_size(p))};
   if (starts[0].total <= p.lower_bound()) return starts[0];

@@ -33,6 +33,7 @@ std::vector<int32_t> order_by_breadth(const ArenaProblem& p) {
 }
 
 ArenaPlan greedy_by_breadth_offsets(const ArenaProblem& p) {
+  if (p.dense()) return sweep_offsets(p);
   return place_in_order(p, order_by_breadth(p), Fit::Best);
 }
 

@@ -10,6 +10,7 @@
 namespace texplan::plan::detail {
 
 ArenaPlan greedy_by_size_offsets(const ArenaProblem& p) {
+  if (p.dense()) return sweep_offsets(p);
   return place_in_order(p, order_by_size(p), Fit::Best);
 }
 
