@@ -42,10 +42,11 @@ void check_pool_fits(const std::string& model, int pool_id, const std::string& k
   };
   if (bytes <= 0) return;
   if (p.max_alloc_bytes > 0 && bytes > p.max_alloc_bytes)
-    refuse("max allocation " + human_size(p.max_alloc_bytes) + ", global memory " + human_size(p.global_mem_bytes));
+    refuse("exceeds the device's largest allocation, " + human_size(p.max_alloc_bytes) + " (global memory " +
+           human_size(p.global_mem_bytes) + ")");
   if (p.global_mem_bytes > 0 && bytes > p.global_mem_bytes - std::min(allocated, p.global_mem_bytes))
-    refuse("global memory " + human_size(p.global_mem_bytes) + ", of which " + human_size(allocated) +
-           " already hold earlier pools");
+    refuse("exceeds the device's global memory, " + human_size(p.global_mem_bytes) + ", of which " +
+           human_size(allocated) + " already hold earlier pools");
   if (device.type != "cpu") return;
   // The probe maps without touching a page, so it costs next to nothing; it
   // fails where the driver's own allocation would: beyond the address-space

@@ -206,7 +206,7 @@ struct Session::Impl {
         pools.push_back(nullptr);
         continue;
       }
-      check_pool_fits(graph.model_name, pool.id, "buffer", pool.bytes, pool_bytes, dev->info());
+      check_pool_fits(model(), pool.id, "buffer", pool.bytes, pool_bytes, dev->info());
       cl_int s = CL_SUCCESS;
       cl_mem m = clCreateBuffer(dev->context(), CL_MEM_READ_WRITE, size_t(pool.bytes), nullptr, &s);
       // Drivers may allocate lazily: touch the pool now so a shortage shows
@@ -219,7 +219,8 @@ struct Session::Impl {
         if (s == CL_SUCCESS) s = clFinish(q);
       }
       if (out_of_memory(s))
-        throw Error(pool_out_of_memory(graph.model_name, pool.id, "buffer", pool.bytes, dev->info(), cl_error_name(s)));
+        throw Error(pool_out_of_memory(model(), pool.id, "buffer", pool.bytes, dev->info(),
+                                       std::string(cl_error_name(s)) + " (out of device memory)"));
       if (s != CL_SUCCESS) throw Error(what + ": " + cl_error_name(s));
     }
     allocate_views();
@@ -239,7 +240,7 @@ struct Session::Impl {
     d.image_type = CL_MEM_OBJECT_IMAGE2D;
     d.image_width = size_t(pool.width);
     d.image_height = size_t(pool.height);
-    check_pool_fits(graph.model_name, pool.id, "texture", pool.bytes, pool_bytes, dev->info());
+    check_pool_fits(model(), pool.id, "texture", pool.bytes, pool_bytes, dev->info());
     const cl_image_format f = rgba_float();
     cl_int s = CL_SUCCESS;
     cl_mem m = clCreateImage(dev->context(), CL_MEM_READ_WRITE, &f, &d, nullptr, &s);
