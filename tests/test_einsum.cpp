@@ -230,6 +230,37 @@ TEST(EinsumImport, InfersShapesAndLowers) {
   EXPECT_EQ(to_string(g.tensors[g.outputs[0]].shape), "2x3x5x4");
 }
 
+// Constant operands: two are folded at import; three are not (the direct
+// loop would run over the product of all three sizes), and are lowered.
+TEST(EinsumImport, ConstantOperandsFoldOnlyInPairs) {
+  for (int operands : {2, 3}) {
+    SCOPED_TRACE(operands);
+    test::OnnxBuilder b(13);
+    b.initializer("a", {4, 4}, std::vector<float>(16, 0.5f));
+    b.initializer("b", {4, 4}, std::vector<float>(16, 2.0f));
+    b.initializer("c", {4, 4}, std::vector<float>(16, 1.0f));
+    std::vector<std::string> in = {"a", "b", "c"};
+    in.resize(size_t(operands));
+    auto* e = b.node("Einsum", in, {"e"}, "product");
+    auto* a = e->add_attribute();
+    a->set_name("equation");
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(operands == 2 ? "ij,jk->ik" : "ij,jk,kl->il");
+    b.node("Relu", {"e"}, {"y"});
+    b.output("y");
+    std::string bytes;
+    b.m.SerializeToString(&bytes);
+    Graph g = import_onnx_bytes(bytes, "constants");
+    std::vector<std::string> ops;
+    for (const Node& n : g.nodes) ops.push_back(n.op_type);
+    const std::vector<std::string> want =
+        operands == 2 ? std::vector<std::string>{"Relu"} : std::vector<std::string>{"MatMul", "MatMul", "Relu"};
+    EXPECT_EQ(ops, want);
+    const std::vector<HostTensor> y = evaluate_graph(g, {});
+    for (float v : y.at(0).as_float()) EXPECT_FLOAT_EQ(v, operands == 2 ? 4.0f : 16.0f);
+  }
+}
+
 TEST(EinsumImport, AnEquationThatDoesNotFitNamesTheNode) {
   test::OnnxBuilder b(17);
   b.input("a", {2, 3}).input("b", {4, 5});
