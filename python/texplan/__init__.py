@@ -12,8 +12,10 @@
 
 plan() returns the JSON report of `texplan plan --json` as a dict (see
 docs/plan-json.md); with one strategy its numbers (total_bytes, ratio,
-valid, ...) are also at the top level. Failures raise texplan.Error (a
-RuntimeError) with a one-line message naming the model, node or tensor.
+valid, ...) are also at the top level. A bad argument raises ValueError
+(TypeError for a wrong type), a missing file FileNotFoundError, every other
+failure texplan.Error (a RuntimeError); each with a one-line message naming
+the model, node or tensor.
 """
 from ._texplan import Error, Session, __version__, devices, load_tensor, plan, save_tensor, timeline
 
