@@ -690,20 +690,20 @@ class Importer {
     for (const auto& o : g->output()) outputs.insert(o.name());
     std::unordered_map<std::string, std::string> rename;
     google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
-    for (const auto& n : g->node()) {
+    for (auto& n : *g->mutable_node()) {
       if (n.op_type() == "Identity" && n.input_size() == 1 && inits.count(n.input(0)) &&
           !outputs.count(n.output(0))) {
         rename[n.output(0)] = n.input(0);
         continue;
       }
-      *kept.Add() = n;
+      kept.Add()->Swap(&n);  // moved, not copied: a graph may have a million nodes
     }
-    if (rename.empty()) return;
-    for (auto& n : kept)
-      for (auto& in : *n.mutable_input()) {
-        auto it = rename.find(in);
-        if (it != rename.end()) in = it->second;
-      }
+    if (!rename.empty())
+      for (auto& n : kept)
+        for (auto& in : *n.mutable_input()) {
+          auto it = rename.find(in);
+          if (it != rename.end()) in = it->second;
+        }
     g->mutable_node()->Swap(&kept);
   }
 
@@ -713,22 +713,20 @@ class Importer {
   void external_constants_to_initializers() {
     auto* g = model_.mutable_graph();
     google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
-    bool moved = false;
     for (auto& n : *g->mutable_node()) {
       const bool external_value = n.op_type() == "Constant" && (n.domain().empty() || n.domain() == "ai.onnx") &&
                                   n.output_size() == 1 && n.attribute_size() == 1 && n.attribute(0).name() == "value" &&
                                   n.attribute(0).type() == onnx::AttributeProto::TENSOR &&
                                   is_external(n.attribute(0).t()) && !is_graph_output(n.output(0));
       if (!external_value) {
-        *kept.Add() = n;
+        kept.Add()->Swap(&n);  // moved, not copied
         continue;
       }
       onnx::TensorProto* t = g->add_initializer();
       t->Swap(n.mutable_attribute(0)->mutable_t());
       t->set_name(n.output(0));
-      moved = true;
     }
-    if (moved) g->mutable_node()->Swap(&kept);
+    g->mutable_node()->Swap(&kept);
   }
 
   void index_initializers() {
@@ -817,7 +815,7 @@ class Importer {
     google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
     bool folded = false;
     for (int i = 0; i < g->node_size(); ++i) {
-      const auto& n = g->node(i);
+      auto& n = *g->mutable_node(i);
       std::vector<HostTensor> outs;
       if (try_fold(n, i, outs)) {
         for (int k = 0; k < n.output_size() && k < int(outs.size()); ++k) {
@@ -828,10 +826,10 @@ class Importer {
         folded = true;
         continue;
       }
-      *kept.Add() = n;
+      kept.Add()->Swap(&n);  // moved, not copied
     }
+    g->mutable_node()->Swap(&kept);
     if (folded) {
-      g->mutable_node()->Swap(&kept);
       // Folded values now live as initializers; drop stale value_info for them.
       std::unordered_set<std::string> inits;
       for (const auto& t : g->initializer()) inits.insert(t.name());
