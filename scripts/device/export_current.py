@@ -52,8 +52,9 @@ def export(model, args, path, dynamo, dynamic, input_names, output_names, extern
         if p.endswith(".data"):
             os.remove(os.path.join(os.path.dirname(path), p))
     if external:
+        # As torch keeps them: small tensors (shapes, axes) inside the .onnx
         onnx.save_model(m, path, save_as_external_data=True, all_tensors_to_one_file=True,
-                        location=os.path.basename(path) + ".data", size_threshold=0)
+                        location=os.path.basename(path) + ".data", size_threshold=1024)
     else:
         onnx.save_model(m, path)
     return m
@@ -210,7 +211,14 @@ def fixtures(out):
 # ---------------------------------------------------------------- node tests
 
 def nodetests(out):
-    root = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "node")
+    """The wheel ships the generators, not the data: generate it, keep opsets 18-21."""
+    import subprocess, tempfile
+    gen = tempfile.mkdtemp()
+    # cmd_tools has no __main__ guard: call its main as the backend-test-tools script does
+    code = ("import sys, onnx.backend.test.cmd_tools as c; "
+            "sys.argv = ['backend-test-tools', 'generate-data', '-o', sys.argv[1]]; c.main()")
+    subprocess.run([sys.executable, "-c", code, gen], check=True, stdout=subprocess.DEVNULL)
+    root = os.path.join(gen, "node")
     kept = 0
     for t in sorted(os.listdir(root)):
         p = os.path.join(root, t, "model.onnx")
