@@ -202,7 +202,7 @@ json plan_model(const std::string& model_path, const plan::DeviceProfile& dev, c
   r["texture_fallbacks"] = storage.fallbacks;
   r["nodes"] = g.nodes.size();
   r["optimization"] = optimize_json(
-      optimized, imported ? optimization_shares(*imported, opt.optimize, optimized.lower_bound_bytes)
+      optimized, imported ? optimization_shares(*imported, opt.optimize, optimized)
                           : std::vector<OptimizationShare>{});
   r["raw_lower_bound_bytes"] = optimized.raw_lower_bound_bytes;
   if (offloader) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cctype>
 #include <cstdlib>
 #include <sstream>
 
@@ -112,9 +113,20 @@ Epilogue Epilogue::parse(const std::vector<std::string>& program) {
     auto fail = [&](const std::string& why) -> void {
       throw Error("program instruction " + std::to_string(k) + " '" + program[k] + "': " + why);
     };
-    std::istringstream in(program[k]);
+    // Split on whitespace as `>>` would, without a stream per instruction
+    // (fusion parses every fused node's program).
     std::vector<std::string> tokens;
-    for (std::string s; in >> s;) tokens.push_back(s);
+    const std::string& text = program[k];
+    for (size_t i = 0; i < text.size();) {
+      if (std::isspace(static_cast<unsigned char>(text[i]))) {
+        ++i;
+        continue;
+      }
+      size_t j = i;
+      while (j < text.size() && !std::isspace(static_cast<unsigned char>(text[j]))) ++j;
+      tokens.emplace_back(text, i, j - i);
+      i = j;
+    }
     if (tokens.empty()) fail("empty instruction");
     const int op = op_index(tokens[0]);
     if (op < 0) fail("unknown operator '" + tokens[0] + "'");

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "graph/epilogue.h"
@@ -383,8 +384,15 @@ class Fuser {
 
   // Grows r by the consumers of its values, smallest node id first; returns
   // the largest valid region reached (nodes empty when none).
+  // r grows in place (a failed append is undone: it may only have added
+  // epilogue inputs) and the best region is remembered by its sizes, not
+  // copied: a chain of a million nodes grows a region at every node.
   Region grow(Region r, int core) const {
-    Region best;
+    struct Sizes {
+      size_t program = 0, extra = 0, nodes = 0;
+      int last_value = -1;
+    };
+    std::optional<Sizes> best;
     for (;;) {
       std::set<int> candidates;
       for (const auto& [t, name] : r.value)
@@ -392,16 +400,25 @@ class Fuser {
           if (!dead_[c] && !in_region(r, c, core)) candidates.insert(c);
       bool grown = false;
       for (int c : candidates) {
-        Region next = r;
-        if (!append(next, c)) continue;
-        r = std::move(next);
+        const size_t extra = r.extra.size();
+        if (!append(r, c)) {
+          r.extra.resize(extra);
+          continue;
+        }
         grown = true;
         break;
       }
       if (!grown) break;
-      if (valid(r, core)) best = r;
+      if (valid(r, core)) best = Sizes{r.program.size(), r.extra.size(), r.nodes.size(), r.last_value};
     }
-    return best;
+    if (!best) return Region{};
+    // The values of the nodes cut off stay in r.value: callers read only
+    // program, extra, nodes and last_value.
+    r.program.resize(best->program);
+    r.extra.resize(best->extra);
+    r.nodes.resize(best->nodes);
+    r.last_value = best->last_value;
+    return r;
   }
 
   // Replaces the region's nodes by `fused`, placed where its last node was.

@@ -71,6 +71,10 @@ int64_t graph_lower_bound(const Graph& g) { return plan::lower_bound_bytes(make_
 // pass reads only the chains' small Slice and Gather parameters), then the
 // same views set in g. Returns the nodes it dropped.
 static int strided_operands_within_bound(Graph& g) {
+  // Only products read operands through views: without one, no graph copies.
+  if (std::none_of(g.nodes.begin(), g.nodes.end(),
+                   [](const Node& n) { return n.op_type == "MatMul" || n.op_type == "FusedMatMul"; }))
+    return 0;
   constexpr size_t kSmall = 4096;
   std::vector<HostTensor> large(g.tensors.size());
   std::vector<char> moved(g.tensors.size(), 0);
@@ -180,21 +184,37 @@ OptimizeReport optimize(Graph& g, const OptimizeOptions& opt) {
 }
 
 std::vector<OptimizationShare> optimization_shares(const Graph& imported, const OptimizeOptions& opt,
-                                                   int64_t optimized_lower_bound) {
+                                                   const OptimizeReport& optimized) {
+  const int64_t optimized_lower_bound = optimized.lower_bound_bytes;
   std::vector<OptimizationShare> shares;
-  auto without = [&](const std::string& name, auto&& turn_off) {
+  if (imported.nodes.size() > kMaxShareNodes) return shares;
+  // An optimization that changed nothing saves nothing: it is not run again
+  // without it (each run is a whole optimize of the imported graph).
+  auto without = [&](const std::string& name, bool changed_something, auto&& turn_off) {
+    if (!changed_something) {
+      shares.push_back({name, optimized_lower_bound, 0});
+      return;
+    }
     OptimizeOptions o = opt;
     turn_off(o);
     Graph g = imported;
     const OptimizeReport r = optimize(g, o);
     shares.push_back({name, r.lower_bound_bytes, r.lower_bound_bytes - optimized_lower_bound});
   };
-  if (opt.fuse) without("fuse", [](OptimizeOptions& o) { o.fuse = false; });
-  if (opt.fuse && opt.pool_fusion) without("pool_fusion", [](OptimizeOptions& o) { o.pool_fusion = false; });
-  if (opt.inplace) without("inplace", [](OptimizeOptions& o) { o.inplace = false; });
-  if (opt.concat_elision) without("concat_elision", [](OptimizeOptions& o) { o.concat_elision = false; });
+  const OptimizeReport& r = optimized;
+  const bool fused = r.fused_conv || r.fused_matmul || r.fused_elementwise || r.folded_batchnorm || r.fused_pool ||
+                     r.fused_channel_scales || r.fused_mlps || r.fused_layernorm || r.viewed_nodes ||
+                     r.nodes_after != r.nodes_before;
+  const bool concats = std::any_of(imported.nodes.begin(), imported.nodes.end(),
+                                   [](const Node& n) { return n.op_type == "Concat"; });
+  if (opt.fuse) without("fuse", fused, [](OptimizeOptions& o) { o.fuse = false; });
+  if (opt.fuse && opt.pool_fusion)
+    without("pool_fusion", r.fused_pool > 0, [](OptimizeOptions& o) { o.pool_fusion = false; });
+  if (opt.inplace) without("inplace", r.inplace > 0, [](OptimizeOptions& o) { o.inplace = false; });
+  if (opt.concat_elision)
+    without("concat_elision", concats, [](OptimizeOptions& o) { o.concat_elision = false; });
   if (opt.order == OptimizeOptions::Order::Memory)
-    without("order", [](OptimizeOptions& o) { o.order = OptimizeOptions::Order::File; });
+    without("order", r.order != "file", [](OptimizeOptions& o) { o.order = OptimizeOptions::Order::File; });
   return shares;
 }
 

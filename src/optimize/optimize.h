@@ -65,13 +65,19 @@ OptimizeReport optimize(Graph& g, const OptimizeOptions& opt = {});
 
 // Each enabled optimization's share: the optimized lower bound with that one
 // switched off, minus the bound with all of `opt` on (bytes it saves).
+// `optimized` is optimize's report on `imported` with `opt`: an optimization
+// that changed nothing there (no node fused, none in place, no Concat, the
+// file order kept) gets a share of 0 without optimizing again. Graphs of
+// more than kMaxShareNodes imported nodes get no shares (an empty list):
+// each share costs a whole optimize.
+constexpr size_t kMaxShareNodes = 200000;
 struct OptimizationShare {
   std::string name;  // "fuse", "pool_fusion", "inplace", "concat_elision", "order"
   int64_t lower_bound_without = 0;
   int64_t bytes_saved = 0;
 };
 std::vector<OptimizationShare> optimization_shares(const Graph& imported, const OptimizeOptions& opt,
-                                                   int64_t optimized_lower_bound);
+                                                   const OptimizeReport& optimized);
 
 // Lower bound of `g` in its node order, buffers only.
 int64_t graph_lower_bound(const Graph& g);
