@@ -20,12 +20,6 @@
 namespace fs = std::filesystem;
 
 namespace texplan::fuzz {
-namespace {
-
-[[noreturn]] void broken(const std::string& what) {
-  std::fprintf(stderr, "texplan fuzz: broken promise: %s\n", what.c_str());
-  std::abort();
-}
 
 // A scratch folder with a small weights file, so external data in fuzzed
 // models resolves to something (locations escaping it must be refused).
@@ -38,6 +32,13 @@ const std::string& scratch_dir() {
     return d.string();
   }();
   return dir;
+}
+
+namespace {
+
+[[noreturn]] void broken(const std::string& what) {
+  std::fprintf(stderr, "texplan fuzz: broken promise: %s\n", what.c_str());
+  std::abort();
 }
 
 // Downstream of a successful import: usage records for both texture
@@ -407,7 +408,7 @@ void tensor(const uint8_t* data, size_t size) {
 
 const std::vector<Target>& targets() {
   static const std::vector<Target> t = {
-      {"import", import_model}, {"shapes", shapes}, {"planner", planner}, {"tensor", tensor}};
+      {"import", import_model}, {"shapes", shapes}, {"planner", planner}, {"tensor", tensor}, {"run", run_model}};
   return t;
 }
 

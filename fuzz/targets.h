@@ -45,10 +45,21 @@ PlannerInput planner_input(const uint8_t* data, size_t size);
 // Bytes -> onnx.TensorProto -> HostTensor (test inputs, external data).
 void tensor(const uint8_t* data, size_t size);
 
+// Bytes decoded into a model as `shapes` does -> import (which validates
+// every node) -> optimize for a CPU device -> plan -> a run on PoCL with
+// inputs from the bytes (fuzz/run_target.cpp). A model that imports must
+// run or stop with texplan::Error; its outputs come back as planned. Models
+// with inputs over 65,536 elements or plans over 4 MiB are skipped.
+void run_model(const uint8_t* data, size_t size);
+
+// A scratch folder with small weights files that fuzzed external data
+// resolves in (one per process).
+const std::string& scratch_dir();
+
 struct Target {
   const char* name;
   void (*run)(const uint8_t*, size_t);
 };
-const std::vector<Target>& targets();  // import, shapes, planner, tensor
+const std::vector<Target>& targets();  // import, shapes, planner, tensor, run
 
 }  // namespace texplan::fuzz
