@@ -178,7 +178,11 @@ TEST(CliOnnxTests, NoSupportedTestFails) {
   json j = read_json(out);
   EXPECT_EQ(j["counts"].value("failed", 0), 0);
   EXPECT_EQ(j["counts"].value("failed (cpu fallback)", 0), 0);
-  EXPECT_GE(j["counts"].value("passed", 0), 250);  // on OpenCL kernels, no fallback
+  // On OpenCL kernels, no fallback; shapes fed as graph inputs (Reshape,
+  // Expand, Slice ends, Resize sizes) run on the CPU reference, which checks
+  // them against the plan.
+  EXPECT_GE(j["counts"].value("passed", 0), 240);
+  EXPECT_GE(j["counts"].value("passed", 0) + j["counts"].value("passed (cpu fallback)", 0), 640);
   for (const auto& t : j["tests"])
     if (t["status"] == "unsupported") EXPECT_FALSE(t["reason"].get<std::string>().empty()) << t["test"];
 }

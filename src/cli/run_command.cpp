@@ -198,14 +198,7 @@ int run_command(const RunArgs& a) {
   for (const auto& f : input_files) inputs.push_back(load_tensor_pb(f));
   // Input files fix the symbolic dimensions of the inputs they feed (in the
   // model's input order) where --dim and --input-shape leave them open.
-  const std::vector<InputSignature> signatures = read_input_signatures(file);
-  for (size_t i = 0; i < inputs.size() && i < signatures.size(); ++i) {
-    const InputSignature& sig = signatures[i];
-    bool fixed = sig.has_shape || import_options.input_shapes.count(sig.name);
-    for (size_t k = 0; k < sig.dims.size(); ++k)
-      fixed = fixed && (sig.dims[k] >= 0 || import_options.dims.count(sig.symbols[k]));
-    if (!fixed) import_options.input_shapes[sig.name] = inputs[i].shape;
-  }
+  fix_open_inputs(read_input_signatures(file), inputs, import_options);
   Graph g = import_onnx(file, import_options);
   verbose_log() << g.model_name << ": imported " << g.nodes.size() << " nodes with weights in " << since() << "\n";
   if (input_files.empty()) {

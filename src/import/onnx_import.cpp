@@ -481,6 +481,7 @@ class Importer {
     parse();
     check_opset_and_operators();
     check_names();
+    check_value_types();  // a sequence input is refused as such, before its dims are asked for
     fix_input_dims();
     bypass_identities_of_initializers();
     external_constants_to_initializers();
@@ -1095,6 +1096,17 @@ std::vector<InputSignature> read_input_signatures(const std::string& path) {
   for (const auto& v : m.graph().input())
     if (!inits.count(v.name()) && v.type().has_tensor_type()) out.push_back(signature_of(v));
   return out;
+}
+
+void fix_open_inputs(const std::vector<InputSignature>& signatures, const std::vector<HostTensor>& inputs,
+                     ImportOptions& import) {
+  for (size_t i = 0; i < inputs.size() && i < signatures.size(); ++i) {
+    const InputSignature& sig = signatures[i];
+    bool fixed = sig.has_shape || import.input_shapes.count(sig.name);
+    for (size_t k = 0; k < sig.dims.size(); ++k)
+      fixed = fixed && (sig.dims[k] >= 0 || import.dims.count(sig.symbols[k]));
+    if (!fixed) import.input_shapes[sig.name] = inputs[i].shape;
+  }
 }
 
 namespace {

@@ -41,6 +41,12 @@ struct InputSignature {
 // shape inference or folding.
 std::vector<InputSignature> read_input_signatures(const std::string& path);
 
+// Fixes, in `import`, the shapes of the inputs that `inputs` feed (in the
+// model's input order) where the file leaves a dimension open and neither
+// import.dims nor import.input_shapes fixes it: a run's input files decide.
+void fix_open_inputs(const std::vector<InputSignature>& signatures, const std::vector<HostTensor>& inputs,
+                     ImportOptions& import);
+
 // "batch=1" -> {"batch", 1}; "x=1x3x224x224" -> {"x", {1,3,224,224}};
 // throws Error naming the flag on anything else.
 std::pair<std::string, int64_t> parse_dim_setting(const std::string& s);
