@@ -4,6 +4,7 @@
 #include <chrono>
 #include <filesystem>
 #include <list>
+#include <set>
 
 #include "runtime/cpu_executor.h"
 #include "runtime/optimize_for_device.h"
@@ -120,6 +121,26 @@ ModelSession::ModelSession(std::string model_path, std::shared_ptr<runtime::Devi
   impl_->import = std::move(import);
   impl_->cache_size = cache_size;
   impl_->inputs = read_input_signatures(impl_->path);
+  // Names that fix nothing are refused now, not at the first run.
+  std::set<std::string> symbols, names;
+  for (const auto& sig : impl_->inputs) {
+    names.insert(sig.name);
+    for (const auto& sym : sig.symbols)
+      if (!sym.empty()) symbols.insert(sym);
+  }
+  auto list = [](const std::set<std::string>& s) {
+    std::string l;
+    for (const auto& x : s) l += (l.empty() ? "" : ", ") + x;
+    return l.empty() ? std::string("none") : l;
+  };
+  const std::string stem = std::filesystem::path(impl_->path).stem().string();
+  for (const auto& [dim, value] : impl_->import.dims)
+    if (!symbols.count(dim))
+      throw Error(stem + ": dims names '" + dim + "', which no input of the model has (it has: " + list(symbols) + ")");
+  for (const auto& [input, shape] : impl_->import.input_shapes)
+    if (!names.count(input))
+      throw Error(stem + ": input_shapes names '" + input + "', which is no input of the model (inputs: " + list(names) +
+                  ")");
   // A model without open dims is compiled now, so its errors come first.
   bool open = false;
   for (const auto& sig : impl_->inputs) {
