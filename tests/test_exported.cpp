@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "import/onnx_import.h"
@@ -163,9 +165,13 @@ TEST(Exported, CliTakesDimsAndInputShapes) {
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.out.find("is not a dimension"), std::string::npos) << r.out;
   // run: the input file's shape fixes the batch (3 here), and --check compares.
+  const auto report = test::temp_dir("exported") / "run3.json";
   r = test::sh(std::string(TEXPLAN_CLI) + " run " + dir + " --input " + dir + "/test_data_set_1/input_0.pb --output " +
-               (test::temp_dir("exported") / "out3").string());
+               (test::temp_dir("exported") / "out3").string() + " --json " + report.string());
   EXPECT_EQ(r.code, 0) << r.out;
+  std::ifstream rf(report);
+  const auto j = nlohmann::json::parse(rf);
+  EXPECT_EQ(j["input_shapes"]["x"], nlohmann::json({3, 3, 32, 32})) << j["input_shapes"];
   HostTensor y = load_tensor_pb((test::temp_dir("exported") / "out3/output_0.pb").string());
   EXPECT_LT(test::rel_error(y, load_tensor_pb(dir + "/test_data_set_1/output_0.pb")), 1e-4);
   r = test::sh(std::string(TEXPLAN_CLI) + " run " + dir + " --check");

@@ -393,6 +393,10 @@ int run_command(const RunArgs& a) {
   }
   report["precision"] = runtime::precision_name(precision);
   report["io"] = a.io;
+  // The shapes this run was specialized for (symbolic dims fixed by --dim,
+  // --input-shape or the input files).
+  report["input_shapes"] = json::object();
+  for (int id : g.inputs) report["input_shapes"][g.tensors[id].name] = g.tensors[id].shape;
   report["tf32_nodes"] = tf32_nodes;
   report["split_k_nodes"] = split_k_nodes;  // products split over K for small grids
   report["optimization"] = optimize_json(optimized, {});
