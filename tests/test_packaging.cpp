@@ -45,10 +45,10 @@ TEST(Packaging, InstallThenBuildTheExampleWithFindPackageAndPkgConfig) {
   ASSERT_EQ(r.code, 0) << r.out;
   fs::rename(staged, prefix);  // relocatable: nothing may point into `staged`
 
-  for (const char* stage : {"graph", "import", "reference", "optimize", "plan", "kernels", "runtime"})
+  for (const char* stage : {"graph", "import", "reference", "validate", "optimize", "plan", "kernels", "runtime", "pipeline"})
     EXPECT_TRUE(fs::exists(prefix / "lib" / (std::string("libtexplan_") + stage + ".a"))) << stage;
   for (const char* h : {"plan/memory_plan.h", "runtime/session.h", "import/onnx_import.h", "graph/graph.h",
-                        "optimize/usage.h", "runtime/device.h"})
+                        "optimize/usage.h", "runtime/device.h", "pipeline/pipeline.h"})
     EXPECT_TRUE(fs::exists(prefix / "include" / "texplan" / h)) << h;
   EXPECT_TRUE(fs::exists(prefix / "lib" / "cmake" / "texplan" / "texplanConfig.cmake"));
   EXPECT_TRUE(fs::exists(prefix / "lib" / "pkgconfig" / "texplan.pc"));
@@ -71,6 +71,10 @@ TEST(Packaging, InstallThenBuildTheExampleWithFindPackageAndPkgConfig) {
   r = sh((ex / "plan_and_run").string() + " " + kTiny);
   EXPECT_EQ(r.code, 0) << r.out;
   expect_example_output(r.out);
+  // The facade: one ModelSession, the CLI's optimized bytes.
+  r = sh((ex / "run_model").string() + " " + kTiny + " " + kTiny + "/test_data_set_0/input_0.pb");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("output 1x10, activations 32768 B (lower bound 32768 B)"), std::string::npos) << r.out;
 
   // The same program with pkg-config only.
   const fs::path pc_bin = tmp / "plan_and_run_pc";
