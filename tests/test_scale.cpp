@@ -15,6 +15,7 @@
 
 #include "cli/commands.h"
 #include "onnx_builder.h"
+#include "plan/arena.h"
 
 using namespace texplan;
 using texplan::test::OnnxBuilder;
@@ -120,5 +121,31 @@ TEST(Scale, MaxNodesRefusesLargerGraphs) {
     ADD_FAILURE() << "a graph of 1001 nodes imported with max_nodes 1000";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("1001 nodes, more than the 1000"), std::string::npos) << e.what();
+  }
+}
+
+// sweep_offsets, the planners' way with dense problems, gives exactly the
+// plan of place_in_order in first-step order (what its comment promises),
+// on random lifetimes, sizes and alignments.
+TEST(Scale, SweepOffsetsEqualsBestFitInFirstStepOrder) {
+  using namespace texplan::plan::detail;
+  uint64_t state = 12345;
+  auto next = [&](uint64_t below) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return int64_t((state >> 33) % below);
+  };
+  for (int round = 0; round < 200; ++round) {
+    std::vector<ArenaItem> items(1 + next(300));
+    for (auto& it : items) {
+      it.first = int32_t(next(100));
+      it.last = it.first + int32_t(next(round % 2 ? 100 : 5));
+      it.align = round % 3 == 0 ? 1 : int64_t{1} << next(8);
+      it.size = next(10) == 0 ? 0 : round_up(1 + next(5000), round % 4 == 0 ? it.align : 1);
+    }
+    const ArenaProblem p(items);
+    const ArenaPlan sweep = sweep_offsets(p);
+    const ArenaPlan greedy = place_in_order(p, order_by(p, [&](int32_t i) { return p.item(i).first; }), Fit::Best);
+    ASSERT_EQ(sweep.offsets, greedy.offsets) << "round " << round;
+    ASSERT_EQ(sweep.total, greedy.total) << "round " << round;
   }
 }
