@@ -21,6 +21,9 @@ bin=$bindir/fuzz_$target
 [ -x "$bin" ] || { echo "no fuzzer $bin (build with clang: see fuzz/CMakeLists.txt)"; exit 1; }
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# PoCL's own allocations outlive the process (the run target): suppressed
+# as in make sanitize.
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/tests/lsan-pocl.supp:use_tls=0}
 
 if [ "$mode" = replay ]; then
   shopt -s nullglob
