@@ -176,6 +176,21 @@ TEST(Exported, CliTakesDimsAndInputShapes) {
   EXPECT_LT(test::rel_error(y, load_tensor_pb(dir + "/test_data_set_1/output_0.pb")), 1e-4);
   r = test::sh(std::string(TEXPLAN_CLI) + " run " + dir + " --check");
   EXPECT_EQ(r.code, 0) << r.out;
+  // An input of test_data_set_1 is checked against that set's outputs.
+  r = test::sh(std::string(TEXPLAN_CLI) + " run " + dir + " --check --input " + dir + "/test_data_set_1/input_0.pb");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("rel error"), std::string::npos) << r.out;
+}
+
+// GroupNorm as PyTorch exports it (Reshape, InstanceNormalization) runs on
+// OpenCL kernels, nothing on the CPU fallback.
+TEST(Exported, GroupNormRunsOnKernels) {
+  for (const char* name : {"groupnorm_up_dynamo_static", "groupnorm_up_torchscript_static"}) {
+    ModelSession s((kFixtures / name).string(), test::test_device());
+    const fs::path set = kFixtures / name / "test_data_set_0";
+    EXPECT_LT(worst_error(s.run(load_set(set, "input_")), set), 1e-4) << name;
+    EXPECT_TRUE(s.current().fallback_nodes().empty()) << name << ": " << s.current().fallback_nodes()[0];
+  }
 }
 
 // One session: batch 1, 3, then 1 again is correct each time and plans twice;

@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/profile_report.h"
 #include "cli/progress.h"
+#include "cli/usage.h"
 #include "graph/safe_file.h"
 #include "import/onnx_import.h"
 #include "offload/offload.h"
@@ -48,38 +49,44 @@ double relative_error(const HostTensor& out, const HostTensor& ref) {
 
 void add_run_options(CLI::App& app, RunArgs& a) {
   app.add_option("model", a.model, "model .onnx file or model folder")->required();
-  app.add_option("--device", a.device, "pocl, gpu, opencl:N, or cpu (the reference executor)")->capture_default_str();
+  app.add_option("--device", a.device, "pocl, gpu, opencl:N, or cpu (the reference executor)")
+      ->check(device_spec({"pocl", "gpu", "cpu"}))
+      ->capture_default_str();
   app.add_option("--input", a.inputs, "input tensor(s) as .pb (default: the folder's test_data_set_0)");
   app.add_option("--random-input", a.random_input,
                  "seeded random inputs (floats in [-1, 1), integers in [0, 100) or below the table they index); "
                  "without --input or test data: seed 0")
       ->expected(0, 1)
+      ->check(whole_number(0, 4294967295LL))
       ->default_str("0");
-  app.add_option("--strategy", a.strategy, "memory planning strategy")->capture_default_str();
+  app.add_option("--strategy", a.strategy, "memory planning strategy")
+      ->check(strategy_name(/*allow_all=*/false))
+      ->capture_default_str();
   app.add_option("--textures", a.textures,
                  "none: buffers; pools: 4D activations as textures in image pools; views: as image views over the "
                  "buffer arena; auto: what the device's profile says pays")
       ->check(CLI::IsMember({"none", "auto", "pools", "views"}))
       ->capture_default_str();
-  app.add_flag("--check", a.check, "compare with test_data_set_0/output_*.pb; exit 2 above --tolerance");
+  app.add_flag("--check", a.check, "compare with test_data_set_0/output_*.pb; exit 5 above --tolerance");
   app.add_flag("--allow-trivial-reference", a.allow_trivial_reference,
                "let --check pass against a reference output that is all zeros or constant (refused otherwise)");
   app.add_option("--tolerance", a.tolerance,
-                 "largest relative error --check accepts (default 1e-4 with fp32, 1e-2 with tf32)");
+                 "largest relative error --check accepts (default 1e-4 with fp32, 1e-2 with tf32)")
+      ->check(number_in(0));
   app.add_option("--precision", a.precision,
                  "fp32: exact; tf32: Conv/Gemm/MatMul on tensor cores with inputs rounded to tf32 (NVIDIA GPUs, "
                  "opt-in: relative errors near 1e-3; elsewhere fp32 with a warning)")
       ->check(CLI::IsMember({"fp32", "tf32"}))
       ->capture_default_str();
   app.add_flag("--guard", a.guard, "poison pools and check after every node that live tensors stay intact");
-  app.add_option("--bench", a.bench, "time N runs after warm-up");
+  app.add_option("--bench", a.bench, "time N runs after warm-up")->check(whole_number(0, 1 << 30));
   app.add_option("--io", a.io,
                  "host: runs copy the inputs from host memory and the outputs back (latency counts them); "
                  "device: inputs and outputs stay in device buffers (DeviceTensor, as a GPU pipeline or PyTorch "
                  "on CUDA keeps them), copied into and out of the plan on the device")
       ->check(CLI::IsMember({"host", "device"}))
       ->capture_default_str();
-  app.add_option("--json", a.json_path, "write the report as JSON");
+  app.add_option("--json", a.json_path, "write the report as JSON (-: to stdout, the table to stderr)");
   app.add_option("--output", a.output_dir, "write the outputs as output_N.pb into this folder");
   app.add_option("--offload", a.offload,
                  "none: texplan's kernels only; clblast: GEMM-shaped nodes (Gemm, MatMul, Conv as im2col+GEMM) "
@@ -88,7 +95,8 @@ void add_run_options(CLI::App& app, RunArgs& a) {
       ->capture_default_str();
   app.add_option("--clblast-tune", a.clblast_tune,
                  "with --offload and --tuning-cache: tune CLBlast's GEMM kernels over FRACTION (0..1] of their search "
-                 "space once per device and keep them in the cache (minutes on a GPU; hours on PoCL)");
+                 "space once per device and keep them in the cache (minutes on a GPU; hours on PoCL)")
+      ->check(number_in(0, 1));
   app.add_option("--tuning-cache", a.tuning_cache,
                  "tuning results file (read, and updated when something was measured): kernel choices and CLBlast's");
   app.add_flag("--profile", a.profile, "time every node from OpenCL events, per operator type, with GFLOP/s and GB/s");
@@ -102,9 +110,9 @@ namespace {
 // the model's folder once links are followed (not a FIFO that would hang
 // the run, nor a link to /dev/zero or to a file elsewhere).
 std::vector<std::string> test_files(const std::string& model_file, const std::string& prefix,
-                                    const std::string& model_name) {
+                                    const std::string& model_name, const std::string& set_name = "test_data_set_0") {
   const fs::path dir = fs::path(model_file).parent_path();
-  const fs::path set = dir / "test_data_set_0";
+  const fs::path set = dir / set_name;
   std::vector<std::string> files;
   std::error_code ec;
   for (int i = 0; fs::exists(fs::symlink_status(set / (prefix + std::to_string(i) + ".pb"), ec)); ++i) {
@@ -424,8 +432,18 @@ int run_command(const RunArgs& a) {
   std::vector<std::string> trivial_refs;  // reference outputs a wrong run could match
   if (input_files.empty()) report["random_input_seed"] = a.random_input.value_or(0);
   if (a.check) {
-    std::vector<std::string> refs = test_files(file, "output_", g.model_name);
-    if (refs.empty()) throw Error(g.model_name + ": --check needs test_data_set_0/output_0.pb beside the model");
+    // An input from the model's test_data_set_K is checked against that set's outputs.
+    std::string set_name = "test_data_set_0";
+    if (!a.inputs.empty()) {
+      const fs::path in_dir = fs::path(a.inputs[0]).parent_path();
+      std::error_code ec;
+      if (in_dir.filename().string().rfind("test_data_set_", 0) == 0 &&
+          fs::equivalent(in_dir.parent_path().empty() ? "." : in_dir.parent_path(),
+                         fs::path(file).parent_path().empty() ? "." : fs::path(file).parent_path(), ec))
+        set_name = in_dir.filename().string();
+    }
+    std::vector<std::string> refs = test_files(file, "output_", g.model_name, set_name);
+    if (refs.empty()) throw Error(g.model_name + ": --check needs " + set_name + "/output_0.pb beside the model");
     rel_error = 0;
     for (size_t i = 0; i < refs.size() && i < outputs.size(); ++i) {
       const HostTensor ref = load_tensor_pb(refs[i]);
@@ -500,18 +518,18 @@ int run_command(const RunArgs& a) {
               << " from " << a.tuning_cache << "\n";
   if (report.contains("profile")) print_profile(report["profile"], std::cout);
   if (!a.json_path.empty()) {
-    write_file(a.json_path, report.dump(1) + "\n", g.model_name);
+    write_output(a.json_path, report.dump(1) + "\n", g.model_name);
   }
-  if (guard_violations) return 4;
+  if (guard_violations) return kExitGuard;
   if (a.check && !(rel_error <= tolerance)) {
     std::cerr << "texplan: error: " << g.model_name << ": relative error " << rel_error << " exceeds " << tolerance
               << "\n";
-    return 2;
+    return kExitCheckFailed;
   }
   if (a.check && !trivial_refs.empty() && !a.allow_trivial_reference) {
     std::cerr << "texplan: error: " << g.model_name << ": reference " << trivial_refs.front()
               << ": --check cannot tell a right run from a wrong one against it (--allow-trivial-reference accepts it)\n";
-    return 2;
+    return kExitCheckFailed;
   }
   return 0;
 }

@@ -51,6 +51,30 @@ void layer_norm(__global const float* x, int xo, __global const float* scale, in
     yr[r] = (xr[r] - mean) * inv * scale[so + r] + (has_bias ? bias[bo + r] : 0.0f);
 }
 
+// InstanceNormalization: layer_norm's two passes over each (n, c) row of R
+// spatial values, scaled and shifted per channel (row % C). GroupNormalization
+// arrives as one over N x G x rest (import/newer_schemas.cpp, and PyTorch's
+// exporters write it so).
+__kernel __attribute__((reqd_work_group_size(RG, 1, 1)))
+void instance_norm(__global const float* x, int xo, __global const float* scale, int so, __global const float* bias,
+                   int bo, __global float* y, int yo, int C, int R, float eps) {
+  __local float s[RG];
+  int row = get_group_id(0), l = get_local_id(0);
+  __global const float* xr = x + xo + (long)row * R;
+  __global float* yr = y + yo + (long)row * R;
+  float sum = 0.0f;
+  for (int r = l; r < R; r += RG) sum += xr[r];
+  float mean = group_sum(s, sum) / (float)R;
+  float sq = 0.0f;
+  for (int r = l; r < R; r += RG) {
+    float d = xr[r] - mean;
+    sq += d * d;
+  }
+  float inv = 1.0f / sqrt(group_sum(s, sq) / (float)R + eps);
+  float g = scale[so + row % C] * inv, b = bias[bo + row % C];
+  for (int r = l; r < R; r += RG) yr[r] = (xr[r] - mean) * g + b;
+}
+
 // LayerNormalization on CPU devices (PoCL): one work-item per row of R, the
 // same two passes as layer_norm over 16-wide vectors (a tail of R % 16 in
 // scalars), no local memory or barriers. y may be x.

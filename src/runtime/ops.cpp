@@ -176,6 +176,7 @@ const std::map<std::string, Lowering>& table() {
       {"ReduceMax", lower_reduce}, {"ReduceMin", lower_reduce},
       {"Softmax", lower_softmax}, {"LogSoftmax", lower_softmax},
       {"BatchNormalization", lower_batch_norm}, {"LayerNormalization", lower_layer_norm},
+      {"InstanceNormalization", lower_instance_norm},
       {"Identity", lower_copy}, {"Reshape", lower_copy}, {"Flatten", lower_copy},
       {"Squeeze", lower_copy}, {"Unsqueeze", lower_copy},
       {"Concat", lower_concat}, {"Split", lower_split}, {"Transpose", lower_transpose},

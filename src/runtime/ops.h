@@ -184,6 +184,15 @@ class NodeBuilder {
   bool tf32 = false;
   bool used_tf32 = false;  // set by a lowering that prepared tf32 kernels
   bool used_split_k = false;  // set by a lowering that split a product over K (launch_splitk_zero)
+  // Kernels whose indices are data (Gather) report an index out of range in
+  // the session's fault flags (src/kernels/shape.cl index_fault), which the
+  // session reads with a run's outputs and raises: the flags and this
+  // node's id. Unset (builders outside a session): such nodes fall back.
+  struct FaultFlags {
+    cl_mem mem = nullptr;
+    cl_int node = 0;
+  };
+  std::function<FaultFlags()> index_faults;
 
   // Prepares kernel `name` from src/kernels/`src.file` with `args`
   // (TensorArg, MemArg, int, float, Dims, ConvParams, GemmParams) for the
@@ -359,6 +368,7 @@ bool lower_reduce(NodeBuilder& b);
 bool lower_softmax(NodeBuilder& b);
 bool lower_batch_norm(NodeBuilder& b);
 bool lower_layer_norm(NodeBuilder& b);
+bool lower_instance_norm(NodeBuilder& b);
 bool lower_copy(NodeBuilder& b);  // Identity/Reshape/... when not aliased
 bool lower_concat(NodeBuilder& b);
 bool lower_split(NodeBuilder& b);

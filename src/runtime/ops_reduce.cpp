@@ -183,4 +183,18 @@ bool lower_layer_norm(NodeBuilder& b) {
   return true;
 }
 
+// InstanceNormalization over N x C x spatial: a work-group per (n, c) row,
+// scale and bias of C values (the same kernel on CPU devices: few rows).
+bool lower_instance_norm(NodeBuilder& b) {
+  if (!float_io(b) || b.node.inputs.size() != 3) return false;
+  const Shape& x = b.in(0).shape;
+  if (x.size() < 3) return false;
+  const int64_t C = x[1], rows = x[0] * C, R = product(x, 2, x.size());
+  if (element_count(b.in(1).shape) != C || element_count(b.in(2).shape) != C) return false;
+  if (rows * R == 0) return true;
+  b.launch("norm.cl", "instance_norm", group_range({size_t(rows)}, {64}), b.arg_in(0), b.arg_in(1), b.arg_in(2),
+           b.arg_out(0), i32(C), i32(R), b.node.get_float("epsilon", 1e-5f));
+  return true;
+}
+
 }  // namespace texplan::runtime
