@@ -12,8 +12,12 @@
 
 #include "import/onnx_import.h"
 #include "onnx_builder.h"
-#include "validate/validate.h"
+#include "optimize/usage.h"
+#include "plan/memory_plan.h"
+#include "runtime/session.h"
 #include "shell.h"
+#include "test_util.h"
+#include "validate/validate.h"
 
 using namespace texplan;
 using texplan::test::OnnxBuilder;
@@ -259,25 +263,90 @@ TEST(HostileDefined, WidestReflectPadAndNegativeIndicesMatchTheReference) {
   EXPECT_EQ(pocl.bytes, ref.bytes);
 }
 
-// Indices that are data cannot be checked before the run: the CPU reference
-// raises; the OpenCL kernels bound every index, so an out-of-range index
-// reads as 0 there (documented in src/validate/validate.cpp) and never
-// outside the tensor.
-TEST(HostileDefined, DataIndicesOutOfRangeNeverReadOutOfBounds) {
+// Indices that are data cannot be checked before the run: the OpenCL
+// kernels bound every index (an out-of-range one reads as 0, never outside
+// the tensor) and flag it; the session reads the flags with the outputs and
+// raises the node's error, the CPU reference's message on both devices.
+// Both Gather kernels: one element per work-item ([5, 4]) and one row per
+// work-item on PoCL ([5, 32]); too large and too negative indices.
+TEST(HostileDefined, DataIndicesOutOfRangeAreTheNodesError) {
+  struct Lookup {
+    int64_t cols, bad;
+  };
+  for (const Lookup& c : {Lookup{4, int64_t(1) << 40}, Lookup{32, -6}}) {
+    const std::string model = "gather_data_index_" + std::to_string(c.cols);
+    OnnxBuilder b;
+    b.input("x", {5, c.cols}).input("idx", {2}, onnx::TensorProto::INT64).output("y");
+    b.node("Gather", {"x", "idx"}, {"y"}, "gather");
+    const std::string path = save(b, model);
+    HostTensor idx(DataType::Int64, {2});
+    idx.data<int64_t>()[0] = 1;
+    idx.data<int64_t>()[1] = c.bad;
+    save_tensor_pb(idx, "idx", (dir() / model / "test_data_set_0/input_1.pb").string());
+    const std::vector<std::string> needles = {"model " + model + ": node 'gather' (Gather): index " +
+                                              std::to_string(c.bad) + " is out of range for axis 0 of size 5"};
+    for (const char* options : {"", " --device cpu", " --io device", " --bench 3"})
+      expect_cli_error(cli("run " + path + options), needles);
+  }
+}
+
+// GatherElements and ScatterElements have no OpenCL kernel: they run on the
+// CPU reference in a session too, which names the node and the index.
+TEST(HostileDefined, DataIndicesOutOfRangeOnTheReferenceOps) {
+  for (const char* op : {"GatherElements", "ScatterElements"}) {
+    const std::string model = std::string("data_index_") + op;
+    OnnxBuilder b;
+    b.input("x", {2, 4}).input("idx", {2, 2}, onnx::TensorProto::INT64).output("y");
+    if (std::string(op) == "GatherElements") {
+      OnnxBuilder::attr_int(b.node(op, {"x", "idx"}, {"y"}, "indexing"), "axis", 1);
+    } else {
+      b.input("upd", {2, 2});
+      OnnxBuilder::attr_int(b.node(op, {"x", "idx", "upd"}, {"y"}, "indexing"), "axis", 1);
+    }
+    const std::string path = save(b, model);
+    HostTensor idx(DataType::Int64, {2, 2});
+    for (int k = 0; k < 4; ++k) idx.data<int64_t>()[k] = k == 2 ? 9 : k;
+    save_tensor_pb(idx, "idx", (dir() / model / "test_data_set_0/input_1.pb").string());
+    for (const char* options : {"", " --device cpu"})
+      expect_cli_error(cli("run " + path + options),
+                       {"model " + model, "indexing", std::string("(") + op + ")",
+                        "index 9 is out of range for axis 1 of size 4"});
+  }
+}
+
+// One session: a run with an index out of range raises, the next run with
+// indices in range gives the reference's rows (the flags were cleared),
+// through host and device tensors alike.
+TEST(HostileDefined, SessionRunsAgainAfterAnIndexFault) {
   OnnxBuilder b;
-  b.input("x", {5, 4}).input("idx", {2}, onnx::TensorProto::INT64).output("y");
-  b.node("Gather", {"x", "idx"}, {"y"}, "gather");
-  const std::string path = save(b, "gather_data_index");
-  HostTensor idx(DataType::Int64, {2});
-  idx.data<int64_t>()[0] = 1;
-  idx.data<int64_t>()[1] = 1 << 30;
-  save_tensor_pb(idx, "idx", (dir() / "gather_data_index/test_data_set_0/input_1.pb").string());
-  expect_cli_error(cli("run " + path + " --device cpu"), {"gather"});
-  const HostTensor y = run_output(path, "pocl", (dir() / "gather_pocl").string());
-  ASSERT_EQ(y.shape, (Shape{2, 4}));
-  for (int k = 0; k < 4; ++k) {
-    EXPECT_EQ(y.data<float>()[k], float((4 + k) % 7) - 3.0f);  // row 1 of x
-    EXPECT_EQ(y.data<float>()[4 + k], 0.0f);
+  b.input("x", {5, 20}).input("idx", {3}, onnx::TensorProto::INT32).output("y");
+  b.node("Gather", {"x", "idx"}, {"g"}, "gather");
+  b.node("Relu", {"g"}, {"y"}, "relu");
+  const std::string path = save(b, "gather_session");
+  Graph g = import_onnx(path);
+  PlanInput pin = make_usage_records(g);
+  const auto dev = test::test_device();
+  const plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
+  runtime::Session s(g, pin, plan, dev);
+  HostTensor x = test::random_tensor({5, 20}), idx(DataType::Int32, {3});
+  auto set_idx = [&](int a, int c, int d) {
+    idx.data<int32_t>()[0] = a, idx.data<int32_t>()[1] = c, idx.data<int32_t>()[2] = d;
+  };
+  for (int round = 0; round < 2; ++round) {
+    set_idx(4, 5, -1);
+    try {
+      s.run({x, idx});
+      ADD_FAILURE() << "index 5 of 5 rows ran";
+    } catch (const Error& e) {
+      expect_message(e.what(), {"gather_session", "node 'gather' (Gather)", "index 5 is out of range for axis 0 of size 5"});
+    }
+    set_idx(4, 0, -1);
+    const std::vector<HostTensor> y = s.run({x, idx});
+    ASSERT_EQ(y.size(), 1u);
+    ASSERT_EQ(y[0].shape, (Shape{3, 20}));
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 20; ++k)
+        EXPECT_EQ(y[0].data<float>()[j * 20 + k], std::max(0.0f, x.data<float>()[(j == 1 ? 0 : 4) * 20 + k]));
   }
 }
 

@@ -72,19 +72,37 @@ TRANSPOSE_TILES(transpose_tiles_b2, ushort, ushort16)
 TRANSPOSE_TILES(transpose_tiles_b4, uint, uint16)
 TRANSPOSE_TILES(transpose_tiles_b8, ulong, ulong16)
 
+// Kernels whose indices are data report the first index out of range of a
+// run (kernels run in order) in the session's fault flags: fault[0] = node
+// + 1, fault[1], fault[2] = the index's low and high words; the session
+// reads them with the outputs and raises. Null `fault`: constant indices,
+// checked on the host.
+inline void index_fault(__global int* fault, int node, long k) {
+  if (fault && atomic_cmpxchg(fault, 0, node + 1) == 0) {
+    fault[1] = (int)k;
+    fault[2] = (int)(k >> 32);
+  }
+}
+
 // x viewed as [outer, axis_len, inner], indices flattened to [nidx]:
-// y[o, j, r] = x[o, idx[j], r]. Negative indices count from the end; out of
-// range ones give 0 (the CPU reference rejects them).
+// y[o, j, r] = x[o, idx[j], r]. Negative indices count from the end; an out
+// of range one gives 0 and is reported in `fault` (never read past x).
 #define GATHER(NAME, T, I)                                                                  \
   __kernel void NAME(__global const T* x, int xo, __global const I* idx, int io,           \
-                     __global T* y, int yo, int n, int axis_len, int nidx, int inner) {     \
+                     __global T* y, int yo, int n, int axis_len, int nidx, int inner,       \
+                     __global int* fault, int node) {                                       \
     int i = get_global_id(0);                                                               \
     if (i >= n) return;                                                                     \
     int r = i % inner, t = i / inner;                                                       \
     int j = t % nidx, o = t / nidx;                                                         \
     long k = idx[io + j];                                                                   \
     if (k < 0) k += axis_len;                                                               \
-    y[yo + i] = (k >= 0 && k < axis_len) ? x[xo + (o * axis_len + (int)k) * inner + r] : 0; \
+    if (k >= 0 && k < axis_len) {                                                           \
+      y[yo + i] = x[xo + (o * axis_len + (int)k) * inner + r];                              \
+    } else {                                                                                \
+      y[yo + i] = 0;                                                                        \
+      index_fault(fault, node, idx[io + j]);                                                \
+    }                                                                                       \
   }
 GATHER(gather_b4_i64, uint, long)
 GATHER(gather_b4_i32, uint, int)
@@ -95,7 +113,8 @@ GATHER(gather_b8_i32, ulong, int)
 // embedding lookup), copied with 16-wide vectors; the index is read once.
 #define GATHER_ROWS(NAME, T, I)                                                             \
   __kernel void NAME(__global const T* x, int xo, __global const I* idx, int io,           \
-                     __global T* y, int yo, int rows, int axis_len, int nidx, int inner) {  \
+                     __global T* y, int yo, int rows, int axis_len, int nidx, int inner,    \
+                     __global int* fault, int node) {                                       \
     int i = get_global_id(0);                                                               \
     if (i >= rows) return;                                                                  \
     int j = i % nidx, o = i / nidx;                                                         \
@@ -109,6 +128,7 @@ GATHER(gather_b8_i32, ulong, int)
       for (; r < inner; ++r) dst[r] = src[r];                                               \
     } else {                                                                                \
       for (; r < inner; ++r) dst[r] = 0;                                                    \
+      index_fault(fault, node, idx[io + j]);                                                \
     }                                                                                       \
   }
 GATHER_ROWS(gather_rows_b4_i64, uint, long)

@@ -9,9 +9,10 @@
 namespace texplan::reference {
 namespace {
 
-int64_t checked_index(const OpContext& c, int64_t k, int64_t len) {
+int64_t checked_index(const OpContext& c, int64_t k, int64_t len, int64_t axis) {
   if (k < -len || k >= len)
-    c.fail("index " + std::to_string(k) + " is out of range for an axis of " + std::to_string(len));
+    c.fail("index " + std::to_string(k) + " is out of range for axis " + std::to_string(axis) + " of size " +
+           std::to_string(len));
   return k < 0 ? k + len : k;
 }
 
@@ -44,7 +45,7 @@ Outputs Gather(const OpContext& c) {
   uint8_t* dst = y.bytes.data();
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t k : idx) {
-      const int64_t from = (o * len + checked_index(c, k, len)) * inner_bytes;
+      const int64_t from = (o * len + checked_index(c, k, len, axis)) * inner_bytes;
       if (inner_bytes > 0) std::memcpy(dst, x.bytes.data() + from, size_t(inner_bytes));  // empty: no pointer
       dst += inner_bytes;
     }
@@ -57,7 +58,7 @@ int64_t element_offset(const OpContext& c, const Shape& x_shape, const std::vect
                        const std::vector<int64_t>& coord, int64_t axis, int64_t k) {
   int64_t off = 0;
   for (size_t d = 0; d < coord.size(); ++d) {
-    const int64_t i = int64_t(d) == axis ? checked_index(c, k, x_shape[d]) : coord[d];
+    const int64_t i = int64_t(d) == axis ? checked_index(c, k, x_shape[d], int64_t(d)) : coord[d];
     if (i >= x_shape[d]) c.fail("indices are larger than data along axis " + std::to_string(d));
     off += i * x_strides[d];
   }
@@ -102,7 +103,7 @@ Outputs GatherND(const OpContext& c) {
     for (int64_t t = 0; t < per_batch; ++t, dst += slice) {
       const int64_t* tuple = idx.data() + (bi * per_batch + t) * k;
       int64_t off = bi * batch_elems;
-      for (int64_t d = 0; d < k; ++d) off += checked_index(c, tuple[d], x.shape[b + d]) * xs[b + d];
+      for (int64_t d = 0; d < k; ++d) off += checked_index(c, tuple[d], x.shape[b + d], b + d) * xs[b + d];
       std::memcpy(dst, x.bytes.data() + off * es, slice);
     }
   return single(std::move(y));
@@ -168,7 +169,7 @@ Outputs ScatterND(const OpContext& c) {
     const T* upd = updates.data<T>();
     for (int64_t t = 0; t < tuples; ++t) {
       int64_t off = 0;
-      for (int64_t d = 0; d < k; ++d) off += checked_index(c, idx[t * k + d], x.shape[d]) * xs[d];
+      for (int64_t d = 0; d < k; ++d) off += checked_index(c, idx[t * k + d], x.shape[d], d) * xs[d];
       for (int64_t i = 0; i < slice; ++i) dst[off + i] = combine(dst[off + i], upd[t * slice + i]);
     }
   });

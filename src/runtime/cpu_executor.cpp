@@ -63,7 +63,15 @@ std::vector<HostTensor> CpuExecutor::run(const std::vector<HostTensor>& inputs) 
     vals.reserve(n.inputs.size());
     for (int t : n.inputs) vals.push_back(t >= 0 ? read(t) : HostTensor());
     for (size_t k = 0; k < n.inputs.size(); ++k) args.push_back(n.inputs[k] >= 0 ? &vals[k] : nullptr);
-    std::vector<HostTensor> outs = reference::evaluate(n, args);
+    std::vector<HostTensor> outs;
+    try {
+      outs = reference::evaluate(n, args);
+    } catch (const Error& e) {  // "NAME (OP): reason", said as a session says it (index faults alike)
+      std::string reason = e.what();
+      const std::string prefix = n.name + " (" + n.op_type + "): ";
+      if (reason.starts_with(prefix)) reason = reason.substr(prefix.size());
+      throw Error("model " + g_.model_name + ": node '" + n.name + "' (" + n.op_type + "): " + reason);
+    }
     for (size_t k = 0; k < n.outputs.size() && k < outs.size(); ++k)
       if (n.outputs[k] >= 0) write(n.outputs[k], outs[k]);
   }

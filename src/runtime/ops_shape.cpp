@@ -211,16 +211,28 @@ bool lower_gather(NodeBuilder& b) {
   for (size_t k = axis + 1; k < data.size(); ++k) inner *= data[k];
   int64_t nidx = element_count(b.in(1).shape), n = outer * nidx * inner;
   if (n == 0) return true;
+  // Constant indices are checked here (folding may have made them so after
+  // import's validation); data indices by the kernel, into the fault flags.
+  NodeBuilder::FaultFlags faults;
+  if (const HostTensor* c = b.constant(1)) {
+    for (int64_t k : c->as_int64())
+      if (k < -data[axis] || k >= data[axis])
+        throw Error("index " + std::to_string(k) + " is out of range for axis " + std::to_string(axis) + " of size " +
+                    std::to_string(data[axis]));
+  } else {
+    if (!b.index_faults) return false;
+    faults = b.index_faults();
+  }
   std::string suffix = std::string(es == 4 ? "4" : "8") + (it == DataType::Int64 ? "_i64" : "_i32");
   if (inner >= 16 && b.device_type() == "cpu" && !gpu_kernels_forced()) {  // PoCL: a row per work-item
     const int64_t rows = outer * nidx;
     b.launch("shape.cl", ("gather_rows_b" + suffix).c_str(), cpu_item_range(rows), b.arg_in(0), b.arg_in(1),
-             b.arg_out(0), i32(rows), i32(data[axis]), i32(nidx), i32(inner));
+             b.arg_out(0), i32(rows), i32(data[axis]), i32(nidx), i32(inner), MemArg{faults.mem}, faults.node);
     return true;
   }
   std::string k = "gather_b" + suffix;
   b.launch("shape.cl", k.c_str(), linear_range(n), b.arg_in(0), b.arg_in(1), b.arg_out(0), i32(n),
-           i32(data[axis]), i32(nidx), i32(inner));
+           i32(data[axis]), i32(nidx), i32(inner), MemArg{faults.mem}, faults.node);
   return true;
 }
 

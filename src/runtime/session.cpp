@@ -92,6 +92,13 @@ struct Session::Impl {
     void* host = nullptr;
   };
   std::map<int, Staging> staging;
+  // Index fault flags (src/kernels/shape.cl index_fault), made for the first
+  // node whose indices are data: read back with every run's outputs (into
+  // pinned memory where outputs are staged) and raised as that node's error.
+  static constexpr int kFaultFlagsKey = -1;  // their key in `staging`
+  cl_mem index_faults = nullptr;
+  cl_int fault_words[4] = {};
+  cl_int* fault_read = nullptr;  // where a run's read of the flags lands
   int64_t weight_bytes = 0, pool_bytes = 0;
   std::vector<Step> steps;
   std::vector<std::string> fallback;
@@ -122,6 +129,7 @@ struct Session::Impl {
     for (cl_mem m : pools)
       if (m) clReleaseMemObject(m);
     for (auto& [t, m] : weights) clReleaseMemObject(m);
+    if (index_faults) clReleaseMemObject(index_faults);
     for (auto& [t, st] : staging) {
       clEnqueueUnmapMemObject(q, st.buffer, st.host, 0, nullptr, nullptr);
       clFinish(q);
@@ -135,7 +143,7 @@ struct Session::Impl {
     auto it = staging.find(t);
     if (it != staging.end()) return it->second.host;
     const std::string what = model() + ": a pinned host buffer of " + std::to_string(bytes) + " bytes for " +
-                             graph.tensors[t].name;
+                             (t == kFaultFlagsKey ? std::string("the index fault flags") : graph.tensors[t].name);
     cl_int s = CL_SUCCESS;
     Staging st;
     st.buffer = clCreateBuffer(dev->context(), CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, nullptr, &s);
@@ -346,6 +354,7 @@ struct Session::Impl {
       try {
         NodeBuilder b(*dev, g, node, [&](int t) { return locate(g, t); });
         b.tf32 = precision == Precision::Tf32;
+        b.index_faults = [&, n] { return NodeBuilder::FaultFlags{fault_flags(), n}; };
         b.set_images(
             [&](int t) {
               return image(t, std::find(node.outputs.begin(), node.outputs.end(), t) != node.outputs.end());
@@ -478,6 +487,40 @@ struct Session::Impl {
     for (int t : g.outputs) keep(root(t));
   }
 
+  cl_mem fault_flags() {
+    if (index_faults) return index_faults;
+    cl_int s = CL_SUCCESS;
+    index_faults = clCreateBuffer(dev->context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof fault_words,
+                                  fault_words, &s);
+    check(s, model() + ": the index fault flags");
+    fault_read = static_cast<cl_int*>(stage(kFaultFlagsKey, sizeof fault_words));
+    if (!fault_read) fault_read = fault_words;
+    return index_faults;
+  }
+
+  // Throws the error of the node that flagged an index out of range, if
+  // any, after clearing the flags for the next run.
+  void raise_index_fault(const cl_int* words) {
+    if (words[0] == 0) return;
+    const int n = words[0] - 1;
+    const int64_t k = int64_t(uint64_t(uint32_t(words[1])) | uint64_t(uint32_t(words[2])) << 32);
+    const cl_int zeros[4] = {};
+    check(clEnqueueWriteBuffer(q, index_faults, CL_TRUE, 0, sizeof zeros, zeros, 0, nullptr, nullptr),
+          model() + ": clearing the index fault flags");
+    if (n < 0 || n >= int(graph.nodes.size())) throw Error(model() + ": an index out of range, node unknown");
+    const Node& node = graph.nodes[n];
+    std::string where = "an index input";
+    if (!node.inputs.empty() && node.inputs[0] >= 0) {
+      const Shape& data = graph.tensors[node.inputs[0]].shape;
+      int64_t axis = node.get_int("axis", 0);
+      if (axis < 0) axis += int64_t(data.size());
+      if (axis >= 0 && axis < int64_t(data.size()))
+        where = "axis " + std::to_string(axis) + " of size " + std::to_string(data[axis]);
+    }
+    throw Error(model() + ": node '" + node.name + "' (" + node.op_type + "): index " + std::to_string(k) +
+                " is out of range for " + where);
+  }
+
   void read(int t, HostTensor& into) {
     if (into.bytes.empty()) return;
     Location l = locate(graph, t);
@@ -506,7 +549,17 @@ struct Session::Impl {
     try {
       outs = reference::evaluate(node, ins);
     } catch (const Error& e) {
-      throw Error(at_node(s.node) + " on the CPU: " + e.what());
+      // Its inputs may hold the zeros of an earlier node's faulty index: that
+      // node's error comes first.
+      if (index_faults) {
+        check(clEnqueueReadBuffer(q, index_faults, CL_TRUE, 0, sizeof fault_words, fault_words, 0, nullptr, nullptr),
+              model() + ": reading the index fault flags");
+        raise_index_fault(fault_words);
+      }
+      std::string reason = e.what();  // "NAME (OP): reason": the node is named once
+      const std::string prefix = node.name + " (" + node.op_type + "): ";
+      if (reason.starts_with(prefix)) reason = reason.substr(prefix.size());
+      throw Error(at_node(s.node) + " on the CPU: " + reason);
     }
     for (size_t k = 0; k < node.outputs.size() && k < outs.size(); ++k) {
       int t = node.outputs[k];
@@ -686,10 +739,14 @@ void Session::Impl::run_steps() {
 }
 
 void Session::Impl::end_run(std::chrono::steady_clock::time_point start) {
+  if (index_faults)
+    check(clEnqueueReadBuffer(q, index_faults, CL_FALSE, 0, sizeof fault_words, fault_read, 0, nullptr, nullptr),
+          model() + ": reading the index fault flags");
   check(clFinish(q), model() + ": running");
   if (opt.profile) profiled.device_times(times), last_span_ms = profiled.span_ms();
   profiled.clear();
   last_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (index_faults) raise_index_fault(fault_read);
 }
 
 std::vector<HostTensor> Session::run(const std::vector<HostTensor>& inputs) {

@@ -25,8 +25,9 @@
 //
 // Indices that are data (Gather, GatherElements, GatherND, Scatter* with
 // computed indices) cannot be checked before the run: the OpenCL kernels
-// bound every index they read (out of range reads as 0; the CPU reference
-// raises an error).
+// bound every index they read (out of range reads as 0) and flag it, and the
+// session raises the node's error after the run (runtime/session.cpp), as
+// the CPU reference does.
 #include "validate/validate.h"
 
 #include <algorithm>
