@@ -66,9 +66,9 @@ TEST(CliOutput, QuietPrintsNothingButStillWritesFiles) {
   r = sh(kCli + " -q devices --json 2>/dev/null");
   EXPECT_EQ(r.code, 0);
   EXPECT_EQ(r.out.rfind("[", 0), 0u) << r.out;
-  // Both at once make no sense.
+  // Both at once make no sense: a usage error.
   r = sh(kCli + " -q -v plan " + kTiny + " 2>&1");
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.code, 2);
 }
 
 TEST(CliOutput, VerboseTellsStagesOnStderr) {

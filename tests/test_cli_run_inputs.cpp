@@ -136,7 +136,7 @@ TEST(CliCheck, AZeroOrConstantReferenceIsNoPassUnlessAllowed) {
   const fs::path dir = test::temp_dir("trivial-reference");
   const std::string zero = model_with_reference(dir, "zero_head", 0, 0);
   test::ShellResult r = run_cli("run " + zero + " --check");
-  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_EQ(r.code, 5) << r.out;  // --check failed (docs/cli.md)
   EXPECT_NE(r.out.find("check       reference output_0.pb ('logits') is all zeros: it cannot tell a right run from "
                        "a wrong one"),
             std::string::npos)
@@ -148,7 +148,7 @@ TEST(CliCheck, AZeroOrConstantReferenceIsNoPassUnlessAllowed) {
   EXPECT_NE(r.out.find("is all zeros: accepted (--allow-trivial-reference)"), std::string::npos) << r.out;
 
   r = run_cli("run " + model_with_reference(dir, "constant_head", 0, 3) + " --check");
-  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_EQ(r.code, 5) << r.out;  // --check failed (docs/cli.md)
   EXPECT_NE(r.out.find("is constant (every element 3)"), std::string::npos) << r.out;
 
   r = run_cli("run " + model_with_reference(dir, "real_head", 1, 0) + " --check");

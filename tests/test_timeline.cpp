@@ -210,8 +210,8 @@ TEST(Timeline, CliWritesSvgAndHtml) {
   EXPECT_EQ(html.find("src=\"http"), std::string::npos);  // self-contained
   EXPECT_EQ(html.find("href=\"http"), std::string::npos);
   r = sh(std::string(TEXPLAN_CLI) + " plan " + kTiny + " --timeline " + (dir / "t.txt").string());
-  EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.out.find(".svg or .html"), std::string::npos) << r.out;
+  EXPECT_EQ(r.code, 2);  // a usage error, before planning
+  EXPECT_NE(r.out.find("give a .svg, .html or .htm file name"), std::string::npos) << r.out;
 }
 
 TEST(Timeline, RendersInHeadlessChromium) {

@@ -1,5 +1,6 @@
 // texplan command line: argument parsing only; the work is in commands.h.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <new>
@@ -7,14 +8,31 @@
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "cli/timeline.h"
+#include "cli/usage.h"
 #include "graph/safe_file.h"
+#include "runtime/device.h"
 
 using namespace texplan;
 
 namespace {
 
 void write_json(const cli::json& j, const std::string& path) {
-  write_file(path, j.dump(1) + "\n", j.value("model", std::string()));
+  cli::write_output(path, j.dump(1) + "\n", j.value("model", std::string()));
+}
+
+// The command a command line names: its first word that is not one of the
+// global flags (which take no value), or "" when there is none.
+std::string command_word(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (argv[i][0] != '-') return argv[i];
+  return "";
+}
+
+// One line for a usage error, with where to read more; exit 2.
+int usage_error(const std::string& message, const std::string& command) {
+  std::cerr << "texplan: error: " << (command.empty() ? "" : command + ": ") << message << " (texplan "
+            << (command.empty() ? "" : command + " ") << "--help)\n";
+  return cli::kExitUsage;
 }
 
 }  // namespace
@@ -25,7 +43,12 @@ int main(int argc, char** argv) {
   app.fallthrough();  // global flags also after the subcommand: `texplan plan m.onnx -q`
   bool quiet = false, verbose = false;
   app.add_flag("-q,--quiet", quiet, "print only errors (files asked for are still written)");
-  app.add_flag("-v,--verbose", verbose, "say more: stage timings, every test");
+  app.add_flag("-v,--verbose", verbose, "say more: stage timings, every test, the OpenCL compiler's messages");
+  app.set_version_flag("--version", "texplan " TEXPLAN_VERSION);
+  app.footer(
+      "Exit status: 0 done; 1 error (model, file or device); 2 usage error (nothing was done); 3 plan: a plan failed "
+      "validation; 4 run --guard: a violation; 5 run --check: outputs differ from the reference (docs/cli.md).\n"
+      "--json - writes the JSON report to stdout; the table then goes to stderr.");
 
   // texplan plan
   auto* plan = app.add_subcommand("plan", "plan the memory of a model (or a random graph)");
@@ -33,7 +56,9 @@ int main(int argc, char** argv) {
   int64_t random_n = 0;
   uint64_t seed = 1;
   plan->add_option("model", model, "model .onnx file or model folder");
-  plan->add_option("--strategy", strategy, "strategy name or 'all'")->capture_default_str();
+  plan->add_option("--strategy", strategy, "strategy name or 'all'")
+      ->check(cli::strategy_name(/*allow_all=*/true))
+      ->capture_default_str();
   plan->add_option("--target", target, "device profile: pocl, h100, adreno, a .json file, or opencl")
       ->capture_default_str();
   OptimizeOptions plan_optimize;
@@ -48,10 +73,12 @@ int main(int argc, char** argv) {
                    "none, clblast or auto: partition the nodes between texplan and CLBlast and plan CLBlast's scratch")
       ->check(CLI::IsMember({"none", "clblast", "auto"}))
       ->capture_default_str();
-  plan->add_option("--json", json_path, "write the report as JSON");
-  plan->add_option("--timeline", timeline_path, "draw the plan(s) as a picture: FILE.svg, or FILE.html with hover details");
-  plan->add_option("--random-graph", random_n, "plan a random DAG of N tensors instead of a model");
-  plan->add_option("--seed", seed, "seed of the random graph")->capture_default_str();
+  plan->add_option("--json", json_path, "write the report as JSON (-: to stdout, the table to stderr)");
+  plan->add_option("--timeline", timeline_path, "draw the plan(s) as a picture: FILE.svg, or FILE.html with hover details")
+      ->check(cli::extension_in("timeline", {".svg", ".html", ".htm"}));
+  plan->add_option("--random-graph", random_n, "plan a random DAG of N tensors instead of a model")
+      ->check(cli::whole_number(1));
+  plan->add_option("--seed", seed, "seed of the random graph")->check(cli::whole_number(0))->capture_default_str();
   cli::ShapeSettings plan_shapes;
   cli::add_shape_options(*plan, plan_shapes);
 
@@ -69,20 +96,50 @@ int main(int argc, char** argv) {
   auto* onnx_tests = app.add_subcommand("onnx-tests", "run ONNX's backend node tests through the runtime");
   cli::add_onnx_test_options(*onnx_tests, ot_args);
 
+  std::vector<std::string> commands;
+  for (const CLI::App* c : app.get_subcommands({})) commands.push_back(c->get_name());
+  const std::string word = command_word(argc, argv);
+  if (!word.empty() && std::find(commands.begin(), commands.end(), word) == commands.end())
+    return usage_error(cli::unknown_name("command", word, commands), "");
   try {
     app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);  // --help, --version
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (word.empty()) {
+      std::string list;
+      for (const auto& c : commands) list += (list.empty() ? "" : ", ") + c;
+      return usage_error("give a command: " + list, "");
+    }
+    return usage_error(e.what(), word);
   }
 
-  if (quiet && verbose) {
-    std::cerr << "texplan: error: --quiet and --verbose exclude each other\n";
-    return 1;
-  }
+  if (quiet && verbose) return usage_error("--quiet and --verbose exclude each other", "");
   cli::set_verbosity(quiet ? cli::Verbosity::Quiet : verbose ? cli::Verbosity::Verbose : cli::Verbosity::Normal);
   ot_args.verbose = ot_args.verbose || verbose;
+  // --json -: stdout carries the JSON alone; the table goes to stderr.
+  const bool json_to_stdout = (*plan && cli::is_stdout(json_path)) || (*run && cli::is_stdout(run_args.json_path)) ||
+                              (*tune && cli::is_stdout(tune_args.json_path)) ||
+                              (*onnx_tests && cli::is_stdout(ot_args.json_path));
+  if (json_to_stdout) std::cout.rdbuf(std::cerr.rdbuf());  // before -q's badbit: rdbuf() clears the state
   // Quiet: stdout says nothing, except what was asked of it (devices --json).
   if (quiet && !(*devices && devices_json)) std::cout.setstate(std::ios::badbit);
+  // Kernel builds: a progress line on a terminal; the OpenCL compiler's
+  // messages only under --verbose, each line prefixed.
+  int kernels_built = 0;
+  std::unique_ptr<cli::Progress> build_progress;
+  runtime::KernelBuildScope kernel_builds(
+      [&](const std::string& program, bool done) {
+        if (done) return build_progress.reset();
+        ++kernels_built;
+        build_progress = std::make_unique<cli::Progress>("building kernels", 0);
+        build_progress->step(kernels_built, "#" + std::to_string(kernels_built) + " " + program);
+      },
+      verbose ? runtime::KernelBuildScope::MessageSink([&](const std::string& program, const std::string& line) {
+        if (build_progress) build_progress->clear();
+        std::cerr << "opencl build: " << program << ": " << line << "\n";
+      })
+              : nullptr);
 
   try {
     if (*plan) {
@@ -107,8 +164,8 @@ int main(int argc, char** argv) {
       if (!json_path.empty()) write_json(report, json_path);
       if (!timeline_path.empty()) cli::write_timeline(report, timeline_path);
       for (const auto& s : report["strategies"])
-        if (!s["valid"].get<bool>() && !s.value("skipped", false)) return 3;
-      return 0;
+        if (!s["valid"].get<bool>() && !s.value("skipped", false)) return cli::kExitPlanInvalid;
+      return cli::kExitOk;
     }
     if (*run) return cli::run_command(run_args);
     if (*tune) return cli::tune_command(tune_args);

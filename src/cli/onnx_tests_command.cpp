@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "cli/usage.h"
 #include "graph/safe_file.h"
 #include "import/onnx_import.h"
 #include "runtime/device.h"
@@ -22,9 +23,11 @@ namespace texplan::cli {
 
 void add_onnx_test_options(CLI::App& app, OnnxTestArgs& a) {
   app.add_option("dir", a.dir, "folder of test folders (model.onnx + test_data_set_0)")->capture_default_str();
-  app.add_option("--device", a.device, "pocl, gpu or opencl:N")->capture_default_str();
+  app.add_option("--device", a.device, "pocl, gpu or opencl:N")
+      ->check(device_spec({"pocl", "gpu"}))
+      ->capture_default_str();
   app.add_option("--filter", a.filter, "only tests whose name contains this");
-  app.add_option("--json", a.json_path, "write every test's result as JSON");
+  app.add_option("--json", a.json_path, "write every test's result as JSON (-: to stdout, the summary to stderr)");
   app.add_flag("--verbose", a.verbose, "print every test");
 }
 
@@ -119,7 +122,7 @@ int onnx_tests_command(const OnnxTestArgs& a) {
   std::cout << "ONNX node tests on " << device->info().name << ": " << tests.size() << " tests\n";
   for (const auto& [k, v] : count) std::cout << "  " << std::left << std::setw(24) << k << v << "\n";
   if (!a.json_path.empty()) {
-    write_file(a.json_path, json{{"device", device->info().name}, {"counts", count}, {"tests", results}}.dump(1) + "\n");
+    write_output(a.json_path, json{{"device", device->info().name}, {"counts", count}, {"tests", results}}.dump(1) + "\n");
   }
   int failed = count["failed"] + count["failed (cpu fallback)"];
   std::cout << count["passed"] + count["passed (cpu fallback)"] << " passed, " << failed << " failed, "

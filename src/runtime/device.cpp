@@ -3,7 +3,11 @@
 #include <CL/cl_ext.h>
 #include <sys/resource.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -223,6 +227,73 @@ Device::~Device() {
   if (context_) clReleaseContext(context_);
 }
 
+namespace {
+
+thread_local KernelBuildScope* innermost_build_scope = nullptr;
+
+// Runs `build` with the process's stderr (fd 2) sent to a temporary file
+// and returns what was written there. PoCL's compiler prints its summary
+// ("4 warnings generated.") to fd 2 itself, outside the build log, so a
+// sink that wants every compiler message has to catch it there. fd 2 is the
+// whole process's: captures are serialized, and whatever another thread
+// writes meanwhile is captured too and goes to the sink rather than lost.
+std::string capture_stderr(const std::function<void()>& build) {
+  static std::mutex capture_mutex;
+  std::lock_guard<std::mutex> lock(capture_mutex);
+  std::FILE* file = std::tmpfile();
+  const int saved = file ? ::dup(2) : -1;
+  if (saved < 0 || ::dup2(::fileno(file), 2) < 0) {
+    if (saved >= 0) ::close(saved);
+    if (file) std::fclose(file);
+    build();
+    return "";
+  }
+  struct Restore {
+    int saved;
+    ~Restore() {
+      std::fflush(stderr);
+      ::dup2(saved, 2);
+      ::close(saved);
+    }
+  };
+  {
+    Restore restore{saved};
+    try {
+      build();
+    } catch (...) {
+      std::fclose(file);
+      throw;
+    }
+  }
+  std::string text;
+  std::rewind(file);
+  char buf[4096];
+  while (size_t n = std::fread(buf, 1, sizeof buf, file)) text.append(buf, n);
+  std::fclose(file);
+  return text;
+}
+
+// Non-empty lines of a build log or captured output (logs end in NULs).
+std::vector<std::string> message_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    line.erase(std::remove(line.begin(), line.end(), '\0'), line.end());
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
+    if (!line.empty()) lines.push_back(line);
+  }
+  return lines;
+}
+
+}  // namespace
+
+KernelBuildScope::KernelBuildScope(BuildCallback on_build, MessageSink on_message)
+    : on_build_(std::move(on_build)), on_message_(std::move(on_message)), outer_(innermost_build_scope) {
+  innermost_build_scope = this;
+}
+
+KernelBuildScope::~KernelBuildScope() { innermost_build_scope = outer_; }
+
 cl_program Device::program(const std::string& file, const std::string& defines, const std::string& prelude) {
   std::lock_guard<std::mutex> lock(programs_mutex_);
   const std::string key = file + " " + defines + (prelude.empty() ? "" : "\n" + prelude);
@@ -248,10 +319,28 @@ cl_program Device::program(const std::string& file, const std::string& defines, 
   const bool show_log = std::getenv("TEXPLAN_BUILD_LOG") != nullptr;
   const bool nv_options = std::find(info_.extensions.begin(), info_.extensions.end(), "cl_nv_compiler_options") !=
                           info_.extensions.end();
-  const std::string options = std::string("-cl-std=CL1.2 -cl-mad-enable ") +
+  KernelBuildScope* const scope = innermost_build_scope;
+  const bool to_sink = scope && scope->on_message_;
+  const std::string program_name = file + (defines.empty() ? "" : " " + defines);
+  const std::string options = std::string("-cl-std=CL1.2 -cl-mad-enable ") + (show_log || to_sink ? "" : "-w ") +
                               ((fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) ? "-cl-fp32-correctly-rounded-divide-sqrt " : "") +
                               (show_log && nv_options ? "-cl-nv-verbose " : "") + defines;
-  s = clBuildProgram(prog, 1, &id_, options.c_str(), nullptr, nullptr);
+  // Tells the scope a build began and, also when it throws, that it ended.
+  struct BuildNotice {
+    KernelBuildScope* scope;
+    const std::string& name;
+    BuildNotice(KernelBuildScope* s, const std::string& n) : scope(s), name(n) {
+      if (scope && scope->on_build_) scope->on_build_(name, false);
+    }
+    ~BuildNotice() {
+      if (scope && scope->on_build_) scope->on_build_(name, true);
+    }
+  } notice(scope, program_name);
+  std::string driver_output;
+  if (to_sink)
+    driver_output = capture_stderr([&] { s = clBuildProgram(prog, 1, &id_, options.c_str(), nullptr, nullptr); });
+  else
+    s = clBuildProgram(prog, 1, &id_, options.c_str(), nullptr, nullptr);
   auto build_log = [&] {
     size_t n = 0;
     clGetProgramBuildInfo(prog, id_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
@@ -265,6 +354,10 @@ cl_program Device::program(const std::string& file, const std::string& defines, 
     throw Error("building kernels " + key + " for " + info_.name + ": " + cl_error_name(s) + "\n" + log);
   }
   if (show_log) std::cerr << "build log: " << file << " " << defines << "\n" << build_log() << "\n";
+  if (to_sink) {
+    for (const auto& line : message_lines(driver_output)) scope->on_message_(program_name, line);
+    for (const auto& line : message_lines(build_log())) scope->on_message_(program_name, line);
+  }
   // TEXPLAN_BUILD_DUMP=DIR: every built program's binary (NVIDIA: PTX text)
   // into DIR/<n>.bin, named in the log, for ptxas and cuobjdump.
   if (const char* dir = std::getenv("TEXPLAN_BUILD_DUMP")) {

@@ -8,6 +8,7 @@
 #pragma once
 #include <CL/cl.h>
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -69,6 +70,31 @@ class Device {
   cl_command_queue profiling_queue_ = nullptr;
   std::mutex programs_mutex_;
   std::vector<std::pair<std::string, cl_program>> programs_;
+};
+
+// While one lives (on this thread; scopes nest, the innermost counts),
+// Device::program tells it about every program it builds: `on_build(program,
+// false)` before and `(program, true)` after, failed builds included
+// (`program` is the kernel file and its defines). With `on_message` the
+// compiler's warnings (the build log, and what the driver prints to stderr
+// while it builds, which is captured for the build) go there line by line;
+// without it, and outside any scope, kernels build with -w: warnings in
+// texplan's own kernels are nothing a user can act on. A failed build's log
+// is in the Error it throws either way.
+class KernelBuildScope {
+ public:
+  using BuildCallback = std::function<void(const std::string& program, bool done)>;
+  using MessageSink = std::function<void(const std::string& program, const std::string& line)>;
+  KernelBuildScope(BuildCallback on_build, MessageSink on_message);
+  ~KernelBuildScope();
+  KernelBuildScope(const KernelBuildScope&) = delete;
+  KernelBuildScope& operator=(const KernelBuildScope&) = delete;
+
+ private:
+  friend class Device;
+  BuildCallback on_build_;
+  MessageSink on_message_;
+  KernelBuildScope* outer_;
 };
 
 // Selects a device: "pocl" (the PoCL CPU device), "gpu" (first GPU of any
