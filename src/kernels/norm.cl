@@ -25,8 +25,23 @@ inline float group_sum(__local float* s, float v) {
   return r;
 }
 
-// LayerNormalization over contiguous rows of R: mean, then the variance of
-// the centred values (two passes: no cancellation), then scale and bias.
+// The mean and inverse standard deviation of a row of R, by the work-group:
+// the mean, then the variance of the centred values (two passes: no
+// cancellation).
+inline float2 row_moments(__local float* s, __global const float* xr, int R, float eps) {
+  int l = get_local_id(0);
+  float sum = 0.0f;
+  for (int r = l; r < R; r += RG) sum += xr[r];
+  float mean = group_sum(s, sum) / (float)R;
+  float sq = 0.0f;
+  for (int r = l; r < R; r += RG) {
+    float d = xr[r] - mean;
+    sq += d * d;
+  }
+  return (float2)(mean, 1.0f / sqrt(group_sum(s, sq) / (float)R + eps));
+}
+
+// LayerNormalization over contiguous rows of R, then scale and bias.
 // stats bit 1 / bit 2: also write each row's mean / inverse std deviation.
 __kernel __attribute__((reqd_work_group_size(RG, 1, 1)))
 void layer_norm(__global const float* x, int xo, __global const float* scale, int so, __global const float* bias,
@@ -36,15 +51,8 @@ void layer_norm(__global const float* x, int xo, __global const float* scale, in
   int row = get_group_id(0), l = get_local_id(0);
   __global const float* xr = x + xo + row * R;
   __global float* yr = y + yo + row * R;
-  float sum = 0.0f;
-  for (int r = l; r < R; r += RG) sum += xr[r];
-  float mean = group_sum(s, sum) / (float)R;
-  float sq = 0.0f;
-  for (int r = l; r < R; r += RG) {
-    float d = xr[r] - mean;
-    sq += d * d;
-  }
-  float inv = 1.0f / sqrt(group_sum(s, sq) / (float)R + eps);
+  float2 m = row_moments(s, xr, R, eps);
+  float mean = m.x, inv = m.y;
   if (l == 0 && (stats & 1)) mean_out[mno + row] = mean;
   if (l == 0 && (stats & 2)) inv_out[ivo + row] = inv;
   for (int r = l; r < R; r += RG)
@@ -62,17 +70,9 @@ void instance_norm(__global const float* x, int xo, __global const float* scale,
   int row = get_group_id(0), l = get_local_id(0);
   __global const float* xr = x + xo + (long)row * R;
   __global float* yr = y + yo + (long)row * R;
-  float sum = 0.0f;
-  for (int r = l; r < R; r += RG) sum += xr[r];
-  float mean = group_sum(s, sum) / (float)R;
-  float sq = 0.0f;
-  for (int r = l; r < R; r += RG) {
-    float d = xr[r] - mean;
-    sq += d * d;
-  }
-  float inv = 1.0f / sqrt(group_sum(s, sq) / (float)R + eps);
-  float g = scale[so + row % C] * inv, b = bias[bo + row % C];
-  for (int r = l; r < R; r += RG) yr[r] = (xr[r] - mean) * g + b;
+  float2 m = row_moments(s, xr, R, eps);
+  float g = scale[so + row % C] * m.y, b = bias[bo + row % C];
+  for (int r = l; r < R; r += RG) yr[r] = (xr[r] - m.x) * g + b;
 }
 
 // LayerNormalization on CPU devices (PoCL): one work-item per row of R, the
