@@ -18,12 +18,12 @@ struct ImportOptions {
   int64_t max_nodes = 1000000;
   // Symbolic input dimensions fixed by name ("batch" -> 1), as `--dim
   // batch=1`; a name that no input uses is an error.
-  std::map<std::string, int64_t> dims;
+  std::map<std::string, int64_t> dims = {};
   // Whole input shapes by input name, as `--input-shape x=1x3x224x224` or
   // the shapes of the tensors a run is given; they must agree with the
   // input's static dims. Every symbolic dimension left unfixed is an error
   // that names it and these two ways to fix it.
-  std::map<std::string, Shape> input_shapes;
+  std::map<std::string, Shape> input_shapes = {};
 };
 
 // A graph input as the file declares it: dims[k] < 0 where dimension k is
