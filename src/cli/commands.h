@@ -21,7 +21,7 @@ namespace texplan::cli {
 
 using nlohmann::json;
 
-std::string human_bytes(int64_t b);  // "3.06 MiB"
+using texplan::human_bytes;  // graph/graph.h
 
 // Device profile by name ("pocl", "h100", "adreno"), JSON path, or "opencl"
 // (read off the default OpenCL device: the first GPU, else PoCL).

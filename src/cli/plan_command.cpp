@@ -20,15 +20,6 @@ std::string ms_text(double ms) {
 }
 }  // namespace
 
-std::string human_bytes(int64_t b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = double(b);
-  int u = 0;
-  while (v >= 1024 && u < 4) v /= 1024, ++u;
-  char s[32];
-  std::snprintf(s, sizeof s, u == 0 ? "%.0f %s" : "%.2f %s", v, units[u]);
-  return s;
-}
 
 json plan_report(const std::string& model, const std::vector<plan::UsageRecord>& recs,
                  const plan::DeviceProfile& dev, const PlanOptions& opt) {

@@ -1,6 +1,7 @@
 #include "graph/graph.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <queue>
@@ -52,6 +53,16 @@ std::string to_string(const Shape& s) {
   std::ostringstream o;
   for (size_t i = 0; i < s.size(); ++i) o << (i ? "x" : "") << s[i];
   return o.str();
+}
+
+std::string human_bytes(int64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = double(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) v /= 1024, ++u;
+  char s[32];
+  std::snprintf(s, sizeof s, u == 0 ? "%.0f %s" : "%.2f %s", v, units[u]);
+  return s;
 }
 
 namespace {

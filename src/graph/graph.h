@@ -27,6 +27,7 @@ using Shape = std::vector<int64_t>;
 // Number of elements; throws Error if a dim is negative or the product overflows.
 int64_t element_count(const Shape& s);
 std::string to_string(const Shape& s);  // "1x3x224x224"
+std::string human_bytes(int64_t bytes);  // "3.06 MiB"
 
 // Host-side tensor value: constants, weights, inputs and reference results.
 // Construction allocates element_count(shape) * element_size(dtype) bytes,

@@ -9,19 +9,9 @@
 
 namespace texplan::runtime {
 
-std::string human_size(int64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = double(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) v /= 1024, ++u;
-  char s[32];
-  std::snprintf(s, sizeof s, u == 0 ? "%.0f %s" : "%.2f %s", v, units[u]);
-  return s;
-}
-
 std::string pool_out_of_memory(const std::string& model, int pool_id, const std::string& kind, int64_t bytes,
                                const DeviceInfo& device, const std::string& reason) {
-  return model + ": out of memory: pool " + std::to_string(pool_id) + " (" + kind + ", " + human_size(bytes) +
+  return model + ": out of memory: pool " + std::to_string(pool_id) + " (" + kind + ", " + human_bytes(bytes) +
          ") does not fit device '" + device.name + "': " + reason;
 }
 
@@ -42,11 +32,11 @@ void check_pool_fits(const std::string& model, int pool_id, const std::string& k
   };
   if (bytes <= 0) return;
   if (p.max_alloc_bytes > 0 && bytes > p.max_alloc_bytes)
-    refuse("exceeds the device's largest allocation, " + human_size(p.max_alloc_bytes) + " (global memory " +
-           human_size(p.global_mem_bytes) + ")");
+    refuse("exceeds the device's largest allocation, " + human_bytes(p.max_alloc_bytes) + " (global memory " +
+           human_bytes(p.global_mem_bytes) + ")");
   if (p.global_mem_bytes > 0 && bytes > p.global_mem_bytes - std::min(allocated, p.global_mem_bytes))
-    refuse("exceeds the device's global memory, " + human_size(p.global_mem_bytes) + ", of which " +
-           human_size(allocated) + " already hold earlier pools");
+    refuse("exceeds the device's global memory, " + human_bytes(p.global_mem_bytes) + ", of which " +
+           human_bytes(allocated) + " already hold earlier pools");
   if (device.type != "cpu") return;
   // The probe maps without touching a page, so it costs next to nothing; it
   // fails where the driver's own allocation would: beyond the address-space
@@ -54,7 +44,7 @@ void check_pool_fits(const std::string& model, int pool_id, const std::string& k
   const size_t probe = size_t(bytes) + size_t(kDriverHeadroom);
   void* m = ::mmap(nullptr, probe, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED)
-    refuse("the host cannot give this process " + human_size(int64_t(probe)) + " more (" + std::strerror(errno) +
+    refuse("the host cannot give this process " + human_bytes(int64_t(probe)) + " more (" + std::strerror(errno) +
            "; the device's memory is host memory)");
   ::munmap(m, probe);
 }

@@ -12,8 +12,6 @@
 
 namespace texplan::runtime {
 
-// "1.00 GiB", "512.00 MiB", "96 B".
-std::string human_size(int64_t bytes);
 
 // "<model>: out of memory: pool <id> (<kind>, <size>) does not fit device
 // '<name>': <reason>".
