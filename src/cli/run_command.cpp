@@ -280,7 +280,7 @@ int run_command(const RunArgs& a) {
   plan::MemoryPlan plan = plan::plan_memory(pin.records, profile, strategy);
   plan::validate(plan, pin.records, profile);
   if (offloader && offloader->needs_measurement()) {
-    // Auto without a cached measurement: a first session measures each
+    // Auto without a cached measurement: a measuring Session times each
     // candidate; then partition and plan again, without the scratch of the
     // nodes texplan keeps (its pools are freed first).
     {
