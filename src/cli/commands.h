@@ -36,6 +36,8 @@ struct PlanOptions {
   OptimizeOptions optimize;             // graph rewrites before planning (optimize/optimize.h)
   bool optimization_shares = true;      // re-optimize with each one off to report its share
   ImportOptions import;                 // symbolic dimensions fixed by --dim / --input-shape
+  // --precision fp16: Float32 tensors planned as 2-byte halves (UsageOptions::float_storage).
+  DataType float_storage = DataType::Float32;
 };
 
 // Symbolic dimensions: --dim NAME=VALUE and --input-shape NAME=DxDx... (both
@@ -76,8 +78,8 @@ struct RunArgs {
   bool check = false;
   bool guard = false;
   int bench = 0;
-  double tolerance = -1;  // negative: by precision, 1e-4 for fp32, 1e-2 for tf32 (docs/precision.md)
-  std::string precision = "fp32";  // fp32 | tf32 (runtime::Precision)
+  double tolerance = -1;  // negative: by precision, 1e-4 for fp32, 1e-2 for tf32 and fp16 (docs/precision.md)
+  std::string precision = "fp32";  // fp32 | tf32 | fp16 (runtime::Precision)
   std::string json_path;
   std::string output_dir;  // writes output_N.pb there
   bool profile = false;    // per-node device times (cli/profile_report.h)

@@ -11,6 +11,7 @@
 #include "cli/usage.h"
 #include "graph/safe_file.h"
 #include "runtime/device.h"
+#include "runtime/session.h"
 
 using namespace texplan;
 
@@ -72,6 +73,11 @@ int main(int argc, char** argv) {
   plan->add_option("--offload", offload,
                    "none, clblast or auto: partition the nodes between texplan and CLBlast and plan CLBlast's scratch")
       ->check(CLI::IsMember({"none", "clblast", "auto"}))
+      ->capture_default_str();
+  std::string plan_precision = "fp32";
+  plan->add_option("--precision", plan_precision,
+                   "fp16: float tensors stored as IEEE half (2-byte elements: plans halve); fp32 and tf32 store fp32")
+      ->check(CLI::IsMember({"fp32", "tf32", "fp16"}))
       ->capture_default_str();
   plan->add_option("--json", json_path, "write the report as JSON (-: to stdout, the table to stderr)");
   plan->add_option("--timeline", timeline_path, "draw the plan(s) as a picture: FILE.svg, or FILE.html with hover details")
@@ -149,6 +155,7 @@ int main(int argc, char** argv) {
       opt.offload = offload;
       opt.offload_on_device = target == "opencl";
       opt.textures = parse_texture_mode(textures);
+      opt.float_storage = runtime::float_storage(runtime::parse_precision(plan_precision));
       opt.optimize = plan_optimize;
       cli::apply_shape_settings(plan_shapes, opt.import);
       cli::json report;

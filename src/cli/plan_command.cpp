@@ -95,7 +95,9 @@ void print_plan_table(const json& r, std::ostream& out) {
   if (r.contains("optimization")) print_optimize_summary(r["optimization"], out);
   out << "model " << r["model"].get<std::string>() << ": " << r["records"] << " tensors to place";
   if (r["texture_records"].get<int64_t>() > 0) out << " (" << r["texture_records"] << " as textures)";
-  out << ", target " << r["target"].get<std::string>() << "\n";
+  out << ", target " << r["target"].get<std::string>();
+  if (r.value("precision", "fp32") == "fp16") out << ", fp16 storage (float tensors as 2-byte halves)";
+  out << "\n";
   if (r.contains("raw_lower_bound_bytes") && r["raw_lower_bound_bytes"] != r["lower_bound_bytes"])
     out << "lower bound as imported: " << human_bytes(r["raw_lower_bound_bytes"]) << "\n";
   int64_t lb = r["lower_bound_bytes"];
@@ -150,10 +152,13 @@ json plan_model(const std::string& model_path, const plan::DeviceProfile& dev, c
   const OptimizeReport optimized = optimize(g, opt.optimize);
   auto t1 = std::chrono::steady_clock::now();
   // Without textures: the buffer-only lower bound every texture plan is measured against.
-  const int64_t buffer_lower_bound = plan::lower_bound_bytes(make_usage_records(g).records);
+  UsageOptions buffers_only;
+  buffers_only.float_storage = opt.float_storage;
+  const int64_t buffer_lower_bound = plan::lower_bound_bytes(make_usage_records(g, buffers_only).records);
   const StorageAssignment storage = assign_storage(g, dev, opt.textures);
   UsageOptions uo;
   uo.storage = &storage;
+  uo.float_storage = opt.float_storage;
   PlanInput in = make_usage_records(g, uo);
   // Offload: the partition's scratch records are planned with the tensors.
   std::unique_ptr<offload::Offloader> offloader;
@@ -195,7 +200,10 @@ json plan_model(const std::string& model_path, const plan::DeviceProfile& dev, c
   r["optimization"] = optimize_json(
       optimized, imported ? optimization_shares(*imported, opt.optimize, optimized)
                           : std::vector<OptimizationShare>{});
-  r["raw_lower_bound_bytes"] = optimized.raw_lower_bound_bytes;
+  r["precision"] = opt.float_storage == DataType::Float16 ? "fp16" : "fp32";
+  // The optimizations' figures count fp32 bytes: with fp16 the bound as
+  // imported is not comparable to the planned one.
+  if (opt.float_storage == DataType::Float32) r["raw_lower_bound_bytes"] = optimized.raw_lower_bound_bytes;
   if (offloader) {
     r["partition"] = offloader->report();
     r["partition"]["scratch_sizing"] = opt.offload_on_device

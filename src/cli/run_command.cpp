@@ -71,12 +71,13 @@ void add_run_options(CLI::App& app, RunArgs& a) {
   app.add_flag("--allow-trivial-reference", a.allow_trivial_reference,
                "let --check pass against a reference output that is all zeros or constant (refused otherwise)");
   app.add_option("--tolerance", a.tolerance,
-                 "largest relative error --check accepts (default 1e-4 with fp32, 1e-2 with tf32)")
+                 "largest relative error --check accepts (default 1e-4 with fp32, 1e-2 with tf32 and fp16)")
       ->check(number_in(0));
   app.add_option("--precision", a.precision,
                  "fp32: exact; tf32: Conv/Gemm/MatMul on tensor cores with inputs rounded to tf32 (NVIDIA GPUs, "
-                 "opt-in: relative errors near 1e-3; elsewhere fp32 with a warning)")
-      ->check(CLI::IsMember({"fp32", "tf32"}))
+                 "opt-in: relative errors near 1e-3; elsewhere fp32 with a warning); fp16: float activations and "
+                 "weights stored as IEEE half, fp32 arithmetic (every device; plans halve; errors near 1e-3)")
+      ->check(CLI::IsMember({"fp32", "tf32", "fp16"}))
       ->capture_default_str();
   app.add_flag("--guard", a.guard, "poison pools and check after every node that live tensors stay intact");
   app.add_option("--bench", a.bench, "time N runs after warm-up")->check(whole_number(0, 1 << 30));
@@ -239,17 +240,26 @@ int run_command(const RunArgs& a) {
               << (device ? device->info().name : std::string("the reference executor")) << " runs exact fp32\n";
     precision = runtime::Precision::Fp32;
   }
-  const double tolerance = a.tolerance >= 0 ? a.tolerance : precision == runtime::Precision::Tf32 ? 1e-2 : 1e-4;
+  if (precision == runtime::Precision::Fp16 && on_cpu)
+    throw Error(g.model_name + ": --precision fp16 stores tensors on an OpenCL device; --device cpu is the host's "
+                "fp32 reference executor");
+  if (precision == runtime::Precision::Fp16 && a.offload != "none")
+    throw Error(g.model_name + ": --precision fp16 runs texplan's kernels only: CLBlast takes fp32 buffers "
+                "(drop --offload)");
+  const double tolerance = a.tolerance >= 0 ? a.tolerance : precision == runtime::Precision::Fp32 ? 1e-4 : 1e-2;
   const OptimizeReport optimized =
       optimize(g, runtime::runnable(a.optimize, on_cpu ? "cpu-executor" : device->info().type));
   verbose_log() << g.model_name << ": optimized to " << g.nodes.size() << " nodes in " << since() << "\n";
   // Textures run on OpenCL devices only: the CPU executor plans buffers.
-  const int64_t buffer_lower_bound = plan::lower_bound_bytes(make_usage_records(g).records);
+  UsageOptions buffers_only;
+  buffers_only.float_storage = runtime::float_storage(precision);
+  const int64_t buffer_lower_bound = plan::lower_bound_bytes(make_usage_records(g, buffers_only).records);
   const StorageAssignment storage =
       assign_storage(g, profile, on_cpu ? TextureMode::None : parse_texture_mode(a.textures));
   for (const auto& f : storage.fallbacks) verbose_log() << "texture fallback: " << f << "\n";
   UsageOptions uo;
   uo.storage = &storage;
+  uo.float_storage = runtime::float_storage(precision);
   PlanInput pin = make_usage_records(g, uo);
   std::unique_ptr<runtime::TuningCache> cache;
   if (!a.tuning_cache.empty()) cache = std::make_unique<runtime::TuningCache>(a.tuning_cache);
@@ -321,7 +331,7 @@ int run_command(const RunArgs& a) {
   Timing timing;
   int64_t activation_bytes = 0;
   int guard_violations = 0;
-  std::vector<std::string> fallback, offloaded, tf32_nodes, split_k_nodes;
+  std::vector<std::string> fallback, offloaded, tf32_nodes, split_k_nodes, half_fallback;
   json partition_ms;
 
   if (on_cpu) {
@@ -360,6 +370,7 @@ int run_command(const RunArgs& a) {
     activation_bytes = session.activation_bytes();
     weight_bytes = session.weight_bytes();
     fallback = session.fallback_nodes();
+    half_fallback = session.half_fallback_nodes();
     offloaded = session.offloaded_nodes();
     tf32_nodes = session.tf32_nodes();
     split_k_nodes = session.split_k_nodes();
@@ -414,6 +425,7 @@ int run_command(const RunArgs& a) {
   report["activation_bytes"] = activation_bytes;
   report["weight_bytes"] = weight_bytes;
   report["fallback_nodes"] = fallback;
+  report["half_fallback_nodes"] = half_fallback;  // fp16: on the CPU for want of a half-storage kernel
   report["offload"] = a.offload;
   report["offloaded_nodes"] = offloaded;
   if (offloader) {
@@ -467,6 +479,9 @@ int run_command(const RunArgs& a) {
   std::cout << "precision   " << runtime::precision_name(precision);
   if (precision == runtime::Precision::Tf32)
     std::cout << ": " << tf32_nodes.size() << " node(s) on tensor cores, inputs rounded to tf32, fp32 sums; the rest exact\n";
+  else if (precision == runtime::Precision::Fp16)
+    std::cout << ": float activations and weights stored as IEEE half, fp32 arithmetic; inputs and outputs fp32 ("
+              << half_fallback.size() << " node(s) on the CPU for want of a half-storage kernel)\n";
   else
     std::cout << " (exact)\n";
   std::cout << "activations " << human_bytes(activation_bytes) << " allocated (" << activation_bytes

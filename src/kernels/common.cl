@@ -83,3 +83,28 @@ inline void split_add(__global float* p, float v) {
 }
 #endif
 #endif
+
+// Storage of float tensors (activations, weights, packed weights): fp32, or
+// IEEE half under -DTEXPLAN_HALF (--precision fp16, runtime NodeBuilder::half).
+// Arithmetic is fp32 either way: LD widens an element to float, ST rounds a
+// float to the storage (nearest even). vload_half / vstore_half are core
+// OpenCL, so half storage needs no cl_khr_fp16. Kernel files that use these
+// for every float tensor are listed in runtime/ops.cpp half_kernel_file.
+//   LD(p, i)      element i of p, as float
+//   ST(p, i, v)   element i of p = v
+//   LDV(n, p)     n floats from p (n = 2, 4, 8, 16), as floatn; STV(n, p, v)
+#ifdef TEXPLAN_HALF
+typedef half real_t;
+#define LD(p, i) vload_half((i), (p))
+#define ST(p, i, v) vstore_half((v), (i), (p))
+#define LDV_(n, p) vload_half##n(0, (p))
+#define STV_(n, p, v) vstore_half##n((v), 0, (p))
+#else
+typedef float real_t;
+#define LD(p, i) ((p)[i])
+#define ST(p, i, v) ((p)[i] = (v))
+#define LDV_(n, p) vload##n(0, (p))
+#define STV_(n, p, v) vstore##n((v), 0, (p))
+#endif
+#define LDV(n, p) LDV_(n, p)
+#define STV(n, p, v) STV_(n, p, v)

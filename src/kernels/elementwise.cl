@@ -84,6 +84,7 @@ BINARY(greater_i64, long, uchar, u > v)
     strided_offset2(i, dims, sa, sb, &oa, &ob);                                             \
     y[yo + i] = c[co + strided_offset(i, dims, sc)] ? a[ao + oa] : b[bo + ob];              \
   }
+WHERE(where_b2, ushort)
 WHERE(where_b4, uint)
 WHERE(where_b8, ulong)
 
@@ -104,3 +105,14 @@ CAST(cast_f32_bool, float, uchar, v != 0.0f)
 CAST(cast_i64_bool, long, uchar, v != 0)
 CAST(cast_bool_f32, uchar, float, v ? 1.0f : 0.0f)
 CAST(cast_bool_i64, uchar, long, v ? 1 : 0)
+
+// --precision fp16 at a run's boundary (runtime/session.cpp): the caller's
+// fp32 device tensors to half storage and back (round to nearest even).
+__kernel void f32_to_half(__global const float* x, int xo, __global half* y, int yo, int n) {
+  int i = get_global_id(0);
+  if (i < n) vstore_half(x[xo + i], yo + i, y);
+}
+__kernel void half_to_f32(__global const half* x, int xo, __global float* y, int yo, int n) {
+  int i = get_global_id(0);
+  if (i < n) y[yo + i] = vload_half(xo + i, x);
+}

@@ -104,6 +104,8 @@ inline void index_fault(__global int* fault, int node, long k) {
       index_fault(fault, node, idx[io + j]);                                                \
     }                                                                                       \
   }
+GATHER(gather_b2_i64, ushort, long)
+GATHER(gather_b2_i32, ushort, int)
 GATHER(gather_b4_i64, uint, long)
 GATHER(gather_b4_i32, uint, int)
 GATHER(gather_b8_i64, ulong, long)
@@ -131,6 +133,8 @@ GATHER(gather_b8_i32, ulong, int)
       index_fault(fault, node, idx[io + j]);                                                \
     }                                                                                       \
   }
+GATHER_ROWS(gather_rows_b2_i64, ushort, long)
+GATHER_ROWS(gather_rows_b2_i32, ushort, int)
 GATHER_ROWS(gather_rows_b4_i64, uint, long)
 GATHER_ROWS(gather_rows_b4_i32, uint, int)
 GATHER_ROWS(gather_rows_b8_i64, ulong, long)

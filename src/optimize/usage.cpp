@@ -6,12 +6,20 @@
 
 namespace texplan {
 
-plan::TextureExtent texture_extent(const Shape& s) {
+plan::TextureExtent texture_extent(const Shape& s, int element_bytes) {
   plan::TextureExtent e;
   e.width = s[3];
   e.height = s[0] * ((s[1] + 3) / 4) * s[2];
-  e.pixel_bytes = 16;
+  e.pixel_bytes = 4 * element_bytes;
   return e;
+}
+
+size_t stored_element_size(DataType t, DataType float_storage) {
+  return element_size(t == DataType::Float32 ? float_storage : t);
+}
+
+int64_t stored_bytes(const Tensor& t, DataType float_storage) {
+  return element_count(t.shape) * int64_t(stored_element_size(t.dtype, float_storage));
 }
 
 PlanInput make_usage_records(const Graph& g, const UsageOptions& opt) {
@@ -20,6 +28,12 @@ PlanInput make_usage_records(const Graph& g, const UsageOptions& opt) {
   StorageSharing sharing = storage_sharing(g);
   p.alias_root = std::move(sharing.root);
   p.alias_offset = std::move(sharing.offset);
+  // Sharing counts bytes of the graph's dtypes: scale Float32 offsets (views
+  // and concat slices inside a tensor of their own dtype) to the storage's.
+  const int64_t float_bytes = int64_t(stored_element_size(DataType::Float32, opt.float_storage));
+  if (float_bytes != 4)
+    for (size_t t = 0; t < p.alias_offset.size(); ++t)
+      if (g.tensors[t].dtype == DataType::Float32) p.alias_offset[t] = p.alias_offset[t] / 4 * float_bytes;
   const int32_t last_step = p.steps - 1;
   const size_t nt = g.tensors.size();
 
@@ -56,13 +70,13 @@ PlanInput make_usage_records(const Graph& g, const UsageOptions& opt) {
     const Tensor& x = g.tensors[t];
     plan::UsageRecord r;
     r.name = x.name;
-    r.bytes = x.bytes();
+    r.bytes = stored_bytes(x, opt.float_storage);
     r.first = first[t];
     r.last = std::max(last[t], first[t]);
     r.op = x.producer >= 0 ? g.nodes[x.producer].op_type : "input";
     if (opt.storage && opt.storage->is_texture(t)) {
       r.storage = plan::Storage::Texture;
-      r.extent = texture_extent(x.shape);
+      r.extent = texture_extent(x.shape, int(stored_element_size(x.dtype, opt.float_storage)));
       r.bytes = r.extent.tight_bytes();
     }
     p.record_of_tensor[t] = int(p.records.size());

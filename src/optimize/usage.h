@@ -13,7 +13,14 @@ namespace texplan {
 struct UsageOptions {
   // Which tensors are textures (optimize/storage.h); null: all buffers.
   const StorageAssignment* storage = nullptr;
+  // What Float32 tensors are stored as: Float16 halves their records
+  // (--precision fp16, runtime::float_storage); other dtypes are unaffected.
+  DataType float_storage = DataType::Float32;
 };
+
+// Bytes of `t` in memory when Float32 tensors are stored as `float_storage`.
+int64_t stored_bytes(const Tensor& t, DataType float_storage);
+size_t stored_element_size(DataType t, DataType float_storage);
 
 // Per tensor, the tensor whose storage it uses (itself if none):
 // storage_sharing(g).root (optimize/sharing.h: aliases such as Reshape,
@@ -21,8 +28,9 @@ struct UsageOptions {
 std::vector<int> alias_roots(const Graph& g);
 
 // Texture extent of a 4D NCHW fp32 activation, channels packed by 4 into
-// RGBA pixels: width = W, height = N * ceil(C/4) * H.
-plan::TextureExtent texture_extent(const Shape& nchw);
+// RGBA pixels: width = W, height = N * ceil(C/4) * H; pixels of 4 x
+// `element_bytes` (4: CL_FLOAT, 2: CL_HALF_FLOAT).
+plan::TextureExtent texture_extent(const Shape& nchw, int element_bytes = 4);
 
 struct PlanInput {
   std::vector<plan::UsageRecord> records;

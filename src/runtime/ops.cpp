@@ -4,6 +4,7 @@
 #include <climits>
 #include <map>
 
+#include "reference/common.h"
 #include "runtime/tuning.h"
 
 namespace texplan::runtime {
@@ -95,11 +96,18 @@ MemArg NodeBuilder::upload(const void* data, size_t bytes) {
   return {m};
 }
 
+MemArg NodeBuilder::upload_floats(const float* data, size_t count) {
+  if (!half) return upload(data, count * sizeof(float));
+  std::vector<uint16_t> h(count);
+  for (size_t k = 0; k < count; ++k) h[k] = reference::float_to_half(data[k]);
+  return upload(h.data(), count * sizeof(uint16_t));
+}
+
 MemArg NodeBuilder::packed(const std::string& key, const std::function<std::vector<float>()>& make) {
   auto it = packed_.find(key);
   if (it != packed_.end() && std::find(buffers.begin(), buffers.end(), it->second) != buffers.end()) return {it->second};
   const std::vector<float> v = make();
-  const MemArg m = upload(v.data(), v.size() * sizeof(float));
+  const MemArg m = upload_floats(v.data(), v.size());
   packed_[key] = m.mem;
   return m;
 }
@@ -126,7 +134,7 @@ const HostTensor* NodeBuilder::constant(int i) const {
 TensorArg NodeBuilder::arg(int tensor) const {
   const Tensor& t = g_.tensors.at(tensor);
   Location l = locate_(tensor);
-  int64_t es = int64_t(element_size(t.dtype));
+  int64_t es = int64_t(stored_size(t.dtype));
   if (l.byte_offset % es != 0)
     throw Error("tensor " + t.name + " at byte offset " + std::to_string(l.byte_offset) +
                 " is not aligned to its element size");
@@ -134,8 +142,11 @@ TensorArg NodeBuilder::arg(int tensor) const {
 }
 
 Launch& NodeBuilder::new_launch(const Source& src, const char* name, const Range& r) {
+  if (half && !half_kernel_file(src.file)) throw NoHalfKernel{src.file};
   cl_int s = CL_SUCCESS;
-  cl_kernel k = clCreateKernel(dev_.program(src.file, src.defines, src.prelude), name, &s);
+  const cl_program program =
+      dev_.program(src.file, half ? src.defines + " -DTEXPLAN_HALF" : src.defines, src.prelude);
+  cl_kernel k = clCreateKernel(program, name, &s);
   if (s != CL_SUCCESS) throw Error(std::string("clCreateKernel(") + name + "): " + cl_error_name(s));
   Launch& l = launches.emplace_back();
   l.kernel = k;
@@ -151,6 +162,11 @@ void NodeBuilder::set_raw(Launch& l, cl_uint& index, size_t size, const void* va
   if (s != CL_SUCCESS)
     throw Error("clSetKernelArg(" + l.name + ", " + std::to_string(index) + "): " + cl_error_name(s));
   ++index;
+}
+
+bool half_kernel_file(const std::string& file) {
+  static const char* const converted[] = {""};
+  return std::find(std::begin(converted), std::end(converted), file) != std::end(converted);
 }
 
 namespace {

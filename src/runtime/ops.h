@@ -184,6 +184,13 @@ class NodeBuilder {
   bool tf32 = false;
   bool used_tf32 = false;  // set by a lowering that prepared tf32 kernels
   bool used_split_k = false;  // set by a lowering that split a product over K (launch_splitk_zero)
+  // Float32 tensors (activations, weights, packed weights) are stored as
+  // IEEE half (Precision::Fp16): kernels are built with -DTEXPLAN_HALF
+  // (common.cl's real_t, LD, ST), and a kernel file without that form
+  // throws NoHalfKernel (the session runs the node on the CPU instead).
+  bool half = false;
+  // Bytes of one element of dtype `t` in device memory.
+  size_t stored_size(DataType t) const { return half && t == DataType::Float32 ? 2 : element_size(t); }
   // Kernels whose indices are data (Gather) report an index out of range in
   // the session's fault flags (src/kernels/shape.cl index_fault), which the
   // session reads with a run's outputs and raises: the flags and this
@@ -218,6 +225,9 @@ class NodeBuilder {
   // A read-only device buffer holding `bytes` of `data` (packed weights),
   // owned by `buffers` (take with std::swap, like `launches`).
   MemArg upload(const void* data, size_t bytes);
+  // upload() of `count` floats as the node's float tensors are stored (half
+  // where `half`).
+  MemArg upload_floats(const float* data, size_t count);
   // upload() of the floats `make` returns, once per `key` and node (tuning's
   // candidates share it). The session keeps only the buffers that the
   // launches it takes read.
@@ -250,6 +260,15 @@ class NodeBuilder {
   bool images_1d_ = false;
   std::map<std::string, cl_mem> packed_;
 };
+
+// Thrown by NodeBuilder::launch when `half` is set and kernel file `file`
+// has no half-storage form (half_kernel_file); the session catches it.
+struct NoHalfKernel {
+  std::string file;
+};
+// Whether src/kernels/`file` compiles with -DTEXPLAN_HALF (its float
+// tensors through real_t / LD / ST).
+bool half_kernel_file(const std::string& file);
 
 // Prepares conv kernel `name` (X, W, bias, Y, ConvParams: gemm.cl,
 // gemm_mma.cl, conv.cl, conv_winograd.cl) on the node's input 0 and output 0,

@@ -465,12 +465,12 @@ void launch_winograd(NodeBuilder& b, const ConvGeometry& g, bool has_bias, const
 // into it, so it must not.
 bool output_overlaps_input(const NodeBuilder& b, int except) {
   const TensorArg y = b.arg_out(0);
-  const int64_t ye = int64_t(element_size(b.out(0).dtype));
+  const int64_t ye = int64_t(b.stored_size(b.out(0).dtype));
   const int64_t y0 = int64_t(y.offset) * ye, y1 = y0 + element_count(b.out(0).shape) * ye;
   for (int i = 0; i < b.inputs(); ++i) {
     if (!b.has_in(i) || i == except) continue;
     const TensorArg x = b.arg_in(i);
-    const int64_t xe = int64_t(element_size(b.in(i).dtype));
+    const int64_t xe = int64_t(b.stored_size(b.in(i).dtype));
     const int64_t x0 = int64_t(x.offset) * xe, x1 = x0 + element_count(b.in(i).shape) * xe;
     if (x.mem == y.mem && x0 < y1 && y0 < x1) return true;
   }

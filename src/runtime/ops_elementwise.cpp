@@ -117,14 +117,14 @@ bool lower_binary(NodeBuilder& b) {
 
 bool lower_where(NodeBuilder& b) {
   if (b.inputs() != 3 || b.in(0).dtype != DataType::Bool || b.in(1).dtype != b.in(2).dtype) return false;
-  size_t es = element_size(b.in(1).dtype);
-  if (es != 4 && es != 8) return false;
+  size_t es = b.stored_size(b.in(1).dtype);
+  if (es != 2 && es != 4 && es != 8) return false;
   const Shape& out = b.out(0).shape;
   int64_t n = element_count(out);
   Strided s = collapse({out,
                         {contiguous_strides(out), broadcast_strides(b.in(0).shape, out),
                          broadcast_strides(b.in(1).shape, out), broadcast_strides(b.in(2).shape, out)}});
-  b.launch("elementwise.cl", es == 4 ? "where_b4" : "where_b8", linear_range(n), b.arg_in(0), b.arg_in(1),
+  b.launch("elementwise.cl", es == 2 ? "where_b2" : es == 4 ? "where_b4" : "where_b8", linear_range(n), b.arg_in(0), b.arg_in(1),
            b.arg_in(2), b.arg_out(0), i32(n), to_dims(s.dims, 1), to_dims(s.strides[1], 0),
            to_dims(s.strides[2], 0), to_dims(s.strides[3], 0));
   return true;

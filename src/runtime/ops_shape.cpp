@@ -15,7 +15,7 @@ Range cpu_item_range(int64_t n) {
 }
 
 namespace {
-std::string sized(const char* base, DataType t) { return std::string(base) + "_b" + std::to_string(element_size(t)); }
+std::string sized(const char* base, size_t element_bytes) { return std::string(base) + "_b" + std::to_string(element_bytes); }
 
 // CPU devices (PoCL): copies by contiguous runs or 16x16 tiles (shape.cl's
 // copy_runs_* and transpose_tiles_*) where the collapsed walk has them;
@@ -30,11 +30,11 @@ bool launch_copy_cpu(NodeBuilder& b, const TensorArg& src, const TensorArg& dst,
   if (sx[r - 1] == 1) {  // runs of L, in chunks of CH (about 64 items at least; chunks of 1 KiB at least)
     const int64_t L = c.dims[r - 1];
     if (L < 8) return false;
-    const int64_t CH = std::min(L, std::max<int64_t>(1024 / int64_t(element_size(t)), (ceil_div(n, 64) + 15) / 16 * 16));
+    const int64_t CH = std::min(L, std::max<int64_t>(1024 / int64_t(b.stored_size(t)), (ceil_div(n, 64) + 15) / 16 * 16));
     const int64_t chunks = ceil_div(L, CH), items = n / L * chunks;
     std::vector<int64_t> dims(c.dims.begin(), c.dims.end() - 1), oy(sy.begin(), sy.end() - 1),
         ox(sx.begin(), sx.end() - 1);
-    b.launch("shape.cl", sized("copy_runs", t).c_str(), cpu_item_range(items), src, dst, i32(items), i32(chunks), i32(L), i32(CH),
+    b.launch("shape.cl", sized("copy_runs", b.stored_size(t)).c_str(), cpu_item_range(items), src, dst, i32(items), i32(chunks), i32(L), i32(CH),
              to_dims(dims, 1), to_dims(oy, 0), to_dims(ox, 0));
     return true;
   }
@@ -49,7 +49,7 @@ bool launch_copy_cpu(NodeBuilder& b, const TensorArg& src, const TensorArg& dst,
   for (size_t k = 0; k + 1 < r; ++k)
     if (k != p) dims.push_back(c.dims[k]), oy.push_back(sy[k]), ox.push_back(sx[k]);
   const int64_t tiles_a = ceil_div(A, 16), tiles_b = ceil_div(B, 16), items = n / (A * B) * tiles_a * tiles_b;
-  b.launch("shape.cl", sized("transpose_tiles", t).c_str(), cpu_item_range(items), src, dst, i32(items), i32(A), i32(B),
+  b.launch("shape.cl", sized("transpose_tiles", b.stored_size(t)).c_str(), cpu_item_range(items), src, dst, i32(items), i32(A), i32(B),
            i32(sx[r - 1]), i32(sy[p]), i32(tiles_a), i32(tiles_b), to_dims(dims, 1), to_dims(oy, 0), to_dims(ox, 0));
   return true;
 }
@@ -60,10 +60,10 @@ void launch_copy(NodeBuilder& b, const TensorArg& src, const TensorArg& dst, Dat
   int64_t n = 1;
   for (int64_t d : c.dims) n *= d;
   if (n == 0) return;
-  const size_t es = element_size(t);
+  const size_t es = b.stored_size(t);
   if (es != 1 && es != 2 && es != 4 && es != 8) throw Error(std::string("no copy kernel for ") + to_string(t));
   if (b.device_type() == "cpu" && !gpu_kernels_forced() && launch_copy_cpu(b, src, dst, t, c, n)) return;
-  b.launch("shape.cl", sized("copy", t).c_str(), linear_range(n), src, dst, i32(n), to_dims(c.dims, 1), to_dims(c.strides[0], 0),
+  b.launch("shape.cl", sized("copy", b.stored_size(t)).c_str(), linear_range(n), src, dst, i32(n), to_dims(c.dims, 1), to_dims(c.strides[0], 0),
            to_dims(c.strides[1], 0));
 }
 
@@ -203,9 +203,9 @@ bool lower_tile(NodeBuilder& b) {
 bool lower_gather(NodeBuilder& b) {
   const Shape& data = b.in(0).shape;
   int64_t axis = norm_axis(b.node.get_int("axis", 0), data.size());
-  size_t es = element_size(b.in(0).dtype);
+  size_t es = b.stored_size(b.in(0).dtype);
   DataType it = b.in(1).dtype;
-  if ((es != 4 && es != 8) || (it != DataType::Int64 && it != DataType::Int32)) return false;
+  if ((es != 2 && es != 4 && es != 8) || (it != DataType::Int64 && it != DataType::Int32)) return false;
   int64_t outer = 1, inner = 1;
   for (int64_t k = 0; k < axis; ++k) outer *= data[k];
   for (size_t k = axis + 1; k < data.size(); ++k) inner *= data[k];
@@ -223,7 +223,7 @@ bool lower_gather(NodeBuilder& b) {
     if (!b.index_faults) return false;
     faults = b.index_faults();
   }
-  std::string suffix = std::string(es == 4 ? "4" : "8") + (it == DataType::Int64 ? "_i64" : "_i32");
+  std::string suffix = std::to_string(es) + (it == DataType::Int64 ? "_i64" : "_i32");
   if (inner >= 16 && b.device_type() == "cpu" && !gpu_kernels_forced()) {  // PoCL: a row per work-item
     const int64_t rows = outer * nidx;
     b.launch("shape.cl", ("gather_rows_b" + suffix).c_str(), cpu_item_range(rows), b.arg_in(0), b.arg_in(1),

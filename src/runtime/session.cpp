@@ -9,6 +9,7 @@
 #include <set>
 
 #include "optimize/sharing.h"
+#include "reference/common.h"
 #include "reference/reference_ops.h"
 #include "runtime/offload_hook.h"
 #include "runtime/ops.h"
@@ -30,6 +31,25 @@ bool out_of_memory(cl_int s) {
 }
 
 std::string mib(int64_t bytes) { return std::to_string(bytes) + " bytes (" + std::to_string(bytes >> 20) + " MiB)"; }
+
+// A Float32 value's bytes as IEEE half (round to nearest even), and back.
+std::vector<uint8_t> to_half(const HostTensor& v) {
+  std::vector<uint8_t> h(size_t(v.count()) * 2);
+  const float* f = v.data<float>();
+  for (int64_t k = 0; k < v.count(); ++k) {
+    const uint16_t x = reference::float_to_half(f[k]);
+    std::memcpy(h.data() + 2 * k, &x, 2);
+  }
+  return h;
+}
+void from_half(const std::vector<uint8_t>& h, HostTensor& into) {
+  float* f = into.data<float>();
+  for (int64_t k = 0; k < into.count(); ++k) {
+    uint16_t x;
+    std::memcpy(&x, h.data() + 2 * k, 2);
+    f[k] = reference::half_to_float(x);
+  }
+}
 
 // Tensor without its value: what a run needs to know about it.
 Tensor metadata(const Tensor& t) {
@@ -61,6 +81,9 @@ struct Session::Impl {
   cl_command_queue q = nullptr;  // the device's queue, or its profiling queue
   SessionOptions opt;
   Precision precision = Precision::Fp32;  // what the matrix products use
+  bool half = false;  // Precision::Fp16: Float32 tensors stored as IEEE half on the device
+  // Nodes run on the CPU because a kernel file they need has no half form.
+  std::vector<std::string> half_fallback;
   Graph graph;  // metadata, plus the values of constants the CPU steps and outputs read
   PlanInput pin;
   plan::MemoryPlan plan;
@@ -174,10 +197,14 @@ struct Session::Impl {
     if (g.tensors[r].is_constant) return {weight(g, r), 0};
     const plan::Placement& p = plan.placements.at(record(t));
     const int64_t offset = p.offset + (pin.alias_offset.empty() ? 0 : pin.alias_offset.at(t));  // zero-copy concat slice
-    if (offset + g.tensors[t].bytes() > plan.pools.at(p.pool).bytes)
+    if (offset + stored(g.tensors[t]) > plan.pools.at(p.pool).bytes)
       throw Error(model() + ": tensor " + g.tensors[t].name + " does not fit pool " + std::to_string(p.pool));
     return {pools.at(p.pool), offset};
   }
+
+  // Bytes of `t` on the device (Float32 as half where `half`).
+  int64_t stored(const Tensor& t) const { return stored_bytes(t, half ? DataType::Float16 : DataType::Float32); }
+  bool stored_as_half(const Tensor& t) const { return half && t.dtype == DataType::Float32; }
 
   cl_mem weight(const Graph& g, int t) {
     auto it = weights.find(t);
@@ -185,19 +212,21 @@ struct Session::Impl {
     const Tensor& w = g.tensors[t];
     if (!w.has_data)
       throw Error(model() + ": weights of " + w.name + " are not loaded (import with load_weights, next to the .onnx.data file)");
-    size_t bytes = std::max<size_t>(1, w.value.bytes.size());
+    std::vector<uint8_t> halves;  // the value as stored, where stored as half
+    if (stored_as_half(w)) halves = to_half(w.value);
+    const std::vector<uint8_t>& value = stored_as_half(w) ? halves : w.value.bytes;
+    size_t bytes = std::max<size_t>(1, value.size());
     cl_int s = CL_SUCCESS;
     cl_mem m = clCreateBuffer(dev->context(), CL_MEM_READ_ONLY, bytes, nullptr, &s);
-    if (s == CL_SUCCESS && !w.value.bytes.empty())
-      s = clEnqueueWriteBuffer(q, m, CL_TRUE, 0, w.value.bytes.size(), w.value.bytes.data(), 0, nullptr,
-                               nullptr);
+    if (s == CL_SUCCESS && !value.empty())
+      s = clEnqueueWriteBuffer(q, m, CL_TRUE, 0, value.size(), value.data(), 0, nullptr, nullptr);
     if (s != CL_SUCCESS) {
       if (m) clReleaseMemObject(m);
       throw Error(model() + ": uploading weight " + w.name + " of " + mib(int64_t(bytes)) + ": " + cl_error_name(s) +
                   (out_of_memory(s) ? " (out of device memory)" : ""));
     }
     weights[t] = m;
-    weight_bytes += int64_t(w.value.bytes.size());
+    weight_bytes += int64_t(value.size());
     return m;
   }
 
@@ -235,7 +264,8 @@ struct Session::Impl {
   }
 
   // ---- textures ----
-  static cl_image_format rgba_float() { return {CL_RGBA, CL_FLOAT}; }
+  cl_image_format rgba_float() const { return {CL_RGBA, cl_channel_type(half ? CL_HALF_FLOAT : CL_FLOAT)}; }
+  int64_t pixel_bytes() const { return half ? 8 : 16; }
 
   void allocate_image_pool(const plan::Pool& pool, const std::string& what) {
     const plan::DeviceProfile& p = dev->info().profile;
@@ -285,7 +315,7 @@ struct Session::Impl {
       cl_int s = CL_SUCCESS;
       if (images_1d) {
         if (pool_images.at(pl.pool)) continue;  // the pool's image exists
-        const int64_t pixels = plan.pools.at(pl.pool).bytes / 16;
+        const int64_t pixels = plan.pools.at(pl.pool).bytes / pixel_bytes();
         if (pixels > p.max_image1d_buffer_pixels)
           throw Error(what + ": pool " + std::to_string(pl.pool) + " of " + std::to_string(pixels) +
                       " pixels exceeds the device's 1D image limit " + std::to_string(p.max_image1d_buffer_pixels) +
@@ -327,7 +357,7 @@ struct Session::Impl {
     if (r < 0 || pin.records[r].storage != plan::Storage::Texture) return {nullptr, 0};
     const plan::Placement& p = plan.placements.at(r);
     if (p.view && !images_1d) return {view_images.at(r), 0};
-    if (p.view) return {(write ? pool_write_images : pool_images).at(p.pool), i32(p.offset / 16)};
+    if (p.view) return {(write ? pool_write_images : pool_images).at(p.pool), i32(p.offset / pixel_bytes())};
     return {pool_images.at(p.pool), 0};
   }
 
@@ -354,13 +384,20 @@ struct Session::Impl {
       try {
         NodeBuilder b(*dev, g, node, [&](int t) { return locate(g, t); });
         b.tf32 = precision == Precision::Tf32;
+        b.half = half;
         b.index_faults = [&, n] { return NodeBuilder::FaultFlags{fault_flags(), n}; };
         b.set_images(
             [&](int t) {
               return image(t, std::find(node.outputs.begin(), node.outputs.end(), t) != node.outputs.end());
             },
             images_1d);
-        const bool lowered = texture_step(node) ? (lower_texture(b), true) : lower_node(b);
+        bool lowered = false;
+        try {
+          lowered = texture_step(node) ? (lower_texture(b), true) : lower_node(b);
+        } catch (const NoHalfKernel& e) {
+          if (texture_step(node)) throw Error("its texture kernels (" + e.file + ") have no fp16 storage form");
+          half_fallback.push_back(node.name + " (" + node.op_type + ")");  // runs on the CPU, converting
+        }
         if (lowered) {
           std::swap(step.launches, b.launches);
           if (b.used_tf32) tf32_nodes.push_back(node.name + " (" + node.op_type + ")");
@@ -418,7 +455,7 @@ struct Session::Impl {
         ++it;
         continue;
       }
-      weight_bytes -= int64_t(g.tensors[it->first].value.bytes.size());
+      weight_bytes -= stored(g.tensors[it->first]);
       clReleaseMemObject(it->second);
       it = weights.erase(it);
     }
@@ -524,9 +561,11 @@ struct Session::Impl {
   void read(int t, HostTensor& into) {
     if (into.bytes.empty()) return;
     Location l = locate(graph, t);
-    check(clEnqueueReadBuffer(q, l.mem, CL_TRUE, size_t(l.byte_offset), into.bytes.size(),
-                              into.bytes.data(), 0, nullptr, nullptr),
+    std::vector<uint8_t> halves(stored_as_half(graph.tensors[t]) ? into.bytes.size() / 2 : 0);
+    check(clEnqueueReadBuffer(q, l.mem, CL_TRUE, size_t(l.byte_offset), halves.empty() ? into.bytes.size() : halves.size(),
+                              halves.empty() ? into.bytes.data() : halves.data(), 0, nullptr, nullptr),
           model() + ": reading " + graph.tensors[t].name);
+    if (!halves.empty()) from_half(halves, into);
   }
 
   void run_on_cpu(const Step& s) {
@@ -570,6 +609,7 @@ struct Session::Impl {
                     " does not match tensor " + want.name + " " + to_string(want.dtype) + " " + to_string(want.shape));
       if (outs[k].bytes.empty()) continue;
       Location l = locate(graph, t);
+      if (stored_as_half(want)) outs[k].bytes = to_half(outs[k]);
       check(clEnqueueWriteBuffer(q, l.mem, CL_TRUE, size_t(l.byte_offset), outs[k].bytes.size(),
                                  outs[k].bytes.data(), 0, nullptr, nullptr),
             at_node(s.node) + ": writing " + want.name);
@@ -587,6 +627,26 @@ struct Session::Impl {
         throw Error(at_node(s.node) + ": enqueueing kernel " + l.name + ": " + cl_error_name(e));
       }
     }
+  }
+
+  // fp16 at the DeviceTensor boundary: the fp32 elements of `src` from
+  // element `src_at` into half `dst` from element `dst_at` (`to_half`), or
+  // half to fp32, on the queue (elementwise.cl).
+  void convert_on_device(cl_mem src, int64_t src_at, cl_mem dst, int64_t dst_at, const Shape& shape, bool to_half,
+                         const std::string& what) {
+    const cl_int n = i32(element_count(shape)), so = i32(src_at), dso = i32(dst_at);
+    cl_int s = CL_SUCCESS;
+    cl_kernel k = clCreateKernel(dev->program("elementwise.cl"), to_half ? "f32_to_half" : "half_to_f32", &s);
+    check(s, what);
+    for (cl_uint a = 0; s == CL_SUCCESS && a < 5; ++a) {
+      const std::pair<size_t, const void*> arg[] = {
+          {sizeof src, &src}, {sizeof so, &so}, {sizeof dst, &dst}, {sizeof dso, &dso}, {sizeof n, &n}};
+      s = clSetKernelArg(k, a, arg[a].first, arg[a].second);
+    }
+    const size_t global = size_t(ceil_div(std::max(n, 1), 64)) * 64;
+    if (s == CL_SUCCESS) s = clEnqueueNDRangeKernel(q, k, 1, nullptr, &global, nullptr, 0, nullptr, nullptr);
+    clReleaseKernel(k);
+    check(s, what);
   }
 
   // ---- guard mode ----
@@ -651,7 +711,10 @@ Session::Session(const Graph& g, const PlanInput& pin, const plan::MemoryPlan& p
   Impl& m = *impl_;
   m.dev = std::move(device);
   m.opt = options;
-  m.precision = options.precision == Precision::Tf32 && tf32_supported(*m.dev) ? Precision::Tf32 : Precision::Fp32;
+  m.precision = options.precision == Precision::Tf32 && tf32_supported(*m.dev) ? Precision::Tf32
+                : options.precision == Precision::Fp16                             ? Precision::Fp16
+                                                                                   : Precision::Fp32;
+  m.half = m.precision == Precision::Fp16;
   m.q = options.profile ? m.dev->profiling_queue() : m.dev->queue();
   m.graph.model_name = g.model_name;
   m.pin = pin;
@@ -661,6 +724,21 @@ Session::Session(const Graph& g, const PlanInput& pin, const plan::MemoryPlan& p
                 std::to_string(pin.records.size()));
   if (pin.record_of_tensor.size() != g.tensors.size())
     throw Error(m.model() + ": the usage records describe another graph");
+  if (m.half && options.offload)
+    throw Error(m.model() + ": --precision fp16 runs texplan's kernels only: the offloaded library (CLBlast) takes "
+                            "fp32 buffers (drop --offload, or run fp32)");
+  // Buffer records must be as large as the tensors are stored: fp32 records
+  // under an fp16 session waste half, fp16 records under fp32 overflow.
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    const int r = pin.record_of_tensor[t];
+    if (r < 0 || m.root(int(t)) != int(t) || g.tensors[t].dtype != DataType::Float32 ||
+        pin.records[size_t(r)].storage != plan::Storage::Buffer || pin.records[size_t(r)].bytes == m.stored(g.tensors[t]))
+      continue;
+    throw Error(m.model() + ": usage record " + pin.records[size_t(r)].name + " has " +
+                std::to_string(pin.records[size_t(r)].bytes) + " bytes, the tensor is stored in " +
+                std::to_string(m.stored(g.tensors[t])) + " with precision " + precision_name(m.precision) +
+                " (make the usage records with UsageOptions::float_storage = float_storage(precision))");
+  }
   m.keep_metadata(g);
   m.find_scratch_records(g);
   m.allocate_pools();
@@ -675,10 +753,15 @@ Precision Session::precision() const { return impl_->precision; }
 Precision parse_precision(const std::string& s) {
   if (s == "fp32") return Precision::Fp32;
   if (s == "tf32") return Precision::Tf32;
-  throw Error("unknown precision '" + s + "': fp32 or tf32");
+  if (s == "fp16") return Precision::Fp16;
+  throw Error("unknown precision '" + s + "': fp32, tf32 or fp16");
 }
 
-const char* precision_name(Precision p) { return p == Precision::Tf32 ? "tf32" : "fp32"; }
+const char* precision_name(Precision p) {
+  return p == Precision::Tf32 ? "tf32" : p == Precision::Fp16 ? "fp16" : "fp32";
+}
+
+DataType float_storage(Precision p) { return p == Precision::Fp16 ? DataType::Float16 : DataType::Float32; }
 
 namespace {
 // Input writes and output reads are asynchronous: when anything in a run
@@ -762,13 +845,17 @@ std::vector<HostTensor> Session::run(const std::vector<HostTensor>& inputs) {
   std::vector<HostTensor> outs;
   DrainOnThrow drain{q};
   m.begin_run();
+  // fp16: Float32 inputs converted here, outputs read as half and converted
+  // after the queue is done; both buffers live until then.
+  std::vector<std::vector<uint8_t>> halves(inputs.size() + g.outputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     int t = g.inputs[i];
     if (m.pin.record_of_tensor[m.root(t)] < 0 || inputs[i].bytes.empty()) continue;  // unused input
     Location l = m.locate(g, t);
-    const size_t bytes = inputs[i].bytes.size();
-    m.check(clEnqueueWriteBuffer(q, l.mem, CL_FALSE, size_t(l.byte_offset), bytes, inputs[i].bytes.data(), 0,
-                                 nullptr, nullptr),
+    if (m.stored_as_half(g.tensors[t])) halves[i] = to_half(inputs[i]);
+    const std::vector<uint8_t>& value = halves[i].empty() ? inputs[i].bytes : halves[i];
+    m.check(clEnqueueWriteBuffer(q, l.mem, CL_FALSE, size_t(l.byte_offset), value.size(), value.data(), 0, nullptr,
+                                 nullptr),
             m.model() + ": writing input " + g.tensors[t].name);
   }
   m.inputs_written();
@@ -786,14 +873,22 @@ std::vector<HostTensor> Session::run(const std::vector<HostTensor>& inputs) {
     outs.emplace_back(meta.dtype, meta.shape);
     if (outs.back().bytes.empty()) continue;
     Location l = m.locate(g, t);
-    const size_t bytes = outs.back().bytes.size();
+    size_t bytes = outs.back().bytes.size();
     void* into = outs.back().bytes.data();
-    if (void* pinned = m.stage(t, bytes)) staged.emplace_back(outs.size() - 1, into = pinned);
+    if (m.stored_as_half(meta)) {
+      std::vector<uint8_t>& h = halves[inputs.size() + outs.size() - 1];
+      h.resize(bytes /= 2);
+      into = h.data();
+    } else if (void* pinned = m.stage(t, bytes)) {
+      staged.emplace_back(outs.size() - 1, into = pinned);
+    }
     m.check(clEnqueueReadBuffer(q, l.mem, CL_FALSE, size_t(l.byte_offset), bytes, into, 0, nullptr, nullptr),
             m.model() + ": reading output " + meta.name);
   }
   m.end_run(start);
   for (auto [k, pinned] : staged) std::memcpy(outs[k].bytes.data(), pinned, outs[k].bytes.size());
+  for (size_t k = 0; k < outs.size(); ++k)
+    if (!halves[inputs.size() + k].empty()) from_half(halves[inputs.size() + k], outs[k]);
   return outs;
 }
 
@@ -830,6 +925,11 @@ void Session::run(const std::vector<const DeviceTensor*>& inputs, const std::vec
     int t = g.inputs[i];
     if (m.pin.record_of_tensor[m.root(t)] < 0 || inputs[i]->bytes() == 0) continue;  // unused input
     Location l = m.locate(g, t);
+    if (m.stored_as_half(g.tensors[t])) {
+      m.convert_on_device(inputs[i]->buffer(), 0, l.mem, l.byte_offset / 2, g.tensors[t].shape, true,
+                          m.model() + ": converting input " + g.tensors[t].name + " to half");
+      continue;
+    }
     m.check(clEnqueueCopyBuffer(q, inputs[i]->buffer(), l.mem, 0, size_t(l.byte_offset), size_t(inputs[i]->bytes()),
                                 0, nullptr, nullptr),
             m.model() + ": copying input " + g.tensors[t].name);
@@ -845,7 +945,10 @@ void Session::run(const std::vector<const DeviceTensor*>& inputs, const std::vec
       m.check(clEnqueueWriteBuffer(q, outputs[k]->buffer(), CL_FALSE, 0, size_t(bytes),
                                    g.tensors[m.root(t)].value.bytes.data(), 0, nullptr, nullptr),
               what);
-    else {
+    else if (m.stored_as_half(g.tensors[t])) {
+      Location l = m.locate(g, t);
+      m.convert_on_device(l.mem, l.byte_offset / 2, outputs[k]->buffer(), 0, g.tensors[t].shape, false, what);
+    } else {
       Location l = m.locate(g, t);
       m.check(clEnqueueCopyBuffer(q, l.mem, outputs[k]->buffer(), size_t(l.byte_offset), 0, size_t(bytes), 0,
                                   nullptr, nullptr),
@@ -865,6 +968,7 @@ const std::vector<std::string>& Session::fallback_nodes() const { return impl_->
 const std::vector<std::string>& Session::offloaded_nodes() const { return impl_->offloaded; }
 const std::vector<std::string>& Session::tf32_nodes() const { return impl_->tf32_nodes; }
 const std::vector<std::string>& Session::split_k_nodes() const { return impl_->split_k_nodes; }
+const std::vector<std::string>& Session::half_fallback_nodes() const { return impl_->half_fallback; }
 const std::vector<GuardViolation>& Session::guard_violations() const { return impl_->violations; }
 const std::vector<NodeTime>& Session::node_times() const { return impl_->times; }
 const Device& Session::device() const { return *impl_->dev; }

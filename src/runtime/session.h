@@ -35,14 +35,21 @@ namespace texplan::runtime {
 
 class Offloader;  // runtime/offload_hook.h
 
-// Arithmetic of the matrix products (Conv, Gemm, MatMul and their fusions).
+// Arithmetic of the matrix products (Conv, Gemm, MatMul and their fusions),
+// and how float tensors are stored (docs/precision.md).
 enum class Precision {
   Fp32,  // exact fp32 (the default)
   Tf32,  // inputs rounded to tf32 (10-bit mantissa) on tensor cores, fp32 sums: NVIDIA GPUs
          // of compute capability 8.0+ only (runtime/ops_mma.h), exact fp32 elsewhere
+  Fp16,  // float activations and weights stored as IEEE half (every device: vload_half /
+         // vstore_half and CL_HALF_FLOAT images are core OpenCL), arithmetic in fp32; graph
+         // inputs and outputs stay fp32, converted inside the run. Plan with
+         // UsageOptions::float_storage = float_storage(Precision::Fp16).
 };
-Precision parse_precision(const std::string& s);  // "fp32" | "tf32"; throws Error
+Precision parse_precision(const std::string& s);  // "fp32" | "tf32" | "fp16"; throws Error
 const char* precision_name(Precision p);
+// How `p` stores Float32 tensors: Float16 for Fp16, else Float32.
+DataType float_storage(Precision p);
 // Whether `dev` runs Precision::Tf32 (else a session asking for it runs fp32).
 bool tf32_supported(const Device& dev);
 
@@ -59,8 +66,9 @@ struct SessionOptions {
   // Runs the nodes it takes in a library (src/offload), in this session's
   // pools and queue; null: texplan's kernels run every node.
   std::shared_ptr<Offloader> offload;
-  // Tf32: opt-in, lower precision (docs/precision.md); precision() says
-  // what the session uses.
+  // Tf32, Fp16: opt-in, lower precision (docs/precision.md); precision()
+  // says what the session uses. Fp16 needs usage records made with
+  // float_storage(Precision::Fp16) (their bytes are checked).
   Precision precision = Precision::Fp32;
   // Outputs read through pinned host buffers: on GPUs (unset: by the
   // device's type), where that is faster than into pageable memory.
@@ -124,6 +132,9 @@ class Session {
   const std::vector<std::string>& tf32_nodes() const;      // nodes whose products run in tf32, "name (op)"
   // Nodes whose product is split over K (small grids: slices added into Y), "name (op)".
   const std::vector<std::string>& split_k_nodes() const;
+  // Precision::Fp16: nodes among fallback_nodes() only because a kernel they
+  // need has no half-storage form (they run on the CPU, converting), "name (op)".
+  const std::vector<std::string>& half_fallback_nodes() const;
   const std::vector<GuardViolation>& guard_violations() const;  // of the last run, guard mode only
   const std::vector<NodeTime>& node_times() const;              // of the last run, profile mode only
   const Device& device() const;
