@@ -209,7 +209,8 @@ void place_in_place(const Graph& g, Forest& f) {
 }  // namespace
 
 bool may_run_in_place(const Node& n) {
-  return n.op_type == "FusedConv" || n.op_type == "FusedMatMul" || elementwise_in_place_ops().count(n.op_type);
+  // PatchWrite (optimize/patch.h) writes one tile of its first input's storage.
+  return n.op_type == "FusedConv" || n.op_type == "PatchWrite" || n.op_type == "FusedMatMul" || elementwise_in_place_ops().count(n.op_type);
 }
 
 StorageSharing storage_sharing(const Graph& g) {

@@ -1,0 +1,542 @@
+#include "optimize/patch.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "optimize/optimize.h"
+#include "optimize/usage.h"
+#include "plan/memory_plan.h"
+
+namespace texplan {
+
+PatchOptions parse_patch(const std::string& s) {
+  PatchOptions o;
+  if (s == "off") return o;
+  if (s == "auto") {
+    o.mode = PatchOptions::Mode::Auto;
+    return o;
+  }
+  int r = 0, c = 0;
+  char x = 0, extra = 0;
+  if (std::sscanf(s.c_str(), "%d%c%d%c", &r, &x, &c, &extra) == 3 && (x == 'x' || x == 'X') && r >= 1 && r <= 16 &&
+      c >= 1 && c <= 16 && r * c > 1) {
+    o.mode = PatchOptions::Mode::Grid;
+    o.rows = r, o.cols = c;
+    return o;
+  }
+  throw Error("--patch '" + s + "': expected off, auto, or a grid RxC of 1..16 each (e.g. 4x4)");
+}
+
+std::string to_string(const PatchOptions& o) {
+  switch (o.mode) {
+    case PatchOptions::Mode::Off: return "off";
+    case PatchOptions::Mode::Auto: return "auto";
+    case PatchOptions::Mode::Grid: return std::to_string(o.rows) + "x" + std::to_string(o.cols);
+  }
+  return "off";
+}
+
+namespace {
+
+bool activation(const Graph& g, int t) { return t >= 0 && !g.tensors[t].is_constant; }
+
+int single_output(const Node& n) {
+  int out = -1;
+  for (size_t k = 0; k < n.outputs.size(); ++k)
+    if (n.outputs[k] >= 0) {
+      if (k != 0) return -1;
+      out = n.outputs[k];
+    }
+  return out;
+}
+
+const std::set<std::string>& same_region_ops() {
+  static const std::set<std::string> ops = {
+      "Relu", "Sigmoid", "Tanh", "Exp",  "Log",       "Sqrt",        "Abs",       "Neg", "Erf",  "Reciprocal",
+      "Floor", "Ceil",   "Softplus", "Sign", "HardSwish", "HardSigmoid", "LeakyRelu", "Elu", "Gelu", "Clip",
+      "Add",  "Sub",     "Mul",  "Div",  "Pow",       "Max",         "Min",       "FusedElementwise", "Identity",
+      "BatchNormalization"};
+  return ops;
+}
+
+bool is_conv(const std::string& op) { return op == "Conv" || op == "FusedConv" || op == "FusedConvMaxPool"; }
+bool is_pool(const std::string& op) { return op == "MaxPool" || op == "AveragePool"; }
+
+// One spatial dim of a sliding window.
+struct Window {
+  int64_t k = 1, s = 1, d = 1, pad = 0;
+};
+
+// Begin padding of spatial dim `dim` (0: rows, 1: columns) as ONNX defines it.
+int64_t begin_pad(const Node& n, const std::string& prefix, size_t dim, int64_t in, int64_t out, const Window& w) {
+  const std::string auto_pad = n.get_string(prefix + "auto_pad", "NOTSET");
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    const int64_t total = std::max<int64_t>(0, (out - 1) * w.s + (w.k - 1) * w.d + 1 - in);
+    return auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+  }
+  if (auto_pad == "VALID") return 0;
+  const std::vector<int64_t> pads = n.get_ints(prefix + "pads");
+  return pads.size() == 4 ? pads[dim] : 0;
+}
+
+// What output span [a, b) of a window reads of an input of `in` elements:
+// the span clamped to the input, and the padding on each side.
+struct Span {
+  int64_t lo = 0, hi = 0, pad_lo = 0, pad_hi = 0;
+};
+Span window_span(int64_t a, int64_t b, int64_t in, const Window& w) {
+  const int64_t lo = a * w.s - w.pad, hi = (b - 1) * w.s - w.pad + w.d * (w.k - 1) + 1;
+  return {std::max<int64_t>(lo, 0), std::min(hi, in), std::max<int64_t>(0, -lo), std::max<int64_t>(0, hi - in)};
+}
+
+// The windows of a convolution or pool node: `inner` is the convolution (or
+// the pool of a pool node), `outer` the pool of a FusedConvMaxPool over the
+// convolution's output of `inner_out` rows and columns.
+struct Windows {
+  Window inner[2], outer[2];
+  bool pooled = false;
+  int64_t inner_out[2] = {0, 0};
+};
+
+Windows windows(const Graph& g, const Node& n) {
+  Windows w;
+  const Shape& x = g.tensors[n.inputs[0]].shape;
+  const Shape& y = g.tensors[single_output(n)].shape;
+  auto fill = [&](Window* dims, const std::string& prefix, const std::vector<int64_t>& kernel) {
+    const std::vector<int64_t> s = n.get_ints(prefix + "strides", {1, 1}), d = n.get_ints(prefix + "dilations", {1, 1});
+    for (size_t k = 0; k < 2; ++k) {
+      dims[k].k = kernel[k];
+      dims[k].s = s.size() == 2 ? s[k] : 1;
+      dims[k].d = d.size() == 2 ? d[k] : 1;
+    }
+  };
+  if (is_conv(n.op_type)) {
+    const Shape& wt = g.tensors[n.inputs[1]].shape;
+    fill(w.inner, "", {wt[2], wt[3]});
+    for (size_t k = 0; k < 2; ++k) {
+      const std::string auto_pad = n.get_string("auto_pad", "NOTSET");
+      int64_t out = 0;
+      if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+        out = (x[2 + k] + w.inner[k].s - 1) / w.inner[k].s;
+      } else {
+        const std::vector<int64_t> pads = n.get_ints("pads");
+        const int64_t total = auto_pad == "VALID" || pads.size() != 4 ? 0 : pads[k] + pads[2 + k];
+        out = (x[2 + k] + total - w.inner[k].d * (w.inner[k].k - 1) - 1) / w.inner[k].s + 1;
+      }
+      w.inner_out[k] = n.op_type == "FusedConvMaxPool" ? out : y[2 + k];
+      w.inner[k].pad = begin_pad(n, "", k, x[2 + k], w.inner_out[k], w.inner[k]);
+    }
+    if (n.op_type == "FusedConvMaxPool") {
+      w.pooled = true;
+      fill(w.outer, "pool_", n.get_ints("pool_kernel_shape"));
+      for (size_t k = 0; k < 2; ++k) w.outer[k].pad = begin_pad(n, "pool_", k, w.inner_out[k], y[2 + k], w.outer[k]);
+    }
+  } else {
+    fill(w.inner, "", n.get_ints("kernel_shape"));
+    for (size_t k = 0; k < 2; ++k) {
+      w.inner_out[k] = y[2 + k];
+      w.inner[k].pad = begin_pad(n, "", k, x[2 + k], y[2 + k], w.inner[k]);
+    }
+  }
+  return w;
+}
+
+// The region of input 0 that output region `r` of windowed node `n` reads,
+// and (when `m` is given) the pads that make `m` compute exactly `r` from it.
+Region window_input(const Graph& g, const Node& n, const Region& r, Node* m) {
+  const Windows w = windows(g, n);
+  const Shape& x = g.tensors[n.inputs[0]].shape;
+  Span sy{r.y0, r.y1, 0, 0}, sx{r.x0, r.x1, 0, 0};
+  if (w.pooled) {
+    sy = window_span(r.y0, r.y1, w.inner_out[0], w.outer[0]);
+    sx = window_span(r.x0, r.x1, w.inner_out[1], w.outer[1]);
+    if (m) {
+      m->attrs["pool_pads"] = Attribute::of_ints({sy.pad_lo, sx.pad_lo, sy.pad_hi, sx.pad_hi});
+      m->attrs["pool_ceil_mode"] = Attribute::of_int(0);
+      m->attrs.erase("pool_auto_pad");
+    }
+  }
+  const Span iy = window_span(sy.lo, sy.hi, x[2], w.inner[0]), ix = window_span(sx.lo, sx.hi, x[3], w.inner[1]);
+  if (m) {
+    m->attrs["pads"] = Attribute::of_ints({iy.pad_lo, ix.pad_lo, iy.pad_hi, ix.pad_hi});
+    m->attrs.erase("auto_pad");
+    if (is_pool(n.op_type)) m->attrs["ceil_mode"] = Attribute::of_int(0);
+  }
+  return {iy.lo, iy.hi, ix.lo, ix.hi};
+}
+
+// The region input position `pos` of `n` must hold for output region `r`.
+Region input_region(const Graph& g, const Node& n, size_t pos, const Region& r) {
+  if (pos == 0 && (is_conv(n.op_type) || is_pool(n.op_type))) return window_input(g, n, r, nullptr);
+  return r;
+}
+
+Region unite(const Region& a, const Region& b) {
+  if (a.empty()) return b;
+  if (b.empty()) return a;
+  return {std::min(a.y0, b.y0), std::max(a.y1, b.y1), std::min(a.x0, b.x0), std::max(a.x1, b.x1)};
+}
+
+Region whole(const Tensor& t) { return {0, t.shape[2], 0, t.shape[3]}; }
+
+}  // namespace
+
+bool patchable(const Graph& g, const Node& n) {
+  const int y = single_output(n);
+  if (y < 0) return false;
+  const Tensor& ty = g.tensors[y];
+  if (ty.shape.size() != 4 || ty.dtype != DataType::Float32 || ty.is_constant) return false;
+  bool any = false;
+  for (size_t pos = 0; pos < n.inputs.size(); ++pos) {
+    const int t = n.inputs[pos];
+    if (!activation(g, t)) continue;
+    any = true;
+    const Shape& s = g.tensors[t].shape;
+    if (s.size() != 4 || g.tensors[t].dtype != DataType::Float32 || s[0] != ty.shape[0]) return false;
+    const bool windowed = pos == 0 && (is_conv(n.op_type) || is_pool(n.op_type));
+    if (!windowed && (s[2] != ty.shape[2] || s[3] != ty.shape[3])) return false;
+    if ((is_conv(n.op_type) || is_pool(n.op_type) || n.op_type == "BatchNormalization") && pos > 0 &&
+        !(n.op_type == "FusedConv" && pos >= 3))
+      return false;  // weights, bias, statistics: constants only
+  }
+  if (!any) return false;
+  const std::string& op = n.op_type;
+  if (is_conv(op)) {
+    if (!activation(g, n.inputs[0]) || n.inputs.size() < 2 || n.inputs[1] < 0) return false;
+    if (g.tensors[n.inputs[1]].shape.size() != 4 || channel_scaled(n)) return false;
+    if (op == "FusedConvMaxPool" && n.get_ints("pool_kernel_shape").size() != 2) return false;
+    return true;
+  }
+  if (is_pool(op)) {
+    if (!activation(g, n.inputs[0]) || n.get_ints("kernel_shape").size() != 2) return false;
+    if (n.get_int("storage_order", 0) != 0) return false;
+    // Pad counting with a ceil overhang: the overhang is not counted, the pads are.
+    if (op == "AveragePool" && n.get_int("count_include_pad", 0) != 0 && n.get_int("ceil_mode", 0) != 0) return false;
+    return true;
+  }
+  if (op == "Concat") {
+    const int64_t axis = n.get_int("axis", 0);
+    if (axis != 1 && axis != -3) return false;
+    for (int t : n.inputs)
+      if (!activation(g, t)) return false;
+    return true;
+  }
+  return same_region_ops().count(op) != 0;
+}
+
+std::vector<Region> required_regions(const Graph& g, int end, const std::vector<std::pair<int, Region>>& wanted) {
+  std::vector<Region> regs(g.tensors.size());
+  for (const auto& [t, r] : wanted) regs[t] = unite(regs[t], r);
+  for (int k = end; k-- > 0;) {
+    const Node& n = g.nodes[k];
+    const int y = single_output(n);
+    bool needed = false;
+    for (int t : n.outputs) needed = needed || (t >= 0 && !regs[t].empty());
+    if (!needed) continue;
+    if (!patchable(g, n))
+      throw Error(g.model_name + ": node " + n.name + " (" + n.op_type + "): cannot be run by patches");
+    for (size_t pos = 0; pos < n.inputs.size(); ++pos) {
+      const int t = n.inputs[pos];
+      if (!activation(g, t)) continue;
+      regs[t] = unite(regs[t], input_region(g, n, pos, regs[y]));
+    }
+  }
+  return regs;
+}
+
+double graph_flops(const Graph& g) {
+  static const std::set<std::string> copies = {"Slice",   "Concat",  "PatchWrite", "Reshape",         "Identity",
+                                               "Flatten", "Squeeze", "Unsqueeze",  "Transpose",       "Split",
+                                               "Gather",  "Pad",     "Expand",     "Tile",            "BufferToTexture",
+                                               "TextureToBuffer"};
+  double total = 0;
+  for (const Node& n : g.nodes) {
+    if (n.outputs.empty() || n.outputs[0] < 0 || copies.count(n.op_type)) continue;
+    const Shape& y = g.tensors[n.outputs[0]].shape;
+    const double ye = double(element_count(y));
+    auto in_shape = [&](size_t i) -> const Shape* {
+      return i < n.inputs.size() && n.inputs[i] >= 0 ? &g.tensors[n.inputs[i]].shape : nullptr;
+    };
+    const std::string& op = n.op_type;
+    if (op == "Conv" || op == "FusedConv" || op == "ConvTranspose" || op == "FusedConvMaxPool") {
+      const Shape* w = in_shape(1);
+      double per = 1;
+      if (w)
+        for (size_t k = 1; k < w->size(); ++k) per *= double((*w)[k]);
+      if (op == "ConvTranspose") {
+        total += 2 * per * double(element_count(*in_shape(0)));
+      } else if (op == "FusedConvMaxPool" && y.size() == 4 && w && w->size() == 4) {
+        const Windows win = windows(g, n);
+        const double conv_out = double(y[0] * y[1] * win.inner_out[0] * win.inner_out[1]);
+        total += 2 * per * conv_out + ye * double(win.outer[0].k * win.outer[1].k);
+      } else {
+        total += 2 * per * ye;
+      }
+    } else if (op == "MatMul" || op == "Gemm" || op == "FusedMatMul") {
+      const Shape* a = in_shape(0);
+      int64_t k = a && !a->empty() ? a->back() : 1;
+      if (op == "Gemm" && n.get_int("transA", 0) && a && a->size() == 2) k = (*a)[0];
+      total += 2 * ye * double(k);
+    } else if (is_pool(op)) {
+      double window = 1;
+      for (int64_t k : n.get_ints("kernel_shape")) window *= double(k);
+      total += ye * window;
+    } else if (op.rfind("Global", 0) == 0 || op.rfind("Reduce", 0) == 0) {
+      const Shape* x = in_shape(0);
+      total += x ? double(element_count(*x)) : ye;
+    } else {
+      total += ye;
+    }
+  }
+  return total;
+}
+
+namespace {
+
+// A prefix nodes [0, end) and the tensors that leave it (read later or graph outputs).
+struct Cut {
+  int end = 0;
+  std::vector<int> outputs;
+};
+
+std::vector<Cut> cuts(const Graph& g, size_t max_outputs) {
+  std::vector<Cut> out;
+  int limit = 0;
+  while (limit < int(g.nodes.size()) && patchable(g, g.nodes[limit])) ++limit;
+  if (limit == 0) return out;
+  std::vector<int> last_read(g.tensors.size(), -1);
+  for (int k = 0; k < int(g.nodes.size()); ++k)
+    for (int t : g.nodes[k].inputs)
+      if (t >= 0) last_read[t] = std::max(last_read[t], k);
+  for (int t : g.outputs) last_read[t] = int(g.nodes.size());
+  for (int end = 1; end <= limit; ++end) {
+    Cut c;
+    c.end = end;
+    for (int k = 0; k < end; ++k) {
+      const int t = single_output(g.nodes[k]);
+      if (t >= 0 && last_read[t] >= end) c.outputs.push_back(t);
+    }
+    if (c.outputs.empty() || c.outputs.size() > max_outputs) continue;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+Region tile(const Shape& s, int rows, int cols, int i, int j) {
+  return {s[2] * i / rows, s[2] * (i + 1) / rows, s[3] * j / cols, s[3] * (j + 1) / cols};
+}
+
+bool fits(const Graph& g, const Cut& c, int rows, int cols) {
+  for (int t : c.outputs)
+    if (g.tensors[t].shape[2] < rows || g.tensors[t].shape[3] < cols) return false;
+  return true;
+}
+
+int add_int64(Graph& g, const std::string& name, const std::vector<int64_t>& v) {
+  Tensor t;
+  t.name = name;
+  t.dtype = DataType::Int64;
+  t.shape = {int64_t(v.size())};
+  t.is_constant = true;
+  t.value = HostTensor(DataType::Int64, t.shape);
+  std::copy(v.begin(), v.end(), t.value.data<int64_t>());
+  t.has_data = true;
+  return g.add_tensor(std::move(t));
+}
+
+int add_activation(Graph& g, const Tensor& like, const std::string& name, const Region& r) {
+  Tensor t;
+  t.name = name;
+  t.dtype = like.dtype;
+  t.shape = {like.shape[0], like.shape[1], r.height(), r.width()};
+  return g.add_tensor(std::move(t));
+}
+
+// Rewrites `g` so that nodes [0, c.end) run per patch of a rows x cols grid
+// over each of c.outputs; returns the bytes the crops and writes move.
+int64_t patch_in_place(Graph& g, const Cut& c, int rows, int cols) {
+  const size_t nt = g.tensors.size();
+  std::vector<char> produced(nt, 0);
+  for (int k = 0; k < c.end; ++k)
+    for (int t : g.nodes[k].outputs)
+      if (t >= 0) produced[t] = 1;
+  std::vector<Node> nodes;
+  std::vector<int> full(c.outputs.size(), -1);  // each output's full tensor so far
+  int64_t moved = 0;
+  const int patches = rows * cols;
+  for (int p = 0; p < patches; ++p) {
+    const int i = p / cols, j = p % cols;
+    const std::string suffix = "@patch" + std::to_string(i) + "_" + std::to_string(j);
+    std::vector<std::pair<int, Region>> wanted;
+    for (int t : c.outputs) wanted.emplace_back(t, tile(g.tensors[t].shape, rows, cols, i, j));
+    const std::vector<Region> regs = required_regions(g, c.end, wanted);
+    std::vector<int> local(nt, -1);
+    std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t>, int> crops;
+    // Tensor t as `need` of it: the patch's tensor, or a crop of it.
+    auto source = [&](int t, const Region& need) {
+      const Region have = produced[t] ? regs[t] : whole(g.tensors[t]);
+      const int id = produced[t] ? local[t] : t;
+      if (have == need) return id;
+      auto key = std::make_tuple(t, need.y0, need.y1, need.x0, need.x1);
+      auto it = crops.find(key);
+      if (it != crops.end()) return it->second;
+      const std::string name = g.tensors[t].name + suffix + "@crop" + std::to_string(crops.size());
+      const int crop = add_activation(g, g.tensors[t], name, need);
+      Node s;
+      s.name = name;
+      s.op_type = "Slice";
+      const int64_t y = need.y0 - have.y0, x = need.x0 - have.x0;
+      s.inputs = {id, add_int64(g, name + "@starts", {y, x}), add_int64(g, name + "@ends", {y + need.height(), x + need.width()}),
+                  add_int64(g, name + "@axes", {2, 3})};
+      s.outputs = {crop};
+      nodes.push_back(std::move(s));
+      moved += g.tensors[crop].bytes();
+      return crops[key] = crop;
+    };
+    for (int k = 0; k < c.end; ++k) {
+      const Node& n = g.nodes[k];
+      const int y = single_output(n);
+      const Region r = regs[y];
+      if (r.empty()) continue;
+      Node m = n;
+      m.name = n.name + suffix;
+      for (size_t pos = 0; pos < n.inputs.size(); ++pos)
+        if (activation(g, n.inputs[pos])) m.inputs[pos] = source(n.inputs[pos], input_region(g, n, pos, r));
+      if (is_conv(n.op_type) || is_pool(n.op_type)) window_input(g, n, r, &m);
+      local[y] = add_activation(g, g.tensors[y], g.tensors[y].name + suffix, r);
+      m.outputs = {local[y]};
+      nodes.push_back(std::move(m));
+      const auto out = std::find(c.outputs.begin(), c.outputs.end(), y);
+      if (out == c.outputs.end()) continue;
+      const size_t q = size_t(out - c.outputs.begin());
+      const Region t = wanted[q].second;
+      Node w;
+      w.name = n.name + suffix + "@write";
+      w.op_type = "PatchWrite";
+      w.inputs = full[q] >= 0 ? std::vector<int>{full[q], local[y]} : std::vector<int>{local[y]};
+      const int next = p + 1 == patches ? y : add_activation(g, g.tensors[y], g.tensors[y].name + "@written" + std::to_string(p), whole(g.tensors[y]));
+      w.outputs = {next};
+      w.attrs["tile"] = Attribute::of_ints({t.y0, t.x0, t.height(), t.width()});
+      w.attrs["source"] = Attribute::of_ints({t.y0 - r.y0, t.x0 - r.x0});
+      if (full[q] >= 0) w.attrs["texplan_inplace"] = Attribute::of_int(1);
+      full[q] = next;
+      moved += g.tensors[y].bytes() / (g.tensors[y].shape[2] * g.tensors[y].shape[3]) * t.height() * t.width();
+      nodes.push_back(std::move(w));
+    }
+  }
+  for (size_t k = size_t(c.end); k < g.nodes.size(); ++k) nodes.push_back(std::move(g.nodes[k]));
+  g.nodes = std::move(nodes);
+  g.topological_sort();
+  g.remove_dead_nodes();
+  return moved;
+}
+
+// The graph without constant values: what planning a candidate needs.
+Graph metadata(const Graph& g) {
+  Graph m;
+  m.model_name = g.model_name;
+  m.model_path = g.model_path;
+  m.opset = g.opset;
+  m.nodes = g.nodes;
+  m.inputs = g.inputs;
+  m.outputs = g.outputs;
+  m.tensors.reserve(g.tensors.size());
+  for (const Tensor& t : g.tensors) {
+    Tensor x;
+    x.name = t.name;
+    x.dtype = t.dtype;
+    x.shape = t.shape;
+    x.is_input = t.is_input;
+    x.is_output = t.is_output;
+    x.is_constant = t.is_constant;
+    x.producer = t.producer;
+    m.tensors.push_back(std::move(x));
+  }
+  m.rebuild_index();
+  return m;
+}
+
+struct Candidate {
+  Cut cut;
+  int rows = 0, cols = 0;
+  int64_t bound = 0;
+  double flops = 0;
+};
+
+}  // namespace
+
+PatchReport apply_patching(Graph& g, const PatchOptions& opt) {
+  PatchReport r;
+  r.mode = to_string(opt);
+  r.bound_without = r.bound_with = graph_lower_bound(g);
+  r.flops_without = r.flops_with = graph_flops(g);
+  if (opt.mode == PatchOptions::Mode::Off) {
+    r.reason = "off";
+    return r;
+  }
+  const std::vector<Cut> all = cuts(g, 2);
+  if (all.empty()) {
+    r.reason = g.nodes.empty() ? "no nodes"
+                               : "the first node, " + g.nodes[0].name + " (" + g.nodes[0].op_type + "), cannot run by patches";
+    return r;
+  }
+  const Graph meta = metadata(g);
+  auto evaluate = [&](const Cut& c, int rows, int cols) {
+    Graph x = meta;
+    patch_in_place(x, c, rows, cols);
+    ++r.candidates;
+    return Candidate{c, rows, cols, plan::lower_bound_bytes(make_usage_records(x).records), graph_flops(x)};
+  };
+  std::vector<Candidate> found;
+  if (opt.mode == PatchOptions::Mode::Grid) {
+    for (const Cut& c : all)
+      if (fits(g, c, opt.rows, opt.cols)) found.push_back(evaluate(c, opt.rows, opt.cols));
+  } else {
+    // Every prefix at 4x4 (or the largest square grid that fits), then
+    // every grid on the six best prefixes.
+    std::vector<Candidate> first;
+    for (const Cut& c : all)
+      for (int n = 4; n >= 2; --n)
+        if (fits(g, c, n, n)) {
+          first.push_back(evaluate(c, n, n));
+          break;
+        }
+    std::stable_sort(first.begin(), first.end(), [](const Candidate& a, const Candidate& b) { return a.bound < b.bound; });
+    if (first.size() > 6) first.resize(6);
+    const double budget = r.flops_without * (1 + opt.recompute_budget);
+    for (const Candidate& f : first)
+      for (int n = 2; n <= 8; ++n)
+        if (fits(g, f.cut, n, n)) {
+          Candidate c = n == f.rows ? f : evaluate(f.cut, n, n);
+          if (c.flops <= budget) found.push_back(c);
+        }
+  }
+  if (found.empty()) {
+    r.reason = opt.mode == PatchOptions::Mode::Grid ? "no prefix has outputs of at least " + to_string(opt) + " pixels"
+                                                    : "no prefix and grid within the recompute budget";
+    return r;
+  }
+  int64_t least = found.front().bound;
+  for (const Candidate& c : found) least = std::min(least, c.bound);
+  const Candidate* best = nullptr;
+  for (const Candidate& c : found)
+    if (double(c.bound) <= double(least) * 1.01 && (!best || c.flops < best->flops)) best = &c;
+  if (best->bound >= r.bound_without) {
+    r.reason = "no prefix and grid lowers the bound";
+    return r;
+  }
+  const Cut cut = best->cut;
+  for (int t : cut.outputs) r.segment_outputs.push_back(g.tensors[t].name);
+  r.segment_nodes = cut.end;
+  r.rows = best->rows, r.cols = best->cols;
+  r.copy_bytes = patch_in_place(g, cut, best->rows, best->cols);
+  r.applied = true;
+  r.bound_with = graph_lower_bound(g);
+  r.flops_with = graph_flops(g);
+  return r;
+}
+
+}  // namespace texplan

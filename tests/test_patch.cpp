@@ -1,0 +1,204 @@
+// Patch-based execution (optimize/patch.h, docs/patching.md): receptive
+// fields through convolutions and pools, the rewritten graph's bound, and
+// patched runs that compute what unpatched ones do.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "optimize/optimize.h"
+#include "optimize/patch.h"
+#include "optimize/usage.h"
+#include "plan/memory_plan.h"
+#include "runtime/session.h"
+#include "test_util.h"
+
+using namespace texplan;
+
+namespace {
+
+int tensor(Graph& g, const std::string& name, Shape s) {
+  Tensor t;
+  t.name = name;
+  t.shape = std::move(s);
+  return g.add_tensor(std::move(t));
+}
+int weight(Graph& g, const std::string& name, Shape s, std::mt19937& rng) {
+  Tensor t;
+  t.name = name;
+  t.shape = s;
+  t.is_constant = true;
+  t.has_data = true;
+  t.value = test::random_tensor(s, rng, -0.5f, 0.5f);
+  return g.add_tensor(std::move(t));
+}
+void node(Graph& g, const std::string& op, std::vector<int> in, std::vector<int> out,
+          std::map<std::string, Attribute> attrs = {}) {
+  Node n;
+  n.name = op + "_" + std::to_string(g.nodes.size());
+  n.op_type = op;
+  n.inputs = std::move(in);
+  n.outputs = std::move(out);
+  n.attrs = std::move(attrs);
+  g.nodes.push_back(std::move(n));
+}
+std::map<std::string, Attribute> conv_attrs(int64_t k, int64_t s, int64_t p, int64_t d = 1, int64_t group = 1) {
+  return {{"kernel_shape", Attribute::of_ints({k, k})},
+          {"strides", Attribute::of_ints({s, s})},
+          {"pads", Attribute::of_ints({p, p, p, p})},
+          {"dilations", Attribute::of_ints({d, d})},
+          {"group", Attribute::of_int(group)}};
+}
+
+// x [1, C, H, W] through convolutions of (kernel, stride, pad, dilation, groups).
+struct Chain {
+  Graph g;
+  std::vector<int> ts;  // x, then each conv's output
+};
+Chain conv_chain(int64_t C, int64_t H, const std::vector<std::array<int64_t, 5>>& convs) {
+  std::mt19937 rng(1);
+  Chain c;
+  c.g.model_name = "chain";
+  int x = tensor(c.g, "x", {1, C, H, H});
+  c.g.tensors[x].is_input = true;
+  c.g.inputs = {x};
+  c.ts.push_back(x);
+  int64_t h = H;
+  for (size_t i = 0; i < convs.size(); ++i) {
+    const auto [k, s, p, d, group] = convs[i];
+    h = (h + 2 * p - d * (k - 1) - 1) / s + 1;
+    int w = weight(c.g, "w" + std::to_string(i), {C, C / group, k, k}, rng);
+    int y = tensor(c.g, "y" + std::to_string(i), {1, C, h, h});
+    node(c.g, "Conv", {c.ts.back(), w}, {y}, conv_attrs(k, s, p, d, group));
+    c.ts.push_back(y);
+  }
+  c.g.outputs = {c.ts.back()};
+  c.g.tensors[c.ts.back()].is_output = true;
+  c.g.topological_sort();
+  return c;
+}
+
+Region input_of(const Chain& c, const Region& out) {
+  auto regs = required_regions(c.g, int(c.g.nodes.size()), {{c.ts.back(), out}});
+  return regs[c.ts.front()];
+}
+
+}  // namespace
+
+TEST(PatchRegions, OneConv3x3HasHaloOne) {
+  Chain c = conv_chain(2, 16, {{3, 1, 1, 1, 1}});
+  EXPECT_EQ(input_of(c, {4, 8, 4, 8}), (Region{3, 9, 3, 9}));
+  // At the border the window is clamped: the padding stands for the rest.
+  EXPECT_EQ(input_of(c, {0, 4, 12, 16}), (Region{0, 5, 11, 16}));
+}
+
+TEST(PatchRegions, TwoConvs3x3HaveHaloTwo) {
+  Chain c = conv_chain(2, 16, {{3, 1, 1, 1, 1}, {3, 1, 1, 1, 1}});
+  EXPECT_EQ(input_of(c, {4, 8, 4, 8}), (Region{2, 10, 2, 10}));
+}
+
+TEST(PatchRegions, StrideTwoDoublesTheHaloBeforeIt) {
+  // conv 3x3 s1 then conv 3x3 s2: output rows [2, 4) of the 8x8 map read
+  // rows [3, 8) of the 16x16 one (2*2-1 .. 2*3-1+2), which read [2, 9).
+  Chain c = conv_chain(2, 16, {{3, 1, 1, 1, 1}, {3, 2, 1, 1, 1}});
+  auto regs = required_regions(c.g, 2, {{c.ts[2], {2, 4, 2, 4}}});
+  EXPECT_EQ(regs[c.ts[1]], (Region{3, 8, 3, 8}));
+  EXPECT_EQ(regs[c.ts[0]], (Region{2, 9, 2, 9}));
+}
+
+TEST(PatchRegions, DilationAndGroups) {
+  // 3x3 dilation 2 pad 2: a halo of 2; grouping changes nothing spatially.
+  Chain c = conv_chain(4, 16, {{3, 1, 2, 2, 2}});
+  EXPECT_EQ(input_of(c, {4, 8, 4, 8}), (Region{2, 10, 2, 10}));
+}
+
+TEST(PatchRegions, GlobalPoolingEndsTheSegment) {
+  Chain c = conv_chain(2, 8, {{3, 1, 1, 1, 1}});
+  int y = tensor(c.g, "pooled", {1, 2, 1, 1});
+  node(c.g, "GlobalAveragePool", {c.ts.back()}, {y});
+  c.g.tensors[c.ts.back()].is_output = false;
+  c.g.outputs = {y};
+  c.g.tensors[y].is_output = true;
+  c.g.topological_sort();
+  EXPECT_FALSE(patchable(c.g, c.g.nodes[1]));
+  EXPECT_THROW(required_regions(c.g, 2, {{y, {0, 1, 0, 1}}}), Error);
+}
+
+TEST(PatchOptions, Parse) {
+  EXPECT_EQ(parse_patch("off").mode, PatchOptions::Mode::Off);
+  EXPECT_EQ(parse_patch("auto").mode, PatchOptions::Mode::Auto);
+  PatchOptions o = parse_patch("3x4");
+  EXPECT_EQ(o.mode, PatchOptions::Mode::Grid);
+  EXPECT_EQ(o.rows, 3);
+  EXPECT_EQ(o.cols, 4);
+  EXPECT_THROW(parse_patch("1x1"), Error);
+  EXPECT_THROW(parse_patch("4x"), Error);
+  EXPECT_THROW(parse_patch("17x2"), Error);
+}
+
+// A stem that holds the peak: 3 -> 16 channels at 64x64, a 3x3 conv at
+// full resolution, then stride-2 convs down to 8x8, global pooling.
+Graph stem_model() {
+  std::mt19937 rng(2);
+  Graph g;
+  g.model_name = "stem";
+  int x = tensor(g, "x", {1, 3, 64, 64});
+  g.tensors[x].is_input = true;
+  g.inputs = {x};
+  int a = tensor(g, "a", {1, 16, 64, 64});
+  node(g, "Conv", {x, weight(g, "w0", {16, 3, 3, 3}, rng), weight(g, "b0", {16}, rng)}, {a}, conv_attrs(3, 1, 1));
+  int ar = tensor(g, "ar", {1, 16, 64, 64});
+  node(g, "Relu", {a}, {ar});
+  int b = tensor(g, "b", {1, 16, 64, 64});
+  node(g, "Conv", {ar, weight(g, "w1", {16, 1, 3, 3}, rng)}, {b}, conv_attrs(3, 1, 1, 1, 16));
+  int s = tensor(g, "s", {1, 16, 64, 64});
+  node(g, "Add", {b, ar}, {s});  // a residual: `ar` is read with and without a halo
+  int c = tensor(g, "c", {1, 16, 32, 32});
+  node(g, "Conv", {s, weight(g, "w2", {16, 16, 3, 3}, rng)}, {c}, conv_attrs(3, 2, 1));
+  int m = tensor(g, "m", {1, 16, 16, 16});
+  node(g, "MaxPool", {c}, {m},
+       {{"kernel_shape", Attribute::of_ints({3, 3})}, {"strides", Attribute::of_ints({2, 2})},
+        {"pads", Attribute::of_ints({1, 1, 1, 1})}});
+  int d = tensor(g, "d", {1, 32, 8, 8});
+  node(g, "Conv", {m, weight(g, "w3", {32, 16, 3, 3}, rng)}, {d}, conv_attrs(3, 2, 1));
+  int p = tensor(g, "p", {1, 32, 1, 1});
+  node(g, "GlobalAveragePool", {d}, {p});
+  g.outputs = {p};
+  g.tensors[p].is_output = true;
+  g.topological_sort();
+  return g;
+}
+
+TEST(PatchPlan, StemBoundDropsAndStaysAboveWhatMustLive) {
+  Graph g = stem_model();
+  optimize(g, {});
+  const int64_t before = graph_lower_bound(g);
+  PatchReport r = apply_patching(g, parse_patch("auto"));
+  ASSERT_TRUE(r.applied) << r.reason;
+  EXPECT_EQ(r.bound_without, before);
+  EXPECT_LT(r.bound_with, before / 2);
+  EXPECT_EQ(r.bound_with, graph_lower_bound(g));
+  // The input stays live through every patch; the segment's output is whole.
+  int64_t outputs = 0;
+  for (const auto& name : r.segment_outputs) outputs += g.tensors[g.find(name)].bytes();
+  EXPECT_GE(r.bound_with, 3 * 64 * 64 * 4 + outputs);
+  EXPECT_GT(r.extra_flops_pct(), 0.0);
+  EXPECT_LE(r.extra_flops_pct(), 50.0);
+  // The planner's records of the rewritten graph validate with `best` at the bound.
+  PlanInput pin = make_usage_records(g);
+  plan::DeviceProfile dev = plan::DeviceProfile::load("pocl");
+  plan::MemoryPlan p = plan::plan_memory(pin.records, dev, "best");
+  plan::validate(p, pin.records, dev);
+  EXPECT_LE(p.total_bytes(), plan::lower_bound_bytes(pin.records) * 101 / 100);  // alignment
+}
+
+TEST(PatchPlan, OffAndUselessGridsLeaveTheGraph) {
+  Graph g = stem_model();
+  optimize(g, {});
+  const size_t nodes = g.nodes.size();
+  EXPECT_FALSE(apply_patching(g, parse_patch("off")).applied);
+  EXPECT_EQ(g.nodes.size(), nodes);
+  Graph h = conv_chain(2, 8, {{1, 1, 0, 1, 1}}).g;  // one node: patching only adds the input's life
+  PatchReport r = apply_patching(h, parse_patch("2x2"));
+  EXPECT_FALSE(r.applied);
+  EXPECT_EQ(h.nodes.size(), 1u);
+}
