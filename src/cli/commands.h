@@ -83,6 +83,7 @@ struct RunArgs {
   std::string json_path;
   std::string output_dir;  // writes output_N.pb there
   bool profile = false;    // per-node device times (cli/profile_report.h)
+  std::string trace_path;  // the profiled runs as a Chrome trace (cli/trace.h); implies profile
   std::string io = "host";  // host | device: inputs and outputs as runtime::DeviceTensors
   std::string offload = "none";  // none | clblast | auto (src/offload)
   // One tuning results file for every part that measures once and reuses

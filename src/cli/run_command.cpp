@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/profile_report.h"
+#include "cli/trace.h"
 #include "cli/progress.h"
 #include "cli/usage.h"
 #include "graph/safe_file.h"
@@ -101,6 +102,10 @@ void add_run_options(CLI::App& app, RunArgs& a) {
   app.add_option("--tuning-cache", a.tuning_cache,
                  "tuning results file (read, and updated when something was measured): kernel choices and CLBlast's");
   app.add_flag("--profile", a.profile, "time every node from OpenCL events, per operator type, with GFLOP/s and GB/s");
+  app.add_option("--trace", a.trace_path,
+                 "write the profiled runs as a Chrome trace, FILE.json (Perfetto, chrome://tracing): kernels on the "
+                 "device's track, each node's enqueue on the host's; implies --profile")
+      ->check(extension_in("trace", {".json"}) & in_existing_folder("trace"));
   add_optimize_options(app, a.optimize);
   add_shape_options(app, a.shapes);
 }
@@ -225,6 +230,9 @@ int run_command(const RunArgs& a) {
   const bool on_cpu = a.device == "cpu";
   if (on_cpu && a.io == "device")
     throw Error(g.model_name + ": --io device needs an OpenCL device; --device cpu is the host's reference executor");
+  if (on_cpu && (a.profile || !a.trace_path.empty()))
+    throw Error(g.model_name + ": --profile and --trace time OpenCL kernels; --device cpu is the host's reference "
+                "executor");
   std::shared_ptr<runtime::Device> device;
   plan::DeviceProfile profile;
   if (on_cpu) {
@@ -379,7 +387,7 @@ int run_command(const RunArgs& a) {
     else if (a.bench > 0)
       timing = time_runs(a.bench, [&] { return session.run(inputs), session.last_enqueue_ms(); });
     report["device"] = device->info().name + " (" + device->info().platform + ")";
-    if (a.profile) {
+    if (a.profile || !a.trace_path.empty()) {
       runtime::SessionOptions po;
       po.profile = true;
       po.offload = offloader;
@@ -394,6 +402,8 @@ int run_command(const RunArgs& a) {
         spans.push_back(profiled.last_device_span_ms());
       }
       report["profile"] = profile_report(runs, spans, runtime::measure_ceilings(*device));
+      if (!a.trace_path.empty())
+        write_file(a.trace_path, trace_json(runs, g.model_name, device->info().name).dump() + "\n", g.model_name);
     }
     if (offloader && a.bench > 0) partition_ms = time_partitions(g, pin, plan, device, offloader, inputs, precision);
     if (a.guard) {

@@ -205,9 +205,8 @@ std::vector<float> Node::get_floats(const std::string& a, std::vector<float> dfl
 }
 
 int Graph::add_tensor(Tensor t) {
-  if (index_.count(t.name)) throw Error(model_name + ": duplicate tensor name '" + t.name + "'");
-  int id = int(tensors.size());
-  index_[t.name] = id;
+  const int id = int(tensors.size());
+  if (!index_.try_emplace(t.name, id).second) throw Error(model_name + ": duplicate tensor name '" + t.name + "'");
   tensors.push_back(std::move(t));
   return id;
 }
@@ -302,10 +301,14 @@ void Graph::topological_sort() {
         throw Error(model_name + ": the graph has a cycle through node '" + nodes[n].name + "' (" +
                     nodes[n].op_type + ")");
   }
-  std::vector<Node> sorted;
-  sorted.reserve(nodes.size());
-  for (int n : order) sorted.push_back(std::move(nodes[n]));
-  nodes = std::move(sorted);
+  bool already_sorted = true;
+  for (size_t k = 0; k < order.size() && already_sorted; ++k) already_sorted = order[k] == int(k);
+  if (!already_sorted) {
+    std::vector<Node> sorted;
+    sorted.reserve(nodes.size());
+    for (int n : order) sorted.push_back(std::move(nodes[n]));
+    nodes = std::move(sorted);
+  }
   for (auto& t : tensors) t.producer = -1;
   for (size_t n = 0; n < nodes.size(); ++n)
     for (int t : nodes[n].outputs)
@@ -333,14 +336,24 @@ void Graph::remove_dead_nodes() {
       if (t >= 0) needed[t] = 1;
   }
   for (int t : inputs) needed[t] = 1;
-  std::vector<Node> live;
-  for (size_t k = 0; k < nodes.size(); ++k)
-    if (keep[k]) live.push_back(std::move(nodes[k]));
-  nodes = std::move(live);
+  if (!std::all_of(keep.begin(), keep.end(), [](char k) { return k; })) {
+    std::vector<Node> live;
+    for (size_t k = 0; k < nodes.size(); ++k)
+      if (keep[k]) live.push_back(std::move(nodes[k]));
+    nodes = std::move(live);
+  }
   // Outputs of kept nodes stay (an unused optional output still needs a home).
   for (auto& n : nodes)
     for (int t : n.outputs)
       if (t >= 0) needed[t] = 1;
+  // Nothing dead (the usual case): ids, and the name index, stay as they are.
+  if (std::all_of(needed.begin(), needed.end(), [](char k) { return k; })) {
+    for (auto& t : tensors) t.producer = -1;
+    for (size_t n = 0; n < nodes.size(); ++n)
+      for (int t : nodes[n].outputs)
+        if (t >= 0) tensors[t].producer = int(n);
+    return;
+  }
   std::vector<int> remap(tensors.size(), -1);
   std::vector<Tensor> kept;
   for (size_t t = 0; t < tensors.size(); ++t)

@@ -20,6 +20,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <mutex>
 #include <sstream>
@@ -59,7 +60,7 @@ std::string one_line(std::string s, size_t max = 400) {
   return s;
 }
 
-DataType from_onnx_type(int t, const std::string& what) {
+std::optional<DataType> known_type(int t) {
   switch (t) {
     case onnx::TensorProto::FLOAT: return DataType::Float32;
     case onnx::TensorProto::FLOAT16: return DataType::Float16;
@@ -69,10 +70,13 @@ DataType from_onnx_type(int t, const std::string& what) {
     case onnx::TensorProto::INT32: return DataType::Int32;
     case onnx::TensorProto::INT64: return DataType::Int64;
     case onnx::TensorProto::BOOL: return DataType::Bool;
-    default:
-      throw Error(what + ": unsupported data type " +
-                  onnx::TensorProto_DataType_Name(onnx::TensorProto_DataType(t)));
+    default: return std::nullopt;
   }
+}
+
+DataType from_onnx_type(int t, const std::string& what) {
+  if (auto d = known_type(t)) return *d;
+  throw Error(what + ": unsupported data type " + onnx::TensorProto_DataType_Name(onnx::TensorProto_DataType(t)));
 }
 
 int to_onnx_type(DataType t) {
@@ -559,24 +563,30 @@ class Importer {
   // Graph inputs declare no negative dimension.
   void check_names() {
     const auto& g = model_.graph();
-    std::unordered_map<std::string, std::string> defined;
-    auto define = [&](const std::string& n, const std::string& by) {
-      if (n.empty()) throw Error(name_ + ": " + by + " has no name");
-      auto [it, fresh] = defined.emplace(n, by);
-      if (!fresh)
-        throw Error(name_ + ": tensor '" + one_line(n, 200) + "' is defined twice, by " + it->second + " and by " +
-                    by);
+    // Definer of each name: -2 an initializer, -1 a graph input, else the node's index.
+    constexpr int kInitializer = -2, kGraphInput = -1;
+    auto definer = [&](int who) -> std::string {
+      if (who == kInitializer) return "an initializer";
+      if (who == kGraphInput) return "a graph input";
+      return "node '" + one_line(node_label(g.node(who), who), 200) + "'";
     };
-    std::unordered_set<std::string> inits;
-    for (const auto& t : g.initializer()) {
-      define(t.name(), "an initializer");
-      inits.insert(t.name());
+    std::unordered_map<std::string_view, int> defined;
+    defined.reserve(size_t(g.initializer_size() + g.input_size() + g.node_size()));
+    auto define = [&](const std::string& n, int who) {
+      if (n.empty()) throw Error(name_ + ": " + definer(who) + " has no name");
+      auto [it, fresh] = defined.emplace(n, who);
+      if (!fresh)
+        throw Error(name_ + ": tensor '" + one_line(n, 200) + "' is defined twice, by " + definer(it->second) +
+                    " and by " + definer(who));
+    };
+    for (const auto& t : g.initializer()) define(t.name(), kInitializer);
+    for (const auto& v : g.input()) {
+      auto it = defined.find(v.name());
+      if (it == defined.end() || it->second != kInitializer) define(v.name(), kGraphInput);
     }
-    for (const auto& v : g.input())
-      if (!inits.count(v.name())) define(v.name(), "a graph input");
     for (int i = 0; i < g.node_size(); ++i)
       for (const auto& out : g.node(i).output())
-        if (!out.empty()) define(out, "node '" + one_line(node_label(g.node(i), i), 200) + "'");
+        if (!out.empty()) define(out, i);
     for (const auto& v : g.input())
       if (v.type().has_tensor_type())
         for (const auto& d : v.type().tensor_type().shape().dim())
@@ -797,15 +807,20 @@ class Importer {
     for (const auto& t : g.initializer()) shapes_[t.name()] = {dims_of(t), t.data_type()};
   }
 
-  Node to_node(const onnx::NodeProto& n, int index, const std::unordered_map<std::string, int>* ids) {
+  // With `graph`, inputs and outputs become its tensor ids (all defined by then).
+  Node to_node(const onnx::NodeProto& n, int index, const Graph* graph) {
     Node r;
     r.name = printable(node_label(n, index));
     r.op_type = n.op_type();
-    std::string w = name_ + ": node '" + r.name + "' (" + n.op_type() + ")";
-    for (const auto& a : n.attribute()) r.attrs[a.name()] = attribute_from_proto(a, dir_, w);
-    if (ids) {
-      for (const auto& in : n.input()) r.inputs.push_back(in.empty() ? -1 : ids->at(in));
-      for (const auto& out : n.output()) r.outputs.push_back(out.empty() ? -1 : ids->at(out));
+    if (n.attribute_size() > 0) {
+      const std::string w = name_ + ": node '" + r.name + "' (" + n.op_type() + ")";
+      for (const auto& a : n.attribute()) r.attrs[a.name()] = attribute_from_proto(a, dir_, w);
+    }
+    if (graph) {
+      r.inputs.reserve(size_t(n.input_size()));
+      r.outputs.reserve(size_t(n.output_size()));
+      for (const auto& in : n.input()) r.inputs.push_back(in.empty() ? -1 : graph->find(printable(in)));
+      for (const auto& out : n.output()) r.outputs.push_back(out.empty() ? -1 : graph->find(printable(out)));
     }
     return r;
   }
@@ -940,17 +955,20 @@ class Importer {
     graph.model_name = name_;
     graph.model_path = file_;
     graph.opset = opset_;
-    std::unordered_map<std::string, int> ids;
+    // Tensor ids by name live in the graph's own index (one map, not two).
+    graph.tensors.reserve(size_t(g.initializer_size() + g.input_size() + g.node_size()));
+    graph.nodes.reserve(size_t(g.node_size()));
     auto add = [&](const std::string& n, bool constant) -> int {
-      auto it = ids.find(n);
-      if (it != ids.end()) return it->second;
+      std::string name = printable(n);
+      if (int id = graph.find(name); id >= 0) return id;
       Tensor t;
-      t.name = printable(n);
+      t.name = std::move(name);
       t.is_constant = constant;
       auto s = shapes_.find(n);
       if (s != shapes_.end()) {
         t.shape = s->second.first;
-        if (s->second.second != 0) t.dtype = from_onnx_type(s->second.second, name_ + ": tensor '" + n + "'");
+        const int type = s->second.second;
+        if (type != 0) t.dtype = known_type(type) ? *known_type(type) : from_onnx_type(type, name_ + ": tensor '" + n + "'");
       }
       auto c = constants_.find(n);
       if (c != constants_.end()) {
@@ -959,9 +977,7 @@ class Importer {
         t.shape = t.value.shape;
         t.has_data = true;
       }
-      int id = graph.add_tensor(std::move(t));
-      ids[n] = id;
-      return id;
+      return graph.add_tensor(std::move(t));
     };
     std::unordered_set<std::string> init_names;
     for (const auto& t : g.initializer()) {
@@ -979,14 +995,14 @@ class Importer {
         if (!out.empty()) add(out, false);
     for (int i = 0; i < g.node_size(); ++i)
       for (const auto& in : g.node(i).input())
-        if (!in.empty() && !ids.count(in))
+        if (!in.empty() && graph.find(printable(in)) < 0)
           throw Error(name_ + ": node '" + node_label(g.node(i), i) + "' reads '" + in + "', which nothing produces");
-    for (int i = 0; i < g.node_size(); ++i) graph.nodes.push_back(to_node(g.node(i), i, &ids));
+    for (int i = 0; i < g.node_size(); ++i) graph.nodes.push_back(to_node(g.node(i), i, &graph));
     for (const auto& v : g.output()) {
-      auto it = ids.find(v.name());
-      if (it == ids.end()) throw Error(name_ + ": graph output '" + v.name() + "' is produced by no node");
-      graph.tensors[it->second].is_output = true;
-      graph.outputs.push_back(it->second);
+      const int id = graph.find(printable(v.name()));
+      if (id < 0) throw Error(name_ + ": graph output '" + v.name() + "' is produced by no node");
+      graph.tensors[id].is_output = true;
+      graph.outputs.push_back(id);
     }
     graph.topological_sort();
     graph.remove_dead_nodes();
