@@ -31,6 +31,7 @@ struct PlanOptions {
   std::vector<std::string> strategies;  // empty: all
   TextureMode textures = TextureMode::None;
   bool include_tensors = true;          // per-tensor placements in the report
+  std::string patch = "off";            // off | auto | RxC: the first stages run by patches (optimize/patch.h)
   std::string offload = "none";         // none | clblast | auto: partition and scratch records (src/offload)
   bool offload_on_device = false;       // --target opencl: CLBlast sizes its scratch on that device
   OptimizeOptions optimize;             // graph rewrites before planning (optimize/optimize.h)
@@ -86,6 +87,7 @@ struct RunArgs {
   std::string trace_path;  // the profiled runs as a Chrome trace (cli/trace.h); implies profile
   std::string io = "host";  // host | device: inputs and outputs as runtime::DeviceTensors
   std::string offload = "none";  // none | clblast | auto (src/offload)
+  std::string patch = "off";     // off | auto | RxC: the first stages run by patches (optimize/patch.h)
   // One tuning results file for every part that measures once and reuses
   // (runtime/tuning_cache.h): read at start, written back when changed.
   std::string tuning_cache;

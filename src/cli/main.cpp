@@ -10,6 +10,7 @@
 #include "cli/timeline.h"
 #include "cli/usage.h"
 #include "graph/safe_file.h"
+#include "optimize/patch.h"
 #include "runtime/device.h"
 #include "runtime/session.h"
 
@@ -87,6 +88,19 @@ int main(int argc, char** argv) {
   plan->add_option("--seed", seed, "seed of the random graph")->check(cli::whole_number(0))->capture_default_str();
   cli::ShapeSettings plan_shapes;
   cli::add_shape_options(*plan, plan_shapes);
+  std::string plan_patch = "off";
+  plan->add_option("--patch", plan_patch,
+                   "off, auto, or a grid RxC (e.g. 4x4): run the memory-heavy first stages patch by patch "
+                   "(docs/patching.md)")
+      ->check([](const std::string& s) {
+        try {
+          parse_patch(s);
+          return std::string();
+        } catch (const Error& e) {
+          return std::string(e.what());
+        }
+      })
+      ->capture_default_str();
 
   // texplan run / devices / onnx-tests
   cli::RunArgs run_args;
@@ -157,6 +171,7 @@ int main(int argc, char** argv) {
       opt.textures = parse_texture_mode(textures);
       opt.float_storage = runtime::float_storage(runtime::parse_precision(plan_precision));
       opt.optimize = plan_optimize;
+      opt.patch = plan_patch;
       cli::apply_shape_settings(plan_shapes, opt.import);
       cli::json report;
       if (random_n > 0) {

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/patch_report.h"
 #include "cli/progress.h"
 #include "import/onnx_import.h"
 #include "offload/offload.h"
@@ -93,6 +94,7 @@ json plan_report(const std::string& model, const std::vector<plan::UsageRecord>&
 void print_plan_table(const json& r, std::ostream& out) {
   if (r.contains("partition")) offload::print_partition(r["partition"], out);
   if (r.contains("optimization")) print_optimize_summary(r["optimization"], out);
+  if (r.contains("patching")) print_patch_summary(r["patching"], out);
   out << "model " << r["model"].get<std::string>() << ": " << r["records"] << " tensors to place";
   if (r["texture_records"].get<int64_t>() > 0) out << " (" << r["texture_records"] << " as textures)";
   out << ", target " << r["target"].get<std::string>();
@@ -150,6 +152,8 @@ json plan_model(const std::string& model_path, const plan::DeviceProfile& dev, c
   std::unique_ptr<Graph> imported;  // for each optimization's share
   if (opt.optimization_shares) imported = std::make_unique<Graph>(g);
   const OptimizeReport optimized = optimize(g, opt.optimize);
+  // Before storage and records: every later stage sees the patch steps.
+  const PatchReport patched = apply_patching(g, parse_patch(opt.patch));
   auto t1 = std::chrono::steady_clock::now();
   // Without textures: the buffer-only lower bound every texture plan is measured against.
   UsageOptions buffers_only;
@@ -204,6 +208,7 @@ json plan_model(const std::string& model_path, const plan::DeviceProfile& dev, c
   // The optimizations' figures count fp32 bytes: with fp16 the bound as
   // imported is not comparable to the planned one.
   if (opt.float_storage == DataType::Float32) r["raw_lower_bound_bytes"] = optimized.raw_lower_bound_bytes;
+  r["patching"] = patch_json(patched);
   if (offloader) {
     r["partition"] = offloader->report();
     r["partition"]["scratch_sizing"] = opt.offload_on_device

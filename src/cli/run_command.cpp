@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/patch_report.h"
 #include "cli/profile_report.h"
 #include "cli/trace.h"
 #include "cli/progress.h"
@@ -90,6 +91,18 @@ void add_run_options(CLI::App& app, RunArgs& a) {
       ->capture_default_str();
   app.add_option("--json", a.json_path, "write the report as JSON (-: to stdout, the table to stderr)");
   app.add_option("--output", a.output_dir, "write the outputs as output_N.pb into this folder");
+  app.add_option("--patch", a.patch,
+                 "off, auto, or a grid RxC (e.g. 4x4): run the memory-heavy first stages patch by patch "
+                 "(docs/patching.md)")
+      ->check([](const std::string& s) {
+        try {
+          parse_patch(s);
+          return std::string();
+        } catch (const Error& e) {
+          return std::string(e.what());
+        }
+      })
+      ->capture_default_str();
   app.add_option("--offload", a.offload,
                  "none: texplan's kernels only; clblast: GEMM-shaped nodes (Gemm, MatMul, Conv as im2col+GEMM) "
                  "to CLBlast; auto: per node the faster of the two, measured once (kept in --tuning-cache)")
@@ -258,6 +271,10 @@ int run_command(const RunArgs& a) {
   const OptimizeReport optimized =
       optimize(g, runtime::runnable(a.optimize, on_cpu ? "cpu-executor" : device->info().type));
   verbose_log() << g.model_name << ": optimized to " << g.nodes.size() << " nodes in " << since() << "\n";
+  // PatchWrite runs on OpenCL devices only (runtime/ops_patch.cpp).
+  if (on_cpu && a.patch != "off")
+    throw Error(g.model_name + ": --patch runs on OpenCL devices; --device cpu is the host's reference executor");
+  const PatchReport patched = apply_patching(g, parse_patch(a.patch));
   // Textures run on OpenCL devices only: the CPU executor plans buffers.
   UsageOptions buffers_only;
   buffers_only.float_storage = runtime::float_storage(precision);
@@ -334,7 +351,8 @@ int run_command(const RunArgs& a) {
                  for (const auto& r : pin.records) b += r.storage == plan::Storage::Buffer;
                  return b;
                }()},
-              {"layout_conversions", storage.conversions}, {"texture_fallbacks", storage.fallbacks}};
+              {"layout_conversions", storage.conversions}, {"texture_fallbacks", storage.fallbacks},
+              {"patching", patch_json(patched)}};
   std::vector<HostTensor> outputs;
   Timing timing;
   int64_t activation_bytes = 0;
@@ -507,6 +525,7 @@ int run_command(const RunArgs& a) {
   std::cout << "optimized   " << optimized.nodes_before << " -> " << optimized.nodes_after << " nodes, lower bound "
             << human_bytes(optimized.raw_lower_bound_bytes) << " as imported -> "
             << human_bytes(optimized.lower_bound_bytes) << " (order " << optimized.order << ")\n";
+  if (patched.mode != "off") print_patch_summary(report["patching"], std::cout);
   std::cout << "weights     " << human_bytes(weight_bytes) << "\n";
   if (!fallback.empty()) {
     std::cout << "cpu fallback " << fallback.size() << " node(s):";

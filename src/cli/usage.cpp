@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 
@@ -133,6 +134,20 @@ CLI::Validator extension_in(const std::string& what, std::vector<std::string> ex
         for (size_t i = 0; i < extensions.size(); ++i)
           list += (i == 0 ? "" : i + 1 == extensions.size() ? " or " : ", ") + extensions[i];
         return "'" + value + "': the extension decides the " + what + "'s format: give a " + list + " file name";
+      },
+      "", "file");
+}
+
+CLI::Validator in_existing_folder(const std::string& what) {
+  return CLI::Validator(
+      [what](std::string& value) -> std::string {
+        const std::filesystem::path p(value);
+        const std::filesystem::path folder = p.has_parent_path() ? p.parent_path() : ".";
+        std::error_code ec;
+        if (std::filesystem::is_directory(p, ec)) return "'" + value + "': a folder, not a " + what + " file name";
+        if (!std::filesystem::is_directory(folder, ec))
+          return "'" + value + "': no folder '" + folder.string() + "' to write the " + what + " in";
+        return "";
       },
       "", "file");
 }

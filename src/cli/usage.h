@@ -53,6 +53,9 @@ CLI::Validator number_in(double min, double max = INFINITY, bool min_open = fals
 // (".svg", ".html"), compared without case.
 CLI::Validator extension_in(const std::string& what, std::vector<std::string> extensions);
 
+// A file to write: its folder exists and it is not itself a folder.
+CLI::Validator in_existing_folder(const std::string& what);
+
 // "-" names stdout.
 inline bool is_stdout(const std::string& path) { return path == "-"; }
 

@@ -169,6 +169,8 @@ bool half_kernel_file(const std::string& file) {
   return std::find(std::begin(converted), std::end(converted), file) != std::end(converted);
 }
 
+bool lower_patch_write(NodeBuilder& b);  // ops_patch.cpp
+
 namespace {
 using Lowering = bool (*)(NodeBuilder&);
 const std::map<std::string, Lowering>& table() {
@@ -202,6 +204,7 @@ const std::map<std::string, Lowering>& table() {
       {"FusedElementwise", lower_fused_elementwise},
       {"FusedConvMaxPool", lower_fused_conv_maxpool},
       {"FusedMlp", lower_fused_mlp},
+      {"PatchWrite", lower_patch_write},
   };
   return t;
 }

@@ -82,10 +82,33 @@ bool widen(cl_event e, cl_ulong& first, cl_ulong& last) {
 }  // namespace
 
 void ProfileEvents::device_times(std::vector<NodeTime>& times) const {
+  // The device clock onto the host's: the run's first kernel was queued
+  // when its step began enqueueing (its START where QUEUED is not given).
+  // Differences of the integer nanoseconds first: a device clock counting
+  // from 1970 has no sub-microsecond digits left in a double.
+  cl_ulong anchor_ns = 0;
+  double anchor_us = 0;
+  for (size_t k = 0; k < steps_.size() && k < times.size(); ++k) {
+    if (steps_[k].empty()) continue;
+    cl_ulong queued = 0;
+    if (clGetEventProfilingInfo(steps_[k][0], CL_PROFILING_COMMAND_QUEUED, sizeof queued, &queued, nullptr) !=
+            CL_SUCCESS ||
+        queued == 0)
+      clGetEventProfilingInfo(steps_[k][0], CL_PROFILING_COMMAND_START, sizeof queued, &queued, nullptr);
+    anchor_ns = queued, anchor_us = times[k].host_begin_us;
+    break;
+  }
   for (size_t k = 0; k < steps_.size() && k < times.size(); ++k) {
     if (steps_[k].empty()) continue;
     cl_ulong first = ~cl_ulong(0), last = 0;
-    for (cl_event e : steps_[k]) widen(e, first, last);
+    for (size_t i = 0; i < steps_[k].size(); ++i) {
+      cl_ulong s = ~cl_ulong(0), e = 0;
+      if (!widen(steps_[k][i], s, e)) continue;
+      first = std::min(first, s), last = std::max(last, e);
+      if (i < times[k].kernels.size())
+        times[k].kernels[i].begin_us = anchor_us + double(int64_t(s - anchor_ns)) * 1e-3,
+        times[k].kernels[i].end_us = anchor_us + double(int64_t(e - anchor_ns)) * 1e-3;
+    }
     if (last >= first) times[k].ms = double(last - first) * 1e-6;
   }
 }

@@ -803,18 +803,27 @@ void Session::Impl::run_steps() {
   for (const Step& s : steps) {
     auto node_start = std::chrono::steady_clock::now();
     std::vector<cl_event>* events = opt.profile ? &profiled.step() : nullptr;
-    if (enqueue_offloaded(s, events)) {
+    const bool offloaded = enqueue_offloaded(s, events);
+    if (offloaded) {
     } else if (s.cpu) run_on_cpu(s);
     else enqueue(s, events);
     if (opt.profile) {
+      const auto node_end = std::chrono::steady_clock::now();
       const Node& n = g.nodes[s.node];
       NodeTime& t = times.emplace_back();
       t.node = n.name, t.op = n.op_type, t.cpu = s.cpu, t.launches = int(s.launches.size());
-      double host_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - node_start).count();
+      double host_ms = std::chrono::duration<double, std::milli>(node_end - node_start).count();
       if (s.cpu) t.ms = host_ms;
       else t.enqueue_us = host_ms * 1e3;
       NodeCost c = node_cost(g, n);
       t.flops = c.flops, t.bytes = c.bytes;
+      using us = std::chrono::duration<double, std::micro>;
+      t.host_begin_us = us(node_start.time_since_epoch()).count();
+      t.host_end_us = us(node_end.time_since_epoch()).count();
+      for (size_t k = 0; k < events->size(); ++k)  // texplan's launches by name; more events: the offloader's
+        t.kernels.push_back({!offloaded && k < s.launches.size() ? s.launches[k].name : "offload"});
+      for (int i : n.inputs) t.input_shapes.push_back(i >= 0 ? g.tensors[i].shape : Shape{});
+      for (int o : n.outputs) t.output_shapes.push_back(o >= 0 ? g.tensors[o].shape : Shape{});
     }
     if (opt.guard) guard_after(s.node);
   }

@@ -82,6 +82,17 @@ struct NodeTime {
   int launches = 0;         // kernels enqueued
   double enqueue_us = 0;    // host time inside clEnqueueNDRangeKernel for them
   double flops = 0, bytes = 0;  // work of the node (runtime/profile.h: node_cost)
+  // Where the run's time went, for a trace (cli/trace.h). Times are
+  // microseconds of the host's steady clock; a kernel's device start and
+  // end are moved onto it by the offset between the run's first kernel's
+  // CL_PROFILING_COMMAND_QUEUED and the host time its step began enqueueing.
+  double host_begin_us = 0, host_end_us = 0;  // the node's enqueue (its whole run on the CPU)
+  struct Kernel {
+    std::string name;                          // the OpenCL kernel ("offload" for an offloader's)
+    double begin_us = 0, end_us = 0;           // 0, 0: the device gave no times
+  };
+  std::vector<Kernel> kernels;                 // one per launch, in enqueue order
+  std::vector<Shape> input_shapes, output_shapes;
 };
 
 // Bytes [begin, end) of `pool` (the span of the changed bytes) that belong
