@@ -202,3 +202,36 @@ TEST(PatchPlan, OffAndUselessGridsLeaveTheGraph) {
   EXPECT_FALSE(r.applied);
   EXPECT_EQ(h.nodes.size(), 1u);
 }
+
+namespace {
+std::vector<HostTensor> run_on_pocl(const Graph& g, const HostTensor& x, bool guard) {
+  PlanInput pin = make_usage_records(g);
+  plan::MemoryPlan p = plan::plan_memory(pin.records, plan::DeviceProfile::load("pocl"), "best");
+  runtime::SessionOptions o;
+  o.guard = guard;
+  runtime::Session s(g, pin, p, "pocl", o);
+  std::vector<HostTensor> y = s.run({x});
+  for (const auto& v : s.guard_violations()) ADD_FAILURE() << v;
+  return y;
+}
+}  // namespace
+
+// Patched runs compute what the unpatched graph does: uneven tiles (64
+// rows in 3), a residual read with and without a halo, a fused pool, and
+// the plan's pools guarded.
+TEST(PatchRun, PatchedStemMatchesUnpatchedOnPocl) {
+  const HostTensor x = test::random_tensor({1, 3, 64, 64}, -1, 1, 7);
+  for (const char* grid : {"3x3", "2x5", "auto"}) {
+    SCOPED_TRACE(grid);
+    Graph g = stem_model();
+    optimize(g, {});
+    const std::vector<HostTensor> want = run_on_pocl(g, x, false);
+    PatchReport r = apply_patching(g, parse_patch(grid));
+    ASSERT_TRUE(r.applied) << r.reason;
+    const std::vector<HostTensor> got = run_on_pocl(g, x, true);
+    ASSERT_EQ(got.size(), want.size());
+    const std::vector<float> a = got[0].as_float(), b = want[0].as_float();
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-4f * (1 + std::abs(b[i]))) << i;
+  }
+}
