@@ -3,6 +3,9 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 MODELS ?= $(abspath ../shared/models)
+# The Python the module is built for and tested with: Debian's, which has
+# python3-numpy (a python3 earlier in PATH, such as pyenv's, may lack it).
+PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || command -v python3)
 
 .PHONY: all deps configure build demo test bench python fuzz sanitize valgrind clean
 
@@ -12,7 +15,7 @@ deps:
 	@scripts/install-deps.sh
 
 configure: deps
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(if $(PYTHON),-DPython3_EXECUTABLE=$(PYTHON)) >/dev/null
 
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
@@ -24,6 +27,7 @@ test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # The Python module (pybind11): build/python/texplan, used with PYTHONPATH.
+# `pip install --no-build-isolation .` installs it as a package (docs/python.md).
 python: configure
 	@cmake --build $(BUILD) -j $(JOBS) --target texplan_python
 	@echo "built $(BUILD)/python/texplan: PYTHONPATH=$(abspath $(BUILD))/python python3 -c 'import texplan'"

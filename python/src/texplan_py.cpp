@@ -85,9 +85,17 @@ DataType texplan_dtype(const py::dtype& d) {
   throw py::type_error("numpy dtype " + py::cast<std::string>(py::str(py::handle(d))) + " has no texplan equivalent");
 }
 
-// numpy -> HostTensor, cast to `want` (the model's type for that input) and
-// made contiguous; one copy into the tensor's bytes.
+// numpy -> HostTensor of type `want` (the model's type for that input), made
+// contiguous; one copy into the tensor's bytes. A numpy array must have that
+// dtype already (no silent cast of float64 to float32); a list or scalar
+// has none to get wrong and is converted.
 HostTensor from_numpy(const py::handle& obj, DataType want, const std::string& what) {
+  if (py::isinstance<py::array>(obj)) {
+    const std::string got = py::str(obj.attr("dtype")), expected = py::str(numpy_dtype(want));
+    if (got != expected)
+      throw py::type_error(what + ": expected dtype " + expected + ", got " + got + " (convert it with .astype(np." +
+                           expected + "))");
+  }
   py::array a = py::array::ensure(obj);
   if (!a) throw py::type_error(what + ": not convertible to a numpy array");
   py::array c = py::array::ensure(a.attr("astype")(numpy_dtype(want), py::arg("copy") = false),
@@ -121,6 +129,64 @@ py::dict info_dict(const TensorInfo& i) {
   return d;
 }
 
+// ONNX's name of a tensor type, as onnxruntime's NodeArg.type gives it.
+std::string onnx_type_name(DataType t) {
+  switch (t) {
+    case DataType::Float32: return "tensor(float)";
+    case DataType::Float16: return "tensor(float16)";
+    case DataType::Float64: return "tensor(double)";
+    case DataType::Int8: return "tensor(int8)";
+    case DataType::UInt8: return "tensor(uint8)";
+    case DataType::Int32: return "tensor(int32)";
+    case DataType::Int64: return "tensor(int64)";
+    case DataType::Bool: return "tensor(bool)";
+  }
+  throw Error("unknown data type");
+}
+
+// A graph input or output as onnxruntime's NodeArg describes it: shape
+// entries are ints, a symbolic dimension's name (str), or None.
+struct NodeArg {
+  std::string name;
+  py::list shape;
+  std::string type;
+  DataType dtype;
+};
+
+NodeArg node_arg(const InputSignature& sig) {
+  NodeArg a{sig.name, py::list(), onnx_type_name(sig.dtype), sig.dtype};
+  for (size_t k = 0; k < sig.dims.size(); ++k) {
+    if (sig.dims[k] >= 0) a.shape.append(sig.dims[k]);
+    else if (!sig.symbols[k].empty()) a.shape.append(sig.symbols[k]);
+    else a.shape.append(py::none());
+  }
+  return a;
+}
+
+// The model's input signatures with what `import` fixes (dims by name,
+// whole input shapes) filled in.
+std::vector<InputSignature> fixed_signatures(std::vector<InputSignature> sigs, const ImportOptions& import) {
+  for (InputSignature& sig : sigs) {
+    if (auto it = import.input_shapes.find(sig.name); it != import.input_shapes.end()) {
+      sig.dims = it->second;
+      sig.symbols.assign(sig.dims.size(), "");
+      sig.has_shape = true;
+      continue;
+    }
+    for (size_t k = 0; k < sig.dims.size(); ++k)
+      if (auto d = import.dims.find(sig.symbols[k]); sig.dims[k] < 0 && d != import.dims.end()) sig.dims[k] = d->second;
+  }
+  return sigs;
+}
+
+// ValueError unless `shape` fits `sig` (its rank, every fixed dimension).
+void need_shape(const InputSignature& sig, const Shape& shape, const std::string& what) {
+  if (!sig.has_shape) return;
+  bool fits = shape.size() == sig.dims.size();
+  for (size_t k = 0; fits && k < shape.size(); ++k) fits = sig.dims[k] < 0 || sig.dims[k] == shape[k];
+  if (!fits) throw BadArgument(what + ": expected shape " + sig.to_string() + ", got " + to_string(shape));
+}
+
 // A model imported with its weights, planned for a device, and ready to run
 // (the sequence of `texplan run`).
 class PySession {
@@ -132,9 +198,11 @@ class PySession {
     CompileOptions o;
     o.strategy = strategy;
     o.textures = textures;
-    session_ = std::make_unique<ModelSession>(path, device_, o, std::move(shapes), cache_size);
+    session_ = std::make_unique<ModelSession>(path, device_, o, shapes, cache_size);
     model_ = session_->model_name();
     for (const auto& i : session_->inputs()) inputs_.push_back({i.name, i.dims, i.dtype});
+    input_sigs_ = fixed_signatures(session_->inputs(), shapes);
+    output_sigs_ = read_output_signatures(path);
   }
 
   py::dict run(const py::object& feeds) {
@@ -147,10 +215,9 @@ class PySession {
         for (const auto& i : inputs_) known = known || i.name == key;
         if (!known) throw BadArgument(model_ + ": no input named '" + key + "'" + input_names());
       }
-      for (const auto& i : inputs_) {
+      for (const auto& i : inputs_)
         if (!d.contains(i.name)) throw BadArgument(model_ + ": input '" + i.name + "' not given" + input_names());
-        in.push_back(from_numpy(d[py::str(i.name)], i.dtype, model_ + ": input '" + i.name + "'"));
-      }
+      for (size_t k = 0; k < inputs_.size(); ++k) in.push_back(input(k, d[py::str(inputs_[k].name)]));
     } else {
       if (!py::isinstance<py::sequence>(feeds) || py::isinstance<py::str>(feeds) || py::isinstance<py::bytes>(feeds))
         throw py::type_error(model_ + ": inputs: give a dict {name: array} or a list of arrays" + input_names());
@@ -158,8 +225,7 @@ class PySession {
       if (seq.size() != inputs_.size())
         throw BadArgument(model_ + ": " + std::to_string(inputs_.size()) + " input(s) expected, " +
                     std::to_string(seq.size()) + " given" + input_names());
-      for (size_t k = 0; k < inputs_.size(); ++k)
-        in.push_back(from_numpy(seq[k], inputs_[k].dtype, model_ + ": input '" + inputs_[k].name + "'"));
+      for (size_t k = 0; k < inputs_.size(); ++k) in.push_back(input(k, seq[k]));
     }
     std::vector<HostTensor> out;
     {
@@ -174,6 +240,14 @@ class PySession {
     return result;
   }
 
+  // Input k from Python: its dtype (TypeError) and shape (ValueError) checked.
+  HostTensor input(size_t k, const py::handle& obj) const {
+    const std::string what = model_ + ": input '" + inputs_[k].name + "'";
+    HostTensor t = from_numpy(obj, inputs_[k].dtype, what);
+    need_shape(input_sigs_[k], t.shape, what);
+    return t;
+  }
+
   std::string input_names() const {
     std::string s = " (inputs:";
     for (const auto& i : inputs_) s += " " + i.name;
@@ -182,6 +256,8 @@ class PySession {
 
   std::string model_, strategy_;
   std::vector<TensorInfo> inputs_;  // shape: -1 where the dimension is symbolic
+  std::vector<InputSignature> input_sigs_;  // with the dims and input shapes the session fixes
+  std::vector<InputSignature> output_sigs_;  // as the file declares them
   std::shared_ptr<runtime::Device> device_;
   std::unique_ptr<ModelSession> session_;
 };
@@ -192,6 +268,9 @@ PYBIND11_MODULE(_texplan, m) {
   m.doc() = "texplan: run neural networks on OpenCL in the least device memory (C++ core)";
   m.attr("__version__") = TEXPLAN_VERSION;
   static py::exception<Error> error(m, "Error", PyExc_RuntimeError);
+  error.attr("__doc__") = "A failure that is not a bad argument (ValueError, TypeError) or a missing file "
+                          "(FileNotFoundError): the model, the plan or the device; the message names the model, "
+                          "node or tensor.";
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -240,7 +319,8 @@ PYBIND11_MODULE(_texplan, m) {
       py::arg("tensors") = true,
       "Plans the activation memory of a model (.onnx file or model folder) and returns the report as a dict "
       "(the JSON of `texplan plan --json`, docs/plan-json.md). strategy: a name or 'all'; target: pocl, h100, "
-      "adreno, a profile .json path, or opencl; textures: none or auto; tensors: include per-tensor placements.");
+      "adreno, a profile .json path, or opencl; textures: none, auto, pools or views (docs/strategies.md); tensors: "
+      "include per-tensor placements.");
 
   m.def(
       "timeline",
@@ -291,6 +371,18 @@ PYBIND11_MODULE(_texplan, m) {
       },
       "Lists the OpenCL devices with the planner's profile of each.");
 
+  py::class_<NodeArg>(m, "NodeArg",
+                      "A graph input or output as onnxruntime's NodeArg describes it: name, shape (ints, the "
+                      "names of symbolic dimensions as str, None where unnamed) and type ('tensor(float)').")
+      .def_readonly("name", &NodeArg::name, "the tensor's name in the model")
+      .def_readonly("shape", &NodeArg::shape, "the declared shape: int, or str for a symbolic dimension, or None")
+      .def_readonly("type", &NodeArg::type, "the ONNX type name, as onnxruntime gives it: 'tensor(float)', ...")
+      .def_property_readonly("dtype", [](const NodeArg& a) { return numpy_dtype(a.dtype); },
+                             "the numpy dtype an input must have (run() does not cast)")
+      .def("__repr__", [](const NodeArg& a) {
+        return "NodeArg(name='" + a.name + "', type='" + a.type + "', shape=" + std::string(py::repr(a.shape)) + ")";
+      });
+
   py::class_<PySession>(m, "Session",
                         "A model imported with its weights, planned and ready to run on an OpenCL device.\n\n"
                         "    s = texplan.Session('examples/models/tiny_cnn', device='pocl')\n"
@@ -317,9 +409,35 @@ PYBIND11_MODULE(_texplan, m) {
            py::arg("dims") = std::map<std::string, int64_t>{},
            py::arg("input_shapes") = std::map<std::string, std::vector<int64_t>>{}, py::arg("cache_size") = 4)
       .def("run", &PySession::run, py::arg("inputs"),
-           "Runs the model. inputs: {name: array} or a list in input order; arrays are cast to the model's "
-           "dtype. Returns {output name: numpy array} (the arrays own the results, no copy). New input "
-           "shapes of a model with symbolic dimensions are specialized (planned) on first use.")
+           "Runs the model. inputs: {name: array} or a list in input order; each numpy array must have its "
+           "input's dtype (TypeError otherwise: no silent cast) and a shape that fits it (ValueError). Returns "
+           "{output name: numpy array} (the arrays own the results, no copy). New input shapes of a model with "
+           "symbolic dimensions are specialized (planned) on first use. For onnxruntime's run(output_names, "
+           "feeds) returning a list, use texplan.InferenceSession.")
+      .def(
+          "run",
+          [](PySession&, const py::object&, const py::object&) -> py::dict {
+            throw py::type_error(
+                "Session.run(inputs) takes one dict {name: array} or list; run(output_names, feeds) as onnxruntime "
+                "calls it is texplan.InferenceSession's");
+          },
+          py::arg("output_names"), py::arg("feeds"), "Refuses onnxruntime's form (TypeError): see InferenceSession.")
+      .def(
+          "get_inputs",
+          [](const PySession& s) {
+            std::vector<NodeArg> v;
+            for (const auto& sig : s.input_sigs_) v.push_back(node_arg(sig));
+            return v;
+          },
+          "The model's inputs as NodeArgs, in input order (dimensions fixed by dims= or input_shapes= as ints).")
+      .def(
+          "get_outputs",
+          [](const PySession& s) {
+            std::vector<NodeArg> v;
+            for (const auto& sig : s.output_sigs_) v.push_back(node_arg(sig));
+            return v;
+          },
+          "The model's outputs as NodeArgs, in output order, as the file declares them.")
       .def_property_readonly("model", [](const PySession& s) { return s.model_; }, "the model's name")
       .def_property_readonly("strategy", [](const PySession& s) { return s.strategy_; }, "the planning strategy")
       .def_property_readonly("inputs",
@@ -346,15 +464,22 @@ PYBIND11_MODULE(_texplan, m) {
                              },
                              "[{name, shape, dtype}] of the last specialization run (empty before the first run "
                              "of a model with symbolic dimensions)")
-      .def_property_readonly("device", [](const PySession& s) { return s.device_->info().name; })
+      .def_property_readonly("device", [](const PySession& s) { return s.device_->info().name; },
+                             "the OpenCL device's name")
       .def_property_readonly("lower_bound_bytes",
-                             [](const PySession& s) { return s.session_->current_model().lower_bound_bytes; })
+                             [](const PySession& s) { return s.session_->current_model().lower_bound_bytes; },
+                             "the least activation memory any plan of the current specialization needs")
       .def_property_readonly("plan_bytes",
-                             [](const PySession& s) { return s.session_->current_model().plan.total_bytes(); })
-      .def_property_readonly("activation_bytes", [](const PySession& s) { return s.session_->current().activation_bytes(); })
-      .def_property_readonly("weight_bytes", [](const PySession& s) { return s.session_->current().weight_bytes(); })
-      .def_property_readonly("last_run_ms", [](const PySession& s) { return s.session_->current().last_run_ms(); })
-      .def_property_readonly("fallback_nodes", [](const PySession& s) { return s.session_->current().fallback_nodes(); })
+                             [](const PySession& s) { return s.session_->current_model().plan.total_bytes(); },
+                             "the activation bytes of the current specialization's plan")
+      .def_property_readonly("activation_bytes", [](const PySession& s) { return s.session_->current().activation_bytes(); },
+                             "device bytes of the memory pools the current specialization allocated")
+      .def_property_readonly("weight_bytes", [](const PySession& s) { return s.session_->current().weight_bytes(); },
+                             "device bytes of the uploaded weights and constants")
+      .def_property_readonly("last_run_ms", [](const PySession& s) { return s.session_->current().last_run_ms(); },
+                             "wall time of the last run in ms, transfers included")
+      .def_property_readonly("fallback_nodes", [](const PySession& s) { return s.session_->current().fallback_nodes(); },
+                             "nodes that run on the CPU reference, 'name (op)'")
       .def_property_readonly("compilations", [](const PySession& s) { return s.session_->compilations(); },
                              "how many specializations were planned so far")
       .def_property_readonly("specializations",

@@ -43,9 +43,9 @@ class SymbolicBatch(unittest.TestCase):
         x, y = self.data(1)
         self.assertLess(rel_error(next(iter(s.run([x]).values())), y), 1e-4)
         x1, _ = self.data(0)
-        with self.assertRaises(texplan.Error) as e:
+        with self.assertRaises(ValueError) as e:  # refused before the run: dims= fixed the batch
             s.run([x1])
-        self.assertIn("dimension 0 must be 3", str(e.exception))
+        self.assertIn("expected shape 3x8x32, got 1x8x32", str(e.exception))
         with self.assertRaises(texplan.Error) as e:
             texplan.Session(MLP, dims={"bach": 3})
         self.assertIn("(it has: batch)", str(e.exception))

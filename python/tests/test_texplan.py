@@ -110,11 +110,15 @@ class Run(unittest.TestCase):
         self.assertLess(rel, 1e-4)
         self.assertGreaterEqual(self.s.last_run_ms, 0.0)
 
-    def test_list_inputs_casting_and_non_contiguous_arrays(self):
+    def test_list_inputs_strict_dtypes_and_non_contiguous_arrays(self):
         y1 = self.s.run([self.x])["output"]
-        # float64, Fortran order: cast and made contiguous on the way in.
-        y2 = self.s.run({"input": np.asfortranarray(self.x.astype(np.float64))})["output"]
+        # Fortran order: made contiguous on the way in.
+        y2 = self.s.run({"input": np.asfortranarray(self.x)})["output"]
         np.testing.assert_allclose(y1, y2, rtol=1e-6, atol=1e-7)
+        # Another dtype is never cast silently.
+        with self.assertRaises(TypeError) as e:
+            self.s.run({"input": self.x.astype(np.float64)})
+        self.assertIn("input 'input': expected dtype float32, got float64", str(e.exception))
         # A strided view.
         big = np.zeros((1, 3, 32, 64), np.float32)
         big[..., ::2] = self.x
@@ -135,8 +139,9 @@ class Run(unittest.TestCase):
         self.assertIn("no input named 'image'", str(e.exception))
         with self.assertRaises(ValueError):
             self.s.run({})
-        with self.assertRaises(texplan.Error):
+        with self.assertRaises(ValueError) as e:
             self.s.run({"input": np.zeros((1, 3, 16, 16), np.float32)})
+        self.assertIn("expected shape 1x3x32x32, got 1x3x16x16", str(e.exception))
         with self.assertRaises(ValueError):
             self.s.run([self.x, self.x])
 

@@ -1097,7 +1097,8 @@ std::string InputSignature::to_string() const {
   return s.empty() ? "scalar" : s;
 }
 
-std::vector<InputSignature> read_input_signatures(const std::string& path) {
+namespace {
+onnx::ModelProto read_model_without_weights(const std::string& path) {
   const std::string file = resolve_model_file(path);
   const std::string name = one_line(fs::path(file).stem().string(), 200);
   std::error_code ec;
@@ -1106,11 +1107,25 @@ std::vector<InputSignature> read_input_signatures(const std::string& path) {
   onnx::ModelProto m;
   if (bytes.size() > size_t(std::numeric_limits<int>::max()) || !m.ParseFromArray(bytes.data(), int(bytes.size())))
     throw Error(name + ": '" + file + "' is not an ONNX model (protobuf parse failed: truncated or another format)");
+  return m;
+}
+}  // namespace
+
+std::vector<InputSignature> read_input_signatures(const std::string& path) {
+  const onnx::ModelProto m = read_model_without_weights(path);
   std::unordered_set<std::string> inits;
   for (const auto& t : m.graph().initializer()) inits.insert(t.name());
   std::vector<InputSignature> out;
   for (const auto& v : m.graph().input())
     if (!inits.count(v.name()) && v.type().has_tensor_type()) out.push_back(signature_of(v));
+  return out;
+}
+
+std::vector<InputSignature> read_output_signatures(const std::string& path) {
+  const onnx::ModelProto m = read_model_without_weights(path);
+  std::vector<InputSignature> out;
+  for (const auto& v : m.graph().output())
+    if (v.type().has_tensor_type()) out.push_back(signature_of(v));
   return out;
 }
 

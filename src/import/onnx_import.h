@@ -40,6 +40,9 @@ struct InputSignature {
 // The model's graph inputs (initializers excluded), read without weights,
 // shape inference or folding.
 std::vector<InputSignature> read_input_signatures(const std::string& path);
+// The graph outputs as the file declares them (dims < 0 where symbolic or
+// not given), read the same way.
+std::vector<InputSignature> read_output_signatures(const std::string& path);
 
 // Fixes, in `import`, the shapes of the inputs that `inputs` feed (in the
 // model's input order) where the file leaves a dimension open and neither
