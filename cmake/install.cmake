@@ -1,6 +1,9 @@
 # `cmake --install BUILD --prefix P` installs:
 #   P/lib/libtexplan_<stage>.a               the stage libraries
-#   P/include/texplan/<stage>/*.h            the public headers (#include "plan/memory_plan.h"), not cli/
+#   P/lib/libtexplan.so                      all of them as one shared library (texplan::texplan_shared)
+#   P/include/texplan/texplan.h              the one-call API (#include <texplan/texplan.h>)
+#   P/include/texplan/<stage>/<name>.h       each stage's public header (#include "plan/memory_plan.h"); the
+#                                            rest (lowering, reference operators, kernels, CLI) stays inside
 #   P/bin/texplan                            the CLI
 #   P/lib/cmake/texplan/texplanConfig.cmake  find_package(texplan) -> texplan::texplan
 #   P/lib/pkgconfig/texplan.pc               pkg-config --cflags --libs texplan
@@ -8,7 +11,7 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-set(texplan_install_targets texplan)
+set(texplan_install_targets texplan texplan_shared)
 set(texplan_pc_libs "")
 # Link order for pkg-config: a library before the ones it uses.
 foreach(stage pipeline offload runtime import validate optimize kernels reference plan graph)
@@ -26,10 +29,13 @@ install(TARGETS ${texplan_install_targets}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS texplan_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-file(GLOB_RECURSE texplan_headers RELATIVE ${CMAKE_CURRENT_SOURCE_DIR}/src CONFIGURE_DEPENDS
-     ${CMAKE_CURRENT_SOURCE_DIR}/src/*.h)
-list(FILTER texplan_headers EXCLUDE REGEX "^cli/")  # the CLI's library is not installed
-foreach(h ${texplan_headers})  # one by one: no empty folders for stages without headers
+install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/include/texplan/texplan.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/texplan)
+# The public headers and everything they include (tests/test_packaging.cpp
+# compiles each one alone against the install).
+set(texplan_public_headers
+    graph/graph.h plan/memory_plan.h plan/arena.h import/onnx_import.h optimize/optimize.h optimize/storage.h
+    optimize/usage.h runtime/device.h runtime/device_tensor.h runtime/session.h pipeline/pipeline.h)
+foreach(h ${texplan_public_headers})
   get_filename_component(d ${h} DIRECTORY)
   install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/src/${h} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/texplan/${d})
 endforeach()
@@ -75,7 +81,7 @@ Name: texplan
 Description: Runs ONNX models on OpenCL in the least device memory (planner, runtime, importer)
 Version: ${PROJECT_VERSION}
 Requires: protobuf OpenCL nlohmann_json
-Cflags: -std=c++20 -I\${includedir}/texplan -DCL_TARGET_OPENCL_VERSION=120
+Cflags: -std=c++20 -I\${includedir} -I\${includedir}/texplan -DCL_TARGET_OPENCL_VERSION=120
 Libs: -L\${libdir}${texplan_pc_libs}${texplan_pc_extra} -lonnx -lonnx_proto
 ")
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/texplan.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -47,9 +47,24 @@ TEST(Packaging, InstallThenBuildTheExampleWithFindPackageAndPkgConfig) {
 
   for (const char* stage : {"graph", "import", "reference", "validate", "optimize", "plan", "kernels", "runtime", "pipeline"})
     EXPECT_TRUE(fs::exists(prefix / "lib" / (std::string("libtexplan_") + stage + ".a"))) << stage;
-  for (const char* h : {"plan/memory_plan.h", "runtime/session.h", "import/onnx_import.h", "graph/graph.h",
-                        "optimize/usage.h", "runtime/device.h", "pipeline/pipeline.h"})
-    EXPECT_TRUE(fs::exists(prefix / "include" / "texplan" / h)) << h;
+  EXPECT_TRUE(fs::exists(prefix / "lib" / "libtexplan.so"));
+  const std::vector<std::string> public_headers = {
+      "texplan.h",          "plan/memory_plan.h", "runtime/session.h", "import/onnx_import.h", "graph/graph.h",
+      "optimize/usage.h",   "runtime/device.h",   "pipeline/pipeline.h"};
+  for (const std::string& h : public_headers) EXPECT_TRUE(fs::exists(prefix / "include" / "texplan" / h)) << h;
+  // Lowering, reference operators, kernels and the CLI stay inside.
+  for (const char* h : {"runtime/ops.h", "reference/ops.h", "kernels/kernel_sources.h", "cli/commands.h",
+                        "import/newer_schemas.h", "validate/validate.h"})
+    EXPECT_FALSE(fs::exists(prefix / "include" / "texplan" / h)) << h;
+  // Every installed header compiles alone against the install: nothing it
+  // includes was left out.
+  for (const auto& e : fs::recursive_directory_iterator(prefix / "include" / "texplan")) {
+    if (!e.is_regular_file()) continue;
+    const std::string rel = fs::relative(e.path(), prefix / "include").string();
+    r = sh("echo '#include <" + rel + ">' | c++ -std=c++20 -fsyntax-only -DCL_TARGET_OPENCL_VERSION=120 -I" +
+           (prefix / "include").string() + " -I" + (prefix / "include" / "texplan").string() + " -x c++ -");
+    EXPECT_EQ(r.code, 0) << rel << "\n" << r.out;
+  }
   EXPECT_TRUE(fs::exists(prefix / "lib" / "cmake" / "texplan" / "texplanConfig.cmake"));
   EXPECT_TRUE(fs::exists(prefix / "lib" / "pkgconfig" / "texplan.pc"));
   r = sh("grep -rl " + staged.string() + " " + (prefix / "lib" / "cmake").string() + " " +
@@ -75,6 +90,12 @@ TEST(Packaging, InstallThenBuildTheExampleWithFindPackageAndPkgConfig) {
   r = sh((ex / "run_model").string() + " " + kTiny + " " + kTiny + "/test_data_set_0/input_0.pb");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("output 1x10, activations 32768 B (lower bound 32768 B)"), std::string::npos) << r.out;
+  // ... and against libtexplan.so.
+  r = sh((ex / "run_model_shared").string() + " " + kTiny + " " + kTiny + "/test_data_set_0/input_0.pb");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("output 1x10, activations 32768 B (lower bound 32768 B)"), std::string::npos) << r.out;
+  r = sh("ldd " + (ex / "run_model_shared").string());
+  EXPECT_NE(r.out.find("libtexplan.so"), std::string::npos) << r.out;
 
   // The same program with pkg-config only.
   const fs::path pc_bin = tmp / "plan_and_run_pc";

@@ -16,10 +16,12 @@ CompiledModel compile(const std::string& model_path, const ImportOptions& import
   CompiledModel m;
   m.graph = import_onnx(model_path, import);
   m.optimized = optimize(m.graph, runtime::runnable(options.optimize, device_type));
-  m.buffer_lower_bound_bytes = plan::lower_bound_bytes(make_usage_records(m.graph).records);
+  UsageOptions buffers;
+  buffers.float_storage = runtime::float_storage(options.session.precision);  // fp16: 2-byte records
+  m.buffer_lower_bound_bytes = plan::lower_bound_bytes(make_usage_records(m.graph, buffers).records);
   const TextureMode mode = device_type == "cpu-executor" ? TextureMode::None : parse_texture_mode(options.textures);
   m.storage = assign_storage(m.graph, profile, mode);
-  UsageOptions uo;
+  UsageOptions uo = buffers;
   uo.storage = &m.storage;
   m.usage = make_usage_records(m.graph, uo);
   m.plan = plan::plan_memory(m.usage.records, profile, strategy_for(m.storage.mode, options.strategy));
