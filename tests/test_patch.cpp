@@ -78,7 +78,7 @@ Chain conv_chain(int64_t C, int64_t H, const std::vector<std::array<int64_t, 5>>
 }
 
 Region input_of(const Chain& c, const Region& out) {
-  auto regs = required_regions(c.g, int(c.g.nodes.size()), {{c.ts.back(), out}});
+  auto regs = required_regions(c.g, 0, int(c.g.nodes.size()), {{c.ts.back(), out}});
   return regs[c.ts.front()];
 }
 
@@ -100,7 +100,7 @@ TEST(PatchRegions, StrideTwoDoublesTheHaloBeforeIt) {
   // conv 3x3 s1 then conv 3x3 s2: output rows [2, 4) of the 8x8 map read
   // rows [3, 8) of the 16x16 one (2*2-1 .. 2*3-1+2), which read [2, 9).
   Chain c = conv_chain(2, 16, {{3, 1, 1, 1, 1}, {3, 2, 1, 1, 1}});
-  auto regs = required_regions(c.g, 2, {{c.ts[2], {2, 4, 2, 4}}});
+  auto regs = required_regions(c.g, 0, 2, {{c.ts[2], {2, 4, 2, 4}}});
   EXPECT_EQ(regs[c.ts[1]], (Region{3, 8, 3, 8}));
   EXPECT_EQ(regs[c.ts[0]], (Region{2, 9, 2, 9}));
 }
@@ -120,7 +120,7 @@ TEST(PatchRegions, GlobalPoolingEndsTheSegment) {
   c.g.tensors[y].is_output = true;
   c.g.topological_sort();
   EXPECT_FALSE(patchable(c.g, c.g.nodes[1]));
-  EXPECT_THROW(required_regions(c.g, 2, {{y, {0, 1, 0, 1}}}), Error);
+  EXPECT_THROW(required_regions(c.g, 0, 2, {{y, {0, 1, 0, 1}}}), Error);
 }
 
 TEST(PatchOptions, Parse) {
@@ -179,7 +179,8 @@ TEST(PatchPlan, StemBoundDropsAndStaysAboveWhatMustLive) {
   EXPECT_EQ(r.bound_with, graph_lower_bound(g));
   // The input stays live through every patch; the segment's output is whole.
   int64_t outputs = 0;
-  for (const auto& name : r.segment_outputs) outputs += g.tensors[g.find(name)].bytes();
+  for (const auto& s : r.segments)
+    for (const auto& name : s.outputs) outputs += g.tensors[g.find(name)].bytes();
   EXPECT_GE(r.bound_with, 3 * 64 * 64 * 4 + outputs);
   EXPECT_GT(r.extra_flops_pct(), 0.0);
   EXPECT_LE(r.extra_flops_pct(), 50.0);

@@ -15,9 +15,12 @@ nlohmann::json patch_json(const PatchReport& r) {
                    {"extra_flops_pct", r.extra_flops_pct()},
                    {"candidates", r.candidates}};
   if (r.applied) {
-    j["grid"] = std::to_string(r.rows) + "x" + std::to_string(r.cols);
-    j["segment_nodes"] = r.segment_nodes;
-    j["segment_outputs"] = r.segment_outputs;
+    j["segments"] = nlohmann::json::array();
+    for (const PatchSegment& s : r.segments)
+      j["segments"].push_back({{"grid", std::to_string(s.rows) + "x" + std::to_string(s.cols)},
+                               {"first_node", s.first},
+                               {"nodes", s.nodes},
+                               {"outputs", s.outputs}});
     j["copy_bytes"] = r.copy_bytes;
   } else {
     j["reason"] = r.reason;
@@ -34,9 +37,14 @@ void print_patch_summary(const nlohmann::json& p, std::ostream& out) {
   }
   char ratio[64];
   std::snprintf(ratio, sizeof ratio, "(%.3fx), %+.1f%% FLOPs", p["bound_ratio"].get<double>(), p["extra_flops_pct"].get<double>());
-  out << "patching " << p["grid"].get<std::string>() << " over the first " << p["segment_nodes"] << " nodes (to";
-  for (const auto& t : p["segment_outputs"]) out << " " << t.get<std::string>();
-  out << "): bound " << human_bytes(p["bound_without_bytes"]) << " -> " << human_bytes(p["bound_with_bytes"]) << " "
+  out << "patching";
+  for (const auto& s : p["segments"]) {
+    out << (&s == &p["segments"].front() ? " " : "; ") << s["grid"].get<std::string>() << " over nodes "
+        << s["first_node"] << ".." << s["first_node"].get<int>() + s["nodes"].get<int>() - 1 << " (to";
+    for (const auto& t : s["outputs"]) out << " " << t.get<std::string>();
+    out << ")";
+  }
+  out << ": bound " << human_bytes(p["bound_without_bytes"]) << " -> " << human_bytes(p["bound_with_bytes"]) << " "
       << ratio << ", " << human_bytes(p["copy_bytes"]) << " copied by crops and patch writes\n";
 }
 

@@ -7,12 +7,12 @@
 
 namespace texplan::cli {
 
-// JSON fields: mode, applied, reason (when not applied), grid ("RxC"),
-// segment_nodes, segment_outputs, bound_without_bytes, bound_with_bytes,
+// JSON fields: mode, applied, reason (when not applied), segments
+// [{grid "RxC", first_node, nodes, outputs}], bound_without_bytes, bound_with_bytes,
 // bound_ratio, flops_without, flops_with, extra_flops_pct, copy_bytes,
 // candidates.
 nlohmann::json patch_json(const PatchReport& r);
-// One line: "patching 4x4 over 23 nodes: bound 6.1 MiB -> 1.9 MiB (0.31x), +12.0% FLOPs, ..."
+// One line: "patching 4x4 over nodes 0..11 (to T): bound 5.74 MiB -> 1.24 MiB (0.217x), +9.3% FLOPs, ..."
 void print_patch_summary(const nlohmann::json& p, std::ostream& out);
 
 }  // namespace texplan::cli

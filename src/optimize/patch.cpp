@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -227,10 +228,10 @@ bool patchable(const Graph& g, const Node& n) {
   return same_region_ops().count(op) != 0;
 }
 
-std::vector<Region> required_regions(const Graph& g, int end, const std::vector<std::pair<int, Region>>& wanted) {
+std::vector<Region> required_regions(const Graph& g, int begin, int end, const std::vector<std::pair<int, Region>>& wanted) {
   std::vector<Region> regs(g.tensors.size());
   for (const auto& [t, r] : wanted) regs[t] = unite(regs[t], r);
-  for (int k = end; k-- > 0;) {
+  for (int k = end; k-- > begin;) {
     const Node& n = g.nodes[k];
     const int y = single_output(n);
     bool needed = false;
@@ -296,31 +297,35 @@ double graph_flops(const Graph& g) {
 
 namespace {
 
-// A prefix nodes [0, end) and the tensors that leave it (read later or graph outputs).
+// A segment, nodes [begin, end), and the tensors that leave it (read later or graph outputs).
 struct Cut {
-  int end = 0;
+  int begin = 0, end = 0;
   std::vector<int> outputs;
 };
 
 std::vector<Cut> cuts(const Graph& g, size_t max_outputs) {
   std::vector<Cut> out;
-  int limit = 0;
-  while (limit < int(g.nodes.size()) && patchable(g, g.nodes[limit])) ++limit;
-  if (limit == 0) return out;
   std::vector<int> last_read(g.tensors.size(), -1);
   for (int k = 0; k < int(g.nodes.size()); ++k)
     for (int t : g.nodes[k].inputs)
       if (t >= 0) last_read[t] = std::max(last_read[t], k);
   for (int t : g.outputs) last_read[t] = int(g.nodes.size());
-  for (int end = 1; end <= limit; ++end) {
-    Cut c;
-    c.end = end;
-    for (int k = 0; k < end; ++k) {
-      const int t = single_output(g.nodes[k]);
-      if (t >= 0 && last_read[t] >= end) c.outputs.push_back(t);
+  const int n = int(g.nodes.size());
+  for (int begin = 0; begin < n;) {
+    // Nodes of an earlier segment's patches stay as they are.
+    int limit = begin;
+    while (limit < n && patchable(g, g.nodes[limit]) && g.nodes[limit].name.find("@patch") == std::string::npos) ++limit;
+    for (int end = begin + 1; end <= limit; ++end) {
+      Cut c;
+      c.begin = begin, c.end = end;
+      for (int k = begin; k < end; ++k) {
+        const int t = single_output(g.nodes[k]);
+        if (t >= 0 && last_read[t] >= end) c.outputs.push_back(t);
+      }
+      if (c.outputs.empty() || c.outputs.size() > max_outputs) continue;
+      out.push_back(std::move(c));
     }
-    if (c.outputs.empty() || c.outputs.size() > max_outputs) continue;
-    out.push_back(std::move(c));
+    begin = limit + 1;
   }
   return out;
 }
@@ -355,24 +360,26 @@ int add_activation(Graph& g, const Tensor& like, const std::string& name, const 
   return g.add_tensor(std::move(t));
 }
 
-// Rewrites `g` so that nodes [0, c.end) run per patch of a rows x cols grid
+// Rewrites `g` so that nodes [c.begin, c.end) run per patch of a rows x cols grid
 // over each of c.outputs; returns the bytes the crops and writes move.
-int64_t patch_in_place(Graph& g, const Cut& c, int rows, int cols) {
+// `round` tells the names of a graph's segments apart.
+int64_t patch_in_place(Graph& g, const Cut& c, int rows, int cols, int round) {
   const size_t nt = g.tensors.size();
   std::vector<char> produced(nt, 0);
-  for (int k = 0; k < c.end; ++k)
+  for (int k = c.begin; k < c.end; ++k)
     for (int t : g.nodes[k].outputs)
       if (t >= 0) produced[t] = 1;
-  std::vector<Node> nodes;
+  std::vector<Node> nodes(g.nodes.begin(), g.nodes.begin() + c.begin);
   std::vector<int> full(c.outputs.size(), -1);  // each output's full tensor so far
   int64_t moved = 0;
   const int patches = rows * cols;
   for (int p = 0; p < patches; ++p) {
     const int i = p / cols, j = p % cols;
-    const std::string suffix = "@patch" + std::to_string(i) + "_" + std::to_string(j);
+    const std::string suffix =
+        "@patch" + (round > 0 ? std::to_string(round) + ":" : std::string()) + std::to_string(i) + "_" + std::to_string(j);
     std::vector<std::pair<int, Region>> wanted;
     for (int t : c.outputs) wanted.emplace_back(t, tile(g.tensors[t].shape, rows, cols, i, j));
-    const std::vector<Region> regs = required_regions(g, c.end, wanted);
+    const std::vector<Region> regs = required_regions(g, c.begin, c.end, wanted);
     std::vector<int> local(nt, -1);
     std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t>, int> crops;
     // Tensor t as `need` of it: the patch's tensor, or a crop of it.
@@ -396,7 +403,7 @@ int64_t patch_in_place(Graph& g, const Cut& c, int rows, int cols) {
       moved += g.tensors[crop].bytes();
       return crops[key] = crop;
     };
-    for (int k = 0; k < c.end; ++k) {
+    for (int k = c.begin; k < c.end; ++k) {
       const Node& n = g.nodes[k];
       const int y = single_output(n);
       const Region r = regs[y];
@@ -468,26 +475,18 @@ struct Candidate {
 
 }  // namespace
 
-PatchReport apply_patching(Graph& g, const PatchOptions& opt) {
-  PatchReport r;
-  r.mode = to_string(opt);
-  r.bound_without = r.bound_with = graph_lower_bound(g);
-  r.flops_without = r.flops_with = graph_flops(g);
-  if (opt.mode == PatchOptions::Mode::Off) {
-    r.reason = "off";
-    return r;
-  }
+namespace {
+
+// The best segment and grid for `g` as it stands, or none; `max_flops`
+// bounds the model's FLOPs after it (auto).
+std::optional<Candidate> best_segment(const Graph& g, const PatchOptions& opt, double max_flops, int round, int& evaluated) {
   const std::vector<Cut> all = cuts(g, 2);
-  if (all.empty()) {
-    r.reason = g.nodes.empty() ? "no nodes"
-                               : "the first node, " + g.nodes[0].name + " (" + g.nodes[0].op_type + "), cannot run by patches";
-    return r;
-  }
+  if (all.empty()) return std::nullopt;
   const Graph meta = metadata(g);
   auto evaluate = [&](const Cut& c, int rows, int cols) {
     Graph x = meta;
-    patch_in_place(x, c, rows, cols);
-    ++r.candidates;
+    patch_in_place(x, c, rows, cols, round);
+    ++evaluated;
     return Candidate{c, rows, cols, plan::lower_bound_bytes(make_usage_records(x).records), graph_flops(x)};
   };
   std::vector<Candidate> found;
@@ -495,8 +494,8 @@ PatchReport apply_patching(Graph& g, const PatchOptions& opt) {
     for (const Cut& c : all)
       if (fits(g, c, opt.rows, opt.cols)) found.push_back(evaluate(c, opt.rows, opt.cols));
   } else {
-    // Every prefix at 4x4 (or the largest square grid that fits), then
-    // every grid on the six best prefixes.
+    // Every segment at 4x4 (or the largest square grid that fits), then
+    // every grid on the six best segments.
     std::vector<Candidate> first;
     for (const Cut& c : all)
       for (int n = 4; n >= 2; --n)
@@ -506,36 +505,54 @@ PatchReport apply_patching(Graph& g, const PatchOptions& opt) {
         }
     std::stable_sort(first.begin(), first.end(), [](const Candidate& a, const Candidate& b) { return a.bound < b.bound; });
     if (first.size() > 6) first.resize(6);
-    const double budget = r.flops_without * (1 + opt.recompute_budget);
     for (const Candidate& f : first)
       for (int n = 2; n <= 8; ++n)
         if (fits(g, f.cut, n, n)) {
           Candidate c = n == f.rows ? f : evaluate(f.cut, n, n);
-          if (c.flops <= budget) found.push_back(c);
+          if (c.flops <= max_flops) found.push_back(c);
         }
   }
-  if (found.empty()) {
-    r.reason = opt.mode == PatchOptions::Mode::Grid ? "no prefix has outputs of at least " + to_string(opt) + " pixels"
-                                                    : "no prefix and grid within the recompute budget";
-    return r;
-  }
+  if (found.empty()) return std::nullopt;
   int64_t least = found.front().bound;
   for (const Candidate& c : found) least = std::min(least, c.bound);
   const Candidate* best = nullptr;
   for (const Candidate& c : found)
     if (double(c.bound) <= double(least) * 1.01 && (!best || c.flops < best->flops)) best = &c;
-  if (best->bound >= r.bound_without) {
-    r.reason = "no prefix and grid lowers the bound";
+  return *best;
+}
+
+}  // namespace
+
+PatchReport apply_patching(Graph& g, const PatchOptions& opt) {
+  PatchReport r;
+  r.mode = to_string(opt);
+  r.bound_without = r.bound_with = graph_lower_bound(g);
+  r.flops_without = r.flops_with = graph_flops(g);
+  if (opt.mode == PatchOptions::Mode::Off) {
+    r.reason = "off";
     return r;
   }
-  const Cut cut = best->cut;
-  for (int t : cut.outputs) r.segment_outputs.push_back(g.tensors[t].name);
-  r.segment_nodes = cut.end;
-  r.rows = best->rows, r.cols = best->cols;
-  r.copy_bytes = patch_in_place(g, cut, best->rows, best->cols);
-  r.applied = true;
-  r.bound_with = graph_lower_bound(g);
-  r.flops_with = graph_flops(g);
+  const double max_flops = r.flops_without * (1 + opt.recompute_budget);
+  const int rounds = opt.mode == PatchOptions::Mode::Grid ? 1 : 4;
+  for (int round = 0; round < rounds; ++round) {
+    const std::optional<Candidate> best = best_segment(g, opt, max_flops, round, r.candidates);
+    // Each further segment must pay: more than 1% off the bound.
+    if (!best || double(best->bound) >= double(r.bound_with) * (round == 0 ? 1.0 : 0.99)) break;
+    PatchSegment s;
+    s.first = best->cut.begin;
+    s.nodes = best->cut.end - best->cut.begin;
+    for (int t : best->cut.outputs) s.outputs.push_back(g.tensors[t].name);
+    s.rows = best->rows, s.cols = best->cols;
+    r.copy_bytes += patch_in_place(g, best->cut, best->rows, best->cols, round);
+    r.segments.push_back(std::move(s));
+    r.bound_with = graph_lower_bound(g);
+    r.flops_with = graph_flops(g);
+  }
+  r.applied = !r.segments.empty();
+  if (!r.applied)
+    r.reason = opt.mode == PatchOptions::Mode::Grid ? "no segment of outputs of at least " + to_string(opt) +
+                                                          " pixels lowers the bound"
+                                                    : "no segment and grid within the recompute budget lowers the bound";
   return r;
 }
 

@@ -62,24 +62,30 @@ struct Region {
 bool patchable(const Graph& g, const Node& n);
 
 // The region of every tensor that computing `wanted` (tensor id, region)
-// needs through nodes [0, end) in order: per tensor the bounding box of
+// needs through nodes [begin, end) in order: per tensor the bounding box of
 // what its readers need (windows for convolutions and pools, clamped to the
 // tensor; the same region for elementwise inputs). Empty for tensors not
 // needed. Throws Error naming the node when one is not patchable.
-std::vector<Region> required_regions(const Graph& g, int end, const std::vector<std::pair<int, Region>>& wanted);
+std::vector<Region> required_regions(const Graph& g, int begin, int end, const std::vector<std::pair<int, Region>>& wanted);
 
 // Multiply-adds count twice; pools a compare or add per window element;
 // other nodes one per output element; copies (Slice, Concat, PatchWrite,
 // aliases) none.
 double graph_flops(const Graph& g);
 
+// One patched segment: nodes [first, first + nodes) of the graph as it was
+// when the segment was chosen.
+struct PatchSegment {
+  int first = 0, nodes = 0;
+  std::vector<std::string> outputs;  // tensors assembled from patches
+  int rows = 1, cols = 1;
+};
+
 struct PatchReport {
   std::string mode;                      // "off", "auto", "RxC"
   bool applied = false;
   std::string reason;                    // why not applied, when not
-  int segment_nodes = 0;                 // nodes of the optimized graph in the segment
-  std::vector<std::string> segment_outputs;  // tensors assembled from patches
-  int rows = 1, cols = 1;
+  std::vector<PatchSegment> segments;    // in the order they were patched
   int64_t bound_without = 0, bound_with = 0;  // buffer lower bounds of the graph before and after
   double flops_without = 0, flops_with = 0;   // whole model (graph_flops)
   int64_t copy_bytes = 0;                // bytes moved per run by halo crops and PatchWrites
@@ -89,12 +95,15 @@ struct PatchReport {
   }
 };
 
-// Analysis and rewrite of `g` (optimized, in its execution order). Auto:
-// among prefixes ending where at most two tensors leave them and square
-// grids 2x2..8x8, the one with the lowest lower bound whose extra FLOPs
-// fit the budget (within 1% of that bound: the fewest extra FLOPs); Grid:
-// that grid on the best prefix for it. `g` is rewritten only when the
-// patched bound is below the unpatched one.
+// Analysis and rewrite of `g` (optimized, in its execution order).
+// Segments start where a run of patchable nodes starts (the graph's first
+// node, or after a node that cannot be patched) and end where at most two
+// tensors leave them. Auto: among such segments and square grids 2x2..8x8,
+// the one with the lowest lower bound whose extra FLOPs keep the model's
+// within the budget (within 1% of that bound: the fewest extra FLOPs), then
+// again on the patched graph while the bound drops by more than 1% (at most
+// four segments); Grid: that grid on the best segment for it. `g` is
+// rewritten only when the patched bound is below the unpatched one.
 PatchReport apply_patching(Graph& g, const PatchOptions& opt);
 
 }  // namespace texplan
