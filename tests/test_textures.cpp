@@ -90,7 +90,7 @@ Result run_textures(Graph g, TextureMode mode, const std::vector<HostTensor>& in
   auto dev = test_device();
   const plan::DeviceProfile& p = profile ? *profile : dev->info().profile;
   Result r;
-  r.storage = assign_storage(g, p, mode, memory_aware);
+  r.storage = assign_storage(g, p, mode, {.memory_aware = memory_aware});
   PlanInput pin = make_usage_records(g, {&r.storage});
   r.plan = plan::plan_memory(pin.records, p, strategy_for(r.storage.mode, "best"));
   plan::validate(r.plan, pin.records, p);

@@ -30,6 +30,7 @@ plan::DeviceProfile load_target(const std::string& target);
 struct PlanOptions {
   std::vector<std::string> strategies;  // empty: all
   TextureMode textures = TextureMode::None;
+  LayoutPolicy texture_layouts = LayoutPolicy::Cost;  // --texture-layout (optimize/storage.h)
   bool include_tensors = true;          // per-tensor placements in the report
   std::string patch = "off";            // off | auto | RxC: the first stages run by patches (optimize/patch.h)
   std::string offload = "none";         // none | clblast | auto: partition and scratch records (src/offload)
@@ -76,6 +77,7 @@ struct RunArgs {
   std::vector<std::string> inputs;
   std::string strategy = "best";
   std::string textures = "none";
+  std::string texture_layout = "cost";  // cost | rows | wide (optimize/storage.h LayoutPolicy)
   bool check = false;
   bool guard = false;
   int bench = 0;

@@ -70,6 +70,12 @@ int main(int argc, char** argv) {
                    "over the buffer arena; auto: what the target's profile says pays")
       ->check(CLI::IsMember({"none", "auto", "pools", "views"}))
       ->capture_default_str();
+  std::string texture_layout = "cost";
+  plan->add_option("--texture-layout", texture_layout,
+                   "cost: each texture in the layout of the smallest footprint; rows: NC4HW4 rows (W pixels a row); "
+                   "wide: wide rows (W*C/4 pixels a row)")
+      ->check(CLI::IsMember({"cost", "rows", "wide"}))
+      ->capture_default_str();
   std::string offload = "none";
   plan->add_option("--offload", offload,
                    "none, clblast or auto: partition the nodes between texplan and CLBlast and plan CLBlast's scratch")
@@ -169,6 +175,7 @@ int main(int argc, char** argv) {
       opt.offload = offload;
       opt.offload_on_device = target == "opencl";
       opt.textures = parse_texture_mode(textures);
+      opt.texture_layouts = parse_layout_policy(texture_layout);
       opt.float_storage = runtime::float_storage(runtime::parse_precision(plan_precision));
       opt.optimize = plan_optimize;
       opt.patch = plan_patch;

@@ -32,8 +32,11 @@ json plan_report(const std::string& model, const std::vector<plan::UsageRecord>&
   int64_t textures = 0;
   for (const auto& x : recs) textures += x.storage == plan::Storage::Texture;
   r["texture_records"] = textures;
-  const int64_t lb = plan::lower_bound_bytes(recs);
+  // Textures at their footprint on `dev` (row pitch * height): the bound of
+  // what the texture plans can reach.
+  const int64_t lb = plan::lower_bound_bytes(recs, dev);
   r["lower_bound_bytes"] = lb;
+  r["texture_lower_bound_bytes"] = lb;
   std::vector<std::string> names = opt.strategies.empty() ? plan::strategy_names() : opt.strategies;
   r["strategies"] = json::array();
   Progress progress("planning " + std::to_string(recs.size()) + " tensors", int64_t(names.size()));
@@ -103,10 +106,21 @@ void print_plan_table(const json& r, std::ostream& out) {
   if (r.contains("raw_lower_bound_bytes") && r["raw_lower_bound_bytes"] != r["lower_bound_bytes"])
     out << "lower bound as imported: " << human_bytes(r["raw_lower_bound_bytes"]) << "\n";
   int64_t lb = r["lower_bound_bytes"];
-  out << "lower bound: " << human_bytes(lb) << " (" << lb << " B)\n";
-  if (r.contains("buffer_lower_bound_bytes") && r["buffer_lower_bound_bytes"] != r["lower_bound_bytes"])
-    out << "buffer-only lower bound: " << human_bytes(r["buffer_lower_bound_bytes"]) << " ("
-        << r["layout_conversions"].get<int>() << " layout conversions)\n";
+  out << "lower bound: " << human_bytes(lb) << " (" << lb << " B)";
+  if (r["texture_records"].get<int64_t>() > 0)
+    out << ", textures at their footprint on " << r["target"].get<std::string>();
+  out << "\n";
+  if (r.contains("buffer_lower_bound_bytes") &&
+      (r["texture_records"].get<int64_t>() > 0 || r["buffer_lower_bound_bytes"] != r["lower_bound_bytes"])) {
+    const int64_t blb = r["buffer_lower_bound_bytes"];
+    std::ostringstream ratio;
+    ratio << std::fixed << std::setprecision(3) << double(lb) / double(std::max<int64_t>(1, blb));
+    out << "buffer-only lower bound: " << human_bytes(blb) << " (texture bound " << ratio.str() << "x it; "
+        << r["layout_conversions"].get<int>() << " layout conversions";
+    if (r.contains("texture_layouts"))
+      for (const auto& [name, count] : r["texture_layouts"].items()) out << "; " << count.get<int>() << " " << name;
+    out << ")\n";
+  }
   out << std::left << std::setw(20) << "strategy" << std::right << std::setw(14) << "total" << std::setw(16)
       << "bytes" << std::setw(12) << "buffers" << std::setw(12) << "textures" << std::setw(9) << "ratio"
       << std::setw(7) << "pools" << std::setw(11) << "plan ms" << "  valid\n";
@@ -159,7 +173,10 @@ json plan_model(const std::string& model_path, const plan::DeviceProfile& dev, c
   UsageOptions buffers_only;
   buffers_only.float_storage = opt.float_storage;
   const int64_t buffer_lower_bound = plan::lower_bound_bytes(make_usage_records(g, buffers_only).records);
-  const StorageAssignment storage = assign_storage(g, dev, opt.textures);
+  StorageOptions so;
+  so.layouts = opt.texture_layouts;
+  so.element_bytes = int(stored_element_size(DataType::Float32, opt.float_storage));
+  const StorageAssignment storage = assign_storage(g, dev, opt.textures, so);
   UsageOptions uo;
   uo.storage = &storage;
   uo.float_storage = opt.float_storage;
@@ -195,6 +212,13 @@ json plan_model(const std::string& model_path, const plan::DeviceProfile& dev, c
   }
   if (opt.include_tensors && !o.include_tensors) r["tensors_omitted"] = true;
   r["layout_conversions"] = storage.conversions;
+  json layouts = json::object();  // layout name -> textures in it
+  for (size_t t = 0; t < storage.texture.size(); ++t) {
+    if (!storage.texture[t]) continue;
+    const char* name = to_string(storage.layout_of(int(t)));
+    layouts[name] = layouts.value(name, 0) + 1;
+  }
+  r["texture_layouts"] = layouts;
   r["buffer_lower_bound_bytes"] = buffer_lower_bound;
   for (auto& s : r["strategies"])
     if (s.contains("total_bytes"))

@@ -69,6 +69,11 @@ void add_run_options(CLI::App& app, RunArgs& a) {
                  "buffer arena; auto: what the device's profile says pays")
       ->check(CLI::IsMember({"none", "auto", "pools", "views"}))
       ->capture_default_str();
+  app.add_option("--texture-layout", a.texture_layout,
+                 "cost: each texture in the layout of the smallest footprint; rows: NC4HW4 rows (W pixels a row); "
+                 "wide: wide rows (W*C/4 pixels a row)")
+      ->check(CLI::IsMember({"cost", "rows", "wide"}))
+      ->capture_default_str();
   app.add_flag("--check", a.check, "compare with test_data_set_0/output_*.pb; exit 5 above --tolerance");
   app.add_flag("--allow-trivial-reference", a.allow_trivial_reference,
                "let --check pass against a reference output that is all zeros or constant (refused otherwise)");
@@ -279,8 +284,11 @@ int run_command(const RunArgs& a) {
   UsageOptions buffers_only;
   buffers_only.float_storage = runtime::float_storage(precision);
   const int64_t buffer_lower_bound = plan::lower_bound_bytes(make_usage_records(g, buffers_only).records);
+  StorageOptions so;
+  so.layouts = parse_layout_policy(a.texture_layout);
+  so.element_bytes = int(stored_element_size(DataType::Float32, buffers_only.float_storage));
   const StorageAssignment storage =
-      assign_storage(g, profile, on_cpu ? TextureMode::None : parse_texture_mode(a.textures));
+      assign_storage(g, profile, on_cpu ? TextureMode::None : parse_texture_mode(a.textures), so);
   for (const auto& f : storage.fallbacks) verbose_log() << "texture fallback: " << f << "\n";
   UsageOptions uo;
   uo.storage = &storage;
@@ -337,7 +345,7 @@ int run_command(const RunArgs& a) {
                     " (profile " + profile.name + ")");
   verbose_log() << "device opened, " << pin.records.size() << " records planned with " << strategy << " and validated in " << since()
                 << "\n";
-  const int64_t lower_bound = plan::lower_bound_bytes(pin.records);
+  const int64_t lower_bound = plan::lower_bound_bytes(pin.records, profile);
 
   int64_t weight_bytes = 0;
   for (const auto& t : g.tensors)

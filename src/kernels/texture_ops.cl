@@ -81,8 +81,8 @@ __kernel void tex_binary(TEXR(A), int an, int ac, int ah, int aw, TEXR(B), int b
                          int op, int C, int H, int W) {
   PIXEL_IDS(W, H)
   const int C4 = (C + 3) / 4, n = z / C4, c4 = z % C4;
-  const float4 p = tex_operand_texture(A, A_base, an, ac, ah, aw, n, c4, y, x);
-  const float4 q = tex_operand_texture(B, B_base, bn, bc, bh, bw, n, c4, y, x);
+  const float4 p = tex_operand_texture(TEXP(A), an, ac, ah, aw, n, c4, y, x);
+  const float4 q = tex_operand_texture(TEXP(B), bn, bc, bh, bw, n, c4, y, x);
   WR(Y, x, z * H + y, W, mask_lanes(tex_binop(op, p, q), c4, C));
 }
 
@@ -91,7 +91,7 @@ __kernel void tex_binary_const(TEXR(A), int an, int ac, int ah, int aw, __global
                                int bc, int bh, int bw, TEXW(Y), int op, int swap, int C, int H, int W) {
   PIXEL_IDS(W, H)
   const int C4 = (C + 3) / 4, n = z / C4, c4 = z % C4;
-  const float4 p = tex_operand_texture(A, A_base, an, ac, ah, aw, n, c4, y, x);
+  const float4 p = tex_operand_texture(TEXP(A), an, ac, ah, aw, n, c4, y, x);
   const float4 q = tex_operand_buffer(B, bo, bn, bc, bh, bw, n, c4, y, x, C);
   WR(Y, x, z * H + y, W, mask_lanes(swap ? tex_binop(op, q, p) : tex_binop(op, p, q), c4, C));
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "graph/epilogue.h"
@@ -36,6 +37,15 @@ TextureMode resolve(TextureMode m, const plan::DeviceProfile& dev) {
 
 std::string strategy_for(TextureMode m, const std::string& strategy) {
   return m == TextureMode::Views ? "texture-views" : strategy;
+}
+
+const char* to_string(TextureLayout l) { return l == TextureLayout::WideRows ? "wide-rows" : "nc4hw4-rows"; }
+
+LayoutPolicy parse_layout_policy(const std::string& s) {
+  if (s == "cost") return LayoutPolicy::Cost;
+  if (s == "rows") return LayoutPolicy::Rows;
+  if (s == "wide") return LayoutPolicy::WideRows;
+  throw Error("texture layout: '" + s + "': give cost, rows or wide");
 }
 
 namespace {
@@ -145,11 +155,8 @@ bool texture_kernel(const Graph& g, const Node& n) {
 
 namespace {
 
-plan::TextureExtent extent_of(const Tensor& t) { return texture_extent(t.shape); }
-
-// Whether a 4D fp32 tensor fits the images of `mode` on `dev`.
-bool fits(const Tensor& t, const plan::DeviceProfile& dev, TextureMode mode, std::string* why) {
-  plan::TextureExtent e = extent_of(t);
+// Whether extent `e` fits the images of `mode` on `dev`.
+bool fits(const plan::TextureExtent& e, const plan::DeviceProfile& dev, TextureMode mode, std::string* why) {
   if (e.width <= 0 || e.height <= 0) {
     *why = "empty";
     return false;
@@ -170,13 +177,39 @@ bool fits(const Tensor& t, const plan::DeviceProfile& dev, TextureMode mode, std
   return true;
 }
 
+// The layout of 4D tensor `t` as a texture: of the layouts `policy` allows
+// that fit the limits, the one of the smallest footprint on `dev`, Rows on
+// a tie (its 2D windows suit texture caches). Null with `why` when none fits.
+std::optional<TextureLayout> choose_layout(const Tensor& t, const plan::DeviceProfile& dev, TextureMode mode,
+                                           const StorageOptions& opt, std::string* why) {
+  std::optional<TextureLayout> best;
+  int64_t best_bytes = 0;
+  for (TextureLayout l : {TextureLayout::Rows, TextureLayout::WideRows}) {
+    if ((opt.layouts == LayoutPolicy::Rows && l != TextureLayout::Rows) ||
+        (opt.layouts == LayoutPolicy::WideRows && l != TextureLayout::WideRows))
+      continue;
+    const plan::TextureExtent e = texture_extent(t.shape, opt.element_bytes, l);
+    std::string reason;
+    if (!fits(e, dev, mode, &reason)) {
+      if (why->empty()) *why = reason;
+      continue;
+    }
+    const int64_t bytes = plan::texture_footprint_bytes(e, dev);
+    if (!best || bytes < best_bytes) best = l, best_bytes = bytes;
+  }
+  return best;
+}
+
 }  // namespace
 
 namespace {
 
 // Rewrites `g` for the node forms `tex_node`: conversions where producer and
-// consumer disagree. Fills sa.texture and sa.conversions.
-void rewrite(Graph& g, const std::vector<char>& tex_node, const std::vector<char>& eligible, StorageAssignment& sa) {
+// consumer disagree. Fills sa.texture, sa.layout (by `layout_of`) and
+// sa.conversions.
+template <class LayoutOf>
+void rewrite(Graph& g, const std::vector<char>& tex_node, const std::vector<char>& eligible, StorageAssignment& sa,
+             const LayoutOf& layout_of) {
   const size_t nn = g.nodes.size();
   sa.texture.assign(g.tensors.size(), 0);
   sa.conversions = 0;
@@ -248,6 +281,9 @@ void rewrite(Graph& g, const std::vector<char>& tex_node, const std::vector<char
     born_texture.resize(g.tensors.size(), 0);
   }
   for (size_t t = 0; t < born_texture.size() && t < sa.texture.size(); ++t) sa.texture[t] |= born_texture[t];
+  sa.layout.assign(g.tensors.size(), TextureLayout::Rows);
+  for (size_t t = 0; t < sa.texture.size(); ++t)
+    if (sa.texture[t]) sa.layout[t] = layout_of(g.tensors[t]);
   g.nodes = std::move(order);
   for (Tensor& t : g.tensors)
     if (!t.is_constant) t.producer = -1;
@@ -301,11 +337,18 @@ std::vector<char> texture_eligible(const Graph& g, const std::vector<char>& too_
 
 }  // namespace
 
-StorageAssignment assign_storage(Graph& g, const plan::DeviceProfile& dev, TextureMode requested, bool memory_aware) {
+StorageAssignment assign_storage(Graph& g, const plan::DeviceProfile& dev, TextureMode requested,
+                                 const StorageOptions& opt) {
   StorageAssignment sa;
   sa.mode = resolve(requested, dev);
   sa.texture.assign(g.tensors.size(), 0);
+  sa.layout.assign(g.tensors.size(), TextureLayout::Rows);
   if (sa.mode == TextureMode::None) return sa;
+  // Every tensor that gets here fits in some layout (too_big below).
+  auto layout_of = [&](const Tensor& t) {
+    std::string why;
+    return choose_layout(t, dev, sa.mode, opt, &why).value_or(TextureLayout::Rows);
+  };
 
   // Candidates are judged on `open`: `g` with the sharing marks dropped
   // wherever a texture kernel could take the node. A zero-copy concat is a
@@ -332,7 +375,7 @@ StorageAssignment assign_storage(Graph& g, const plan::DeviceProfile& dev, Textu
     const Tensor& x = g.tensors[t];
     if (x.is_constant || x.is_input || x.is_output || !is_4d_float(x)) continue;
     std::string why;
-    if (!fits(x, dev, sa.mode, &why)) {
+    if (!choose_layout(x, dev, sa.mode, opt, &why)) {
       too_big[t] = 1;
       sa.fallbacks.push_back(x.name + ": " + why + ", kept as a buffer");
     }
@@ -377,8 +420,11 @@ StorageAssignment assign_storage(Graph& g, const plan::DeviceProfile& dev, Textu
     Graph h = without_values(g);
     apply_forms(h, forms);
     StorageAssignment trial = sa;
-    rewrite(h, forms, texture_eligible(h, too_big), trial);
-    return plan::lower_bound_bytes(make_usage_records(h, {&trial}).records);
+    rewrite(h, forms, texture_eligible(h, too_big), trial, layout_of);
+    UsageOptions uo;
+    uo.storage = &trial;
+    uo.float_storage = opt.element_bytes == 2 ? DataType::Float16 : DataType::Float32;
+    return plan::lower_bound_bytes(make_usage_records(h, uo).records, dev);
   };
 
   // Views (memory first): texture form must not raise the lower bound.
@@ -426,7 +472,7 @@ StorageAssignment assign_storage(Graph& g, const plan::DeviceProfile& dev, Textu
     }
     return forms;
   };
-  if (memory_aware && sa.mode == TextureMode::Views) {
+  if (opt.memory_aware && sa.mode == TextureMode::Views) {
     std::vector<char> keeping = tex_node;
     for (size_t k = 0; k < nn; ++k)
       if (g.nodes[k].has("texplan_inplace") || g.nodes[k].has("texplan_elided")) keeping[k] = 0;
@@ -440,7 +486,7 @@ StorageAssignment assign_storage(Graph& g, const plan::DeviceProfile& dev, Textu
     tex_node = keep ? keeping : all;
   }
   apply_forms(g, tex_node);
-  rewrite(g, tex_node, texture_eligible(g, too_big), sa);
+  rewrite(g, tex_node, texture_eligible(g, too_big), sa, layout_of);
   return sa;
 }
 

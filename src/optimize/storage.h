@@ -6,17 +6,26 @@
 //   StorageAssignment sa = assign_storage(g, dev, TextureMode::Pools);
 //   PlanInput pin = make_usage_records(g, {.storage = &sa});
 //
-// Texture layout of a 4D NCHW fp32 activation (texture_extent in usage.h):
-// channels packed by 4 into RGBA pixels, C4 = ceil(C/4) slices,
-//   pixel (x, y) = (w, (n * C4 + c4) * H + h),  lane k = channel 4*c4 + k.
-// Why: W is the innermost, contiguous dim of NCHW, so neighbouring work-items
-// (along x) read neighbouring pixels, and a 3x3 window is a 3x3 block of the
-// image, which is what 2D texture caches are built for. N, C4 and H share
-// the height because only W must stay unsplit for 2D locality, and height
-// (N*C4*H) is the dim real models keep under the 16384/32768 limits (1280
-// channels at 7x7: 2240 rows). Lanes of the last slice beyond C are zero:
-// every texture kernel writes them as 0, so consumers may multiply them
-// with no mask (a NaN there would poison a dot product).
+// Texture layouts of a 4D NCHW activation (texture_extent in usage.h), a
+// choice per tensor. Channels are packed by 4 into RGBA pixels, C4 =
+// ceil(C/4) slices, lane k = channel 4*c4 + k, and
+//   Rows:     pixel (x, y) = (w, (n * C4 + c4) * H + h)   extent W x N*C4*H
+//   WideRows: pixel (x, y) = (w * C4 + c4, n * H + h)     extent W*C4 x N*H
+// Rows (NC4HW4): W is the innermost, contiguous dim of NCHW, so
+// neighbouring work-items (along x) read neighbouring pixels, and a 3x3
+// window is a 3x3 block of the image, which is what 2D texture caches are
+// built for. But an image over a buffer pads every row to the device's pitch
+// alignment (Adreno: 64 pixels), so a 14-wide row costs 4.6x its pixels and
+// a 7-wide one 9.1x. WideRows (TVM's texture-nhwc) puts a whole row of H
+// in one image row, long enough that the padding is a few percent; the
+// slices of one pixel are neighbours, which a convolution's loop over input
+// slices reads in order. assign_storage picks per tensor the layout of the
+// smallest footprint (row pitch * height, plan::texture_footprint_bytes)
+// that fits the image limits, Rows on a tie; every texture kernel reads and
+// writes both, so a layout never needs a conversion.
+// Lanes of the last slice beyond C are zero: every texture kernel writes
+// them as 0, so consumers may multiply them with no mask (a NaN there would
+// poison a dot product).
 // Convolution weights are packed by 4 output channels: [OC4][C/g][KH][KW]
 // float4, lane k = output channel 4*oc4 + k, zero beyond OC, so one read
 // gives the weights of the four output channels of one output pixel.
@@ -31,8 +40,8 @@
 //   TextureToBuffer  X (texture)     -> Y (NCHW buffer)
 // Graph inputs and outputs, and tensors that share storage with another
 // (aliases, in-place, zero-copy concat), stay buffers. A 4D tensor whose
-// image exceeds the device's limits (2D: width or height; 1D views: pixels)
-// stays a buffer and every node touching it runs in buffer form: the
+// image exceeds the device's limits in every layout (2D: width or height;
+// 1D views: pixels) stays a buffer and every node touching it runs in buffer form: the
 // documented fallback, listed in `fallbacks`.
 #pragma once
 #include <string>
@@ -55,12 +64,23 @@ TextureMode resolve(TextureMode m, const plan::DeviceProfile& dev);
 // The planning strategy a mode needs ("texture-views" for Views, else `strategy`).
 std::string strategy_for(TextureMode m, const std::string& strategy);
 
+enum class TextureLayout : uint8_t { Rows, WideRows };
+const char* to_string(TextureLayout l);  // "nc4hw4-rows", "wide-rows"
+// How assign_storage picks layouts: by footprint (Cost), or one layout for
+// every texture where it fits the limits (comparisons, kernel tests).
+enum class LayoutPolicy { Cost, Rows, WideRows };
+LayoutPolicy parse_layout_policy(const std::string& s);  // "cost", "rows", "wide"; throws Error on anything else
+
 struct StorageAssignment {
   TextureMode mode = TextureMode::None;  // resolved: None, Pools or Views
   std::vector<char> texture;             // per tensor id: 1 = texture
+  std::vector<TextureLayout> layout;     // per tensor id: the texture's layout (Rows for buffers)
   int conversions = 0;                   // BufferToTexture/TextureToBuffer nodes inserted
   std::vector<std::string> fallbacks;    // "tensor: reason" for 4D tensors kept as buffers by the limits
   bool is_texture(int t) const { return t >= 0 && size_t(t) < texture.size() && texture[t]; }
+  TextureLayout layout_of(int t) const {
+    return t >= 0 && size_t(t) < layout.size() ? layout[t] : TextureLayout::Rows;
+  }
 };
 
 // True when a texture kernel covers node `n` with its 4D activations as
@@ -68,11 +88,21 @@ struct StorageAssignment {
 // exactly these nodes.
 bool texture_kernel(const Graph& g, const Node& n);
 
-// Decides every tensor's storage and inserts the conversion nodes into `g`
-// (tensors named "<name>@texture" / "<name>@buffer"). With Views and
-// `memory_aware`, regions whose conversions or lost sharing (in place,
-// zero-copy concat) raise the lower bound by more than 0.5% stay buffers
-// (views are for memory; pools for speed keep them).
-StorageAssignment assign_storage(Graph& g, const plan::DeviceProfile& dev, TextureMode mode, bool memory_aware = true);
+struct StorageOptions {
+  // Views: regions whose conversions, lost sharing (in place, zero-copy
+  // concat) or texture footprints raise the lower bound by more than 0.5%
+  // stay buffers (views are for memory; pools for speed keep them).
+  bool memory_aware = true;
+  LayoutPolicy layouts = LayoutPolicy::Cost;
+  // Bytes of one stored float (4: fp32, 2: fp16 storage); a pixel is 4 of them.
+  int element_bytes = 4;
+};
+
+// Decides every tensor's storage and layout and inserts the conversion
+// nodes into `g` (tensors named "<name>@texture" / "<name>@buffer"). Lower
+// bounds count every texture at its footprint on `dev`
+// (plan::lower_bound_bytes(recs, dev)).
+StorageAssignment assign_storage(Graph& g, const plan::DeviceProfile& dev, TextureMode mode,
+                                 const StorageOptions& opt = {});
 
 }  // namespace texplan

@@ -6,10 +6,11 @@
 
 namespace texplan {
 
-plan::TextureExtent texture_extent(const Shape& s, int element_bytes) {
+plan::TextureExtent texture_extent(const Shape& s, int element_bytes, TextureLayout layout) {
   plan::TextureExtent e;
-  e.width = s[3];
-  e.height = s[0] * ((s[1] + 3) / 4) * s[2];
+  const int64_t c4 = (s[1] + 3) / 4;
+  e.width = layout == TextureLayout::WideRows ? s[3] * c4 : s[3];
+  e.height = layout == TextureLayout::WideRows ? s[0] * s[2] : s[0] * c4 * s[2];
   e.pixel_bytes = 4 * element_bytes;
   return e;
 }
@@ -61,6 +62,9 @@ PlanInput make_usage_records(const Graph& g, const UsageOptions& opt) {
   }
 
   p.record_of_tensor.assign(nt, -1);
+  p.texture_layout.assign(nt, TextureLayout::Rows);
+  if (opt.storage)
+    for (size_t t = 0; t < nt; ++t) p.texture_layout[t] = opt.storage->layout_of(int(t));
   std::vector<int> owners;
   for (size_t t = 0; t < nt; ++t)
     if (p.alias_root[t] == int(t) && !g.tensors[t].is_constant && first[t] >= 0) owners.push_back(int(t));
@@ -76,7 +80,8 @@ PlanInput make_usage_records(const Graph& g, const UsageOptions& opt) {
     r.op = x.producer >= 0 ? g.nodes[x.producer].op_type : "input";
     if (opt.storage && opt.storage->is_texture(t)) {
       r.storage = plan::Storage::Texture;
-      r.extent = texture_extent(x.shape, int(stored_element_size(x.dtype, opt.float_storage)));
+      r.extent = texture_extent(x.shape, int(stored_element_size(x.dtype, opt.float_storage)),
+                                opt.storage->layout_of(t));
       r.bytes = r.extent.tight_bytes();
     }
     p.record_of_tensor[t] = int(p.records.size());

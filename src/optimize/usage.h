@@ -28,15 +28,18 @@ size_t stored_element_size(DataType t, DataType float_storage);
 std::vector<int> alias_roots(const Graph& g);
 
 // Texture extent of a 4D NCHW fp32 activation, channels packed by 4 into
-// RGBA pixels: width = W, height = N * ceil(C/4) * H; pixels of 4 x
-// `element_bytes` (4: CL_FLOAT, 2: CL_HALF_FLOAT).
-plan::TextureExtent texture_extent(const Shape& nchw, int element_bytes = 4);
+// RGBA pixels (layouts in optimize/storage.h): Rows width = W, height =
+// N * ceil(C/4) * H; WideRows width = W * ceil(C/4), height = N * H; pixels
+// of 4 x `element_bytes` (4: CL_FLOAT, 2: CL_HALF_FLOAT).
+plan::TextureExtent texture_extent(const Shape& nchw, int element_bytes = 4,
+                                   TextureLayout layout = TextureLayout::Rows);
 
 struct PlanInput {
   std::vector<plan::UsageRecord> records;
   std::vector<int> record_of_tensor;  // tensor id -> record index, -1 for constants
   std::vector<int> alias_root;        // tensor id -> storage owner tensor id
   std::vector<int64_t> alias_offset;  // tensor id -> byte offset inside its owner's storage
+  std::vector<TextureLayout> texture_layout;  // tensor id -> its texture's layout (Rows for buffers)
   int32_t steps = 0;                  // number of execution steps (= nodes)
 };
 

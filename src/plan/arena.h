@@ -157,8 +157,9 @@ MemoryPlan plan_arena_with_texture_pools(const std::vector<UsageRecord>& recs, c
                                          OffsetStrategy place);
 
 // TVM's 2D texture pools for every texture record of `recs`, appended to
-// plan.pools (see strategies/tvm_texture_pools.cpp).
-void place_textures_in_pools(const std::vector<UsageRecord>& recs, MemoryPlan& plan);
+// plan.pools (see strategies/tvm_texture_pools.cpp); a pool's bytes are its
+// image's texture_footprint_bytes on `dev`.
+void place_textures_in_pools(const std::vector<UsageRecord>& recs, const DeviceProfile& dev, MemoryPlan& plan);
 
 // Row pitch of a texture viewed over a buffer: width * pixel_bytes rounded
 // up to the device's pitch alignment. Throws like texture_view_bytes.

@@ -9,7 +9,10 @@
 
 namespace texplan::plan {
 
-int64_t lower_bound_bytes(const std::vector<UsageRecord>& recs) {
+namespace {
+
+// `footprint`: a texture's bytes; null counts width * height * pixel_bytes.
+int64_t peak_bytes(const std::vector<UsageRecord>& recs, const DeviceProfile* footprint) {
   std::vector<std::pair<int64_t, int64_t>> events;  // (step, delta)
   events.reserve(2 * recs.size());
   auto overflow = [](const UsageRecord& r) {
@@ -21,6 +24,7 @@ int64_t lower_bound_bytes(const std::vector<UsageRecord>& recs) {
         (__builtin_mul_overflow(r.extent.width, r.extent.height, &bytes) ||
          __builtin_mul_overflow(bytes, r.extent.pixel_bytes, &bytes)))
       throw overflow(r);
+    if (r.storage == Storage::Texture && footprint) bytes = texture_footprint_bytes(r.extent, *footprint);
     if (bytes < 0) throw PlanError("record '" + r.name + "': negative size");
     events.emplace_back(r.first, bytes);
     events.emplace_back(int64_t{r.last} + 1, -bytes);
@@ -32,6 +36,14 @@ int64_t lower_bound_bytes(const std::vector<UsageRecord>& recs) {
     peak = std::max(peak, live);
   }
   return peak;
+}
+
+}  // namespace
+
+int64_t lower_bound_bytes(const std::vector<UsageRecord>& recs) { return peak_bytes(recs, nullptr); }
+
+int64_t lower_bound_bytes(const std::vector<UsageRecord>& recs, const DeviceProfile& dev) {
+  return peak_bytes(recs, &dev);
 }
 
 }  // namespace texplan::plan

@@ -102,10 +102,26 @@ struct MemoryPlan {
 // a negative size or sums beyond 64 bits.
 int64_t lower_bound_bytes(const std::vector<UsageRecord>& recs);
 
+// The same with every texture at texture_footprint_bytes on `dev` (the
+// bound of a plan with textures; equal to the above without image2d_from_buffer).
+int64_t lower_bound_bytes(const std::vector<UsageRecord>& recs, const DeviceProfile& dev);
+
 // Bytes a texture occupies as a view in a buffer: round_up(width*pixel_bytes,
 // pitch) * height (1D views, without image2d_from_buffer: width*pixel_bytes
 // * height). Throws PlanError on a device without images.
 int64_t texture_view_bytes(const TextureExtent& e, const DeviceProfile& dev);
+
+// What a texture really occupies on `dev`: row_pitch * height, its rows
+// rounded up to the pitch alignment. Devices whose images pitch their rows
+// (image2d_from_buffer with a pitch alignment) are assumed to pitch
+// dedicated images alike, so texture pools count the same (Adreno: rows of
+// 64 RGBA fp32 pixels); elsewhere width * height * pixel_bytes. The pixel
+// size comes from the extent (16 for RGBA fp32, 8 for fp16); the profile's
+// pitch alignment is in bytes. The image base-address alignment constrains
+// where a view starts, not its size: plans pay it (texture-views aligns
+// offsets to it), the lower bound does not, so the bound stays one no plan
+// can beat.
+int64_t texture_footprint_bytes(const TextureExtent& e, const DeviceProfile& dev);
 
 // Strategies (one file each, in strategies/):
 //   naive              every tensor its own allocation

@@ -40,6 +40,11 @@ int64_t texture_view_bytes(const TextureExtent& e, const DeviceProfile& dev) {
   return view_row_pitch(e, dev) * e.height;
 }
 
+int64_t texture_footprint_bytes(const TextureExtent& e, const DeviceProfile& dev) {
+  if (!dev.image_support || !dev.image2d_from_buffer) return e.tight_bytes();
+  return texture_view_bytes(e, dev);
+}
+
 MemoryPlan detail::plan_arena_with_texture_pools(const std::vector<UsageRecord>& recs,
                                                  const DeviceProfile& dev, OffsetStrategy place) {
   const int64_t align = std::max<int64_t>(1, dev.mem_base_addr_align);
@@ -58,7 +63,7 @@ MemoryPlan detail::plan_arena_with_texture_pools(const std::vector<UsageRecord>&
     plan.repair_work = arena.repair_work;
     for (size_t k = 0; k < buffers.size(); ++k) plan.placements[buffers[k]] = Placement{0, arena.offsets[k]};
   }
-  place_textures_in_pools(recs, plan);
+  place_textures_in_pools(recs, dev, plan);
   return plan;
 }
 

@@ -55,6 +55,15 @@ struct TensorArg {
   cl_int offset;
 };
 
+// A texture as a kernel argument (TEXR/TEXW in texture_common.cl): the
+// image, the pixel where the tensor starts in it, and its layout (wide rows:
+// the tensor's H and C4; NC4HW4 rows: 0 and 0).
+struct TextureArg {
+  cl_mem mem = nullptr;
+  cl_int base = 0;
+  cl_int layout_h = 0, layout_c4 = 0;
+};
+
 // A bare memory object as a kernel argument: an image, or a buffer read
 // from its start (packed weights).
 struct MemArg {
@@ -212,15 +221,16 @@ class NodeBuilder {
   // Appends arguments to the last prepared launch (a variable tail, such as
   // a fused epilogue's extra inputs).
   void more_args(const TensorArg& t) { set_arg(launches.back(), launches.back().args, t); }
+  void more_args(const TextureArg& t) { set_arg(launches.back(), launches.back().args, t); }
   void more_args(const Dims& d) { set_arg(launches.back(), launches.back().args, d); }
   void more_args(const MemArg& m) { set_arg(launches.back(), launches.back().args, m); }
   void more_args(const cl_int& v) { set_arg(launches.back(), launches.back().args, v); }
 
-  // Textures (ops_texture.cpp): the image holding tensor `t` and the pixel
-  // where it starts in it (`mem` null for a buffer); `images_1d` when they
-  // are image1d_buffer views (kernels -DTEX1D).
-  void set_images(std::function<TensorArg(int)> image, bool one_d) { image_ = std::move(image), images_1d_ = one_d; }
-  TensorArg image(int t) const { return image_ && t >= 0 ? image_(t) : TensorArg{nullptr, 0}; }
+  // Textures (ops_texture.cpp): the image holding tensor `t`, the pixel
+  // where it starts in it and its layout (`mem` null for a buffer);
+  // `images_1d` when they are image1d_buffer views (kernels -DTEX1D).
+  void set_images(std::function<TextureArg(int)> image, bool one_d) { image_ = std::move(image), images_1d_ = one_d; }
+  TextureArg image(int t) const { return image_ && t >= 0 ? image_(t) : TextureArg{}; }
   bool images_1d() const { return images_1d_; }
   // A read-only device buffer holding `bytes` of `data` (packed weights),
   // owned by `buffers` (take with std::swap, like `launches`).
@@ -243,6 +253,11 @@ class NodeBuilder {
     set_raw(l, i, sizeof(cl_mem), &t.mem);
     set_raw(l, i, sizeof(cl_int), &t.offset);
   }
+  void set_arg(Launch& l, cl_uint& i, const TextureArg& t) {
+    if (t.mem) l.mems.push_back(t.mem);
+    set_raw(l, i, sizeof(cl_mem), &t.mem);
+    for (const cl_int* v : {&t.base, &t.layout_h, &t.layout_c4}) set_raw(l, i, sizeof(cl_int), v);
+  }
   void set_arg(Launch& l, cl_uint& i, const cl_int& v) { set_raw(l, i, sizeof v, &v); }
   void set_arg(Launch& l, cl_uint& i, const float& v) { set_raw(l, i, sizeof v, &v); }
   void set_arg(Launch& l, cl_uint& i, const Dims& v) { set_raw(l, i, sizeof v, &v); }
@@ -256,7 +271,7 @@ class NodeBuilder {
   Device& dev_;
   const Graph& g_;
   std::function<Location(int)> locate_;
-  std::function<TensorArg(int)> image_;
+  std::function<TextureArg(int)> image_;
   bool images_1d_ = false;
   std::map<std::string, cl_mem> packed_;
 };

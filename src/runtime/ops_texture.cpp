@@ -29,13 +29,13 @@ Source texture_source(const NodeBuilder& b, const char* file, std::string define
   return Source(file, defines, prelude + "\n" + kernels::sources().at("texture_common.cl"));
 }
 
-TensorArg image_of(const NodeBuilder& b, int tensor, const Tensor& t) {
-  TensorArg m = b.image(tensor);
+TextureArg image_of(const NodeBuilder& b, int tensor, const Tensor& t) {
+  TextureArg m = b.image(tensor);
   if (!m.mem) throw Error("tensor " + t.name + " is not a texture, but its node runs in texture form");
   return m;
 }
-TensorArg tex_in(const NodeBuilder& b, int i) { return image_of(b, b.node.inputs.at(i), b.in(i)); }
-TensorArg tex_out(const NodeBuilder& b) { return image_of(b, b.node.outputs.at(0), b.out(0)); }
+TextureArg tex_in(const NodeBuilder& b, int i) { return image_of(b, b.node.inputs.at(i), b.in(i)); }
+TextureArg tex_out(const NodeBuilder& b) { return image_of(b, b.node.outputs.at(0), b.out(0)); }
 
 // One work-item per pixel of a W x H x slices grid.
 Range pixels(int64_t w, int64_t h, int64_t slices) {
@@ -216,7 +216,7 @@ void lower_texture_concat(NodeBuilder& b) {
     return;
   }
   if (k > 4) throw Error("texture Concat of " + std::to_string(k) + " inputs at unaligned channel offsets");
-  TensorArg in[4];
+  TextureArg in[4];
   cl_int c[4] = {0, 0, 0, 0};
   for (int i = 0; i < 4; ++i) {
     in[i] = tex_in(b, std::min(i, k - 1));

@@ -348,17 +348,28 @@ struct Session::Impl {
     }
   }
 
-  // The image of texture tensor `t` and its first pixel there; a null image
-  // for buffers and constants.
-  TensorArg image(int t, bool write = false) const {
+  // The image of texture tensor `t`, its first pixel there and its layout;
+  // a null image for buffers and constants.
+  TextureArg image(int t, bool write = false) const {
     int rt = root(t);
-    if (graph.tensors.at(rt).is_constant) return {nullptr, 0};
+    if (graph.tensors.at(rt).is_constant) return {};
     int r = pin.record_of_tensor.at(rt);
-    if (r < 0 || pin.records[r].storage != plan::Storage::Texture) return {nullptr, 0};
+    if (r < 0 || pin.records[r].storage != plan::Storage::Texture) return {};
     const plan::Placement& p = plan.placements.at(r);
-    if (p.view && !images_1d) return {view_images.at(r), 0};
-    if (p.view) return {(write ? pool_write_images : pool_images).at(p.pool), i32(p.offset / pixel_bytes())};
-    return {pool_images.at(p.pool), 0};
+    TextureArg a;
+    if (size_t(rt) < pin.texture_layout.size() && pin.texture_layout[rt] == TextureLayout::WideRows) {
+      const Shape& s = graph.tensors.at(rt).shape;  // NCHW
+      a.layout_h = i32(s.at(2)), a.layout_c4 = i32((s.at(1) + 3) / 4);
+    }
+    if (p.view && !images_1d) {
+      a.mem = view_images.at(r);
+    } else if (p.view) {
+      a.mem = (write ? pool_write_images : pool_images).at(p.pool);
+      a.base = i32(p.offset / pixel_bytes());
+    } else {
+      a.mem = pool_images.at(p.pool);
+    }
+    return a;
   }
 
   bool texture_step(const Node& node) const {

@@ -11,7 +11,9 @@
 //     request itself);
 //   - else make a new pool of exactly w x h.
 // Ties go to the lowest pool id. Then the pools of records whose last use
-// is this step are released. Pool bytes = width * height * pixel_bytes.
+// is this step are released. Pool bytes: the image's footprint on the
+// device (width * height * pixel_bytes, rows pitched where the device
+// pitches them: texture_footprint_bytes).
 // Unlike TVM we do not also skip pools more than 5x off in one dimension:
 // the area rules above already keep such pools from being chosen badly.
 #include <algorithm>
@@ -23,7 +25,7 @@
 
 namespace texplan::plan::detail {
 
-void place_textures_in_pools(const std::vector<UsageRecord>& recs, MemoryPlan& plan) {
+void place_textures_in_pools(const std::vector<UsageRecord>& recs, const DeviceProfile& dev, MemoryPlan& plan) {
   std::vector<int32_t> by_first, by_last;
   for (int32_t i = 0; i < static_cast<int32_t>(recs.size()); ++i)
     if (recs[i].storage == Storage::Texture) by_first.push_back(i);
@@ -80,7 +82,7 @@ void place_textures_in_pools(const std::vector<UsageRecord>& recs, MemoryPlan& p
   // pool holds one pixel size, so any of its records gives it.
   for (int32_t i : by_first) {
     Pool& p = plan.pools[plan.placements[i].pool];
-    p.bytes = p.width * p.height * recs[i].extent.pixel_bytes;
+    p.bytes = texture_footprint_bytes({p.width, p.height, recs[i].extent.pixel_bytes}, dev);
   }
 }
 

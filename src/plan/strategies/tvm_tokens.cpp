@@ -49,7 +49,7 @@ struct TokenAllocator {
 };
 }  // namespace
 
-MemoryPlan plan_tvm_tokens(const std::vector<UsageRecord>& recs, const DeviceProfile&) {
+MemoryPlan plan_tvm_tokens(const std::vector<UsageRecord>& recs, const DeviceProfile& dev) {
   MemoryPlan plan;
   plan.placements.resize(recs.size());
   std::vector<int32_t> buffers;
@@ -71,7 +71,7 @@ MemoryPlan plan_tvm_tokens(const std::vector<UsageRecord>& recs, const DevicePro
     for (; r < by_last.size() && recs[by_last[r]].last == step; ++r)
       tokens.release(plan.placements[by_last[r]].pool);
   }
-  place_textures_in_pools(recs, plan);
+  place_textures_in_pools(recs, dev, plan);
   return plan;
 }
 
