@@ -3,11 +3,13 @@
 // patched runs that compute what unpatched ones do.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <random>
 
 #include "optimize/optimize.h"
 #include "optimize/patch.h"
 #include "optimize/usage.h"
+#include "pipeline/pipeline.h"
 #include "plan/memory_plan.h"
 #include "runtime/session.h"
 #include "test_util.h"
@@ -235,4 +237,21 @@ TEST(PatchRun, PatchedStemMatchesUnpatchedOnPocl) {
     ASSERT_EQ(a.size(), b.size());
     for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-4f * (1 + std::abs(b[i]))) << i;
   }
+}
+
+// The C++ pipeline takes the same setting as plan and run: the compiled
+// model's records are those of the patched graph.
+TEST(PatchPipeline, CompileWithPatchAuto) {
+  const std::string model = std::string(TEXPLAN_MODELS_DIR) + "/squeezenet1_1";
+  if (!std::filesystem::exists(model)) GTEST_SKIP() << "no model zoo at " << TEXPLAN_MODELS_DIR;
+  const plan::DeviceProfile dev = plan::DeviceProfile::load("pocl");
+  CompileOptions off, on;
+  on.patch = "auto";
+  const CompiledModel a = compile(model, {}, dev, "cpu", off), b = compile(model, {}, dev, "cpu", on);
+  ASSERT_TRUE(b.patching.applied) << b.patching.reason;
+  EXPECT_FALSE(a.patching.applied);
+  EXPECT_EQ(b.patching.bound_without, a.lower_bound_bytes);
+  EXPECT_EQ(b.lower_bound_bytes, b.patching.bound_with);
+  EXPECT_LT(b.lower_bound_bytes, a.lower_bound_bytes * 6 / 10);
+  EXPECT_THROW(compile(model, {}, dev, "cpu-executor", on), Error);
 }

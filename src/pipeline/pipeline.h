@@ -21,6 +21,7 @@
 #include "graph/graph.h"
 #include "import/onnx_import.h"
 #include "optimize/optimize.h"
+#include "optimize/patch.h"
 #include "optimize/storage.h"
 #include "optimize/usage.h"
 #include "plan/memory_plan.h"
@@ -32,6 +33,7 @@ struct CompileOptions {
   std::string strategy = "best";
   std::string textures = "none";   // none | auto | pools | views
   OptimizeOptions optimize;        // narrowed to what the device runs (runtime::runnable)
+  std::string patch = "off";       // off | auto | RxC: first stages by patches (optimize/patch.h); OpenCL devices only
   runtime::SessionOptions session;
 };
 
@@ -40,6 +42,7 @@ struct CompileOptions {
 struct CompiledModel {
   Graph graph;
   OptimizeReport optimized;
+  PatchReport patching;
   StorageAssignment storage;
   PlanInput usage;
   plan::MemoryPlan plan;
