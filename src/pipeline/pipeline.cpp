@@ -23,13 +23,15 @@ CompiledModel compile(const std::string& model_path, const ImportOptions& import
   buffers.float_storage = runtime::float_storage(options.session.precision);  // fp16: 2-byte records
   m.buffer_lower_bound_bytes = plan::lower_bound_bytes(make_usage_records(m.graph, buffers).records);
   const TextureMode mode = device_type == "cpu-executor" ? TextureMode::None : parse_texture_mode(options.textures);
-  m.storage = assign_storage(m.graph, profile, mode);
+  StorageOptions so;
+  so.element_bytes = int(stored_element_size(DataType::Float32, buffers.float_storage));
+  m.storage = assign_storage(m.graph, profile, mode, so);
   UsageOptions uo = buffers;
   uo.storage = &m.storage;
   m.usage = make_usage_records(m.graph, uo);
   m.plan = plan::plan_memory(m.usage.records, profile, strategy_for(m.storage.mode, options.strategy));
   plan::validate(m.plan, m.usage.records, profile);
-  m.lower_bound_bytes = plan::lower_bound_bytes(m.usage.records);
+  m.lower_bound_bytes = plan::lower_bound_bytes(m.usage.records, profile);
   return m;
 }
 
