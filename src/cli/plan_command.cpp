@@ -118,7 +118,8 @@ void print_plan_table(const json& r, std::ostream& out) {
     out << "buffer-only lower bound: " << human_bytes(blb) << " (texture bound " << ratio.str() << "x it; "
         << r["layout_conversions"].get<int>() << " layout conversions";
     if (r.contains("texture_layouts"))
-      for (const auto& [name, count] : r["texture_layouts"].items()) out << "; " << count.get<int>() << " " << name;
+      for (const auto& [name, count] : r["texture_layouts"].items())
+        if (count.get<int>() > 0) out << "; " << count.get<int>() << " " << name;
     out << ")\n";
   }
   out << std::left << std::setw(20) << "strategy" << std::right << std::setw(14) << "total" << std::setw(16)
@@ -212,13 +213,8 @@ json plan_model(const std::string& model_path, const plan::DeviceProfile& dev, c
   }
   if (opt.include_tensors && !o.include_tensors) r["tensors_omitted"] = true;
   r["layout_conversions"] = storage.conversions;
-  json layouts = json::object();  // layout name -> textures in it
-  for (size_t t = 0; t < storage.texture.size(); ++t) {
-    if (!storage.texture[t]) continue;
-    const char* name = to_string(storage.layout_of(int(t)));
-    layouts[name] = layouts.value(name, 0) + 1;
-  }
-  r["texture_layouts"] = layouts;
+  for (TextureLayout l : {TextureLayout::Rows, TextureLayout::WideRows})
+    r["texture_layouts"][to_string(l)] = storage.textures_in(l);
   r["buffer_lower_bound_bytes"] = buffer_lower_bound;
   for (auto& s : r["strategies"])
     if (s.contains("total_bytes"))

@@ -360,6 +360,9 @@ int run_command(const RunArgs& a) {
                  return b;
                }()},
               {"layout_conversions", storage.conversions}, {"texture_fallbacks", storage.fallbacks},
+              {"texture_layouts",
+               {{to_string(TextureLayout::Rows), storage.textures_in(TextureLayout::Rows)},
+                {to_string(TextureLayout::WideRows), storage.textures_in(TextureLayout::WideRows)}}},
               {"patching", patch_json(patched)}};
   std::vector<HostTensor> outputs;
   Timing timing;
@@ -526,7 +529,8 @@ int run_command(const RunArgs& a) {
             << "\n";
   if (storage.mode != TextureMode::None)
     std::cout << "textures    " << to_string(storage.mode) << ": " << report["texture_tensors"].get<int>()
-              << " tensors, " << storage.conversions << " layout conversions; buffers "
+              << " tensors (" << storage.textures_in(TextureLayout::WideRows) << " in wide rows), "
+              << storage.conversions << " layout conversions; buffers "
               << human_bytes(plan.buffer_bytes()) << ", texture pools " << human_bytes(plan.texture_bytes())
               << ", total " << std::setprecision(3) << double(plan.total_bytes()) / double(std::max<int64_t>(1, buffer_lower_bound))
               << "x the buffer-only lower bound " << human_bytes(buffer_lower_bound) << "\n";

@@ -81,6 +81,11 @@ struct StorageAssignment {
   TextureLayout layout_of(int t) const {
     return t >= 0 && size_t(t) < layout.size() ? layout[t] : TextureLayout::Rows;
   }
+  int textures_in(TextureLayout l) const {
+    int n = 0;
+    for (size_t t = 0; t < texture.size(); ++t) n += texture[t] && layout_of(int(t)) == l;
+    return n;
+  }
 };
 
 // True when a texture kernel covers node `n` with its 4D activations as
