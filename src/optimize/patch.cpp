@@ -28,7 +28,7 @@ PatchOptions parse_patch(const std::string& s) {
     o.rows = r, o.cols = c;
     return o;
   }
-  throw Error("--patch '" + s + "': expected off, auto, or a grid RxC of 1..16 each (e.g. 4x4)");
+  throw Error("patch setting '" + s + "': expected off, auto, or a grid RxC of 1..16 each (e.g. 4x4)");
 }
 
 std::string to_string(const PatchOptions& o) {
@@ -550,8 +550,7 @@ PatchReport apply_patching(Graph& g, const PatchOptions& opt) {
   }
   r.applied = !r.segments.empty();
   if (!r.applied)
-    r.reason = opt.mode == PatchOptions::Mode::Grid ? "no segment of outputs of at least " + to_string(opt) +
-                                                          " pixels lowers the bound"
+    r.reason = opt.mode == PatchOptions::Mode::Grid ? "no segment patched " + to_string(opt) + " lowers the bound"
                                                     : "no segment and grid within the recompute budget lowers the bound";
   return r;
 }
