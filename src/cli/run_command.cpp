@@ -481,6 +481,7 @@ int run_command(const RunArgs& a) {
   }
   double rel_error = -1;
   std::vector<std::string> trivial_refs;  // reference outputs a wrong run could match
+  std::vector<std::string> below_half;    // fp16: reference outputs smaller than half's normal range
   if (input_files.empty()) report["random_input_seed"] = a.random_input.value_or(0);
   if (a.check) {
     // An input from the model's test_data_set_K is checked against that set's outputs.
@@ -501,7 +502,20 @@ int run_command(const RunArgs& a) {
       rel_error = std::max(rel_error, relative_error(outputs[i], ref));
       if (const std::string why = trivial_reference(ref); !why.empty())
         trivial_refs.push_back("output_" + std::to_string(i) + ".pb ('" + g.tensors[g.outputs[i]].name + "') is " + why);
+      if (precision == runtime::Precision::Fp16 && ref.dtype == DataType::Float32 && ref.count() > 0) {
+        // Half's smallest normal is 2^-14: values far below it lose their
+        // digits (and below 2^-24 become zero) in every tensor that holds them.
+        float largest = 0;
+        for (float v : ref.as_float()) largest = std::max(largest, std::fabs(v));
+        if (largest > 0 && largest < 0x1p-14f) {
+          std::ostringstream why;
+          why << "output_" << i << ".pb's largest magnitude is " << std::scientific << std::setprecision(2) << largest
+              << ", below half's normal range (6.10e-05): fp16 storage cannot hold values this small";
+          below_half.push_back(why.str());
+        }
+      }
     }
+    if (precision == runtime::Precision::Fp16) report["below_half_range"] = below_half;
     report["rel_error"] = rel_error;
     report["trivial_reference"] = trivial_refs;
     report["tolerance"] = tolerance;
@@ -568,6 +582,7 @@ int run_command(const RunArgs& a) {
               << (a.allow_trivial_reference ? ": accepted (--allow-trivial-reference)"
                                             : ": it cannot tell a right run from a wrong one")
               << "\n";
+  for (const auto& t : below_half) std::cout << "check       " << t << "\n";
   if (a.guard) std::cout << "guard       " << (guard_violations ? "VIOLATIONS" : "clean") << "\n";
   if (tuning)
     std::cout << "tuning      " << tuning->stats().searched << " node shape(s) measured, " << tuning->stats().cached

@@ -16,8 +16,8 @@
 // where they are consecutive and inside the image (most taps of most
 // blocks) the channel loop reads one vector per channel, else it gathers
 // with zeros for the padding.
-__kernel void conv2d_cpu(__global const float* X, int xo, __global const float* Wt, int wo,
-                         __global const float* Bias, int bo, __global float* Y, int yo, int has_bias, int C, int H,
+__kernel void conv2d_cpu(__global const real_t* X, int xo, __global const real_t* Wt, int wo,
+                         __global const real_t* Bias, int bo, __global real_t* Y, int yo, int has_bias, int C, int H,
                          int W, int OC, int OH, int OW, int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw,
                          int groups EPI_PARAMS) {
   const int P = OH * OW, OCg = OC / groups, ICg = C / groups;
@@ -25,8 +25,8 @@ __kernel void conv2d_cpu(__global const float* X, int xo, __global const float* 
   if (p0 >= P || oc0 >= OCg) return;
   const int img = z / groups, g = z - img * groups;
   const int HW = H * W, KHW = KH * KW, K = ICg * KHW;
-  __global const float* x = X + xo + (img * C + g * ICg) * HW;
-  __global const float* w = Wt + wo + (g * OCg) * K;
+  __global const real_t* x = X + xo + (img * C + g * ICg) * HW;
+  __global const real_t* w = Wt + wo + (g * OCg) * K;
   int wrow[OCB];  // weight row of each channel of the block (the last one again past OCg)
 #pragma unroll
   for (int o = 0; o < OCB; ++o) wrow[o] = min(oc0 + o, OCg - 1) * K;
@@ -48,36 +48,36 @@ __kernel void conv2d_cpu(__global const float* X, int xo, __global const float* 
       if (!any(valid)) continue;
       const int first = off.s0;
       if (all(valid) && all(off == first + LANES)) {
-        __global const float* xc = x + first;
+        __global const real_t* xc = x + first;
         for (int c = 0; c < ICg; ++c) {
-          const VF xv = VLOAD(0, xc + c * HW);
+          const VF xv = LDV(PB, xc + c * HW);
           const int wc = c * KHW + t;
 #pragma unroll
-          for (int o = 0; o < OCB; ++o) acc[o] = fma((VF)(w[wrow[o] + wc]), xv, acc[o]);
+          for (int o = 0; o < OCB; ++o) acc[o] = fma((VF)(LD(w, wrow[o] + wc)), xv, acc[o]);
         }
       } else if (all(valid) && all(off == first + 2 * LANES)) {
         // Stride 2 inside one row (stems, downsampling): two vector loads
         // and their even lanes, not PB scalar loads.
-        __global const float* xc = x + first;
+        __global const real_t* xc = x + first;
         for (int c = 0; c < ICg; ++c) {
-          const VF lo = VLOAD(0, xc + c * HW), hi = VLOAD(0, xc + c * HW + PB);
+          const VF lo = LDV(PB, xc + c * HW), hi = LDV(PB, xc + c * HW + PB);
           const VF xv = (VF)(lo.even, hi.even);
           const int wc = c * KHW + t;
 #pragma unroll
-          for (int o = 0; o < OCB; ++o) acc[o] = fma((VF)(w[wrow[o] + wc]), xv, acc[o]);
+          for (int o = 0; o < OCB; ++o) acc[o] = fma((VF)(LD(w, wrow[o] + wc)), xv, acc[o]);
         }
       } else {
         int offs[PB];
         VSTORE(select((VI)(0), off, valid), 0, offs);
         for (int c = 0; c < ICg; ++c) {
-          __global const float* xc = x + c * HW;
+          __global const real_t* xc = x + c * HW;
           float t8[PB];
 #pragma unroll
-          for (int j = 0; j < PB; ++j) t8[j] = xc[offs[j]];
+          for (int j = 0; j < PB; ++j) t8[j] = LD(xc, offs[j]);
           const VF xv = select((VF)(0.0f), VLOAD(0, t8), valid);
           const int wc = c * KHW + t;
 #pragma unroll
-          for (int o = 0; o < OCB; ++o) acc[o] = fma((VF)(w[wrow[o] + wc]), xv, acc[o]);
+          for (int o = 0; o < OCB; ++o) acc[o] = fma((VF)(LD(w, wrow[o] + wc)), xv, acc[o]);
         }
       }
     }
@@ -87,7 +87,7 @@ __kernel void conv2d_cpu(__global const float* X, int xo, __global const float* 
   for (int o = 0; o < OCB; ++o) {
     const int oc = oc0 + o;
     if (oc >= OCg) break;
-    const float b = has_bias ? Bias[bo + g * OCg + oc] : 0.0f;
+    const float b = has_bias ? LD(Bias, bo + g * OCg + oc) : 0.0f;
     STORE_BLOCK((img * OC + g * OCg + oc) * P + p0, acc[o] + (VF)(b), n);
   }
 }
@@ -100,8 +100,8 @@ __kernel void conv2d_cpu(__global const float* X, int xo, __global const float* 
 // weights come packed [OC / OCB][C][KH][KW][OCB] (zeros past OC): a tap's
 // OCB weights are one pointer plus constants. get_global_id(0): block of PB
 // output columns; (1): output row; (2): image x OCB-channel block.
-__kernel void conv2d_rows_cpu(__global const float* X, int xo, __global const float* Wp, __global const float* Bias,
-                              int bo, __global float* Y, int yo, int has_bias, int C, int H, int W, int OC, int OH,
+__kernel void conv2d_rows_cpu(__global const real_t* X, int xo, __global const real_t* Wp, __global const real_t* Bias,
+                              int bo, __global real_t* Y, int yo, int has_bias, int C, int H, int W, int OC, int OH,
                               int OW, int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw EPI_PARAMS) {
 #ifdef ROWS_KH  // the taps, stride and channels as constants: the loops unroll
   C = ROWS_C, KH = ROWS_KH, KW = ROWS_KW, sw = ROWS_SW;
@@ -110,8 +110,8 @@ __kernel void conv2d_rows_cpu(__global const float* X, int xo, __global const fl
   const int blocks = (OC + OCB - 1) / OCB, img = z / blocks, ob = z - img * blocks, oc0 = ob * OCB;
   if (ow0 >= OW || oh >= OH) return;
   const int HW = H * W, KHW = KH * KW;
-  __global const float* x = X + xo + img * C * HW;
-  __global const float* wb = Wp + ob * C * KHW * OCB;
+  __global const real_t* x = X + xo + img * C * HW;
+  __global const real_t* wb = Wp + ob * C * KHW * OCB;
   VF acc[OCB];
 #pragma unroll
   for (int o = 0; o < OCB; ++o) acc[o] = (VF)(0.0f);
@@ -119,10 +119,10 @@ __kernel void conv2d_rows_cpu(__global const float* X, int xo, __global const fl
   for (int kh = 0; kh < KH; ++kh) {
     const int ih = oh * sh - ph + kh * dh;
     if (ih < 0 || ih >= H) continue;
-    __global const float* xr = x + ih * W;
+    __global const real_t* xr = x + ih * W;
 #pragma unroll
     for (int kw = 0; kw < KW; ++kw) {
-      __global const float* wt = wb + (kh * KW + kw) * OCB;
+      __global const real_t* wt = wb + (kh * KW + kw) * OCB;
       // Every lane's column inside the row (stride 2 reads 2 PB floats from
       // `first`): a loop of plain loads; else (the edges) the gathering loop,
       // whose offsets stay out of the fast one.
@@ -131,20 +131,20 @@ __kernel void conv2d_rows_cpu(__global const float* X, int xo, __global const fl
       if (inside && sw == 1) {
 #pragma unroll
         for (int c = 0; c < C; ++c) {
-          const VF xv = VLOAD(0, xr + c * HW + first);
-          __global const float* wc = wt + c * KHW * OCB;
+          const VF xv = LDV(PB, xr + c * HW + first);
+          __global const real_t* wc = wt + c * KHW * OCB;
 #pragma unroll
-          for (int o = 0; o < OCB; ++o) acc[o] = fma((VF)(wc[o]), xv, acc[o]);
+          for (int o = 0; o < OCB; ++o) acc[o] = fma((VF)(LD(wc, o)), xv, acc[o]);
         }
       } else if (inside && sw == 2) {
 #pragma unroll
         for (int c = 0; c < C; ++c) {
-          __global const float* xc = xr + c * HW + first;
-          const VF lo = VLOAD(0, xc), hi = VLOAD(0, xc + PB);
+          __global const real_t* xc = xr + c * HW + first;
+          const VF lo = LDV(PB, xc), hi = LDV(PB, xc + PB);
           const VF xv = (VF)(lo.even, hi.even);
-          __global const float* wc = wt + c * KHW * OCB;
+          __global const real_t* wc = wt + c * KHW * OCB;
 #pragma unroll
-          for (int o = 0; o < OCB; ++o) acc[o] = fma((VF)(wc[o]), xv, acc[o]);
+          for (int o = 0; o < OCB; ++o) acc[o] = fma((VF)(LD(wc, o)), xv, acc[o]);
         }
       } else {
         const VI iw = (ow0 + LANES) * sw - pw + kw * dw;
@@ -152,14 +152,14 @@ __kernel void conv2d_rows_cpu(__global const float* X, int xo, __global const fl
         int offs[PB];
         VSTORE(select((VI)(0), iw, valid), 0, offs);
         for (int c = 0; c < C; ++c) {
-          __global const float* xc = xr + c * HW;
+          __global const real_t* xc = xr + c * HW;
           float g[PB];
 #pragma unroll
-          for (int j = 0; j < PB; ++j) g[j] = xc[offs[j]];
+          for (int j = 0; j < PB; ++j) g[j] = LD(xc, offs[j]);
           const VF xv = select((VF)(0.0f), VLOAD(0, g), valid);
-          __global const float* wc = wt + c * KHW * OCB;
+          __global const real_t* wc = wt + c * KHW * OCB;
 #pragma unroll
-          for (int o = 0; o < OCB; ++o) acc[o] = fma((VF)(wc[o]), xv, acc[o]);
+          for (int o = 0; o < OCB; ++o) acc[o] = fma((VF)(LD(wc, o)), xv, acc[o]);
         }
       }
     }
@@ -169,7 +169,7 @@ __kernel void conv2d_rows_cpu(__global const float* X, int xo, __global const fl
   for (int o = 0; o < OCB; ++o) {
     const int oc = oc0 + o;
     if (oc >= OC) break;
-    const float b = has_bias ? Bias[bo + oc] : 0.0f;
+    const float b = has_bias ? LD(Bias, bo + oc) : 0.0f;
     STORE_BLOCK(((img * OC + oc) * OH + oh) * OW + ow0, acc[o] + (VF)(b), n);
   }
 }
@@ -179,16 +179,16 @@ __kernel void conv2d_rows_cpu(__global const float* X, int xo, __global const fl
 // gets one tap, so per tap (kh, kw) it is a GEMM over the input pixels with
 // a scattered store. get_global_id(0): PB input pixels; (1): OCB output
 // channels of the group; (2): ((image * groups) + group) * KH*KW + tap.
-__kernel void conv_transpose_tiled_cpu(__global const float* X, int xo, __global const float* Wt, int wo,
-                                       __global const float* Bias, int bo, __global float* Y, int yo, int has_bias,
+__kernel void conv_transpose_tiled_cpu(__global const real_t* X, int xo, __global const real_t* Wt, int wo,
+                                       __global const real_t* Bias, int bo, __global real_t* Y, int yo, int has_bias,
                                        int C, int H, int W, int OC, int KH, int KW, int groups EPI_PARAMS) {
   const int HW = H * W, KHW = KH * KW, OCg = OC / groups, ICg = C / groups;
   const int p0 = get_global_id(0) * PB, oc0 = get_global_id(1) * OCB, z = get_global_id(2);
   if (p0 >= HW || oc0 >= OCg) return;
   const int t = z % KHW, zg = z / KHW, img = zg / groups, g = zg - img * groups;
   const int kh = t / KW, kw = t - kh * KW;
-  __global const float* x = X + xo + (img * C + g * ICg) * HW;
-  __global const float* w = Wt + wo + g * ICg * OCg * KHW;
+  __global const real_t* x = X + xo + (img * C + g * ICg) * HW;
+  __global const real_t* w = Wt + wo + g * ICg * OCg * KHW;
   int wcol[OCB];
 #pragma unroll
   for (int o = 0; o < OCB; ++o) wcol[o] = min(oc0 + o, OCg - 1) * KHW + t;
@@ -198,10 +198,10 @@ __kernel void conv_transpose_tiled_cpu(__global const float* X, int xo, __global
   const int n = HW - p0;
   if (n >= PB) {
     for (int c = 0; c < ICg; ++c) {
-      const VF xv = VLOAD(0, x + c * HW + p0);
-      __global const float* wc = w + c * OCg * KHW;
+      const VF xv = LDV(PB, x + c * HW + p0);
+      __global const real_t* wc = w + c * OCg * KHW;
 #pragma unroll
-      for (int o = 0; o < OCB; ++o) acc[o] = fma((VF)(wc[wcol[o]]), xv, acc[o]);
+      for (int o = 0; o < OCB; ++o) acc[o] = fma((VF)(LD(wc, wcol[o])), xv, acc[o]);
     }
   } else {
     int pix[PB];
@@ -209,11 +209,11 @@ __kernel void conv_transpose_tiled_cpu(__global const float* X, int xo, __global
     for (int c = 0; c < ICg; ++c) {
       float tx[PB];
 #pragma unroll
-      for (int j = 0; j < PB; ++j) tx[j] = x[c * HW + pix[j]];
+      for (int j = 0; j < PB; ++j) tx[j] = LD(x, c * HW + pix[j]);
       const VF xv = VLOAD(0, tx);
-      __global const float* wc = w + c * OCg * KHW;
+      __global const real_t* wc = w + c * OCg * KHW;
 #pragma unroll
-      for (int o = 0; o < OCB; ++o) acc[o] = fma((VF)(wc[wcol[o]]), xv, acc[o]);
+      for (int o = 0; o < OCB; ++o) acc[o] = fma((VF)(LD(wc, wcol[o])), xv, acc[o]);
     }
   }
   const int OH = H * KH, OW = W * KW;
@@ -222,12 +222,12 @@ __kernel void conv_transpose_tiled_cpu(__global const float* X, int xo, __global
     const int oc = oc0 + o;
     if (oc >= OCg) break;
     float r[PB];
-    VSTORE(acc[o] + (VF)(has_bias ? Bias[bo + g * OCg + oc] : 0.0f), 0, r);
+    VSTORE(acc[o] + (VF)(has_bias ? LD(Bias, bo + g * OCg + oc) : 0.0f), 0, r);
     const int plane = (img * OC + g * OCg + oc) * OH;
     for (int j = 0; j < PB && j < n; ++j) {
       const int p = p0 + j, ih = p / W, iw = p - ih * W;
       const int i = (plane + ih * KH + kh) * OW + iw * KW + kw;
-      Y[yo + i] = EPI(r[j], i);
+      ST(Y, yo + i, EPI(r[j], i));
     }
   }
 }
@@ -236,44 +236,44 @@ __kernel void conv_transpose_tiled_cpu(__global const float* X, int xo, __global
 // cols contiguous: a tensor and a per-channel factor ([N,C,H,W] x [N,C,1,1],
 // squeeze-excitation). op: 0 Add, 1 Sub, 2 Mul, 3 Div. A work-item: PB
 // columns of one row.
-__kernel void channel_binary_cpu(__global const float* A, int ao, __global const float* S, int so,
-                                 __global float* Y, int yo, int rows, int cols, int op, int scalar_first) {
+__kernel void channel_binary_cpu(__global const real_t* A, int ao, __global const real_t* S, int so,
+                                 __global real_t* Y, int yo, int rows, int cols, int op, int scalar_first) {
   const int c0 = get_global_id(0) * PB, r = get_global_id(1);
   if (c0 >= cols || r >= rows) return;
   const int i = r * cols + c0, n = cols - c0;
   VF a;
   if (n >= PB) {
-    a = VLOAD(0, A + ao + i);
+    a = LDV(PB, A + ao + i);
   } else {
     float t[PB];
-    for (int j = 0; j < PB; ++j) t[j] = j < n ? A[ao + i + j] : 0.0f;
+    for (int j = 0; j < PB; ++j) t[j] = j < n ? LD(A, ao + i + j) : 0.0f;
     a = VLOAD(0, t);
   }
-  const VF s = (VF)(S[so + r]);
+  const VF s = (VF)(LD(S, so + r));
   const VF u = scalar_first ? s : a, v = scalar_first ? a : s;
   const VF y = op == 0 ? u + v : op == 1 ? u - v : op == 2 ? u * v : u / v;
   if (n >= PB) {
-    VSTORE(y, 0, Y + yo + i);
+    STV(PB, Y + yo + i, y);
   } else {
     float t[PB];
     VSTORE(y, 0, t);
-    for (int j = 0; j < n; ++j) Y[yo + i + j] = t[j];
+    for (int j = 0; j < n; ++j) ST(Y, yo + i + j, t[j]);
   }
 }
 
 // GlobalAveragePool: the mean of each of `rows` contiguous rows of R
 // elements, a work-item per row summing PB-wide vectors.
-__kernel void global_avg_pool_cpu(__global const float* X, int xo, __global float* Y, int yo, int rows, int R) {
+__kernel void global_avg_pool_cpu(__global const real_t* X, int xo, __global real_t* Y, int yo, int rows, int R) {
   const int r = get_global_id(0);
   if (r >= rows) return;
-  __global const float* x = X + xo + r * R;
+  __global const real_t* x = X + xo + r * R;
   VF s = (VF)(0.0f);
   int i = 0;
-  for (; i + PB <= R; i += PB) s += VLOAD(0, x + i);
+  for (; i + PB <= R; i += PB) s += LDV(PB, x + i);
   float t = 0.0f;
-  for (; i < R; ++i) t += x[i];
+  for (; i < R; ++i) t += LD(x, i);
   float l[PB];
   VSTORE(s, 0, l);
   for (int j = 0; j < PB; ++j) t += l[j];
-  Y[yo + r] = t / (float)R;
+  ST(Y, yo + r, t / (float)R);
 }

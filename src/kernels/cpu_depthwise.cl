@@ -4,27 +4,27 @@
 // Depthwise (groups == C, OC = C * multiplier): a work-item computes PB
 // neighbouring output pixels of one row of one channel. Stride-1 taps inside
 // the row are one vector load; the others (edges, strides) gather.
-__kernel void depthwise_cpu(__global const float* X, int xo, __global const float* Wt, int wo,
-                            __global const float* Bias, int bo, __global float* Y, int yo, int has_bias, int C,
+__kernel void depthwise_cpu(__global const real_t* X, int xo, __global const real_t* Wt, int wo,
+                            __global const real_t* Bias, int bo, __global real_t* Y, int yo, int has_bias, int C,
                             int H, int W, int OC, int OH, int OW, int KH, int KW, int sh, int sw, int ph, int pw,
                             int dh, int dw EPI_PARAMS) {
   const int ow0 = get_global_id(0) * PB, oh = get_global_id(1), z = get_global_id(2);
   if (ow0 >= OW || oh >= OH) return;
   const int img = z / OC, oc = z - img * OC, c = oc / (OC / C);
-  __global const float* x = X + xo + (img * C + c) * H * W;
-  __global const float* w = Wt + wo + oc * KH * KW;
-  VF acc = (VF)(has_bias ? Bias[bo + oc] : 0.0f);
+  __global const real_t* x = X + xo + (img * C + c) * H * W;
+  __global const real_t* w = Wt + wo + oc * KH * KW;
+  VF acc = (VF)(has_bias ? LD(Bias, bo + oc) : 0.0f);
   const VI iw_lane = (ow0 + LANES) * sw - pw;  // input column of each lane at kw = 0
   for (int kh = 0; kh < KH; ++kh) {
     const int ih = oh * sh - ph + kh * dh;
     if (ih < 0 || ih >= H) continue;
-    __global const float* xr = x + ih * W;
+    __global const real_t* xr = x + ih * W;
     for (int kw = 0; kw < KW; ++kw) {
       const int iw0 = ow0 * sw - pw + kw * dw;
-      const float wv = w[kh * KW + kw];
+      const float wv = LD(w, kh * KW + kw);
       VF xv;
       if (sw == 1 && iw0 >= 0 && iw0 + PB <= W) {
-        xv = VLOAD(0, xr + iw0);
+        xv = LDV(PB, xr + iw0);
       } else {
         const VI iw = iw_lane + kw * dw;
         const VI valid = (iw >= 0) & (iw < W);
@@ -32,7 +32,7 @@ __kernel void depthwise_cpu(__global const float* X, int xo, __global const floa
         VSTORE(select((VI)(0), iw, valid), 0, offs);
         float t[PB];
 #pragma unroll
-        for (int j = 0; j < PB; ++j) t[j] = xr[offs[j]];
+        for (int j = 0; j < PB; ++j) t[j] = LD(xr, offs[j]);
         xv = select((VF)(0.0f), VLOAD(0, t), valid);
       }
       acc = fma((VF)(wv), xv, acc);
@@ -74,13 +74,13 @@ __kernel void depthwise_cpu(__global const float* X, int xo, __global const floa
 #define DW_ROWS ((OCB - 1) * DW_SH + DW_KH)
 
 // n floats from x to r by 16, 8, 4, 2 and 1 (n: a row, rarely a multiple of 16).
-inline void dw_copy_row(float* r, __global const float* x, int n) {
+inline void dw_copy_row(float* r, __global const real_t* x, int n) {
   int j = 0;
-  for (; j + 16 <= n; j += 16) vstore16(vload16(0, x + j), 0, r + j);
-  if (n - j >= 8) vstore8(vload8(0, x + j), 0, r + j), j += 8;
-  if (n - j >= 4) vstore4(vload4(0, x + j), 0, r + j), j += 4;
-  if (n - j >= 2) vstore2(vload2(0, x + j), 0, r + j), j += 2;
-  if (n - j >= 1) r[j] = x[j];
+  for (; j + 16 <= n; j += 16) vstore16(LDV(16, x + j), 0, r + j);
+  if (n - j >= 8) vstore8(LDV(8, x + j), 0, r + j), j += 8;
+  if (n - j >= 4) vstore4(LDV(4, x + j), 0, r + j), j += 4;
+  if (n - j >= 2) vstore2(LDV(2, x + j), 0, r + j), j += 2;
+  if (n - j >= 1) r[j] = LD(x, j);
 }
 
 // STORE_BLOCK, but a cut block with a vector epilogue (or none) is stored
@@ -95,16 +95,16 @@ inline void dw_copy_row(float* r, __global const float* x, int n) {
   do {                                                             \
     const VF e_ = DW_EPI((v), (i), (n));                           \
     if ((n) >= PB) {                                               \
-      VSTORE(e_, 0, Y + yo + (i));                                 \
+      STV(PB, Y + yo + (i), e_);                                   \
     } else {                                                       \
       float t_[PB];                                                \
       VSTORE(e_, 0, t_);                                           \
-      __global float* y_ = Y + yo + (i);                           \
+      __global real_t* y_ = Y + yo + (i);                           \
       int j_ = 0;                                                  \
-      if ((n) - j_ >= 8) vstore8(vload8(0, t_ + j_), 0, y_ + j_), j_ += 8; \
-      if ((n) - j_ >= 4) vstore4(vload4(0, t_ + j_), 0, y_ + j_), j_ += 4; \
-      if ((n) - j_ >= 2) vstore2(vload2(0, t_ + j_), 0, y_ + j_), j_ += 2; \
-      if ((n) - j_ >= 1) y_[j_] = t_[j_];                          \
+      if ((n) - j_ >= 8) STV(8, y_ + j_, vload8(0, t_ + j_)), j_ += 8; \
+      if ((n) - j_ >= 4) STV(4, y_ + j_, vload4(0, t_ + j_)), j_ += 4; \
+      if ((n) - j_ >= 2) STV(2, y_ + j_, vload2(0, t_ + j_)), j_ += 2; \
+      if ((n) - j_ >= 1) ST(y_, j_, t_[j_]);                       \
     }                                                              \
   } while (0)
 #else
@@ -115,8 +115,8 @@ inline void dw_copy_row(float* r, __global const float* x, int n) {
 // channels) one after the other: one private tile per work-item, reused hot
 // in L1 (PoCL keeps a private array per work-item of a group, so groups are
 // of one work-item and few).
-__kernel void depthwise_tile_cpu(__global const float* X, int xo, __global const float* Wt, int wo,
-                                 __global const float* Bias, int bo, __global float* Y, int yo, int has_bias, int C,
+__kernel void depthwise_tile_cpu(__global const real_t* X, int xo, __global const real_t* Wt, int wo,
+                                 __global const real_t* Bias, int bo, __global real_t* Y, int yo, int has_bias, int C,
                                  int H, int W, int OC, int OH, int OW, int ph, int pw, int items,
                                  int per EPI_PARAMS) {
   const int row_blocks = (OH + OCB - 1) / OCB;
@@ -126,11 +126,11 @@ __kernel void depthwise_tile_cpu(__global const float* X, int xo, __global const
   for (int id = first; id < last; ++id) {
     const int z = id / row_blocks, oh0 = (id - z * row_blocks) * OCB;
     const int img = z / OC, oc = z - img * OC, c = oc / (OC / C);
-    __global const float* x = X + xo + (img * C + c) * H * W;
+    __global const real_t* x = X + xo + (img * C + c) * H * W;
     float wk[DW_KH * DW_KW];
 #pragma unroll
-    for (int k = 0; k < DW_KH * DW_KW; ++k) wk[k] = Wt[wo + oc * DW_KH * DW_KW + k];
-    const float b = has_bias ? Bias[bo + oc] : 0.0f;
+    for (int k = 0; k < DW_KH * DW_KW; ++k) wk[k] = LD(Wt, wo + oc * DW_KH * DW_KW + k);
+    const float b = has_bias ? LD(Bias, bo + oc) : 0.0f;
 
     for (int t = 0; t < DW_ROWS; ++t) {
       float* r = tile[t];

@@ -28,8 +28,8 @@
 // -DK_SCALE: B's row k is scaled by S[so + k] (a 1x1 conv's input channel
 // scale, runtime/ops_cpu.cpp), one multiply per B vector.
 #ifdef K_SCALE
-#define K_SCALE_PARAMS , __global const float *S, int so
-#define K_SCALED(v, k) ((v) * (VF)(S[so + (k)]))
+#define K_SCALE_PARAMS , __global const real_t *S, int so
+#define K_SCALED(v, k) ((v) * (VF)(LD(S, so + (k))))
 #else
 #define K_SCALE_PARAMS
 #define K_SCALED(v, k) (v)
@@ -44,8 +44,8 @@
 #else
 #define A_SM a_sm
 #endif
-__kernel void gemm_block_cpu(__global const float* A, int ao, __global const float* B, int bo,
-                             __global const float* C, int co, __global float* Y, int yo, int M, int N, int K,
+__kernel void gemm_block_cpu(__global const real_t* A, int ao, __global const real_t* B, int bo,
+                             __global const real_t* C, int co, __global real_t* Y, int yo, int M, int N, int K,
                              int a_sm, int a_sk, int b_sk, int b_sn, int c_sm, int c_sn, int has_c, float alpha,
                              float beta, Dims batch, Dims a_sb, Dims b_sb, Dims c_sb K_SCALE_PARAMS EPI_PARAMS) {
 #ifdef COLS_FIRST
@@ -55,7 +55,7 @@ __kernel void gemm_block_cpu(__global const float* A, int ao, __global const flo
 #endif
   if (n0 >= N || m0 >= M) return;
   const int mb = min(m0, M - OCB);  // first row computed
-  __global const float* a = A + ao + strided_offset(z, batch, a_sb) + mb * A_SM;
+  __global const real_t* a = A + ao + strided_offset(z, batch, a_sb) + mb * A_SM;
   B += bo + strided_offset(z, batch, b_sb);
   C += co + strided_offset(z, batch, c_sb);
   VF acc[OCB][NV];
@@ -67,14 +67,14 @@ __kernel void gemm_block_cpu(__global const float* A, int ao, __global const flo
   const bool vec = b_sn == 1 && N >= BW;
   const int nb = vec ? min(n0, N - BW) : n0;  // first column computed
   if (vec) {
-    __global const float* b = B + nb;
+    __global const real_t* b = B + nb;
     for (int k = 0; k < K; ++k, b += b_sk) {
       VF bv[NV];
 #pragma unroll
-      for (int j = 0; j < NV; ++j) bv[j] = K_SCALED(VLOAD(0, b + j * PB), k);
+      for (int j = 0; j < NV; ++j) bv[j] = K_SCALED(LDV(PB, b + j * PB), k);
 #pragma unroll
       for (int o = 0; o < OCB; ++o) {
-        const VF av = (VF)(a[k * A_SK + o * A_SM]);
+        const VF av = (VF)(LD(a, k * A_SK + o * A_SM));
 #pragma unroll
         for (int j = 0; j < NV; ++j) acc[o][j] = fma(av, bv[j], acc[o][j]);
       }
@@ -84,18 +84,18 @@ __kernel void gemm_block_cpu(__global const float* A, int ao, __global const flo
 #pragma unroll
     for (int j = 0; j < NV; ++j) VSTORE(min(n0 + j * PB + LANES, N - 1) * b_sn, 0, cols + j * PB);
     for (int k = 0; k < K; ++k) {
-      __global const float* bk = B + k * b_sk;
+      __global const real_t* bk = B + k * b_sk;
       VF bv[NV];
 #pragma unroll
       for (int j = 0; j < NV; ++j) {
         float t[PB];
 #pragma unroll
-        for (int l = 0; l < PB; ++l) t[l] = bk[cols[j * PB + l]];
+        for (int l = 0; l < PB; ++l) t[l] = LD(bk, cols[j * PB + l]);
         bv[j] = K_SCALED(VLOAD(0, t), k);
       }
 #pragma unroll
       for (int o = 0; o < OCB; ++o) {
-        const VF av = (VF)(a[k * A_SK + o * A_SM]);
+        const VF av = (VF)(LD(a, k * A_SK + o * A_SM));
 #pragma unroll
         for (int j = 0; j < NV; ++j) acc[o][j] = fma(av, bv[j], acc[o][j]);
       }
@@ -114,13 +114,13 @@ __kernel void gemm_block_cpu(__global const float* A, int ao, __global const flo
       if (has_c) {
         VF c;
         if (c_sn == 0) {  // one value per row (a bias)
-          c = (VF)(C[m * c_sm]);
+          c = (VF)(LD(C, m * c_sm));
         } else if (c_sn == 1 && c0 + PB <= N) {
-          c = VLOAD(0, C + m * c_sm + c0);
+          c = LDV(PB, C + m * c_sm + c0);
         } else {
           float t[PB];
 #pragma unroll
-          for (int l = 0; l < PB; ++l) t[l] = C[m * c_sm + min(c0 + l, N - 1) * c_sn];
+          for (int l = 0; l < PB; ++l) t[l] = LD(C, m * c_sm + min(c0 + l, N - 1) * c_sn);
           c = VLOAD(0, t);
         }
         v += beta == 1.0f ? c : (VF)(beta) * c;
@@ -130,7 +130,7 @@ __kernel void gemm_block_cpu(__global const float* A, int ao, __global const flo
       } else if (c0 + PB > n0) {  // a moved block: only the columns from n0
         float t[PB];
         VSTORE(v, 0, t);
-        for (int l = n0 - c0; l < PB; ++l) Y[yo + row + c0 + l] = EPI(t[l], row + c0 + l);
+        for (int l = n0 - c0; l < PB; ++l) ST(Y, yo + row + c0 + l, EPI(t[l], row + c0 + l));
       }
     }
   }
@@ -142,8 +142,8 @@ __kernel void gemm_block_cpu(__global const float* A, int ao, __global const flo
 // pixel), v(k) at V[k*v_sk], C(j) at C[j*c_sj]; Y contiguous (rows per
 // batch). A work-item: OCB rows, PB-wide partial sums along K (NV vectors
 // at a time), so weight rows stream at memory speed.
-__kernel void gemv_rows_cpu(__global const float* R, int ro, __global const float* V, int vo,
-                            __global const float* C, int co, __global float* Y, int yo, int rows, int K, int r_sj,
+__kernel void gemv_rows_cpu(__global const real_t* R, int ro, __global const real_t* V, int vo,
+                            __global const real_t* C, int co, __global real_t* Y, int yo, int rows, int K, int r_sj,
                             int v_sk, int c_sj, int has_c, float alpha, float beta, Dims batch, Dims r_sb, Dims v_sb,
                             Dims c_sb EPI_PARAMS) {
   const int j0 = get_global_id(0) * OCB, z = get_global_id(1);
@@ -151,7 +151,7 @@ __kernel void gemv_rows_cpu(__global const float* R, int ro, __global const floa
   R += ro + strided_offset(z, batch, r_sb);
   V += vo + strided_offset(z, batch, v_sb);
   C += co + strided_offset(z, batch, c_sb);
-  __global const float* r[OCB];
+  __global const real_t* r[OCB];
 #pragma unroll
   for (int o = 0; o < OCB; ++o) r[o] = R + min(j0 + o, rows - 1) * r_sj;
   VF acc[OCB][NV];
@@ -164,9 +164,9 @@ __kernel void gemv_rows_cpu(__global const float* R, int ro, __global const floa
     for (; k + BW <= K; k += BW) {
 #pragma unroll
       for (int u = 0; u < NV; ++u) {
-        const VF x = VLOAD(0, V + k + u * PB);
+        const VF x = LDV(PB, V + k + u * PB);
 #pragma unroll
-        for (int o = 0; o < OCB; ++o) acc[o][u] = fma(VLOAD(0, r[o] + k + u * PB), x, acc[o][u]);
+        for (int o = 0; o < OCB; ++o) acc[o][u] = fma(LDV(PB, r[o] + k + u * PB), x, acc[o][u]);
       }
     }
   }
@@ -184,9 +184,9 @@ __kernel void gemv_rows_cpu(__global const float* R, int ro, __global const floa
     s[o] = h;
   }
   for (; k < K; ++k) {  // the tail of K (all of it when V is strided)
-    const float x = V[k * v_sk];
+    const float x = LD(V, k * v_sk);
 #pragma unroll
-    for (int o = 0; o < OCB; ++o) s[o] = fma(r[o][k], x, s[o]);
+    for (int o = 0; o < OCB; ++o) s[o] = fma(LD(r[o], k), x, s[o]);
   }
   const int yb = z * rows;
 #pragma unroll
@@ -194,7 +194,7 @@ __kernel void gemv_rows_cpu(__global const float* R, int ro, __global const floa
     const int j = j0 + o;
     if (j >= rows) break;
     float y = alpha * s[o];
-    if (has_c) y += beta * C[j * c_sj];
-    Y[yo + yb + j] = EPI(y, yb + j);
+    if (has_c) y += beta * LD(C, j * c_sj);
+    ST(Y, yo + yb + j, EPI(y, yb + j));
   }
 }

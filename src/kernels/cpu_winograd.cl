@@ -124,19 +124,19 @@ inline void output_1d(const VF* m, VF* y) {
 
 // Elements [w0, w0 + PB) of input row ih of channel plane xc, zero outside
 // the image (padding).
-inline VF input_vector(__global const float* xc, int H, int W, int ih, int w0) {
+inline VF input_vector(__global const real_t* xc, int H, int W, int ih, int w0) {
   if (ih < 0 || ih >= H) return (VF)(0.0f);
-  __global const float* r = xc + ih * W;
-  if (w0 >= 0 && w0 + PB <= W) return VLOAD(0, r + w0);
+  __global const real_t* r = xc + ih * W;
+  if (w0 >= 0 && w0 + PB <= W) return LDV(PB, r + w0);
   float t[PB];
-  for (int j = 0; j < PB; ++j) t[j] = w0 + j >= 0 && w0 + j < W ? r[w0 + j] : 0.0f;
+  for (int j = 0; j < PB; ++j) t[j] = w0 + j >= 0 && w0 + j < W ? LD(r, w0 + j) : 0.0f;
   return VLOAD(0, t);
 }
 
 // get_global_id(0): tile row * blocks per row + block of PB tiles in it;
 // (1): group of OCW output channels; (2): image.
 __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void winograd_cpu(
-    __global const float* X, int xo, __global const float* U, __global const float* Bias, int bo, __global float* Y,
+    __global const real_t* X, int xo, __global const real_t* U, __global const real_t* Bias, int bo, __global real_t* Y,
     int yo, int has_bias, int C, int H, int W, int OC, int OH, int OW, int ph, int pw EPI_PARAMS) {
   __local float V[XI * CC * PB] __attribute__((aligned(64)));   // [xi][c][tile]: the chunk's transformed input
   __local float M[XI * OCW * PB] __attribute__((aligned(64)));  // [xi][oc][tile]: products summed over channels
@@ -147,12 +147,12 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void winograd_cpu(
   if (th >= TH || oc0 >= OC) return;
   const int OCP = (OC + 15) & ~15, ocn = min(OCW, OCP - oc0);
   const int ih0 = th * WM - ph, iw0 = tb * PB * WM - pw;
-  __global const float* x = X + xo + img * C * H * W;
+  __global const real_t* x = X + xo + img * C * H * W;
 
   for (int c0 = 0; c0 < C; c0 += CC) {
     const int cn = min(CC, C - c0);
     for (int c = 0; c < cn; ++c) {
-      __global const float* xc = x + (c0 + c) * H * W;
+      __global const real_t* xc = x + (c0 + c) * H * W;
       // Columns first: T = B^T d on whole vectors of the rows' span.
       for (int q = 0; q < NQ; ++q) {
         VF d[ALPHA], t[ALPHA];
@@ -177,7 +177,7 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void winograd_cpu(
       __local const float* vx = V + xi * CC * PB;
       for (int ob = 0; ob < ocn; ob += OCB) {
         const int oc = oc0 + ob;
-        __global const float* u = U + ((xi * (OCP / 16) + oc / 16) * C + c0) * 16 + (oc & 15);
+        __global const real_t* u = U + ((xi * (OCP / 16) + oc / 16) * C + c0) * 16 + (oc & 15);
         __local float* mx = M + (xi * OCW + ob) * PB;
         VF acc[OCB];
 #pragma unroll
@@ -185,7 +185,7 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void winograd_cpu(
         for (int c = 0; c < cn; ++c) {
           const VF v = VLOAD(c, vx);
 #pragma unroll
-          for (int o = 0; o < OCB; ++o) acc[o] = fma((VF)(u[c * 16 + o]), v, acc[o]);
+          for (int o = 0; o < OCB; ++o) acc[o] = fma((VF)(LD(u, c * 16 + o)), v, acc[o]);
         }
 #pragma unroll
         for (int o = 0; o < OCB; ++o) LSTORE(acc[o], mx + o * PB);
@@ -206,7 +206,7 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void winograd_cpu(
 #pragma unroll
       for (int r = 0; r < WM; ++r) s[r][j] = y[r];
     }
-    const VF bias = (VF)(has_bias ? Bias[bo + oc] : 0.0f);
+    const VF bias = (VF)(has_bias ? LD(Bias, bo + oc) : 0.0f);
     for (int r = 0; r < WM; ++r) {
       const int oh = th * WM + r;
       if (oh >= OH) break;

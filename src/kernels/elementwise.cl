@@ -1,13 +1,13 @@
 // Elementwise operators, fp32 unless the name says otherwise. One work-item
 // per element; `_bc` variants broadcast through strides (0 on broadcast dims).
 
-#define UNARY(NAME, EXPR)                                                         \
-  __kernel void NAME(__global const float* x, int xo, __global float* y, int yo, \
-                     int n, float p0, float p1) {                                 \
-    int i = get_global_id(0);                                                     \
-    if (i >= n) return;                                                           \
-    float v = x[xo + i];                                                          \
-    y[yo + i] = (EXPR);                                                           \
+#define UNARY(NAME, EXPR)                                                           \
+  __kernel void NAME(__global const real_t* x, int xo, __global real_t* y, int yo, \
+                     int n, float p0, float p1) {                                   \
+    int i = get_global_id(0);                                                       \
+    if (i >= n) return;                                                             \
+    float v = LD(x, xo + i);                                                        \
+    ST(y, yo + i, (EXPR));                                                          \
   }
 
 UNARY(relu, v > 0.0f ? v : 0.0f)
@@ -33,23 +33,41 @@ UNARY(softplus, log(exp(v) + 1.0f))
 UNARY(sin_f, sin(v))
 UNARY(cos_f, cos(v))
 
+// Per element type T: its type in memory (floats: real_t, common.cl) and
+// its load and store.
+#define MEM_float real_t
+#define MEM_long long
+#define MEM_int int
+#define MEM_uchar uchar
+#define LD_float(p, i) LD(p, i)
+#define ST_float(p, i, v) ST(p, i, v)
+#define LD_PLAIN(p, i) ((p)[i])
+#define ST_PLAIN(p, i, v) ((p)[i] = (v))
+#define LD_long LD_PLAIN
+#define LD_int LD_PLAIN
+#define LD_uchar LD_PLAIN
+#define ST_long ST_PLAIN
+#define ST_int ST_PLAIN
+#define ST_uchar ST_PLAIN
+
 // Binary op on T inputs producing R: NAME (same shapes) and NAME_bc (broadcast).
 #define BINARY(NAME, T, R, EXPR)                                                             \
-  __kernel void NAME(__global const T* a, int ao, __global const T* b, int bo,              \
-                     __global R* y, int yo, int n) {                                        \
+  __kernel void NAME(__global const MEM_##T* a, int ao, __global const MEM_##T* b, int bo,  \
+                     __global MEM_##R* y, int yo, int n) {                                  \
     int i = get_global_id(0);                                                               \
     if (i >= n) return;                                                                     \
-    T u = a[ao + i], v = b[bo + i];                                                         \
-    y[yo + i] = (EXPR);                                                                     \
+    T u = LD_##T(a, ao + i), v = LD_##T(b, bo + i);                                         \
+    ST_##R(y, yo + i, (R)(EXPR));                                                           \
   }                                                                                         \
-  __kernel void NAME##_bc(__global const T* a, int ao, __global const T* b, int bo,         \
-                          __global R* y, int yo, int n, Dims dims, Dims sa, Dims sb) {      \
+  __kernel void NAME##_bc(__global const MEM_##T* a, int ao, __global const MEM_##T* b,     \
+                          int bo, __global MEM_##R* y, int yo, int n, Dims dims, Dims sa,   \
+                          Dims sb) {                                                        \
     int i = get_global_id(0);                                                               \
     if (i >= n) return;                                                                     \
     int oa, ob;                                                                             \
     strided_offset2(i, dims, sa, sb, &oa, &ob);                                             \
-    T u = a[ao + oa], v = b[bo + ob];                                                       \
-    y[yo + i] = (EXPR);                                                                     \
+    T u = LD_##T(a, ao + oa), v = LD_##T(b, bo + ob);                                       \
+    ST_##R(y, yo + i, (R)(EXPR));                                                           \
   }
 
 BINARY(add_f32, float, float, u + v)
@@ -89,11 +107,11 @@ WHERE(where_b4, uint)
 WHERE(where_b8, ulong)
 
 #define CAST(NAME, S, D, EXPR)                                                              \
-  __kernel void NAME(__global const S* x, int xo, __global D* y, int yo, int n) {           \
+  __kernel void NAME(__global const MEM_##S* x, int xo, __global MEM_##D* y, int yo, int n) { \
     int i = get_global_id(0);                                                               \
     if (i >= n) return;                                                                     \
-    S v = x[xo + i];                                                                        \
-    y[yo + i] = (EXPR);                                                                     \
+    S v = LD_##S(x, xo + i);                                                                \
+    ST_##D(y, yo + i, (D)(EXPR));                                                           \
   }
 CAST(cast_f32_i64, float, long, (long)v)
 CAST(cast_i64_f32, long, float, (float)v)

@@ -3,10 +3,10 @@
 // (runtime/epilogue_cl.h). Each work-item reads its operands before writing
 // y[i]: y may share storage with an input. A file of its own, so each
 // program builds only this kernel.
-__kernel void fused_elementwise(__global float* y, int yo, int n EPI_PARAMS) {
+__kernel void fused_elementwise(__global real_t* y, int yo, int n EPI_PARAMS) {
   int i = get_global_id(0);
   if (i >= n) return;
-  y[yo + i] = EPI(0.0f, i);
+  ST(y, yo + i, EPI(0.0f, i));
 }
 
 // FusedMlp (runtime/ops_fused.cpp): per image (work-group), two fully
@@ -20,31 +20,41 @@ __kernel void fused_elementwise(__global float* y, int yo, int n EPI_PARAMS) {
 // A row's dot product with x in one address space (OpenCL 1.2 has no
 // generic one): the same function for global and local x.
 #define MLP_DOT(name, space)                                                                         \
-  inline float name(__global const float* w, space const float* x, int n) {                          \
+  inline float name(__global const real_t* w, space const XT* x, int n) {                            \
     float4 s = (float4)(0.0f);                                                                       \
     int k = 0;                                                                                       \
-    for (; k + 4 <= n; k += 4) s = fma(vload4(0, w + k), vload4(0, x + k), s);                       \
+    for (; k + 4 <= n; k += 4) s = fma(LDV(4, w + k), XV(x + k), s);                                 \
     float r = (s.x + s.y) + (s.z + s.w);                                                             \
-    for (; k < n; ++k) r = fma(w[k], x[k], r);                                                       \
+    for (; k < n; ++k) r = fma(LD(w, k), XL(x, k), r);                                               \
     return r;                                                                                        \
   }
+// x in global memory is stored as the tensors are; in local memory it is float.
+#define XT real_t
+#define XV(p) LDV(4, p)
+#define XL(p, k) LD(p, k)
 MLP_DOT(mlp_dot, __global)
+#undef XT
+#undef XV
+#undef XL
+#define XT float
+#define XV(p) vload4(0, p)
+#define XL(p, k) ((p)[k])
 MLP_DOT(mlp_dot_local, __local)
 #ifdef MLP_HID
-__kernel void mlp2(__global const float* X, int xo, __global const float* W1, int w1o, __global const float* B1,
-                   int b1o, __global const float* W2, int w2o, __global const float* B2, int b2o, __global float* Y,
+__kernel void mlp2(__global const real_t* X, int xo, __global const real_t* W1, int w1o, __global const real_t* B1,
+                   int b1o, __global const real_t* W2, int w2o, __global const real_t* B2, int b2o, __global real_t* Y,
                    int yo, int C, int O, int has_b1, int has_b2 EPI_PARAMS) {
   __local float h[MLP_HID];
   const int img = get_group_id(0), lid = get_local_id(0), n = get_local_size(0);
-  __global const float* x = X + xo + img * C;
+  __global const real_t* x = X + xo + img * C;
   for (int j = lid; j < MLP_HID; j += n) {
-    const float s = mlp_dot(W1 + w1o + j * C, x, C) + (has_b1 ? B1[b1o + j] : 0.0f);
+    const float s = mlp_dot(W1 + w1o + j * C, x, C) + (has_b1 ? LD(B1, b1o + j) : 0.0f);
     h[j] = mlp_hidden(s);
   }
   barrier(CLK_LOCAL_MEM_FENCE);
   for (int o = lid; o < O; o += n) {
-    const float s = mlp_dot_local(W2 + w2o + o * MLP_HID, h, MLP_HID) + (has_b2 ? B2[b2o + o] : 0.0f);
-    Y[yo + img * O + o] = EPI(s, img * O + o);
+    const float s = mlp_dot_local(W2 + w2o + o * MLP_HID, h, MLP_HID) + (has_b2 ? LD(B2, b2o + o) : 0.0f);
+    ST(Y, yo + img * O + o, EPI(s, img * O + o));
   }
 }
 #endif

@@ -141,7 +141,7 @@ GATHER_ROWS(gather_rows_b8_i64, ulong, long)
 GATHER_ROWS(gather_rows_b8_i32, ulong, int)
 
 // mode: 0 constant, 1 reflect, 2 edge. ydims/xdims/xst/pad_begin per dim.
-__kernel void pad_f32(__global const float* x, int xo, __global float* y, int yo, int n, Dims ydims,
+__kernel void pad_f32(__global const real_t* x, int xo, __global real_t* y, int yo, int n, Dims ydims,
                       Dims xdims, Dims xst, Dims pad_begin, int mode, float value) {
   int i = get_global_id(0);
   if (i >= n) return;
@@ -152,7 +152,7 @@ __kernel void pad_f32(__global const float* x, int xo, __global float* y, int yo
     int len = xdims.d[k];
     if (c < 0 || c >= len) {
       if (mode == 0) {
-        y[yo + i] = value;
+        ST(y, yo + i, value);
         return;
       }
       if (mode == 1) {  // reflect without repeating the edge; pads < len
@@ -163,7 +163,7 @@ __kernel void pad_f32(__global const float* x, int xo, __global float* y, int yo
     }
     off += c * xst.d[k];
   }
-  y[yo + i] = x[xo + off];
+  ST(y, yo + i, LD(x, xo + off));
 }
 
 // ONNX coordinate_transformation_mode / nearest_mode codes (runtime/ops_shape.cpp).
@@ -189,17 +189,17 @@ inline int resize_nearest(float x, int in_len, int mode) {
 }
 
 // 4D NCHW resize over H and W; one work-item per output element.
-__kernel void resize_f32(__global const float* x, int xo, __global float* y, int yo, int n, int IH,
+__kernel void resize_f32(__global const real_t* x, int xo, __global real_t* y, int yo, int n, int IH,
                          int IW, int OH, int OW, float scale_h, float scale_w, int coord_mode,
                          int nearest_mode, int linear) {
   int i = get_global_id(0);
   if (i >= n) return;
   int ow = i % OW, oh = (i / OW) % OH, plane = i / (OW * OH);
-  __global const float* src = x + xo + plane * IH * IW;
+  __global const real_t* src = x + xo + plane * IH * IW;
   float fy = resize_coord(oh, IH, OH, scale_h, coord_mode);
   float fx = resize_coord(ow, IW, OW, scale_w, coord_mode);
   if (!linear) {
-    y[yo + i] = src[resize_nearest(fy, IH, nearest_mode) * IW + resize_nearest(fx, IW, nearest_mode)];
+    ST(y, yo + i, LD(src, resize_nearest(fy, IH, nearest_mode) * IW + resize_nearest(fx, IW, nearest_mode)));
     return;
   }
   fy = clamp(fy, 0.0f, (float)(IH - 1));
@@ -207,7 +207,7 @@ __kernel void resize_f32(__global const float* x, int xo, __global float* y, int
   int y0 = (int)floor(fy), x0 = (int)floor(fx);
   int y1 = min(y0 + 1, IH - 1), x1 = min(x0 + 1, IW - 1);
   float wy = fy - (float)y0, wx = fx - (float)x0;
-  float top = src[y0 * IW + x0] * (1.0f - wx) + src[y0 * IW + x1] * wx;
-  float bot = src[y1 * IW + x0] * (1.0f - wx) + src[y1 * IW + x1] * wx;
-  y[yo + i] = top * (1.0f - wy) + bot * wy;
+  float top = LD(src, y0 * IW + x0) * (1.0f - wx) + LD(src, y0 * IW + x1) * wx;
+  float bot = LD(src, y1 * IW + x0) * (1.0f - wx) + LD(src, y1 * IW + x1) * wx;
+  ST(y, yo + i, top * (1.0f - wy) + bot * wy);
 }

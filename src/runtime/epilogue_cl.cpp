@@ -84,23 +84,23 @@ inline EPI_VF epi_v_sigmoid(EPI_VF x) {
   return select(e / d, 1.0f / d, x >= 0.0f);
 }
 /* Elements [o, o+n) of X (the rest 0 where n < width: a cut block). */
-inline EPI_VF epi_v_load(__global const float* X, int o, int n) {
-  if (n >= EPI_VECTOR_WIDTH) return EPI_VLOAD(0, X + o);
+inline EPI_VF epi_v_load(__global const real_t* X, int o, int n) {
+  if (n >= EPI_VECTOR_WIDTH) return LDV(EPI_VECTOR_WIDTH, X + o);
   float t[EPI_VECTOR_WIDTH];
-  for (int j = 0; j < EPI_VECTOR_WIDTH; ++j) t[j] = j < n ? X[o + j] : 0.0f;
+  for (int j = 0; j < EPI_VECTOR_WIDTH; ++j) t[j] = j < n ? LD(X, o + j) : 0.0f;
   return EPI_VLOAD(0, t);
 }
-inline EPI_VF epi_v_gather(__global const float* X, int Xo, Dims s, Dims d, int i, int n) {
+inline EPI_VF epi_v_gather(__global const real_t* X, int Xo, Dims s, Dims d, int i, int n) {
   /* A whole vector inside one innermost row (a GEMM's bias row, a per-row
      value): one offset, then a broadcast or a vector load, not a walk of
      the dims (divisions) per element. */
   const int w = d.d[MAXR - 1], st = s.d[MAXR - 1];
   if (n >= EPI_VECTOR_WIDTH && i % w + EPI_VECTOR_WIDTH <= w && (st == 0 || st == 1)) {
     const int o = Xo + strided_offset(i, d, s);
-    return st == 0 ? (EPI_VF)(X[o]) : EPI_VLOAD(0, X + o);
+    return st == 0 ? (EPI_VF)(LD(X, o)) : LDV(EPI_VECTOR_WIDTH, X + o);
   }
   float t[EPI_VECTOR_WIDTH];
-  for (int j = 0; j < EPI_VECTOR_WIDTH; ++j) t[j] = j < n ? X[Xo + strided_offset(i + j, d, s)] : 0.0f;
+  for (int j = 0; j < EPI_VECTOR_WIDTH; ++j) t[j] = j < n ? LD(X, Xo + strided_offset(i + j, d, s)) : 0.0f;
   return EPI_VLOAD(0, t);
 }
 )CL";
@@ -191,7 +191,7 @@ std::string epilogue_cl(const Epilogue& e, const std::vector<EpilogueRead>& read
   o << "#define EPI_PARAMS";
   for (size_t k = 0; k < reads.size(); ++k) {
     if (reads[k] == EpilogueRead::Value) continue;
-    o << " , __global const float* X" << k << ", int X" << k << "o";
+    o << " , __global const real_t* X" << k << ", int X" << k << "o";
     if (reads[k] == EpilogueRead::Strided) o << ", Dims X" << k << "s", strided = true;
   }
   if (strided) o << ", Dims epi_dims";
@@ -201,8 +201,8 @@ std::string epilogue_cl(const Epilogue& e, const std::vector<EpilogueRead>& read
     o << (k ? ", " : "");
     switch (reads[k]) {
       case EpilogueRead::Value: o << "(v)"; break;
-      case EpilogueRead::Direct: o << "X" << k << "[X" << k << "o + (i)]"; break;
-      case EpilogueRead::Strided: o << "X" << k << "[X" << k << "o + strided_offset((i), epi_dims, X" << k << "s)]"; break;
+      case EpilogueRead::Direct: o << "LD(X" << k << ", X" << k << "o + (i))"; break;
+      case EpilogueRead::Strided: o << "LD(X" << k << ", X" << k << "o + strided_offset((i), epi_dims, X" << k << "s))"; break;
     }
   }
   o << ")\n";

@@ -348,7 +348,7 @@ bool launch_gemm_cpu(NodeBuilder &b, const TensorArg &A, const TensorArg &B,
     for (int64_t k = 0; k < g.K; ++k)
       for (int64_t n = 0; n < g.N; ++n)
         packed[size_t(k * g.N + n)] = w[size_t(k * g.b_sk + n * g.b_sn)];
-    const MemArg m = b.upload(packed.data(), packed.size() * sizeof(float));
+    const MemArg m = b.upload_floats(packed.data(), packed.size());
     CpuGemm p = g;
     p.b_sk = g.N, p.b_sn = 1;
     p.b_sb = std::vector<int64_t>(g.b_sb.size(), 0);

@@ -1,0 +1,217 @@
+// --precision fp16 (docs/precision.md): float tensors stored as IEEE half,
+// arithmetic in fp32. On PoCL against the fp32 CPU reference: single nodes
+// through each half-storage kernel family, whole models (tiny_cnn, the
+// exported fixtures, a zoo model when /work/shared/models is there) within
+// a relative error of 1e-2 with --guard's checks, plans at half the fp32
+// bytes, and the CLI's defaults (1e-2 tolerance, said on the rel error line).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "import/onnx_import.h"
+#include "optimize/optimize.h"
+#include "optimize/usage.h"
+#include "pipeline/pipeline.h"
+#include "plan/memory_plan.h"
+#include "runtime/optimize_for_device.h"
+#include "runtime/session.h"
+#include "one_node.h"
+#include "shell.h"
+#include "test_util.h"
+
+using namespace texplan;
+using test::rel_error;
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::shared_ptr<runtime::Device> pocl() { return runtime::open_device("pocl"); }
+
+PlanInput half_records(const Graph& g) {
+  UsageOptions uo;
+  uo.float_storage = runtime::float_storage(runtime::Precision::Fp16);
+  return make_usage_records(g, uo);
+}
+
+// One node in an fp16 session: every node on the device's half kernels.
+HostTensor run_half(const test::OneNode& n) {
+  const PlanInput pin = half_records(n.graph);
+  const plan::MemoryPlan plan = plan::plan_memory(pin.records, pocl()->info().profile, "best");
+  runtime::SessionOptions o;
+  o.precision = runtime::Precision::Fp16;
+  o.guard = true;
+  runtime::Session s(n.graph, pin, plan, pocl(), o);
+  EXPECT_EQ(s.precision(), runtime::Precision::Fp16);
+  EXPECT_TRUE(s.fallback_nodes().empty()) << n.graph.nodes[0].op_type;
+  HostTensor got = s.run(n.feeds).at(0);
+  EXPECT_TRUE(s.guard_violations().empty());
+  return got;
+}
+
+Attribute ints(std::vector<int64_t> v) { return Attribute::of_ints(std::move(v)); }
+
+struct Case {
+  test::NodeCase node;
+  const char* what;
+};
+
+TEST(Fp16, SingleNodesWithinHalfPrecision) {
+  const std::vector<Case> cases = {
+      {{"Conv", {{1, 8, 13, 11}, {16, 8, 3, 3}, {16}}, {{"pads", ints({1, 1, 1, 1})}}, {true, false, false}},
+       "3x3 conv"},
+      {{"Conv", {{1, 3, 17, 19}, {8, 3, 3, 3}, {8}}, {{"strides", ints({2, 2})}}, {true, false, false}},
+       "stem conv (3 channels, stride 2)"},
+      {{"Conv", {{1, 24, 9, 9}, {40, 24, 1, 1}, {40}}, {}, {true, false, false}}, "1x1 conv"},
+      {{"Conv",
+        {{1, 16, 14, 14}, {16, 1, 3, 3}, {16}},
+        {{"group", Attribute::of_int(16)}, {"pads", ints({1, 1, 1, 1})}},
+        {true, false, false}},
+       "depthwise conv"},
+      {{"Conv",
+        {{1, 16, 15, 15}, {16, 1, 5, 5}, {}},
+        {{"group", Attribute::of_int(16)}, {"pads", ints({2, 2, 2, 2})}, {"strides", ints({2, 2})}},
+        {true, false}},
+       "depthwise conv 5x5 stride 2"},
+      {{"FusedConv",
+        {{1, 8, 15, 13}, {8, 1, 3, 3}, {8}},
+        {{"group", Attribute::of_int(8)},
+         {"pads", ints({1, 1, 1, 1})},
+         {"program", Attribute::of_strings({"Clip x0 0 6"})}},
+        {true, false, false}},
+       "depthwise conv + ReLU6"},
+      {{"FusedConv",
+        {{1, 12, 10, 10}, {16, 12, 1, 1}, {16}, {1, 16, 10, 10}},
+        {{"program", Attribute::of_strings({"Add x0 x1"})}},
+        {true, false, false, true}},
+       "1x1 conv + residual Add"},
+      {{"FusedConv",
+        {{1, 16, 10, 10}, {16, 16, 3, 3}, {16}},
+        {{"pads", ints({1, 1, 1, 1})}, {"program", Attribute::of_strings({"Sigmoid x0", "Mul x0 t0"})}},
+        {true, false, false}},
+       "3x3 conv + SiLU"},
+      {{"Gemm", {{2, 64}, {10, 64}, {10}}, {{"transB", Attribute::of_int(1)}}, {true, false, false}}, "Gemm"},
+      {{"MatMul", {{3, 20, 32}, {32, 24}}, {}, {true, false}}, "MatMul"},
+      {{"MaxPool", {{1, 4, 12, 12}}, {{"kernel_shape", ints({3, 3})}, {"strides", ints({2, 2})}}}, "MaxPool"},
+      {{"AveragePool", {{1, 4, 12, 12}}, {{"kernel_shape", ints({2, 2})}, {"strides", ints({2, 2})}}}, "AveragePool"},
+      {{"GlobalAveragePool", {{1, 32, 7, 7}}, {}}, "GlobalAveragePool"},
+      {{"Relu", {{2, 3, 5, 7}}, {}}, "Relu"},
+      {{"Sigmoid", {{2, 3, 5, 7}}, {}}, "Sigmoid"},
+      {{"Add", {{2, 3, 5, 7}, {3, 1, 7}}, {}, {true, true}}, "broadcast Add"},
+      {{"Mul", {{2, 16, 5, 5}, {2, 16, 1, 1}}, {}, {true, true}}, "per-channel Mul"},
+      {{"Softmax", {{4, 37}}, {{"axis", Attribute::of_int(-1)}}}, "Softmax"},
+      {{"ReduceMean", {{2, 6, 33}}, {{"axes", ints({-1})}}}, "ReduceMean"},
+      {{"Transpose", {{2, 3, 17, 5}}, {{"perm", ints({0, 2, 3, 1})}}}, "Transpose"},
+      {{"Concat", {{1, 3, 4, 4}, {1, 5, 4, 4}}, {{"axis", Attribute::of_int(1)}}, {true, true}}, "Concat"},
+  };
+  for (const Case& c : cases) {
+    const test::NodeCase& n = c.node;
+    const test::OneNode one = test::one_node(n, "fp16", 17, 5);
+    const HostTensor got = run_half(one);
+    EXPECT_LE(rel_error(got, one.want), 1e-2) << c.what;
+  }
+}
+
+// A model file planned in fp32 and in fp16: the fp16 plan and bound are at
+// most 0.51x the fp32 ones.
+void expect_plan_halves(const std::string& model, const std::string& textures = "none",
+                        const std::string& target = "pocl") {
+  Graph g = import_onnx(model, {});
+  optimize(g, {});
+  const plan::DeviceProfile dev = plan::DeviceProfile::load(target);
+  const StorageAssignment storage = assign_storage(g, dev, parse_texture_mode(textures));
+  int64_t bytes[2], bound[2];
+  for (int h = 0; h < 2; ++h) {
+    UsageOptions uo;
+    uo.storage = &storage;
+    uo.float_storage = h ? DataType::Float16 : DataType::Float32;
+    const PlanInput pin = make_usage_records(g, uo);
+    const plan::MemoryPlan plan = plan::plan_memory(pin.records, dev, strategy_for(storage.mode, "best"));
+    plan::validate(plan, pin.records, dev);
+    bytes[h] = plan.total_bytes();
+    bound[h] = plan::lower_bound_bytes(pin.records);
+  }
+  EXPECT_LE(double(bytes[1]), 0.51 * double(bytes[0])) << model << " textures " << textures;
+  EXPECT_LE(double(bound[1]), 0.51 * double(bound[0])) << model << " textures " << textures;
+}
+
+// A model with its test data through an fp16 ModelSession (guarded): the
+// outputs within 1e-2 of the reference outputs (PyTorch's fp32).
+double half_run_error(const std::string& dir) {
+  std::string file;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".onnx") file = e.path().string();
+  std::vector<HostTensor> inputs, refs;
+  for (int i = 0; fs::exists(dir + "/test_data_set_0/input_" + std::to_string(i) + ".pb"); ++i)
+    inputs.push_back(load_tensor_pb(dir + "/test_data_set_0/input_" + std::to_string(i) + ".pb"));
+  for (int i = 0; fs::exists(dir + "/test_data_set_0/output_" + std::to_string(i) + ".pb"); ++i)
+    refs.push_back(load_tensor_pb(dir + "/test_data_set_0/output_" + std::to_string(i) + ".pb"));
+  CompileOptions o;
+  o.session.precision = runtime::Precision::Fp16;
+  o.session.guard = true;
+  ModelSession s(file, pocl(), o);
+  const std::vector<HostTensor> outs = s.run(inputs);
+  EXPECT_TRUE(s.current().guard_violations().empty()) << dir;
+  EXPECT_TRUE(s.current().half_fallback_nodes().empty()) << dir;
+  double worst = 0;
+  for (size_t k = 0; k < refs.size() && k < outs.size(); ++k)
+    if (refs[k].dtype == DataType::Float32) worst = std::max(worst, rel_error(outs[k], refs[k]));
+  return worst;
+}
+
+TEST(Fp16, TinyCnnPlansAtHalfAndRunsWithinTolerance) {
+  const std::string dir = std::string(TEXPLAN_SOURCE_DIR) + "/examples/models/tiny_cnn";
+  expect_plan_halves(dir + "/tiny_cnn.onnx");
+  EXPECT_LE(half_run_error(dir), 1e-2);
+}
+
+TEST(Fp16, ExportedFixturesRunWithinTolerance) {
+  const std::string root = std::string(TEXPLAN_SOURCE_DIR) + "/tests/fixtures/exported";
+  int ran = 0;
+  for (const auto& e : fs::directory_iterator(root)) {
+    if (!e.is_directory() || e.path().filename().string().find("_static") == std::string::npos) continue;
+    const double err = half_run_error(e.path().string());
+    EXPECT_LE(err, 1e-2) << e.path().filename();
+    ++ran;
+  }
+  EXPECT_GT(ran, 0);
+}
+
+TEST(Fp16, ZooModelPlansAtHalfAndRunsWithinTolerance) {
+  const std::string dir = std::string(TEXPLAN_MODELS_DIR) + "/squeezenet1_1";
+  if (!fs::exists(dir + "/squeezenet1_1.onnx.data")) {
+    std::printf("skipped: %s with weights is absent\n", dir.c_str());
+    GTEST_SKIP();
+  }
+  expect_plan_halves(dir + "/squeezenet1_1.onnx");
+  expect_plan_halves(dir + "/squeezenet1_1.onnx", "auto", "adreno");
+  EXPECT_LE(half_run_error(dir), 1e-2);
+}
+
+TEST(Fp16, RecordsOfAnotherPrecisionAreRefused) {
+  const test::OneNode one = test::one_node({"Relu", {{1, 8}}, {}}, "fp16", 17, 1);
+  const PlanInput pin = make_usage_records(one.graph);  // fp32 records
+  const plan::MemoryPlan plan = plan::plan_memory(pin.records, pocl()->info().profile, "best");
+  runtime::SessionOptions o;
+  o.precision = runtime::Precision::Fp16;
+  try {
+    runtime::Session s(one.graph, pin, plan, pocl(), o);
+    FAIL() << "fp32 records accepted by an fp16 session";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("float_storage"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Fp16, CliChecksAtOneInAHundredAndSaysSo) {
+  const std::string model = std::string(TEXPLAN_SOURCE_DIR) + "/examples/models/tiny_cnn";
+  const test::ShellResult r = test::sh(std::string(TEXPLAN_CLI) + " run " + model + " --precision fp16 --check --guard");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("tolerance 1.00e-02, fp16"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("precision   fp16"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("guard       clean"), std::string::npos) << r.out;
+  const test::ShellResult p = test::sh(std::string(TEXPLAN_CLI) + " plan " + model + " --precision fp16 --json -", false);
+  EXPECT_EQ(p.code, 0) << p.out;
+  EXPECT_NE(p.out.find("\"precision\": \"fp16\""), std::string::npos);
+}
+
+}  // namespace
