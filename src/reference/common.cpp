@@ -293,6 +293,35 @@ HostTensor transpose(const OpContext& c, const HostTensor& x, const std::vector<
   return strided_copy(c, x, 0, shape, st);
 }
 
+std::string reshape_target(const Shape& x, const std::vector<int64_t>& dims, bool allowzero, Shape& out) {
+  out.clear();
+  int infer = -1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int64_t d = dims[i];
+    if (d == 0 && !allowzero) {
+      if (i >= x.size()) return "target shape entry " + std::to_string(i) + " is 0 but the input has no such dim";
+      d = x[i];
+    } else if (d == -1) {
+      if (infer >= 0) return "the target shape has more than one -1";
+      infer = int(i);
+      d = 1;
+    } else if (d < 0) {
+      return "invalid target shape entry " + std::to_string(d);
+    }
+    out.push_back(d);
+  }
+  const int64_t n = element_count(x), known = element_count(out);
+  if (infer >= 0) {
+    if (known == 0 || n % known != 0)
+      return "cannot infer the -1 of target shape " + to_string(dims) + " for an input of shape " + to_string(x);
+    out[infer] = n / known;
+  } else if (known != n) {
+    return "target shape " + to_string(out) + " holds " + std::to_string(known) + " elements, the input (" +
+           to_string(x) + ") " + std::to_string(n) + ": a reshape must keep the element count";
+  }
+  return "";
+}
+
 HostTensor reshaped(const OpContext& c, const HostTensor& x, Shape shape) {
   if (element_count(shape) != x.count())
     c.fail("cannot reshape " + to_string(x.shape) + " to " + to_string(shape));

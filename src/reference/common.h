@@ -153,6 +153,12 @@ HostTensor broadcast_to(const OpContext& c, const HostTensor& x, const Shape& sh
 HostTensor transpose(const OpContext& c, const HostTensor& x, const std::vector<int64_t>& perm);
 // The same bytes with a new shape (element counts must agree).
 HostTensor reshaped(const OpContext& c, const HostTensor& x, Shape shape);
+// ONNX Reshape's output shape for an input of shape `x` and the target
+// `dims`: 0 copies x's dim (unless allowzero), one -1 takes what is left,
+// and the element count stays. Sets `out` and returns "", or returns why it
+// cannot (without the node's name). The reference Reshape and the
+// validation stage both use it, so they agree on every target.
+std::string reshape_target(const Shape& x, const std::vector<int64_t>& dims, bool allowzero, Shape& out);
 
 // ---- sliding windows (Conv, ConvTranspose, pools) ---------------------------
 

@@ -41,29 +41,9 @@ Outputs Reshape(const OpContext& c) {
   const HostTensor& x = c.input(0);
   const auto dims = c.ints_input_or_attr(1, "shape");
   if (!dims) c.fail("the target shape is missing");
-  const bool allowzero = c.node.get_int("allowzero", 0) != 0;
   Shape out;
-  int infer = -1;
-  for (size_t i = 0; i < dims->size(); ++i) {
-    int64_t d = (*dims)[i];
-    if (d == 0 && !allowzero) {
-      if (i >= x.shape.size()) c.fail("shape entry " + std::to_string(i) + " is 0 but the input has no such dim");
-      d = x.shape[i];
-    } else if (d == -1) {
-      if (infer >= 0) c.fail("the target shape has more than one -1");
-      infer = int(i);
-      d = 1;
-    } else if (d < 0) {
-      c.fail("invalid target shape entry " + std::to_string(d));
-    }
-    out.push_back(d);
-  }
-  if (infer >= 0) {
-    const int64_t known = element_count(out);
-    if (known == 0 || x.count() % known != 0)
-      c.fail("cannot infer the -1 in the target shape for " + to_string(x.shape));
-    out[infer] = x.count() / known;
-  }
+  if (std::string why = reshape_target(x.shape, *dims, c.node.get_int("allowzero", 0) != 0, out); !why.empty())
+    c.fail(why);
   return single(reshaped(c, x, out));
 }
 

@@ -519,32 +519,9 @@ void reshape(NodeCheck& c) {
              std::to_string(n) + " elements: a reshape must keep the element count");
     return;
   }
-  const bool allowzero = c.node().get_int("allowzero", 0) != 0;
   Shape out;
-  int infer = -1;
-  for (size_t i = 0; i < dims->size(); ++i) {
-    int64_t d = (*dims)[i];
-    if (d == 0 && !allowzero) {
-      if (i >= x.size()) c.fail("target shape entry " + std::to_string(i) + " is 0 but the input has no such dim");
-      d = x[i];
-    } else if (d == -1) {
-      if (infer >= 0) c.fail("the target shape has more than one -1");
-      infer = int(i);
-      d = 1;
-    } else if (d < 0) {
-      c.fail("invalid target shape entry " + std::to_string(d));
-    }
-    out.push_back(d);
-  }
-  const int64_t known = element_count(out);
-  if (infer >= 0) {
-    if (known == 0 || n % known != 0)
-      c.fail("cannot infer the -1 of target shape " + to_string(*dims) + " for " + c.described(0));
-    out[infer] = n / known;
-  } else if (known != n) {
-    c.fail("target shape " + to_string(out) + " holds " + std::to_string(known) + " elements, " + c.described(0) +
-           " holds " + std::to_string(n) + ": a reshape must keep the element count");
-  }
+  if (std::string why = reference::reshape_target(x, *dims, c.node().get_int("allowzero", 0) != 0, out); !why.empty())
+    c.fail(why);
   c.expect(0, out, c.dtype(0));
 }
 
