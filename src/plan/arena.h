@@ -164,6 +164,10 @@ void place_textures_in_pools(const std::vector<UsageRecord>& recs, const DeviceP
 // Row pitch of a texture viewed over a buffer: width * pixel_bytes rounded
 // up to the device's pitch alignment. Throws like texture_view_bytes.
 int64_t view_row_pitch(const TextureExtent& e, const DeviceProfile& dev);
+// The pitch alignment in bytes for e's pixels: the profile gives it for RGBA
+// fp32 pixels (OpenCL's CL_DEVICE_IMAGE_PITCH_ALIGNMENT pixels x 16 bytes),
+// so rows of RGBA fp16 pixels (8 bytes) align to half as many bytes.
+int64_t pitch_alignment_bytes(const TextureExtent& e, const DeviceProfile& dev);
 
 // Strategies, one file each in strategies/.
 MemoryPlan plan_naive(const std::vector<UsageRecord>& recs, const DeviceProfile& dev);

@@ -33,7 +33,11 @@ int64_t detail::view_row_pitch(const TextureExtent& e, const DeviceProfile& dev)
   // Without image2d_from_buffer a view is an image1d_buffer over the
   // region (core OpenCL 1.2): rows packed with no padding.
   if (!dev.image2d_from_buffer) return e.width * e.pixel_bytes;
-  return round_up(e.width * e.pixel_bytes, std::max<int64_t>(1, dev.image_pitch_alignment));
+  return round_up(e.width * e.pixel_bytes, pitch_alignment_bytes(e, dev));
+}
+
+int64_t detail::pitch_alignment_bytes(const TextureExtent& e, const DeviceProfile& dev) {
+  return std::max<int64_t>(1, dev.image_pitch_alignment * e.pixel_bytes / 16);
 }
 
 int64_t texture_view_bytes(const TextureExtent& e, const DeviceProfile& dev) {
@@ -112,7 +116,7 @@ void check_records(const std::vector<UsageRecord>& recs, const DeviceProfile& de
       if (e.pixel_bytes > kMaxPixelBytes) fail("pixels of " + std::to_string(e.pixel_bytes) + " bytes");
       // Texture pools grow to the device's image limits at most; views take
       // rows rounded up to the pitch alignment.
-      const int64_t row = round_up(e.width * e.pixel_bytes, std::max<int64_t>(1, dev.image_pitch_alignment));
+      const int64_t row = round_up(e.width * e.pixel_bytes, detail::pitch_alignment_bytes(e, dev));
       bytes = std::max({bytes, max_width * max_height * e.pixel_bytes, row * e.height});
     }
     if (bytes > kMaxTotal - total - align)

@@ -8,6 +8,7 @@
 #include <queue>
 #include <set>
 
+#include "plan/arena.h"
 #include "plan/memory_plan.h"
 
 namespace texplan::plan {
@@ -135,9 +136,10 @@ void validate(const MemoryPlan& plan, const std::vector<UsageRecord>& recs, cons
           throw PlanError(where + ": view offset " + std::to_string(p.offset) +
                           " not aligned to image_base_address_alignment " +
                           std::to_string(dev.image_base_address_alignment));
-        if (p.row_pitch < r.extent.width * r.extent.pixel_bytes || !aligned(p.row_pitch, dev.image_pitch_alignment))
+        const int64_t pitch = detail::pitch_alignment_bytes(r.extent, dev);
+        if (p.row_pitch < r.extent.width * r.extent.pixel_bytes || !aligned(p.row_pitch, pitch))
           throw PlanError(where + ": row pitch " + std::to_string(p.row_pitch) + " is not a multiple of " +
-                          std::to_string(dev.image_pitch_alignment) + " holding " +
+                          std::to_string(pitch) + " holding " +
                           std::to_string(r.extent.width * r.extent.pixel_bytes) + " bytes");
       }
       const int64_t end = p.offset + occupied_bytes(r, p);
