@@ -32,24 +32,28 @@
   }
 
 // groups == 1: 1x1, 3x3 and general kernels, any stride, padding, dilation.
-__kernel void tex_conv2d(TEXR(X), __global const float4* Wp, __global const float4* Bp, TEXW(Y), int has_bias,
+// A float4 of packed weights (lane k = 4 * i + k of p).
+#define LD4(p, i) LDV(4, (p) + 4 * (i))
+
+__kernel void tex_conv2d(TEXR(X), __global const real_t* Wp, __global const real_t* Bp, TEXW(Y), int has_bias,
                          int C, int H, int W, int OC, int OH, int OW, int KH, int KW, int sh, int sw, int ph, int pw,
                          int dh, int dw RES_PARAMS) {
   const int ow0 = get_global_id(0) * 4, oh = get_global_id(1), z = get_global_id(2);
   const int C4 = (C + 3) / 4, OC4 = (OC + 3) / 4;
   if (ow0 >= OW || oh >= OH) return;
   const int n = z / OC4, oc4 = z % OC4;
-  const float4 b = has_bias ? Bp[oc4] : (float4)(0.0f);
+  const float4 b = has_bias ? LD4(Bp, oc4) : (float4)(0.0f);
   float4 a0 = b, a1 = b, a2 = b, a3 = b;
   for (int ic4 = 0; ic4 < C4; ++ic4) {
     const int row0 = (n * C4 + ic4) * H;
-    __global const float4* w4 = Wp + (oc4 * C4 * 4 + ic4 * 4) * KH * KW;
+    __global const real_t* w4 = Wp + 4 * (oc4 * C4 * 4 + ic4 * 4) * KH * KW;
     for (int kh = 0; kh < KH; ++kh) {
       const int ih = oh * sh - ph + kh * dh;
       if (ih < 0 || ih >= H) continue;
       for (int kw = 0; kw < KW; ++kw) {
         const int k = kh * KW + kw;
-        const float4 w0 = w4[k], w1 = w4[KH * KW + k], w2 = w4[2 * KH * KW + k], w3 = w4[3 * KH * KW + k];
+        const float4 w0 = LD4(w4, k), w1 = LD4(w4, KH * KW + k), w2 = LD4(w4, 2 * KH * KW + k),
+                     w3 = LD4(w4, 3 * KH * KW + k);
         const int iw0 = ow0 * sw - pw + kw * dw;
 #define ACC(j, acc)                                                 \
   {                                                                 \
@@ -68,7 +72,7 @@ __kernel void tex_conv2d(TEXR(X), __global const float4* Wp, __global const floa
 }
 
 // Depthwise, groups == C == OC: one slice of 4 channels, lane by lane.
-__kernel void tex_conv2d_depthwise(TEXR(X), __global const float4* Wp, __global const float4* Bp, TEXW(Y),
+__kernel void tex_conv2d_depthwise(TEXR(X), __global const real_t* Wp, __global const real_t* Bp, TEXW(Y),
                                    int has_bias, int C, int H, int W, int OC, int OH, int OW, int KH, int KW, int sh,
                                    int sw, int ph, int pw, int dh, int dw RES_PARAMS) {
   const int ow0 = get_global_id(0) * 4, oh = get_global_id(1), z = get_global_id(2);
@@ -76,14 +80,14 @@ __kernel void tex_conv2d_depthwise(TEXR(X), __global const float4* Wp, __global 
   if (ow0 >= OW || oh >= OH) return;
   const int n = z / C4, oc4 = z % C4;
   const int row0 = (n * C4 + oc4) * H;
-  const float4 b = has_bias ? Bp[oc4] : (float4)(0.0f);
+  const float4 b = has_bias ? LD4(Bp, oc4) : (float4)(0.0f);
   float4 a0 = b, a1 = b, a2 = b, a3 = b;
-  __global const float4* w4 = Wp + oc4 * KH * KW;
+  __global const real_t* w4 = Wp + 4 * oc4 * KH * KW;
   for (int kh = 0; kh < KH; ++kh) {
     const int ih = oh * sh - ph + kh * dh;
     if (ih < 0 || ih >= H) continue;
     for (int kw = 0; kw < KW; ++kw) {
-      const float4 w = w4[kh * KW + kw];
+      const float4 w = LD4(w4, kh * KW + kw);
       const int iw0 = ow0 * sw - pw + kw * dw;
 #define ACC(j, acc)                                        \
   {                                                        \
@@ -99,7 +103,7 @@ __kernel void tex_conv2d_depthwise(TEXR(X), __global const float4* Wp, __global 
 
 // Any other group count: each output lane sums its own group's input
 // channels, read lane by lane; weights in ONNX order [OC][C/groups][KH][KW].
-__kernel void tex_conv2d_grouped(TEXR(X), __global const float* Wt, int wo, __global const float* Bias, int bo,
+__kernel void tex_conv2d_grouped(TEXR(X), __global const real_t* Wt, int wo, __global const real_t* Bias, int bo,
                                  TEXW(Y), int has_bias, int C, int H, int W, int OC, int OH, int OW, int KH, int KW,
                                  int sh, int sw, int ph, int pw, int dh, int dw, int groups RES_PARAMS) {
   const int ow = get_global_id(0), oh = get_global_id(1), z = get_global_id(2);
@@ -111,17 +115,17 @@ __kernel void tex_conv2d_grouped(TEXR(X), __global const float* Wt, int wo, __gl
     const int oc = oc4 * 4 + k;
     if (oc >= OC) break;
     const int g = oc / OCg;
-    float s = has_bias ? Bias[bo + oc] : 0.0f;
+    float s = has_bias ? LD(Bias, bo + oc) : 0.0f;
     for (int icg = 0; icg < ICg; ++icg) {
       const int ic = g * ICg + icg;
       const int row0 = (n * C4 + ic / 4) * H;
-      __global const float* w = Wt + wo + (oc * ICg + icg) * KH * KW;
+      __global const real_t* w = Wt + wo + (oc * ICg + icg) * KH * KW;
       for (int kh = 0; kh < KH; ++kh) {
         const int ih = oh * sh - ph + kh * dh;
         if (ih < 0 || ih >= H) continue;
         for (int kw = 0; kw < KW; ++kw) {
           const int iw = ow * sw - pw + kw * dw;
-          if (iw >= 0 && iw < W) s += w[kh * KW + kw] * lane_of(RD(X, iw, row0 + ih, W), ic % 4);
+          if (iw >= 0 && iw < W) s += LD(w, kh * KW + kw) * lane_of(RD(X, iw, row0 + ih, W), ic % 4);
         }
       }
     }

@@ -7,26 +7,26 @@
   if (x >= (Wd) || y >= (Hd)) return;
 
 // NCHW buffer -> texture; lanes beyond C are 0.
-__kernel void tex_from_buffer(__global const float* X, int xo, TEXW(Y), int C, int H, int W) {
+__kernel void tex_from_buffer(__global const real_t* X, int xo, TEXW(Y), int C, int H, int W) {
   PIXEL_IDS(W, H)
   const int C4 = (C + 3) / 4, n = z / C4, c4 = z % C4;
-  __global const float* p = X + xo + ((n * C + c4 * 4) * H + y) * W + x;
+  __global const real_t* p = X + xo + ((n * C + c4 * 4) * H + y) * W + x;
   const int left = C - c4 * 4, hw = H * W;
-  float4 v = (float4)(p[0], left > 1 ? p[hw] : 0.0f, left > 2 ? p[2 * hw] : 0.0f, left > 3 ? p[3 * hw] : 0.0f);
+  float4 v = (float4)(LD(p, 0), left > 1 ? LD(p, hw) : 0.0f, left > 2 ? LD(p, 2 * hw) : 0.0f, left > 3 ? LD(p, 3 * hw) : 0.0f);
   WR(Y, x, z * H + y, W, v);
 }
 
 // Texture -> NCHW buffer.
-__kernel void tex_to_buffer(TEXR(X), __global float* Y, int yo, int C, int H, int W) {
+__kernel void tex_to_buffer(TEXR(X), __global real_t* Y, int yo, int C, int H, int W) {
   PIXEL_IDS(W, H)
   const int C4 = (C + 3) / 4, n = z / C4, c4 = z % C4;
   const float4 v = RD(X, x, z * H + y, W);
-  __global float* p = Y + yo + ((n * C + c4 * 4) * H + y) * W + x;
+  __global real_t* p = Y + yo + ((n * C + c4 * 4) * H + y) * W + x;
   const int left = C - c4 * 4, hw = H * W;
-  p[0] = v.x;
-  if (left > 1) p[hw] = v.y;
-  if (left > 2) p[2 * hw] = v.z;
-  if (left > 3) p[3 * hw] = v.w;
+  ST(p, 0, v.x);
+  if (left > 1) ST(p, hw, v.y);
+  if (left > 2) ST(p, 2 * hw, v.z);
+  if (left > 3) ST(p, 3 * hw, v.w);
 }
 
 // Activations, with the formulas of the buffer kernels (elementwise.cl).
@@ -65,13 +65,13 @@ inline float4 tex_operand_texture(TEXR(A), int an, int ac, int ah, int aw, int n
   if (ac == 1) return (float4)(RD(A, ww, (nn * ac4) * ah + hh, aw).x);
   return RD(A, ww, (nn * ac4 + c4) * ah + hh, aw);
 }
-inline float4 tex_operand_buffer(__global const float* A, int ao, int an, int ac, int ah, int aw, int n, int c4,
+inline float4 tex_operand_buffer(__global const real_t* A, int ao, int an, int ac, int ah, int aw, int n, int c4,
                                  int h, int w, int C) {
   const int nn = an == 1 ? 0 : n, hh = ah == 1 ? 0 : h, ww = aw == 1 ? 0 : w;
   float v[4];
   for (int k = 0; k < 4; ++k) {
     const int c = min(c4 * 4 + k, C - 1), cc = ac == 1 ? 0 : c;
-    v[k] = A[ao + ((nn * ac + cc) * ah + hh) * aw + ww];
+    v[k] = LD(A, ao + ((nn * ac + cc) * ah + hh) * aw + ww);
   }
   return (float4)(v[0], v[1], v[2], v[3]);
 }
@@ -87,7 +87,7 @@ __kernel void tex_binary(TEXR(A), int an, int ac, int ah, int aw, TEXR(B), int b
 }
 
 // A texture and a constant buffer; `swap` puts the constant first (Sub, Div).
-__kernel void tex_binary_const(TEXR(A), int an, int ac, int ah, int aw, __global const float* B, int bo, int bn,
+__kernel void tex_binary_const(TEXR(A), int an, int ac, int ah, int aw, __global const real_t* B, int bo, int bn,
                                int bc, int bh, int bw, TEXW(Y), int op, int swap, int C, int H, int W) {
   PIXEL_IDS(W, H)
   const int C4 = (C + 3) / 4, n = z / C4, c4 = z % C4;
@@ -97,8 +97,8 @@ __kernel void tex_binary_const(TEXR(A), int an, int ac, int ah, int aw, __global
 }
 
 // Inference BatchNormalization: (x - mean) / sqrt(var + eps) * scale + bias.
-__kernel void tex_batch_norm(TEXR(X), __global const float* S, int so, __global const float* Bi, int bio,
-                             __global const float* M, int mo, __global const float* V, int vo, TEXW(Y), float eps,
+__kernel void tex_batch_norm(TEXR(X), __global const real_t* S, int so, __global const real_t* Bi, int bio,
+                             __global const real_t* M, int mo, __global const real_t* V, int vo, TEXW(Y), float eps,
                              int C, int H, int W) {
   PIXEL_IDS(W, H)
   const int C4 = (C + 3) / 4, c4 = z % C4;
@@ -106,7 +106,7 @@ __kernel void tex_batch_norm(TEXR(X), __global const float* S, int so, __global 
   float r[4] = {v.x, v.y, v.z, v.w};
   for (int k = 0; k < 4; ++k) {
     const int c = min(c4 * 4 + k, C - 1);
-    r[k] = (r[k] - M[mo + c]) / sqrt(V[vo + c] + eps) * S[so + c] + Bi[bio + c];
+    r[k] = (r[k] - LD(M, mo + c)) / sqrt(LD(V, vo + c) + eps) * LD(S, so + c) + LD(Bi, bio + c);
   }
   WR(Y, x, z * H + y, W, mask_lanes((float4)(r[0], r[1], r[2], r[3]), c4, C));
 }

@@ -104,7 +104,7 @@ void lower_texture_conv(NodeBuilder& b) {
       for (int64_t ic = 0; ic < x.C; ++ic)
         for (int64_t k = 0; k < KK; ++k)
           packed[size_t((((oc / 4) * C4 * 4 + ic) * KK + k) * 4 + oc % 4)] = w[(oc * x.C + ic) * KK + k];
-    MemArg wp = b.upload(packed.data(), packed.size() * 4), bp = b.upload(bias.data(), bias.size() * 4);
+    MemArg wp = b.upload_floats(packed.data(), packed.size()), bp = b.upload_floats(bias.data(), bias.size());
     Range r = pixels(ceil_div(y.W, 4), y.H, y.N * OC4);
     std::apply([&](auto&&... a) { b.launch(src, "tex_conv2d", r, a...); },
                geometry(tex_in(b, 0), wp, bp, tex_out(b)));
@@ -112,7 +112,7 @@ void lower_texture_conv(NodeBuilder& b) {
     std::vector<float> packed(size_t(C4 * KK * 4), 0.0f);
     for (int64_t c = 0; c < x.C; ++c)
       for (int64_t k = 0; k < KK; ++k) packed[size_t(((c / 4) * KK + k) * 4 + c % 4)] = w[c * KK + k];
-    MemArg wp = b.upload(packed.data(), packed.size() * 4), bp = b.upload(bias.data(), bias.size() * 4);
+    MemArg wp = b.upload_floats(packed.data(), packed.size()), bp = b.upload_floats(bias.data(), bias.size());
     Range r = pixels(ceil_div(y.W, 4), y.H, y.N * C4);
     std::apply([&](auto&&... a) { b.launch(src, "tex_conv2d_depthwise", r, a...); },
                geometry(tex_in(b, 0), wp, bp, tex_out(b)));
