@@ -37,8 +37,9 @@ TEST(TextureFootprint, RowPitchTimesHeightRoundedToTheBaseAlignment) {
   EXPECT_EQ(plan::texture_footprint_bytes({7, 896, 16}, adreno), 1024 * 896);
   EXPECT_EQ(plan::texture_footprint_bytes({64, 10, 16}, adreno), 1024 * 10);   // exactly one pitch
   EXPECT_EQ(plan::texture_footprint_bytes({65, 10, 16}, adreno), 2048 * 10);   // one pixel over
-  EXPECT_EQ(plan::texture_footprint_bytes({7, 896, 8}, adreno), 1024 * 896);   // fp16 pixels: the same pitch
-  EXPECT_EQ(plan::texture_footprint_bytes({128, 3, 8}, adreno), 1024 * 3);     // 128 fp16 pixels fill one
+  // fp16 pixels: the pitch is 64 pixels, 512 bytes.
+  EXPECT_EQ(plan::texture_footprint_bytes({7, 896, 8}, adreno), 512 * 896);
+  EXPECT_EQ(plan::texture_footprint_bytes({128, 3, 8}, adreno), 1024 * 3);
   // The base alignment places a view, it does not size it: 3 rows of 256 B.
   EXPECT_EQ(plan::texture_footprint_bytes({5, 3, 16}, pitched(256, 4096)), 768);
   EXPECT_EQ(plan::texture_footprint_bytes({5, 3, 16}, pitched(64, 4096)), 3 * 128);
@@ -137,6 +138,20 @@ TEST(TextureLayout, ShortRowsGoWideLongRowsStay) {
     const PlanInput pin = make_usage_records(c.g, {&sa});
     EXPECT_EQ(pin.texture_layout[c.mid], TextureLayout::WideRows);
     EXPECT_EQ(pin.records[pin.record_of_tensor[c.mid]].extent.width, 7 * 128);
+  }
+  {  // 73 x 16 slices = 1168 pixels a row pay 4.1%; 4 rows of H side by side (4672 pixels) none.
+    Chain c({1, 64, 72, 73});
+    const StorageAssignment sa = assign_storage(c.g, adreno, TextureMode::Views, no_revert);
+    ASSERT_TRUE(sa.is_texture(c.mid));
+    EXPECT_EQ(sa.layout_of(c.mid), TextureLayout::WideRows);
+    EXPECT_EQ(sa.fold_of(c.mid), 4);
+    const plan::TextureExtent e = texture_extent(c.g.tensors[c.mid].shape, 4, TextureLayout::WideRows, 4);
+    EXPECT_EQ(e.width, 4 * 73 * 16);
+    EXPECT_EQ(e.height, 18);
+    EXPECT_EQ(plan::texture_footprint_bytes(e, adreno), 72 * 73 * 64 * 4);  // no padding
+    const PlanInput pin = make_usage_records(c.g, {&sa});
+    EXPECT_EQ(pin.texture_fold[c.mid], 4);
+    EXPECT_EQ(pin.records[pin.record_of_tensor[c.mid]].extent.width, 4 * 73 * 16);
   }
   {  // 256 pixels a row: whole pitches either way, NC4HW4 rows kept.
     Chain c({1, 32, 16, 256});
@@ -326,6 +341,26 @@ TEST(TextureLayoutKernels, MixedLayoutsMatchTheReference) {
   EXPECT_EQ(r.storage.layout_of(r2), TextureLayout::WideRows);
   EXPECT_GE(count(r.storage, TextureLayout::Rows), 2);
   EXPECT_GE(count(r.storage, TextureLayout::WideRows), 3);
+  EXPECT_LT(test::rel_error(r.out[0], want[0]), 1e-5);
+  for (const auto& v : r.violations) ADD_FAILURE() << v;
+}
+
+// Pitched rows of 16 pixels in pools: wide rows fold rows of H together
+// where that saves padding (and only there: 1D views never fold).
+TEST(TextureLayoutKernels, FoldedWideRowsMatchTheReference) {
+  const Builder b = every_kernel();
+  std::vector<HostTensor> in;
+  for (int t : b.g.inputs) in.push_back(random_tensor(b.g.tensors[t].shape, -1, 1, 13));
+  const std::vector<HostTensor> want = reference(b.g, in);
+  plan::DeviceProfile p = test_device()->info().profile;
+  p.image2d_from_buffer = true;
+  p.image_pitch_alignment = 256;
+  p.image_base_address_alignment = 256;
+  const TextureRun r = run(b.g, TextureMode::Pools, p, LayoutPolicy::WideRows, in);
+  int folded = 0;
+  for (size_t t = 0; t < r.storage.texture.size(); ++t)
+    folded += r.storage.is_texture(int(t)) && r.storage.fold_of(int(t)) > 1;
+  EXPECT_GE(folded, 3);
   EXPECT_LT(test::rel_error(r.out[0], want[0]), 1e-5);
   for (const auto& v : r.violations) ADD_FAILURE() << v;
 }

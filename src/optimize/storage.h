@@ -10,19 +10,26 @@
 // choice per tensor. Channels are packed by 4 into RGBA pixels, C4 =
 // ceil(C/4) slices, lane k = channel 4*c4 + k, and
 //   Rows:     pixel (x, y) = (w, (n * C4 + c4) * H + h)   extent W x N*C4*H
-//   WideRows: pixel (x, y) = (w * C4 + c4, n * H + h)     extent W*C4 x N*H
+//   WideRows: pixel (x, y) = ((h % k * W + w) * C4 + c4, n * ceil(H/k) + h / k)
+//                                                   extent k*W*C4 x N*ceil(H/k)
+// with `fold` k >= 1 rows of H side by side in one image row.
 // Rows (NC4HW4): W is the innermost, contiguous dim of NCHW, so
 // neighbouring work-items (along x) read neighbouring pixels, and a 3x3
 // window is a 3x3 block of the image, which is what 2D texture caches are
 // built for. But an image over a buffer pads every row to the device's pitch
 // alignment (Adreno: 64 pixels), so a 14-wide row costs 4.6x its pixels and
-// a 7-wide one 9.1x. WideRows (TVM's texture-nhwc) puts a whole row of H
-// in one image row, long enough that the padding is a few percent; the
+// a 7-wide one 9.1x. WideRows (TVM's texture-nhwc, k = 1) puts a whole row
+// of H in one image row, long enough that the padding is a few percent; the
 // slices of one pixel are neighbours, which a convolution's loop over input
-// slices reads in order. assign_storage picks per tensor the layout of the
-// smallest footprint (row pitch * height, plan::texture_footprint_bytes)
-// that fits the image limits, Rows on a tie; every texture kernel reads and
-// writes both, so a layout never needs a conversion.
+// slices reads in order. Folding k rows of H into one image row makes the
+// row a whole number of pitches where k = 1 does not (73 x 16 slices: 1168
+// pixels, 4.1% padding; k = 4: 4672 pixels, none). assign_storage picks per
+// tensor the layout and fold of the smallest footprint (row pitch * height,
+// plan::texture_footprint_bytes) that fits the image limits, Rows and then
+// the smaller fold on a tie (folds in views only, or with
+// LayoutPolicy::WideRows: texture pools keep k = 1, see choose_layout);
+// every texture kernel reads and writes all of them, so a layout never
+// needs a conversion.
 // Lanes of the last slice beyond C are zero: every texture kernel writes
 // them as 0, so consumers may multiply them with no mask (a NaN there would
 // poison a dot product).
@@ -75,12 +82,14 @@ struct StorageAssignment {
   TextureMode mode = TextureMode::None;  // resolved: None, Pools or Views
   std::vector<char> texture;             // per tensor id: 1 = texture
   std::vector<TextureLayout> layout;     // per tensor id: the texture's layout (Rows for buffers)
+  std::vector<int32_t> fold;             // per tensor id: WideRows' k (1 otherwise)
   int conversions = 0;                   // BufferToTexture/TextureToBuffer nodes inserted
   std::vector<std::string> fallbacks;    // "tensor: reason" for 4D tensors kept as buffers by the limits
   bool is_texture(int t) const { return t >= 0 && size_t(t) < texture.size() && texture[t]; }
   TextureLayout layout_of(int t) const {
     return t >= 0 && size_t(t) < layout.size() ? layout[t] : TextureLayout::Rows;
   }
+  int32_t fold_of(int t) const { return t >= 0 && size_t(t) < fold.size() ? fold[t] : 1; }
   int textures_in(TextureLayout l) const {
     int n = 0;
     for (size_t t = 0; t < texture.size(); ++t) n += texture[t] && layout_of(int(t)) == l;

@@ -6,11 +6,11 @@
 
 namespace texplan {
 
-plan::TextureExtent texture_extent(const Shape& s, int element_bytes, TextureLayout layout) {
+plan::TextureExtent texture_extent(const Shape& s, int element_bytes, TextureLayout layout, int32_t fold) {
   plan::TextureExtent e;
-  const int64_t c4 = (s[1] + 3) / 4;
-  e.width = layout == TextureLayout::WideRows ? s[3] * c4 : s[3];
-  e.height = layout == TextureLayout::WideRows ? s[0] * s[2] : s[0] * c4 * s[2];
+  const int64_t c4 = (s[1] + 3) / 4, k = std::max<int32_t>(1, fold);
+  e.width = layout == TextureLayout::WideRows ? k * s[3] * c4 : s[3];
+  e.height = layout == TextureLayout::WideRows ? s[0] * ((s[2] + k - 1) / k) : s[0] * c4 * s[2];
   e.pixel_bytes = 4 * element_bytes;
   return e;
 }
@@ -63,8 +63,10 @@ PlanInput make_usage_records(const Graph& g, const UsageOptions& opt) {
 
   p.record_of_tensor.assign(nt, -1);
   p.texture_layout.assign(nt, TextureLayout::Rows);
+  p.texture_fold.assign(nt, 1);
   if (opt.storage)
-    for (size_t t = 0; t < nt; ++t) p.texture_layout[t] = opt.storage->layout_of(int(t));
+    for (size_t t = 0; t < nt; ++t)
+      p.texture_layout[t] = opt.storage->layout_of(int(t)), p.texture_fold[t] = opt.storage->fold_of(int(t));
   std::vector<int> owners;
   for (size_t t = 0; t < nt; ++t)
     if (p.alias_root[t] == int(t) && !g.tensors[t].is_constant && first[t] >= 0) owners.push_back(int(t));
@@ -81,7 +83,7 @@ PlanInput make_usage_records(const Graph& g, const UsageOptions& opt) {
     if (opt.storage && opt.storage->is_texture(t)) {
       r.storage = plan::Storage::Texture;
       r.extent = texture_extent(x.shape, int(stored_element_size(x.dtype, opt.float_storage)),
-                                opt.storage->layout_of(t));
+                                opt.storage->layout_of(t), opt.storage->fold_of(t));
       r.bytes = r.extent.tight_bytes();
     }
     p.record_of_tensor[t] = int(p.records.size());

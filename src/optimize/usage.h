@@ -29,10 +29,10 @@ std::vector<int> alias_roots(const Graph& g);
 
 // Texture extent of a 4D NCHW fp32 activation, channels packed by 4 into
 // RGBA pixels (layouts in optimize/storage.h): Rows width = W, height =
-// N * ceil(C/4) * H; WideRows width = W * ceil(C/4), height = N * H; pixels
-// of 4 x `element_bytes` (4: CL_FLOAT, 2: CL_HALF_FLOAT).
+// N * ceil(C/4) * H; WideRows width = fold * W * ceil(C/4), height =
+// N * ceil(H/fold); pixels of 4 x `element_bytes` (4: CL_FLOAT, 2: CL_HALF_FLOAT).
 plan::TextureExtent texture_extent(const Shape& nchw, int element_bytes = 4,
-                                   TextureLayout layout = TextureLayout::Rows);
+                                   TextureLayout layout = TextureLayout::Rows, int32_t fold = 1);
 
 struct PlanInput {
   std::vector<plan::UsageRecord> records;
@@ -40,6 +40,7 @@ struct PlanInput {
   std::vector<int> alias_root;        // tensor id -> storage owner tensor id
   std::vector<int64_t> alias_offset;  // tensor id -> byte offset inside its owner's storage
   std::vector<TextureLayout> texture_layout;  // tensor id -> its texture's layout (Rows for buffers)
+  std::vector<int32_t> texture_fold;          // tensor id -> WideRows' fold (1 otherwise)
   int32_t steps = 0;                  // number of execution steps (= nodes)
 };
 

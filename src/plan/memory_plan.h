@@ -115,9 +115,9 @@ int64_t texture_view_bytes(const TextureExtent& e, const DeviceProfile& dev);
 // rounded up to the pitch alignment. Devices whose images pitch their rows
 // (image2d_from_buffer with a pitch alignment) are assumed to pitch
 // dedicated images alike, so texture pools count the same (Adreno: rows of
-// 64 RGBA fp32 pixels); elsewhere width * height * pixel_bytes. The pixel
-// size comes from the extent (16 for RGBA fp32, 8 for fp16); the profile's
-// pitch alignment is in bytes. The image base-address alignment constrains
+// 64 pixels); elsewhere width * height * pixel_bytes. The pixel size comes
+// from the extent (16 for RGBA fp32, 8 for fp16), the pitch as
+// texture_view_bytes takes it. The image base-address alignment constrains
 // where a view starts, not its size: plans pay it (texture-views aligns
 // offsets to it), the lower bound does not, so the bound stays one no plan
 // can beat.

@@ -57,11 +57,11 @@ struct TensorArg {
 
 // A texture as a kernel argument (TEXR/TEXW in texture_common.cl): the
 // image, the pixel where the tensor starts in it, and its layout (wide rows:
-// the tensor's H and C4; NC4HW4 rows: 0 and 0).
+// the tensor's H and C4 and the fold; NC4HW4 rows: 0, 0, 1).
 struct TextureArg {
   cl_mem mem = nullptr;
   cl_int base = 0;
-  cl_int layout_h = 0, layout_c4 = 0;
+  cl_int layout_h = 0, layout_c4 = 0, layout_fold = 1;
 };
 
 // A bare memory object as a kernel argument: an image, or a buffer read
@@ -256,7 +256,7 @@ class NodeBuilder {
   void set_arg(Launch& l, cl_uint& i, const TextureArg& t) {
     if (t.mem) l.mems.push_back(t.mem);
     set_raw(l, i, sizeof(cl_mem), &t.mem);
-    for (const cl_int* v : {&t.base, &t.layout_h, &t.layout_c4}) set_raw(l, i, sizeof(cl_int), v);
+    for (const cl_int* v : {&t.base, &t.layout_h, &t.layout_c4, &t.layout_fold}) set_raw(l, i, sizeof(cl_int), v);
   }
   void set_arg(Launch& l, cl_uint& i, const cl_int& v) { set_raw(l, i, sizeof v, &v); }
   void set_arg(Launch& l, cl_uint& i, const float& v) { set_raw(l, i, sizeof v, &v); }

@@ -360,6 +360,7 @@ struct Session::Impl {
     if (size_t(rt) < pin.texture_layout.size() && pin.texture_layout[rt] == TextureLayout::WideRows) {
       const Shape& s = graph.tensors.at(rt).shape;  // NCHW
       a.layout_h = i32(s.at(2)), a.layout_c4 = i32((s.at(1) + 3) / 4);
+      a.layout_fold = size_t(rt) < pin.texture_fold.size() ? std::max(1, pin.texture_fold[rt]) : 1;
     }
     if (p.view && !images_1d) {
       a.mem = view_images.at(r);
