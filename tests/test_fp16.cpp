@@ -13,6 +13,7 @@
 #include "optimize/usage.h"
 #include "pipeline/pipeline.h"
 #include "plan/memory_plan.h"
+#include "runtime/ops.h"
 #include "runtime/optimize_for_device.h"
 #include "runtime/session.h"
 #include "one_node.h"
@@ -109,6 +110,41 @@ TEST(Fp16, SingleNodesWithinHalfPrecision) {
     const test::OneNode one = test::one_node(n, "fp16", 17, 5);
     const HostTensor got = run_half(one);
     EXPECT_LE(rel_error(got, one.want), 1e-2) << c.what;
+  }
+}
+
+// The GPU kernels (gemm.cl, conv.cl, conv_maxpool.cl: what the H100 runs)
+// forced on PoCL. Winograd and split-K are off in fp16: direct tiles run.
+TEST(Fp16, GpuKernelsWithinHalfPrecision) {
+  struct Forced {
+    Forced() { runtime::force_conv_variant("gpu"); }
+    ~Forced() { runtime::force_conv_variant(""); }
+  } forced;
+  const std::vector<Case> cases = {
+      {{"Conv", {{1, 32, 12, 12}, {64, 32, 3, 3}, {64}}, {{"pads", ints({1, 1, 1, 1})}}, {true, false, false}},
+       "3x3 conv (Winograd's shape)"},
+      {{"Conv", {{1, 24, 9, 9}, {40, 24, 1, 1}, {40}}, {}, {true, false, false}}, "1x1 conv"},
+      {{"Conv",
+        {{1, 16, 14, 14}, {16, 1, 3, 3}, {16}},
+        {{"group", Attribute::of_int(16)}, {"pads", ints({1, 1, 1, 1})}},
+        {true, false, false}},
+       "depthwise conv"},
+      {{"FusedConvMaxPool",
+        {{1, 8, 16, 16}, {16, 8, 3, 3}, {16}},
+        {{"pads", ints({1, 1, 1, 1})},
+         {"pool_kernel_shape", ints({2, 2})},
+         {"pool_strides", ints({2, 2})},
+         {"pool_pads", ints({0, 0, 0, 0})},
+         {"pool_dilations", ints({1, 1})}},
+        {true, false, false}},
+       "conv + 2x2 max pool"},
+      {{"Gemm", {{4, 256}, {64, 256}, {64}}, {{"transB", Attribute::of_int(1)}}, {true, false, false}}, "Gemm"},
+      {{"Gemm", {{1, 256}, {64, 256}, {64}}, {{"transB", Attribute::of_int(1)}}, {true, false, false}}, "GEMV"},
+      {{"MatMul", {{2, 40, 64}, {64, 48}}, {}, {true, false}}, "batched MatMul"},
+  };
+  for (const Case& c : cases) {
+    const test::OneNode one = test::one_node(c.node, "fp16", 17, 9);
+    EXPECT_LE(rel_error(run_half(one), one.want), 1e-2) << c.what;
   }
 }
 

@@ -8,37 +8,37 @@
 
 // Depthwise: groups == C, OC = C * mult. A work-item computes 4 neighbouring
 // output pixels of one row of one channel, so each weight is read once for 4.
-__kernel void conv2d_depthwise(__global const float* X, __global const float* Wt, __global const float* Bias,
-                               __global float* Y, ConvParams cp EPI_PARAMS) {
+__kernel void conv2d_depthwise(__global const real_t* X, __global const real_t* Wt, __global const real_t* Bias,
+                               __global real_t* Y, ConvParams cp EPI_PARAMS) {
   CONV_PARAMS(cp)
   const int ow0 = get_global_id(0) * 4, oh = get_global_id(1), z = get_global_id(2);
   if (ow0 >= OW || oh >= OH) return;
   const int img = z / OC, oc = z % OC, c = oc / (OC / C);
-  __global const float* x = X + xo + (img * C + c) * H * W;
-  __global const float* w = Wt + wo + oc * KH * KW;
-  const float b = has_bias ? Bias[bo + oc] : 0.0f;
+  __global const real_t* x = X + xo + (img * C + c) * H * W;
+  __global const real_t* w = Wt + wo + oc * KH * KW;
+  const float b = has_bias ? LD(Bias, bo + oc) : 0.0f;
   float acc[4] = {b, b, b, b};
   for (int kh = 0; kh < KH; ++kh) {
     int ih = oh * sh - ph + kh * dh;
     if (ih < 0 || ih >= H) continue;
     for (int kw = 0; kw < KW; ++kw) {
-      float wv = w[kh * KW + kw];
+      float wv = LD(w, kh * KW + kw);
       for (int j = 0; j < 4; ++j) {
         int iw = (ow0 + j) * sw - pw + kw * dw;
-        if (iw >= 0 && iw < W) acc[j] += wv * x[ih * W + iw];
+        if (iw >= 0 && iw < W) acc[j] += wv * LD(x, ih * W + iw);
       }
     }
   }
   const int y0 = ((img * OC + oc) * OH + oh) * OW + ow0;
-  for (int j = 0; j < 4 && ow0 + j < OW; ++j) Y[yo + y0 + j] = EPI(acc[j], y0 + j);
+  for (int j = 0; j < 4 && ow0 + j < OW; ++j) ST(Y, yo + y0 + j, EPI(acc[j], y0 + j));
 }
 
 // Transposed convolution (weight [C, OC/groups, KH, KW]) as a gather: output
 // pixel (oh, ow) sums input pixels ih with ih*sh - ph + kh*dh == oh. A
 // work-item computes 4 output channels of one group at one pixel, reading
 // each input value once for all 4.
-__kernel void conv_transpose2d(__global const float* X, int xo, __global const float* Wt, int wo,
-                               __global const float* Bias, int bo, __global float* Y, int yo, int has_bias,
+__kernel void conv_transpose2d(__global const real_t* X, int xo, __global const real_t* Wt, int wo,
+                               __global const real_t* Bias, int bo, __global real_t* Y, int yo, int has_bias,
                                int C, int H, int W, int OC, int OH, int OW, int KH, int KW, int sh, int sw,
                                int ph, int pw, int dh, int dw, int groups) {
   const int ow = get_global_id(0), oh = get_global_id(1), z = get_global_id(2);
@@ -57,17 +57,17 @@ __kernel void conv_transpose2d(__global const float* X, int xo, __global const f
       int iw = tw / sw;
       for (int ic = 0; ic < ICg; ++ic) {
         int c = g * ICg + ic;
-        float xv = X[xo + ((img * C + c) * H + ih) * W + iw];
-        __global const float* w = Wt + wo + ((c * OCg + oc0) * KH + kh) * KW + kw;
+        float xv = LD(X, xo + ((img * C + c) * H + ih) * W + iw);
+        __global const real_t* w = Wt + wo + ((c * OCg + oc0) * KH + kh) * KW + kw;
         for (int j = 0; j < 4; ++j)
-          if (j < nb) acc[j] += xv * w[j * KH * KW];
+          if (j < nb) acc[j] += xv * LD(w, j * KH * KW);
       }
     }
   }
   for (int j = 0; j < nb; ++j) {
     int oc = g * OCg + oc0 + j;
-    float b = has_bias ? Bias[bo + oc] : 0.0f;
-    Y[yo + ((img * OC + oc) * OH + oh) * OW + ow] = acc[j] + b;
+    float b = has_bias ? LD(Bias, bo + oc) : 0.0f;
+    ST(Y, yo + ((img * OC + oc) * OH + oh) * OW + ow, acc[j] + b);
   }
 }
 
@@ -75,8 +75,8 @@ __kernel void conv_transpose2d(__global const float* X, int xo, __global const f
 // computes the convolution at each window position (recomputing where
 // windows overlap) and keeps the max of the epilogue's values; positions
 // outside the conv output (pool padding) never win.
-__kernel void conv2d_maxpool(__global const float* X, int xo, __global const float* Wt, int wo,
-                             __global const float* Bias, int bo, __global float* Y, int yo, int has_bias, int C,
+__kernel void conv2d_maxpool(__global const real_t* X, int xo, __global const real_t* Wt, int wo,
+                             __global const real_t* Bias, int bo, __global real_t* Y, int yo, int has_bias, int C,
                              int H, int W, int OC, int OH, int OW, int KH, int KW, int sh, int sw, int ph, int pw,
                              int dh, int dw, int groups, int PH, int PW, int PKH, int PKW, int psh, int psw,
                              int pph, int ppw, int pdh, int pdw, int total EPI_PARAMS) {
@@ -84,9 +84,9 @@ __kernel void conv2d_maxpool(__global const float* X, int xo, __global const flo
   if (i >= total) return;
   const int px = i % PW, py = (i / PW) % PH, oc = (i / (PW * PH)) % OC, img = i / (PW * PH * OC);
   const int ICg = C / groups, OCg = OC / groups, g = oc / OCg;
-  __global const float* x = X + xo + (img * C + g * ICg) * H * W;
-  __global const float* w = Wt + wo + oc * ICg * KH * KW;
-  const float b = has_bias ? Bias[bo + oc] : 0.0f;
+  __global const real_t* x = X + xo + (img * C + g * ICg) * H * W;
+  __global const real_t* w = Wt + wo + oc * ICg * KH * KW;
+  const float b = has_bias ? LD(Bias, bo + oc) : 0.0f;
   float best = -INFINITY;
   for (int pkh = 0; pkh < PKH; ++pkh) {
     const int oh = py * psh - pph + pkh * pdh;
@@ -101,11 +101,11 @@ __kernel void conv2d_maxpool(__global const float* X, int xo, __global const flo
           if (ih < 0 || ih >= H) continue;
           for (int kw = 0; kw < KW; ++kw) {
             const int iw = ow * sw - pw + kw * dw;
-            if (iw >= 0 && iw < W) acc += w[(ic * KH + kh) * KW + kw] * x[(ic * H + ih) * W + iw];
+            if (iw >= 0 && iw < W) acc += LD(w, (ic * KH + kh) * KW + kw) * LD(x, (ic * H + ih) * W + iw);
           }
         }
       best = fmax(best, EPI(acc, i));
     }
   }
-  Y[yo + i] = best;
+  ST(Y, yo + i, best);
 }

@@ -27,8 +27,8 @@
 #define TAPS (KH * KW)
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void conv2d_maxpool_tiled(
-    __global const float* X, int xo, __global const float* Wt, int wo, __global const float* Bias, int bo,
-    __global float* Y, int yo, int has_bias, int C, int H, int W, int OC, int OH, int OW, int ph, int pw, int groups,
+    __global const real_t* X, int xo, __global const real_t* Wt, int wo, __global const real_t* Bias, int bo,
+    __global real_t* Y, int yo, int has_bias, int C, int H, int W, int OC, int OH, int OW, int ph, int pw, int groups,
     int PH, int PW, int pph, int ppw, int oc_blocks EPI_PARAMS) {
   __local float4 lm4[LOCAL_FLOATS / 4];
   __local float* lm = (__local float*)lm4;
@@ -41,8 +41,8 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void conv2d_maxpool_til
   const int py0 = get_group_id(1) * TPH, px0 = get_group_id(0) * TPW;
   const int cy0 = py0 * PSH - pph, cx0 = px0 * PSW - ppw;  // conv pixel at region (0, 0)
   const int iy0 = cy0 * SH - ph, ix0 = cx0 * SW - pw;      // input pixel at patch (0, 0)
-  __global const float* x = X + xo + (img * C + g * ICg) * H * W;
-  __global const float* w = Wt + wo + oc_base * ICg * TAPS;
+  __global const real_t* x = X + xo + (img * C + g * ICg) * H * W;
+  __global const real_t* w = Wt + wo + oc_base * ICg * TAPS;
 
   const int oc0 = (lid / SLICE_ITEMS) * ROC, t = lid % SLICE_ITEMS;
   int base[RPX];  // each conv pixel's word in the staged channel (phase 0, tap 0)
@@ -64,7 +64,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void conv2d_maxpool_til
       const int lx = e % IRW, ly = (e / IRW) % IRH, c = e / (IRW * IRH);
       const int iy = iy0 + ly, ix = ix0 + lx;
       float v = 0.0f;
-      if (iy >= 0 && iy < H && ix >= 0 && ix < W) v = x[((c0 + c) * H + iy) * W + ix];
+      if (iy >= 0 && iy < H && ix >= 0 && ix < W) v = LD(x, ((c0 + c) * H + iy) * W + ix);
       xl[c * ICS + ly * (SW * IPW) + (lx % SW) * IPW + lx / SW] = v;
     }
     // Weights: groups of 32 items take 4 taps x 8 channels (reads of 16
@@ -73,7 +73,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void conv2d_maxpool_til
     for (int e = lid; e < kblocks * 4 * OCB; e += WG) {
       const int b32 = e / 32, k = (b32 % kblocks) * 4 + e % 4, o = (b32 / kblocks) * 8 + (e / 4) % 8;
       if (k >= cn * TAPS) continue;
-      wl[k * WP + o] = o < oc_n ? w[(o * ICg + c0) * TAPS + k] : 0.0f;
+      wl[k * WP + o] = o < oc_n ? LD(w, (o * ICg + c0) * TAPS + k) : 0.0f;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int c = 0; c < cn; ++c) {
@@ -105,7 +105,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void conv2d_maxpool_til
   barrier(CLK_LOCAL_MEM_FENCE);
   float bias[ROC];
 #pragma unroll
-  for (int r = 0; r < ROC; ++r) bias[r] = has_bias && oc0 + r < oc_n ? Bias[bo + oc_base + oc0 + r] : 0.0f;
+  for (int r = 0; r < ROC; ++r) bias[r] = has_bias && oc0 + r < oc_n ? LD(Bias, bo + oc_base + oc0 + r) : 0.0f;
 #pragma unroll
   for (int j = 0; j < RPX; ++j) {
     const int p = t + j * SLICE_ITEMS;
@@ -128,6 +128,6 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void conv2d_maxpool_til
     for (int pkh = 0; pkh < PKH; ++pkh)
 #pragma unroll
       for (int pkw = 0; pkw < PKW; ++pkw) best = fmax(best, v[pkh * PDH * CRW + pkw * PDW]);
-    Y[yo + ((img * OC + oc_base + o) * PH + py) * PW + px] = best;
+    ST(Y, yo + ((img * OC + oc_base + o) * PH + py) * PW + px, best);
   }
 }

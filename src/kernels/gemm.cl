@@ -151,7 +151,7 @@
 // A[ao + batch offset + m*a_sm + k*a_sk]; likewise B and C. Y is contiguous
 // MxN per batch. has_c = 0 ignores C.
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
-void gemm(__global const float* A, __global const float* B, __global const float* C, __global float* Y,
+void gemm(__global const real_t* A, __global const real_t* B, __global const real_t* C, __global real_t* Y,
           GemmParams gp EPI_PARAMS) {
   GEMM_PARAMS(gp)
   GEMM_LOCALS
@@ -166,8 +166,8 @@ void gemm(__global const float* A, __global const float* B, __global const float
   A += ao + strided_offset(z, batch, a_sb);
   B += bo + strided_offset(z, batch, b_sb);
   C += co + strided_offset(z, batch, c_sb);
-#define GEMM_A(m, k) A[(m) * a_sm + (k) * a_sk]
-#define GEMM_B(k, n) B[(k) * b_sk + (n) * b_sn]
+#define GEMM_A(m, k) LD(A, (m) * a_sm + (k) * a_sk)
+#define GEMM_B(k, n) LD(B, (k) * b_sk + (n) * b_sn)
   GEMM_MAIN_LOOP(GEMM_A, GEMM_B, a_sk == 1, b_sn == 1)
   const int y0 = z * M * N;
   for (int i = 0; i < WPTM; ++i) {
@@ -178,12 +178,12 @@ void gemm(__global const float* A, __global const float* B, __global const float
       if (n >= N) continue;
 #ifdef SPLITK
       float v = alpha * acc[i][j];
-      if (has_c && kbeg == 0) v += beta * C[m * c_sm + n * c_sn];
+      if (has_c && kbeg == 0) v += beta * LD(C, m * c_sm + n * c_sn);
       split_add(Y + yo + y0 + m * N + n, v);
 #else
       float v = alpha * acc[i][j];
-      if (has_c) v += beta * C[m * c_sm + n * c_sn];
-      Y[yo + y0 + m * N + n] = EPI(v, y0 + m * N + n);
+      if (has_c) v += beta * LD(C, m * c_sm + n * c_sn);
+      ST(Y, yo + y0 + m * N + n, EPI(v, y0 + m * N + n));
 #endif
     }
   }
@@ -202,7 +202,7 @@ void gemm(__global const float* A, __global const float* B, __global const float
 // position): n = 4 * pooled + 2 * wy + wx, so the four columns of a float4
 // group are one window, which its work-item reduces at the store.
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
-void conv2d_gemm(__global const float* X, __global const float* Wt, __global const float* Bias, __global float* Y,
+void conv2d_gemm(__global const real_t* X, __global const real_t* Wt, __global const real_t* Bias, __global real_t* Y,
                  ConvParams cp EPI_PARAMS) {
   CONV_PARAMS(cp)
   GEMM_LOCALS
@@ -224,8 +224,8 @@ void conv2d_gemm(__global const float* X, __global const float* Wt, __global con
 #else
   const int kbeg = 0, kend = K;
 #endif
-  __global const float* wg = Wt + wo + g * OCg * K;
-  __global const float* xg = X + xo + (img * C + g * ICg) * H * W;
+  __global const real_t* wg = Wt + wo + g * OCg * K;
+  __global const real_t* xg = X + xo + (img * C + g * ICg) * H * W;
   // B loader state: pixel nb = tid % TILE_N, rows kb_r = tid / TILE_N + r * (256 / TILE_N).
   const int nb = tid % TILE_N, p = n0 + nb;
 #ifdef POOL2
@@ -250,14 +250,14 @@ void conv2d_gemm(__global const float* X, __global const float* Wt, __global con
 #define CONV_LOAD_A(k0)                                                  \
   for (int r = 0; r < WPTM; ++r) {                                       \
     GEMM_A_COORD(r, m, k, 1)                                             \
-    ra[r] = (m0 + m < M && (k0) + k < kend) ? wg[(m0 + m) * K + (k0) + k] : 0.0f; \
+    ra[r] = (m0 + m < M && (k0) + k < kend) ? LD(wg, (m0 + m) * K + (k0) + k) : 0.0f; \
   }
 #define CONV_LOAD_B(k0)                                                                   \
   for (int r = 0; r < WPTN; ++r) {                                                        \
     int ih = ih0 + t_kh[r] * dh, iw = iw0 + t_kw[r] * dw;                                 \
     bool in = p_in && (k0) + tid / TILE_N + r * (256 / TILE_N) < kend && ih >= 0 && ih < H && \
               iw >= 0 && iw < W;                                                          \
-    rb[r] = in ? xg[(t_ic[r] * H + ih) * W + iw] : 0.0f;                                  \
+    rb[r] = in ? LD(xg, (t_ic[r] * H + ih) * W + iw) : 0.0f;                                  \
     t_kw[r] += s_kw;                                                                      \
     if (t_kw[r] >= KW) t_kw[r] -= KW, ++t_kh[r];                                          \
     t_kh[r] += s_kh;                                                                      \
@@ -285,7 +285,7 @@ void conv2d_gemm(__global const float* X, __global const float* Wt, __global con
   for (int i = 0; i < WPTM; ++i) {
     int m = m0 + ROW(i);
     if (m >= M) continue;
-    float bias = has_bias ? Bias[bo + g * OCg + m] : 0.0f;
+    float bias = has_bias ? LD(Bias, bo + g * OCg + m) : 0.0f;
     for (int j4 = 0; j4 < WPTN / 4; ++j4) {
       int q = n0 + COL(4 * j4);  // a multiple of 4: one window
       if (q >= N) continue;
@@ -294,7 +294,7 @@ void conv2d_gemm(__global const float* X, __global const float* Wt, __global con
       for (int c = 0; c < 4; ++c)
         if (py * 2 + (c >> 1) < OH && px * 2 + (c & 1) < OW)
           best = fmax(best, EPI(acc[i][4 * j4 + c] + bias, y0 + m * PH * PW + pooled));
-      Y[yo + y0 + m * PH * PW + pooled] = best;
+      ST(Y, yo + y0 + m * PH * PW + pooled, best);
     }
   }
 #elif defined(SPLITK)
@@ -302,7 +302,7 @@ void conv2d_gemm(__global const float* X, __global const float* Wt, __global con
   for (int i = 0; i < WPTM; ++i) {
     int m = m0 + ROW(i);
     if (m >= M) continue;
-    float bias = has_bias && kbeg == 0 ? Bias[bo + g * OCg + m] : 0.0f;
+    float bias = has_bias && kbeg == 0 ? LD(Bias, bo + g * OCg + m) : 0.0f;
     for (int j = 0; j < WPTN; ++j) {
       int q = n0 + COL(j);
       if (q < N) split_add(Y + yo + y0 + m * N + q, acc[i][j] + bias);
@@ -313,10 +313,10 @@ void conv2d_gemm(__global const float* X, __global const float* Wt, __global con
   for (int i = 0; i < WPTM; ++i) {
     int m = m0 + ROW(i);
     if (m >= M) continue;
-    float bias = has_bias ? Bias[bo + g * OCg + m] : 0.0f;
+    float bias = has_bias ? LD(Bias, bo + g * OCg + m) : 0.0f;
     for (int j = 0; j < WPTN; ++j) {
       int q = n0 + COL(j);
-      if (q < N) Y[yo + y0 + m * N + q] = EPI(acc[i][j] + bias, y0 + m * N + q);
+      if (q < N) ST(Y, yo + y0 + m * N + q, EPI(acc[i][j] + bias, y0 + m * N + q));
     }
   }
 #endif
@@ -324,48 +324,48 @@ void conv2d_gemm(__global const float* X, __global const float* Wt, __global con
 
 // Split-K's passes around the slices over Y's `total` elements: zeroed
 // before them, the epilogue applied in place after.
-__kernel void splitk_zero(__global float* Y, int yo, int total) {
+__kernel void splitk_zero(__global real_t* Y, int yo, int total) {
   const int i = get_global_id(0);
-  if (i < total) Y[yo + i] = 0.0f;
+  if (i < total) ST(Y, yo + i, 0.0f);
 }
 
-__kernel void splitk_finish(__global float* Y, int yo, int total EPI_PARAMS) {
+__kernel void splitk_finish(__global real_t* Y, int yo, int total EPI_PARAMS) {
   const int i = get_global_id(0);
-  if (i < total) Y[yo + i] = EPI(Y[yo + i], i);
+  if (i < total) ST(Y, yo + i, EPI(LD(Y, yo + i), i));
 }
 
 // Input pixel under tap k = (ic, kh, kw) of output pixel p = (oh, ow).
-inline float conv_tap(__global const float* x, int k, int p, int H, int W, int OW, int KW, int KHW, int sh,
+inline float conv_tap(__global const real_t* x, int k, int p, int H, int W, int OW, int KW, int KHW, int sh,
                       int sw, int ph, int pw, int dh, int dw) {
   int ic = k / KHW, r = k - ic * KHW, kh = r / KW, kw = r - kh * KW;
   int oh = p / OW, ow = p - oh * OW;
   int ih = oh * sh - ph + kh * dh, iw = ow * sw - pw + kw * dw;
-  return (ih >= 0 && ih < H && iw >= 0 && iw < W) ? x[(ic * H + ih) * W + iw] : 0.0f;
+  return (ih >= 0 && ih < H && iw >= 0 && iw < W) ? LD(x, (ic * H + ih) * W + iw) : 0.0f;
 }
 
 // conv2d_gemm with every tap decoded by divisions where it is loaded: the
 // previous session's kernel, kept as the baseline of bench/kernels.
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
-void conv2d_gemm_taps(__global const float* X, __global const float* Wt, __global const float* Bias,
-                      __global float* Y, ConvParams cp EPI_PARAMS) {
+void conv2d_gemm_taps(__global const real_t* X, __global const real_t* Wt, __global const real_t* Bias,
+                      __global real_t* Y, ConvParams cp EPI_PARAMS) {
   CONV_PARAMS(cp)
   GEMM_LOCALS
   const int z = get_group_id(2), img = z / groups, g = z % groups;
   const int ICg = C / groups, OCg = OC / groups;
   const int M = OCg, N = OH * OW, K = ICg * KH * KW, KHW = KH * KW;
-  __global const float* wg = Wt + wo + g * OCg * K;
-  __global const float* xg = X + xo + (img * C + g * ICg) * H * W;
-#define CONV_A(m, k) wg[(m) * K + (k)]
+  __global const real_t* wg = Wt + wo + g * OCg * K;
+  __global const real_t* xg = X + xo + (img * C + g * ICg) * H * W;
+#define CONV_A(m, k) LD(wg, (m) * K + (k))
 #define CONV_B(k, p) conv_tap(xg, k, p, H, W, OW, KW, KHW, sh, sw, ph, pw, dh, dw)
   GEMM_MAIN_LOOP(CONV_A, CONV_B, 1, 1)
   const int y0 = (img * OC + g * OCg) * N;
   for (int i = 0; i < WPTM; ++i) {
     int m = m0 + ROW(i);
     if (m >= M) continue;
-    float bias = has_bias ? Bias[bo + g * OCg + m] : 0.0f;
+    float bias = has_bias ? LD(Bias, bo + g * OCg + m) : 0.0f;
     for (int j = 0; j < WPTN; ++j) {
       int q = n0 + COL(j);
-      if (q < N) Y[yo + y0 + m * N + q] = EPI(acc[i][j] + bias, y0 + m * N + q);
+      if (q < N) ST(Y, yo + y0 + m * N + q, EPI(acc[i][j] + bias, y0 + m * N + q));
     }
   }
 }
@@ -375,29 +375,29 @@ void conv2d_gemm_taps(__global const float* X, __global const float* Wt, __globa
 // a GEMM per (image, group) with M = (oc, kh, kw), N = input pixels, K =
 // input channels of the group, and a scattering store.
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
-void conv_transpose2d_gemm(__global const float* X, int xo, __global const float* Wt, int wo,
-                           __global const float* Bias, int bo, __global float* Y, int yo, int has_bias, int C,
+void conv_transpose2d_gemm(__global const real_t* X, int xo, __global const real_t* Wt, int wo,
+                           __global const real_t* Bias, int bo, __global real_t* Y, int yo, int has_bias, int C,
                            int H, int W, int OC, int KH, int KW, int groups) {
   GEMM_LOCALS
   const int z = get_group_id(2), img = z / groups, g = z % groups;
   const int ICg = C / groups, OCg = OC / groups, KHW = KH * KW;
   const int M = OCg * KHW, N = H * W, K = ICg, OW = W * KW, OHW = H * KH * OW;
-  __global const float* wg = Wt + wo + g * ICg * M;  // weight [C, OCg, KH, KW]: row k is (oc, kh, kw)
-  __global const float* xg = X + xo + (img * C + g * ICg) * N;
-#define CT_A(m, k) wg[(k) * M + (m)]
-#define CT_B(k, n) xg[(k) * N + (n)]
+  __global const real_t* wg = Wt + wo + g * ICg * M;  // weight [C, OCg, KH, KW]: row k is (oc, kh, kw)
+  __global const real_t* xg = X + xo + (img * C + g * ICg) * N;
+#define CT_A(m, k) LD(wg, (k) * M + (m))
+#define CT_B(k, n) LD(xg, (k) * N + (n))
   GEMM_MAIN_LOOP(CT_A, CT_B, 0, 1)
-  __global float* yg = Y + yo + (img * OC + g * OCg) * OHW;
+  __global real_t* yg = Y + yo + (img * OC + g * OCg) * OHW;
   for (int i = 0; i < WPTM; ++i) {
     int m = m0 + ROW(i);
     if (m >= M) continue;
     int oc = m / KHW, r = m - oc * KHW, kh = r / KW, kw = r - kh * KW;
-    float bias = has_bias ? Bias[bo + g * OCg + oc] : 0.0f;
+    float bias = has_bias ? LD(Bias, bo + g * OCg + oc) : 0.0f;
     for (int j = 0; j < WPTN; ++j) {
       int n = n0 + COL(j);
       if (n >= N) continue;
       int ih = n / W, iw = n - ih * W;
-      yg[oc * OHW + (ih * KH + kh) * OW + iw * KW + kw] = acc[i][j] + bias;
+      ST(yg, oc * OHW + (ih * KH + kh) * OW + iw * KW + kw, acc[i][j] + bias);
     }
   }
 }
@@ -408,15 +408,15 @@ void conv_transpose2d_gemm(__global const float* X, int xo, __global const float
 // gemm; Y contiguous, O outputs per batch.
 #define GV 64
 __kernel __attribute__((reqd_work_group_size(GV, 1, 1)))
-void gemv(__global const float* Mat, int mo, __global const float* Vec, int vo, __global const float* C, int co,
-          __global float* Y, int yo, int O, int K, int m_so, int m_sk, int v_sk, int c_so, int has_c, float alpha,
+void gemv(__global const real_t* Mat, int mo, __global const real_t* Vec, int vo, __global const real_t* C, int co,
+          __global real_t* Y, int yo, int O, int K, int m_so, int m_sk, int v_sk, int c_so, int has_c, float alpha,
           float beta, Dims batch, Dims m_sb, Dims v_sb, Dims c_sb EPI_PARAMS) {
   __local float s[GV];
   const int o = get_group_id(0), z = get_group_id(1), l = get_local_id(0);
-  __global const float* row = Mat + mo + strided_offset(z, batch, m_sb) + o * m_so;
-  __global const float* v = Vec + vo + strided_offset(z, batch, v_sb);
+  __global const real_t* row = Mat + mo + strided_offset(z, batch, m_sb) + o * m_so;
+  __global const real_t* v = Vec + vo + strided_offset(z, batch, v_sb);
   float a = 0.0f;
-  for (int k = l; k < K; k += GV) a += row[k * m_sk] * v[k * v_sk];
+  for (int k = l; k < K; k += GV) a += LD(row, k * m_sk) * LD(v, k * v_sk);
   s[l] = a;
   barrier(CLK_LOCAL_MEM_FENCE);
   for (int h = GV / 2; h > 0; h >>= 1) {
@@ -425,7 +425,7 @@ void gemv(__global const float* Mat, int mo, __global const float* Vec, int vo, 
   }
   if (l == 0) {
     float y = alpha * s[0];
-    if (has_c) y += beta * C[co + strided_offset(z, batch, c_sb) + o * c_so];
-    Y[yo + z * O + o] = EPI(y, z * O + o);
+    if (has_c) y += beta * LD(C, co + strided_offset(z, batch, c_sb) + o * c_so);
+    ST(Y, yo + z * O + o, EPI(y, z * O + o));
   }
 }

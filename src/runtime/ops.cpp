@@ -167,7 +167,8 @@ void NodeBuilder::set_raw(Launch& l, cl_uint& index, size_t size, const void* va
 bool half_kernel_file(const std::string& file) {
   static const char* const converted[] = {"elementwise.cl", "shape.cl",       "pool.cl",       "reduce.cl",
                                           "norm.cl",        "fused.cl",       "cpu_conv.cl",   "cpu_gemm.cl",
-                                          "cpu_depthwise.cl", "cpu_winograd.cl", "texture_ops.cl", "texture_conv.cl"};
+                                          "cpu_depthwise.cl", "cpu_winograd.cl", "texture_ops.cl", "texture_conv.cl",
+                                          "gemm.cl",        "conv.cl",        "conv_maxpool.cl"};
   return std::find(std::begin(converted), std::end(converted), file) != std::end(converted);
 }
 

@@ -365,6 +365,7 @@ Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int6
 // work-groups) on it, and GoogLeNet ran 7-30% slower in two calls.
 std::optional<WinogradShape> winograd_shape(const NodeBuilder& b, const ConvGeometry& g) {
   if (g.KH != 3 || g.KW != 3 || g.sh != 1 || g.sw != 1 || g.dh != 1 || g.dw != 1 || g.groups != 1) return std::nullopt;
+  if (b.half) return std::nullopt;  // conv_winograd.cl has no half-storage form: the direct kernels run
   const HostTensor* weights = b.constant(1);
   if (!weights || weights->dtype != DataType::Float32) return std::nullopt;  // packed at load: constant only
   if (forced().taps || forced().tiles) return std::nullopt;
@@ -505,7 +506,8 @@ namespace {
 // always runs as a separate pass: it reads its operands at Y's index only,
 // and (Y over none of them) they still hold the same values after the slices.
 bool split_k_allowed(const NodeBuilder& b, int64_t K, int64_t total, const FusedTail& tail) {
-  return K >= 2 * kTK && total <= INT32_MAX && (!output_overlaps_input(b) || tail.residual);
+  // Half storage: the slices' atomic adds (split_add) work on fp32 words.
+  return !b.half && K >= 2 * kTK && total <= INT32_MAX && (!output_overlaps_input(b) || tail.residual);
 }
 
 // "kernel 1,2,3": a tuning cache key.
