@@ -303,6 +303,8 @@ struct Cut {
   std::vector<int> outputs;
 };
 
+constexpr int kLateStarts = 2;
+
 std::vector<Cut> cuts(const Graph& g, size_t max_outputs) {
   std::vector<Cut> out;
   std::vector<int> last_read(g.tensors.size(), -1);
@@ -315,16 +317,19 @@ std::vector<Cut> cuts(const Graph& g, size_t max_outputs) {
     // Nodes of an earlier segment's patches stay as they are.
     int limit = begin;
     while (limit < n && patchable(g, g.nodes[limit]) && g.nodes[limit].name.find("@patch") == std::string::npos) ++limit;
-    for (int end = begin + 1; end <= limit; ++end) {
-      Cut c;
-      c.begin = begin, c.end = end;
-      for (int k = begin; k < end; ++k) {
-        const int t = single_output(g.nodes[k]);
-        if (t >= 0 && last_read[t] >= end) c.outputs.push_back(t);
+    // Also a node or two into the run: a stem that shrinks the image
+    // (ShuffleNet's conv and pool) may be better run whole, its input freed.
+    for (int first = begin; first < std::min(limit, begin + kLateStarts + 1); ++first)
+      for (int end = first + 1; end <= limit; ++end) {
+        Cut c;
+        c.begin = first, c.end = end;
+        for (int k = first; k < end; ++k) {
+          const int t = single_output(g.nodes[k]);
+          if (t >= 0 && last_read[t] >= end) c.outputs.push_back(t);
+        }
+        if (c.outputs.empty() || c.outputs.size() > max_outputs) continue;
+        out.push_back(std::move(c));
       }
-      if (c.outputs.empty() || c.outputs.size() > max_outputs) continue;
-      out.push_back(std::move(c));
-    }
     begin = limit + 1;
   }
   return out;
@@ -413,6 +418,11 @@ int64_t patch_in_place(Graph& g, const Cut& c, int rows, int cols, int round) {
       for (size_t pos = 0; pos < n.inputs.size(); ++pos)
         if (activation(g, n.inputs[pos])) m.inputs[pos] = source(n.inputs[pos], input_region(g, n, pos, r));
       if (is_conv(n.op_type) || is_pool(n.op_type)) window_input(g, n, r, &m);
+      // A Concat writes its inputs' bytes in place only where they are this
+      // patch's own tensors: a segment input read whole is every patch's.
+      if (n.op_type == "Concat")
+        for (int t : m.inputs)
+          if (t >= 0 && size_t(t) < nt) m.attrs.erase("texplan_elided");
       local[y] = add_activation(g, g.tensors[y], g.tensors[y].name + suffix, r);
       m.outputs = {local[y]};
       nodes.push_back(std::move(m));
