@@ -51,6 +51,15 @@ void need_one_of(const std::string& value, const std::vector<std::string>& allow
   throw BadArgument(what + ": '" + value + "': give one of " + list);
 }
 
+// off, auto or RxC (optimize/patch.h), as ValueError otherwise.
+void need_patch(const std::string& patch, const std::string& what) {
+  try {
+    parse_patch(patch);
+  } catch (const Error& e) {
+    throw BadArgument(what + ": " + e.what());
+  }
+}
+
 void need_texture_mode(const std::string& textures) {
   need_one_of(textures, {"none", "auto", "pools", "views"}, "textures");
 }
@@ -192,12 +201,15 @@ void need_shape(const InputSignature& sig, const Shape& shape, const std::string
 class PySession {
  public:
   PySession(const std::string& path, const std::string& device_spec, const std::string& strategy,
-            const std::string& textures, ImportOptions shapes, size_t cache_size)
+            const std::string& textures, ImportOptions shapes, size_t cache_size, const std::string& patch,
+            runtime::Precision precision)
       : strategy_(strategy) {
     device_ = runtime::open_device(device_spec);
     CompileOptions o;
     o.strategy = strategy;
     o.textures = textures;
+    o.patch = patch;
+    o.session.precision = precision;
     session_ = std::make_unique<ModelSession>(path, device_, o, shapes, cache_size);
     model_ = session_->model_name();
     for (const auto& i : session_->inputs()) inputs_.push_back({i.name, i.dims, i.dtype});
@@ -288,8 +300,10 @@ PYBIND11_MODULE(_texplan, m) {
   m.def(
       "plan",
       [](const std::string& path, const std::string& strategy, const std::string& target, const std::string& textures,
-         bool tensors) {
+         bool tensors, const std::string& patch, const std::string& precision) {
         need_existing(path, "plan");
+        need_patch(patch, "plan: patch");
+        need_one_of(precision, {"fp32", "tf32", "fp16"}, "plan: precision");
         if (strategy != "all") {
           std::vector<std::string> names = plan::strategy_names();
           if (std::find(names.begin(), names.end(), "best") == names.end()) names.push_back("best");
@@ -304,6 +318,8 @@ PYBIND11_MODULE(_texplan, m) {
           if (strategy != "all") opt.strategies = {strategy};
           opt.textures = parse_texture_mode(textures);
           opt.include_tensors = tensors;
+          opt.patch = patch;
+          opt.float_storage = runtime::float_storage(runtime::parse_precision(precision));
           r = cli::plan_model(path, dev, opt);
           if (r["strategies"].size() == 1) {  // the chosen plan's numbers at the top
             const auto& s = r["strategies"][0];
@@ -316,11 +332,12 @@ PYBIND11_MODULE(_texplan, m) {
         return to_python(r);
       },
       py::arg("path"), py::arg("strategy") = "best", py::arg("target") = "pocl", py::arg("textures") = "none",
-      py::arg("tensors") = true,
+      py::arg("tensors") = true, py::arg("patch") = "off", py::arg("precision") = "fp32",
       "Plans the activation memory of a model (.onnx file or model folder) and returns the report as a dict "
       "(the JSON of `texplan plan --json`, docs/plan-json.md). strategy: a name or 'all'; target: pocl, h100, "
       "adreno, a profile .json path, or opencl; textures: none, auto, pools or views (docs/strategies.md); tensors: "
-      "include per-tensor placements.");
+      "include per-tensor placements; patch: off, auto or a grid 'RxC': the first stages run patch by patch "
+      "(docs/patching.md).");
 
   m.def(
       "timeline",
@@ -392,9 +409,12 @@ PYBIND11_MODULE(_texplan, m) {
                         "dims={'batch': 1} or input_shapes={'input': (1, 3, 224, 224)} fix dimensions for all.")
       .def(py::init([](const std::string& path, const std::string& device, const std::string& strategy,
                        const std::string& textures, const std::map<std::string, int64_t>& dims,
-                       const std::map<std::string, std::vector<int64_t>>& input_shapes, int64_t cache_size) {
+                       const std::map<std::string, std::vector<int64_t>>& input_shapes, int64_t cache_size,
+                       const std::string& patch, const std::string& precision) {
              need_existing(path, "Session");
              need_texture_mode(textures);
+             need_patch(patch, "Session: patch");
+             need_one_of(precision, {"fp32", "tf32", "fp16"}, "Session: precision");
              if (cache_size < 1) throw BadArgument("Session: cache_size must be at least 1");
              ImportOptions shapes;
              for (const auto& [k, v] : dims) {
@@ -403,11 +423,13 @@ PYBIND11_MODULE(_texplan, m) {
              }
              for (const auto& [k, v] : input_shapes) shapes.input_shapes[k] = v;
              py::gil_scoped_release release;
-             return std::make_unique<PySession>(path, device, strategy, textures, std::move(shapes), size_t(cache_size));
+             return std::make_unique<PySession>(path, device, strategy, textures, std::move(shapes), size_t(cache_size),
+                                                patch, runtime::parse_precision(precision));
            }),
            py::arg("path"), py::arg("device") = "pocl", py::arg("strategy") = "best", py::arg("textures") = "none",
            py::arg("dims") = std::map<std::string, int64_t>{},
-           py::arg("input_shapes") = std::map<std::string, std::vector<int64_t>>{}, py::arg("cache_size") = 4)
+           py::arg("input_shapes") = std::map<std::string, std::vector<int64_t>>{}, py::arg("cache_size") = 4,
+           py::arg("patch") = "off", py::arg("precision") = "fp32")
       .def("run", &PySession::run, py::arg("inputs"),
            "Runs the model. inputs: {name: array} or a list in input order; each numpy array must have its "
            "input's dtype (TypeError otherwise: no silent cast) and a shape that fits it (ValueError). Returns "

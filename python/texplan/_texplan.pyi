@@ -40,6 +40,7 @@ class Session:
         input_shapes: Mapping[str, Sequence[int]] = ...,
         cache_size: int = 4,
         precision: str = "fp32",
+        patch: str = "off",
     ) -> None: ...
     def run(self, inputs: Union[Mapping[str, npt.ArrayLike], Sequence[npt.ArrayLike]]) -> Dict[str, np.ndarray]:
         """Runs the model: {output name: numpy array}; inputs must have the model's dtypes (TypeError) and
@@ -89,7 +90,13 @@ class Session:
         """the cached specializations, most recently used first"""
 
 def plan(
-    path: str, strategy: str = "best", target: str = "pocl", textures: str = "none", tensors: bool = True
+    path: str,
+    strategy: str = "best",
+    target: str = "pocl",
+    textures: str = "none",
+    tensors: bool = True,
+    patch: str = "off",
+    precision: str = "fp32",
 ) -> Dict[str, Any]:
     """Plans the activation memory of a model and returns the report of `texplan plan --json` as a dict."""
 
