@@ -414,4 +414,33 @@ TEST(TextureBoundReport, BothBoundsAndViewsAtTheBufferBound) {
   EXPECT_LE(views, pools);
 }
 
+// Every zoo model on the Adreno profile: texture-views within 5% of the
+// buffer-only bound and never above tvm-texture-pools.
+class ZooTextureBound : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ZooTextureBound, ViewsWithinFivePercentOfTheBufferBoundAndNotAbovePools) {
+  if (!fs::is_directory(zoo(GetParam()))) GTEST_SKIP() << "no model zoo at " << TEXPLAN_MODELS_DIR;
+  const plan::DeviceProfile adreno = plan::DeviceProfile::load("adreno");
+  cli::PlanOptions opt;
+  opt.include_tensors = false;
+  opt.optimization_shares = false;
+  opt.textures = TextureMode::Auto;
+  opt.strategies = {"texture-views"};
+  const cli::json views = cli::plan_model(zoo(GetParam()).string(), adreno, opt);
+  opt.textures = TextureMode::Pools;
+  opt.strategies = {"tvm-texture-pools"};
+  const cli::json pools = cli::plan_model(zoo(GetParam()).string(), adreno, opt);
+  const int64_t buffer_bound = views["buffer_lower_bound_bytes"];
+  const int64_t v = views["strategies"][0]["total_bytes"], p = pools["strategies"][0]["total_bytes"];
+  EXPECT_TRUE(views["strategies"][0]["valid"].get<bool>());
+  EXPECT_LE(double(views["texture_lower_bound_bytes"].get<int64_t>()), 1.05 * double(buffer_bound));
+  EXPECT_LE(double(v), 1.05 * double(buffer_bound));
+  EXPECT_LE(v, p);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, ZooTextureBound,
+                         ::testing::Values("squeezenet1_1", "mobilenet_v2", "shufflenet_v2_x1_0", "efficientnet_b0",
+                                           "unet_small", "bert_mini", "resnet18", "resnet50", "googlenet",
+                                           "densenet121", "mnasnet1_0", "vgg16"));
+
 }  // namespace
