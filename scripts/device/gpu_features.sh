@@ -6,8 +6,9 @@
 #   1. export_current.sh exports the zoo (opset 20, weights; EXPORT=0 skips, reusing /tmp/current)
 #   2. per static zoo model, on the GPU: fp32, fp16, --textures views, --patch auto,
 #      fp16 + --patch auto, each `run --check --bench 20`; then one `--guard` run per feature
-#   3. the test binaries packed in .dev/bin (test_*), with TEXPLAN_TEST_DEVICE=gpu
+#   3. the test binaries packed in .dev/bin (test_*), with TEXPLAN_TEST_DEVICE=gpu (TESTS=0 skips)
 #   scripts/device/gpu_features.sh [MODEL ...]      (default: every static zoo export)
+# A warm machine keeps /tmp/current: split the models over calls with EXPORT=0 after the first.
 # Results: $OUT/features.txt (one line per run: rc, latency, rel error, bytes) and
 # $OUT/tests.txt (each test binary's summary).
 set -uo pipefail
@@ -19,7 +20,7 @@ if [[ ${EXPORT:-1} != 0 ]]; then
     scripts/device/export_current.sh .exp/export_models.py "$D" >"$D.export.log" 2>&1
   tail -2 "$D.export.log"
 fi
-R=$OUT/features.txt; : >"$R"
+R=$OUT/features.txt
 line() {  # LABEL CMD...: one line with the exit code, latency, error, activation bytes
   local label=$1; shift
   local out; out=$(timeout 300 "$@" 2>&1); local rc=$?
@@ -37,7 +38,8 @@ for m in $models; do
   line "$m fp16+patch" texplan run "$d" --device gpu --check --bench 20 --precision fp16 --patch auto
   line "$m guard" texplan run "$d" --device gpu --check --guard --precision fp16 --patch auto --textures views
 done
-T=$OUT/tests.txt; : >"$T"
+[[ ${TESTS:-1} == 0 ]] && exit 0
+T=$OUT/tests.txt
 for t in .dev/bin/test_*; do
   [[ -x $t ]] || continue
   echo "== $(basename "$t"): $(TEXPLAN_TEST_DEVICE=gpu timeout 300 "$t" 2>&1 | grep -E '^\[  (PASSED|FAILED) |tests? ran|FAILED TEST' | tr '\n' ' ')" | tee -a "$T"
