@@ -36,7 +36,7 @@ TEST(CliPrecision, Tf32WithoutTensorCoresWarnsAndRunsExactFp32) {
   EXPECT_EQ(plain.out.find("warning"), std::string::npos) << plain.out;
   EXPECT_NE(plain.out.find("precision   fp32 (exact)"), std::string::npos) << plain.out;
 
-  auto bad = cli("run " + kModel + " --precision fp16");
+  auto bad = cli("run " + kModel + " --precision fp8");  // fp16 is storage precision (test_fp16.cpp)
   EXPECT_NE(bad.code, 0);
   EXPECT_NE(bad.out.find("--precision"), std::string::npos) << bad.out;
 }
