@@ -257,6 +257,9 @@ TEST(Fp16, CliChecksAtOneInAHundredAndSaysSo) {
   EXPECT_NE(r.out.find("tolerance 1.00e-02, fp16"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("precision   fp16"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("guard       clean"), std::string::npos) << r.out;
+  const test::ShellResult d =
+      test::sh(std::string(TEXPLAN_CLI) + " run " + model + " --precision fp16 --io device --check");  // DeviceTensors
+  EXPECT_EQ(d.code, 0) << d.out;
   const test::ShellResult p = test::sh(std::string(TEXPLAN_CLI) + " plan " + model + " --precision fp16 --json -", false);
   EXPECT_EQ(p.code, 0) << p.out;
   EXPECT_NE(p.out.find("\"precision\": \"fp16\""), std::string::npos);

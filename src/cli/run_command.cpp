@@ -550,7 +550,8 @@ int run_command(const RunArgs& a) {
               << "x the buffer-only lower bound " << human_bytes(buffer_lower_bound) << "\n";
   std::cout << "optimized   " << optimized.nodes_before << " -> " << optimized.nodes_after << " nodes, lower bound "
             << human_bytes(optimized.raw_lower_bound_bytes) << " as imported -> "
-            << human_bytes(optimized.lower_bound_bytes) << " (order " << optimized.order << ")\n";
+            << human_bytes(optimized.lower_bound_bytes) << " (order " << optimized.order
+            << (precision == runtime::Precision::Fp16 ? "; fp32 bytes, as the graph's tensors" : "") << ")\n";
   if (patched.mode != "off") print_patch_summary(report["patching"], std::cout);
   std::cout << "weights     " << human_bytes(weight_bytes) << "\n";
   if (!fallback.empty()) {
