@@ -6,6 +6,7 @@
 // bytes, and the CLI's defaults (1e-2 tolerance, said on the rel error line).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "import/onnx_import.h"
@@ -13,6 +14,7 @@
 #include "optimize/usage.h"
 #include "pipeline/pipeline.h"
 #include "plan/memory_plan.h"
+#include "runtime/cpu_executor.h"
 #include "runtime/ops.h"
 #include "runtime/optimize_for_device.h"
 #include "runtime/session.h"
@@ -146,6 +148,79 @@ TEST(Fp16, GpuKernelsWithinHalfPrecision) {
     const test::OneNode one = test::one_node(c.node, "fp16", 17, 9);
     EXPECT_LE(rel_error(run_half(one), one.want), 1e-2) << c.what;
   }
+}
+
+// Textures as CL_HALF_FLOAT images: texture pools, and views (image1d_buffer
+// over the arena on PoCL), in both layouts, guarded: conv -> depthwise conv
+// -> Relu -> conv, against the fp32 CPU executor.
+TEST(Fp16, TexturesInPoolsAndViews) {
+  Graph g;
+  g.model_name = "fp16_textures";
+  g.opset = 13;
+  uint32_t seed = 11;
+  auto add = [&](Tensor t) { return g.add_tensor(std::move(t)); };
+  auto constant = [&](Shape s) {
+    Tensor t;
+    t.name = "w" + std::to_string(g.tensors.size());
+    t.value = test::random_tensor(s, -0.5f, 0.5f, seed++);
+    t.shape = std::move(s);
+    t.is_constant = t.has_data = true;
+    return add(t);
+  };
+  auto node = [&](const std::string& op, std::vector<int> in, Shape out, std::map<std::string, Attribute> attrs) {
+    Tensor t;
+    t.name = "t" + std::to_string(g.tensors.size());
+    t.shape = std::move(out);
+    t.producer = int(g.nodes.size());
+    const int id = add(t);
+    g.nodes.push_back({op + std::to_string(g.nodes.size()), op, std::move(in), {id}, std::move(attrs)});
+    return id;
+  };
+  Tensor x;
+  x.name = "x";
+  x.shape = {1, 8, 9, 11};
+  x.is_input = true;
+  const int xi = add(x);
+  g.inputs = {xi};
+  const std::map<std::string, Attribute> same = {{"kernel_shape", ints({3, 3})}, {"pads", ints({1, 1, 1, 1})}};
+  std::map<std::string, Attribute> dw = same;
+  dw["group"] = Attribute::of_int(12);
+  const int c1 = node("Conv", {xi, constant({12, 8, 3, 3}), constant({12})}, {1, 12, 9, 11}, same);
+  const int c2 = node("Conv", {c1, constant({12, 1, 3, 3}), constant({12})}, {1, 12, 9, 11}, dw);
+  const int r = node("Relu", {c2}, {1, 12, 9, 11}, {});
+  const int y = node("Conv", {r, constant({4, 12, 3, 3})}, {1, 4, 9, 11}, same);
+  g.tensors[y].is_output = true;
+  g.outputs = {y};
+
+  const std::vector<HostTensor> in = {test::random_tensor({1, 8, 9, 11}, -1, 1, 5)};
+  const plan::DeviceProfile& dev = pocl()->info().profile;
+  const PlanInput ref_pin = make_usage_records(g);
+  const HostTensor want =
+      runtime::CpuExecutor(g, ref_pin, plan::plan_memory(ref_pin.records, dev, "best")).run(in).at(0);
+  for (TextureMode mode : {TextureMode::Pools, TextureMode::Views})
+    for (LayoutPolicy layouts : {LayoutPolicy::Rows, LayoutPolicy::WideRows}) {
+      SCOPED_TRACE(std::string(to_string(mode)) + (layouts == LayoutPolicy::WideRows ? " wide" : " rows"));
+      Graph h = g;
+      StorageOptions so;
+      so.memory_aware = false;
+      so.layouts = layouts;
+      so.element_bytes = 2;
+      const StorageAssignment storage = assign_storage(h, dev, mode, so);
+      EXPECT_GE(std::count(storage.texture.begin(), storage.texture.end(), 1), 3);
+      UsageOptions uo;
+      uo.storage = &storage;
+      uo.float_storage = DataType::Float16;
+      const PlanInput pin = make_usage_records(h, uo);
+      const plan::MemoryPlan plan = plan::plan_memory(pin.records, dev, strategy_for(storage.mode, "best"));
+      plan::validate(plan, pin.records, dev);
+      runtime::SessionOptions o;
+      o.precision = runtime::Precision::Fp16;
+      o.guard = true;
+      runtime::Session s(h, pin, plan, pocl(), o);
+      EXPECT_LE(rel_error(s.run(in).at(0), want), 1e-2);
+      EXPECT_TRUE(s.guard_violations().empty());
+      EXPECT_TRUE(s.fallback_nodes().empty());
+    }
 }
 
 // A model file planned in fp32 and in fp16: the fp16 plan and bound are at
