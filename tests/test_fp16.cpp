@@ -294,12 +294,16 @@ TEST(Fp16, ZooPlansAtHalf) {
     std::printf("skipped: no model zoo at %s\n", zoo.c_str());
     GTEST_SKIP();
   }
+  int planned = 0;
   for (const auto& e : fs::directory_iterator(zoo)) {
     const fs::path onnx = e.path() / (e.path().filename().string() + ".onnx");
     if (!fs::exists(onnx)) continue;
     expect_plan_halves(onnx.string());
     expect_plan_halves(onnx.string(), "auto", "adreno");  // textures at their pitched footprint
+    ++planned;
   }
+  std::printf("%d zoo models planned\n", planned);
+  EXPECT_GT(planned, 0);
 }
 
 TEST(Fp16, ZooModelRunsWithinTolerance) {
