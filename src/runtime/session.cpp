@@ -408,7 +408,7 @@ struct Session::Impl {
           lowered = texture_step(node) ? (lower_texture(b), true) : lower_node(b);
         } catch (const NoHalfKernel& e) {
           if (texture_step(node)) throw Error("its texture kernels (" + e.file + ") have no fp16 storage form");
-          half_fallback.push_back(node.name + " (" + node.op_type + ")");  // runs on the CPU, converting
+          half_fallback.push_back(node.name + " (" + node.op_type + "): " + e.file);  // runs on the CPU, converting
         }
         if (lowered) {
           std::swap(step.launches, b.launches);
