@@ -48,6 +48,8 @@ struct ShapeSettings {
   std::vector<std::string> dims, input_shapes;
 };
 void add_shape_options(CLI::App& app, ShapeSettings& s);
+// --patch off|auto|RxC (optimize/patch.h parse_patch), checked before any work.
+void add_patch_option(CLI::App& app, std::string& patch);
 void apply_shape_settings(const ShapeSettings& s, ImportOptions& import);
 
 // Plans `recs` with each strategy and validates every plan. JSON fields:

@@ -10,7 +10,6 @@
 #include "cli/timeline.h"
 #include "cli/usage.h"
 #include "graph/safe_file.h"
-#include "optimize/patch.h"
 #include "runtime/device.h"
 #include "runtime/session.h"
 
@@ -95,18 +94,7 @@ int main(int argc, char** argv) {
   cli::ShapeSettings plan_shapes;
   cli::add_shape_options(*plan, plan_shapes);
   std::string plan_patch = "off";
-  plan->add_option("--patch", plan_patch,
-                   "off, auto, or a grid RxC (e.g. 4x4): run the memory-heavy first stages patch by patch "
-                   "(docs/patching.md)")
-      ->check([](const std::string& s) {
-        try {
-          parse_patch(s);
-          return std::string();
-        } catch (const Error& e) {
-          return std::string(e.what());
-        }
-      })
-      ->capture_default_str();
+  cli::add_patch_option(*plan, plan_patch);
 
   // texplan run / devices / onnx-tests
   cli::RunArgs run_args;

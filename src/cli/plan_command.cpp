@@ -141,6 +141,21 @@ void print_plan_table(const json& r, std::ostream& out) {
   }
 }
 
+void add_patch_option(CLI::App& app, std::string& patch) {
+  app.add_option("--patch", patch,
+                 "off, auto, or a grid RxC (e.g. 4x4): run the memory-heavy first stages patch by patch "
+                 "(docs/patching.md)")
+      ->check([](const std::string& s) {
+        try {
+          parse_patch(s);
+          return std::string();
+        } catch (const Error& e) {
+          return std::string(e.what());
+        }
+      })
+      ->capture_default_str();
+}
+
 void add_shape_options(CLI::App& app, ShapeSettings& s) {
   app.add_option("--dim", s.dims,
                  "NAME=VALUE: the value of a symbolic input dimension, e.g. --dim batch=1 (repeatable)");

@@ -96,18 +96,7 @@ void add_run_options(CLI::App& app, RunArgs& a) {
       ->capture_default_str();
   app.add_option("--json", a.json_path, "write the report as JSON (-: to stdout, the table to stderr)");
   app.add_option("--output", a.output_dir, "write the outputs as output_N.pb into this folder");
-  app.add_option("--patch", a.patch,
-                 "off, auto, or a grid RxC (e.g. 4x4): run the memory-heavy first stages patch by patch "
-                 "(docs/patching.md)")
-      ->check([](const std::string& s) {
-        try {
-          parse_patch(s);
-          return std::string();
-        } catch (const Error& e) {
-          return std::string(e.what());
-        }
-      })
-      ->capture_default_str();
+  add_patch_option(app, a.patch);
   app.add_option("--offload", a.offload,
                  "none: texplan's kernels only; clblast: GEMM-shaped nodes (Gemm, MatMul, Conv as im2col+GEMM) "
                  "to CLBlast; auto: per node the faster of the two, measured once (kept in --tuning-cache)")
