@@ -212,6 +212,7 @@ TEST(Tf32, WithoutTensorCoresTheSessionRunsExactFp32) {
 TEST(Tf32, PrecisionNames) {
   EXPECT_EQ(runtime::parse_precision("tf32"), runtime::Precision::Tf32);
   EXPECT_STREQ(runtime::precision_name(runtime::parse_precision("fp32")), "fp32");
-  EXPECT_THROW(runtime::parse_precision("fp16"), Error);
+  EXPECT_EQ(runtime::parse_precision("fp16"), runtime::Precision::Fp16);
+  EXPECT_THROW(runtime::parse_precision("fp8"), Error);
   EXPECT_THROW(runtime::force_mma_variant("mma7x7"), Error);
 }

@@ -1,5 +1,10 @@
 #include "reference/common.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <cmath>
 
@@ -118,6 +123,52 @@ uint16_t float_to_half(float f) {
   uint32_t h = sign | uint32_t(e << 10) | (mant >> 13), rem = mant & 0x1fff;
   if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) ++h;  // a carry correctly bumps the exponent
   return uint16_t(h);
+}
+
+namespace {
+#if defined(__x86_64__) && defined(__GNUC__)
+// The scalar conversion's rounding branches cost about 16 ns a value; F16C
+// converts 8 per instruction.
+__attribute__((target("avx,f16c"))) void floats_to_halves_f16c(const float* f, uint16_t* h, size_t n) {
+  size_t k = 0;
+  for (; k + 8 <= n; k += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(h + k), _mm256_cvtps_ph(_mm256_loadu_ps(f + k), _MM_FROUND_TO_NEAREST_INT));
+  for (; k < n; ++k) h[k] = float_to_half(f[k]);
+}
+__attribute__((target("avx,f16c"))) void halves_to_floats_f16c(const uint16_t* h, float* f, size_t n) {
+  size_t k = 0;
+  for (; k + 8 <= n; k += 8)
+    _mm256_storeu_ps(f + k, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + k))));
+  for (; k < n; ++k) f[k] = half_to_float(h[k]);
+}
+// CPUID leaf 1: ECX bit 29 F16C, 28 AVX, 27 OSXSAVE; XCR0 must enable SSE and AVX state.
+bool cpu_has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+  if (!(c & (1u << 29)) || !(c & (1u << 28)) || !(c & (1u << 27))) return false;
+  unsigned lo = 0, hi = 0;
+  __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (lo & 6u) == 6u;
+}
+bool has_f16c() {
+  static const bool yes = cpu_has_f16c();  // a property of the machine, read once
+  return yes;
+}
+#else
+bool has_f16c() { return false; }
+void floats_to_halves_f16c(const float*, uint16_t*, size_t) {}
+void halves_to_floats_f16c(const uint16_t*, float*, size_t) {}
+#endif
+}  // namespace
+
+void floats_to_halves(const float* f, uint16_t* h, size_t n) {
+  if (has_f16c()) return floats_to_halves_f16c(f, h, n);
+  for (size_t k = 0; k < n; ++k) h[k] = float_to_half(f[k]);
+}
+
+void halves_to_floats(const uint16_t* h, float* f, size_t n) {
+  if (has_f16c()) return halves_to_floats_f16c(h, f, n);
+  for (size_t k = 0; k < n; ++k) f[k] = half_to_float(h[k]);
 }
 
 void require_dtype(const OpContext& c, const HostTensor& t, DataType want, const char* what) {

@@ -110,6 +110,11 @@ DataType dtype_from_onnx(const OpContext& c, int64_t code);
 // IEEE half <-> float (round to nearest even).
 float half_to_float(uint16_t h);
 uint16_t float_to_half(float f);
+// The same over `n` values (--precision fp16's inputs, outputs and weights):
+// F16C's conversions where the CPU has them, the scalar ones elsewhere; both
+// round to nearest even.
+void floats_to_halves(const float* f, uint16_t* h, size_t n);
+void halves_to_floats(const uint16_t* h, float* f, size_t n);
 
 void require_dtype(const OpContext& c, const HostTensor& t, DataType want, const char* what);
 void require_same_dtype(const OpContext& c, const HostTensor& a, const HostTensor& b);

@@ -99,7 +99,7 @@ MemArg NodeBuilder::upload(const void* data, size_t bytes) {
 MemArg NodeBuilder::upload_floats(const float* data, size_t count) {
   if (!half) return upload(data, count * sizeof(float));
   std::vector<uint16_t> h(count);
-  for (size_t k = 0; k < count; ++k) h[k] = reference::float_to_half(data[k]);
+  reference::floats_to_halves(data, h.data(), count);
   return upload(h.data(), count * sizeof(uint16_t));
 }
 

@@ -35,20 +35,11 @@ std::string mib(int64_t bytes) { return std::to_string(bytes) + " bytes (" + std
 // A Float32 value's bytes as IEEE half (round to nearest even), and back.
 std::vector<uint8_t> to_half(const HostTensor& v) {
   std::vector<uint8_t> h(size_t(v.count()) * 2);
-  const float* f = v.data<float>();
-  for (int64_t k = 0; k < v.count(); ++k) {
-    const uint16_t x = reference::float_to_half(f[k]);
-    std::memcpy(h.data() + 2 * k, &x, 2);
-  }
+  reference::floats_to_halves(v.data<float>(), reinterpret_cast<uint16_t*>(h.data()), size_t(v.count()));
   return h;
 }
 void from_half(const std::vector<uint8_t>& h, HostTensor& into) {
-  float* f = into.data<float>();
-  for (int64_t k = 0; k < into.count(); ++k) {
-    uint16_t x;
-    std::memcpy(&x, h.data() + 2 * k, 2);
-    f[k] = reference::half_to_float(x);
-  }
+  reference::halves_to_floats(reinterpret_cast<const uint16_t*>(h.data()), into.data<float>(), size_t(into.count()));
 }
 
 // Tensor without its value: what a run needs to know about it.
