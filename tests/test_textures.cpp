@@ -15,6 +15,7 @@
 #include "plan/memory_plan.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/session.h"
+#include "graph_builder.h"
 #include "test_util.h"
 
 using namespace texplan;
@@ -24,54 +25,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A graph built node by node, with static shapes given by the test.
-struct Builder {
-  Graph g;
-  uint32_t seed = 1;
-  Builder() {
-    g.model_name = "textures";
-    g.opset = 13;
-  }
-  int input(Shape s) {
-    Tensor t;
-    t.name = "x" + std::to_string(g.tensors.size());
-    t.shape = std::move(s);
-    t.is_input = true;
-    int id = g.add_tensor(t);
-    g.inputs.push_back(id);
-    return id;
-  }
-  int constant(Shape s, float lo = -1, float hi = 1) {
-    Tensor t;
-    t.name = "w" + std::to_string(g.tensors.size());
-    t.value = random_tensor(s, lo, hi, seed++);
-    t.shape = std::move(s);
-    t.is_constant = t.has_data = true;
-    return g.add_tensor(t);
-  }
-  int node(const std::string& op, std::vector<int> in, Shape out, std::map<std::string, Attribute> attrs = {}) {
-    Tensor t;
-    t.name = "t" + std::to_string(g.tensors.size());
-    t.shape = std::move(out);
-    t.producer = int(g.nodes.size());
-    int id = g.add_tensor(t);
-    g.nodes.push_back({op + std::to_string(g.nodes.size()), op, std::move(in), {id}, std::move(attrs)});
-    return id;
-  }
-  int conv(int x, int64_t oc, int64_t k, int64_t stride = 1, int64_t pad = 0, int64_t groups = 1, bool bias = true) {
-    const Shape s = g.tensors[x].shape;  // a copy: adding tensors moves them
-    int w = constant({oc, s[1] / groups, k, k});
-    std::vector<int> in = {x, w};
-    if (bias) in.push_back(constant({oc}));
-    Shape out = {s[0], oc, (s[2] + 2 * pad - k) / stride + 1, (s[3] + 2 * pad - k) / stride + 1};
-    return node("Conv", in, out,
-                {{"kernel_shape", Attribute::of_ints({k, k})}, {"strides", Attribute::of_ints({stride, stride})},
-                 {"pads", Attribute::of_ints({pad, pad, pad, pad})}, {"group", Attribute::of_int(groups)}});
-  }
-  void output(int t) {
-    g.tensors[t].is_output = true;
-    g.outputs.push_back(t);
-  }
+struct Builder : test::GraphBuilder {
+  Builder() : GraphBuilder("textures") {}
 };
 
 struct Result {
