@@ -214,7 +214,7 @@ class PySession {
     model_ = session_->model_name();
     for (const auto& i : session_->inputs()) inputs_.push_back({i.name, i.dims, i.dtype});
     input_sigs_ = fixed_signatures(session_->inputs(), shapes);
-    output_sigs_ = read_output_signatures(path);
+    output_sigs_ = session_->declared_outputs();
   }
 
   py::dict run(const py::object& feeds) {

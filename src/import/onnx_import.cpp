@@ -1111,23 +1111,19 @@ onnx::ModelProto read_model_without_weights(const std::string& path) {
 }
 }  // namespace
 
-std::vector<InputSignature> read_input_signatures(const std::string& path) {
+ModelSignatures read_signatures(const std::string& path) {
   const onnx::ModelProto m = read_model_without_weights(path);
   std::unordered_set<std::string> inits;
   for (const auto& t : m.graph().initializer()) inits.insert(t.name());
-  std::vector<InputSignature> out;
+  ModelSignatures s;
   for (const auto& v : m.graph().input())
-    if (!inits.count(v.name()) && v.type().has_tensor_type()) out.push_back(signature_of(v));
-  return out;
+    if (!inits.count(v.name()) && v.type().has_tensor_type()) s.inputs.push_back(signature_of(v));
+  for (const auto& v : m.graph().output())
+    if (v.type().has_tensor_type()) s.outputs.push_back(signature_of(v));
+  return s;
 }
 
-std::vector<InputSignature> read_output_signatures(const std::string& path) {
-  const onnx::ModelProto m = read_model_without_weights(path);
-  std::vector<InputSignature> out;
-  for (const auto& v : m.graph().output())
-    if (v.type().has_tensor_type()) out.push_back(signature_of(v));
-  return out;
-}
+std::vector<InputSignature> read_input_signatures(const std::string& path) { return read_signatures(path).inputs; }
 
 void fix_open_inputs(const std::vector<InputSignature>& signatures, const std::vector<HostTensor>& inputs,
                      ImportOptions& import) {

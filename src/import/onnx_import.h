@@ -37,12 +37,14 @@ struct InputSignature {
   bool is_static() const;
   std::string to_string() const;  // "batchx3x224x224"
 };
-// The model's graph inputs (initializers excluded), read without weights,
-// shape inference or folding.
-std::vector<InputSignature> read_input_signatures(const std::string& path);
-// The graph outputs as the file declares them (dims < 0 where symbolic or
-// not given), read the same way.
-std::vector<InputSignature> read_output_signatures(const std::string& path);
+// The model's graph inputs (initializers excluded) and outputs as the file
+// declares them (dims < 0 where symbolic or not given), read in one parse
+// without weights, shape inference or folding.
+struct ModelSignatures {
+  std::vector<InputSignature> inputs, outputs;
+};
+ModelSignatures read_signatures(const std::string& path);
+std::vector<InputSignature> read_input_signatures(const std::string& path);  // read_signatures(path).inputs
 
 // Fixes, in `import`, the shapes of the inputs that `inputs` feed (in the
 // model's input order) where the file leaves a dimension open and neither

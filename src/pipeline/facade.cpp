@@ -34,7 +34,7 @@ Session::Session(const std::string& model_path, const Options& options) : impl_(
   impl_->session =
       std::make_unique<ModelSession>(model_path, runtime::open_device(options.device), co, io, options.cache_size);
   for (const auto& s : impl_->session->inputs()) impl_->inputs.push_back(value_info(s));
-  for (const auto& s : read_output_signatures(resolve_model_file(model_path))) impl_->outputs.push_back(value_info(s));
+  for (const auto& s : impl_->session->declared_outputs()) impl_->outputs.push_back(value_info(s));
 }
 
 Session::~Session() = default;

@@ -53,7 +53,7 @@ struct ModelSession::Impl {
   CompileOptions options;
   ImportOptions import;
   size_t cache_size = 4;
-  std::vector<InputSignature> inputs;
+  std::vector<InputSignature> inputs, declared_outputs;
   std::list<Entry> cache;  // most recently used first
   int64_t compilations = 0;
 
@@ -127,7 +127,9 @@ ModelSession::ModelSession(std::string model_path, std::shared_ptr<runtime::Devi
   impl_->options = std::move(options);
   impl_->import = std::move(import);
   impl_->cache_size = cache_size;
-  impl_->inputs = read_input_signatures(impl_->path);
+  ModelSignatures declared = read_signatures(impl_->path);
+  impl_->inputs = std::move(declared.inputs);
+  impl_->declared_outputs = std::move(declared.outputs);
   // Names that fix nothing are refused now, not at the first run.
   std::set<std::string> symbols, names;
   for (const auto& sig : impl_->inputs) {
@@ -184,6 +186,7 @@ std::vector<HostTensor> ModelSession::run(const std::vector<HostTensor>& inputs)
 
 const std::string& ModelSession::model_name() const { return impl_->name; }
 const std::vector<InputSignature>& ModelSession::inputs() const { return impl_->inputs; }
+const std::vector<InputSignature>& ModelSession::declared_outputs() const { return impl_->declared_outputs; }
 
 std::vector<std::pair<std::string, Shape>> ModelSession::outputs() const {
   std::vector<std::pair<std::string, Shape>> out;

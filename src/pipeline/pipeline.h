@@ -78,7 +78,8 @@ class ModelSession {
   std::vector<HostTensor> run(const std::vector<HostTensor>& inputs);
 
   const std::string& model_name() const;
-  const std::vector<InputSignature>& inputs() const;  // as the file declares them
+  const std::vector<InputSignature>& inputs() const;             // as the file declares them
+  const std::vector<InputSignature>& declared_outputs() const;   // likewise
   // The outputs of the most recently used specialization (static shapes).
   std::vector<std::pair<std::string, Shape>> outputs() const;
   std::vector<DataType> output_dtypes() const;
