@@ -17,6 +17,11 @@ inline bool all_equal(const std::vector<int64_t>& v, int64_t x) {
   return true;
 }
 
+// A graph with the metadata of `g` and none of its constant values (has_data
+// kept): what planning a candidate needs (storage.cpp's node forms,
+// patch.cpp's segments and grids).
+Graph without_values(const Graph& g);
+
 struct FuseCounts {
   int conv = 0, matmul = 0, elementwise = 0, batchnorm = 0, pool = 0, channel_scales = 0, mlps = 0;
 };

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "optimize/optimize.h"
+#include "optimize/passes.h"
 #include "optimize/usage.h"
 #include "plan/memory_plan.h"
 
@@ -451,31 +452,6 @@ int64_t patch_in_place(Graph& g, const Cut& c, int rows, int cols, int round) {
   return moved;
 }
 
-// The graph without constant values: what planning a candidate needs.
-Graph metadata(const Graph& g) {
-  Graph m;
-  m.model_name = g.model_name;
-  m.model_path = g.model_path;
-  m.opset = g.opset;
-  m.nodes = g.nodes;
-  m.inputs = g.inputs;
-  m.outputs = g.outputs;
-  m.tensors.reserve(g.tensors.size());
-  for (const Tensor& t : g.tensors) {
-    Tensor x;
-    x.name = t.name;
-    x.dtype = t.dtype;
-    x.shape = t.shape;
-    x.is_input = t.is_input;
-    x.is_output = t.is_output;
-    x.is_constant = t.is_constant;
-    x.producer = t.producer;
-    m.tensors.push_back(std::move(x));
-  }
-  m.rebuild_index();
-  return m;
-}
-
 struct Candidate {
   Cut cut;
   int rows = 0, cols = 0;
@@ -492,7 +468,7 @@ namespace {
 std::optional<Candidate> best_segment(const Graph& g, const PatchOptions& opt, double max_flops, int round, int& evaluated) {
   const std::vector<Cut> all = cuts(g, 2);
   if (all.empty()) return std::nullopt;
-  const Graph meta = metadata(g);
+  const Graph meta = without_values(g);
   auto evaluate = [&](const Cut& c, int rows, int cols) {
     Graph x = meta;
     patch_in_place(x, c, rows, cols, round);

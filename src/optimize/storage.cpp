@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "graph/epilogue.h"
+#include "optimize/passes.h"
 #include "optimize/usage.h"
 
 namespace texplan {
@@ -315,25 +316,6 @@ void rewrite(Graph& g, const std::vector<char>& tex_node, const std::vector<char
       if (t >= 0) g.tensors[t].producer = int(k);
 }
 
-// A graph with the metadata of `g` and none of its constant values, for
-// trying node forms.
-Graph without_values(const Graph& g) {
-  Graph h;
-  h.model_name = g.model_name;
-  h.opset = g.opset;
-  h.nodes = g.nodes;
-  h.inputs = g.inputs;
-  h.outputs = g.outputs;
-  for (const Tensor& t : g.tensors) {
-    Tensor m;
-    m.name = t.name, m.dtype = t.dtype, m.shape = t.shape, m.producer = t.producer;
-    m.is_input = t.is_input, m.is_output = t.is_output, m.is_constant = t.is_constant, m.has_data = t.has_data;
-    h.tensors.push_back(std::move(m));
-  }
-  h.rebuild_index();
-  return h;
-}
-
 // The optimizer's storage-sharing marks of node `n` that its texture form
 // drops: texture kernels do not run in place (an image is read and written
 // through different objects), and a zero-copy concat in texture form is a
@@ -518,6 +500,24 @@ StorageAssignment assign_storage(Graph& g, const plan::DeviceProfile& dev, Textu
   apply_forms(g, tex_node);
   rewrite(g, tex_node, texture_eligible(g, too_big), sa, layout_of);
   return sa;
+}
+
+Graph without_values(const Graph& g) {
+  Graph h;
+  h.model_name = g.model_name;
+  h.opset = g.opset;
+  h.nodes = g.nodes;
+  h.inputs = g.inputs;
+  h.outputs = g.outputs;
+  h.tensors.reserve(g.tensors.size());
+  for (const Tensor& t : g.tensors) {
+    Tensor m;
+    m.name = t.name, m.dtype = t.dtype, m.shape = t.shape, m.producer = t.producer;
+    m.is_input = t.is_input, m.is_output = t.is_output, m.is_constant = t.is_constant, m.has_data = t.has_data;
+    h.tensors.push_back(std::move(m));
+  }
+  h.rebuild_index();
+  return h;
 }
 
 }  // namespace texplan
