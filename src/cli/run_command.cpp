@@ -19,9 +19,9 @@
 #include "graph/safe_file.h"
 #include "import/onnx_import.h"
 #include "offload/offload.h"
+#include "pipeline/pipeline.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/device.h"
-#include "runtime/optimize_for_device.h"
 #include "runtime/random_inputs.h"
 #include "runtime/session.h"
 #include "runtime/tuning.h"
@@ -201,13 +201,18 @@ json time_partitions(const Graph& g, const PlanInput& pin, const plan::MemoryPla
 int run_command(const RunArgs& a) {
   const std::string file = resolve_model_file(a.model);
   auto t_start = std::chrono::steady_clock::now();
-  auto since = [&] {  // "12.3 ms" since the previous call, for --verbose
-    auto now = std::chrono::steady_clock::now();
+  auto ms_text = [](double ms) {  // "12.3 ms", for --verbose
     std::ostringstream o;
-    o << std::fixed << std::setprecision(1) << std::chrono::duration<double, std::milli>(now - t_start).count() << " ms";
-    t_start = now;
+    o << std::fixed << std::setprecision(1) << ms << " ms";
     return o.str();
   };
+  auto since_ms = [&] {  // since the previous call
+    auto now = std::chrono::steady_clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(now - t_start).count();
+    t_start = now;
+    return ms;
+  };
+  auto since = [&] { return ms_text(since_ms()); };
   ImportOptions import_options{.load_weights = true};
   apply_shape_settings(a.shapes, import_options);
   const std::string stem = fs::path(file).stem().string();
@@ -220,7 +225,8 @@ int run_command(const RunArgs& a) {
   // Input files fix the symbolic dimensions of the inputs they feed (in the
   // model's input order) where --dim and --input-shape leave them open.
   fix_open_inputs(read_input_signatures(file), inputs, import_options);
-  Graph g = import_onnx(file, import_options);
+  CompiledModel m = import_model(file, import_options);  // the stages of pipeline/pipeline.h
+  Graph& g = m.graph;
   verbose_log() << g.model_name << ": imported " << g.nodes.size() << " nodes with weights in " << since() << "\n";
   if (input_files.empty()) {
     // A bare .onnx runs on seeded random inputs, as onnxruntime_perf_test and trtexec do.
@@ -262,27 +268,24 @@ int run_command(const RunArgs& a) {
     throw Error(g.model_name + ": --precision fp16 runs texplan's kernels only: CLBlast takes fp32 buffers "
                 "(drop --offload)");
   const double tolerance = a.tolerance >= 0 ? a.tolerance : precision == runtime::Precision::Fp32 ? 1e-4 : 1e-2;
-  const OptimizeReport optimized =
-      optimize(g, runtime::runnable(a.optimize, on_cpu ? "cpu-executor" : device->info().type));
-  verbose_log() << g.model_name << ": optimized to " << g.nodes.size() << " nodes in " << since() << "\n";
+  CompileOptions co;
+  co.strategy = a.strategy;
+  co.textures = a.textures;
+  co.texture_layouts = parse_layout_policy(a.texture_layout);
+  co.optimize = a.optimize;
+  co.patch = a.patch;
+  co.session.precision = precision;
   // PatchWrite runs on OpenCL devices only (runtime/ops_patch.cpp).
   if (on_cpu && a.patch != "off")
     throw Error(g.model_name + ": --patch runs on OpenCL devices; --device cpu is the host's reference executor");
-  const PatchReport patched = apply_patching(g, parse_patch(a.patch));
-  // Textures run on OpenCL devices only: the CPU executor plans buffers.
-  UsageOptions buffers_only;
-  buffers_only.float_storage = runtime::float_storage(precision);
-  const int64_t buffer_lower_bound = plan::lower_bound_bytes(make_usage_records(g, buffers_only).records);
-  StorageOptions so;
-  so.layouts = parse_layout_policy(a.texture_layout);
-  so.element_bytes = int(stored_element_size(DataType::Float32, buffers_only.float_storage));
-  const StorageAssignment storage =
-      assign_storage(g, profile, on_cpu ? TextureMode::None : parse_texture_mode(a.textures), so);
+  lower_to_records(m, profile, on_cpu ? "cpu-executor" : device->info().type, co);
+  const OptimizeReport& optimized = m.optimized;
+  const PatchReport& patched = m.patching;
+  const StorageAssignment& storage = m.storage;
+  PlanInput& pin = m.usage;
+  verbose_log() << g.model_name << ": optimized to " << optimized.nodes_after << " nodes in "
+                << ms_text(m.times.optimize_ms) << "\n";
   for (const auto& f : storage.fallbacks) verbose_log() << "texture fallback: " << f << "\n";
-  UsageOptions uo;
-  uo.storage = &storage;
-  uo.float_storage = runtime::float_storage(precision);
-  PlanInput pin = make_usage_records(g, uo);
   std::unique_ptr<runtime::TuningCache> cache;
   if (!a.tuning_cache.empty()) cache = std::make_unique<runtime::TuningCache>(a.tuning_cache);
   // Kernel choices from the cache; only `texplan tune` measures what it lacks.
@@ -308,9 +311,9 @@ int run_command(const RunArgs& a) {
     }
     offloader->partition(g, pin);
   }
-  const std::string strategy = strategy_for(storage.mode, a.strategy);
-  plan::MemoryPlan plan = plan::plan_memory(pin.records, profile, strategy);
-  plan::validate(plan, pin.records, profile);
+  plan_records(m, profile, co);
+  const plan::MemoryPlan& plan = m.plan;
+  const std::string& strategy = m.strategy;
   if (offloader && offloader->needs_measurement()) {
     // Auto without a cached measurement: a measuring Session times each
     // candidate; then partition and plan again, without the scratch of the
@@ -321,10 +324,9 @@ int run_command(const RunArgs& a) {
       mo.precision = precision;
       runtime::Session measure(g, pin, plan, device, mo);
     }
-    pin = make_usage_records(g, uo);
+    pin = usage_records(m, co);
     offloader->partition(g, pin);
-    plan = plan::plan_memory(pin.records, profile, strategy);
-    plan::validate(plan, pin.records, profile);
+    plan_records(m, profile, co);
   }
   if (on_cpu)  // host pools: the same limit as PoCL's, rather than an allocation that takes the machine down
     for (const auto& pool : plan.pools)
@@ -332,9 +334,9 @@ int run_command(const RunArgs& a) {
         throw Error(g.model_name + ": pool " + std::to_string(pool.id) + " of " + human_bytes(pool.bytes) +
                     " exceeds the CPU executor's largest allocation, " + human_bytes(profile.max_alloc_bytes) +
                     " (profile " + profile.name + ")");
-  verbose_log() << "device opened, " << pin.records.size() << " records planned with " << strategy << " and validated in " << since()
-                << "\n";
-  const int64_t lower_bound = plan::lower_bound_bytes(pin.records, profile);
+  verbose_log() << "device opened, " << pin.records.size() << " records planned with " << strategy << " and validated in "
+                << ms_text(since_ms() - m.times.optimize_ms) << "\n";
+  const int64_t lower_bound = m.lower_bound_bytes, buffer_lower_bound = m.buffer_lower_bound_bytes;
 
   int64_t weight_bytes = 0;
   for (const auto& t : g.tensors)

@@ -11,27 +11,83 @@
 
 namespace texplan {
 
-CompiledModel compile(const std::string& model_path, const ImportOptions& import, const plan::DeviceProfile& profile,
-                      const std::string& device_type, const CompileOptions& options) {
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+UsageOptions usage_options(const CompileOptions& options) {
+  UsageOptions o;
+  o.float_storage = runtime::float_storage(options.session.precision);  // fp16: 2-byte records
+  return o;
+}
+
+}  // namespace
+
+CompiledModel import_model(const std::string& model_path, const ImportOptions& import) {
+  const auto t0 = std::chrono::steady_clock::now();
   CompiledModel m;
   m.graph = import_onnx(model_path, import);
-  m.optimized = optimize(m.graph, runtime::runnable(options.optimize, device_type));
+  m.times.import_ms = ms_since(t0);
+  return m;
+}
+
+void lower_to_records(CompiledModel& m, const plan::DeviceProfile& profile, const std::string& device_type,
+                      const CompileOptions& options) {
+  auto t0 = std::chrono::steady_clock::now();
+  const OptimizeOptions oo = device_type.empty() ? options.optimize : runtime::runnable(options.optimize, device_type);
+  // Each share optimizes a copy of the graph as imported; none is made
+  // where optimization_shares would give none.
+  std::unique_ptr<Graph> imported;
+  if (options.optimization_shares && m.graph.nodes.size() <= kMaxShareNodes) imported = std::make_unique<Graph>(m.graph);
+  m.times.shares_ms = ms_since(t0);
+  t0 = std::chrono::steady_clock::now();
+  m.optimized = optimize(m.graph, oo);
   if (device_type == "cpu-executor" && options.patch != "off")
     throw Error(m.graph.model_name + ": patching runs on OpenCL devices, not on the host's reference executor");
+  // Before storage and records: every later stage sees the patch steps.
   m.patching = apply_patching(m.graph, parse_patch(options.patch));
-  UsageOptions buffers;
-  buffers.float_storage = runtime::float_storage(options.session.precision);  // fp16: 2-byte records
+  m.times.optimize_ms = ms_since(t0);
+  if (imported) {
+    t0 = std::chrono::steady_clock::now();
+    m.optimization_shares = optimization_shares(*imported, oo, m.optimized);
+    imported.reset();
+    m.times.shares_ms += ms_since(t0);
+  }
+  t0 = std::chrono::steady_clock::now();
+  const UsageOptions buffers = usage_options(options);
   m.buffer_lower_bound_bytes = plan::lower_bound_bytes(make_usage_records(m.graph, buffers).records);
+  // Textures run on OpenCL devices only: the CPU executor plans buffers.
   const TextureMode mode = device_type == "cpu-executor" ? TextureMode::None : parse_texture_mode(options.textures);
   StorageOptions so;
+  so.layouts = options.texture_layouts;
   so.element_bytes = int(stored_element_size(DataType::Float32, buffers.float_storage));
   m.storage = assign_storage(m.graph, profile, mode, so);
-  UsageOptions uo = buffers;
+  m.usage = usage_records(m, options);
+  m.times.records_ms = ms_since(t0);
+}
+
+PlanInput usage_records(const CompiledModel& m, const CompileOptions& options) {
+  UsageOptions uo = usage_options(options);
   uo.storage = &m.storage;
-  m.usage = make_usage_records(m.graph, uo);
-  m.plan = plan::plan_memory(m.usage.records, profile, strategy_for(m.storage.mode, options.strategy));
+  return make_usage_records(m.graph, uo);
+}
+
+void plan_records(CompiledModel& m, const plan::DeviceProfile& profile, const CompileOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  m.strategy = strategy_for(m.storage.mode, options.strategy);
+  m.plan = plan::plan_memory(m.usage.records, profile, m.strategy);
   plan::validate(m.plan, m.usage.records, profile);
   m.lower_bound_bytes = plan::lower_bound_bytes(m.usage.records, profile);
+  m.times.plan_ms = ms_since(t0);
+}
+
+CompiledModel compile(const std::string& model_path, const ImportOptions& import, const plan::DeviceProfile& profile,
+                      const std::string& device_type, const CompileOptions& options) {
+  CompiledModel m = import_model(model_path, import);
+  lower_to_records(m, profile, device_type, options);
+  plan_records(m, profile, options);
   return m;
 }
 
