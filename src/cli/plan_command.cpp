@@ -9,6 +9,7 @@
 #include "cli/progress.h"
 #include "import/onnx_import.h"
 #include "offload/offload.h"
+#include "pipeline/pipeline.h"
 #include "runtime/device.h"
 
 namespace texplan::cli {
@@ -177,27 +178,20 @@ void apply_shape_settings(const ShapeSettings& s, ImportOptions& import) {
 }
 
 json plan_model(const std::string& model_path, const plan::DeviceProfile& dev, const PlanOptions& opt) {
-  auto t0 = std::chrono::steady_clock::now();
-  Graph g = import_onnx(model_path, opt.import);
-  std::unique_ptr<Graph> imported;  // for each optimization's share
-  if (opt.optimization_shares) imported = std::make_unique<Graph>(g);
-  const OptimizeReport optimized = optimize(g, opt.optimize);
-  // Before storage and records: every later stage sees the patch steps.
-  const PatchReport patched = apply_patching(g, parse_patch(opt.patch));
-  auto t1 = std::chrono::steady_clock::now();
-  // Without textures: the buffer-only lower bound every texture plan is measured against.
-  UsageOptions buffers_only;
-  buffers_only.float_storage = opt.float_storage;
-  const int64_t buffer_lower_bound = plan::lower_bound_bytes(make_usage_records(g, buffers_only).records);
-  StorageOptions so;
-  so.layouts = opt.texture_layouts;
-  so.element_bytes = int(stored_element_size(DataType::Float32, opt.float_storage));
-  const StorageAssignment storage = assign_storage(g, dev, opt.textures, so);
-  UsageOptions uo;
-  uo.storage = &storage;
-  uo.float_storage = opt.float_storage;
-  PlanInput in = make_usage_records(g, uo);
+  CompileOptions co;
+  co.textures = to_string(opt.textures);
+  co.texture_layouts = opt.texture_layouts;
+  co.optimize = opt.optimize;
+  co.optimization_shares = opt.optimization_shares;
+  co.patch = opt.patch;
+  co.session.precision = opt.float_storage == DataType::Float16 ? runtime::Precision::Fp16 : runtime::Precision::Fp32;
+  // Up to the usage records (pipeline/pipeline.h): a profile, no device.
+  CompiledModel m = import_model(model_path, opt.import);
+  lower_to_records(m, dev, "", co);
+  const Graph& g = m.graph;
+  PlanInput& in = m.usage;
   // Offload: the partition's scratch records are planned with the tensors.
+  const auto t_partition = std::chrono::steady_clock::now();
   std::unique_ptr<offload::Offloader> offloader;
   if (opt.offload != "none") {
     std::shared_ptr<runtime::Device> device;  // the device load_target("opencl") read
@@ -209,12 +203,13 @@ json plan_model(const std::string& model_path, const plan::DeviceProfile& dev, c
     offloader = std::make_unique<offload::Offloader>(offload::parse_mode(opt.offload), device, nullptr);
     offloader->partition(g, in);
   }
-  auto t2 = std::chrono::steady_clock::now();
-  verbose_log() << g.model_name << ": imported " << optimized.nodes_before << " nodes (" << g.nodes.size()
+  const double partition_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_partition).count();
+  verbose_log() << g.model_name << ": imported " << m.optimized.nodes_before << " nodes (" << g.nodes.size()
                 << " optimized), " << g.tensors.size() << " tensors in "
-                << ms_text(std::chrono::duration<double, std::milli>(t1 - t0).count()) << "; " << in.records.size()
-                << " usage records over " << in.steps << " steps in "
-                << ms_text(std::chrono::duration<double, std::milli>(t2 - t1).count()) << "\n";
+                << ms_text(m.times.import_ms + m.times.optimize_ms) << "; " << in.records.size()
+                << " usage records over " << in.steps << " steps in " << ms_text(m.times.records_ms + partition_ms)
+                << "\n";
   // Per-tensor placements cost about 1 KB of JSON per tensor and strategy:
   // beyond this many the report keeps the totals (as for random graphs).
   constexpr size_t kMaxReportTensors = 200000;
@@ -227,6 +222,8 @@ json plan_model(const std::string& model_path, const plan::DeviceProfile& dev, c
     throw Error(g.model_name + ": " + e.what());
   }
   if (opt.include_tensors && !o.include_tensors) r["tensors_omitted"] = true;
+  const StorageAssignment& storage = m.storage;
+  const int64_t buffer_lower_bound = m.buffer_lower_bound_bytes;
   r["layout_conversions"] = storage.conversions;
   for (TextureLayout l : {TextureLayout::Rows, TextureLayout::WideRows})
     r["texture_layouts"][to_string(l)] = storage.textures_in(l);
@@ -236,14 +233,12 @@ json plan_model(const std::string& model_path, const plan::DeviceProfile& dev, c
       s["ratio_to_buffer_lower_bound"] = double(s["total_bytes"].get<int64_t>()) / double(std::max<int64_t>(1, buffer_lower_bound));
   r["texture_fallbacks"] = storage.fallbacks;
   r["nodes"] = g.nodes.size();
-  r["optimization"] = optimize_json(
-      optimized, imported ? optimization_shares(*imported, opt.optimize, optimized)
-                          : std::vector<OptimizationShare>{});
+  r["optimization"] = optimize_json(m.optimized, m.optimization_shares);
   r["precision"] = opt.float_storage == DataType::Float16 ? "fp16" : "fp32";
   // The optimizations' figures count fp32 bytes: with fp16 the bound as
   // imported is not comparable to the planned one.
-  if (opt.float_storage == DataType::Float32) r["raw_lower_bound_bytes"] = optimized.raw_lower_bound_bytes;
-  r["patching"] = patch_json(patched);
+  if (opt.float_storage == DataType::Float32) r["raw_lower_bound_bytes"] = m.optimized.raw_lower_bound_bytes;
+  r["patching"] = patch_json(m.patching);
   if (offloader) {
     r["partition"] = offloader->report();
     r["partition"]["scratch_sizing"] = opt.offload_on_device
