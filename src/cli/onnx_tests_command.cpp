@@ -14,6 +14,7 @@
 #include "cli/usage.h"
 #include "graph/safe_file.h"
 #include "import/onnx_import.h"
+#include "pipeline/pipeline.h"
 #include "runtime/device.h"
 #include "runtime/session.h"
 
@@ -71,6 +72,7 @@ int onnx_tests_command(const OnnxTestArgs& a) {
   auto device = runtime::open_device(a.device);
   const auto& profile = device->info().profile;
   Progress progress("onnx tests", int64_t(tests.size()));
+  CompileOptions options;  // the pipeline of texplan run's defaults
 
   json results = json::array();
   std::map<std::string, int> count;
@@ -91,14 +93,13 @@ int onnx_tests_command(const OnnxTestArgs& a) {
       }
       ImportOptions io{.load_weights = true};
       if (load_error.empty()) fix_open_inputs(read_input_signatures((dir / "model.onnx").string()), inputs, io);
-      Graph g = import_onnx((dir / "model.onnx").string(), io);
+      CompiledModel m = import_model((dir / "model.onnx").string(), io);
       if (!load_error.empty()) throw Error(load_error);
-      for (const auto& n : g.nodes) ops += (ops.empty() ? "" : ",") + n.op_type;
+      for (const auto& n : m.graph.nodes) ops += (ops.empty() ? "" : ",") + n.op_type;  // as the file has them
       std::vector<HostTensor> expected = load_set(dir / "test_data_set_0", "output_");
-      PlanInput pin = make_usage_records(g);
-      plan::MemoryPlan plan = plan::plan_memory(pin.records, profile, "best");
-      plan::validate(plan, pin.records, profile);
-      runtime::Session session(g, pin, plan, device, {});
+      lower_to_records(m, profile, device->info().type, options);
+      plan_records(m, profile, options);
+      runtime::Session session(m.graph, m.usage, m.plan, device, options.session);
       std::vector<HostTensor> outputs = session.run(inputs);
       for (size_t k = 0; k < expected.size() && reason.empty(); ++k)
         reason = k < outputs.size() ? compare(outputs[k], expected[k]) : "missing output";
