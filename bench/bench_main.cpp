@@ -14,7 +14,7 @@
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "import/onnx_import.h"
-#include "runtime/optimize_for_device.h"
+#include "pipeline/pipeline.h"
 #include "runtime/device.h"
 #include "runtime/ops.h"
 #include "runtime/session.h"
@@ -105,17 +105,13 @@ runtime::TuningCache* kernel_choices = nullptr;  // --tuning-cache: what texplan
 runtime::Precision precision = runtime::Precision::Fp32;  // --precision
 
 Latency time_texplan(const fs::path& dir, const std::string& device, int runs) {
-  Graph g = import_onnx(dir.string(), {.load_weights = true});
   auto dev = runtime::open_device(device);
-  optimize(g, runtime::runnable({}, dev->info().type));
-  std::optional<runtime::TuningScope> tuning;
+  CompileOptions co;  // texplan run's defaults
+  co.session.precision = precision;
+  const CompiledModel m = compile(dir.string(), {.load_weights = true}, dev->info().profile, dev->info().type, co);
+  std::optional<runtime::TuningScope> tuning;  // kernel choices, read as the session builds its kernels
   if (kernel_choices) tuning.emplace(kernel_choices, false, *dev);
-  const auto& profile = dev->info().profile;
-  PlanInput pin = make_usage_records(g);
-  plan::MemoryPlan plan = plan::plan_memory(pin.records, profile, "best");
-  runtime::SessionOptions so;
-  so.precision = precision;
-  runtime::Session s(g, pin, plan, dev, so);
+  runtime::Session s(m.graph, m.usage, m.plan, dev, co.session);
   HostTensor in = load_tensor_pb((dir / "test_data_set_0" / "input_0.pb").string());
   Latency l;
   l.precision = runtime::precision_name(s.precision());
