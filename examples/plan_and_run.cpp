@@ -12,7 +12,7 @@
 #include <iostream>
 
 #include "import/onnx_import.h"
-#include "optimize/usage.h"
+#include "pipeline/pipeline.h"
 #include "plan/memory_plan.h"
 #include "runtime/device.h"
 #include "runtime/session.h"
@@ -28,17 +28,21 @@ int main(int argc, char** argv) try {
   const fs::path dir = argv[1];
   const std::string device_spec = argc > 2 ? argv[2] : "pocl";
 
-  // 1. Import with weights, open the device, and turn the graph into usage
-  //    records (one per activation: bytes, first and last step).
-  Graph g = import_onnx(dir.string(), {.load_weights = true});
+  // 1. Open the device; import the model with weights, optimize it for the
+  //    device and turn it into usage records (one per activation: bytes,
+  //    first and last step): the stages of pipeline/pipeline.h up to the
+  //    records, as texplan::Session and `texplan run` chain them.
   std::shared_ptr<runtime::Device> device = runtime::open_device(device_spec);
   const plan::DeviceProfile& profile = device->info().profile;
-  PlanInput pin = make_usage_records(g);  // every activation a buffer
+  CompileOptions options;  // every activation a buffer, strategy "best"
+  CompiledModel m = import_model(dir.string(), {.load_weights = true});
+  lower_to_records(m, profile, device->info().type, options);
+  const PlanInput& pin = m.usage;
 
   // 2. Plan with every strategy; each plan is checked by the validator.
   const int64_t lower_bound = plan::lower_bound_bytes(pin.records);
-  std::printf("model %s: %zu nodes, %zu activations, lower bound %lld B\n", g.model_name.c_str(), g.nodes.size(),
-              pin.records.size(), (long long)lower_bound);
+  std::printf("model %s: %zu nodes, %zu activations, lower bound %lld B\n", m.graph.model_name.c_str(),
+              m.graph.nodes.size(), pin.records.size(), (long long)lower_bound);
   for (const std::string& name : plan::strategy_names()) {
     try {
       plan::MemoryPlan p = plan::plan_memory(pin.records, profile, name);
@@ -50,16 +54,17 @@ int main(int argc, char** argv) try {
     }
   }
 
-  // 3. Run with the best plan: one allocation per pool, made once.
-  plan::MemoryPlan best = plan::plan_memory(pin.records, profile, "best");
-  runtime::Session session(g, pin, best, device);
+  // 3. The last stage, the plan of the options' strategy, validated; then
+  //    run it: one allocation per pool, made once.
+  plan_records(m, profile, options);
+  runtime::Session session(m.graph, m.usage, m.plan, device);
   HostTensor input = load_tensor_pb((dir / "test_data_set_0" / "input_0.pb").string());
   std::vector<HostTensor> out = session.run({input});
 
   const std::vector<float> y = out[0].as_float();
   std::printf("ran on %s: %lld B of activations, %lld B of weights\n", device->info().name.c_str(),
               (long long)session.activation_bytes(), (long long)session.weight_bytes());
-  std::printf("output %s %s:", g.tensors[g.outputs[0]].name.c_str(), to_string(out[0].shape).c_str());
+  std::printf("output %s %s:", m.graph.tensors[m.graph.outputs[0]].name.c_str(), to_string(out[0].shape).c_str());
   for (size_t i = 0; i < y.size() && i < 10; ++i) std::printf(" %.4f", y[i]);
   std::printf("%s\n", y.size() > 10 ? " ..." : "");
   std::printf("argmax %ld\n", long(std::max_element(y.begin(), y.end()) - y.begin()));
