@@ -208,6 +208,7 @@ bool lowerable(const Graph& g, const Node& n, const EinsumSpec& spec) {
 }  // namespace
 
 int lower_einsums(Graph& g) {
+  if (std::none_of(g.nodes.begin(), g.nodes.end(), [](const Node& n) { return n.op_type == "Einsum"; })) return 0;
   std::vector<Node> nodes;
   int lowered = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {

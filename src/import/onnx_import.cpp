@@ -427,6 +427,13 @@ std::string printable(const std::string& name) {
   return out;
 }
 
+// A tensor's id by the name the file gives it (the graph holds printable names).
+int find_tensor(const Graph& graph, const std::string& name) {
+  const bool plain =
+      std::none_of(name.begin(), name.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+  return graph.find(plain ? name : printable(name));
+}
+
 std::string node_label(const onnx::NodeProto& n, int index) {
   return n.name().empty() ? n.op_type() + "_" + std::to_string(index) : n.name();
 }
@@ -456,6 +463,21 @@ InputSignature signature_of(const onnx::ValueInfoProto& v) {
     sig.symbols.push_back(d.has_dim_value() ? "" : printable(d.dim_param()));
   }
   return sig;
+}
+
+// Drops the nodes `keep(node, index)` refuses, keeping the order, by moving
+// pointers: a graph may have a million nodes, and its messages live on the
+// importer's arena, where a copy into another container would be deep.
+template <class Keep>
+void keep_nodes_if(google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes, Keep keep) {
+  const int n = nodes.size();
+  int kept = 0;
+  for (int i = 0; i < n; ++i) {
+    if (!keep(*nodes.Mutable(i), i)) continue;
+    if (kept != i) nodes.SwapElements(kept, i);
+    ++kept;
+  }
+  if (kept < n) nodes.DeleteSubrange(kept, n - kept);
 }
 
 class Importer {
@@ -501,6 +523,12 @@ class Importer {
   }
 
   std::string what() const { return name_; }
+
+  static google::protobuf::ArenaOptions arena_options() {
+    google::protobuf::ArenaOptions o;
+    o.max_block_size = 1 << 20;
+    return o;
+  }
 
   void parse() {
     std::string file_bytes;
@@ -696,26 +724,25 @@ class Importer {
   // the initializer directly (no node, no copy, weights stay weights).
   void bypass_identities_of_initializers() {
     auto* g = model_.mutable_graph();
+    if (g->initializer_size() == 0) return;
     std::unordered_set<std::string> inits, outputs;
     for (const auto& t : g->initializer()) inits.insert(t.name());
     for (const auto& o : g->output()) outputs.insert(o.name());
     std::unordered_map<std::string, std::string> rename;
-    google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
-    for (auto& n : *g->mutable_node()) {
+    keep_nodes_if(*g->mutable_node(), [&](const onnx::NodeProto& n, int) {
       if (n.op_type() == "Identity" && n.input_size() == 1 && inits.count(n.input(0)) &&
           !outputs.count(n.output(0))) {
         rename[n.output(0)] = n.input(0);
-        continue;
+        return false;
       }
-      kept.Add()->Swap(&n);  // moved, not copied: a graph may have a million nodes
-    }
+      return true;
+    });
     if (!rename.empty())
-      for (auto& n : kept)
+      for (auto& n : *g->mutable_node())
         for (auto& in : *n.mutable_input()) {
           auto it = rename.find(in);
           if (it != rename.end()) in = it->second;
         }
-    g->mutable_node()->Swap(&kept);
   }
 
   // A Constant whose value lives in external data is an initializer by
@@ -723,21 +750,17 @@ class Importer {
   // reads none of a 3 GiB Constant).
   void external_constants_to_initializers() {
     auto* g = model_.mutable_graph();
-    google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
-    for (auto& n : *g->mutable_node()) {
+    keep_nodes_if(*g->mutable_node(), [&](onnx::NodeProto& n, int) {
       const bool external_value = n.op_type() == "Constant" && (n.domain().empty() || n.domain() == "ai.onnx") &&
                                   n.output_size() == 1 && n.attribute_size() == 1 && n.attribute(0).name() == "value" &&
                                   n.attribute(0).type() == onnx::AttributeProto::TENSOR &&
                                   is_external(n.attribute(0).t()) && !is_graph_output(n.output(0));
-      if (!external_value) {
-        kept.Add()->Swap(&n);  // moved, not copied
-        continue;
-      }
+      if (!external_value) return true;
       onnx::TensorProto* t = g->add_initializer();
       t->Swap(n.mutable_attribute(0)->mutable_t());
       t->set_name(n.output(0));
-    }
-    g->mutable_node()->Swap(&kept);
+      return false;
+    });
   }
 
   void index_initializers() {
@@ -795,22 +818,36 @@ class Importer {
       throw Error(name_ + ": ONNX shape inference failed: " + one_line(m));
     }
     shapes_.clear();
-    const auto& g = model_.graph();
-    auto note = [&](const onnx::ValueInfoProto& v) {
-      Shape s;
-      int et = 0;
-      if (static_shape(v, s, et)) shapes_[v.name()] = {s, et};
-    };
-    for (const auto& v : g.input()) note(v);
-    for (const auto& v : g.value_info()) note(v);
-    for (const auto& v : g.output()) note(v);
-    for (const auto& t : g.initializer()) shapes_[t.name()] = {dims_of(t), t.data_type()};
+    shapes_indexed_ = false;
   }
 
-  // With `graph`, inputs and outputs become its tensor ids (all defined by then).
-  Node to_node(const onnx::NodeProto& n, int index, const Graph* graph) {
+  // The static shape and element type inference gave `name`, or null. The
+  // index is built on the first question after inference: a graph with
+  // nothing to fold never asks.
+  const std::pair<Shape, int>* inferred_shape(const std::string& name) {
+    if (!shapes_indexed_) {
+      const auto& g = model_.graph();
+      auto note = [&](const onnx::ValueInfoProto& v) {
+        Shape s;
+        int et = 0;
+        if (static_shape(v, s, et)) shapes_[v.name()] = {s, et};
+      };
+      for (const auto& v : g.input()) note(v);
+      for (const auto& v : g.value_info()) note(v);
+      for (const auto& v : g.output()) note(v);
+      for (const auto& t : g.initializer()) shapes_[t.name()] = {dims_of(t), t.data_type()};
+      shapes_indexed_ = true;
+    }
+    auto it = shapes_.find(name);
+    return it == shapes_.end() ? nullptr : &it->second;
+  }
+
+  // With `graph`, inputs and outputs become its tensor ids (all defined by
+  // then); `first_output`, when known, is the id of the node's first
+  // non-empty output, the others following it.
+  Node to_node(const onnx::NodeProto& n, int index, const Graph* graph, int first_output = -1) {
     Node r;
-    r.name = printable(node_label(n, index));
+    r.name = n.name().empty() ? node_label(n, index) : printable(n.name());
     r.op_type = n.op_type();
     if (n.attribute_size() > 0) {
       const std::string w = name_ + ": node '" + r.name + "' (" + n.op_type() + ")";
@@ -819,8 +856,9 @@ class Importer {
     if (graph) {
       r.inputs.reserve(size_t(n.input_size()));
       r.outputs.reserve(size_t(n.output_size()));
-      for (const auto& in : n.input()) r.inputs.push_back(in.empty() ? -1 : graph->find(printable(in)));
-      for (const auto& out : n.output()) r.outputs.push_back(out.empty() ? -1 : graph->find(printable(out)));
+      for (const auto& in : n.input()) r.inputs.push_back(in.empty() ? -1 : find_tensor(*graph, in));
+      for (const auto& out : n.output())
+        r.outputs.push_back(out.empty() ? -1 : first_output >= 0 ? first_output++ : find_tensor(*graph, out));
     }
     return r;
   }
@@ -828,23 +866,18 @@ class Importer {
   // One pass over the nodes; returns true if anything was folded.
   bool fold_constants() {
     auto* g = model_.mutable_graph();
-    google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
     bool folded = false;
-    for (int i = 0; i < g->node_size(); ++i) {
-      auto& n = *g->mutable_node(i);
+    keep_nodes_if(*g->mutable_node(), [&](const onnx::NodeProto& n, int i) {
       std::vector<HostTensor> outs;
-      if (try_fold(n, i, outs)) {
-        for (int k = 0; k < n.output_size() && k < int(outs.size()); ++k) {
-          if (n.output(k).empty()) continue;
-          fill_proto(outs[k], n.output(k), g->add_initializer());
-          constants_[n.output(k)] = std::move(outs[k]);
-        }
-        folded = true;
-        continue;
+      if (!try_fold(n, i, outs)) return true;
+      for (int k = 0; k < n.output_size() && k < int(outs.size()); ++k) {
+        if (n.output(k).empty()) continue;
+        fill_proto(outs[k], n.output(k), g->add_initializer());
+        constants_[n.output(k)] = std::move(outs[k]);
       }
-      kept.Add()->Swap(&n);  // moved, not copied
-    }
-    g->mutable_node()->Swap(&kept);
+      folded = true;
+      return false;
+    });
     if (folded) {
       // Folded values now live as initializers; drop stale value_info for them.
       std::unordered_set<std::string> inits;
@@ -861,26 +894,26 @@ class Importer {
     for (const auto& o : n.output())
       if (is_graph_output(o)) return false;  // outputs are computed at run time
     if (n.op_type() == "Shape") {
-      auto it = shapes_.find(n.input(0));
-      if (it == shapes_.end()) return false;
+      const auto* known = inferred_shape(n.input(0));
+      if (!known) return false;
       Node node = to_node(n, index, nullptr);
-      int64_t rank = int64_t(it->second.first.size());
+      int64_t rank = int64_t(known->first.size());
       int64_t start = node.get_int("start", 0), end = node.get_int("end", rank);
       if (start < 0) start += rank;
       if (end < 0) end += rank;
       start = std::clamp<int64_t>(start, 0, rank);
       end = std::clamp<int64_t>(end, start, rank);
       HostTensor s(DataType::Int64, {end - start});
-      for (int64_t k = start; k < end; ++k) s.data<int64_t>()[k - start] = it->second.first[k];
+      for (int64_t k = start; k < end; ++k) s.data<int64_t>()[k - start] = known->first[k];
       outs.push_back(std::move(s));
       return true;
     }
     if (n.op_type() == "Size") {
-      auto it = shapes_.find(n.input(0));
-      if (it == shapes_.end()) return false;
-      if (count_or_max(it->second.first) == std::numeric_limits<int64_t>::max()) return false;
+      const auto* known = inferred_shape(n.input(0));
+      if (!known) return false;
+      if (count_or_max(known->first) == std::numeric_limits<int64_t>::max()) return false;
       HostTensor s(DataType::Int64, {});
-      s.data<int64_t>()[0] = element_count(it->second.first);
+      s.data<int64_t>()[0] = element_count(known->first);
       outs.push_back(std::move(s));
       return true;
     }
@@ -903,9 +936,9 @@ class Importer {
     // Skip folding whose result would be huge (e.g. Expand to a big tensor).
     const bool heavy = is_heavy_op(n.op_type());
     for (const auto& o : n.output()) {
-      auto it = shapes_.find(o);
-      if (it != shapes_.end() && count_or_max(it->second.first) > kFoldLimitElements) return false;
-      if (heavy && (it == shapes_.end() || count_or_max(it->second.first) > kFoldHeavyLimitElements)) return false;
+      const auto* known = inferred_shape(o);
+      if (known && count_or_max(known->first) > kFoldLimitElements) return false;
+      if (heavy && (!known || count_or_max(known->first) > kFoldHeavyLimitElements)) return false;
     }
     if (heavy) {
       for (const HostTensor* t : ins)
@@ -959,27 +992,19 @@ class Importer {
     graph.tensors.reserve(size_t(g.initializer_size() + g.input_size() + g.node_size()));
     graph.nodes.reserve(size_t(g.node_size()));
     auto add = [&](const std::string& n, bool constant) -> int {
-      std::string name = printable(n);
-      if (int id = graph.find(name); id >= 0) return id;
       Tensor t;
-      t.name = std::move(name);
+      t.name = printable(n);
       t.is_constant = constant;
-      auto s = shapes_.find(n);
-      if (s != shapes_.end()) {
-        t.shape = s->second.first;
-        const int type = s->second.second;
-        if (type != 0) t.dtype = known_type(type) ? *known_type(type) : from_onnx_type(type, name_ + ": tensor '" + n + "'");
-      }
-      auto c = constants_.find(n);
-      if (c != constants_.end()) {
-        t.value = c->second;
-        t.dtype = t.value.dtype;
-        t.shape = t.value.shape;
-        t.has_data = true;
-      }
-      return graph.add_tensor(std::move(t));
+      if (constant)
+        if (auto c = constants_.find(n); c != constants_.end()) {
+          t.value = c->second;
+          t.dtype = t.value.dtype;
+          t.shape = t.value.shape;
+          t.has_data = true;
+        }
+      return graph.add_tensor(std::move(t));  // names are unique (check_names)
     };
-    std::unordered_set<std::string> init_names;
+    std::unordered_set<std::string_view> init_names;
     for (const auto& t : g.initializer()) {
       init_names.insert(t.name());
       add(t.name(), true);
@@ -990,16 +1015,60 @@ class Importer {
       graph.tensors[id].is_input = true;
       graph.inputs.push_back(id);
     }
-    for (const auto& n : g.node())
-      for (const auto& out : n.output())
+    const int node_outputs_from = int(graph.tensors.size());
+    std::vector<int> first_output(size_t(g.node_size()));
+    for (int i = 0; i < g.node_size(); ++i) {
+      first_output[size_t(i)] = int(graph.tensors.size());
+      for (const auto& out : g.node(i).output())
         if (!out.empty()) add(out, false);
-    for (int i = 0; i < g.node_size(); ++i)
-      for (const auto& in : g.node(i).input())
-        if (!in.empty() && graph.find(printable(in)) < 0)
-          throw Error(name_ + ": node '" + node_label(g.node(i), i) + "' reads '" + in + "', which nothing produces");
-    for (int i = 0; i < g.node_size(); ++i) graph.nodes.push_back(to_node(g.node(i), i, &graph));
+    }
+    // Shapes as inference left them (initializers' own dims over a value_info's).
+    // Inference lists values in node order: the next node output is tried
+    // before the name index.
+    std::vector<char> known(graph.tensors.size(), 0);
+    int next = node_outputs_from;
+    auto locate = [&](const std::string& name) {
+      if (next < int(graph.tensors.size()) && graph.tensors[size_t(next)].name == name) return next++;
+      const int id = find_tensor(graph, name);
+      if (id >= 0) next = id + 1;
+      return id;
+    };
+    auto note = [&](const onnx::ValueInfoProto& v) {
+      const int id = locate(v.name());
+      Shape dims;
+      int type = 0;
+      if (id < 0 || graph.tensors[id].has_data || !static_shape(v, dims, type)) return;
+      Tensor& t = graph.tensors[id];
+      t.shape = std::move(dims);
+      if (type != 0) t.dtype = known_type(type) ? *known_type(type) : from_onnx_type(type, name_ + ": tensor '" + v.name() + "'");
+      known[id] = 1;
+    };
+    for (const auto& v : g.input()) note(v);
+    for (const auto& v : g.value_info()) note(v);
+    for (const auto& v : g.output()) note(v);
+    for (const auto& i : g.initializer()) {
+      Tensor& t = graph.tensors[find_tensor(graph, i.name())];
+      known[find_tensor(graph, i.name())] = 1;
+      if (t.has_data) continue;
+      t.shape = dims_of(i);
+      if (i.data_type() != 0)
+        t.dtype = known_type(i.data_type()) ? *known_type(i.data_type())
+                                            : from_onnx_type(i.data_type(), name_ + ": tensor '" + i.name() + "'");
+    }
+    // Checked after dead nodes are gone: an unused value may stay unknown.
+    std::vector<std::string> unknown;
+    for (size_t t = 0; t < graph.tensors.size(); ++t)
+      if (!known[t] && !graph.tensors[t].has_data) unknown.push_back(graph.tensors[t].name);
+    for (int i = 0; i < g.node_size(); ++i) {
+      graph.nodes.push_back(to_node(g.node(i), i, &graph, first_output[size_t(i)]));
+      const Node& node = graph.nodes.back();
+      for (size_t k = 0; k < node.inputs.size(); ++k)
+        if (node.inputs[k] < 0 && !g.node(i).input(int(k)).empty())
+          throw Error(name_ + ": node '" + node_label(g.node(i), i) + "' reads '" + g.node(i).input(int(k)) +
+                      "', which nothing produces");
+    }
     for (const auto& v : g.output()) {
-      const int id = graph.find(printable(v.name()));
+      const int id = find_tensor(graph, v.name());
       if (id < 0) throw Error(name_ + ": graph output '" + v.name() + "' is produced by no node");
       graph.tensors[id].is_output = true;
       graph.outputs.push_back(id);
@@ -1013,21 +1082,21 @@ class Importer {
         throw Error(name_ + ": node '" + n.name + "' (" + n.op_type + "): operator " + n.op_type +
                     " is not supported by texplan");
     // Every tensor needs a concrete shape and a known type.
-    for (const auto& t : graph.tensors) {
-      if (shapes_.count(t.name) || t.has_data) {
-        try {
-          element_count(t.shape);
-        } catch (const Error& e) {
-          throw Error(name_ + ": tensor '" + t.name + "': " + e.what());
-        }
-        continue;
-      }
+    for (const std::string& name : unknown) {
+      const int id = graph.find(name);
+      if (id < 0) continue;  // dead, and gone
+      const Tensor& t = graph.tensors[id];
       std::string who = t.producer >= 0 ? " (output of node '" + graph.nodes[t.producer].name + "', " +
                                               graph.nodes[t.producer].op_type + ")"
                                         : "";
       throw Error(name_ + ": cannot make the shape of tensor '" + t.name + "'" + who +
                   " static: it depends on values only known at run time (data-dependent shapes are not supported)");
     }
+    for (const auto& t : graph.tensors) try {
+        element_count(t.shape);
+      } catch (const Error& e) {
+        throw Error(name_ + ": tensor '" + t.name + "': " + e.what());
+      }
     for (auto& t : graph.tensors)
       if (t.is_constant && !t.has_data && opt_.load_weights)
         throw Error(name_ + ": weights of '" + t.name + "' are not loaded");
@@ -1058,11 +1127,15 @@ class Importer {
   fs::path dir_;
   std::string_view bytes_;
   bool from_memory_ = false;
-  onnx::ModelProto model_;
+  // The model's messages on one arena: a million-node graph is parsed
+  // without a million separate allocations, and freed at once.
+  google::protobuf::Arena arena_{arena_options()};
+  onnx::ModelProto& model_ = *google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&arena_);
   int64_t opset_ = 0;
   std::unordered_map<std::string, HostTensor> constants_;
   std::unordered_set<std::string> graph_output_names_;  // is_graph_output
-  std::unordered_map<std::string, std::pair<Shape, int>> shapes_;
+  std::unordered_map<std::string, std::pair<Shape, int>> shapes_;  // inferred_shape's index
+  bool shapes_indexed_ = false;
   std::set<std::string> missing_small_;  // small initializers whose external file is absent
 };
 
