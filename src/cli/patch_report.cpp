@@ -22,6 +22,7 @@ nlohmann::json patch_json(const PatchReport& r) {
                                {"nodes", s.nodes},
                                {"outputs", s.outputs}});
     j["copy_bytes"] = r.copy_bytes;
+    j["copies"] = r.copies;
   } else {
     j["reason"] = r.reason;
   }

@@ -206,6 +206,9 @@ std::vector<float> Node::get_floats(const std::string& a, std::vector<float> dfl
 
 int Graph::add_tensor(Tensor t) {
   const int id = int(tensors.size());
+  // A caller that reserved tensors (the importer: a million) gets the index
+  // sized once, not rehashed at every doubling.
+  if (index_.bucket_count() < tensors.capacity()) index_.reserve(tensors.capacity());
   if (!index_.try_emplace(t.name, id).second) throw Error(model_name + ": duplicate tensor name '" + t.name + "'");
   tensors.push_back(std::move(t));
   return id;
@@ -346,6 +349,9 @@ void Graph::remove_dead_nodes() {
   for (auto& n : nodes)
     for (int t : n.outputs)
       if (t >= 0) needed[t] = 1;
+  // A window's base holds its bytes.
+  for (size_t t = 0; t < tensors.size(); ++t)
+    if (needed[t] && tensors[t].window) needed[tensors[t].window->base] = 1;
   // Nothing dead (the usual case): ids, and the name index, stay as they are.
   if (std::all_of(needed.begin(), needed.end(), [](char k) { return k; })) {
     for (auto& t : tensors) t.producer = -1;
@@ -372,6 +378,8 @@ void Graph::remove_dead_nodes() {
   }
   fix(inputs);
   fix(outputs);
+  for (auto& t : tensors)
+    if (t.window) t.window->base = remap[t.window->base];
   rebuild_index();
   for (auto& t : tensors) t.producer = -1;
   for (size_t n = 0; n < nodes.size(); ++n)

@@ -100,6 +100,18 @@ struct Node {
   std::vector<float> get_floats(const std::string& a, std::vector<float> dflt = {}) const;
 };
 
+// A 4D NCHW tensor that lives inside another's storage as a window:
+// element (n, c, h, w) is element (n, c0 + c, y0 + h, x0 + w) of `base`,
+// addressed with the strides of base's storage (optimize/patch.cpp sets it:
+// a patch's part of a segment output, or the part of a patch tensor that a
+// consumer reads). Kernels that take windows (runtime NodeBuilder::window)
+// read and write it there; optimize/sharing.cpp places it in base's bytes.
+struct TensorWindow {
+  int base = -1;  // tensor id
+  int64_t c0 = 0, y0 = 0, x0 = 0;
+  bool operator==(const TensorWindow& o) const { return base == o.base && c0 == o.c0 && y0 == o.y0 && x0 == o.x0; }
+};
+
 struct Tensor {
   std::string name;
   DataType dtype = DataType::Float32;
@@ -112,6 +124,7 @@ struct Tensor {
   HostTensor value;
   bool has_data = false;
   int producer = -1;  // node id, -1 for inputs and constants
+  std::optional<TensorWindow> window;  // none: the tensor's storage is its own or an alias's (sharing.h)
 
   int64_t bytes() const { return element_count(shape) * int64_t(element_size(dtype)); }
 };

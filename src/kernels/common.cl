@@ -45,6 +45,15 @@ inline int strided_offset(int i, Dims dims, Dims st) {
   return off;
 }
 
+// Where a kernel stores element i (its linear index) of its output Y:
+// Y + yo + YI(i); YRUN(i, n): elements [i, i+n) lie one after another
+// there. Y's own contiguous storage here; a window of a larger tensor
+// (patch-based execution, runtime window_prelude) redefines both and adds
+// YWIN_PARAMS, which kernels that write windows take after EPI_PARAMS.
+#define YI(i) (i)
+#define YRUN(i, n) 1
+#define YWIN_PARAMS
+
 // Same walk for two operands at once.
 inline void strided_offset2(int i, Dims dims, Dims sa, Dims sb, int* oa, int* ob) {
   int a = 0, b = 0;

@@ -9,7 +9,7 @@
 // Depthwise: groups == C, OC = C * mult. A work-item computes 4 neighbouring
 // output pixels of one row of one channel, so each weight is read once for 4.
 __kernel void conv2d_depthwise(__global const real_t* X, __global const real_t* Wt, __global const real_t* Bias,
-                               __global real_t* Y, ConvParams cp EPI_PARAMS) {
+                               __global real_t* Y, ConvParams cp EPI_PARAMS YWIN_PARAMS) {
   CONV_PARAMS(cp)
   const int ow0 = get_global_id(0) * 4, oh = get_global_id(1), z = get_global_id(2);
   if (ow0 >= OW || oh >= OH) return;
@@ -30,7 +30,7 @@ __kernel void conv2d_depthwise(__global const real_t* X, __global const real_t* 
     }
   }
   const int y0 = ((img * OC + oc) * OH + oh) * OW + ow0;
-  for (int j = 0; j < 4 && ow0 + j < OW; ++j) ST(Y, yo + y0 + j, EPI(acc[j], y0 + j));
+  for (int j = 0; j < 4 && ow0 + j < OW; ++j) ST(Y, yo + YI(y0 + j), EPI(acc[j], y0 + j));
 }
 
 // Transposed convolution (weight [C, OC/groups, KH, KW]) as a gather: output
@@ -79,7 +79,7 @@ __kernel void conv2d_maxpool(__global const real_t* X, int xo, __global const re
                              __global const real_t* Bias, int bo, __global real_t* Y, int yo, int has_bias, int C,
                              int H, int W, int OC, int OH, int OW, int KH, int KW, int sh, int sw, int ph, int pw,
                              int dh, int dw, int groups, int PH, int PW, int PKH, int PKW, int psh, int psw,
-                             int pph, int ppw, int pdh, int pdw, int total EPI_PARAMS) {
+                             int pph, int ppw, int pdh, int pdw, int total EPI_PARAMS YWIN_PARAMS) {
   const int i = get_global_id(0);
   if (i >= total) return;
   const int px = i % PW, py = (i / PW) % PH, oc = (i / (PW * PH)) % OC, img = i / (PW * PH * OC);
@@ -107,5 +107,5 @@ __kernel void conv2d_maxpool(__global const real_t* X, int xo, __global const re
       best = fmax(best, EPI(acc, i));
     }
   }
-  ST(Y, yo + i, best);
+  ST(Y, yo + YI(i), best);
 }

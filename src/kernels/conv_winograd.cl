@@ -103,7 +103,7 @@
 
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void conv2d_winograd(__global const float* X, __global const float* Wt, __global const float* Bias, __global float* Y,
-                     ConvParams cp EPI_PARAMS) {
+                     ConvParams cp EPI_PARAMS YWIN_PARAMS) {
   CONV_PARAMS(cp)  // Wt: packed at load, read from its start (wo unused); slices of kslice channels
   // Us[e][c][m], Vs[e][c][t]; after the loop, the products of 16 output
   // channels at a time, Ms[e][m][t] (16 x 16 x BT), in the same memory.
@@ -467,7 +467,7 @@ void conv2d_winograd(__global const float* X, __global const float* Wt, __global
 #pragma unroll
           for (int k = 0; k < 4; ++k)
             if (2 * oth + (k >> 1) < OH && 2 * otw + (k & 1) < OW) best = fmax(best, EPI(y[k] + bias, img * OC * PHW + pi));
-          yi[pi] = best;
+          Y[yo + YI(img * OC * PHW + pi)] = best;
         }
 #else
 #pragma unroll
@@ -478,7 +478,7 @@ void conv2d_winograd(__global const float* X, __global const float* Wt, __global
 #ifdef SPLITK
             split_add(yi + o, y[k] + bias);
 #else
-            yi[o] = EPI(y[k] + bias, img * OC * OHW + o);
+            Y[yo + YI(img * OC * OHW + o)] = EPI(y[k] + bias, img * OC * OHW + o);
 #endif
           }
         }

@@ -34,12 +34,12 @@
 #ifdef EPI_NONE
 #define STORE_BLOCK(i, v, n)                                                   \
   do {                                                                         \
-    if ((n) >= PB) {                                                           \
-      STV(PB, Y + yo + (i), (v));                                              \
+    if ((n) >= PB && YRUN((i), PB)) {                                          \
+      STV(PB, Y + yo + YI(i), (v));                                            \
     } else {                                                                   \
       float t_[PB];                                                            \
       VSTORE((v), 0, t_);                                                      \
-      for (int j_ = 0; j_ < (n); ++j_) ST(Y, yo + (i) + j_, t_[j_]);           \
+      for (int j_ = 0; j_ < PB && j_ < (n); ++j_) ST(Y, yo + YI((i) + j_), t_[j_]); \
     }                                                                          \
   } while (0)
 #elif defined(EPI_VEC)
@@ -47,12 +47,12 @@
 #define STORE_BLOCK(i, v, n)                                                   \
   do {                                                                         \
     const VF e_ = EPI_VEC((v), (i), (n));                                      \
-    if ((n) >= PB) {                                                           \
-      STV(PB, Y + yo + (i), e_);                                               \
+    if ((n) >= PB && YRUN((i), PB)) {                                          \
+      STV(PB, Y + yo + YI(i), e_);                                             \
     } else {                                                                   \
       float t_[PB];                                                            \
       VSTORE(e_, 0, t_);                                                       \
-      for (int j_ = 0; j_ < (n); ++j_) ST(Y, yo + (i) + j_, t_[j_]);           \
+      for (int j_ = 0; j_ < PB && j_ < (n); ++j_) ST(Y, yo + YI((i) + j_), t_[j_]); \
     }                                                                          \
   } while (0)
 #else
@@ -60,7 +60,7 @@
   do {                                                                         \
     float t_[PB];                                                              \
     VSTORE((v), 0, t_);                                                        \
-    for (int j_ = 0; j_ < PB && j_ < (n); ++j_) ST(Y, yo + (i) + j_, EPI(t_[j_], (i) + j_)); \
+    for (int j_ = 0; j_ < PB && j_ < (n); ++j_) ST(Y, yo + YI((i) + j_), EPI(t_[j_], (i) + j_)); \
   } while (0)
 #endif
 

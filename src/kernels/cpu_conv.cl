@@ -19,7 +19,7 @@
 __kernel void conv2d_cpu(__global const real_t* X, int xo, __global const real_t* Wt, int wo,
                          __global const real_t* Bias, int bo, __global real_t* Y, int yo, int has_bias, int C, int H,
                          int W, int OC, int OH, int OW, int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw,
-                         int groups EPI_PARAMS) {
+                         int groups EPI_PARAMS YWIN_PARAMS) {
   const int P = OH * OW, OCg = OC / groups, ICg = C / groups;
   const int p0 = get_global_id(0) * PB, oc0 = get_global_id(1) * OCB, z = get_global_id(2);
   if (p0 >= P || oc0 >= OCg) return;
@@ -102,7 +102,7 @@ __kernel void conv2d_cpu(__global const real_t* X, int xo, __global const real_t
 // output columns; (1): output row; (2): image x OCB-channel block.
 __kernel void conv2d_rows_cpu(__global const real_t* X, int xo, __global const real_t* Wp, __global const real_t* Bias,
                               int bo, __global real_t* Y, int yo, int has_bias, int C, int H, int W, int OC, int OH,
-                              int OW, int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw EPI_PARAMS) {
+                              int OW, int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw EPI_PARAMS YWIN_PARAMS) {
 #ifdef ROWS_KH  // the taps, stride and channels as constants: the loops unroll
   C = ROWS_C, KH = ROWS_KH, KW = ROWS_KW, sw = ROWS_SW;
 #endif

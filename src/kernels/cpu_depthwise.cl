@@ -7,7 +7,7 @@
 __kernel void depthwise_cpu(__global const real_t* X, int xo, __global const real_t* Wt, int wo,
                             __global const real_t* Bias, int bo, __global real_t* Y, int yo, int has_bias, int C,
                             int H, int W, int OC, int OH, int OW, int KH, int KW, int sh, int sw, int ph, int pw,
-                            int dh, int dw EPI_PARAMS) {
+                            int dh, int dw EPI_PARAMS YWIN_PARAMS) {
   const int ow0 = get_global_id(0) * PB, oh = get_global_id(1), z = get_global_id(2);
   if (ow0 >= OW || oh >= OH) return;
   const int img = z / OC, oc = z - img * OC, c = oc / (OC / C);
@@ -95,11 +95,11 @@ inline void dw_copy_row(float* r, __global const real_t* x, int n) {
   do {                                                             \
     const VF e_ = DW_EPI((v), (i), (n));                           \
     if ((n) >= PB) {                                               \
-      STV(PB, Y + yo + (i), e_);                                   \
+      STV(PB, Y + yo + YI(i), e_);                                 \
     } else {                                                       \
       float t_[PB];                                                \
       VSTORE(e_, 0, t_);                                           \
-      __global real_t* y_ = Y + yo + (i);                           \
+      __global real_t* y_ = Y + yo + YI(i); /* a row: contiguous */ \
       int j_ = 0;                                                  \
       if ((n) - j_ >= 8) STV(8, y_ + j_, vload8(0, t_ + j_)), j_ += 8; \
       if ((n) - j_ >= 4) STV(4, y_ + j_, vload4(0, t_ + j_)), j_ += 4; \
@@ -118,7 +118,7 @@ inline void dw_copy_row(float* r, __global const real_t* x, int n) {
 __kernel void depthwise_tile_cpu(__global const real_t* X, int xo, __global const real_t* Wt, int wo,
                                  __global const real_t* Bias, int bo, __global real_t* Y, int yo, int has_bias, int C,
                                  int H, int W, int OC, int OH, int OW, int ph, int pw, int items,
-                                 int per EPI_PARAMS) {
+                                 int per EPI_PARAMS YWIN_PARAMS) {
   const int row_blocks = (OH + OCB - 1) / OCB;
   const int first = get_global_id(0) * per, last = min(items, first + per);
   // 16 floats of slack: the zero fill's last vector store may pass DW_TW.

@@ -47,7 +47,7 @@
 __kernel void gemm_block_cpu(__global const real_t* A, int ao, __global const real_t* B, int bo,
                              __global const real_t* C, int co, __global real_t* Y, int yo, int M, int N, int K,
                              int a_sm, int a_sk, int b_sk, int b_sn, int c_sm, int c_sn, int has_c, float alpha,
-                             float beta, Dims batch, Dims a_sb, Dims b_sb, Dims c_sb K_SCALE_PARAMS EPI_PARAMS) {
+                             float beta, Dims batch, Dims a_sb, Dims b_sb, Dims c_sb K_SCALE_PARAMS EPI_PARAMS YWIN_PARAMS) {
 #ifdef COLS_FIRST
   const int n0 = get_global_id(0) * BW, m0 = get_global_id(1) * OCB, z = get_global_id(2);
 #else
@@ -130,7 +130,7 @@ __kernel void gemm_block_cpu(__global const real_t* A, int ao, __global const re
       } else if (c0 + PB > n0) {  // a moved block: only the columns from n0
         float t[PB];
         VSTORE(v, 0, t);
-        for (int l = n0 - c0; l < PB; ++l) ST(Y, yo + row + c0 + l, EPI(t[l], row + c0 + l));
+        for (int l = n0 - c0; l < PB; ++l) ST(Y, yo + YI(row + c0 + l), EPI(t[l], row + c0 + l));
       }
     }
   }
@@ -145,7 +145,7 @@ __kernel void gemm_block_cpu(__global const real_t* A, int ao, __global const re
 __kernel void gemv_rows_cpu(__global const real_t* R, int ro, __global const real_t* V, int vo,
                             __global const real_t* C, int co, __global real_t* Y, int yo, int rows, int K, int r_sj,
                             int v_sk, int c_sj, int has_c, float alpha, float beta, Dims batch, Dims r_sb, Dims v_sb,
-                            Dims c_sb EPI_PARAMS) {
+                            Dims c_sb EPI_PARAMS YWIN_PARAMS) {
   const int j0 = get_global_id(0) * OCB, z = get_global_id(1);
   if (j0 >= rows) return;
   R += ro + strided_offset(z, batch, r_sb);
@@ -195,6 +195,6 @@ __kernel void gemv_rows_cpu(__global const real_t* R, int ro, __global const rea
     if (j >= rows) break;
     float y = alpha * s[o];
     if (has_c) y += beta * LD(C, j * c_sj);
-    ST(Y, yo + yb + j, EPI(y, yb + j));
+    ST(Y, yo + YI(yb + j), EPI(y, yb + j));
   }
 }

@@ -137,7 +137,7 @@ inline VF input_vector(__global const real_t* xc, int H, int W, int ih, int w0) 
 // (1): group of OCW output channels; (2): image.
 __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void winograd_cpu(
     __global const real_t* X, int xo, __global const real_t* U, __global const real_t* Bias, int bo, __global real_t* Y,
-    int yo, int has_bias, int C, int H, int W, int OC, int OH, int OW, int ph, int pw EPI_PARAMS) {
+    int yo, int has_bias, int C, int H, int W, int OC, int OH, int OW, int ph, int pw EPI_PARAMS YWIN_PARAMS) {
   __local float V[XI * CC * PB] __attribute__((aligned(64)));   // [xi][c][tile]: the chunk's transformed input
   __local float M[XI * OCW * PB] __attribute__((aligned(64)));  // [xi][oc][tile]: products summed over channels
   __local float T[ALPHA * SPANP] __attribute__((aligned(64)));  // [row][column]: one channel's B^T d over the tile row

@@ -3,10 +3,10 @@
 // (runtime/epilogue_cl.h). Each work-item reads its operands before writing
 // y[i]: y may share storage with an input. A file of its own, so each
 // program builds only this kernel.
-__kernel void fused_elementwise(__global real_t* y, int yo, int n EPI_PARAMS) {
+__kernel void fused_elementwise(__global real_t* y, int yo, int n EPI_PARAMS YWIN_PARAMS) {
   int i = get_global_id(0);
   if (i >= n) return;
-  ST(y, yo + i, EPI(0.0f, i));
+  ST(y, yo + YI(i), EPI(0.0f, i));
 }
 
 // FusedMlp (runtime/ops_fused.cpp): per image (work-group), two fully

@@ -152,7 +152,7 @@
 // MxN per batch. has_c = 0 ignores C.
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void gemm(__global const real_t* A, __global const real_t* B, __global const real_t* C, __global real_t* Y,
-          GemmParams gp EPI_PARAMS) {
+          GemmParams gp EPI_PARAMS YWIN_PARAMS) {
   GEMM_PARAMS(gp)
   GEMM_LOCALS
 #ifdef SPLITK
@@ -183,7 +183,7 @@ void gemm(__global const real_t* A, __global const real_t* B, __global const rea
 #else
       float v = alpha * acc[i][j];
       if (has_c) v += beta * LD(C, m * c_sm + n * c_sn);
-      ST(Y, yo + y0 + m * N + n, EPI(v, y0 + m * N + n));
+      ST(Y, yo + YI(y0 + m * N + n), EPI(v, y0 + m * N + n));
 #endif
     }
   }
@@ -203,7 +203,7 @@ void gemm(__global const real_t* A, __global const real_t* B, __global const rea
 // group are one window, which its work-item reduces at the store.
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void conv2d_gemm(__global const real_t* X, __global const real_t* Wt, __global const real_t* Bias, __global real_t* Y,
-                 ConvParams cp EPI_PARAMS) {
+                 ConvParams cp EPI_PARAMS YWIN_PARAMS) {
   CONV_PARAMS(cp)
   GEMM_LOCALS
 #ifdef SPLITK
@@ -294,7 +294,7 @@ void conv2d_gemm(__global const real_t* X, __global const real_t* Wt, __global c
       for (int c = 0; c < 4; ++c)
         if (py * 2 + (c >> 1) < OH && px * 2 + (c & 1) < OW)
           best = fmax(best, EPI(acc[i][4 * j4 + c] + bias, y0 + m * PH * PW + pooled));
-      ST(Y, yo + y0 + m * PH * PW + pooled, best);
+      ST(Y, yo + YI(y0 + m * PH * PW + pooled), best);
     }
   }
 #elif defined(SPLITK)
@@ -316,7 +316,7 @@ void conv2d_gemm(__global const real_t* X, __global const real_t* Wt, __global c
     float bias = has_bias ? LD(Bias, bo + g * OCg + m) : 0.0f;
     for (int j = 0; j < WPTN; ++j) {
       int q = n0 + COL(j);
-      if (q < N) ST(Y, yo + y0 + m * N + q, EPI(acc[i][j] + bias, y0 + m * N + q));
+      if (q < N) ST(Y, yo + YI(y0 + m * N + q), EPI(acc[i][j] + bias, y0 + m * N + q));
     }
   }
 #endif
@@ -347,7 +347,7 @@ inline float conv_tap(__global const real_t* x, int k, int p, int H, int W, int 
 // previous session's kernel, kept as the baseline of bench/kernels.
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void conv2d_gemm_taps(__global const real_t* X, __global const real_t* Wt, __global const real_t* Bias,
-                      __global real_t* Y, ConvParams cp EPI_PARAMS) {
+                      __global real_t* Y, ConvParams cp EPI_PARAMS YWIN_PARAMS) {
   CONV_PARAMS(cp)
   GEMM_LOCALS
   const int z = get_group_id(2), img = z / groups, g = z % groups;
@@ -365,7 +365,7 @@ void conv2d_gemm_taps(__global const real_t* X, __global const real_t* Wt, __glo
     float bias = has_bias ? LD(Bias, bo + g * OCg + m) : 0.0f;
     for (int j = 0; j < WPTN; ++j) {
       int q = n0 + COL(j);
-      if (q < N) ST(Y, yo + y0 + m * N + q, EPI(acc[i][j] + bias, y0 + m * N + q));
+      if (q < N) ST(Y, yo + YI(y0 + m * N + q), EPI(acc[i][j] + bias, y0 + m * N + q));
     }
   }
 }
@@ -410,7 +410,7 @@ void conv_transpose2d_gemm(__global const real_t* X, int xo, __global const real
 __kernel __attribute__((reqd_work_group_size(GV, 1, 1)))
 void gemv(__global const real_t* Mat, int mo, __global const real_t* Vec, int vo, __global const real_t* C, int co,
           __global real_t* Y, int yo, int O, int K, int m_so, int m_sk, int v_sk, int c_so, int has_c, float alpha,
-          float beta, Dims batch, Dims m_sb, Dims v_sb, Dims c_sb EPI_PARAMS) {
+          float beta, Dims batch, Dims m_sb, Dims v_sb, Dims c_sb EPI_PARAMS YWIN_PARAMS) {
   __local float s[GV];
   const int o = get_group_id(0), z = get_group_id(1), l = get_local_id(0);
   __global const real_t* row = Mat + mo + strided_offset(z, batch, m_sb) + o * m_so;
@@ -426,6 +426,6 @@ void gemv(__global const real_t* Mat, int mo, __global const real_t* Vec, int vo
   if (l == 0) {
     float y = alpha * s[0];
     if (has_c) y += beta * LD(C, co + strided_offset(z, batch, c_sb) + o * c_so);
-    ST(Y, yo + z * O + o, EPI(y, z * O + o));
+    ST(Y, yo + YI(z * O + o), EPI(y, z * O + o));
   }
 }

@@ -2,7 +2,7 @@
 
 // MaxPool: padding never wins (taps outside the input are skipped).
 __kernel void max_pool2d(__global const real_t* X, int xo, __global real_t* Y, int yo, int n, int H, int W,
-                         int OH, int OW, int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw) {
+                         int OH, int OW, int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw YWIN_PARAMS) {
   int i = get_global_id(0);
   if (i >= n) return;
   int ow = i % OW, oh = (i / OW) % OH, plane = i / (OW * OH);
@@ -16,7 +16,7 @@ __kernel void max_pool2d(__global const real_t* X, int xo, __global real_t* Y, i
       if (iw >= 0 && iw < W) m = fmax(m, LD(x, ih * W + iw));
     }
   }
-  ST(Y, yo + i, m);
+  ST(Y, yo + YI(i), m);
 }
 
 // MaxPool on CPU devices (PoCL): one work-item per output row, whose window
@@ -45,12 +45,12 @@ __kernel void max_pool2d(__global const real_t* X, int xo, __global real_t* Y, i
     continue;                                                                                         \
   }
 __kernel void max_pool2d_rows(__global const real_t* X, int xo, __global real_t* Y, int yo, int rows, int H, int W,
-                              int OH, int OW, int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw) {
+                              int OH, int OW, int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw YWIN_PARAMS) {
   int r = get_global_id(0);
   if (r >= rows) return;
   int oh = r % OH, plane = r / OH;
   __global const real_t* x = X + xo + plane * H * W;
-  __global real_t* y = Y + yo + r * OW;
+  __global real_t* y = Y + yo + YI(r * OW);  // a row: contiguous
   int ih0 = oh * sh - ph;
   int kh0 = ih0 >= 0 ? 0 : (-ih0 + dh - 1) / dh, kh1 = min(KH, (H - ih0 + dh - 1) / dh);
   // Columns [ow0, ow1) have every tap inside [0, W).
@@ -88,7 +88,7 @@ __kernel void max_pool2d_rows(__global const real_t* X, int xo, __global real_t*
 // that runs past the end padding is cut there, as in PyTorch and ONNX).
 __kernel void avg_pool2d(__global const real_t* X, int xo, __global real_t* Y, int yo, int n, int H, int W,
                          int OH, int OW, int KH, int KW, int sh, int sw, int ph, int pw, int ph_end,
-                         int pw_end, int count_include_pad) {
+                         int pw_end, int count_include_pad YWIN_PARAMS) {
   int i = get_global_id(0);
   if (i >= n) return;
   int ow = i % OW, oh = (i / OW) % OH, plane = i / (OW * OH);
@@ -101,5 +101,5 @@ __kernel void avg_pool2d(__global const real_t* X, int xo, __global real_t* Y, i
   for (int ih = hs; ih < he; ++ih)
     for (int iw = ws; iw < we; ++iw) s += LD(x, ih * W + iw);
   int count = count_include_pad ? padded : (he - hs) * (we - ws);
-  ST(Y, yo + i, s / (float)count);
+  ST(Y, yo + YI(i), s / (float)count);
 }

@@ -249,8 +249,24 @@ std::vector<Region> required_regions(const Graph& g, int begin, int end, const s
   return regs;
 }
 
+bool writes_windows(const Graph& g, const Node& n) {
+  const int y = single_output(n);
+  if (y < 0 || g.tensors[y].shape.size() != 4 || g.tensors[y].dtype != DataType::Float32) return false;
+  const std::string& op = n.op_type;
+  if (is_conv(op)) return !channel_scaled(n);
+  return is_pool(op) || op == "FusedElementwise";
+}
+
+bool reads_window(const Graph& g, const Node& n, size_t pos) {
+  const int y = single_output(n);
+  if (y < 0 || pos >= n.inputs.size() || !activation(g, n.inputs[pos])) return false;
+  if (g.tensors[n.inputs[pos]].shape != g.tensors[y].shape) return false;
+  if (n.op_type == "FusedConv") return pos >= 3 && !channel_scaled(n);
+  return n.op_type == "FusedElementwise";
+}
+
 double graph_flops(const Graph& g) {
-  static const std::set<std::string> copies = {"Slice",   "Concat",  "PatchWrite", "Reshape",         "Identity",
+  static const std::set<std::string> copies = {"Slice",   "Concat",  "PatchWrite", "PatchJoin", "Reshape",         "Identity",
                                                "Flatten", "Squeeze", "Unsqueeze",  "Transpose",       "Split",
                                                "Gather",  "Pad",     "Expand",     "Tile",            "BufferToTexture",
                                                "TextureToBuffer"};
@@ -366,18 +382,37 @@ int add_activation(Graph& g, const Tensor& like, const std::string& name, const 
   return g.add_tensor(std::move(t));
 }
 
+// What the rewrite of one segment copies: bytes per run, and which nodes.
+struct Copies {
+  int64_t bytes = 0;
+  std::vector<std::string> what;
+  void add(const std::string& w, int64_t b) {
+    bytes += b;
+    if (std::find(what.begin(), what.end(), w) == what.end()) what.push_back(w);
+  }
+};
+
 // Rewrites `g` so that nodes [c.begin, c.end) run per patch of a rows x cols grid
-// over each of c.outputs; returns the bytes the crops and writes move.
+// over each of c.outputs; returns what the crops and writes copy.
 // `round` tells the names of a graph's segments apart.
-int64_t patch_in_place(Graph& g, const Cut& c, int rows, int cols, int round) {
+Copies patch_in_place(Graph& g, const Cut& c, int rows, int cols, int round) {
   const size_t nt = g.tensors.size();
   std::vector<char> produced(nt, 0);
   for (int k = c.begin; k < c.end; ++k)
     for (int t : g.nodes[k].outputs)
       if (t >= 0) produced[t] = 1;
   std::vector<Node> nodes(g.nodes.begin(), g.nodes.begin() + c.begin);
-  std::vector<int> full(c.outputs.size(), -1);  // each output's full tensor so far
-  int64_t moved = 0;
+  std::vector<int> full(c.outputs.size(), -1);  // each output's full tensor so far (PatchWrite)
+  std::vector<std::vector<int>> tiles(c.outputs.size());  // each output's windows (PatchJoin)
+  Copies moved;
+  // Whether every reader of t inside the segment but node `except` reads
+  // windows there: then t's patch tensors may be windows of a larger tensor.
+  auto read_as_windows = [&](int t, int except = -1) {
+    for (int k = c.begin; k < c.end; ++k)
+      for (size_t pos = 0; pos < g.nodes[k].inputs.size(); ++pos)
+        if (k != except && g.nodes[k].inputs[pos] == t && !reads_window(g, g.nodes[k], pos)) return false;
+    return true;
+  };
   const int patches = rows * cols;
   for (int p = 0; p < patches; ++p) {
     const int i = p / cols, j = p % cols;
@@ -386,17 +421,20 @@ int64_t patch_in_place(Graph& g, const Cut& c, int rows, int cols, int round) {
     std::vector<std::pair<int, Region>> wanted;
     for (int t : c.outputs) wanted.emplace_back(t, tile(g.tensors[t].shape, rows, cols, i, j));
     const std::vector<Region> regs = required_regions(g, c.begin, c.end, wanted);
-    std::vector<int> local(nt, -1);
-    std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t>, int> crops;
-    // Tensor t as `need` of it: the patch's tensor, or a crop of it.
-    auto source = [&](int t, const Region& need) {
+    std::vector<int> local(nt, -1);  // per tensor: this patch's
+    std::map<int, int> maker;        // per patch tensor: the node (k) whose copy makes it
+    std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t, bool>, int> crops;
+    // Tensor t as `need` of it for input `pos` of node k: the patch's
+    // tensor, or its part: a window where k reads windows, else a copy.
+    auto source = [&](int t, const Region& need, int k, size_t pos) {
       const Region have = produced[t] ? regs[t] : whole(g.tensors[t]);
       const int id = produced[t] ? local[t] : t;
       if (have == need) return id;
-      auto key = std::make_tuple(t, need.y0, need.y1, need.x0, need.x1);
+      const bool view = reads_window(g, g.nodes[k], pos);
+      auto key = std::make_tuple(t, need.y0, need.y1, need.x0, need.x1, view);
       auto it = crops.find(key);
       if (it != crops.end()) return it->second;
-      const std::string name = g.tensors[t].name + suffix + "@crop" + std::to_string(crops.size());
+      const std::string name = g.tensors[t].name + suffix + (view ? "@view" : "@crop") + std::to_string(crops.size());
       const int crop = add_activation(g, g.tensors[t], name, need);
       Node s;
       s.name = name;
@@ -406,7 +444,11 @@ int64_t patch_in_place(Graph& g, const Cut& c, int rows, int cols, int round) {
                   add_int64(g, name + "@axes", {2, 3})};
       s.outputs = {crop};
       nodes.push_back(std::move(s));
-      moved += g.tensors[crop].bytes();
+      if (view)
+        g.tensors[crop].window = TensorWindow{id, 0, y, x};
+      else
+        moved.add("crop of " + g.tensors[t].name + " for " + g.nodes[k].name + " (" + g.nodes[k].op_type + ")",
+                  g.tensors[crop].bytes());
       return crops[key] = crop;
     };
     for (int k = c.begin; k < c.end; ++k) {
@@ -417,7 +459,7 @@ int64_t patch_in_place(Graph& g, const Cut& c, int rows, int cols, int round) {
       Node m = n;
       m.name = n.name + suffix;
       for (size_t pos = 0; pos < n.inputs.size(); ++pos)
-        if (activation(g, n.inputs[pos])) m.inputs[pos] = source(n.inputs[pos], input_region(g, n, pos, r));
+        if (activation(g, n.inputs[pos])) m.inputs[pos] = source(n.inputs[pos], input_region(g, n, pos, r), k, pos);
       if (is_conv(n.op_type) || is_pool(n.op_type)) window_input(g, n, r, &m);
       // A Concat writes its inputs' bytes in place only where they are this
       // patch's own tensors: a segment input read whole is every patch's.
@@ -425,11 +467,33 @@ int64_t patch_in_place(Graph& g, const Cut& c, int rows, int cols, int round) {
         for (int t : m.inputs)
           if (t >= 0 && size_t(t) < nt) m.attrs.erase("texplan_elided");
       local[y] = add_activation(g, g.tensors[y], g.tensors[y].name + suffix, r);
+      maker[local[y]] = k;
       m.outputs = {local[y]};
-      nodes.push_back(std::move(m));
       const auto out = std::find(c.outputs.begin(), c.outputs.end(), y);
-      if (out == c.outputs.end()) continue;
       const size_t q = size_t(out - c.outputs.begin());
+      // A segment output's part written where it belongs in the full tensor
+      // (all of region r: where r overhangs the tile, the neighbours' values
+      // are the same); an elided Concat's inputs each at their channels.
+      bool in_place = out != c.outputs.end() && (writes_windows(g, n) || m.op_type == "Concat") && read_as_windows(y);
+      if (in_place && m.op_type == "Concat") {
+        in_place = m.get_int("texplan_elided", 0) == 1;
+        for (int t : m.inputs)
+          in_place = in_place && maker.count(t) && !g.tensors[t].window && writes_windows(g, g.nodes[maker[t]]) &&
+                     read_as_windows(g.nodes[maker[t]].outputs[0], k) && g.tensors[t].shape[2] == r.height() &&
+                     g.tensors[t].shape[3] == r.width() && std::count(m.inputs.begin(), m.inputs.end(), t) == 1;
+        int64_t channel = 0;
+        for (int t : m.inputs) {
+          if (!in_place) break;
+          g.tensors[t].window = TensorWindow{y, channel, r.y0, r.x0};
+          channel += g.tensors[t].shape[1];
+        }
+      }
+      if (in_place) {
+        g.tensors[local[y]].window = TensorWindow{y, 0, r.y0, r.x0};
+        tiles[q].push_back(local[y]);
+      }
+      nodes.push_back(std::move(m));
+      if (out == c.outputs.end() || in_place) continue;
       const Region t = wanted[q].second;
       Node w;
       w.name = n.name + suffix + "@write";
@@ -441,9 +505,20 @@ int64_t patch_in_place(Graph& g, const Cut& c, int rows, int cols, int round) {
       w.attrs["source"] = Attribute::of_ints({t.y0 - r.y0, t.x0 - r.x0});
       if (full[q] >= 0) w.attrs["texplan_inplace"] = Attribute::of_int(1);
       full[q] = next;
-      moved += g.tensors[y].bytes() / (g.tensors[y].shape[2] * g.tensors[y].shape[3]) * t.height() * t.width();
+      moved.add("tiles of " + g.tensors[y].name + " from " + n.name + " (" + n.op_type + ")",
+                g.tensors[y].bytes() / (g.tensors[y].shape[2] * g.tensors[y].shape[3]) * t.height() * t.width());
       nodes.push_back(std::move(w));
     }
+  }
+  for (size_t q = 0; q < c.outputs.size(); ++q) {
+    if (tiles[q].empty()) continue;
+    const int y = c.outputs[q];
+    Node j;
+    j.name = g.tensors[y].name + "@patch" + (round > 0 ? std::to_string(round) + ":" : std::string()) + "join";
+    j.op_type = "PatchJoin";
+    j.inputs = tiles[q];
+    j.outputs = {y};
+    nodes.push_back(std::move(j));
   }
   for (size_t k = size_t(c.end); k < g.nodes.size(); ++k) nodes.push_back(std::move(g.nodes[k]));
   g.nodes = std::move(nodes);
@@ -529,7 +604,9 @@ PatchReport apply_patching(Graph& g, const PatchOptions& opt) {
     s.nodes = best->cut.end - best->cut.begin;
     for (int t : best->cut.outputs) s.outputs.push_back(g.tensors[t].name);
     s.rows = best->rows, s.cols = best->cols;
-    r.copy_bytes += patch_in_place(g, best->cut, best->rows, best->cols, round);
+    const Copies copied = patch_in_place(g, best->cut, best->rows, best->cols, round);
+    r.copy_bytes += copied.bytes;
+    r.copies.insert(r.copies.end(), copied.what.begin(), copied.what.end());
     r.segments.push_back(std::move(s));
     r.bound_with = graph_lower_bound(g);
     r.flops_with = graph_flops(g);

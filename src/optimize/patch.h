@@ -12,11 +12,17 @@
 //
 // The rewrite is an ordinary graph: per patch, the segment's nodes on
 // patch-shaped tensors (convolutions and pools with per-side pads: the
-// real padding only on sides at the image border), Slice nodes where a
-// consumer reads less of a tensor than the patch holds (halo crops), and
-// one PatchWrite per segment output that copies the patch's tile into the
-// full tensor. Every later stage (storage, usage records, planner,
-// validator, timeline, runtime) sees patch steps as any other step.
+// real padding only on sides at the image border). Where a consumer reads
+// less of a tensor than the patch holds (a halo), a Slice gives it that
+// part: a window of the patch tensor (no copy) where the consumer's
+// kernels read windows (reads_window), else a copy (a crop). A segment
+// output's producer writes each patch's part straight into the full
+// tensor: its patch tensor is a window of the full one (writes_windows),
+// and one PatchJoin per output (inputs: those windows, output: the full
+// tensor; it executes nothing) hands the full tensor on. Where the
+// producer's kernels cannot, a PatchWrite per patch copies the tile. Every
+// later stage (storage, usage records, planner, validator, timeline,
+// runtime) sees patch steps as any other step.
 //
 // PatchWrite: inputs [P] or [F, P], output F' of the full tensor's shape;
 // attributes `tile` = [y0, x0, h, w] (the tile in F') and `source` =
@@ -68,6 +74,18 @@ bool patchable(const Graph& g, const Node& n);
 // needed. Throws Error naming the node when one is not patchable.
 std::vector<Region> required_regions(const Graph& g, int begin, int end, const std::vector<std::pair<int, Region>>& wanted);
 
+// Whether the runtime's kernels for node `n` write its output as a window
+// of a larger tensor (graph.h TensorWindow: a patch's part of a segment
+// output, written in place): convolutions (FusedConvMaxPool included),
+// Max/AveragePool, FusedElementwise. An elided Concat whose inputs are
+// written so is one too (the rewrite sees to it).
+bool writes_windows(const Graph& g, const Node& n);
+// Whether they read input `pos` of `n` as a window of a larger tensor (a
+// patch tensor's part that `n` needs, instead of a copy of it): a
+// FusedConv's epilogue operands and a FusedElementwise's operands of the
+// output's shape.
+bool reads_window(const Graph& g, const Node& n, size_t pos);
+
 // Multiply-adds count twice; pools a compare or add per window element;
 // other nodes one per output element; copies (Slice, Concat, PatchWrite,
 // aliases) none.
@@ -88,7 +106,10 @@ struct PatchReport {
   std::vector<PatchSegment> segments;    // in the order they were patched
   int64_t bound_without = 0, bound_with = 0;  // buffer lower bounds of the graph before and after
   double flops_without = 0, flops_with = 0;   // whole model (graph_flops)
-  int64_t copy_bytes = 0;                // bytes moved per run by halo crops and PatchWrites
+  int64_t copy_bytes = 0;                // bytes moved per run by crops and PatchWrites (the fallbacks)
+  // What copies, once per segment node: "crop of TENSOR for NODE (OP)",
+  // "tiles of TENSOR from NODE (OP)"; empty when nothing does.
+  std::vector<std::string> copies;
   int candidates = 0;                    // segment and grid pairs evaluated (auto)
   double extra_flops_pct() const {
     return flops_without > 0 ? 100.0 * (flops_with - flops_without) / flops_without : 0.0;

@@ -61,13 +61,31 @@ struct Forest {
 // byte offset in its input, else -1.
 int64_t view_offset(const Node& n) { return n.op_type == "Slice" ? n.get_int("texplan_view_offset", -1) : -1; }
 
+void place_windows(const Graph& g, Forest& f) {
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    const Tensor& x = g.tensors[t];
+    if (!x.window) continue;
+    const int base = x.window->base;
+    if (base < 0 || size_t(base) >= g.tensors.size() || base == int(t) || x.shape.size() != 4 ||
+        g.tensors[base].shape.size() != 4 || g.tensors[base].dtype != x.dtype || g.tensors[base].is_constant)
+      throw Error(g.model_name + ": tensor " + x.name + " is a window of a tensor it cannot lie in");
+    const Shape& b = g.tensors[base].shape;
+    const TensorWindow& w = *x.window;
+    if (w.c0 < 0 || w.y0 < 0 || w.x0 < 0 || x.shape[0] != b[0] || w.c0 + x.shape[1] > b[1] ||
+        w.y0 + x.shape[2] > b[2] || w.x0 + x.shape[3] > b[3])
+      throw Error(g.model_name + ": tensor " + x.name + " reaches outside its window's base " + g.tensors[base].name);
+    f.parent[t] = base;
+    f.offset[t] = window_offset(g, int(t)) * int64_t(element_size(x.dtype));
+  }
+}
+
 void place_aliases(const Graph& g, Forest& f) {
   for (const auto& n : g.nodes) {  // execution order: a root is resolved before its aliases
     const int64_t view = view_offset(n);
     if ((!is_alias_op(n.op_type) && view < 0) || n.inputs.empty() || n.outputs.empty()) continue;
     const int in = n.inputs[0], out = n.outputs[0];
     if (in < 0 || out < 0 || in == out || g.tensors[in].is_constant) continue;
-    if (g.tensors[in].dtype != g.tensors[out].dtype) continue;
+    if (g.tensors[in].dtype != g.tensors[out].dtype || g.tensors[in].window) continue;
     // A target shape computed at run time is checked against the plan when
     // the node runs (runtime/ops_shape.cpp), so such a node is not elided.
     if (view < 0 && n.op_type != "Identity" && n.inputs.size() > 1 && n.inputs[1] >= 0 &&
@@ -121,6 +139,20 @@ bool place_concat(const Graph& g, int k, Forest& f) {
     sum += x.bytes();
   }
   if (sum != y.bytes()) return false;
+
+  // A window (a patch's part of a segment output): its inputs are windows
+  // of the same base, each at its channels.
+  if (y.window) {
+    int64_t c = y.window->c0;
+    for (int t : n.inputs) {
+      const std::optional<TensorWindow>& w = g.tensors[t].window;
+      if (!w || w->base != y.window->base || w->c0 != c || w->y0 != y.window->y0 || w->x0 != y.window->x0 ||
+          g.tensors[t].shape.size() != 4 || y.shape.size() != 4 || axis != 1)
+        return false;
+      c += g.tensors[t].shape[1];
+    }
+    return true;
+  }
 
   // Inputs already contiguous in one storage: the output is a view there.
   if (f.parent[out] < 0 && !y.is_output && std::all_of(n.inputs.begin(), n.inputs.end(), [&](int t) { return f.parent[t] >= 0; })) {
@@ -186,7 +218,7 @@ void place_in_place(const Graph& g, Forest& f) {
       const int x = n.inputs[j];
       if (x < 0 || x == y) continue;
       const Tensor& tx = g.tensors[x];
-      if (tx.is_constant || tx.shape != ty.shape || tx.dtype != ty.dtype) continue;
+      if (tx.is_constant || tx.shape != ty.shape || tx.dtype != ty.dtype || tx.window) continue;
       const auto [r, ox] = f.resolve(x);
       if (r == y || io[r] || g.tensors[r].is_constant || last[r] != k) continue;
       bool overlap = false;  // another input of n in the same storage, read elsewhere
@@ -213,8 +245,36 @@ bool may_run_in_place(const Node& n) {
   return n.op_type == "FusedConv" || n.op_type == "PatchWrite" || n.op_type == "FusedMatMul" || elementwise_in_place_ops().count(n.op_type);
 }
 
+std::vector<int64_t> storage_strides(const Graph& g, int t) {
+  while (g.tensors[t].window) t = g.tensors[t].window->base;
+  std::vector<int64_t> st(g.tensors[t].shape.size());
+  int64_t acc = 1;
+  for (size_t k = st.size(); k-- > 0;) {
+    st[k] = acc;
+    acc *= g.tensors[t].shape[k];
+  }
+  return st;
+}
+
+int64_t window_offset(const Graph& g, int t) {
+  const std::optional<TensorWindow>& w = g.tensors[t].window;
+  if (!w) return 0;
+  const std::vector<int64_t> s = storage_strides(g, w->base);
+  return w->c0 * s[1] + w->y0 * s[2] + w->x0 * s[3];
+}
+
+int64_t storage_span_bytes(const Graph& g, int t) {
+  const Tensor& x = g.tensors[t];
+  if (!x.window || element_count(x.shape) == 0) return x.bytes();
+  const std::vector<int64_t> s = storage_strides(g, t);
+  int64_t last = 0;
+  for (size_t k = 0; k < s.size(); ++k) last += (x.shape[k] - 1) * s[k];
+  return (last + 1) * int64_t(element_size(x.dtype));
+}
+
 StorageSharing storage_sharing(const Graph& g) {
   Forest f(g.tensors.size());
+  place_windows(g, f);
   place_aliases(g, f);
   for (int k : concat_order(g))
     if (elided(g.nodes[k]) && !place_concat(g, k, f))
@@ -226,7 +286,7 @@ StorageSharing storage_sharing(const Graph& g) {
   s.offset.resize(g.tensors.size());
   for (size_t t = 0; t < g.tensors.size(); ++t) {
     std::tie(s.root[t], s.offset[t]) = f.resolve(int(t));
-    if (s.offset[t] + g.tensors[t].bytes() > g.tensors[s.root[t]].bytes())
+    if (s.offset[t] + storage_span_bytes(g, int(t)) > g.tensors[s.root[t]].bytes())
       throw Error(g.model_name + ": tensor " + g.tensors[t].name + " does not fit in the storage of " +
                   g.tensors[s.root[t]].name);
   }
@@ -235,6 +295,7 @@ StorageSharing storage_sharing(const Graph& g) {
 
 std::vector<int> elidable_concats(const Graph& g, const std::vector<char>& candidates) {
   Forest f(g.tensors.size());
+  place_windows(g, f);
   place_aliases(g, f);
   std::vector<int> chosen;
   for (int k : concat_order(g)) {
@@ -245,8 +306,17 @@ std::vector<int> elidable_concats(const Graph& g, const std::vector<char>& candi
   return chosen;
 }
 
-bool writes_nothing(const Node& n, const std::vector<int>& root, const std::vector<int64_t>& offset) {
+bool writes_nothing(const Graph& g, const Node& n, const std::vector<int>& root, const std::vector<int64_t>& offset) {
   if (elided(n)) return true;
+  // A PatchJoin whose inputs are windows of its output (their producers
+  // wrote them there), a Slice whose output is a window of its input.
+  auto window_of = [&](int t, int base) {
+    return t >= 0 && g.tensors[t].window && g.tensors[t].window->base == base;
+  };
+  if (n.op_type == "PatchJoin" && n.outputs.size() == 1)
+    return std::all_of(n.inputs.begin(), n.inputs.end(), [&](int t) { return window_of(t, n.outputs[0]); });
+  if (n.op_type == "Slice" && !n.inputs.empty() && n.outputs.size() == 1 && window_of(n.outputs[0], n.inputs[0]))
+    return true;
   const int64_t view = view_offset(n);
   if ((!is_alias_op(n.op_type) && view < 0) || n.inputs.empty() || n.inputs[0] < 0 || root.empty()) return false;
   if (view > 0 && offset.empty()) return false;

@@ -21,6 +21,10 @@ void check_inputs(const Graph& g, const std::vector<HostTensor>& inputs) {
 
 CpuExecutor::CpuExecutor(const Graph& g, const PlanInput& in, const plan::MemoryPlan& plan)
     : g_(g), in_(in), plan_(plan) {
+  // The reference kernels read and write whole contiguous tensors.
+  for (const Tensor& t : g.tensors)
+    if (t.window)
+      throw Error(g.model_name + ": tensor " + t.name + " is a window of a larger tensor (patch-based execution), which the host's reference executor does not run");
   for (const auto& p : plan.pools) pools_.emplace_back(size_t(p.bytes));
 }
 
@@ -57,7 +61,7 @@ std::vector<HostTensor> CpuExecutor::run(const std::vector<HostTensor>& inputs) 
   check_inputs(g_, inputs);
   for (size_t i = 0; i < inputs.size(); ++i) write(g_.inputs[i], inputs[i]);
   for (const auto& n : g_.nodes) {
-    if (writes_nothing(n, in_.alias_root, in_.alias_offset)) continue;  // zero-copy: the output already holds the bytes
+    if (writes_nothing(g_, n, in_.alias_root, in_.alias_offset)) continue;  // zero-copy: the output already holds the bytes
     std::vector<HostTensor> vals;
     std::vector<const HostTensor*> args;
     vals.reserve(n.inputs.size());

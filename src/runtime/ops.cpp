@@ -4,6 +4,7 @@
 #include <climits>
 #include <map>
 
+#include "optimize/sharing.h"
 #include "reference/common.h"
 #include "runtime/tuning.h"
 
@@ -129,6 +130,37 @@ const HostTensor* NodeBuilder::constant(int i) const {
   if (!has_in(i)) return nullptr;
   const Tensor& t = in(i);
   return t.is_constant && t.has_data ? &t.value : nullptr;
+}
+
+std::vector<int64_t> NodeBuilder::take_window(int t) {
+  if (is_window(t) && std::find(taken_.begin(), taken_.end(), t) == taken_.end()) taken_.push_back(t);
+  return storage_strides(g_, t);
+}
+
+std::vector<int> NodeBuilder::untaken_windows() const {
+  std::vector<int> left;
+  for (const auto* list : {&node.inputs, &node.outputs})
+    for (int t : *list)
+      if (t >= 0 && is_window(t) && std::find(taken_.begin(), taken_.end(), t) == taken_.end() &&
+          std::find(left.begin(), left.end(), t) == left.end())
+        left.push_back(t);
+  return left;
+}
+
+std::string window_prelude() {
+  return "#undef YI\n#undef YRUN\n#undef YWIN_PARAMS\n"
+         "#define YWIN_PARAMS , Dims ywin_dims, Dims ywin_strides\n"
+         "#define YI(i) strided_offset((i), ywin_dims, ywin_strides)\n"
+         "#define YRUN(i, n) ((i) % ywin_dims.d[MAXR - 1] + (n) <= ywin_dims.d[MAXR - 1])\n";
+}
+
+void window_output(NodeBuilder& b, FusedTail& tail) {
+  if (tail.window || !b.out_window(0)) return;
+  tail.window = true;
+  tail.ywin_dims = to_dims(b.out(0).shape, 1);
+  tail.ywin_strides = to_dims(b.take_out_window(0), 0);
+  tail.prelude += "\n" + window_prelude();
+  if (!tail.residual_prelude.empty()) tail.residual_prelude += "\n" + window_prelude();
 }
 
 TensorArg NodeBuilder::arg(int tensor) const {

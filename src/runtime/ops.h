@@ -183,6 +183,18 @@ class NodeBuilder {
   const HostTensor* constant(int i) const;
   TensorArg arg_in(int i) const { return arg(node.inputs.at(i)); }
   TensorArg arg_out(int i) const { return arg(node.outputs.at(i)); }
+  // Windows (graph.h TensorWindow: a patch's part of a larger tensor): a
+  // lowering whose kernels address tensor `t` through its storage's strides
+  // takes the window (the strides; contiguous ones for a tensor that is no
+  // window). The session refuses a node whose windows were not all taken.
+  bool is_window(int t) const { return g_.tensors.at(t).window.has_value(); }
+  bool in_window(int i) const { return has_in(i) && is_window(node.inputs.at(i)); }
+  bool out_window(int i) const { return is_window(node.outputs.at(i)); }
+  std::vector<int64_t> take_window(int t);
+  std::vector<int64_t> take_in_window(int i) { return take_window(node.inputs.at(i)); }
+  std::vector<int64_t> take_out_window(int i) { return take_window(node.outputs.at(i)); }
+  // Windowed inputs and outputs of the node that no kernel took.
+  std::vector<int> untaken_windows() const;
 
   int compute_units() const { return dev_.info().compute_units; }
   int64_t local_mem_bytes() const { return dev_.info().local_mem_bytes; }
@@ -274,6 +286,7 @@ class NodeBuilder {
   std::function<TextureArg(int)> image_;
   bool images_1d_ = false;
   std::map<std::string, cl_mem> packed_;
+  std::vector<int> taken_;
 };
 
 // Thrown by NodeBuilder::launch when `half` is set and kernel file `file`
@@ -315,8 +328,20 @@ struct FusedTail {
   // (empty: nothing follows the Add).
   bool residual = false;
   std::string residual_prelude;
+  // Y is a window of a larger tensor (patch-based execution: graph.h
+  // TensorWindow): the prelude redefines common.cl's YI(i) (where Y's
+  // element i is stored), YRUN(i, n) (whether elements [i, i+n) are
+  // contiguous there) and YWIN_PARAMS, and `ywin_dims` (Y's shape) and
+  // `ywin_strides` (its storage's) are passed after everything else.
+  bool window = false;
+  Dims ywin_dims{}, ywin_strides{};
   void append_args(NodeBuilder& b) const;
 };
+// Adds Y's window to `tail` where output 0 of the node is one (else leaves
+// it as it is); the lowering then writes Y through YI.
+void window_output(NodeBuilder& b, FusedTail& tail);
+// The OpenCL C that makes YI, YRUN and YWIN_PARAMS Y's window's.
+std::string window_prelude();
 
 // Kernel variants chosen by shape and device, forced by name for
 // measurements and tests (bench/kernels, tests/test_fused_kernels). The

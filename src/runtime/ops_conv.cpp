@@ -507,7 +507,7 @@ namespace {
 // and (Y over none of them) they still hold the same values after the slices.
 bool split_k_allowed(const NodeBuilder& b, int64_t K, int64_t total, const FusedTail& tail) {
   // Half storage: the slices' atomic adds (split_add) work on fp32 words.
-  return !b.half && K >= 2 * kTK && total <= INT32_MAX && (!output_overlaps_input(b) || tail.residual);
+  return !b.half && !tail.window && K >= 2 * kTK && total <= INT32_MAX && (!output_overlaps_input(b) || tail.residual);
 }
 
 // "kernel 1,2,3": a tuning cache key.
@@ -563,7 +563,7 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
     tail.append_args(b);
     return;
   }
-  if (launch_gemm_mma(b, A, B, C, Y, g, tail)) return;  // --precision tf32
+  if (!tail.window && launch_gemm_mma(b, A, B, C, Y, g, tail)) return;  // --precision tf32
   const int64_t total = nb * g.M * g.N;
   auto emit = [&](const Variant& v) {
     const Tiles& t = *v.tiles;
@@ -672,6 +672,10 @@ void FusedTail::append_args(NodeBuilder& b) const {
     if (in.strided) b.more_args(in.strides);
   }
   if (strided) b.more_args(dims);
+  if (window) {
+    b.more_args(ywin_dims);
+    b.more_args(ywin_strides);
+  }
 }
 
 std::vector<std::string> conv_tile_variants() {
@@ -754,7 +758,9 @@ void force_conv_variant(const std::string& variant) {
 
 bool lower_conv(NodeBuilder& b) { return lower_conv(b, FusedTail{}); }
 
-bool lower_conv(NodeBuilder& b, const FusedTail& tail) {
+bool lower_conv(NodeBuilder& b, const FusedTail& fused) {
+  FusedTail tail = fused;
+  window_output(b, tail);  // Y a patch's window: every variant below but split-K and tf32's tiles writes through YI
   if (b.device_type() == "cpu" && !gpu_kernels_forced() && lower_conv_cpu(b, tail)) return true;  // PoCL: ops_cpu.cpp
   if (channel_scaled(b.node)) return false;  // the GPU kernels do not scale X: the CPU runs it
   ConvGeometry g;
@@ -795,7 +801,7 @@ bool lower_conv(NodeBuilder& b, const FusedTail& tail) {
                                       : winograd_by_shape(*wino, can_split, cu, false));
     return true;
   }
-  if (launch_conv_mma(b, g, has_bias, bias, tail)) return true;  // --precision tf32
+  if (!tail.window && launch_conv_mma(b, g, has_bias, bias, tail)) return true;  // --precision tf32
   auto emit = [&](const Variant& v) {
     if (!v.tiles) return launch_winograd(b, g, has_bias, bias, tail, v);
     const Tiles& t = *v.tiles;
@@ -850,6 +856,7 @@ bool lower_fused_conv_maxpool(NodeBuilder& b) {
   if (e.inputs() > 1) throw Error("program reads x" + std::to_string(e.inputs() - 1) + " but the node has no epilogue inputs");
   tail.prelude = epilogue_cl(e, {EpilogueRead::Value});
   tail.transcendental = e.transcendental();
+  window_output(b, tail);
   const bool has_bias = b.has_in(2);
   const TensorArg bias = has_bias ? b.arg_in(2) : b.arg_in(0);  // a dummy (see lower_conv)
   const int64_t PH = y[2], PW = y[3], OCg = g.OC / g.groups;
@@ -861,7 +868,7 @@ bool lower_fused_conv_maxpool(NodeBuilder& b) {
     launch_winograd(b, g, has_bias, bias, tail, Variant{nullptr}, PH, PW);
     return true;
   }
-  if (pairs && launch_conv_mma(b, g, has_bias, bias, tail, PH, PW)) return true;  // --precision tf32
+  if (pairs && !tail.window && launch_conv_mma(b, g, has_bias, bias, tail, PH, PW)) return true;  // --precision tf32
   if (pairs && (b.device_type() == "gpu" || gpu_kernels_forced())) {
     const Tiles* t = forced().tiles;
     if (!t || !t->vec) {  // the heuristic's tiles, in their float4 form
@@ -886,6 +893,7 @@ bool lower_fused_conv_maxpool(NodeBuilder& b) {
     ConvParams p = conv_params(g, has_bias);
     p.pool_h = i32(PH), p.pool_w = i32(PW);
     launch_conv_kernel(b, src, "conv2d_gemm", r, b.arg_in(1), bias, p);
+    tail.append_args(b);
     return true;
   }
   // Other windows: the tiled kernel where a tile fits local memory (forced,
@@ -908,6 +916,7 @@ bool lower_fused_conv_maxpool(NodeBuilder& b) {
                i32(g.KH), i32(g.KW), i32(g.sh), i32(g.sw), i32(g.ph), i32(g.pw), i32(g.dh), i32(g.dw), i32(g.groups),
                i32(PH), i32(PW), i32(pk[0]), i32(pk[1]), i32(ps[0]), i32(ps[1]), i32(pp[0]), i32(pp[1]), i32(pd[0]),
                i32(pd[1]), i32(total));
+      tail.append_args(b);
       return;
     }
     const TiledConvMaxPool& f = fits[size_t(i)];
@@ -916,6 +925,7 @@ bool lower_fused_conv_maxpool(NodeBuilder& b) {
     b.launch(Source("conv_maxpool.cl", f.defines, tail.prelude), "conv2d_maxpool_tiled", r, b.arg_in(0), b.arg_in(1), bias,
              b.arg_out(0), cl_int(has_bias), i32(g.C), i32(g.H), i32(g.W), i32(g.OC), i32(g.OH), i32(g.OW), i32(g.ph),
              i32(g.pw), i32(g.groups), i32(PH), i32(PW), i32(pp[0]), i32(pp[1]), i32(f.oc_blocks));
+    tail.append_args(b);
   };
   int choice = fallback;
   if (forced_pool().set) {

@@ -30,11 +30,14 @@ bool make_tail(NodeBuilder& b, int first, bool value_x0, FusedTail& tail, int en
     if (s.size() > y.size()) return false;
     for (size_t k = 0; k < s.size(); ++k)
       if (s[k] != 1 && s[k] != y[y.size() - s.size() + k]) return false;
-    // Broadcast-compatible with as many elements: the same order, no strides.
-    bool direct = element_count(s) == element_count(y);
+    // Broadcast-compatible with as many elements: the same order, no
+    // strides; a window (a patch's part of a larger tensor) through its
+    // storage's strides.
+    const bool window = b.in_window(i) && s == y;
+    bool direct = element_count(s) == element_count(y) && !window;
     reads.push_back(direct ? EpilogueRead::Direct : EpilogueRead::Strided);
     tail.inputs.push_back({b.arg_in(i), !direct, Dims{}});
-    strides.push_back(broadcast_strides(s, y));
+    strides.push_back(window ? b.take_in_window(i) : broadcast_strides(s, y));
     tail.strided = tail.strided || !direct;
   }
   if (e.inputs() > int(reads.size()))
@@ -136,6 +139,7 @@ bool lower_fused_elementwise(NodeBuilder& b) {
   if (b.inputs() < 1) return false;
   FusedTail tail;
   if (!make_tail(b, 0, false, tail)) return false;
+  window_output(b, tail);
   int64_t n = element_count(b.out(0).shape);
   if (n == 0) return true;
   b.launch(Source("fused.cl", "", tail.prelude), "fused_elementwise", linear_range(n), b.arg_out(0), i32(n));

@@ -41,18 +41,23 @@ bool lower_pool(NodeBuilder& b) {
   }
   int64_t total = element_count(y);
   if (total == 0) return true;
+  FusedTail window;  // no epilogue: Y's window, where it is a patch's
+  window_output(b, window);
+  const Source pool("pool.cl", "", window.prelude);
   if (n.op_type == "MaxPool") {
     const bool rows = b.device_type() == "cpu" && !gpu_kernels_forced();
     const int64_t items = rows ? total / OW : total;
-    b.launch("pool.cl", rows ? "max_pool2d_rows" : "max_pool2d", linear_range(items), b.arg_in(0), b.arg_out(0),
+    b.launch(pool, rows ? "max_pool2d_rows" : "max_pool2d", linear_range(items), b.arg_in(0), b.arg_out(0),
              i32(items), i32(H), i32(W), i32(OH), i32(OW), i32(KH), i32(KW), i32(sh), i32(sw), i32(ph.begin),
              i32(pw.begin), i32(dh), i32(dw));
+    window.append_args(b);
     return true;
   }
   if (dh != 1 || dw != 1) return false;
-  b.launch("pool.cl", "avg_pool2d", linear_range(total), b.arg_in(0), b.arg_out(0), i32(total), i32(H), i32(W),
+  b.launch(pool, "avg_pool2d", linear_range(total), b.arg_in(0), b.arg_out(0), i32(total), i32(H), i32(W),
            i32(OH), i32(OW), i32(KH), i32(KW), i32(sh), i32(sw), i32(ph.begin), i32(pw.begin), i32(ph.end),
            i32(pw.end), cl_int(n.get_int("count_include_pad", 0) != 0));
+  window.append_args(b);
   return true;
 }
 

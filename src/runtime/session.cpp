@@ -383,7 +383,7 @@ struct Session::Impl {
       for (int o : node.outputs)
         if (o >= 0) all_constant = all_constant && g.tensors[o].is_constant;
       // Aliases, views and elided concats: their outputs already hold the bytes.
-      if (all_constant || writes_nothing(node, pin.alias_root, pin.alias_offset)) continue;
+      if (all_constant || writes_nothing(g, node, pin.alias_root, pin.alias_offset)) continue;
       try {
         NodeBuilder b(*dev, g, node, [&](int t) { return locate(g, t); });
         b.tf32 = precision == Precision::Tf32;
@@ -401,6 +401,12 @@ struct Session::Impl {
           if (texture_step(node)) throw Error("its texture kernels (" + e.file + ") have no fp16 storage form");
           half_fallback.push_back(node.name + " (" + node.op_type + "): " + e.file);  // runs on the CPU, converting
         }
+        // A window (a patch's part of a larger tensor) is read or written
+        // only by kernels that address it through its storage's strides.
+        if (const std::vector<int> left = lowered ? b.untaken_windows() : windows_of(g, node); !left.empty())
+          throw Error(std::string(lowered ? "its kernels" : "the CPU") + " cannot address tensor " +
+                      g.tensors[left[0]].name + ", a window of " + g.tensors[g.tensors[left[0]].window->base].name +
+                      " (patch-based execution)");
         if (lowered) {
           std::swap(step.launches, b.launches);
           if (b.used_tf32) tf32_nodes.push_back(node.name + " (" + node.op_type + ")");
@@ -434,6 +440,14 @@ struct Session::Impl {
       for (int r : scratch_records[n]) step.writes.push_back(r);
     }
     release_unread_weights(g);
+  }
+
+  static std::vector<int> windows_of(const Graph& g, const Node& node) {
+    std::vector<int> w;
+    for (const auto* list : {&node.inputs, &node.outputs})
+      for (int t : *list)
+        if (t >= 0 && g.tensors[t].window) w.push_back(t);
+    return w;
   }
 
   static bool reads(const std::vector<Launch>& launches, cl_mem m) {
