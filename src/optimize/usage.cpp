@@ -71,6 +71,7 @@ PlanInput make_usage_records(const Graph& g, const UsageOptions& opt) {
   for (size_t t = 0; t < nt; ++t)
     if (p.alias_root[t] == int(t) && !g.tensors[t].is_constant && first[t] >= 0) owners.push_back(int(t));
   std::stable_sort(owners.begin(), owners.end(), [&](int a, int b) { return first[a] < first[b]; });
+  p.records.reserve(owners.size());
 
   for (int t : owners) {
     const Tensor& x = g.tensors[t];
