@@ -1,0 +1,140 @@
+// The CLI sessions shown in the README and in docs/*.md: every
+// `    $ build/texplan ...` block is run from the repository's root, and each
+// line shown under it must be a line of the output ("..." stands for what
+// differs between machines: timings, errors' digits). A session that shows
+// "texplan: error: ..." must fail; any other must exit 0. Sessions on the
+// shared model zoo (../shared/models) are skipped when it is absent. Files a
+// session writes into the root (a --trace, a --json) are removed after it.
+// The Python sessions are doctests (python/tests/test_readme.py,
+// test_inference_session.py for docs/python.md).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "shell.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Session {
+  std::string file;  // relative to the repository
+  int line = 0;
+  std::string args;
+  std::vector<std::string> shown;
+};
+
+std::vector<Session> sessions_of(const std::string& file) {
+  std::ifstream in(fs::path(TEXPLAN_SOURCE_DIR) / file);
+  std::vector<Session> sessions;
+  std::string line;
+  bool open = false;
+  const std::string prompt = "    $ build/texplan ";
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.rfind(prompt, 0) == 0) {
+      std::string args = line.substr(prompt.size());
+      if (const size_t comment = args.find("  #"); comment != std::string::npos) args.resize(comment);
+      while (!args.empty() && args.back() == ' ') args.pop_back();
+      sessions.push_back({file, n, args, {}});
+      open = true;
+    } else if (open && line.rfind("    ", 0) == 0 && line.rfind("    $ ", 0) != 0) {
+      sessions.back().shown.push_back(line.substr(4));
+    } else {
+      open = false;
+    }
+  }
+  return sessions;
+}
+
+// `shown` with "..." as a wildcard, against one output line.
+bool matches(const std::string& shown, const std::string& line) {
+  size_t at = 0, from = 0;
+  while (true) {
+    const size_t dots = shown.find("...", from);
+    const std::string piece = shown.substr(from, dots == std::string::npos ? std::string::npos : dots - from);
+    if (from == 0 && line.compare(0, piece.size(), piece) != 0) return false;  // anchored at the start
+    const size_t found = line.find(piece, at);
+    if (found == std::string::npos) return false;
+    at = found + piece.size();
+    if (dots == std::string::npos) return at == line.size();
+    from = dots + 3;
+  }
+}
+
+std::set<std::string> root_entries() {
+  std::set<std::string> names;
+  for (const auto& e : fs::directory_iterator(TEXPLAN_SOURCE_DIR)) names.insert(e.path().filename().string());
+  return names;
+}
+
+// Runs `s` and checks what it prints; false when it was skipped.
+bool run_session(const Session& s) {
+  SCOPED_TRACE(s.file + ":" + std::to_string(s.line) + ": texplan " + s.args);
+  if (s.args.find("../shared/models") != std::string::npos && !fs::exists(TEXPLAN_MODELS_DIR)) {
+    std::cout << "skipped " << s.file << ":" << s.line << ": needs the model zoo " << TEXPLAN_MODELS_DIR << "\n";
+    return false;
+  }
+  const std::set<std::string> before = root_entries();
+  const texplan::test::ShellResult r = texplan::test::sh("cd " + std::string(TEXPLAN_SOURCE_DIR) + " && " +
+                                                         std::string(TEXPLAN_CLI) + " " + s.args + " 2>&1");
+  for (const std::string& name : root_entries())
+    if (!before.count(name)) fs::remove_all(fs::path(TEXPLAN_SOURCE_DIR) / name);
+  bool shows_error = false;
+  for (const std::string& shown : s.shown) shows_error = shows_error || shown.rfind("texplan: error: ", 0) == 0;
+  if (shows_error) {
+    EXPECT_NE(r.code, 0) << r.out;
+  } else {
+    EXPECT_EQ(r.code, 0) << r.out;
+  }
+  std::vector<std::string> lines;
+  std::istringstream out(r.out);
+  for (std::string l; std::getline(out, l);) lines.push_back(l);
+  for (const std::string& shown : s.shown) {
+    bool found = false;
+    for (const std::string& l : lines) found = found || matches(shown, l);
+    EXPECT_TRUE(found) << s.file << " shows '" << shown << "'; the output is:\n" << r.out;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST(Readme, CliSessionsPrintWhatTheReadmeShows) {
+  const std::vector<Session> sessions = sessions_of("README.md");
+  ASSERT_GE(sessions.size(), 2u);
+  for (const Session& s : sessions) {
+    EXPECT_FALSE(s.shown.empty()) << "README.md:" << s.line << " shows no output";
+    run_session(s);
+  }
+}
+
+TEST(Readme, IsAGuideNotALog) {
+  std::ifstream in(fs::path(TEXPLAN_SOURCE_DIR) / "README.md");
+  int lines = 0;
+  for (std::string l; std::getline(in, l);) ++lines;
+  EXPECT_LE(lines, 200);
+}
+
+// Every doc's sessions; and a command shown as `$ texplan ...` (not run)
+// is a defect: the docs show only what this test checks.
+TEST(Docs, CliSessionsPrintWhatTheDocsShow) {
+  int ran = 0, docs_with_sessions = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(TEXPLAN_SOURCE_DIR) / "docs")) {
+    if (e.path().extension() != ".md") continue;
+    const std::string file = "docs/" + e.path().filename().string();
+    std::ifstream in(e.path());
+    int n = 0;
+    for (std::string l; std::getline(in, l);)
+      if (++n; l.rfind("    $ texplan ", 0) == 0) ADD_FAILURE() << file << ":" << n << ": '" << l << "' is not run by a test (write $ build/texplan)";
+    const std::vector<Session> sessions = sessions_of(file);
+    docs_with_sessions += !sessions.empty();
+    for (const Session& s : sessions) ran += run_session(s);
+  }
+  EXPECT_GE(docs_with_sessions, 4);
+  EXPECT_GE(ran, 8);
+}
