@@ -53,6 +53,17 @@ inline int strided_offset(int i, Dims dims, Dims st) {
 #define YI(i) (i)
 #define YRUN(i, n) 1
 #define YWIN_PARAMS
+// Where a kernel reads its input X (NCHW): channel plane p (n * C + c) at
+// X + xo + p * XPLANE(H, W), row h of a plane h * XROW(W) in; a GEMM over a
+// plane's pixels (1x1 convolutions) pixel n at XCOL(n), pixels [n, n+len)
+// one after another where XCOLRUN(n, len). X's own contiguous storage
+// here; a window (runtime window_input) redefines them and adds
+// XWIN_PARAMS, which kernels that read windows take after YWIN_PARAMS.
+#define XPLANE(H, W) ((H) * (W))
+#define XROW(W) (W)
+#define XCOL(n) (n)
+#define XCOLRUN(n, len) 1
+#define XWIN_PARAMS
 
 // Same walk for two operands at once.
 inline void strided_offset2(int i, Dims dims, Dims sa, Dims sb, int* oa, int* ob) {

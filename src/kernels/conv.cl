@@ -9,12 +9,12 @@
 // Depthwise: groups == C, OC = C * mult. A work-item computes 4 neighbouring
 // output pixels of one row of one channel, so each weight is read once for 4.
 __kernel void conv2d_depthwise(__global const real_t* X, __global const real_t* Wt, __global const real_t* Bias,
-                               __global real_t* Y, ConvParams cp EPI_PARAMS YWIN_PARAMS) {
+                               __global real_t* Y, ConvParams cp EPI_PARAMS YWIN_PARAMS XWIN_PARAMS) {
   CONV_PARAMS(cp)
   const int ow0 = get_global_id(0) * 4, oh = get_global_id(1), z = get_global_id(2);
   if (ow0 >= OW || oh >= OH) return;
   const int img = z / OC, oc = z % OC, c = oc / (OC / C);
-  __global const real_t* x = X + xo + (img * C + c) * H * W;
+  __global const real_t* x = X + xo + (img * C + c) * XPLANE(H, W);
   __global const real_t* w = Wt + wo + oc * KH * KW;
   const float b = has_bias ? LD(Bias, bo + oc) : 0.0f;
   float acc[4] = {b, b, b, b};
@@ -25,7 +25,7 @@ __kernel void conv2d_depthwise(__global const real_t* X, __global const real_t* 
       float wv = LD(w, kh * KW + kw);
       for (int j = 0; j < 4; ++j) {
         int iw = (ow0 + j) * sw - pw + kw * dw;
-        if (iw >= 0 && iw < W) acc[j] += wv * LD(x, ih * W + iw);
+        if (iw >= 0 && iw < W) acc[j] += wv * LD(x, ih * XROW(W) + iw);
       }
     }
   }
@@ -79,12 +79,12 @@ __kernel void conv2d_maxpool(__global const real_t* X, int xo, __global const re
                              __global const real_t* Bias, int bo, __global real_t* Y, int yo, int has_bias, int C,
                              int H, int W, int OC, int OH, int OW, int KH, int KW, int sh, int sw, int ph, int pw,
                              int dh, int dw, int groups, int PH, int PW, int PKH, int PKW, int psh, int psw,
-                             int pph, int ppw, int pdh, int pdw, int total EPI_PARAMS YWIN_PARAMS) {
+                             int pph, int ppw, int pdh, int pdw, int total EPI_PARAMS YWIN_PARAMS XWIN_PARAMS) {
   const int i = get_global_id(0);
   if (i >= total) return;
   const int px = i % PW, py = (i / PW) % PH, oc = (i / (PW * PH)) % OC, img = i / (PW * PH * OC);
   const int ICg = C / groups, OCg = OC / groups, g = oc / OCg;
-  __global const real_t* x = X + xo + (img * C + g * ICg) * H * W;
+  __global const real_t* x = X + xo + (img * C + g * ICg) * XPLANE(H, W);
   __global const real_t* w = Wt + wo + oc * ICg * KH * KW;
   const float b = has_bias ? LD(Bias, bo + oc) : 0.0f;
   float best = -INFINITY;
@@ -101,7 +101,7 @@ __kernel void conv2d_maxpool(__global const real_t* X, int xo, __global const re
           if (ih < 0 || ih >= H) continue;
           for (int kw = 0; kw < KW; ++kw) {
             const int iw = ow * sw - pw + kw * dw;
-            if (iw >= 0 && iw < W) acc += LD(w, (ic * KH + kh) * KW + kw) * LD(x, (ic * H + ih) * W + iw);
+            if (iw >= 0 && iw < W) acc += LD(w, (ic * KH + kh) * KW + kw) * LD(x, ic * XPLANE(H, W) + ih * XROW(W) + iw);
           }
         }
       best = fmax(best, EPI(acc, i));

@@ -29,7 +29,7 @@
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void conv2d_maxpool_tiled(
     __global const real_t* X, int xo, __global const real_t* Wt, int wo, __global const real_t* Bias, int bo,
     __global real_t* Y, int yo, int has_bias, int C, int H, int W, int OC, int OH, int OW, int ph, int pw, int groups,
-    int PH, int PW, int pph, int ppw, int oc_blocks EPI_PARAMS YWIN_PARAMS) {
+    int PH, int PW, int pph, int ppw, int oc_blocks EPI_PARAMS YWIN_PARAMS XWIN_PARAMS) {
   __local float4 lm4[LOCAL_FLOATS / 4];
   __local float* lm = (__local float*)lm4;
   __local float* xl = lm;

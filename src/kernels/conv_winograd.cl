@@ -103,7 +103,7 @@
 
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void conv2d_winograd(__global const float* X, __global const float* Wt, __global const float* Bias, __global float* Y,
-                     ConvParams cp EPI_PARAMS YWIN_PARAMS) {
+                     ConvParams cp EPI_PARAMS YWIN_PARAMS XWIN_PARAMS) {
   CONV_PARAMS(cp)  // Wt: packed at load, read from its start (wo unused); slices of kslice channels
   // Us[e][c][m], Vs[e][c][t]; after the loop, the products of 16 output
   // channels at a time, Ms[e][m][t] (16 x 16 x BT), in the same memory.

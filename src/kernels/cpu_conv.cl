@@ -19,12 +19,12 @@
 __kernel void conv2d_cpu(__global const real_t* X, int xo, __global const real_t* Wt, int wo,
                          __global const real_t* Bias, int bo, __global real_t* Y, int yo, int has_bias, int C, int H,
                          int W, int OC, int OH, int OW, int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw,
-                         int groups EPI_PARAMS YWIN_PARAMS) {
+                         int groups EPI_PARAMS YWIN_PARAMS XWIN_PARAMS) {
   const int P = OH * OW, OCg = OC / groups, ICg = C / groups;
   const int p0 = get_global_id(0) * PB, oc0 = get_global_id(1) * OCB, z = get_global_id(2);
   if (p0 >= P || oc0 >= OCg) return;
   const int img = z / groups, g = z - img * groups;
-  const int HW = H * W, KHW = KH * KW, K = ICg * KHW;
+  const int HW = XPLANE(H, W), KHW = KH * KW, K = ICg * KHW;
   __global const real_t* x = X + xo + (img * C + g * ICg) * HW;
   __global const real_t* w = Wt + wo + (g * OCg) * K;
   int wrow[OCB];  // weight row of each channel of the block (the last one again past OCg)
@@ -43,7 +43,7 @@ __kernel void conv2d_cpu(__global const real_t* X, int xo, __global const real_t
     for (int kw = 0; kw < KW; ++kw) {
       const VI iw = iw0 + kw * dw;
       const VI valid = (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W);
-      const VI off = ih * W + iw;
+      const VI off = ih * XROW(W) + iw;
       const int t = kh * KW + kw;
       if (!any(valid)) continue;
       const int first = off.s0;
@@ -102,14 +102,14 @@ __kernel void conv2d_cpu(__global const real_t* X, int xo, __global const real_t
 // output columns; (1): output row; (2): image x OCB-channel block.
 __kernel void conv2d_rows_cpu(__global const real_t* X, int xo, __global const real_t* Wp, __global const real_t* Bias,
                               int bo, __global real_t* Y, int yo, int has_bias, int C, int H, int W, int OC, int OH,
-                              int OW, int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw EPI_PARAMS YWIN_PARAMS) {
+                              int OW, int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw EPI_PARAMS YWIN_PARAMS XWIN_PARAMS) {
 #ifdef ROWS_KH  // the taps, stride and channels as constants: the loops unroll
   C = ROWS_C, KH = ROWS_KH, KW = ROWS_KW, sw = ROWS_SW;
 #endif
   const int ow0 = get_global_id(0) * PB, oh = get_global_id(1), z = get_global_id(2);
   const int blocks = (OC + OCB - 1) / OCB, img = z / blocks, ob = z - img * blocks, oc0 = ob * OCB;
   if (ow0 >= OW || oh >= OH) return;
-  const int HW = H * W, KHW = KH * KW;
+  const int HW = XPLANE(H, W), KHW = KH * KW;
   __global const real_t* x = X + xo + img * C * HW;
   __global const real_t* wb = Wp + ob * C * KHW * OCB;
   VF acc[OCB];
@@ -119,7 +119,7 @@ __kernel void conv2d_rows_cpu(__global const real_t* X, int xo, __global const r
   for (int kh = 0; kh < KH; ++kh) {
     const int ih = oh * sh - ph + kh * dh;
     if (ih < 0 || ih >= H) continue;
-    __global const real_t* xr = x + ih * W;
+    __global const real_t* xr = x + ih * XROW(W);
 #pragma unroll
     for (int kw = 0; kw < KW; ++kw) {
       __global const real_t* wt = wb + (kh * KW + kw) * OCB;

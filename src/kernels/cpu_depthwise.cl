@@ -7,18 +7,18 @@
 __kernel void depthwise_cpu(__global const real_t* X, int xo, __global const real_t* Wt, int wo,
                             __global const real_t* Bias, int bo, __global real_t* Y, int yo, int has_bias, int C,
                             int H, int W, int OC, int OH, int OW, int KH, int KW, int sh, int sw, int ph, int pw,
-                            int dh, int dw EPI_PARAMS YWIN_PARAMS) {
+                            int dh, int dw EPI_PARAMS YWIN_PARAMS XWIN_PARAMS) {
   const int ow0 = get_global_id(0) * PB, oh = get_global_id(1), z = get_global_id(2);
   if (ow0 >= OW || oh >= OH) return;
   const int img = z / OC, oc = z - img * OC, c = oc / (OC / C);
-  __global const real_t* x = X + xo + (img * C + c) * H * W;
+  __global const real_t* x = X + xo + (img * C + c) * XPLANE(H, W);
   __global const real_t* w = Wt + wo + oc * KH * KW;
   VF acc = (VF)(has_bias ? LD(Bias, bo + oc) : 0.0f);
   const VI iw_lane = (ow0 + LANES) * sw - pw;  // input column of each lane at kw = 0
   for (int kh = 0; kh < KH; ++kh) {
     const int ih = oh * sh - ph + kh * dh;
     if (ih < 0 || ih >= H) continue;
-    __global const real_t* xr = x + ih * W;
+    __global const real_t* xr = x + ih * XROW(W);
     for (int kw = 0; kw < KW; ++kw) {
       const int iw0 = ow0 * sw - pw + kw * dw;
       const float wv = LD(w, kh * KW + kw);
@@ -118,7 +118,7 @@ inline void dw_copy_row(float* r, __global const real_t* x, int n) {
 __kernel void depthwise_tile_cpu(__global const real_t* X, int xo, __global const real_t* Wt, int wo,
                                  __global const real_t* Bias, int bo, __global real_t* Y, int yo, int has_bias, int C,
                                  int H, int W, int OC, int OH, int OW, int ph, int pw, int items,
-                                 int per EPI_PARAMS YWIN_PARAMS) {
+                                 int per EPI_PARAMS YWIN_PARAMS XWIN_PARAMS) {
   const int row_blocks = (OH + OCB - 1) / OCB;
   const int first = get_global_id(0) * per, last = min(items, first + per);
   // 16 floats of slack: the zero fill's last vector store may pass DW_TW.
@@ -126,7 +126,7 @@ __kernel void depthwise_tile_cpu(__global const real_t* X, int xo, __global cons
   for (int id = first; id < last; ++id) {
     const int z = id / row_blocks, oh0 = (id - z * row_blocks) * OCB;
     const int img = z / OC, oc = z - img * OC, c = oc / (OC / C);
-    __global const real_t* x = X + xo + (img * C + c) * H * W;
+    __global const real_t* x = X + xo + (img * C + c) * XPLANE(H, W);
     float wk[DW_KH * DW_KW];
 #pragma unroll
     for (int k = 0; k < DW_KH * DW_KW; ++k) wk[k] = LD(Wt, wo + oc * DW_KH * DW_KW + k);
@@ -138,7 +138,7 @@ __kernel void depthwise_tile_cpu(__global const real_t* X, int xo, __global cons
       int j = 0;
       if (ih >= 0 && ih < H) {
         for (int k = 0; k < pw; ++k) r[k] = 0.0f;
-        dw_copy_row(r + pw, x + ih * W, W);
+        dw_copy_row(r + pw, x + ih * XROW(W), W);
         j = pw + W;
       }
       for (; j < DW_TW; j += 16) vstore16((float16)(0.0f), 0, r + j);

@@ -47,7 +47,7 @@
 __kernel void gemm_block_cpu(__global const real_t* A, int ao, __global const real_t* B, int bo,
                              __global const real_t* C, int co, __global real_t* Y, int yo, int M, int N, int K,
                              int a_sm, int a_sk, int b_sk, int b_sn, int c_sm, int c_sn, int has_c, float alpha,
-                             float beta, Dims batch, Dims a_sb, Dims b_sb, Dims c_sb K_SCALE_PARAMS EPI_PARAMS YWIN_PARAMS) {
+                             float beta, Dims batch, Dims a_sb, Dims b_sb, Dims c_sb K_SCALE_PARAMS EPI_PARAMS YWIN_PARAMS XWIN_PARAMS) {
 #ifdef COLS_FIRST
   const int n0 = get_global_id(0) * BW, m0 = get_global_id(1) * OCB, z = get_global_id(2);
 #else
@@ -64,10 +64,12 @@ __kernel void gemm_block_cpu(__global const real_t* A, int ao, __global const re
 #pragma unroll
     for (int j = 0; j < NV; ++j) acc[o][j] = (VF)(0.0f);
 
-  const bool vec = b_sn == 1 && N >= BW;
+  // Columns of B contiguous (vector loads): B's own rows, or a window's
+  // where the block lies in one row of it (XCOLRUN).
+  const bool vec = b_sn == 1 && N >= BW && XCOLRUN(min(n0, N - BW), BW);
   const int nb = vec ? min(n0, N - BW) : n0;  // first column computed
   if (vec) {
-    __global const real_t* b = B + nb;
+    __global const real_t* b = B + XCOL(nb);
     for (int k = 0; k < K; ++k, b += b_sk) {
       VF bv[NV];
 #pragma unroll
@@ -82,7 +84,7 @@ __kernel void gemm_block_cpu(__global const real_t* A, int ao, __global const re
   } else {
     int cols[BW];
 #pragma unroll
-    for (int j = 0; j < NV; ++j) VSTORE(min(n0 + j * PB + LANES, N - 1) * b_sn, 0, cols + j * PB);
+    for (int j = 0; j < NV; ++j) VSTORE(XCOL(min(n0 + j * PB + LANES, N - 1)) * b_sn, 0, cols + j * PB);
     for (int k = 0; k < K; ++k) {
       __global const real_t* bk = B + k * b_sk;
       VF bv[NV];
@@ -145,7 +147,7 @@ __kernel void gemm_block_cpu(__global const real_t* A, int ao, __global const re
 __kernel void gemv_rows_cpu(__global const real_t* R, int ro, __global const real_t* V, int vo,
                             __global const real_t* C, int co, __global real_t* Y, int yo, int rows, int K, int r_sj,
                             int v_sk, int c_sj, int has_c, float alpha, float beta, Dims batch, Dims r_sb, Dims v_sb,
-                            Dims c_sb EPI_PARAMS YWIN_PARAMS) {
+                            Dims c_sb EPI_PARAMS YWIN_PARAMS XWIN_PARAMS) {
   const int j0 = get_global_id(0) * OCB, z = get_global_id(1);
   if (j0 >= rows) return;
   R += ro + strided_offset(z, batch, r_sb);

@@ -124,9 +124,9 @@ inline void output_1d(const VF* m, VF* y) {
 
 // Elements [w0, w0 + PB) of input row ih of channel plane xc, zero outside
 // the image (padding).
-inline VF input_vector(__global const real_t* xc, int H, int W, int ih, int w0) {
+inline VF input_vector(__global const real_t* xc, int H, int W, int row, int ih, int w0) {
   if (ih < 0 || ih >= H) return (VF)(0.0f);
-  __global const real_t* r = xc + ih * W;
+  __global const real_t* r = xc + ih * row;
   if (w0 >= 0 && w0 + PB <= W) return LDV(PB, r + w0);
   float t[PB];
   for (int j = 0; j < PB; ++j) t[j] = w0 + j >= 0 && w0 + j < W ? LD(r, w0 + j) : 0.0f;
@@ -137,7 +137,7 @@ inline VF input_vector(__global const real_t* xc, int H, int W, int ih, int w0) 
 // (1): group of OCW output channels; (2): image.
 __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void winograd_cpu(
     __global const real_t* X, int xo, __global const real_t* U, __global const real_t* Bias, int bo, __global real_t* Y,
-    int yo, int has_bias, int C, int H, int W, int OC, int OH, int OW, int ph, int pw EPI_PARAMS YWIN_PARAMS) {
+    int yo, int has_bias, int C, int H, int W, int OC, int OH, int OW, int ph, int pw EPI_PARAMS YWIN_PARAMS XWIN_PARAMS) {
   __local float V[XI * CC * PB] __attribute__((aligned(64)));   // [xi][c][tile]: the chunk's transformed input
   __local float M[XI * OCW * PB] __attribute__((aligned(64)));  // [xi][oc][tile]: products summed over channels
   __local float T[ALPHA * SPANP] __attribute__((aligned(64)));  // [row][column]: one channel's B^T d over the tile row
@@ -147,17 +147,17 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void winograd_cpu(
   if (th >= TH || oc0 >= OC) return;
   const int OCP = (OC + 15) & ~15, ocn = min(OCW, OCP - oc0);
   const int ih0 = th * WM - ph, iw0 = tb * PB * WM - pw;
-  __global const real_t* x = X + xo + img * C * H * W;
+  __global const real_t* x = X + xo + img * C * XPLANE(H, W);
 
   for (int c0 = 0; c0 < C; c0 += CC) {
     const int cn = min(CC, C - c0);
     for (int c = 0; c < cn; ++c) {
-      __global const real_t* xc = x + (c0 + c) * H * W;
+      __global const real_t* xc = x + (c0 + c) * XPLANE(H, W);
       // Columns first: T = B^T d on whole vectors of the rows' span.
       for (int q = 0; q < NQ; ++q) {
         VF d[ALPHA], t[ALPHA];
 #pragma unroll
-        for (int k = 0; k < ALPHA; ++k) d[k] = input_vector(xc, H, W, ih0 + k, iw0 + q * PB);
+        for (int k = 0; k < ALPHA; ++k) d[k] = input_vector(xc, H, W, XROW(W), ih0 + k, iw0 + q * PB);
         input_1d(d, t);
 #pragma unroll
         for (int i = 0; i < ALPHA; ++i) LSTORE(t[i], T + i * SPANP + q * PB);

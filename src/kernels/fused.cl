@@ -3,7 +3,7 @@
 // (runtime/epilogue_cl.h). Each work-item reads its operands before writing
 // y[i]: y may share storage with an input. A file of its own, so each
 // program builds only this kernel.
-__kernel void fused_elementwise(__global real_t* y, int yo, int n EPI_PARAMS YWIN_PARAMS) {
+__kernel void fused_elementwise(__global real_t* y, int yo, int n EPI_PARAMS YWIN_PARAMS XWIN_PARAMS) {
   int i = get_global_id(0);
   if (i >= n) return;
   ST(y, yo + YI(i), EPI(0.0f, i));

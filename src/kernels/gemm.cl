@@ -152,7 +152,7 @@
 // MxN per batch. has_c = 0 ignores C.
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void gemm(__global const real_t* A, __global const real_t* B, __global const real_t* C, __global real_t* Y,
-          GemmParams gp EPI_PARAMS YWIN_PARAMS) {
+          GemmParams gp EPI_PARAMS YWIN_PARAMS XWIN_PARAMS) {
   GEMM_PARAMS(gp)
   GEMM_LOCALS
 #ifdef SPLITK
@@ -167,7 +167,7 @@ void gemm(__global const real_t* A, __global const real_t* B, __global const rea
   B += bo + strided_offset(z, batch, b_sb);
   C += co + strided_offset(z, batch, c_sb);
 #define GEMM_A(m, k) LD(A, (m) * a_sm + (k) * a_sk)
-#define GEMM_B(k, n) LD(B, (k) * b_sk + (n) * b_sn)
+#define GEMM_B(k, n) LD(B, (k) * b_sk + XCOL(n) * b_sn)
   GEMM_MAIN_LOOP(GEMM_A, GEMM_B, a_sk == 1, b_sn == 1)
   const int y0 = z * M * N;
   for (int i = 0; i < WPTM; ++i) {
@@ -203,7 +203,7 @@ void gemm(__global const real_t* A, __global const real_t* B, __global const rea
 // group are one window, which its work-item reduces at the store.
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void conv2d_gemm(__global const real_t* X, __global const real_t* Wt, __global const real_t* Bias, __global real_t* Y,
-                 ConvParams cp EPI_PARAMS YWIN_PARAMS) {
+                 ConvParams cp EPI_PARAMS YWIN_PARAMS XWIN_PARAMS) {
   CONV_PARAMS(cp)
   GEMM_LOCALS
 #ifdef SPLITK
@@ -225,7 +225,7 @@ void conv2d_gemm(__global const real_t* X, __global const real_t* Wt, __global c
   const int kbeg = 0, kend = K;
 #endif
   __global const real_t* wg = Wt + wo + g * OCg * K;
-  __global const real_t* xg = X + xo + (img * C + g * ICg) * H * W;
+  __global const real_t* xg = X + xo + (img * C + g * ICg) * XPLANE(H, W);
   // B loader state: pixel nb = tid % TILE_N, rows kb_r = tid / TILE_N + r * (256 / TILE_N).
   const int nb = tid % TILE_N, p = n0 + nb;
 #ifdef POOL2
@@ -257,7 +257,7 @@ void conv2d_gemm(__global const real_t* X, __global const real_t* Wt, __global c
     int ih = ih0 + t_kh[r] * dh, iw = iw0 + t_kw[r] * dw;                                 \
     bool in = p_in && (k0) + tid / TILE_N + r * (256 / TILE_N) < kend && ih >= 0 && ih < H && \
               iw >= 0 && iw < W;                                                          \
-    rb[r] = in ? LD(xg, (t_ic[r] * H + ih) * W + iw) : 0.0f;                                  \
+    rb[r] = in ? LD(xg, t_ic[r] * XPLANE(H, W) + ih * XROW(W) + iw) : 0.0f;                   \
     t_kw[r] += s_kw;                                                                      \
     if (t_kw[r] >= KW) t_kw[r] -= KW, ++t_kh[r];                                          \
     t_kh[r] += s_kh;                                                                      \
@@ -336,27 +336,27 @@ __kernel void splitk_finish(__global real_t* Y, int yo, int total EPI_PARAMS) {
 
 // Input pixel under tap k = (ic, kh, kw) of output pixel p = (oh, ow).
 inline float conv_tap(__global const real_t* x, int k, int p, int H, int W, int OW, int KW, int KHW, int sh,
-                      int sw, int ph, int pw, int dh, int dw) {
+                      int sw, int ph, int pw, int dh, int dw, int plane, int row) {
   int ic = k / KHW, r = k - ic * KHW, kh = r / KW, kw = r - kh * KW;
   int oh = p / OW, ow = p - oh * OW;
   int ih = oh * sh - ph + kh * dh, iw = ow * sw - pw + kw * dw;
-  return (ih >= 0 && ih < H && iw >= 0 && iw < W) ? LD(x, (ic * H + ih) * W + iw) : 0.0f;
+  return (ih >= 0 && ih < H && iw >= 0 && iw < W) ? LD(x, ic * plane + ih * row + iw) : 0.0f;
 }
 
 // conv2d_gemm with every tap decoded by divisions where it is loaded: the
 // previous session's kernel, kept as the baseline of bench/kernels.
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void conv2d_gemm_taps(__global const real_t* X, __global const real_t* Wt, __global const real_t* Bias,
-                      __global real_t* Y, ConvParams cp EPI_PARAMS YWIN_PARAMS) {
+                      __global real_t* Y, ConvParams cp EPI_PARAMS YWIN_PARAMS XWIN_PARAMS) {
   CONV_PARAMS(cp)
   GEMM_LOCALS
   const int z = get_group_id(2), img = z / groups, g = z % groups;
   const int ICg = C / groups, OCg = OC / groups;
   const int M = OCg, N = OH * OW, K = ICg * KH * KW, KHW = KH * KW;
   __global const real_t* wg = Wt + wo + g * OCg * K;
-  __global const real_t* xg = X + xo + (img * C + g * ICg) * H * W;
+  __global const real_t* xg = X + xo + (img * C + g * ICg) * XPLANE(H, W);
 #define CONV_A(m, k) LD(wg, (m) * K + (k))
-#define CONV_B(k, p) conv_tap(xg, k, p, H, W, OW, KW, KHW, sh, sw, ph, pw, dh, dw)
+#define CONV_B(k, p) conv_tap(xg, k, p, H, W, OW, KW, KHW, sh, sw, ph, pw, dh, dw, XPLANE(H, W), XROW(W))
   GEMM_MAIN_LOOP(CONV_A, CONV_B, 1, 1)
   const int y0 = (img * OC + g * OCg) * N;
   for (int i = 0; i < WPTM; ++i) {
@@ -410,7 +410,7 @@ void conv_transpose2d_gemm(__global const real_t* X, int xo, __global const real
 __kernel __attribute__((reqd_work_group_size(GV, 1, 1)))
 void gemv(__global const real_t* Mat, int mo, __global const real_t* Vec, int vo, __global const real_t* C, int co,
           __global real_t* Y, int yo, int O, int K, int m_so, int m_sk, int v_sk, int c_so, int has_c, float alpha,
-          float beta, Dims batch, Dims m_sb, Dims v_sb, Dims c_sb EPI_PARAMS YWIN_PARAMS) {
+          float beta, Dims batch, Dims m_sb, Dims v_sb, Dims c_sb EPI_PARAMS YWIN_PARAMS XWIN_PARAMS) {
   __local float s[GV];
   const int o = get_group_id(0), z = get_group_id(1), l = get_local_id(0);
   __global const real_t* row = Mat + mo + strided_offset(z, batch, m_sb) + o * m_so;

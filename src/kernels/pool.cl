@@ -2,18 +2,18 @@
 
 // MaxPool: padding never wins (taps outside the input are skipped).
 __kernel void max_pool2d(__global const real_t* X, int xo, __global real_t* Y, int yo, int n, int H, int W,
-                         int OH, int OW, int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw YWIN_PARAMS) {
+                         int OH, int OW, int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw YWIN_PARAMS XWIN_PARAMS) {
   int i = get_global_id(0);
   if (i >= n) return;
   int ow = i % OW, oh = (i / OW) % OH, plane = i / (OW * OH);
-  __global const real_t* x = X + xo + plane * H * W;
+  __global const real_t* x = X + xo + plane * XPLANE(H, W);
   float m = -INFINITY;
   for (int kh = 0; kh < KH; ++kh) {
     int ih = oh * sh - ph + kh * dh;
     if (ih < 0 || ih >= H) continue;
     for (int kw = 0; kw < KW; ++kw) {
       int iw = ow * sw - pw + kw * dw;
-      if (iw >= 0 && iw < W) m = fmax(m, LD(x, ih * W + iw));
+      if (iw >= 0 && iw < W) m = fmax(m, LD(x, ih * XROW(W) + iw));
     }
   }
   ST(Y, yo + YI(i), m);
@@ -33,7 +33,7 @@ __kernel void max_pool2d(__global const real_t* X, int xo, __global real_t* Y, i
   if (vec && ow >= ow0 && ow + N - 1 < ow1 && (ow + N - 1) * sw - pw + KW - 1 + (sw == 2) < W) {      \
     float##N m = (float##N)(-INFINITY);                                                               \
     for (int kh = kh0; kh < kh1; ++kh) {                                                              \
-      __global const real_t* row = x + (ih0 + kh * dh) * W + ow * sw - pw;                            \
+      __global const real_t* row = x + (ih0 + kh * dh) * XROW(W) + ow * sw - pw;                      \
       for (int kw = 0; kw < KW; ++kw) {                                                               \
         const float##N v =                                                                            \
             sw == 1 ? LDV(N, row + kw) : (float##N)(LDV(N, row + kw).even, LDV(N, row + kw + N).even);         \
@@ -45,11 +45,11 @@ __kernel void max_pool2d(__global const real_t* X, int xo, __global real_t* Y, i
     continue;                                                                                         \
   }
 __kernel void max_pool2d_rows(__global const real_t* X, int xo, __global real_t* Y, int yo, int rows, int H, int W,
-                              int OH, int OW, int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw YWIN_PARAMS) {
+                              int OH, int OW, int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw YWIN_PARAMS XWIN_PARAMS) {
   int r = get_global_id(0);
   if (r >= rows) return;
   int oh = r % OH, plane = r / OH;
-  __global const real_t* x = X + xo + plane * H * W;
+  __global const real_t* x = X + xo + plane * XPLANE(H, W);
   __global real_t* y = Y + yo + YI(r * OW);  // a row: contiguous
   int ih0 = oh * sh - ph;
   int kh0 = ih0 >= 0 ? 0 : (-ih0 + dh - 1) / dh, kh1 = min(KH, (H - ih0 + dh - 1) / dh);
@@ -64,7 +64,7 @@ __kernel void max_pool2d_rows(__global const real_t* X, int xo, __global real_t*
     float m = -INFINITY;
     if (ow >= ow0 && ow < ow1) {
       for (int kh = kh0; kh < kh1; ++kh) {
-        __global const real_t* row = x + (ih0 + kh * dh) * W + iw0;
+        __global const real_t* row = x + (ih0 + kh * dh) * XROW(W) + iw0;
         for (int kw = 0; kw < KW; ++kw) {
           float v = LD(row, kw * dw);
           m = v > m ? v : m;  // fmax's NaN rule: a NaN tap never wins
@@ -72,7 +72,7 @@ __kernel void max_pool2d_rows(__global const real_t* X, int xo, __global real_t*
       }
     } else {
       for (int kh = kh0; kh < kh1; ++kh) {
-        __global const real_t* row = x + (ih0 + kh * dh) * W;
+        __global const real_t* row = x + (ih0 + kh * dh) * XROW(W);
         for (int kw = 0; kw < KW; ++kw) {
           int iw = iw0 + kw * dw;
           if (iw >= 0 && iw < W && LD(row, iw) > m) m = LD(row, iw);
@@ -88,18 +88,18 @@ __kernel void max_pool2d_rows(__global const real_t* X, int xo, __global real_t*
 // that runs past the end padding is cut there, as in PyTorch and ONNX).
 __kernel void avg_pool2d(__global const real_t* X, int xo, __global real_t* Y, int yo, int n, int H, int W,
                          int OH, int OW, int KH, int KW, int sh, int sw, int ph, int pw, int ph_end,
-                         int pw_end, int count_include_pad YWIN_PARAMS) {
+                         int pw_end, int count_include_pad YWIN_PARAMS XWIN_PARAMS) {
   int i = get_global_id(0);
   if (i >= n) return;
   int ow = i % OW, oh = (i / OW) % OH, plane = i / (OW * OH);
-  __global const real_t* x = X + xo + plane * H * W;
+  __global const real_t* x = X + xo + plane * XPLANE(H, W);
   int h0 = oh * sh - ph, w0 = ow * sw - pw;
   int h1 = min(h0 + KH, H + ph_end), w1 = min(w0 + KW, W + pw_end);
   int padded = (h1 - h0) * (w1 - w0);
   int hs = max(h0, 0), ws = max(w0, 0), he = min(h1, H), we = min(w1, W);
   float s = 0.0f;
   for (int ih = hs; ih < he; ++ih)
-    for (int iw = ws; iw < we; ++iw) s += LD(x, ih * W + iw);
+    for (int iw = ws; iw < we; ++iw) s += LD(x, ih * XROW(W) + iw);
   int count = count_include_pad ? padded : (he - hs) * (we - ws);
   ST(Y, yo + YI(i), s / (float)count);
 }

@@ -260,7 +260,10 @@ bool writes_windows(const Graph& g, const Node& n) {
 bool reads_window(const Graph& g, const Node& n, size_t pos) {
   const int y = single_output(n);
   if (y < 0 || pos >= n.inputs.size() || !activation(g, n.inputs[pos])) return false;
-  if (g.tensors[n.inputs[pos]].shape != g.tensors[y].shape) return false;
+  const Shape& x = g.tensors[n.inputs[pos]].shape;
+  if (pos == 0 && (is_conv(n.op_type) || is_pool(n.op_type)))  // X, planes evenly apart (window_input)
+    return x.size() == 4 && g.tensors[n.inputs[pos]].dtype == DataType::Float32 && x[0] == 1 && !channel_scaled(n);
+  if (x != g.tensors[y].shape) return false;
   if (n.op_type == "FusedConv") return pos >= 3 && !channel_scaled(n);
   return n.op_type == "FusedElementwise";
 }

@@ -82,8 +82,8 @@ std::vector<Region> required_regions(const Graph& g, int begin, int end, const s
 bool writes_windows(const Graph& g, const Node& n);
 // Whether they read input `pos` of `n` as a window of a larger tensor (a
 // patch tensor's part that `n` needs, instead of a copy of it): a
-// FusedConv's epilogue operands and a FusedElementwise's operands of the
-// output's shape.
+// convolution's or pool's input of one image, a FusedConv's epilogue
+// operands and a FusedElementwise's operands of the output's shape.
 bool reads_window(const Graph& g, const Node& n, size_t pos);
 
 // Multiply-adds count twice; pools a compare or add per window element;

@@ -87,6 +87,11 @@ bool conv_like(const Graph& g, const Node& n) {
 bool texture_kernel(const Graph& g, const Node& n) {
   if (n.op_type == "BufferToTexture" || n.op_type == "TextureToBuffer") return true;
   if (n.has("texplan_elided")) return false;
+  // A window (a patch's part of a larger tensor, graph.h) is read and
+  // written by the buffer kernels only.
+  for (const auto* list : {&n.inputs, &n.outputs})
+    for (int t : *list)
+      if (t >= 0 && g.tensors[t].window) return false;
   // Every activation the node touches is 4D fp32.
   int acts_in = 0;
   for (int t : n.inputs)
@@ -514,6 +519,7 @@ Graph without_values(const Graph& g) {
     Tensor m;
     m.name = t.name, m.dtype = t.dtype, m.shape = t.shape, m.producer = t.producer;
     m.is_input = t.is_input, m.is_output = t.is_output, m.is_constant = t.is_constant, m.has_data = t.has_data;
+    m.window = t.window;
     h.tensors.push_back(std::move(m));
   }
   h.rebuild_index();

@@ -163,6 +163,24 @@ void window_output(NodeBuilder& b, FusedTail& tail) {
   if (!tail.residual_prelude.empty()) tail.residual_prelude += "\n" + window_prelude();
 }
 
+void window_input(NodeBuilder& b, FusedTail& tail) {
+  if (tail.xwindow || !b.in_window(0)) return;
+  const Shape& x = b.in(0).shape;
+  const std::vector<int64_t> s = b.take_in_window(0);
+  if (x.size() != 4 || s[3] != 1 || (x[0] > 1 && s[0] != x[1] * s[1]))
+    throw Error("input " + b.in(0).name + " is a window its kernels cannot address (planes not evenly apart)");
+  tail.xwindow = true;
+  tail.xwin_plane = i32(s[1]), tail.xwin_row = i32(s[2]), tail.xwin_w = i32(x[3]);
+  const std::string p =
+      "#undef XPLANE\n#undef XROW\n#undef XCOL\n#undef XCOLRUN\n#undef XWIN_PARAMS\n"
+      "#define XWIN_PARAMS , int xwin_plane, int xwin_row, int xwin_w\n"
+      "#define XPLANE(H, W) xwin_plane\n#define XROW(W) xwin_row\n"
+      "#define XCOL(n) (((n) / xwin_w) * xwin_row + (n) % xwin_w)\n"
+      "#define XCOLRUN(n, len) ((n) % xwin_w + (len) <= xwin_w)\n";
+  tail.prelude += "\n" + p;
+  if (!tail.residual_prelude.empty()) tail.residual_prelude += "\n" + p;
+}
+
 TensorArg NodeBuilder::arg(int tensor) const {
   const Tensor& t = g_.tensors.at(tensor);
   Location l = locate_(tensor);

@@ -335,6 +335,10 @@ struct FusedTail {
   // `ywin_strides` (its storage's) are passed after everything else.
   bool window = false;
   Dims ywin_dims{}, ywin_strides{};
+  // X (input 0) is a window: XPLANE, XROW, XCOL, XCOLRUN and XWIN_PARAMS
+  // redefined (common.cl), its plane and row strides and width passed last.
+  bool xwindow = false;
+  cl_int xwin_plane = 0, xwin_row = 0, xwin_w = 0;
   void append_args(NodeBuilder& b) const;
 };
 // Adds Y's window to `tail` where output 0 of the node is one (else leaves
@@ -342,6 +346,10 @@ struct FusedTail {
 void window_output(NodeBuilder& b, FusedTail& tail);
 // The OpenCL C that makes YI, YRUN and YWIN_PARAMS Y's window's.
 std::string window_prelude();
+// Adds X's window to `tail` where input 0 of the node (4D) is one; the
+// lowering's kernels then read X through XPLANE, XROW and XCOL (GEMMs over
+// its pixels: their B operand's K stride is xwin_plane).
+void window_input(NodeBuilder& b, FusedTail& tail);
 
 // Kernel variants chosen by shape and device, forced by name for
 // measurements and tests (bench/kernels, tests/test_fused_kernels). The

@@ -366,6 +366,7 @@ Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int6
 std::optional<WinogradShape> winograd_shape(const NodeBuilder& b, const ConvGeometry& g) {
   if (g.KH != 3 || g.KW != 3 || g.sh != 1 || g.sw != 1 || g.dh != 1 || g.dw != 1 || g.groups != 1) return std::nullopt;
   if (b.half) return std::nullopt;  // conv_winograd.cl has no half-storage form: the direct kernels run
+  if (b.in_window(0)) return std::nullopt;  // nor reads a window: conv2d_gemm does
   const HostTensor* weights = b.constant(1);
   if (!weights || weights->dtype != DataType::Float32) return std::nullopt;  // packed at load: constant only
   if (forced().taps || forced().tiles) return std::nullopt;
@@ -507,7 +508,7 @@ namespace {
 // and (Y over none of them) they still hold the same values after the slices.
 bool split_k_allowed(const NodeBuilder& b, int64_t K, int64_t total, const FusedTail& tail) {
   // Half storage: the slices' atomic adds (split_add) work on fp32 words.
-  return !b.half && !tail.window && K >= 2 * kTK && total <= INT32_MAX && (!output_overlaps_input(b) || tail.residual);
+  return !b.half && !tail.window && !tail.xwindow && K >= 2 * kTK && total <= INT32_MAX && (!output_overlaps_input(b) || tail.residual);
 }
 
 // "kernel 1,2,3": a tuning cache key.
@@ -563,7 +564,7 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
     tail.append_args(b);
     return;
   }
-  if (!tail.window && launch_gemm_mma(b, A, B, C, Y, g, tail)) return;  // --precision tf32
+  if (!tail.window && !tail.xwindow && launch_gemm_mma(b, A, B, C, Y, g, tail)) return;  // --precision tf32
   const int64_t total = nb * g.M * g.N;
   auto emit = [&](const Variant& v) {
     const Tiles& t = *v.tiles;
@@ -676,6 +677,8 @@ void FusedTail::append_args(NodeBuilder& b) const {
     b.more_args(ywin_dims);
     b.more_args(ywin_strides);
   }
+  if (xwindow)
+    for (const cl_int v : {xwin_plane, xwin_row, xwin_w}) b.more_args(v);
 }
 
 std::vector<std::string> conv_tile_variants() {
@@ -760,7 +763,10 @@ bool lower_conv(NodeBuilder& b) { return lower_conv(b, FusedTail{}); }
 
 bool lower_conv(NodeBuilder& b, const FusedTail& fused) {
   FusedTail tail = fused;
-  window_output(b, tail);  // Y a patch's window: every variant below but split-K and tf32's tiles writes through YI
+  // A patch's windows: every variant below but split-K, tf32's tiles and
+  // (for X) Winograd's GPU form writes Y through YI and reads X through XPLANE.
+  window_output(b, tail);
+  window_input(b, tail);
   if (b.device_type() == "cpu" && !gpu_kernels_forced() && lower_conv_cpu(b, tail)) return true;  // PoCL: ops_cpu.cpp
   if (channel_scaled(b.node)) return false;  // the GPU kernels do not scale X: the CPU runs it
   ConvGeometry g;
@@ -781,12 +787,12 @@ bool lower_conv(NodeBuilder& b, const FusedTail& fused) {
     return true;
   }
   if (g.KH == 1 && g.KW == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0) {  // 1x1: a plain GEMM
-    int64_t HW = g.H * g.W;
-    GemmArgs a{OCg, HW, ICg, ICg, 1, HW, 1};
+    const int64_t HW = g.H * g.W, plane = tail.xwindow ? tail.xwin_plane : HW;  // X's plane stride
+    GemmArgs a{OCg, HW, ICg, ICg, 1, plane, 1};
     a.c_sm = 1, a.c_sn = 0, a.has_c = has_bias;
     a.batch = {g.N, g.groups};
     a.a_sb = {0, OCg * ICg};
-    a.b_sb = {g.C * HW, ICg * HW};
+    a.b_sb = {g.C * plane, ICg * plane};
     a.c_sb = {0, OCg};
     launch_gemm(b, b.arg_in(1), b.arg_in(0), bias, b.arg_out(0), a, tail);
     return true;
@@ -801,7 +807,7 @@ bool lower_conv(NodeBuilder& b, const FusedTail& fused) {
                                       : winograd_by_shape(*wino, can_split, cu, false));
     return true;
   }
-  if (!tail.window && launch_conv_mma(b, g, has_bias, bias, tail)) return true;  // --precision tf32
+  if (!tail.window && !tail.xwindow && launch_conv_mma(b, g, has_bias, bias, tail)) return true;  // --precision tf32
   auto emit = [&](const Variant& v) {
     if (!v.tiles) return launch_winograd(b, g, has_bias, bias, tail, v);
     const Tiles& t = *v.tiles;
@@ -857,6 +863,7 @@ bool lower_fused_conv_maxpool(NodeBuilder& b) {
   tail.prelude = epilogue_cl(e, {EpilogueRead::Value});
   tail.transcendental = e.transcendental();
   window_output(b, tail);
+  window_input(b, tail);
   const bool has_bias = b.has_in(2);
   const TensorArg bias = has_bias ? b.arg_in(2) : b.arg_in(0);  // a dummy (see lower_conv)
   const int64_t PH = y[2], PW = y[3], OCg = g.OC / g.groups;
@@ -868,7 +875,7 @@ bool lower_fused_conv_maxpool(NodeBuilder& b) {
     launch_winograd(b, g, has_bias, bias, tail, Variant{nullptr}, PH, PW);
     return true;
   }
-  if (pairs && !tail.window && launch_conv_mma(b, g, has_bias, bias, tail, PH, PW)) return true;  // --precision tf32
+  if (pairs && !tail.window && !tail.xwindow && launch_conv_mma(b, g, has_bias, bias, tail, PH, PW)) return true;  // --precision tf32
   if (pairs && (b.device_type() == "gpu" || gpu_kernels_forced())) {
     const Tiles* t = forced().tiles;
     if (!t || !t->vec) {  // the heuristic's tiles, in their float4 form
@@ -903,7 +910,7 @@ bool lower_fused_conv_maxpool(NodeBuilder& b) {
   const PoolGeometry pg{PH, PW, pk[0], pk[1], ps[0], ps[1], pp[0], pp[1], pd[0], pd[1]};
   std::vector<TiledConvMaxPool> fits;
   for (const PoolTile& t : kPoolTiles)
-    if (auto f = fit_pool_tile(g, pg, t, b.local_mem_bytes())) fits.push_back(*f);
+    if (auto f = fit_pool_tile(g, pg, t, b.local_mem_bytes()); f && !tail.xwindow) fits.push_back(*f);  // X a window: direct
   const int64_t images = g.N * g.groups, cu = std::max(1, b.compute_units());
   int fallback = -1;  // index into fits; -1: direct
   for (int i = 0; i < int(fits.size()); ++i)

@@ -369,11 +369,12 @@ bool lower_conv1x1_cpu(NodeBuilder &b, const FusedTail &tail,
       (c.channel_scale && c.groups != 1))
     return false;
   const int64_t P = c.H * c.W, OCg = c.OC / c.groups, ICg = c.C / c.groups;
-  CpuGemm g{OCg, P, ICg, ICg, 1, P, 1, 1, 0, c.has_bias, 1.0f, 1.0f,
-            {c.N, c.groups}, {0, OCg * ICg}, {c.C * P, ICg * P}, {0, OCg}, c.channel_scale};
+  const int64_t plane = tail.xwindow ? tail.xwin_plane : P;  // X's plane stride (a window's: XCOL)
+  CpuGemm g{OCg, P, ICg, ICg, 1, plane, 1, 1, 0, c.has_bias, 1.0f, 1.0f,
+            {c.N, c.groups}, {0, OCg * ICg}, {c.C * plane, ICg * plane}, {0, OCg}, c.channel_scale};
   if (P == 1 && ICg >= 16 && !c.channel_scale) {
     launch_gemv_rows(b, b.arg_in(1), b.arg_in(0), c.bias, b.arg_out(0), OCg,
-                     ICg, ICg, 1, 1, c.has_bias, 1.0f, 1.0f, g, g.a_sb, g.b_sb,
+                     ICg, ICg, plane, 1, c.has_bias, 1.0f, 1.0f, g, g.a_sb, g.b_sb,
                      tail);
     return true;
   }

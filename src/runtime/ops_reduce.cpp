@@ -41,8 +41,9 @@ bool lower_pool(NodeBuilder& b) {
   }
   int64_t total = element_count(y);
   if (total == 0) return true;
-  FusedTail window;  // no epilogue: Y's window, where it is a patch's
+  FusedTail window;  // no epilogue: Y's and X's windows, where they are a patch's
   window_output(b, window);
+  window_input(b, window);
   const Source pool("pool.cl", "", window.prelude);
   if (n.op_type == "MaxPool") {
     const bool rows = b.device_type() == "cpu" && !gpu_kernels_forced();
