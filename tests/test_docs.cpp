@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/commands.h"
 #include "shell.h"
 
 namespace fs = std::filesystem;
@@ -137,4 +138,40 @@ TEST(Docs, CliSessionsPrintWhatTheDocsShow) {
   }
   EXPECT_GE(docs_with_sessions, 4);
   EXPECT_GE(ran, 8);
+}
+
+namespace {
+
+texplan::cli::json plan_json(const std::string& args) {
+  const texplan::test::ShellResult r = texplan::test::sh("cd " + std::string(TEXPLAN_SOURCE_DIR) + " && " +
+                                                         std::string(TEXPLAN_CLI) + " plan " + args + " --json -",
+                                                         /*merge_stderr=*/false);
+  EXPECT_EQ(r.code, 0) << r.out;
+  return texplan::cli::json::parse(r.out);
+}
+
+}  // namespace
+
+// docs/plan-json.md: the tensors[] entries it quotes are what its command
+// writes, and every top-level field of the report is in its table.
+TEST(Docs, PlanJsonShowsWhatPlanWrites) {
+  const texplan::cli::json r = plan_json("examples/models/tiny_cnn --target adreno --textures pools");
+  std::ifstream in(fs::path(TEXPLAN_SOURCE_DIR) / "docs" / "plan-json.md");
+  std::stringstream doc;
+  doc << in.rdbuf();
+  int quoted = 0;
+  std::istringstream lines(doc.str());
+  for (std::string l; std::getline(lines, l);) {
+    if (l.rfind("    {\"bytes\"", 0) != 0) continue;
+    const texplan::cli::json shown = texplan::cli::json::parse(l.substr(4));
+    bool found = false;
+    for (const auto& s : r["strategies"])
+      if (s["name"] == "texture-views")
+        for (const auto& t : s["tensors"]) found = found || t == shown;
+    EXPECT_TRUE(found) << "docs/plan-json.md quotes " << l << ", which texture-views' tensors[] do not hold";
+    ++quoted;
+  }
+  EXPECT_GE(quoted, 2);
+  for (const auto& [key, value] : r.items())
+    EXPECT_NE(doc.str().find("| `" + key + "` |"), std::string::npos) << "docs/plan-json.md does not describe '" << key << "'";
 }

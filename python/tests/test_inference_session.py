@@ -122,17 +122,18 @@ class Refusals(unittest.TestCase):
 
 
 class Documented(unittest.TestCase):
-    def test_docs_python_md_session_prints_what_it_shows(self):
+    def test_docs_python_sessions_print_what_they_show(self):
         import doctest
         cwd = os.getcwd()
-        os.chdir(SOURCE)  # its paths are relative to the repository
+        os.chdir(SOURCE)  # their paths are relative to the repository
         try:
-            r = doctest.testfile(os.path.join(SOURCE, "docs", "python.md"), module_relative=False,
-                                 optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+            for doc, least in (("python.md", 5), ("exporters.md", 5)):
+                r = doctest.testfile(os.path.join(SOURCE, "docs", doc), module_relative=False,
+                                     optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+                self.assertGreaterEqual(r.attempted, least, doc)
+                self.assertEqual(r.failed, 0, doc)
         finally:
             os.chdir(cwd)
-        self.assertGreater(r.attempted, 5)
-        self.assertEqual(r.failed, 0)
 
     def test_every_function_and_property_has_a_docstring(self):
         missing = []
