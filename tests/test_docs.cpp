@@ -8,6 +8,7 @@
 // The Python sessions are doctests (python/tests/test_readme.py,
 // test_inference_session.py for docs/python.md).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -174,4 +175,37 @@ TEST(Docs, PlanJsonShowsWhatPlanWrites) {
   EXPECT_GE(quoted, 2);
   for (const auto& [key, value] : r.items())
     EXPECT_NE(doc.str().find("| `" + key + "` |"), std::string::npos) << "docs/plan-json.md does not describe '" << key << "'";
+}
+
+// docs/library-api.md's "The planner alone": its program, compiled against
+// the planner's library only, prints the lines shown under it.
+TEST(Docs, PlannerAloneExamplePrintsWhatItShows) {
+  std::ifstream in(fs::path(TEXPLAN_SOURCE_DIR) / "docs" / "library-api.md");
+  std::string code, line;
+  std::vector<std::string> shown;
+  enum { Before, Section, Code, After } at = Before;
+  while (std::getline(in, line)) {
+    if (at == Before && line == "## The planner alone") at = Section;
+    else if (at == Section && line == "```cpp") at = Code;
+    else if (at == Code && line == "```") at = After;
+    else if (at == Code) code += line + "\n";
+    else if (at == After && line.rfind("    ", 0) == 0) shown.push_back(line.substr(4));
+    else if (at == After && !shown.empty()) break;
+  }
+  ASSERT_FALSE(code.empty());
+  ASSERT_EQ(shown.size(), 4u);
+  const fs::path dir = fs::temp_directory_path() / ("texplan_docs_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "planner.cpp") << code;
+  const fs::path build = fs::path(TEXPLAN_CLI).parent_path();
+  const texplan::test::ShellResult c = texplan::test::sh(
+      "c++ -std=c++20 -I " + std::string(TEXPLAN_SOURCE_DIR) + "/src " + (dir / "planner.cpp").string() + " " +
+      (build / "libtexplan_plan.a").string() + " -o " + (dir / "planner").string());
+  ASSERT_EQ(c.code, 0) << c.out;
+  const texplan::test::ShellResult r = texplan::test::sh((dir / "planner").string());
+  fs::remove_all(dir);
+  EXPECT_EQ(r.code, 0);
+  std::string expected;
+  for (const std::string& s : shown) expected += s + "\n";
+  EXPECT_EQ(r.out, expected);
 }
