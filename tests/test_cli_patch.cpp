@@ -29,6 +29,8 @@ TEST(CliPatch, PlanReportsBothBoundsAndReachesThePatchedOne) {
   EXPECT_GT(p["extra_flops_pct"].get<double>(), 0.0);
   ASSERT_GE(p["segments"].size(), 1u);
   EXPECT_EQ(p["segments"][0]["first_node"], 0);
+  EXPECT_EQ(p["copy_bytes"], 0);  // crops are windows, tiles written in place
+  EXPECT_EQ(p["copies"].size(), 0u) << p["copies"].dump();
   const json& best = j["strategies"][0];
   EXPECT_TRUE(best["valid"].get<bool>());
   EXPECT_LE(best["total_bytes"].get<double>(), 1.01 * j["lower_bound_bytes"].get<double>());

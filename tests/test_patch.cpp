@@ -242,6 +242,62 @@ TEST(PatchRun, PatchedStemMatchesUnpatchedOnPocl) {
   }
 }
 
+// Copy-free patches: on the optimized stem every crop (the residual read
+// without the halo, the image under each patch) is a window of the tensor it
+// crops and every tile is written in place, so nothing is copied; the
+// plain graph has a Relu and an Add, whose kernels take no windows, and
+// those copy, named in the report. Both compute what the unpatched graph
+// does, guarded.
+TEST(PatchRun, CropsAndTilesAreWindowsWhereKernelsTakeThem) {
+  const HostTensor x = test::random_tensor({1, 3, 64, 64}, -1, 1, 5);
+  for (const bool optimized : {true, false}) {
+    SCOPED_TRACE(optimized ? "optimized" : "plain");
+    Graph g = stem_model();
+    if (optimized) optimize(g, {});
+    const std::vector<HostTensor> want = run_on_pocl(g, x, false);
+    PatchReport r = apply_patching(g, parse_patch("3x3"));
+    ASSERT_TRUE(r.applied) << r.reason;
+    int views = 0, joins = 0, writes = 0;
+    for (const Node& n : g.nodes) {
+      views += n.op_type == "Slice" && g.tensors[n.outputs[0]].window.has_value();
+      joins += n.op_type == "PatchJoin";
+      writes += n.op_type == "PatchWrite";
+    }
+    EXPECT_GT(views, 0);
+    if (optimized) {
+      EXPECT_EQ(r.copy_bytes, 0);
+      EXPECT_TRUE(r.copies.empty()) << r.copies.front();
+      EXPECT_GT(joins, 0);
+      EXPECT_EQ(writes, 0);
+    } else {
+      EXPECT_GT(r.copy_bytes, 0);
+      ASSERT_FALSE(r.copies.empty());
+      for (const std::string& c : r.copies)
+        EXPECT_TRUE(c.find("(Relu)") != std::string::npos || c.find("(Add)") != std::string::npos) << c;
+    }
+    const std::vector<HostTensor> got = run_on_pocl(g, x, true);
+    const std::vector<float> a = got[0].as_float(), b = want[0].as_float();
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-4f * (1 + std::abs(b[i]))) << i;
+  }
+}
+
+// The zoo's MobileNet-V2 and SqueezeNet patch with nothing copied: every
+// crop a window, every segment output written in place.
+TEST(PatchPipeline, ZooPatchesCopyNothing) {
+  for (const char* name : {"mobilenet_v2", "squeezenet1_1"}) {
+    SCOPED_TRACE(name);
+    const std::string model = std::string(TEXPLAN_MODELS_DIR) + "/" + name;
+    if (!std::filesystem::exists(model)) GTEST_SKIP() << "no model zoo at " << TEXPLAN_MODELS_DIR;
+    CompileOptions on;
+    on.patch = "auto";
+    const CompiledModel m = compile(model, {}, plan::DeviceProfile::load("pocl"), "cpu", on);
+    ASSERT_TRUE(m.patching.applied) << m.patching.reason;
+    EXPECT_EQ(m.patching.copy_bytes, 0);
+    for (const std::string& c : m.patching.copies) ADD_FAILURE() << c;
+  }
+}
+
 // The C++ pipeline takes the same setting as plan and run: the compiled
 // model's records are those of the patched graph.
 TEST(PatchPipeline, CompileWithPatchAuto) {

@@ -408,14 +408,16 @@ Copies patch_in_place(Graph& g, const Cut& c, int rows, int cols, int round) {
   std::vector<int> full(c.outputs.size(), -1);  // each output's full tensor so far (PatchWrite)
   std::vector<std::vector<int>> tiles(c.outputs.size());  // each output's windows (PatchJoin)
   Copies moved;
-  // Whether every reader of t inside the segment but node `except` reads
-  // windows there: then t's patch tensors may be windows of a larger tensor.
-  auto read_as_windows = [&](int t, int except = -1) {
+  // The first reader of t inside the segment, but node `except`, whose
+  // kernels read no window there (-1: none, then t's patch tensors may be
+  // windows of a larger tensor).
+  auto reader_without_windows = [&](int t, int except = -1) {
     for (int k = c.begin; k < c.end; ++k)
       for (size_t pos = 0; pos < g.nodes[k].inputs.size(); ++pos)
-        if (k != except && g.nodes[k].inputs[pos] == t && !reads_window(g, g.nodes[k], pos)) return false;
-    return true;
+        if (k != except && g.nodes[k].inputs[pos] == t && !reads_window(g, g.nodes[k], pos)) return k;
+    return -1;
   };
+  auto read_as_windows = [&](int t, int except = -1) { return reader_without_windows(t, except) < 0; };
   const int patches = rows * cols;
   for (int p = 0; p < patches; ++p) {
     const int i = p / cols, j = p % cols;
@@ -508,7 +510,10 @@ Copies patch_in_place(Graph& g, const Cut& c, int rows, int cols, int round) {
       w.attrs["source"] = Attribute::of_ints({t.y0 - r.y0, t.x0 - r.x0});
       if (full[q] >= 0) w.attrs["texplan_inplace"] = Attribute::of_int(1);
       full[q] = next;
-      moved.add("tiles of " + g.tensors[y].name + " from " + n.name + " (" + n.op_type + ")",
+      const int reader = reader_without_windows(y);
+      moved.add("tiles of " + g.tensors[y].name + ": " +
+                    (reader >= 0 ? "read by " + g.nodes[reader].name + " (" + g.nodes[reader].op_type + ")"
+                                 : "written by " + n.name + " (" + n.op_type + ")"),
                 g.tensors[y].bytes() / (g.tensors[y].shape[2] * g.tensors[y].shape[3]) * t.height() * t.width());
       nodes.push_back(std::move(w));
     }

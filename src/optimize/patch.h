@@ -107,8 +107,10 @@ struct PatchReport {
   int64_t bound_without = 0, bound_with = 0;  // buffer lower bounds of the graph before and after
   double flops_without = 0, flops_with = 0;   // whole model (graph_flops)
   int64_t copy_bytes = 0;                // bytes moved per run by crops and PatchWrites (the fallbacks)
-  // What copies, once per segment node: "crop of TENSOR for NODE (OP)",
-  // "tiles of TENSOR from NODE (OP)"; empty when nothing does.
+  // What copies, once per segment node, naming the node whose kernels take
+  // no window: "crop of TENSOR for NODE (OP)", "tiles of TENSOR: written by
+  // NODE (OP)" or "tiles of TENSOR: read by NODE (OP)"; empty when nothing
+  // is copied.
   std::vector<std::string> copies;
   int candidates = 0;                    // segment and grid pairs evaluated (auto)
   double extra_flops_pct() const {
