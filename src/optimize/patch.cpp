@@ -254,7 +254,7 @@ bool writes_windows(const Graph& g, const Node& n) {
   if (y < 0 || g.tensors[y].shape.size() != 4 || g.tensors[y].dtype != DataType::Float32) return false;
   const std::string& op = n.op_type;
   if (is_conv(op)) return !channel_scaled(n);
-  return is_pool(op) || op == "FusedElementwise";
+  return is_pool(op) || op == "FusedElementwise" || op == "Concat";
 }
 
 bool reads_window(const Graph& g, const Node& n, size_t pos) {
@@ -263,6 +263,7 @@ bool reads_window(const Graph& g, const Node& n, size_t pos) {
   const Shape& x = g.tensors[n.inputs[pos]].shape;
   if (pos == 0 && (is_conv(n.op_type) || is_pool(n.op_type)))  // X, planes evenly apart (window_input)
     return x.size() == 4 && g.tensors[n.inputs[pos]].dtype == DataType::Float32 && x[0] == 1 && !channel_scaled(n);
+  if (n.op_type == "Concat") return x.size() == 4;  // a copy through strides
   if (x != g.tensors[y].shape) return false;
   if (n.op_type == "FusedConv") return pos >= 3 && !channel_scaled(n);
   return n.op_type == "FusedElementwise";
@@ -418,6 +419,11 @@ Copies patch_in_place(Graph& g, const Cut& c, int rows, int cols, int round) {
     return -1;
   };
   auto read_as_windows = [&](int t, int except = -1) { return reader_without_windows(t, except) < 0; };
+  auto readers = [&](int t) {
+    int count = 0;
+    for (int k = c.begin; k < c.end; ++k) count += int(std::count(g.nodes[k].inputs.begin(), g.nodes[k].inputs.end(), t));
+    return count;
+  };
   const int patches = rows * cols;
   for (int p = 0; p < patches; ++p) {
     const int i = p / cols, j = p % cols;
@@ -468,9 +474,10 @@ Copies patch_in_place(Graph& g, const Cut& c, int rows, int cols, int round) {
       if (is_conv(n.op_type) || is_pool(n.op_type)) window_input(g, n, r, &m);
       // A Concat writes its inputs' bytes in place only where they are this
       // patch's own tensors: a segment input read whole is every patch's.
+      // Nor where one is a window (a crop's, a segment output's tile).
       if (n.op_type == "Concat")
         for (int t : m.inputs)
-          if (t >= 0 && size_t(t) < nt) m.attrs.erase("texplan_elided");
+          if (t >= 0 && (size_t(t) < nt || g.tensors[t].window)) m.attrs.erase("texplan_elided");
       local[y] = add_activation(g, g.tensors[y], g.tensors[y].name + suffix, r);
       maker[local[y]] = k;
       m.outputs = {local[y]};
@@ -479,18 +486,24 @@ Copies patch_in_place(Graph& g, const Cut& c, int rows, int cols, int round) {
       // A segment output's part written where it belongs in the full tensor
       // (all of region r: where r overhangs the tile, the neighbours' values
       // are the same); an elided Concat's inputs each at their channels.
-      bool in_place = out != c.outputs.end() && (writes_windows(g, n) || m.op_type == "Concat") && read_as_windows(y);
-      if (in_place && m.op_type == "Concat") {
-        in_place = m.get_int("texplan_elided", 0) == 1;
+      bool in_place = out != c.outputs.end() && writes_windows(g, n) && read_as_windows(y);
+      if (in_place && m.op_type == "Concat" && m.get_int("texplan_elided", 0) == 1) {
+        bool inputs = true;  // each input written as a window at its channels: the Concat stays elided
         for (int t : m.inputs)
-          in_place = in_place && maker.count(t) && !g.tensors[t].window && writes_windows(g, g.nodes[maker[t]]) &&
-                     read_as_windows(g.nodes[maker[t]].outputs[0], k) && g.tensors[t].shape[2] == r.height() &&
+          inputs = inputs && maker.count(t) && !g.tensors[t].window && writes_windows(g, g.nodes[maker[t]]) &&
+                     g.nodes[maker[t]].op_type != "Concat" && readers(g.nodes[maker[t]].outputs[0]) == 1 &&
+                     g.tensors[t].shape[2] == r.height() &&
                      g.tensors[t].shape[3] == r.width() && std::count(m.inputs.begin(), m.inputs.end(), t) == 1;
         int64_t channel = 0;
         for (int t : m.inputs) {
-          if (!in_place) break;
+          if (!inputs) break;
           g.tensors[t].window = TensorWindow{y, channel, r.y0, r.x0};
           channel += g.tensors[t].shape[1];
+        }
+        if (!inputs) {  // else it copies its inputs into the window
+          m.attrs.erase("texplan_elided");
+          moved.add("tiles of " + g.tensors[y].name + ": copied by " + n.name + " (Concat), its inputs not windows",
+                    g.tensors[local[y]].bytes());
         }
       }
       if (in_place) {

@@ -20,8 +20,8 @@ std::string sized(const char* base, size_t element_bytes) { return std::string(b
 // CPU devices (PoCL): copies by contiguous runs or 16x16 tiles (shape.cl's
 // copy_runs_* and transpose_tiles_*) where the collapsed walk has them;
 // false leaves the copy to the per-element kernel. Per element, the index
-// divisions of 4-5 dims cost more than the move (bert_mini's Transposes
-// and Slices ran at 2-4 GB/s of PoCL's ~30).
+// divisions of 4-5 dims cost more than the move
+// (docs/kernel-choices.md#cpu-copies-by-runs-and-tiles).
 bool launch_copy_cpu(NodeBuilder& b, const TensorArg& src, const TensorArg& dst, DataType t, const Strided& c,
                      int64_t n) {
   const size_t r = c.dims.size();
@@ -93,13 +93,15 @@ bool lower_copy(NodeBuilder& b) {
 bool lower_concat(NodeBuilder& b) {
   const Shape& out = b.out(0).shape;
   int64_t axis = norm_axis(b.node.get_int("axis", 0), out.size());
-  std::vector<int64_t> ost = contiguous_strides(out);
+  // Each tensor through its storage's strides: a window (a patch's part of
+  // a larger tensor) is read or written where it lies.
+  const std::vector<int64_t> ost = b.take_out_window(0);
   int64_t at = 0;
   for (int i = 0; i < b.inputs(); ++i) {
     const Shape& in = b.in(i).shape;
     TensorArg dst = b.arg_out(0);
     dst.offset = i32(dst.offset + at * ost[axis]);
-    launch_copy(b, b.arg_in(i), dst, b.out(0).dtype, {in, {ost, contiguous_strides(in)}});
+    launch_copy(b, b.arg_in(i), dst, b.out(0).dtype, {in, {ost, b.take_in_window(i)}});
     at += in[axis];
   }
   return true;
@@ -262,6 +264,13 @@ bool lower_pad(NodeBuilder& b) {
     if (p < 0) return false;  // negative pads crop: CPU
   const Shape& out = b.out(0).shape;
   int64_t n = element_count(out);
+  // CPU devices: a row per work-item (pad_rows_f32); GPUs: an element each, coalesced.
+  if (b.device_type() == "cpu" && !gpu_kernels_forced() && !out.empty() && out.back() >= 8) {
+    const int64_t rows = n / out.back();
+    b.launch("shape.cl", "pad_rows_f32", linear_range(rows), b.arg_in(0), b.arg_out(0), i32(rows), to_dims(out, 1),
+             to_dims(in, 1), to_dims(contiguous_strides(in), 0), to_dims(begin, 0), cl_int(m), value);
+    return true;
+  }
   b.launch("shape.cl", "pad_f32", linear_range(n), b.arg_in(0), b.arg_out(0), i32(n), to_dims(out, 1),
            to_dims(in, 1), to_dims(contiguous_strides(in), 0), to_dims(begin, 0), cl_int(m), value);
   return true;
