@@ -10,8 +10,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -208,4 +210,73 @@ TEST(Docs, PlannerAloneExamplePrintsWhatItShows) {
   std::string expected;
   for (const std::string& s : shown) expected += s + "\n";
   EXPECT_EQ(r.out, expected);
+}
+
+namespace {
+
+// GitHub's anchor of a heading: lower case, spaces to '-', punctuation
+// other than '-' and '_' dropped.
+std::string anchor_of(const std::string& heading) {
+  std::string a;
+  for (char c : heading) {
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_')
+      a += char(std::tolower(static_cast<unsigned char>(c)));
+    else if (c == ' ')
+      a += '-';
+  }
+  return a;
+}
+
+std::set<std::string> anchors_of(const fs::path& doc) {
+  std::set<std::string> anchors;
+  std::ifstream in(doc);
+  for (std::string l; std::getline(in, l);)
+    if (const size_t text = l.find_first_not_of('#'); text > 0 && text != std::string::npos && l[text] == ' ')
+      anchors.insert(anchor_of(l.substr(text + 1)));
+  return anchors;
+}
+
+}  // namespace
+
+// Code comments point to docs for the figures behind a choice
+// ("docs/kernel-choices.md#cpu-depthwise-rows-per-block"): each pointer
+// names a doc that exists and a section it has.
+TEST(Docs, SourceCommentsPointToSectionsThatExist) {
+  const fs::path root(TEXPLAN_SOURCE_DIR);
+  const std::regex pointer(R"(docs/([A-Za-z0-9_-]+\.md)#([a-z0-9_-]+))");
+  int pointers = 0;
+  for (const char* dir : {"src", "include"})
+    for (const auto& e : fs::recursive_directory_iterator(root / dir)) {
+      if (!e.is_regular_file()) continue;
+      std::ifstream in(e.path());
+      int n = 0;
+      for (std::string l; std::getline(in, l);) {
+        ++n;
+        for (std::sregex_iterator m(l.begin(), l.end(), pointer), end; m != end; ++m) {
+          ++pointers;
+          const fs::path doc = root / "docs" / (*m)[1].str();
+          const std::string where = fs::relative(e.path(), root).string() + ":" + std::to_string(n);
+          if (!fs::exists(doc)) {
+            ADD_FAILURE() << where << " points to " << (*m)[0] << ", but there is no " << doc.filename();
+            continue;
+          }
+          EXPECT_TRUE(anchors_of(doc).count((*m)[2].str()))
+              << where << " points to " << (*m)[0] << ", a section " << doc.filename() << " does not have";
+        }
+      }
+    }
+  EXPECT_GE(pointers, 20);
+}
+
+// The README's layout table names every folder of src/, so a reader knows
+// where each stage lives.
+TEST(Readme, LayoutTableListsEverySourceFolder) {
+  std::ifstream in(fs::path(TEXPLAN_SOURCE_DIR) / "README.md");
+  std::stringstream readme;
+  readme << in.rdbuf();
+  for (const auto& e : fs::directory_iterator(fs::path(TEXPLAN_SOURCE_DIR) / "src"))
+    if (e.is_directory()) {
+      const std::string row = "| `src/" + e.path().filename().string() + "` |";
+      EXPECT_NE(readme.str().find(row), std::string::npos) << "README.md's layout table has no row " << row;
+    }
 }

@@ -1,6 +1,6 @@
 // `texplan run --profile`: per-node device times from OpenCL events,
 // aggregated per operator type and sorted, with achieved GFLOP/s and GB/s
-// against the device's measured ceilings (runtime/profile.h).
+// against the device's ceilings (runtime/profile.h).
 #pragma once
 #include <nlohmann/json.hpp>
 #include <ostream>

@@ -1,6 +1,6 @@
 // texplan tune: `texplan run` with the kernel search on. Every node whose
 // lowering has variants (runtime/tuning.h) and whose shape the cache lacks
-// is measured once on the device; the winners go into --tuning-cache, which
+// is timed once on the device; the winners go into --tuning-cache, which
 // later `texplan run --tuning-cache FILE` loads without searching.
 #include <CLI/CLI.hpp>
 

@@ -13,8 +13,8 @@ struct ImportOptions {
   // missing .onnx.data file is fine: dims and type come from the .onnx.
   bool load_weights = false;
   // Graphs with more nodes are refused right after parsing (0: no limit),
-  // so a hostile file cannot hold texplan for minutes and gigabytes. Import
-  // costs about 16 us and 2 KB per node.
+  // so a hostile file cannot hold texplan for minutes and gigabytes
+  // (docs/kernel-choices.md#imports-node-limit).
   int64_t max_nodes = 1000000;
   // Symbolic input dimensions fixed by name ("batch" -> 1), as `--dim
   // batch=1`; a name that no input uses is an error.

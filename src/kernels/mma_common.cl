@@ -25,8 +25,8 @@ inline uint to_tf32(float x) {
   return u;
 }
 #define MMA_SCRATCH
-// volatile: measured without it on the H100 (VGG's 256->256 and 512->512
-// convs, mma128x128 and mma128x64w8), the times did not change.
+// volatile: without it the times did not change
+// (docs/kernel-choices.md#the-mma-instruction-stays-volatile).
 #define MMA(d, a, b)                                                                                         \
   asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, " \
                "{%0,%1,%2,%3};"                                                                              \

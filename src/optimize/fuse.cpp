@@ -139,8 +139,9 @@ class Fuser {
     // Overlapping windows (3x3 stride 2) recompute the conv at every window
     // position, (k/s)^2 = 2.25x its work: cheap for stems over a few input
     // channels (ResNet, GoogLeNet, SqueezeNet: 3x7x7 or 3x3x3 taps per
-    // output), not for deep convs (GoogLeNet's 64->192 3x3 made the whole
-    // model 1.6x slower on the H100). Non-overlapping windows recompute nothing.
+    // output), not for deep convs
+    // (docs/kernel-choices.md#overlapping-pool-windows-fuse-only-into-stems).
+    // Non-overlapping windows recompute nothing.
     const std::vector<int64_t> pk = pool.get_ints("kernel_shape"), ps = pool.get_ints("strides", {1, 1});
     const bool overlapping = pk.size() != 2 || ps.size() != 2 || pk[0] > ps[0] || pk[1] > ps[1] ||
                              pool.get_ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1};
@@ -148,8 +149,7 @@ class Fuser {
     if (overlapping && (w.size() != 4 || w[1] * w[2] * w[3] > kMaxRecomputedTaps)) return;
     // A conv output under 1/16 of the largest activation is never the peak
     // (the pool saves no bound bytes there), while the fused kernel cannot
-    // split K on GPUs: VGG16's 512-channel 14x14 conv + pool made the whole
-    // model 1.06x slower fused on the H100.
+    // split K on GPUs (docs/kernel-choices.md#small-conv-outputs-keep-their-maxpool).
     if (16 * g_.tensors[x].bytes() < largest_activation_bytes()) return;
     Node fused = conv;
     fused.op_type = "FusedConvMaxPool";

@@ -141,13 +141,9 @@ int64_t texture_footprint_bytes(const TextureExtent& e, const DeviceProfile& dev
 // take it past kBestRepairWork units of work, and keeps the best plan found
 // so far. Work, not time, so that a plan does not depend on the machine or
 // its load. A unit is one record placed again or one record overlapping it
-// in time that the placement looks past: about 13 ns in a Release build, so
-// the whole budget is about 50 ms. The zoo's models reach the bound within 5,000
-// units (tests/test_zoo.cpp checks the budget never decides their plans),
-// most random_records graphs within 3 million. Records that all overlap
-// each other cost n^2 units a round: 10,000 rounds of 91 such records took
-// 1 s in Release and 14 s under ASan before this budget
-// (fuzz/regressions/planner/best-repair-loop-*).
+// in time that the placement looks past; records that all overlap each
+// other cost n^2 units a round. tests/test_zoo.cpp checks the budget never
+// decides the zoo's plans (docs/kernel-choices.md#bests-repair-budget).
 constexpr int64_t kBestRepairWork = 4'000'000;
 std::vector<std::string> strategy_names();
 MemoryPlan plan_memory(const std::vector<UsageRecord>& recs, const DeviceProfile& dev,

@@ -36,9 +36,8 @@ std::vector<CpuVariant> cpu_gemm_candidates(int64_t rows, int64_t cols,
                                             int64_t batches, int width,
                                             bool transcendental) {
   // 8 rows first: blocks of 12 or 16 rows read A down as many 4 KB-apart
-  // streams, which ran up to 2x slower on Zen 4 (texplan_conv_bench, 1x1
-  // 1024->256 14x14: 16x16 40 GFLOP/s, 8x16x2 84); few rows or columns take
-  // thinner blocks.
+  // streams (docs/kernel-choices.md#cpu-gemm-blocks-of-at-most-8-rows); few
+  // rows or columns take thinner blocks.
   static const int kBlocks[][3] = {// ocb, pb, nv
                                    {8, 16, 2},  {8, 16, 1}, {6, 16, 1}, {4, 16, 4},
                                    {6, 16, 3},  {8, 16, 3}, {12, 16, 2},
@@ -59,24 +58,17 @@ std::vector<CpuVariant> cpu_gemm_candidates(int64_t rows, int64_t cols,
   // and columns computed (a cut block computes whole vectors) over the
   // block's speed, which grows with its accumulator registers up to what
   // the register file holds beside one broadcast and the B vectors.
-  // - 16-float registers (AVX-512, Zen 4): speed grows up to 24 PB-vectors
-  //   of accumulators (8 rows x 3 vectors), counting only vectors with
-  //   columns to compute; at most 8 rows. `texplan tune` (3 interleaved
-  //   rounds) over the 1x1 shapes of squeezenet1_1, mobilenet_v2 and
-  //   efficientnet_b0: their summed times 4.95 ms with the earlier rule
-  //   (flat from 8 vectors: 8x16 on 13x13 and 14x14 planes), 4.54 with this
-  //   one and the column walk below, 4.19 with each shape's best.
+  // - 16-float registers (AVX-512): speed grows up to 24 PB-vectors of
+  //   accumulators (8 rows x 3 vectors), counting only vectors with columns
+  //   to compute; at most 8 rows
+  //   (docs/kernel-choices.md#cpu-gemm-blocks-on-16-float-registers-avx-512).
   // - 8-float registers (AVX2, 16 of them): at most 12 accumulator
-  //   registers, so 6x16 (MLAS's AVX2 block too); 8x16 and 8x16x2 spill.
-  //   texplan_conv_bench on an AVX2 EPYC, two passes over 19 zoo 1x1
-  //   shapes: 6x16 the fastest block on 16 and on 18 of them (1x1
-  //   1024->256 14x14: 96/144 GFLOP/s against 67/90 for the AVX-512 rule).
+  //   registers, so 6x16 (MLAS's AVX2 block too); 8x16 and 8x16x2 spill
+  //   (docs/kernel-choices.md#cpu-gemm-blocks-on-8-float-registers-avx2).
   //   With a transcendental epilogue (EfficientNet's SiLU) at most 10, so
-  //   5x16: its inline exp keeps constants in registers across the K loop,
-  //   LLVM then spilled one of 6x16's accumulators there (a store and a
-  //   reload on every step's chain) and ran 2-2.5x slower than 5x16
-  //   (texplan_conv_bench --filter "silu 1x1": 1x1 112->672 14x14 with
-  //   SiLU 38 against 89-102 GFLOP/s, two passes).
+  //   5x16: its inline exp keeps constants in registers across the K loop
+  //   and LLVM spills an accumulator of 6x16 there
+  //   (docs/kernel-choices.md#cpu-gemm-with-a-transcendental-epilogue).
   // Ties go to the first listed.
   const bool narrow = width <= 8;
   auto cost = [&](const CpuVariant &c) {

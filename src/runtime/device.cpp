@@ -83,12 +83,10 @@ T device_value(cl_device_id d, cl_device_info what) {
   return v;
 }
 
-// PoCL's worker threads pinned to their cores (POCL_AFFINITY=1): texplan
-// against onnxruntime on the 2-core AVX-512 machine, 10 alternated pairs of
-// texplan_bench runs, SqueezeNet and MobileNet-V2 at a lower or equal
-// ratio pinned in 9 of 10, BERT-mini in 8, EfficientNet and ShuffleNet in 6
-// (docs/cpu-kernels.md); the threads woken for each kernel otherwise move
-// between cores. PoCL reads the variable when its platform loads, so it is
+// PoCL's worker threads pinned to their cores (POCL_AFFINITY=1): the
+// threads woken for each kernel otherwise move between cores
+// (docs/kernel-choices.md#pocl-threads-pinned-to-their-cores). PoCL reads
+// the variable when its platform loads, so it is
 // set before the first OpenCL call, and only where the user has not set it.
 void pin_pocl_threads() {
   static const bool pinned = setenv("POCL_AFFINITY", "1", 0) == 0;
@@ -167,7 +165,7 @@ DeviceInfo describe(cl_device_id d, int index) {
   p.global_mem_bytes = int64_t(device_value<cl_ulong>(d, CL_DEVICE_GLOBAL_MEM_SIZE));
   p.max_alloc_bytes = int64_t(device_value<cl_ulong>(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE));
   // Textures pay where images share the arena on a GPU; on CPUs (PoCL)
-  // images are emulated in software and measured slower than buffers.
+  // images are emulated in software (docs/kernel-choices.md#textures-on-cpu-devices).
   p.auto_textures = i.type == "gpu" && p.image2d_from_buffer ? "views" : "none";
   return i;
 }

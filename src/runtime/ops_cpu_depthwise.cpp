@@ -42,10 +42,9 @@ bool lower_depthwise_cpu(NodeBuilder &b, const FusedTail &tail,
                i32(items), i32(per));
       tail.append_args(b);
     };
-    // Measured on PoCL (2-core Zen 4, SiLU and none): 2 rows a block at
-    // stride 2 onto 28 rows or more with 3x3 taps, 7 on planes of 7, 14 and
-    // 28 rows, else 4. (EfficientNet's 5x5 stride 2 onto 28 rows: 2 rows
-    // 0.56 ms, 7 rows 0.32; `texplan tune`, 3 interleaved rounds.)
+    // Rows per block: 2 at stride 2 onto 28 rows or more with 3x3 taps, 7 on
+    // planes of 7, 14 and 28 rows, else 4
+    // (docs/kernel-choices.md#cpu-depthwise-rows-per-block).
     const int pb = c.OW >= 12 ? 16 : 8;
     int rows = 4;
     if (c.sh == 2 && c.OH >= 28 && c.KH <= 3)

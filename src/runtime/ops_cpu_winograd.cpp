@@ -62,9 +62,7 @@ double cost(const CpuConv& c, int m, int pb) {
 // The variants offered for a shape, the shape rule's choice first (the
 // tile size and tile block of least cost); `pays` whether that choice is
 // expected to beat the direct kernel's 9 multiplications per output at its
-// lower efficiency (measured on PoCL, Zen 4: F(4x4) at cost 2.25-2.8 ran
-// U-Net's and SqueezeNet's 3x3 convs 2-5x faster than the direct kernel,
-// F(2x2) at 5.3 on 13x13 images 1.5-2.5x; docs/optimizations.md).
+// lower efficiency (docs/kernel-choices.md#cpu-winograd-when-it-pays).
 std::vector<WinogradVariant> candidates(const CpuConv& c, int64_t local_bytes, bool& pays) {
   int m0 = 4, pb0 = 16;
   for (int m : {4, 2})
@@ -73,10 +71,8 @@ std::vector<WinogradVariant> candidates(const CpuConv& c, int64_t local_bytes, b
   pays = cost(c, m0, pb0) <= 6.0;
   // Output channels per work-group: 64, or 128 (each input tile transformed
   // for twice as many) where they divide OC and leave 14 work-groups or more
-  // to share between the threads. `texplan tune` (3 interleaved rounds):
-  // U-Net's 64->128 and 128->128 at 64x64 1.26-1.38x faster with 128,
-  // SqueezeNet's 64->256 at 13x13 1.11x; its 32->128 at 27x27 (7 groups)
-  // 1.7x slower.
+  // to share between the threads
+  // (docs/kernel-choices.md#cpu-winograd-output-channels-per-work-group).
   const int64_t tile_blocks = ceil_div(c.OH, int64_t(m0)) * ceil_div(ceil_div(c.OW, int64_t(m0)), int64_t(pb0));
   const int ocw = c.OC % 128 == 0 && tile_blocks * (c.OC / 128) >= 14
                       ? 128

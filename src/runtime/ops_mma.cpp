@@ -27,9 +27,9 @@ struct MmaTiles {
   double speed;
   int threads() const { return (bm / wm) * (bn / wn) * 32; }
 };
-// Speeds from texplan_conv_bench on the H100 (GFLOP/s per work-group where
-// the grid fills the device): the 4-warp tiles of 64x32 warp blocks spill
-// registers in the conv kernel; 8 warps of 32x16 or 32x32 do not.
+// Speeds as texplan_conv_bench found them on a GPU; 4-warp tiles of
+// 64x32 warp blocks spill registers, 8-warp ones do not, so the first is the
+// default (docs/kernel-choices.md#tf32-tile-speeds).
 const MmaTiles kMmaTiles[] = {{"mma64x64w8", 64, 64, 32, 16, 1.02},  // first: the default where nothing fits better
                               {"mma32x64", 32, 64, 32, 32, 0.6},
                               {"mma64x64", 64, 64, 32, 32, 1.0},
@@ -118,16 +118,9 @@ void emit_variant(NodeBuilder& b, const MmaTiles& t, const MmaLaunch& l, const s
 
 // Whether the guess (no tuning cache) takes the tensor cores for an M x N x
 // K product (`batches` of them): 64 rows or more, 256 deep or more and 40M
-// FMAs or more. On the H100 (texplan_conv_bench, fp32 -> tf32 us) the
-// products past the bounds ran 0.64-0.84x their fp32 time (ResNet-50's 1x1 convs of 51M FMAs
-// and K 256-2048: 20.5 -> 17.3, 512->1000 at 13x13: 35.6 -> 22.9), one
-// 1.07x (256->1024 at 14x14 with a residual, split into 3 launches); below
-// either they ran 1.03-2.4x slower: thin K (64->256 at 56x56, 51M FMAs:
-// 14.6 -> 19.5; MobileNet's and EfficientNet's 1x1 convs, K 24-576:
-// 1.3-2.2x), small products (BERT-mini's 1024->128, 34M FMAs: 1.38x;
-// EfficientNet's 320->1280 at 7x7 split in 3: 2.4x), 32 rows (DenseNet's
-// 128->32 3x3 convs at 56x56, 115M FMAs: 46 -> 57 us each, per-node
-// profiles). Tuning measures them all the same.
+// FMAs or more; products below any of these bounds ran slower in tf32 than
+// in fp32 (docs/kernel-choices.md#when-the-tf32-guess-takes-the-tensor-cores).
+// Tuning measures them all the same.
 bool mma_pays(int64_t M, int64_t N, int64_t K, int64_t batches) {
   return emulate || (M >= 64 && K >= 256 && double(M) * double(N) * double(K) * double(batches) >= 40e6);
 }
@@ -144,7 +137,7 @@ bool emit_tuned(NodeBuilder& b, const std::string& key, int64_t M, int64_t N, in
   const MmaTiles& guess = *chosen;
   // The candidates: every tile, and the node's exact fp32 lowering, so that
   // `texplan tune --precision tf32` keeps in fp32 the nodes tf32 makes
-  // slower (depthwise nets' thin 1x1 convs on the H100).
+  // slower (depthwise nets' thin 1x1 convs).
   std::vector<std::string> names;
   for (const MmaTiles& t : kMmaTiles) names.push_back(t.name);
   const int fp32 = int(names.size());

@@ -1,6 +1,6 @@
 // Profiling support for the runtime: the work a node does (FLOPs and bytes,
 // counted from its shapes), OpenCL profiling events per step, and the
-// device's measured ceilings (streaming bandwidth, FMA throughput) that
+// device's ceilings (streaming bandwidth, FMA throughput, timed once) that
 // achieved rates are compared against.
 //
 //   SessionOptions o; o.profile = true;          // events on the profiling queue
@@ -48,9 +48,9 @@ class ProfileEvents {
   std::vector<std::vector<cl_event>> steps_;
 };
 
-// Measured once per device and process (about 0.1 s on PoCL): a streaming
-// copy of 64 MiB (bytes read + written per second) and a register-resident
-// FMA loop over enough work-items to fill the device.
+// Timed once per device and process: a streaming copy of 64 MiB (bytes
+// read + written per second) and a register-resident FMA loop over enough
+// work-items to fill the device (docs/kernel-choices.md#ceilings-for-profiles).
 struct Ceilings {
   double gbps = 0, gflops = 0;
 };

@@ -90,17 +90,13 @@ struct Session::Impl {
   std::map<int, cl_mem> weights;  // constant tensor id -> its buffer
   // GPUs: graph output tensor id -> a pinned host buffer
   // (CL_MEM_ALLOC_HOST_PTR, mapped once, at the first run) the output is
-  // read into, then copied out of. On the H100 (texplan_enqueue_bench) 4 KB
-  // came back in 9 us that way against 17 into pageable memory, 602 KB in 59
-  // against 111; whole runs took 0.88-0.99x the time (VGG-16, U-Net,
-  // SqueezeNet, MobileNet-V2, EfficientNet-B0, 4 alternated rounds). Inputs
-  // stay written from the caller's pageable memory: staged too they were
-  // faster alone (602 KB: 65 against 82 us) but MobileNet-V2 and
-  // EfficientNet-B0, whose runs wait on the host, ran 5-6% slower, the
-  // memcpy now in the host's path. The buffer itself is never a command's
-  // argument: commands on a mapped buffer are undefined, and mapping it
-  // around every copy cost 55 us more. CPU devices read directly: there
-  // staging is one memcpy more.
+  // read into, then copied out of: faster than reading into pageable memory.
+  // Inputs stay written from the caller's memory: staging them put a memcpy
+  // in the host's path of runs that wait on the host
+  // (docs/kernel-choices.md#pinned-staging-of-outputs-on-gpus). The buffer
+  // itself is never a command's argument: commands on a mapped buffer are
+  // undefined, and mapping it around every copy costs more. CPU devices
+  // read directly: there staging is one memcpy more.
   struct Staging {
     cl_mem buffer = nullptr;
     void* host = nullptr;

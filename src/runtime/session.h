@@ -14,7 +14,10 @@
 // sync, no allocation), and reads the outputs (copies on the device alone
 // with DeviceTensors). Nodes without an OpenCL
 // kernel run on the CPU reference (listed by fallback_nodes(), never
-// silent). Only buffer plans run for now: texture pools are rejected.
+// silent). Buffer pools become buffers and texture pools 2D images; textures
+// placed as views of a buffer pool become images over it (image2d from the
+// buffer, or image1d_buffer on devices without it); a device without images,
+// or an image past its limits, is refused with the pool named.
 // Failures throw texplan::Error naming the model, the node or pool, and the
 // OpenCL error. Sessions on one device share its queue: run them from one
 // thread at a time.

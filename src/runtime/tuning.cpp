@@ -33,10 +33,10 @@ int choose_variant(const std::string& key, const std::vector<std::string>& names
     }
   }
   if (!s->search_) return fallback;
-  // On CPU devices (a shared machine: another tenant can slow everything
-  // for a second, and PoCL's speed moved 2x within a minute) the candidates
-  // are measured in 3 interleaved rounds and each keeps its best, so that a
-  // slow moment cannot pick the variant that happened to run outside it.
+  // On CPU devices, whose speed moves with the machine's other tenants, the
+  // candidates are timed in 3 interleaved rounds and each keeps its best,
+  // so that a slow moment cannot pick the variant that happened to run
+  // outside it (docs/kernel-choices.md#tuning-on-cpu-devices-in-interleaved-rounds).
   const int rounds = s->dev_.info().type == "cpu" ? 3 : 1;
   std::vector<double> best_of(names.size(), -1.0);
   for (int r = 0; r < rounds; ++r)

@@ -18,8 +18,8 @@
 // aligned bytes), which is the rule on real CNN and transformer graphs, and
 // otherwise after a fixed number of rounds or of units of work
 // (kBestRepairWork, memory_plan.h), so plans are deterministic: records
-// that all overlap each other cost n^2 units a round, and 10,000 rounds of
-// 96 such records took a second.
+// that all overlap each other cost n^2 units a round
+// (docs/kernel-choices.md#bests-repair-budget).
 #include <algorithm>
 #include <numeric>
 #include <tuple>
