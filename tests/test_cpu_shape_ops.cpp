@@ -140,6 +140,23 @@ TEST(CpuShapeOps, ConcatSplitExpandTileGather) {
   expect_matches({"Gather", {1, 6, 40}, {one}, {{"axis", Attribute::of_int(1)}}});
 }
 
+// Pad on CPU devices runs a row of the last dim per work-item (pad_rows_f32):
+// rows wholly padding (pads on outer dims), borders on both sides, reflect
+// and edge through outer dims, a row shorter than its pads.
+TEST(CpuShapeOps, PadRows) {
+  HostTensor value(DataType::Float32, {});
+  value.data<float>()[0] = 0.5f;
+  auto pad = [&](Shape shape, std::vector<int64_t> pads, const char* mode) {
+    expect_matches({"Pad", shape, {ints(pads), value}, {{"mode", Attribute::of_string(mode)}}});
+  };
+  pad({1, 3, 11, 13}, {0, 1, 2, 0, 0, 0, 1, 3}, "constant");
+  pad({2, 3, 9, 12}, {0, 0, 2, 3, 0, 0, 1, 2}, "reflect");
+  pad({1, 2, 5, 20}, {1, 0, 0, 4, 0, 1, 3, 0}, "edge");
+  pad({4, 7, 30}, {0, 0, 9, 0, 2, 17}, "constant");
+  pad({3, 10}, {1, 12, 0, 1}, "constant");
+  pad({2, 4, 9}, {0, 2, 3, 1, 1, 5}, "reflect");
+}
+
 TEST(CpuShapeOps, SoftmaxAndReductions) {
   // Rows of 128 (bert's attention), 37 (a tail only) and 1; LogSoftmax; a
   // softmax over a middle axis (the strided kernel).

@@ -166,6 +166,41 @@ __kernel void pad_f32(__global const real_t* x, int xo, __global real_t* y, int 
   ST(y, yo + i, LD(x, xo + off));
 }
 
+// CPU devices: one work-item a row of the last dim. The outer coordinates
+// are resolved once per row (pad_f32 divides every dim for every element);
+// the row is its left border, a run of the input row, its right border.
+inline real_t pad_border(__global const real_t* x, int xb, int xs, int c, int len, int mode, float value) {
+  if (mode == 0) return value;
+  c = mode == 1 ? (c < 0 ? -c : 2 * (len - 1) - c) : (c < 0 ? 0 : len - 1);
+  return LD(x, xb + c * xs);
+}
+
+__kernel void pad_rows_f32(__global const real_t* x, int xo, __global real_t* y, int yo, int rows, Dims ydims,
+                           Dims xdims, Dims xst, Dims pad_begin, int mode, float value) {
+  int r = get_global_id(0);
+  if (r >= rows) return;
+  const int wy = ydims.d[MAXR - 1], wx = xdims.d[MAXR - 1], b = pad_begin.d[MAXR - 1], xs = xst.d[MAXR - 1];
+  const int yb = yo + r * wy;
+  int rest = r, off = 0;
+  for (int k = MAXR - 2; k >= 0; --k) {
+    int c = rest % ydims.d[k] - pad_begin.d[k];
+    rest /= ydims.d[k];
+    int len = xdims.d[k];
+    if (c < 0 || c >= len) {
+      if (mode == 0) {  // the whole row is padding
+        for (int w = 0; w < wy; ++w) ST(y, yb + w, value);
+        return;
+      }
+      c = mode == 1 ? (c < 0 ? -c : 2 * (len - 1) - c) : (c < 0 ? 0 : len - 1);
+    }
+    off += c * xst.d[k];
+  }
+  const int xb = xo + off, lo = min(b, wy), hi = min(b + wx, wy);
+  for (int w = 0; w < lo; ++w) ST(y, yb + w, pad_border(x, xb, xs, w - b, wx, mode, value));
+  for (int w = lo; w < hi; ++w) ST(y, yb + w, LD(x, xb + (w - b) * xs));
+  for (int w = hi; w < wy; ++w) ST(y, yb + w, pad_border(x, xb, xs, w - b, wx, mode, value));
+}
+
 // ONNX coordinate_transformation_mode / nearest_mode codes (runtime/ops_shape.cpp).
 inline float resize_coord(int o, int in_len, int out_len, float scale, int mode) {
   switch (mode) {
