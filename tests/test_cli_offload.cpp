@@ -19,9 +19,7 @@ namespace {
 
 using Result = texplan::test::ShellResult;
 
-Result run_cli(const std::string& args, const std::string& env = "") {
-  return texplan::test::sh(env + (env.empty() ? "" : " ") + std::string(TEXPLAN_CLI) + " " + args);
-}
+Result run_cli(const std::string& args) { return texplan::test::sh(std::string(TEXPLAN_CLI) + " " + args); }
 
 json read_json(const fs::path& p) {
   std::ifstream f(p);
@@ -58,7 +56,9 @@ TEST(CliOffload, PlanPrintsThePartitionAndPlansScratch) {
   EXPECT_GT(scratch, 0);
   EXPECT_TRUE(j["strategies"][0]["valid"].get<bool>());
   for (const auto& n : j["partition"]["nodes"])
-    if (n["target"] == "texplan") EXPECT_FALSE(n["reason"].get<std::string>().empty()) << n["node"];
+    if (n["target"] == "texplan") {
+      EXPECT_FALSE(n["reason"].get<std::string>().empty()) << n["node"];
+    }
 }
 
 // Each model: once with texplan's kernels, once with every node the pattern
@@ -78,8 +78,9 @@ TEST(CliOffload, EveryModelWithWeightsIsCorrectAndGuardCleanOnPocl) {
     const std::string m = model_dir(name).string();
     Result none = run_cli("run " + m + " --offload none --json " + (dir / "none.json").string());
     ASSERT_EQ(none.code, 0) << none.out;
-    const std::string env = name == "unet_small" ? "TEXPLAN_OFFLOAD_ONLY=/m/b/b.0/" : "";
-    Result lib = run_cli("run " + m + " --offload clblast --check --guard --json " + (dir / "clblast.json").string(), env);
+    const std::string only = name == "unet_small" ? " --offload-only /m/b/b.0/" : "";
+    Result lib = run_cli("run " + m + " --offload clblast" + only + " --check --guard --json " +
+                         (dir / "clblast.json").string());
     ASSERT_EQ(lib.code, 0) << lib.out;
     json a = read_json(dir / "none.json"), b = read_json(dir / "clblast.json");
     EXPECT_LE(b["rel_error"].get<double>(), 1e-4);
@@ -131,7 +132,7 @@ TEST(CliOffload, AutoKeepsTheFasterPerNodeAndCachesTheMeasurement) {
   EXPECT_LE(second["rel_error"].get<double>(), 1e-4);
 }
 
-// TEXPLAN_CLBLAST_REJECT passes CLBlast an invalid leading dimension, so the
+// --offload-reject passes CLBlast an invalid leading dimension, so the
 // library itself returns an error status: while preparing (the node stays on
 // texplan), or with "run" only during the run (the node switches over).
 TEST(CliOffload, RejectedCallsFallBackToTexplanWithOneWarning) {
@@ -142,14 +143,16 @@ TEST(CliOffload, RejectedCallsFallBackToTexplanWithOneWarning) {
   for (std::string when : {"prepare", "run"}) {
     SCOPED_TRACE(when);
     auto out = dir / (when + ".json");
-    Result r = run_cli("run " + m + " --offload clblast --check --guard --json " + out.string(),
-                       "TEXPLAN_CLBLAST_REJECT=" + when);
+    Result r = run_cli("run " + m + " --offload clblast --offload-reject " + when + " --check --guard --json " +
+                       out.string());
     ASSERT_EQ(r.code, 0) << r.out;
     EXPECT_NE(r.out.find("warning: node"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("CLBlast rejected Gemm"), std::string::npos) << r.out;
     json j = read_json(out);
     EXPECT_LE(j["rel_error"].get<double>(), 1e-4);
     EXPECT_EQ(j["guard_violations"].get<int>(), 0);
-    if (when == "prepare") EXPECT_TRUE(j["offloaded_nodes"].empty());
+    if (when == "prepare") {
+      EXPECT_TRUE(j["offloaded_nodes"].empty());
+    }
   }
 }

@@ -36,6 +36,13 @@
 //
 // Times are the medians over --reps runs of the node's device time
 // (Session profile mode; the pair: both nodes), after one warm-up run.
+//
+// For kernel work, --build-log prints every kernel build's log on stderr
+// (NVIDIA: with -cl-nv-verbose, ptxas's registers and spills per kernel;
+// scripts/device/winograd_registers.awk reads it) and --build-dump DIR
+// writes every built program's binary (NVIDIA: PTX) into DIR:
+//
+//   texplan_conv_bench --device gpu --reps 1 --filter "vgg16 256->256 56" --variants auto --build-log
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -288,6 +295,7 @@ Graph stem_graph(const StemShape& c, bool fused, std::vector<HostTensor>& feeds)
 int usage(const char* argv0) {
   std::cerr << "usage: " << argv0
             << " [--device SPEC] [--reps N] [--filter TEXT] [--variants a,b,...] [--json FILE] [--list]\n"
+               "       [--build-log] [--build-dump DIR]\n"
                "  SPEC: gpu, pocl, opencl:N (default gpu); variants default to all of --list\n";
   return 2;
 }
@@ -298,6 +306,7 @@ int main(int argc, char** argv) {
   std::string device = "gpu", filter, json_path, variants_arg;
   int reps = 20;
   bool list = false;
+  runtime::KernelBuildDiagnostics diagnostics;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -311,6 +320,8 @@ int main(int argc, char** argv) {
       else if (a == "--variants") variants_arg = value();
       else if (a == "--json") json_path = value();
       else if (a == "--list") list = true;
+      else if (a == "--build-log") diagnostics.log = true;
+      else if (a == "--build-dump") diagnostics.dump_dir = value();
       else return usage(argv[0]);
     } catch (const Error& e) {
       std::cerr << e.what() << "\n";
@@ -329,6 +340,7 @@ int main(int argc, char** argv) {
     std::stringstream ss(variants_arg);
     for (std::string v; std::getline(ss, v, ',');) variants.push_back(v);
   }
+  runtime::KernelBuildScope build_scope(nullptr, nullptr, diagnostics);
   try {
     auto dev = runtime::open_device(device);
     std::cout << "device: " << dev->info().platform << " / " << dev->info().name << " (" << dev->info().type << ", "

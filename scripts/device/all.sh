@@ -89,8 +89,8 @@ if has gputests; then
   # registers (three 128-item work-groups per SM): harmless-looking source
   # edits moved it to 191 once (docs/precision.md). No test can see it.
   if [[ -x .dev/bin/texplan_conv_bench ]]; then
-    TEXPLAN_BUILD_LOG=1 timeout 120 .dev/bin/texplan_conv_bench --device gpu --reps 1 --filter "vgg16 256->256 56" \
-      --variants auto 2>&1 >/dev/null | scripts/device/winograd_registers.awk >>"$OUT/gputests.txt"
+    timeout 120 .dev/bin/texplan_conv_bench --device gpu --reps 1 --filter "vgg16 256->256 56" \
+      --variants auto --build-log 2>&1 >/dev/null | scripts/device/winograd_registers.awk >>"$OUT/gputests.txt"
   fi
   cat "$OUT/gputests.txt"
 fi

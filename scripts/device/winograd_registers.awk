@@ -1,5 +1,5 @@
 #!/usr/bin/awk -f
-# Reads TEXPLAN_BUILD_LOG output (stderr of a texplan command on NVIDIA) and
+# Reads the kernel build logs of `texplan_conv_bench --build-log` (its stderr on NVIDIA) and
 # checks the registers ptxas gave conv_winograd.cl's 16-tile form (-DWG_BT=16):
 # at most 168, so that three 128-item work-groups fit an SM. Prints one line
 # per such build, PASSED or FAILED, and exits 1 on a failure or if none was built.

@@ -98,6 +98,11 @@ struct RunArgs {
   // Tune CLBlast's GEMM kernels over this fraction of their search space
   // first, unless the tuning cache holds them for this device (0: don't).
   double clblast_tune = 0;
+  // Testing and debugging the offload (offload::OffloadOptions): offload only
+  // nodes whose names contain one of these; make CLBlast reject every call
+  // while preparing ("prepare") or during the run ("run").
+  std::vector<std::string> offload_only;
+  std::string offload_reject;
   OptimizeOptions optimize;  // graph rewrites before planning (optimize/optimize.h)
   ShapeSettings shapes;      // symbolic dimensions; input files fix the rest
   // Seeded random inputs instead of files (--random-input [SEED]); also

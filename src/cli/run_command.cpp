@@ -106,6 +106,16 @@ void add_run_options(CLI::App& app, RunArgs& a) {
                  "with --offload and --tuning-cache: tune CLBlast's GEMM kernels over FRACTION (0..1] of their search "
                  "space once per device and keep them in the cache (minutes on a GPU; hours on PoCL)")
       ->check(number_in(0, 1));
+  app.add_option("--offload-only", a.offload_only,
+                 "with --offload: offload only the nodes whose names contain one of these comma-separated parts "
+                 "(the others run on texplan's kernels)")
+      ->delimiter(',')
+      ->group("Testing and debugging");
+  app.add_option("--offload-reject", a.offload_reject,
+                 "with --offload: make every CLBlast call invalid, so the library rejects it while the session "
+                 "prepares (prepare) or during the run (run), to exercise the fallback to texplan's kernels")
+      ->check(CLI::IsMember({"prepare", "run"}))
+      ->group("Testing and debugging");
   app.add_option("--tuning-cache", a.tuning_cache,
                  "tuning results file (read, and updated when something was measured): kernel choices and CLBlast's");
   app.add_flag("--profile", a.profile, "time every node from OpenCL events, per operator type, with GFLOP/s and GB/s");
@@ -301,7 +311,10 @@ int run_command(const RunArgs& a) {
   // Offload: the partition adds its scratch records before planning.
   std::shared_ptr<offload::Offloader> offloader;
   if (!on_cpu && a.offload != "none") {
-    offloader = std::make_shared<offload::Offloader>(offload::parse_mode(a.offload), device, cache.get());
+    offload::OffloadOptions oo;
+    oo.only = a.offload_only;
+    if (!a.offload_reject.empty()) oo.reject = offload::parse_reject(a.offload_reject);
+    offloader = std::make_shared<offload::Offloader>(offload::parse_mode(a.offload), device, cache.get(), std::move(oo));
     if (a.clblast_tune > 0) {
       if (!cache) throw Error("--clblast-tune needs --tuning-cache FILE to keep what it finds");
       if (offloader->report()["tuned_parameters"].get<std::string>().empty()) {

@@ -39,6 +39,22 @@ const char* to_string(Mode m);
 // "CLBlast 1.5.3" when texplan was built with it, "" otherwise.
 std::string library_version();
 
+// Narrowing for debugging and tests, given on the command line (`texplan
+// run --offload-only`, `--offload-reject`).
+struct OffloadOptions {
+  // Offload only nodes whose names contain one of these parts (empty: every
+  // node the pattern table and the cost rule accept).
+  std::vector<std::string> only;
+  // When CLBlast must reject every call, to test the fallback: None, while
+  // preparing (the node stays on texplan), or during the run (the trial call
+  // while preparing is skipped, so the node switches over mid-run). Each
+  // call is made invalid (a zero leading dimension), so the library itself
+  // rejects it.
+  enum class Reject { None, Prepare, Run } reject = Reject::None;
+};
+// "prepare" or "run" (throws Error on another word).
+OffloadOptions::Reject parse_reject(const std::string& s);
+
 // One node the pattern table matched, and where it runs.
 struct NodeChoice {
   int node = 0;
@@ -56,7 +72,8 @@ class Offloader : public runtime::Offloader {
   // `device` sizes CLBlast's GEMM scratch exactly (null, as for `texplan
   // plan` on a profile: an upper bound). `cache` (may be null) holds
   // CLBlast's tuned parameters and auto's measurements, section "clblast".
-  Offloader(Mode mode, std::shared_ptr<runtime::Device> device, runtime::TuningCache* cache);
+  Offloader(Mode mode, std::shared_ptr<runtime::Device> device, runtime::TuningCache* cache,
+            OffloadOptions options = {});
   ~Offloader() override;
 
   Mode mode() const { return mode_; }
@@ -84,7 +101,9 @@ class Offloader : public runtime::Offloader {
   nlohmann::json& measurement(const Graph& g, const Node& n);
   static bool decide(NodeChoice& c, const nlohmann::json& m);
   struct Impl;
+  bool selected(const std::string& node) const;  // by options_.only
   Mode mode_;
+  OffloadOptions options_;
   std::shared_ptr<runtime::Device> device_;
   runtime::TuningCache* cache_;
   std::vector<NodeChoice> choices_;

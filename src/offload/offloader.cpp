@@ -33,6 +33,12 @@ Mode parse_mode(const std::string& s) {
 
 const char* to_string(Mode m) { return m == Mode::None ? "none" : m == Mode::Clblast ? "clblast" : "auto"; }
 
+OffloadOptions::Reject parse_reject(const std::string& s) {
+  if (s == "prepare") return OffloadOptions::Reject::Prepare;
+  if (s == "run") return OffloadOptions::Reject::Run;
+  throw Error("--offload-reject must be prepare or run, not '" + s + "'");
+}
+
 std::string library_version() {
 #ifdef TEXPLAN_HAVE_CLBLAST
   return "CLBlast " + std::to_string(CLBLAST_VERSION_MAJOR) + "." + std::to_string(CLBLAST_VERSION_MINOR) + "." +
@@ -83,26 +89,14 @@ std::string status_name(clblast::StatusCode s) {
 }
 #endif
 
-// Test hook: TEXPLAN_CLBLAST_REJECT makes every CLBlast call invalid (a zero
-// leading dimension), so the library itself rejects it; "run" skips the
-// trial call while preparing, so the rejection comes during Session::run.
-std::string forced_rejection() {
-  const char* e = std::getenv("TEXPLAN_CLBLAST_REJECT");
-  return e ? e : "";
-}
+}  // namespace
 
-// Debugging and tests: TEXPLAN_OFFLOAD_ONLY=a,b offloads only the nodes
-// whose names contain one of the comma-separated parts.
-bool selected(const std::string& node) {
-  const char* e = std::getenv("TEXPLAN_OFFLOAD_ONLY");
-  if (!e || !*e) return true;
-  std::stringstream parts(e);
-  for (std::string part; std::getline(parts, part, ',');)
+bool Offloader::selected(const std::string& node) const {
+  if (options_.only.empty()) return true;
+  for (const std::string& part : options_.only)
     if (!part.empty() && node.find(part) != std::string::npos) return true;
   return false;
 }
-
-}  // namespace
 
 struct Offloader::Impl {
   std::vector<NodeWork> work;  // parallel to choices_
@@ -201,8 +195,13 @@ class ClblastNode : public runtime::OffloadedNode {
   }
 };
 
-Offloader::Offloader(Mode mode, std::shared_ptr<runtime::Device> device, runtime::TuningCache* cache)
-    : mode_(mode), device_(std::move(device)), cache_(cache), impl_(std::make_unique<Impl>()) {
+Offloader::Offloader(Mode mode, std::shared_ptr<runtime::Device> device, runtime::TuningCache* cache,
+                     OffloadOptions options)
+    : mode_(mode),
+      options_(std::move(options)),
+      device_(std::move(device)),
+      cache_(cache),
+      impl_(std::make_unique<Impl>()) {
   if (mode_ == Mode::None) return;
   if (library_version().empty()) {
     warn(std::string("texplan was built without CLBlast: --offload ") + to_string(mode_) +
@@ -293,7 +292,7 @@ void Offloader::partition(const Graph& g, PlanInput& pin) {
     NodeChoice c;
     c.node = n, c.name = node.name, c.op = node.op_type, c.routine = m.work.routine, c.flops = m.work.flops;
     if (m.ok && !selected(node.name)) {
-      c.target = "texplan", c.reason = "not named in TEXPLAN_OFFLOAD_ONLY";
+      c.target = "texplan", c.reason = "not named by --offload-only";
     } else if (!m.ok) {
       c.target = "texplan", c.reason = m.reason;
     } else if (!have) {
@@ -419,8 +418,7 @@ std::unique_ptr<runtime::OffloadedNode> Offloader::prepare(const runtime::Offloa
   const Node& node = g.nodes[r.node];
   auto out = std::make_unique<ClblastNode>();
   out->node_name = node.name;
-  const std::string forced = forced_rejection();
-  out->reject = !forced.empty();
+  out->reject = options_.reject != OffloadOptions::Reject::None;
 
   auto mat = [&](const Operand& o) {
     ClblastNode::Mat m;
@@ -472,7 +470,7 @@ std::unique_ptr<runtime::OffloadedNode> Offloader::prepare(const runtime::Offloa
 
   // One call now: builds CLBlast's kernels before the first run and shows a
   // rejection here (the pools hold no live data yet, so writing them is harmless).
-  if (forced != "run") {
+  if (options_.reject != OffloadOptions::Reject::Run) {
     bool ok = out->enqueue(r.queue, nullptr);
     clFinish(r.queue);
     if (!ok) {

@@ -285,8 +285,12 @@ std::vector<std::string> message_lines(const std::string& text) {
 
 }  // namespace
 
-KernelBuildScope::KernelBuildScope(BuildCallback on_build, MessageSink on_message)
-    : on_build_(std::move(on_build)), on_message_(std::move(on_message)), outer_(innermost_build_scope) {
+KernelBuildScope::KernelBuildScope(BuildCallback on_build, MessageSink on_message, KernelBuildDiagnostics diagnostics)
+    : on_build_(std::move(on_build)),
+      on_message_(std::move(on_message)),
+      outer_(innermost_build_scope),
+      diagnostics_(std::move(diagnostics)) {
+  if (!diagnostics_.log && diagnostics_.dump_dir.empty() && outer_) diagnostics_ = outer_->diagnostics_;
   innermost_build_scope = this;
 }
 
@@ -312,12 +316,13 @@ cl_program Device::program(const std::string& file, const std::string& defines, 
   // flips nearest-neighbour Resize indices and drifts LayerNorm: ask for IEEE.
   cl_device_fp_config fp = 0;
   clGetDeviceInfo(id_, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, nullptr);
-  // TEXPLAN_BUILD_LOG set: every build's log on stderr, with NVIDIA's
-  // -cl-nv-verbose (ptxas: registers and spill bytes per kernel), for kernel work.
-  const bool show_log = std::getenv("TEXPLAN_BUILD_LOG") != nullptr;
+  KernelBuildScope* const scope = innermost_build_scope;
+  // The scope's diagnostics (kernel work): every build's log on stderr, with
+  // NVIDIA's -cl-nv-verbose; every binary into a folder.
+  const bool show_log = scope && scope->diagnostics_.log;
+  const std::string dump_dir = scope ? scope->diagnostics_.dump_dir : std::string();
   const bool nv_options = std::find(info_.extensions.begin(), info_.extensions.end(), "cl_nv_compiler_options") !=
                           info_.extensions.end();
-  KernelBuildScope* const scope = innermost_build_scope;
   const bool to_sink = scope && scope->on_message_;
   const std::string program_name = file + (defines.empty() ? "" : " " + defines);
   const std::string options = std::string("-cl-std=CL1.2 -cl-mad-enable ") + (show_log || to_sink ? "" : "-w ") +
@@ -356,15 +361,15 @@ cl_program Device::program(const std::string& file, const std::string& defines, 
     for (const auto& line : message_lines(driver_output)) scope->on_message_(program_name, line);
     for (const auto& line : message_lines(build_log())) scope->on_message_(program_name, line);
   }
-  // TEXPLAN_BUILD_DUMP=DIR: every built program's binary (NVIDIA: PTX text)
-  // into DIR/<n>.bin, named in the log, for ptxas and cuobjdump.
-  if (const char* dir = std::getenv("TEXPLAN_BUILD_DUMP")) {
+  // The binary (NVIDIA: PTX text) into DIR/<n>.bin, for ptxas and cuobjdump.
+  if (!dump_dir.empty()) {
+    const std::string& dir = dump_dir;
     size_t size = 0;
     if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) == CL_SUCCESS && size > 0) {
       std::vector<unsigned char> bin(size);
       unsigned char* ptr_bin = bin.data();
       if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof ptr_bin, &ptr_bin, nullptr) == CL_SUCCESS) {
-        const std::string path = std::string(dir) + "/" + std::to_string(programs_.size()) + ".bin";
+        const std::string path = dir + "/" + std::to_string(programs_.size()) + ".bin";
         std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bin.data()), std::streamsize(size));
         std::cerr << "build dump: " << path << " " << file << " " << defines << "\n";
       }

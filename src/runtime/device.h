@@ -81,11 +81,22 @@ class Device {
 // without it, and outside any scope, kernels build with -w: warnings in
 // texplan's own kernels are nothing a user can act on. A failed build's log
 // is in the Error it throws either way.
+//
+// For kernel work (texplan_conv_bench --build-log, --build-dump) a scope can
+// also ask for every build's log on stderr, with NVIDIA's -cl-nv-verbose
+// (ptxas: registers and spill bytes per kernel), and for every built
+// program's binary (NVIDIA: PTX text) in a folder, as DIR/<n>.bin, named on
+// stderr. An inner scope that asks for neither keeps its outer scope's.
+struct KernelBuildDiagnostics {
+  bool log = false;
+  std::string dump_dir;  // empty: no dump
+};
+
 class KernelBuildScope {
  public:
   using BuildCallback = std::function<void(const std::string& program, bool done)>;
   using MessageSink = std::function<void(const std::string& program, const std::string& line)>;
-  KernelBuildScope(BuildCallback on_build, MessageSink on_message);
+  KernelBuildScope(BuildCallback on_build, MessageSink on_message, KernelBuildDiagnostics diagnostics = {});
   ~KernelBuildScope();
   KernelBuildScope(const KernelBuildScope&) = delete;
   KernelBuildScope& operator=(const KernelBuildScope&) = delete;
@@ -95,6 +106,7 @@ class KernelBuildScope {
   BuildCallback on_build_;
   MessageSink on_message_;
   KernelBuildScope* outer_;
+  KernelBuildDiagnostics diagnostics_;
 };
 
 // Selects a device: "pocl" (the PoCL CPU device), "gpu" (first GPU of any
