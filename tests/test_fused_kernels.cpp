@@ -238,6 +238,16 @@ TEST(FusedKernels, ElementwiseChainsBroadcastAndInPlace) {
   std::vector<std::string> p = {"Mul x0 x1", "Add t0 x2", "Sigmoid t1", "Mul t2 x0", "Sub t3 x3"};
   expect_matches_reference({"FusedElementwise", {a, c, s, m}, {{"program", Attribute::of_strings(p)}}});
   expect_matches_reference({"FusedElementwise", {a, c, s, m}, {{"program", Attribute::of_strings(p)}}, 0});
+  // Rows of 8 or more (CPU devices: a row per work-item, fused_elementwise_rows):
+  // per-channel and per-row operands constant along the row, a row vector
+  // that is not, BatchNormalization's scale and shift over a map.
+  HostTensor wide = random_tensor({2, 3, 4, 12}, -2, 2, 9), row = random_tensor({12}, -1, 1, 10);
+  expect_matches_reference({"FusedElementwise", {wide, c, s, m}, {{"program", Attribute::of_strings(p)}}});
+  expect_matches_reference({"FusedElementwise", {wide, c, row, m}, {{"program", Attribute::of_strings(p)}}, 0});
+  HostTensor map = random_tensor({1, 16, 9, 9}, -2, 2, 11), scale = random_tensor({16, 1, 1}, 0.5f, 2, 12),
+             shift = random_tensor({16, 1, 1}, -1, 1, 13);
+  const std::vector<std::string> bn_relu = {"Mul x0 x1", "Add t0 x2", "Relu t1"};
+  expect_matches_reference({"FusedElementwise", {map, scale, shift}, {{"program", Attribute::of_strings(bn_relu)}}});
   // The full-shape operand is not first; output over it.
   expect_matches_reference({"FusedElementwise", {c, a}, {{"program", Attribute::of_strings({"Sub x1 x0", "Tanh t0"})}}, 1});
   // Empty program: a copy of x0.

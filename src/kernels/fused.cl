@@ -9,6 +9,18 @@ __kernel void fused_elementwise(__global real_t* y, int yo, int n EPI_PARAMS YWI
   ST(y, yo + YI(i), EPI(0.0f, i));
 }
 
+#ifdef EPI_ROW_SETUP
+// CPU devices, operands read through broadcast strides (a BatchNormalization's
+// per-channel scale): a work-item a row of the innermost dim, each strided
+// operand's place found once a row, not by dividing every dim per element.
+__kernel void fused_elementwise_rows(__global real_t* y, int yo, int rows, int L EPI_PARAMS YWIN_PARAMS XWIN_PARAMS) {
+  int r = get_global_id(0);
+  if (r >= rows) return;
+  EPI_ROW_SETUP(r, L)
+  for (int j = 0, i = r * L; j < L; ++j, ++i) ST(y, yo + YI(i), EPI_R(0.0f, i, j));
+}
+#endif
+
 // FusedMlp (runtime/ops_fused.cpp): per image (work-group), two fully
 // connected layers of a vector: h = mlp_hidden(W1 x + b1) (HID values, in
 // local memory), then Y = EPI(W2 h + b2). Each layer's rows are dealt round

@@ -169,7 +169,7 @@ __kernel void pad_f32(__global const real_t* x, int xo, __global real_t* y, int 
 // CPU devices: one work-item a row of the last dim. The outer coordinates
 // are resolved once per row (pad_f32 divides every dim for every element);
 // the row is its left border, a run of the input row, its right border.
-inline real_t pad_border(__global const real_t* x, int xb, int xs, int c, int len, int mode, float value) {
+inline float pad_border(__global const real_t* x, int xb, int xs, int c, int len, int mode, float value) {
   if (mode == 0) return value;
   c = mode == 1 ? (c < 0 ? -c : 2 * (len - 1) - c) : (c < 0 ? 0 : len - 1);
   return LD(x, xb + c * xs);

@@ -181,7 +181,7 @@ std::string epilogue_function_cl(const Epilogue& e, const std::string& name) {
   return scalar_function(e, 1, name);
 }
 
-std::string epilogue_cl(const Epilogue& e, const std::vector<EpilogueRead>& reads) {
+std::string epilogue_cl(const Epilogue& e, const std::vector<EpilogueRead>& reads, const std::vector<bool>& row_constant) {
   if (int(reads.size()) < e.inputs())
     throw Error("epilogue reads x" + std::to_string(e.inputs() - 1) + " but only " + std::to_string(reads.size()) +
                 " operands are bound");
@@ -206,6 +206,32 @@ std::string epilogue_cl(const Epilogue& e, const std::vector<EpilogueRead>& read
     }
   }
   o << ")\n";
+  // EPI_ROW_SETUP(r, L) and EPI_R(v, i, j): the same over a row of L
+  // elements (r the row, i the element, j its place in the row), each
+  // strided operand's row start found once instead of per element.
+  if (strided) {
+    auto constant = [&](size_t k) { return k < row_constant.size() && row_constant[k]; };
+    o << "#define EPI_ROW_SETUP(r, L)";
+    for (size_t k = 0; k < reads.size(); ++k)
+      if (reads[k] == EpilogueRead::Strided)
+        o << " const int X" << k << "r = X" << k << "o + strided_offset((r) * (L), epi_dims, X" << k << "s), X" << k
+          << "l = X" << k << "s.d[MAXR - 1];" << (constant(k) ? " const float X" + std::to_string(k) + "v = LD(X" +
+                                                                   std::to_string(k) + ", X" + std::to_string(k) + "r);"
+                                                             : "");
+    o << "\n#define EPI_R(v, i, j) epi_program(";
+    for (size_t k = 0; k < reads.size(); ++k) {
+      o << (k ? ", " : "");
+      switch (reads[k]) {
+        case EpilogueRead::Value: o << "(v)"; break;
+        case EpilogueRead::Direct: o << "LD(X" << k << ", X" << k << "o + (i))"; break;
+        case EpilogueRead::Strided:
+          if (constant(k)) o << "X" << k << "v";
+          else o << "LD(X" << k << ", X" << k << "r + (j) * X" << k << "l)";
+          break;
+      }
+    }
+    o << ")\n";
+  }
 
   // EPI_VEC(v, i, n): the program on EPI_VECTOR_WIDTH consecutive elements
   // [i, i+width) at once (only the first n exist: the rest of the result

@@ -28,7 +28,10 @@ enum class EpilogueRead {
 // X<k>o` (buffer, element offset: a TensorArg), then `Dims X<k>s` if Strided;
 // last, when any operand is Strided, `Dims epi_dims` (the iteration space).
 // Semantics match Epilogue::eval exactly (same formulas, same NaN rules).
-std::string epilogue_cl(const Epilogue& e, const std::vector<EpilogueRead>& reads);
+// `row_constant[k]`: strided operand k does not change along the innermost
+// dim (a per-channel scale), so EPI_R reads it once a row.
+std::string epilogue_cl(const Epilogue& e, const std::vector<EpilogueRead>& reads,
+                        const std::vector<bool>& row_constant = {});
 
 // `inline float name(float x0)`: a program of x0 alone as an OpenCL C
 // function (FusedMlp's hidden activation), placed after epilogue_cl's text

@@ -43,12 +43,17 @@ bool make_tail(NodeBuilder& b, int first, bool value_x0, FusedTail& tail, int en
   if (e.inputs() > int(reads.size()))
     throw Error("program reads x" + std::to_string(e.inputs() - 1) + " but the node binds " +
                 std::to_string(reads.size()) + " operands");
+  std::vector<bool> row_constant(reads.size(), false);
   if (tail.strided) {
     Strided c = collapse({y, strides});
     tail.dims = to_dims(c.dims, 1);
-    for (size_t k = 0; k < tail.inputs.size(); ++k) tail.inputs[k].strides = to_dims(c.strides[k + 1], 0);
+    for (size_t k = 0; k < tail.inputs.size(); ++k) {
+      tail.inputs[k].strides = to_dims(c.strides[k + 1], 0);
+      row_constant[reads.size() - tail.inputs.size() + k] =
+          tail.inputs[k].strided && !c.strides[k + 1].empty() && c.strides[k + 1].back() == 0;
+    }
   }
-  tail.prelude = epilogue_cl(e, reads);
+  tail.prelude = epilogue_cl(e, reads, row_constant);
   tail.transcendental = e.transcendental();
   // The residual form (FusedTail::residual_prelude): the first instruction
   // adds the kernel's value x0 and an input xj stored exactly where Y is,
@@ -142,6 +147,14 @@ bool lower_fused_elementwise(NodeBuilder& b) {
   window_output(b, tail);
   int64_t n = element_count(b.out(0).shape);
   if (n == 0) return true;
+  // CPU devices with broadcast operands: a row of the innermost dim per work-item.
+  const int64_t row = tail.dims.d[kMaxRank - 1];
+  if (tail.strided && b.device_type() == "cpu" && !gpu_kernels_forced() && row >= 8) {
+    b.launch(Source("fused.cl", "", tail.prelude), "fused_elementwise_rows", linear_range(n / row), b.arg_out(0),
+             i32(n / row), i32(row));
+    tail.append_args(b);
+    return true;
+  }
   b.launch(Source("fused.cl", "", tail.prelude), "fused_elementwise", linear_range(n), b.arg_out(0), i32(n));
   tail.append_args(b);
   return true;
