@@ -5,7 +5,8 @@
 # output (the exported test_data_set_0) and timed against fp32 in the same process run.
 #   1. export_current.sh exports the zoo (opset 20, weights; EXPORT=0 skips, reusing /tmp/current)
 #   2. per static zoo model, on the GPU: fp32, fp16, --textures views, --patch auto,
-#      fp16 + --patch auto, each `run --check --bench 20`; then one `--guard` run per feature
+#      fp16 + --patch auto, each `run --check --bench 20`; then `--patch auto --guard` (fp32,
+#      tolerance 1e-4) and fp16 + patch + views with `--guard`
 #   3. the test binaries packed in .dev/bin (test_*), with TEXPLAN_TEST_DEVICE=gpu (TESTS=0 skips)
 #   scripts/device/gpu_features.sh [MODEL ...]      (default: every static zoo export)
 # A warm machine keeps /tmp/current: split the models over calls with EXPORT=0 after the first.
@@ -36,6 +37,7 @@ for m in $models; do
   line "$m views" texplan run "$d" --device gpu --check --bench 20 --textures views
   line "$m patch" texplan run "$d" --device gpu --check --bench 20 --patch auto
   line "$m fp16+patch" texplan run "$d" --device gpu --check --bench 20 --precision fp16 --patch auto
+  line "$m patch-guard" texplan run "$d" --device gpu --check --guard --patch auto
   line "$m guard" texplan run "$d" --device gpu --check --guard --precision fp16 --patch auto --textures views
 done
 [[ ${TESTS:-1} == 0 ]] && exit 0
