@@ -5,8 +5,8 @@ typedef struct { int d[MAXR]; } Dims;  // right-aligned, see runtime/ops.h
 
 // The scalars of the convolution and GEMM kernels (gemm.cl, gemm_mma.cl,
 // conv_winograd.cl, conv.cl) as one argument each, unpacked into locals of
-// the old parameters' names: NVIDIA's driver spends about 0.05 us per kernel
-// argument at every launch (texplan_enqueue_bench). Mirrors runtime/ops.h.
+// the old parameters' names: each kernel argument costs time at every launch
+// (docs/kernel-choices.md#kernel-scalars-in-one-struct). Mirrors runtime/ops.h.
 // Lowercase fields: other kernel files are built with -DKH=... and the like.
 // Tensors' element offsets: xo, wo, bo, yo (GEMM: ao, bo, co, yo).
 typedef struct {

@@ -27,12 +27,11 @@
 //
 // WG_BT=16 with WG_DB, the fp32 build's 16-tile form (ops_conv.cpp takes it
 // where 32-tile groups leave the last wave half empty and 16-tile ones fill
-// theirs, e.g. VGG's 56x56 convs: 0.077 ms against 0.085 on the H100):
-// 128-item work-groups, several per SM, so one group's barrier waits
+// theirs): 128-item work-groups, several per SM, so one group's barrier waits
 // overlap another's products. WG_DB: chunks of 4 channels in two buffers of
 // Us and Vs, one barrier per chunk, two items per input patch (each
-// transforming two of its rows); WG_CK=8 with WG_BT=16 fills 48 KB (a
-// measured form). Alone, WG_BT=16 and WG_DB were slower everywhere.
+// transforming two of its rows); WG_CK=8 with WG_BT=16 fills 48 KB. Figures:
+// docs/kernel-choices.md#winograd-split-or-in-16-tile-groups.
 //
 // WG_MMA (--precision tf32; mma_common.cl prepended): the transforms are
 // rounded to tf32 as they are stored and each element's 32 x 32 x CK product
@@ -42,13 +41,9 @@
 // channel's (c % 4) x 8, so a fragment's 32 reads (channels t, t + 4 and
 // rows g, g + 8 of lane (g, t)) fall on 32 banks. With so little work
 // between a chunk's loads and their use, WG_MMA keeps two chunks' raw values
-// in flight (the fp32 build gained nothing from that). On the H100 it runs
-// VGG's and U-Net's 3x3 convs 5-11% faster than the fp32 build; timed without
-// global reads it would be twice as fast: one 256-item work-group per SM
-// (252 registers) cannot hide the loads' latency, and neither capping the
-// registers at 128 for two work-groups per SM (".maxnreg" patched into the
-// PTX: spills, 1.1-3x slower) nor 16-tile work-groups (173 registers, more
-// weight transforms per output: 1.1-1.6x slower) paid.
+// in flight. One 256-item work-group per SM cannot hide the loads' latency;
+// what that costs and the forms tried against it:
+// docs/kernel-choices.md#winograd-on-the-tensor-cores.
 #ifndef EPI
 #define EPI(v, i) (v)
 #define EPI_PARAMS
@@ -172,11 +167,9 @@ void conv2d_winograd(__global const float* X, __global const float* Wt, __global
 // column starts an aligned float2 that lies wholly inside or outside the
 // row): 3 float2 loads from the even column before an odd first column
 // (WG_PAIRS=1), 2 from an even one (WG_PAIRS=2). A warp's loads then touch
-// only the bytes it uses: on the H100 VGG's and U-Net's 3x3 convs ran 3-8%
-// faster in fp32, 3-11% in tf32 (docs/precision.md). Keep the spelling:
-// builds that wrote these stores or the local indices differently got the
-// 16-tile form 191 registers from ptxas instead of 162, two work-groups per
-// SM instead of three, 12% slower (the device's gputests step checks it).
+// only the bytes it uses. Keep the spelling: other spellings of these stores
+// or the local indices cost the 16-tile form registers and a work-group per
+// SM (docs/kernel-choices.md#winograds-input-rows-as-float2s).
 #if WG_PAIRS == 1
 #define WG_ROW(D, i)                                                                  \
   {                                                                                   \
@@ -349,7 +342,7 @@ void conv2d_winograd(__global const float* X, __global const float* Wt, __global
 #if defined(WG_MMA) || defined(WG_PREFETCH2)
   // Two chunks' raw values in flight (sets d/gr and d2/gr2, alternating):
   // the tensor cores leave too little work between a load and its use to
-  // hide one chunk ahead (the loads were half the time on the H100).
+  // hide one chunk ahead (docs/kernel-choices.md#winograd-on-the-tensor-cores).
   // WG_PREFETCH2: the same in the fp32 build (a measurement).
   float d2[4 * WG_ROWS];
   WG_GREG gr2[G_PER];

@@ -27,7 +27,7 @@ __kernel void fused_elementwise_rows(__global real_t* y, int yo, int rows, int L
 // the work-items, a row's dot product along its contiguous weights four at
 // a time: one item on CPU devices (PoCL runs a group on one thread and
 // vectorizes the float4s), 256 elsewhere (where runtime::runnable keeps
-// the fusion off: on the H100 one group per image lost to two wide GEMVs).
+// the fusion off: docs/kernel-choices.md#fusedmlp-on-gpus).
 //
 // A row's dot product with x in one address space (OpenCL 1.2 has no
 // generic one): the same function for global and local x.

@@ -23,7 +23,7 @@ __kernel void max_pool2d(__global const real_t* X, int xo, __global real_t* Y, i
 // rows are clamped once; the columns whose window lies inside the input take
 // no bounds checks, 16 (or 8) at a time where the stride is 1 or 2. One
 // work-item per element, above, spends its time on index divisions and
-// branches that PoCL cannot vectorize (squeezenet's first pool: 1.7 ms of 19).
+// branches that PoCL cannot vectorize (docs/kernel-choices.md#cpu-maxpool-by-rows).
 //
 // MAX_POOL_VECTOR(N): N inside columns from `ow` as one floatN where the taps
 // are consecutive (stride 1) or every other float (stride 2: two loads, the

@@ -24,9 +24,9 @@ struct Dims {
 };
 
 // The scalars of the convolution and GEMM kernels as one argument each;
-// match ConvParams and GemmParams in src/kernels/common.cl. NVIDIA's driver
-// spends about 0.05 us per kernel argument at every launch
-// (texplan_enqueue_bench), and these kernels had 17 to 26 of them.
+// match ConvParams and GemmParams in src/kernels/common.cl. Each kernel
+// argument costs time at every launch
+// (docs/kernel-choices.md#kernel-scalars-in-one-struct).
 struct ConvParams {
   cl_int xo = 0, wo = 0, bo = 0, yo = 0;  // element offsets of X, W, the bias, Y
   cl_int has_bias = 0, c = 0, h = 0, w = 0, oc = 0, oh = 0, ow = 0, kh = 0, kw = 0, sh = 1, sw = 1, ph = 0,

@@ -149,9 +149,8 @@ const Tiles& choose_tiles(const NodeBuilder& b, int64_t M, int64_t N, int64_t ba
 // multiple of TK), one work-group per (tile, slice) adding its partial tile
 // into Y atomically (slice 0 with the bias); Y zeroed before, the epilogue
 // applied after, in place: three launches instead of one (two without an
-// epilogue). For grids too small to fill the
-// compute units: ResNet's 512-channel 3x3 convs at 7x7 (M=512, N=49,
-// K=4608) make 32 work-groups of 32x32 for 132 compute units on the H100.
+// epilogue). For grids too small to fill the compute units
+// (docs/kernel-choices.md#split-k-and-its-cost).
 constexpr int64_t kTK = 16;              // gemm.cl's TK
 constexpr int64_t kMinSliceK = 4 * kTK;  // shallower slices spend more on the pipeline's fill and the adds
 
@@ -183,10 +182,9 @@ Variant split_by_shape(const Tiles& t, int64_t M, int64_t N, int64_t K, int64_t 
 }
 
 // choose_tiles' cost with K (waves x the work of one work-group / speed),
-// in FMAs of a 32x32 work-group: 25.6 GFMA/s on the H100 (ResNet's layer4
-// conv, 32 of them in 0.184 ms). Split-K adds its two extra passes, about
-// 6 us (150k), and its atomic adds, a guess of 100 per ns device-wide
-// (0.25 each) until the bench measures it.
+// in FMAs of a 32x32 work-group; split-K adds its two extra passes (150k)
+// and its atomic adds (0.25 each), figures from
+// docs/kernel-choices.md#split-k-and-its-cost.
 double variant_cost(const Variant& v, int64_t M, int64_t N, int64_t K, int64_t batches, int64_t cu) {
   const Tiles& t = *v.tiles;
   int64_t groups = ceil_div(M, t.tm()) * ceil_div(N, t.tn()) * batches * v.splits;
@@ -197,8 +195,8 @@ double variant_cost(const Variant& v, int64_t M, int64_t N, int64_t K, int64_t b
 
 // The heuristic's variant: choose_tiles' tiles, or on GPUs (where
 // `can_split`) a split of fitting tiles where the cost model says it saves a
-// fifth at least (a margin for its guesses; by it ResNet's 3x3 convs at
-// 7x7 and 14x14 save 83% and 65%, VGG's 512 at 14x14 55%, 64 at 56x56 2%).
+// fifth at least, a margin for its guesses
+// (docs/kernel-choices.md#split-k-and-its-cost).
 Variant choose_by_shape(const NodeBuilder& b, int64_t M, int64_t N, int64_t K, int64_t batches, bool can_split) {
   Variant best{&choose_tiles(b, M, N, batches)};
   if (!can_split || b.device_type() != "gpu") return best;
@@ -225,11 +223,7 @@ constexpr int64_t kWinogradMinSlice = 32;  // input channels per split-K slice, 
 
 // Winograd's slices: grids under half a wave (of one work-group per compute
 // unit) split to about `waves` waves (rounded to the nearest whole number of
-// slices); larger ones stay whole. On the H100 (132 compute units) whole
-// beat split at 112 work-groups (VGG's 512->512 28x28: 0.148 vs 0.169 ms in
-// 4 slices), 4 slices beat 5 and 8 at 32 (its 14x14: 0.049 ms against 0.072
-// and 0.054; whole 0.148), 16 slices whole at 16 (ResNet's 256->256 14x14:
-// 0.021 vs 0.079).
+// slices); larger ones stay whole (docs/kernel-choices.md#winograd-slices).
 Variant winograd_split(const WinogradShape& w, int64_t cu, int64_t waves) {
   if (2 * w.groups() >= cu) return Variant{nullptr};
   int64_t want = std::min((waves * cu + w.groups() / 2) / w.groups(), w.C / kWinogradMinSlice);
@@ -239,13 +233,9 @@ Variant winograd_split(const WinogradShape& w, int64_t cu, int64_t waves) {
 }
 
 // variant_cost's units for Winograd: 16 x 32 x 32 FMAs per input channel and
-// work-group; kWinogradSpeed against 32x32's 1.0 (first a guess, 2.0: a
-// little under 64x64v's 2.5, the same 8x8 register block with float4 reads
-// plus the transforms; then its weights' loads were coalesced and it ran
-// 1.33-1.48x faster on VGG's and U-Net's 3x3 convs on the H100).
-// The 16-tile form does half a group's work at 0.87 of its speed (H100:
-// 0.86-0.89 on VGG's and U-Net's shapes whose grids fill whole waves either
-// way), several groups per compute unit.
+// work-group; kWinogradSpeed against 32x32's 1.0. The 16-tile form does half
+// a group's work at 0.87 of its speed, several groups per compute unit
+// (docs/kernel-choices.md#winograds-speed-in-the-cost-model).
 constexpr double kWinogradSpeed = 2.8, kWinogradT16Speed = 0.87 * kWinogradSpeed;
 double winograd_cost(const Variant& v, const WinogradShape& w, int64_t cu) {
   const double speed = v.wg_tiles == 16 ? kWinogradT16Speed : kWinogradSpeed;
@@ -256,14 +246,10 @@ double winograd_cost(const Variant& v, const WinogradShape& w, int64_t cu) {
 
 // The Winograd form by shape: split where `can_split` and winograd_split's
 // slices cost a fifth less than the whole grid (the margin of
-// choose_by_shape; on the H100 SqueezeNet's 64->256 at 13x13, 16 work-groups
-// in 2 slices, ran 0.027 ms against 0.018 whole, while VGG's 512 at 14x14
-// in 4 slices ran 0.031 against 0.083). Else, where `t16` (the fp32 build),
-// the 16-tile form where it costs a tenth less than the whole grid: where
-// whole groups leave the last wave half empty and halves fill it (H100:
-// VGG's 256->256 at 56x56, 200 groups, 0.077 ms against 0.085; at 28x28,
-// 112 groups, 0.061 against 0.045 and not taken). Not for 2x2-pooled convs:
-// VGG's pooled 256->256 at 56x56 took 0.117 ms in it against 0.085 whole.
+// choose_by_shape). Else, where `t16` (the fp32 build), the 16-tile form
+// where it costs a tenth less than the whole grid: where whole groups leave
+// the last wave half empty and halves fill it. Not for 2x2-pooled convs,
+// where it ran slower (docs/kernel-choices.md#winograd-split-or-in-16-tile-groups).
 Variant winograd_by_shape(const WinogradShape& w, bool can_split, int64_t cu, bool t16) {
   const Variant whole{nullptr}, split = can_split ? winograd_split(w, cu, 1) : whole;
   if (split.splits > 1 && winograd_cost(split, w, cu) < 0.8 * winograd_cost(whole, w, cu)) return split;
@@ -292,7 +278,7 @@ Variant forced_winograd(const WinogradShape& w, bool can_split, int64_t cu) {
 }
 
 // The variant of a GPU GEMM whose launches `emit(v)` appends to b.launches,
-// for the shape named `key`: forced, else the tuning cache's measured choice
+// for the shape named `key`: forced, else the tuning cache's choice
 // (texplan tune times every candidate once: each tile unsplit, and where
 // `can_split` split to about 2 waves and to 1, half the atomic adds), else
 // choose_by_shape's heuristic.
@@ -334,9 +320,7 @@ Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int6
     }
     // The guess: the Winograd form by shape where it costs less than the
     // direct variant, for 64 output channels or more or a grid of a wave at
-    // least: DenseNet's 128->32 3x3 at 28x28 (7 work-groups) ran 0.021 ms
-    // split against the direct kernel's 0.019 on the H100, U-Net's 32->32 at
-    // 256x256 (512) 0.049 against 0.114.
+    // least (docs/kernel-choices.md#where-winograd-runs-on-gpus).
     const Variant w = winograd_by_shape(*wino, can_split, cu, !b.tf32);
     if ((wino->OC >= 64 || wino->groups() >= cu) &&
         winograd_cost(w, *wino, cu) < variant_cost(direct, M, N, K, batches, cu))
@@ -358,11 +342,7 @@ Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int6
 // group), on GPUs or forced: none for others. Where Winograd pays is the
 // cost model's (or the tuning's) call; below 32 input or output channels or
 // 32 tiles a work-group's 8-channel chunks, 32-channel block or 32-tile
-// block would run mostly empty (ResNet's 512->512 at 7x7, 16 tiles: 0.036 ms
-// at best against the direct kernel's 0.033 on the H100). SqueezeNet's
-// 16->64 at 55x55 ran 0.0084 ms forced against the direct 0.0158, but
-// taking 16 channels let the guess put GoogLeNet's 24->64 at 14x14 (4
-// work-groups) on it, and GoogLeNet ran 7-30% slower in two calls.
+// block would run mostly empty (docs/kernel-choices.md#where-winograd-runs-on-gpus).
 std::optional<WinogradShape> winograd_shape(const NodeBuilder& b, const ConvGeometry& g) {
   if (g.KH != 3 || g.KW != 3 || g.sh != 1 || g.sw != 1 || g.dh != 1 || g.dw != 1 || g.groups != 1) return std::nullopt;
   if (b.half) return std::nullopt;  // conv_winograd.cl has no half-storage form: the direct kernels run
@@ -377,12 +357,11 @@ std::optional<WinogradShape> winograd_shape(const NodeBuilder& b, const ConvGeom
 }
 
 // --precision tf32: Winograd first wherever the fp32 guess would consider
-// it, its products on the tensor cores (conv_winograd.cl WG_MMA): it beat
-// the tf32 tiles on every 3x3 shape the H100 measured (texplan_conv_bench,
-// ms, Winograd tf32 / fp32 / best tf32 tile: VGG's 256->256 at 56x56 0.095 /
-// 0.103 / 0.116, 512->512 at 28x28 0.092 / 0.100 / 0.114). The pooled form
-// cannot split: under half a wave of work-groups (VGG's 512->512 at 14x14 +
-// pool) the tf32 tiles keep it. Forced tiles (benchmarks) run as forced.
+// it, its products on the tensor cores (conv_winograd.cl WG_MMA), which beat
+// the tf32 tiles on every 3x3 shape timed
+// (docs/kernel-choices.md#winograd-before-the-tf32-tiles). The pooled form
+// cannot split: under half a wave of work-groups the tf32 tiles keep it.
+// Forced tiles (benchmarks) run as forced.
 bool winograd_before_tf32(const NodeBuilder& b, const WinogradShape& w, bool pooled) {
   const int64_t cu = std::max(1, b.compute_units());
   if (!b.tf32 || mma_tiles_forced()) return false;
@@ -603,8 +582,8 @@ const PoolTile kPoolTiles[] = {{"4x8x32", 4, 8, 32, 8, 128},
                                {"8x8x32", 8, 8, 32, 8, 256},
                                {"4x8x16", 4, 8, 16, 8, 64},
                                {"2x8x16", 2, 8, 16, 4, 128}};
-// Local memory a tile may take: the H100's 48 KiB; more would cut the
-// work-groups a GPU runs at once, and CPUs (PoCL: 1 MiB) gain nothing.
+// Local memory a tile may take: more would cut the work-groups a GPU runs at
+// once (docs/kernel-choices.md#conv--maxpool-tiles-on-gpus).
 constexpr int64_t kPoolTileLocalBytes = 48 * 1024;
 constexpr int64_t kPoolTileMaxAccumulators = 64;  // ROC x RPX registers per item
 
@@ -726,14 +705,8 @@ void force_conv_variant(const std::string& variant) {
   if (tiles == "winograd" || tiles.rfind("winograd:", 0) == 0) {
     f.winograd = true;  // where it applies; the GPU kernels' choice by shape elsewhere
     // Diagnostic builds, for measurements (wrong results): ":dng" no global
-    // reads, ":dnm" no products, to time the rest. (Three build variants were
-    // measured and dropped: no register prefetch, 10% slower; 64 output
-    // channels per 512-item work-group, 2-4% faster on the largest grids
-    // only; 8x4 blocks per item in 512-item work-groups, 128 registers
-    // instead of 239 and twice the warps per SM, 12-21% slower on VGG's and
-    // U-Net's shapes. A register cap cannot be had: NVIDIA's driver (580)
-    // builds with -cl-nv-maxrregcount=128 but ptxas still gives the kernel
-    // its registers, TEXPLAN_BUILD_LOG shows, and it rejects the spaced form.)
+    // reads, ":dnm" no products, to time the rest. The build forms tried and
+    // not kept: docs/kernel-choices.md#winograd-builds-tried-and-not-kept.
     std::stringstream opts(tiles.substr(8));
     for (std::string o; std::getline(opts, o, ':');) {
       if (o == "dng") f.winograd_build += " -DWG_DIAG_NO_GLOBAL";
@@ -904,8 +877,8 @@ bool lower_fused_conv_maxpool(NodeBuilder& b) {
     return true;
   }
   // Other windows: the tiled kernel where a tile fits local memory (forced,
-  // else the tuning cache's measured choice, else the tile of least cost:
-  // ResNet's stem on the H100 4x8x16, 392 work-groups), the direct kernel
+  // else the tuning cache's choice, else the tile of least cost:
+  // docs/kernel-choices.md#conv--maxpool-tiles-on-gpus), the direct kernel
   // where none fits.
   const PoolGeometry pg{PH, PW, pk[0], pk[1], ps[0], ps[1], pp[0], pp[1], pd[0], pd[1]};
   std::vector<TiledConvMaxPool> fits;

@@ -71,12 +71,9 @@ std::vector<float> stem_weights(const HostTensor &w, int64_t OC, int64_t K,
 }
 
 // conv2d_rows_cpu's blocks, the shape rule's first: OCB channels x PB
-// pixels. On 16-float SIMD (AVX-512 EPYC, texplan_conv_bench --filter stem,
-// alternated rounds) 16 channels per input vector won on MobileNet's and
-// EfficientNet's 3->32 3x3 s2 (0.27-0.30 against 0.32 ms) and on ResNet's
-// 7x7 (1.75 against 3.4), 8 on SqueezeNet's 3->64 3x3 (0.53 against 0.65);
-// two vectors of pixels per weight (NV = 2) ran 1.4-2x slower everywhere
-// and was dropped. With 8-float SIMD's 16 registers 16 channels spill.
+// pixels, 16 channels per input vector on 16-float SIMD for few channels or
+// wide windows, else 8; with 8-float SIMD's 16 registers 16 channels spill
+// (docs/kernel-choices.md#cpu-stem-convolutions-by-rows).
 std::vector<CpuVariant> stem_candidates(int64_t OC, int64_t taps,
                                         int native_width) {
   const bool wide = native_width >= 16 && (OC <= 32 || taps >= 25);
@@ -102,8 +99,8 @@ void lower_conv_direct_cpu(NodeBuilder &b, const FusedTail &tail,
   const TensorArg bias = c.bias;
   // Stems (at most 4 input channels, one group, constant weights):
   // conv2d_rows_cpu, a block of one output row per work-item, the weights
-  // packed by OCB-channel block (AVX-512 EPYC, texplan_conv_bench --filter
-  // stem: SqueezeNet's 3->64 3x3 s2 1.3-1.7 ms in conv2d_cpu, 0.53-0.56).
+  // packed by OCB-channel block: faster than the per-pixel conv2d_cpu
+  // (docs/kernel-choices.md#cpu-stem-convolutions-by-rows).
   const HostTensor *weights = b.constant(1);
   const bool rows = groups == 1 && C <= 4 && OW >= 8 && weights &&
                     weights->dtype == DataType::Float32;
