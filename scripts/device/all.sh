@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
-# Runs THERE, on the GPU machine: every GPU measurement of the session in one
+# Runs THERE, on the GPU machine: every GPU measurement in one
 # call, over the whole zoo. The machine exports the zoo models whose weights
 # did not travel (the 64 MiB carry cannot take them) with its own PyTorch
 # (export_models.py, fixed seed, TorchScript exporter) into .dev/models, so
 # the other scripts find them as packed models; then it runs, each under its
 # own time limit, with a fuzz burst in the background if .dev/fuzz exists:
 #   gputests step             every packed test_* binary on the GPU (TEXPLAN_TEST_DEVICE=gpu)
-#   texplan_conv_bench        convolution kernel variants (issue 7)
-#   gpu_optimize.sh           optimizations on/off, guarded buffer/pools/views (issues 5, 4)
-#   gpu_textures.sh           textures against buffers (issue 4)
-#   offload_bench.sh -T       --offload none/clblast/auto (issue 6); step offload+torch
+#   texplan_conv_bench        convolution kernel variants
+#   gpu_optimize.sh           optimizations on/off, guarded buffer/pools/views
+#   gpu_textures.sh           textures against buffers
+#   offload_bench.sh -T       --offload none/clblast/auto; step offload+torch
 #                             runs it with its own PyTorch runs (defaults and TF32 off),
 #                             so one table holds both; -f tunes CLBlast first
-#   gpu_profile.sh            tune, tuned latency, per-family throughput (issue 7)
-#   tf32 step                 texplan run --precision tf32 (tensor cores) per model (issue 7)
+#   gpu_profile.sh            tune, tuned latency, per-family throughput
+#   tf32 step                 texplan run --precision tf32 (tensor cores) per model
 #   gpu_bench.sh -X           PyTorch eager / CUDA graph / memory over the zoo
 # and last scripts/device/summary.py: one speed table from all of them (summary.md).
 #
