@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <sstream>
 
 namespace texplan::runtime {
@@ -196,16 +197,23 @@ std::string epilogue_cl(const Epilogue& e, const std::vector<EpilogueRead>& read
   }
   if (strided) o << ", Dims epi_dims";
   o << "\n" << scalar_function(e, reads.size(), "epi_program");
-  o << "#define EPI(v, i) epi_program(";
-  for (size_t k = 0; k < reads.size(); ++k) {
-    o << (k ? ", " : "");
-    switch (reads[k]) {
-      case EpilogueRead::Value: o << "(v)"; break;
-      case EpilogueRead::Direct: o << "LD(X" << k << ", X" << k << "o + (i))"; break;
-      case EpilogueRead::Strided: o << "LD(X" << k << ", X" << k << "o + strided_offset((i), epi_dims, X" << k << "s))"; break;
+  // `head`(operand 0, operand 1, ...): each operand as `value`, `direct` or
+  // `strided` spells it for buffer X<k> ("X" stands for it).
+  auto call = [&](const std::string& head, const std::string& value, const std::string& direct,
+                  const std::function<std::string(size_t)>& strided_operand) {
+    o << head << "(";
+    for (size_t k = 0; k < reads.size(); ++k) {
+      const std::string x = "X" + std::to_string(k);
+      std::string form = reads[k] == EpilogueRead::Value    ? value
+                         : reads[k] == EpilogueRead::Direct ? direct
+                                                            : strided_operand(k);
+      for (size_t at; (at = form.find('@')) != std::string::npos;) form.replace(at, 1, x);
+      o << (k ? ", " : "") << form;
     }
-  }
-  o << ")\n";
+    o << ")\n";
+  };
+  call("#define EPI(v, i) epi_program", "(v)", "LD(@, @o + (i))",
+       [](size_t) { return std::string("LD(@, @o + strided_offset((i), epi_dims, @s))"); });
   // EPI_ROW_SETUP(r, L) and EPI_R(v, i, j): the same over a row of L
   // elements (r the row, i the element, j its place in the row), each
   // strided operand's row start found once instead of per element.
@@ -218,19 +226,9 @@ std::string epilogue_cl(const Epilogue& e, const std::vector<EpilogueRead>& read
           << "l = X" << k << "s.d[MAXR - 1];" << (constant(k) ? " const float X" + std::to_string(k) + "v = LD(X" +
                                                                    std::to_string(k) + ", X" + std::to_string(k) + "r);"
                                                              : "");
-    o << "\n#define EPI_R(v, i, j) epi_program(";
-    for (size_t k = 0; k < reads.size(); ++k) {
-      o << (k ? ", " : "");
-      switch (reads[k]) {
-        case EpilogueRead::Value: o << "(v)"; break;
-        case EpilogueRead::Direct: o << "LD(X" << k << ", X" << k << "o + (i))"; break;
-        case EpilogueRead::Strided:
-          if (constant(k)) o << "X" << k << "v";
-          else o << "LD(X" << k << ", X" << k << "r + (j) * X" << k << "l)";
-          break;
-      }
-    }
-    o << ")\n";
+    o << "\n";
+    call("#define EPI_R(v, i, j) epi_program", "(v)", "LD(@, @o + (i))",
+         [&](size_t k) { return std::string(constant(k) ? "@v" : "LD(@, @r + (j) * @l)"); });
   }
 
   // EPI_VEC(v, i, n): the program on EPI_VECTOR_WIDTH consecutive elements
@@ -253,16 +251,10 @@ std::string epilogue_cl(const Epilogue& e, const std::vector<EpilogueRead>& read
   o << "#ifdef EPI_VECTOR_WIDTH\n" << kVectorHelpers << "inline EPI_VF epi_program_v(";
   for (size_t k = 0; k < reads.size(); ++k) o << (k ? ", " : "") << "EPI_VF x" << k;
   o << ") {\n" << vp.str() << "  return " << (e.code.empty() ? "x0" : "t" + std::to_string(e.code.size() - 1))
-    << ";\n}\n#define EPI_VEC(v, i, n) epi_program_v(";
-  for (size_t k = 0; k < reads.size(); ++k) {
-    o << (k ? ", " : "");
-    switch (reads[k]) {
-      case EpilogueRead::Value: o << "(v)"; break;
-      case EpilogueRead::Direct: o << "epi_v_load(X" << k << ", X" << k << "o + (i), (n))"; break;
-      case EpilogueRead::Strided: o << "epi_v_gather(X" << k << ", X" << k << "o, X" << k << "s, epi_dims, (i), (n))"; break;
-    }
-  }
-  o << ")\n#endif\n";
+    << ";\n}\n";
+  call("#define EPI_VEC(v, i, n) epi_program_v", "(v)", "epi_v_load(@, @o + (i), (n))",
+       [](size_t) { return std::string("epi_v_gather(@, @o, @s, epi_dims, (i), (n))"); });
+  o << "#endif\n";
   return o.str();
 }
 
