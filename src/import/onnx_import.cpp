@@ -50,13 +50,15 @@ bool is_heavy_op(const std::string& op) {
          op == "AveragePool" || op == "LRN" || op == "LpPool" || op == "Einsum";
 }
 
+bool control_character(char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }
+
 // One line of printable text, whatever a library or a model's names put in
 // a message (names may hold newlines or terminal escape sequences).
 std::string one_line(std::string s, size_t max = 400) {
   if (s.size() > max) s = s.substr(0, max) + "...";
   for (char& c : s)
     if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-    else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+    else if (control_character(c)) c = '?';
   return s;
 }
 
@@ -411,16 +413,14 @@ Attribute attribute_from_proto(const onnx::AttributeProto& a, const fs::path& di
 // characters (newlines, terminal escapes) written as \xNN, so no message or
 // table that shows the name can be split or hijacked by it.
 std::string printable(const std::string& name) {
-  if (std::none_of(name.begin(), name.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
-    return name;
+  if (std::none_of(name.begin(), name.end(), control_character)) return name;
   std::string out;
   for (char c : name) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u >= 0x20 && u != 0x7f) {
+    if (!control_character(c)) {
       out += c;
     } else {
       char hex[5];
-      std::snprintf(hex, sizeof hex, "\\x%02x", u);
+      std::snprintf(hex, sizeof hex, "\\x%02x", static_cast<unsigned char>(c));
       out += hex;
     }
   }
@@ -429,8 +429,7 @@ std::string printable(const std::string& name) {
 
 // A tensor's id by the name the file gives it (the graph holds printable names).
 int find_tensor(const Graph& graph, const std::string& name) {
-  const bool plain =
-      std::none_of(name.begin(), name.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+  const bool plain = std::none_of(name.begin(), name.end(), control_character);
   return graph.find(plain ? name : printable(name));
 }
 
@@ -1033,27 +1032,27 @@ class Importer {
       if (id >= 0) next = id + 1;
       return id;
     };
+    // Tensor `id` (named `name` in the file) gets `dims` and element type `type` (0: unknown).
+    auto give_shape = [&](int id, Shape dims, int type, const std::string& name) {
+      Tensor& t = graph.tensors[size_t(id)];
+      t.shape = std::move(dims);
+      if (type != 0) t.dtype = known_type(type) ? *known_type(type) : from_onnx_type(type, name_ + ": tensor '" + name + "'");
+      known[size_t(id)] = 1;
+    };
     auto note = [&](const onnx::ValueInfoProto& v) {
       const int id = locate(v.name());
       Shape dims;
       int type = 0;
       if (id < 0 || graph.tensors[id].has_data || !static_shape(v, dims, type)) return;
-      Tensor& t = graph.tensors[id];
-      t.shape = std::move(dims);
-      if (type != 0) t.dtype = known_type(type) ? *known_type(type) : from_onnx_type(type, name_ + ": tensor '" + v.name() + "'");
-      known[id] = 1;
+      give_shape(id, std::move(dims), type, v.name());
     };
     for (const auto& v : g.input()) note(v);
     for (const auto& v : g.value_info()) note(v);
     for (const auto& v : g.output()) note(v);
     for (const auto& i : g.initializer()) {
-      Tensor& t = graph.tensors[find_tensor(graph, i.name())];
-      known[find_tensor(graph, i.name())] = 1;
-      if (t.has_data) continue;
-      t.shape = dims_of(i);
-      if (i.data_type() != 0)
-        t.dtype = known_type(i.data_type()) ? *known_type(i.data_type())
-                                            : from_onnx_type(i.data_type(), name_ + ": tensor '" + i.name() + "'");
+      const int id = find_tensor(graph, i.name());
+      if (graph.tensors[size_t(id)].has_data) known[size_t(id)] = 1;
+      else give_shape(id, dims_of(i), i.data_type(), i.name());
     }
     // Checked after dead nodes are gone: an unused value may stay unknown.
     std::vector<std::string> unknown;
