@@ -141,38 +141,41 @@ GATHER_ROWS(gather_rows_b8_i64, ulong, long)
 GATHER_ROWS(gather_rows_b8_i32, ulong, int)
 
 // mode: 0 constant, 1 reflect, 2 edge. ydims/xdims/xst/pad_begin per dim.
+// Coordinate c outside [0, len) mapped into it (reflect without repeating
+// the edge: pads < len, the validator's rule).
+inline int pad_inside(int c, int len, int mode) {
+  return mode == 1 ? (c < 0 ? -c : 2 * (len - 1) - c) : (c < 0 ? 0 : len - 1);
+}
+
+// The input element offset of output element `i` over dims 0..last, or -1
+// where a constant pad covers it.
+inline int pad_source(int i, int last, Dims ydims, Dims xdims, Dims xst, Dims pad_begin, int mode) {
+  int off = 0;
+  for (int k = last; k >= 0; --k) {
+    int c = i % ydims.d[k] - pad_begin.d[k];
+    i /= ydims.d[k];
+    if (c < 0 || c >= xdims.d[k]) {
+      if (mode == 0) return -1;
+      c = pad_inside(c, xdims.d[k], mode);
+    }
+    off += c * xst.d[k];
+  }
+  return off;
+}
+
 __kernel void pad_f32(__global const real_t* x, int xo, __global real_t* y, int yo, int n, Dims ydims,
                       Dims xdims, Dims xst, Dims pad_begin, int mode, float value) {
   int i = get_global_id(0);
   if (i >= n) return;
-  int rest = i, off = 0;
-  for (int k = MAXR - 1; k >= 0; --k) {
-    int c = rest % ydims.d[k] - pad_begin.d[k];
-    rest /= ydims.d[k];
-    int len = xdims.d[k];
-    if (c < 0 || c >= len) {
-      if (mode == 0) {
-        ST(y, yo + i, value);
-        return;
-      }
-      if (mode == 1) {  // reflect without repeating the edge; pads < len
-        c = c < 0 ? -c : 2 * (len - 1) - c;
-      } else {
-        c = c < 0 ? 0 : len - 1;
-      }
-    }
-    off += c * xst.d[k];
-  }
-  ST(y, yo + i, LD(x, xo + off));
+  const int off = pad_source(i, MAXR - 1, ydims, xdims, xst, pad_begin, mode);
+  ST(y, yo + i, off < 0 ? value : LD(x, xo + off));
 }
 
 // CPU devices: one work-item a row of the last dim. The outer coordinates
 // are resolved once per row (pad_f32 divides every dim for every element);
 // the row is its left border, a run of the input row, its right border.
 inline float pad_border(__global const real_t* x, int xb, int xs, int c, int len, int mode, float value) {
-  if (mode == 0) return value;
-  c = mode == 1 ? (c < 0 ? -c : 2 * (len - 1) - c) : (c < 0 ? 0 : len - 1);
-  return LD(x, xb + c * xs);
+  return mode == 0 ? value : LD(x, xb + pad_inside(c, len, mode) * xs);
 }
 
 __kernel void pad_rows_f32(__global const real_t* x, int xo, __global real_t* y, int yo, int rows, Dims ydims,
@@ -181,19 +184,10 @@ __kernel void pad_rows_f32(__global const real_t* x, int xo, __global real_t* y,
   if (r >= rows) return;
   const int wy = ydims.d[MAXR - 1], wx = xdims.d[MAXR - 1], b = pad_begin.d[MAXR - 1], xs = xst.d[MAXR - 1];
   const int yb = yo + r * wy;
-  int rest = r, off = 0;
-  for (int k = MAXR - 2; k >= 0; --k) {
-    int c = rest % ydims.d[k] - pad_begin.d[k];
-    rest /= ydims.d[k];
-    int len = xdims.d[k];
-    if (c < 0 || c >= len) {
-      if (mode == 0) {  // the whole row is padding
-        for (int w = 0; w < wy; ++w) ST(y, yb + w, value);
-        return;
-      }
-      c = mode == 1 ? (c < 0 ? -c : 2 * (len - 1) - c) : (c < 0 ? 0 : len - 1);
-    }
-    off += c * xst.d[k];
+  const int off = pad_source(r, MAXR - 2, ydims, xdims, xst, pad_begin, mode);
+  if (off < 0) {  // the whole row is padding
+    for (int w = 0; w < wy; ++w) ST(y, yb + w, value);
+    return;
   }
   const int xb = xo + off, lo = min(b, wy), hi = min(b + wx, wy);
   for (int w = 0; w < lo; ++w) ST(y, yb + w, pad_border(x, xb, xs, w - b, wx, mode, value));
