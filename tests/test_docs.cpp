@@ -70,9 +70,10 @@ bool matches(const std::string& shown, const std::string& line) {
   }
 }
 
-std::set<std::string> root_entries() {
+std::set<std::string> root_files() {
   std::set<std::string> names;
-  for (const auto& e : fs::directory_iterator(TEXPLAN_SOURCE_DIR)) names.insert(e.path().filename().string());
+  for (const auto& e : fs::directory_iterator(TEXPLAN_SOURCE_DIR))
+    if (e.is_regular_file()) names.insert(e.path().filename().string());  // what a session writes: reports, traces
   return names;
 }
 
@@ -83,11 +84,11 @@ bool run_session(const Session& s) {
     std::cout << "skipped " << s.file << ":" << s.line << ": needs the model zoo " << TEXPLAN_MODELS_DIR << "\n";
     return false;
   }
-  const std::set<std::string> before = root_entries();
+  const std::set<std::string> before = root_files();
   const texplan::test::ShellResult r = texplan::test::sh("cd " + std::string(TEXPLAN_SOURCE_DIR) + " && " +
                                                          std::string(TEXPLAN_CLI) + " " + s.args + " 2>&1");
-  for (const std::string& name : root_entries())
-    if (!before.count(name)) fs::remove_all(fs::path(TEXPLAN_SOURCE_DIR) / name);
+  for (const std::string& name : root_files())
+    if (!before.count(name)) fs::remove(fs::path(TEXPLAN_SOURCE_DIR) / name);
   bool shows_error = false;
   for (const std::string& shown : s.shown) shows_error = shows_error || shown.rfind("texplan: error: ", 0) == 0;
   if (shows_error) {
