@@ -8,13 +8,16 @@
 
 #include "cli/commands.h"
 #include "graph/epilogue.h"
+#include "import/onnx_import.h"
 #include "optimize/optimize.h"
 #include "optimize/passes.h"
 #include "optimize/sharing.h"
+#include "reference/reference_ops.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/ops.h"
 #include "runtime/optimize_for_device.h"
 #include "runtime/session.h"
+#include "onnx_builder.h"
 #include "test_util.h"
 
 using namespace texplan;
@@ -220,9 +223,85 @@ TEST(Optimize, ElidedConcatThatCannotBeLaidOutIsAnError) {
   for (auto& n : g.nodes)
     if (n.op_type == "Concat") {
       n.inputs = {n.inputs[0], n.inputs[0]};  // the same tensor twice cannot be two slices
-      n.attrs["texplan_elided"] = Attribute::of_int(1);
+      n.decisions.elided = true;
     }
   EXPECT_THROW(storage_sharing(g), Error);
+}
+
+// The optimizer's decisions live in Node::decisions, never in attributes: a
+// model's attribute spelled like an old mark ("texplan_elided" on a Concat,
+// "texplan_view_in0" on a MatMul) is an ordinary unknown attribute. Sharing
+// and optimize do not read it, and the reference refuses it as unsupported.
+TEST(Optimize, AttributeNamedLikeADecisionIsAnOrdinaryAttribute) {
+  std::mt19937 rng(9);
+  Graph g = sample(rng);
+  auto concat_of = [](const Graph& h) {
+    for (size_t k = 0; k < h.nodes.size(); ++k)
+      if (h.nodes[k].op_type == "Concat") return k;
+    return h.nodes.size();
+  };
+  const size_t k = concat_of(g);
+  ASSERT_LT(k, g.nodes.size());
+  g.nodes[k].attrs["texplan_elided"] = Attribute::of_int(1);
+  const int cat = g.nodes[k].outputs[0];
+
+  // Not elided: the Concat's output and inputs keep storage of their own.
+  Graph same_input_twice = g;
+  Node& twice = same_input_twice.nodes[k];
+  twice.inputs = {twice.inputs[0], twice.inputs[0]};  // elided, this would throw (test above)
+  StorageSharing s;
+  ASSERT_NO_THROW(s = storage_sharing(same_input_twice));
+  EXPECT_EQ(s.root[size_t(cat)], cat);
+  EXPECT_EQ(s.root[size_t(twice.inputs[0])], twice.inputs[0]);
+  s = storage_sharing(g);
+  for (int t : g.nodes[k].inputs) EXPECT_EQ(s.root[size_t(t)], t);
+
+  // optimize without concat elision elides nothing and leaves the attribute as given.
+  OptimizeOptions no_elision;
+  no_elision.concat_elision = false;
+  Graph opt = g;
+  EXPECT_EQ(optimize(opt, no_elision).elided_concats, 0);
+  const size_t ko = concat_of(opt);
+  ASSERT_LT(ko, opt.nodes.size());
+  EXPECT_FALSE(opt.nodes[ko].decisions.elided);
+  EXPECT_EQ(opt.nodes[ko].get_int("texplan_elided", 0), 1);
+
+  // The reference knows no such Concat attribute.
+  const HostTensor x = random_tensor({1, 4, 8, 8}, rng);
+  try {
+    reference::evaluate(g.nodes[k], {&x, &x});
+    ADD_FAILURE() << "an unknown attribute was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unsupported attribute 'texplan_elided'"), std::string::npos) << e.what();
+  }
+
+  // An operand view is not read from an attribute.
+  Node mm;
+  mm.name = "mm";
+  mm.op_type = "MatMul";
+  mm.attrs["texplan_view_in0"] = Attribute::of_ints({0, 2, 2, 2, 1});
+  EXPECT_FALSE(operand_view(mm, 0).has_value());
+}
+
+// Nor can a model file carry one: import checks a node's attributes against
+// its operator's schema.
+TEST(Optimize, ImportRefusesAnAttributeNamedLikeADecision) {
+  test::OnnxBuilder b;
+  b.input("a", {1, 2, 4, 4}).input("b", {1, 3, 4, 4});
+  onnx::NodeProto* concat = b.node("Concat", {"a", "b"}, {"y"}, "cat");
+  test::OnnxBuilder::attr_int(concat, "axis", 1);
+  test::OnnxBuilder::attr_int(concat, "texplan_elided", 1);
+  b.output("y");
+  std::string bytes;
+  b.m.SerializeToString(&bytes);
+  try {
+    import_onnx_bytes(bytes, "decision_attribute");
+    ADD_FAILURE() << "a Concat attribute its schema lacks was imported";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("decision_attribute: node 'cat'"), std::string::npos) << what;
+    EXPECT_NE(what.find("texplan_elided"), std::string::npos) << what;
+  }
 }
 
 TEST(Optimize, MemoryOrderIsFastOnALargeGraph) {

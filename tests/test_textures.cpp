@@ -174,7 +174,8 @@ TEST(StorageAssignment, ViewsKeepInPlaceMarksThatLowerThePeak) {
   Builder b;
   int x = b.input({1, 1, 16, 16});
   int c = b.conv(x, 8, 3, 1, 1);
-  int r = b.node("Relu", {c}, {1, 8, 16, 16}, {{"texplan_inplace", Attribute::of_int(1)}});
+  int r = b.node("Relu", {c}, {1, 8, 16, 16});
+  b.g.nodes.back().decisions.in_place = true;
   b.output(b.node("GlobalAveragePool", {r}, {1, 8, 1, 1}));
   const plan::DeviceProfile pocl = plan::DeviceProfile::load("pocl");
   const int64_t buffer_only = plan::lower_bound_bytes(make_usage_records(b.g).records);
@@ -183,14 +184,14 @@ TEST(StorageAssignment, ViewsKeepInPlaceMarksThatLowerThePeak) {
   StorageAssignment sv = assign_storage(views, pocl, TextureMode::Views);
   EXPECT_EQ(sv.conversions, 0);
   EXPECT_FALSE(sv.is_texture(c));
-  EXPECT_TRUE(views.nodes[1].has("texplan_inplace"));
+  EXPECT_TRUE(views.nodes[1].decisions.in_place);
   EXPECT_EQ(plan::lower_bound_bytes(make_usage_records(views, {&sv}).records), buffer_only);
 
   Graph pools = b.g;
   StorageAssignment sp = assign_storage(pools, pocl, TextureMode::Pools);
   EXPECT_TRUE(sp.is_texture(c));
   EXPECT_TRUE(sp.is_texture(r));
-  for (const Node& n : pools.nodes) EXPECT_FALSE(n.has("texplan_inplace")) << n.name;
+  for (const Node& n : pools.nodes) EXPECT_FALSE(n.decisions.in_place) << n.name;
 }
 
 // The storage assignment: where conversions go, what stays a buffer.

@@ -232,39 +232,18 @@ std::vector<std::vector<int>> Graph::consumers() const {
   return c;
 }
 
-namespace {
-std::string view_attribute(int input) {
-  std::string a = "texplan_view_in";
-  a += char('0' + input);  // inputs 0 and 1 (a + std::to_string trips GCC 12's -Wrestrict)
-  return a;
-}
-}  // namespace
-
-bool channel_scaled(const Node& n) {
-  return n.op_type == "FusedConv" && n.get_int("texplan_channel_scale", 0) != 0;
-}
-void set_channel_scaled(Node& n) { n.attrs["texplan_channel_scale"] = Attribute::of_int(1); }
+bool channel_scaled(const Node& n) { return n.op_type == "FusedConv" && n.decisions.channel_scaled; }
+void set_channel_scaled(Node& n) { n.decisions.channel_scaled = true; }
 
 std::optional<OperandView> operand_view(const Node& n, int input) {
-  const std::vector<int64_t> v = n.get_ints(view_attribute(input));
-  if (v.empty()) return std::nullopt;
-  if (v.size() % 2 != 1) throw Error("node " + n.name + ": malformed " + view_attribute(input));
-  const size_t rank = (v.size() - 1) / 2;
-  OperandView o;
-  o.offset = v[0];
-  o.shape.assign(v.begin() + 1, v.begin() + 1 + std::ptrdiff_t(rank));
-  o.strides.assign(v.begin() + 1 + std::ptrdiff_t(rank), v.end());
-  return o;
+  auto it = n.decisions.operand_views.find(input);
+  if (it == n.decisions.operand_views.end()) return std::nullopt;
+  return it->second;
 }
 
-void set_operand_view(Node& n, int input, const OperandView& v) {
-  std::vector<int64_t> a{v.offset};
-  a.insert(a.end(), v.shape.begin(), v.shape.end());
-  a.insert(a.end(), v.strides.begin(), v.strides.end());
-  n.attrs[view_attribute(input)] = Attribute::of_ints(std::move(a));
-}
+void set_operand_view(Node& n, int input, const OperandView& v) { n.decisions.operand_views[input] = v; }
 
-void clear_operand_view(Node& n, int input) { n.attrs.erase(view_attribute(input)); }
+void clear_operand_view(Node& n, int input) { n.decisions.operand_views.erase(input); }
 
 void Graph::topological_sort() {
   // Kahn's algorithm with a min-heap on the original position, so an already

@@ -85,12 +85,51 @@ struct Attribute {
   static Attribute of_tensor(HostTensor v);
 };
 
+// The strided view an operand of a product (MatMul, FusedMatMul) is read
+// through, set by optimize's strided_product_operands where a chain of
+// Slices, Transposes and Reshapes would otherwise copy it: element
+// (i_0, ..., i_r-1) of the logical operand of `shape` is element
+// offset + sum(i_d * strides[d]) of the input tensor, flat.
+struct OperandView {
+  int64_t offset = 0;
+  Shape shape;
+  std::vector<int64_t> strides;
+};
+
+// What the optimizer decided about a node, for the stages after it. Only
+// code sets these, never a model file: an attribute of a similar name in a
+// model is an ordinary attribute (and import's schema check refuses it).
+struct NodeDecisions {
+  // A Concat whose producers write their slices of its output: it runs
+  // nothing. Set by optimize's concat elision, dropped by storage
+  // assignment (texture form) and patching (inputs not its own); read by
+  // optimize/sharing.cpp, storage assignment and the offloader (skips it).
+  bool elided = false;
+  // The node may write its output over an input (sharing.h decides which).
+  // Set by optimize (may_run_in_place) and patching (PatchWrite), dropped by
+  // storage assignment (texture form); read by sharing and storage.
+  bool in_place = false;
+  // A Slice whose output is a view of its input at this byte offset; -1:
+  // none. Set by optimize's slices_to_views (kept where the bound does not
+  // rise); read by sharing.
+  int64_t view_offset = -1;
+  // A FusedConv whose last input scales X's channels (channel_scaled()).
+  // Set by fuse's channel_scales_into_convs; read by the reference, the
+  // runtime's conv kernels, patching, storage and the offload partition.
+  bool channel_scaled = false;
+  // Product operands read through strides, by input index (operand_view()).
+  // Set by optimize's strided_product_operands; read by the reference, the
+  // runtime's product kernels, profile and the offload partition.
+  std::map<int, OperandView> operand_views;
+};
+
 struct Node {
   std::string name;     // never empty: the importer names unnamed nodes "<op>_<index>"
   std::string op_type;  // ONNX operator name, e.g. "Conv"
   std::vector<int> inputs;   // tensor ids; -1 for an omitted optional input
   std::vector<int> outputs;  // tensor ids; -1 for an omitted optional output
-  std::map<std::string, Attribute> attrs;
+  std::map<std::string, Attribute> attrs;  // ONNX attributes, and fused ops' own (program, tile, ...)
+  NodeDecisions decisions;
 
   bool has(const std::string& a) const { return attrs.count(a) != 0; }
   int64_t get_int(const std::string& a, int64_t dflt) const;
@@ -129,23 +168,13 @@ struct Tensor {
   int64_t bytes() const { return element_count(shape) * int64_t(element_size(dtype)); }
 };
 
-// The strided view an operand of a product (MatMul, FusedMatMul) is read
-// through, set by optimize's strided_product_operands where a chain of
-// Slices, Transposes and Reshapes would otherwise copy it: element
-// (i_0, ..., i_r-1) of the logical operand of `shape` is element
-// offset + sum(i_d * strides[d]) of the input tensor, flat.
-struct OperandView {
-  int64_t offset = 0;
-  Shape shape;
-  std::vector<int64_t> strides;
-};
-// Input `input`'s view (attribute texplan_view_in<input>), or none.
+// Input `input`'s view (decisions.operand_views), or none.
 std::optional<OperandView> operand_view(const Node& n, int input);
 void set_operand_view(Node& n, int input, const OperandView& v);
 void clear_operand_view(Node& n, int input);
 
 // A FusedConv whose last input S, one value per input channel, scales X
-// first: conv(X * S, W) (attribute texplan_channel_scale, set by optimize's
+// first: conv(X * S, W) (decisions.channel_scaled, set by optimize's
 // channel_scales_into_convs; docs/fused-ops.md).
 bool channel_scaled(const Node& n);
 void set_channel_scaled(Node& n);

@@ -56,13 +56,21 @@ void warn(const std::string& what) { std::cerr << "texplan: warning: " << what <
 
 std::string device_key(const runtime::Device& d) { return d.info().name + " | " + d.info().driver; }
 
+// The name under which a signature lists the node's in-place decision: it
+// was an attribute once, and keys keep it so that existing tuning caches
+// still match. (A matched node carries no other decision: the partition
+// refuses operand views and channel scales, and skips elided Concats.)
+constexpr const char* kInPlaceKey = "texplan_inplace";
+
 // The node's operator, operand shapes and attributes: the key of auto's
 // measurement in the tuning cache.
 std::string signature(const Graph& g, const Node& n) {
   std::ostringstream o;
   o << n.op_type;
   for (int t : n.inputs) o << " " << (t < 0 ? "-" : texplan::to_string(g.tensors[t].shape));
-  for (const auto& [name, a] : n.attrs) {
+  std::map<std::string, Attribute> keyed = n.attrs;
+  if (n.decisions.in_place) keyed.emplace(kInPlaceKey, Attribute::of_int(1));
+  for (const auto& [name, a] : keyed) {
     o << " " << name << "=";
     switch (a.kind) {
       case Attribute::Kind::Int: o << a.i; break;
@@ -285,7 +293,7 @@ void Offloader::partition(const Graph& g, PlanInput& pin) {
   const int64_t peak = live.empty() ? 0 : *std::max_element(live.begin(), live.end());
   for (int n = 0; n < int(g.nodes.size()); ++n) {
     const Node& node = g.nodes[n];
-    if (node.get_int("texplan_elided", 0)) continue;
+    if (node.decisions.elided) continue;
     MatchContext cx{pin, std::max<int64_t>(0, peak - live[size_t(n)])};
     Match m = match_node(g, cx, n);
     if (!m.ok && m.reason == "no pattern") continue;

@@ -460,6 +460,7 @@ class Fuser {
       r.mode = Mode::Conv;
       fused.op_type = "FusedConv";
       fused.attrs = n.attrs;
+      fused.decisions = n.decisions;
       fused.inputs = {n.inputs[0], n.inputs[1], n.inputs.size() > 2 ? n.inputs[2] : -1};
     } else {
       r.mode = Mode::MatMul;
@@ -591,7 +592,7 @@ FuseCounts fuse(Graph& g, bool pool, bool channel_scales, bool mlps) {
 // Squeeze-and-excitation ends in Mul(A, S), S one value per channel, read
 // by a pointwise projection alone: conv(A * S, W) = sum_c W[o, c] S[c]
 // A[c, p], so the conv reads A and scales its input channels as it goes
-// (attribute texplan_channel_scale, S its last input; docs/fused-ops.md).
+// (set_channel_scaled, S its last input; docs/fused-ops.md).
 // One kernel and the scaled copy of A fewer per block (EfficientNet: 16).
 // Only 1x1, stride 1, unpadded, ungrouped convolutions of more than one
 // pixel (the CPU kernels' GEMM form), with S shared by the batch.

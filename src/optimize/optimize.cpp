@@ -17,8 +17,8 @@ double ms_since(Clock::time_point t) { return std::chrono::duration<double, std:
 
 void mark_concats(Graph& g, const std::vector<int>& chosen) {
   for (auto& n : g.nodes)
-    if (n.op_type == "Concat") n.attrs.erase("texplan_elided");
-  for (int k : chosen) g.nodes[k].attrs["texplan_elided"] = Attribute::of_int(1);
+    if (n.op_type == "Concat") n.decisions.elided = false;
+  for (int k : chosen) g.nodes[k].decisions.elided = true;
 }
 
 // Elides every concat that can be, then drops each one whose elision does not
@@ -135,10 +135,7 @@ OptimizeReport optimize(Graph& g, const OptimizeOptions& opt) {
     r.fused_mlps = c.mlps;
     if (opt.strided_operands) r.viewed_nodes += strided_operands_within_bound(g);
   }
-  for (auto& n : g.nodes) {
-    n.attrs.erase("texplan_inplace");
-    if (opt.inplace && may_run_in_place(n)) n.attrs["texplan_inplace"] = Attribute::of_int(1);
-  }
+  for (auto& n : g.nodes) n.decisions.in_place = opt.inplace && may_run_in_place(n);
   const int slice_views = opt.fuse ? slices_to_views(g) : 0;
   if (opt.concat_elision) elide_concats(g);
   else mark_concats(g, {});
@@ -155,15 +152,15 @@ OptimizeReport optimize(Graph& g, const OptimizeOptions& opt) {
     // the bound does not rise (it never did on the zoo).
     std::vector<std::pair<size_t, int64_t>> marks;
     for (size_t k = 0; k < g.nodes.size(); ++k)
-      if (g.nodes[k].has("texplan_view_offset")) {
-        marks.push_back({k, g.nodes[k].get_int("texplan_view_offset", 0)});
-        g.nodes[k].attrs.erase("texplan_view_offset");
+      if (g.nodes[k].decisions.view_offset >= 0) {
+        marks.push_back({k, g.nodes[k].decisions.view_offset});
+        g.nodes[k].decisions.view_offset = -1;
       }
     const int64_t without = graph_lower_bound(g);
     if (without < r.lower_bound_bytes) {
       r.lower_bound_bytes = without;
     } else {
-      for (const auto& [k, offset] : marks) g.nodes[k].attrs["texplan_view_offset"] = Attribute::of_int(offset);
+      for (const auto& [k, offset] : marks) g.nodes[k].decisions.view_offset = offset;
       r.viewed_nodes += slice_views;
     }
   }
@@ -173,8 +170,8 @@ OptimizeReport optimize(Graph& g, const OptimizeOptions& opt) {
   }
   const StorageSharing s = storage_sharing(g);
   for (const auto& n : g.nodes) {
-    if (n.get_int("texplan_elided", 0) == 1) ++r.elided_concats;
-    if (n.get_int("texplan_inplace", 0) == 1 && n.outputs.size() == 1 && n.outputs[0] >= 0 &&
+    if (n.decisions.elided) ++r.elided_concats;
+    if (n.decisions.in_place && n.outputs.size() == 1 && n.outputs[0] >= 0 &&
         s.root[n.outputs[0]] != n.outputs[0])
       ++r.inplace;
   }

@@ -24,7 +24,7 @@ struct OptimizeOptions {
   // texplan run turns it off while the device has no kernel for it.
   bool pool_fusion = true;
   // Squeeze-and-excitation's channel Mul into the 1x1 convolution reading
-  // it (texplan_channel_scale). texplan run turns it off on GPUs, whose
+  // it (channel_scaled(), graph.h). texplan run turns it off on GPUs, whose
   // GEMM kernels do not scale their input.
   bool channel_scale_fusion = true;
   // Two fully connected layers of one-pixel maps (squeeze-and-excitation)

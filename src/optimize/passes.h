@@ -35,7 +35,7 @@ FuseCounts fuse(Graph& g, bool pool, bool channel_scales, bool mlps);
 
 // A per-channel Mul (squeeze-and-excitation's scale) read only by a 1x1
 // convolution becomes that convolution's input scale
-// (texplan_channel_scale, docs/fused-ops.md). Returns how many.
+// (set_channel_scaled, docs/fused-ops.md). Returns how many.
 int channel_scales_into_convs(Graph& g);
 
 // Two 1x1 convolutions of one-pixel maps in a row, the first read only by
@@ -55,7 +55,7 @@ int elements_in_place_to_views(Graph& g);
 
 // Slices whose output is one contiguous run of their input's bytes (one axis
 // cut with step 1, only 1s before it: a batch-1 channel range), read by no
-// Concat, get `texplan_view_offset` (bytes): storage_sharing() makes them
+// Concat, get `decisions.view_offset` (bytes): storage_sharing() makes them
 // views at that offset, and they run nothing. Returns how many.
 int slices_to_views(Graph& g);
 

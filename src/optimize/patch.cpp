@@ -477,7 +477,7 @@ Copies patch_in_place(Graph& g, const Cut& c, int rows, int cols, int round) {
       // Nor where one is a window (a crop's, a segment output's tile).
       if (n.op_type == "Concat")
         for (int t : m.inputs)
-          if (t >= 0 && (size_t(t) < nt || g.tensors[t].window)) m.attrs.erase("texplan_elided");
+          if (t >= 0 && (size_t(t) < nt || g.tensors[t].window)) m.decisions.elided = false;
       local[y] = add_activation(g, g.tensors[y], g.tensors[y].name + suffix, r);
       maker[local[y]] = k;
       m.outputs = {local[y]};
@@ -487,7 +487,7 @@ Copies patch_in_place(Graph& g, const Cut& c, int rows, int cols, int round) {
       // (all of region r: where r overhangs the tile, the neighbours' values
       // are the same); an elided Concat's inputs each at their channels.
       bool in_place = out != c.outputs.end() && writes_windows(g, n) && read_as_windows(y);
-      if (in_place && m.op_type == "Concat" && m.get_int("texplan_elided", 0) == 1) {
+      if (in_place && m.op_type == "Concat" && m.decisions.elided) {
         bool inputs = true;  // each input written as a window at its channels: the Concat stays elided
         for (int t : m.inputs)
           inputs = inputs && maker.count(t) && !g.tensors[t].window && writes_windows(g, g.nodes[maker[t]]) &&
@@ -501,7 +501,7 @@ Copies patch_in_place(Graph& g, const Cut& c, int rows, int cols, int round) {
           channel += g.tensors[t].shape[1];
         }
         if (!inputs) {  // else it copies its inputs into the window
-          m.attrs.erase("texplan_elided");
+          m.decisions.elided = false;
           moved.add("tiles of " + g.tensors[y].name + ": copied by " + n.name + " (Concat), its inputs not windows",
                     g.tensors[local[y]].bytes());
         }
@@ -521,7 +521,7 @@ Copies patch_in_place(Graph& g, const Cut& c, int rows, int cols, int round) {
       w.outputs = {next};
       w.attrs["tile"] = Attribute::of_ints({t.y0, t.x0, t.height(), t.width()});
       w.attrs["source"] = Attribute::of_ints({t.y0 - r.y0, t.x0 - r.x0});
-      if (full[q] >= 0) w.attrs["texplan_inplace"] = Attribute::of_int(1);
+      w.decisions.in_place = full[q] >= 0;
       full[q] = next;
       const int reader = reader_without_windows(y);
       moved.add("tiles of " + g.tensors[y].name + ": " +

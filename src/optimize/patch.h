@@ -27,7 +27,7 @@
 // PatchWrite: inputs [P] or [F, P], output F' of the full tensor's shape;
 // attributes `tile` = [y0, x0, h, w] (the tile in F') and `source` =
 // [sy, sx] (the tile's origin in P). F' is F with the tile written (it is
-// in place over F: texplan_inplace), the rest of F' is F's (zero-copy
+// in place over F: decisions.in_place), the rest of F' is F's (zero-copy
 // where in place). With one input, F' outside the tile is undefined until
 // later PatchWrites of the chain write it.
 #pragma once

@@ -59,7 +59,7 @@ struct Forest {
 
 // A Slice the optimizer marked as a view (optimize/views.cpp): its output's
 // byte offset in its input, else -1.
-int64_t view_offset(const Node& n) { return n.op_type == "Slice" ? n.get_int("texplan_view_offset", -1) : -1; }
+int64_t view_offset(const Node& n) { return n.op_type == "Slice" ? n.decisions.view_offset : -1; }
 
 void place_windows(const Graph& g, Forest& f) {
   for (size_t t = 0; t < g.tensors.size(); ++t) {
@@ -188,7 +188,7 @@ bool place_concat(const Graph& g, int k, Forest& f) {
   return true;
 }
 
-bool elided(const Node& n) { return n.op_type == "Concat" && n.get_int("texplan_elided", 0) == 1; }
+bool elided(const Node& n) { return n.op_type == "Concat" && n.decisions.elided; }
 
 // Takes each in-place mark whose conditions hold in the graph's order.
 void place_in_place(const Graph& g, Forest& f) {
@@ -209,7 +209,7 @@ void place_in_place(const Graph& g, Forest& f) {
 
   for (int k = 0; k < int(g.nodes.size()); ++k) {
     const Node& n = g.nodes[k];
-    if (n.get_int("texplan_inplace", 0) != 1 || !may_run_in_place(n) || n.outputs.size() != 1) continue;
+    if (!n.decisions.in_place || !may_run_in_place(n) || n.outputs.size() != 1) continue;
     const int y = n.outputs[0];
     if (y < 0 || f.parent[y] >= 0 || io[y] || g.tensors[y].is_constant) continue;
     const Tensor& ty = g.tensors[y];
@@ -279,7 +279,7 @@ StorageSharing storage_sharing(const Graph& g) {
   for (int k : concat_order(g))
     if (elided(g.nodes[k]) && !place_concat(g, k, f))
       throw Error(g.model_name + ": node " + g.nodes[k].name +
-                  " (Concat): marked texplan_elided, but its inputs cannot be laid out in its output");
+                  " (Concat): marked elided, but its inputs cannot be laid out in its output");
   place_in_place(g, f);
   StorageSharing s;
   s.root.resize(g.tensors.size());

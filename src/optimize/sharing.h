@@ -2,12 +2,12 @@
 // another tensor's bytes (docs/fused-ops.md "Shared storage"). Three kinds,
 // all read from the graph as it stands (node order included):
 //   - aliases: the output of Identity/Reshape/Flatten/Squeeze/Unsqueeze is
-//     its input's bytes, that of a Slice marked `texplan_view_offset` a
+//     its input's bytes, that of a Slice with a `decisions.view_offset` a
 //     contiguous run of them at that offset (optimize/views.cpp);
-//   - zero-copy concat: a Concat marked `texplan_elided` = 1 has every input
+//   - zero-copy concat: a Concat marked `decisions.elided` has every input
 //     as a view at its byte offset in the output (an earlier concat whose
 //     inputs already lie contiguously in a later one becomes a view there);
-//   - in place: a node marked `texplan_inplace` = 1 writes its output over
+//   - in place: a node marked `decisions.in_place` writes its output over
 //     an input it reads at the written index, when that input's storage dies
 //     at the node (same shape and dtype, no graph input/output, no constant,
 //     no other input of the node overlapping it).
@@ -49,7 +49,7 @@ int64_t window_offset(const Graph& g, int t);
 int64_t storage_span_bytes(const Graph& g, int t);
 
 // True for nodes whose output may be written over one of their inputs at the
-// same index (the ones the optimizer marks texplan_inplace).
+// same index (the ones the optimizer marks decisions.in_place).
 bool may_run_in_place(const Node& n);
 
 // A node that executes nothing: an alias op whose output shares its input's

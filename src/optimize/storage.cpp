@@ -86,7 +86,7 @@ bool conv_like(const Graph& g, const Node& n) {
 
 bool texture_kernel(const Graph& g, const Node& n) {
   if (n.op_type == "BufferToTexture" || n.op_type == "TextureToBuffer") return true;
-  if (n.has("texplan_elided")) return false;
+  if (n.decisions.elided) return false;
   // A window (a patch's part of a larger tensor, graph.h) is read and
   // written by the buffer kernels only.
   for (const auto* list : {&n.inputs, &n.outputs})
@@ -326,8 +326,8 @@ void rewrite(Graph& g, const std::vector<char>& tex_node, const std::vector<char
 // through different objects), and a zero-copy concat in texture form is a
 // copy (a texture Concat).
 void drop_sharing_marks(Node& n) {
-  n.attrs.erase("texplan_inplace");
-  n.attrs.erase("texplan_elided");
+  n.decisions.in_place = false;
+  n.decisions.elided = false;
 }
 
 // Tensors that may be textures in `g`: 4D fp32 activations of their own
@@ -374,16 +374,16 @@ StorageAssignment assign_storage(Graph& g, const plan::DeviceProfile& dev, Textu
   // slice of the buffer.
   Graph open = without_values(g);
   for (Node& n : open.nodes)
-    if (n.has("texplan_inplace") && texture_kernel(open, n)) n.attrs.erase("texplan_inplace");
+    if (n.decisions.in_place && texture_kernel(open, n)) n.decisions.in_place = false;
   for (Node& n : open.nodes) {
-    if (n.op_type != "Concat" || !n.has("texplan_elided")) continue;
+    if (n.op_type != "Concat" || !n.decisions.elided) continue;
     Node copy = n;
-    copy.attrs.erase("texplan_elided");
+    copy.decisions.elided = false;
     bool producers = texture_kernel(open, copy);
     for (int t : n.inputs)
       producers = producers && t >= 0 && open.tensors[t].producer >= 0 &&
                   texture_kernel(open, open.nodes[open.tensors[t].producer]);
-    if (producers) n.attrs.erase("texplan_elided");
+    if (producers) n.decisions.elided = false;
   }
 
   // 4D tensors beyond the image limits stay buffers.
@@ -492,7 +492,7 @@ StorageAssignment assign_storage(Graph& g, const plan::DeviceProfile& dev, Textu
   if (opt.memory_aware && sa.mode == TextureMode::Views) {
     std::vector<char> keeping = tex_node;
     for (size_t k = 0; k < nn; ++k)
-      if (g.nodes[k].has("texplan_inplace") || g.nodes[k].has("texplan_elided")) keeping[k] = 0;
+      if (g.nodes[k].decisions.in_place || g.nodes[k].decisions.elided) keeping[k] = 0;
     keeping = without_islands(keeping);
     int64_t all_bound = 0, keeping_bound = 0;
     std::vector<char> all = revert_costly_regions(tex_node, &all_bound);

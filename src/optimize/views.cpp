@@ -263,6 +263,7 @@ int elements_in_place_to_views(Graph& g) {
     const int id = g.add_tensor(shape);
     n.op_type = "Reshape";
     n.attrs.clear();
+    n.decisions = {};
     n.inputs.push_back(id);
     ++made;
   }
@@ -273,7 +274,7 @@ int slices_to_views(Graph& g) {
   const auto consumers = g.consumers();
   int marked = 0;
   for (Node& n : g.nodes) {
-    n.attrs.erase("texplan_view_offset");
+    n.decisions.view_offset = -1;
     if (n.op_type != "Slice") continue;
     const int64_t offset = contiguous_slice_offset(g, n);
     if (offset < 0) continue;
@@ -285,7 +286,7 @@ int slices_to_views(Graph& g) {
     bool into_concat = false;
     for (int c : consumers[size_t(y)]) into_concat = into_concat || g.nodes[size_t(c)].op_type == "Concat";
     if (into_concat) continue;
-    n.attrs["texplan_view_offset"] = Attribute::of_int(offset);
+    n.decisions.view_offset = offset;
     ++marked;
   }
   return marked;

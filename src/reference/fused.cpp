@@ -54,12 +54,12 @@ Outputs FusedConv(const OpContext& c) {
   const Epilogue e = program_of(c);
   if (c.input_count() < 2) c.fail("needs X and W");
   require_dtype(c, c.input(0), DataType::Float32, "X");
-  // texplan_channel_scale: the last input scales X's channels first.
+  // channel_scaled(): the last input scales X's channels first.
   const bool scaled = channel_scaled(c.node);
   const size_t end = c.input_count() - (scaled ? 1 : 0);
   HostTensor x_scaled;
   if (scaled) {
-    if (c.input_count() < 4 || !c.has_input(end)) c.fail("texplan_channel_scale without its scale input");
+    if (c.input_count() < 4 || !c.has_input(end)) c.fail("channel scale without its scale input");
     const HostTensor& x = c.input(0);
     const HostTensor& s = c.input(end);
     require_dtype(c, s, DataType::Float32, "channel scale");

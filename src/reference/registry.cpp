@@ -49,9 +49,8 @@ std::vector<HostTensor> evaluate(const Node& node, const std::vector<const HostT
              ") has no data or the wrong number of bytes");
   }
   const std::vector<std::string>& known = it->second.attrs;
-  // texplan_* attributes are the optimizer's notes to executors (texplan_elided).
   for (const auto& [name, value] : node.attrs)
-    if (name.rfind("texplan_", 0) != 0 && std::find(known.begin(), known.end(), name) == known.end())
+    if (std::find(known.begin(), known.end(), name) == known.end())
       c.fail("unsupported attribute '" + name + "'");
   std::vector<HostTensor> out;
   try {

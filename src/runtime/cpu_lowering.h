@@ -72,7 +72,7 @@ struct CpuConv {
   int64_t N, C, H, W, OC, OH, OW, KH, KW, sh, sw, dh, dw, ph, pw, groups;
   bool has_bias;
   TensorArg bias; // the bias, or any valid buffer when there is none
-  // texplan_channel_scale: X's channels scaled by these C values first.
+  // channel_scaled(): X's channels scaled by these C values first.
   std::optional<TensorArg> channel_scale = std::nullopt;
 };
 

@@ -51,7 +51,7 @@ struct CpuGemm {
   float alpha, beta;
   std::vector<int64_t> batch, a_sb, b_sb, c_sb;
   // B's row k scaled by k_scale[k] (one value per row, every batch): a
-  // 1x1 conv's channel scale (texplan_channel_scale).
+  // 1x1 conv's channel scale (channel_scaled(), graph.h).
   std::optional<TensorArg> k_scale = std::nullopt;
 };
 bool launch_gemm_cpu(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const TensorArg& C, const TensorArg& Y,

@@ -91,7 +91,7 @@ bool make_tail(NodeBuilder& b, int first, bool value_x0, FusedTail& tail, int en
 
 bool lower_fused_conv(NodeBuilder& b) {
   if (b.inputs() < 2) return false;
-  // texplan_channel_scale: the last input scales X's channels, no operand
+  // channel_scaled(): the last input scales X's channels, no operand
   // of the program; the conv lowerings that take it read it from there.
   const int end = b.inputs() - (channel_scaled(b.node) ? 1 : 0);
   for (int i = 3; i < end; ++i)

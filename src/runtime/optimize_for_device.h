@@ -14,7 +14,7 @@ namespace texplan::runtime {
 // - FusedConvMaxPool on GPUs only: on CPU devices its overlapping-window form
 //   recomputes the conv per window position and loses to conv + MaxPool
 //   (docs/kernel-choices.md#fusedconvmaxpool-on-cpu-devices).
-// - The channel-scale fusion (texplan_channel_scale) on CPU devices only,
+// - The channel-scale fusion (channel_scaled(), graph.h) on CPU devices only,
 //   whose 1x1 GEMM kernel scales its input rows.
 // - FusedMlp on CPU devices only: its one work-group per image loses to two
 //   wide GEMVs on GPUs (docs/kernel-choices.md#fusedmlp-on-gpus).
