@@ -12,9 +12,10 @@
 #include <thread>
 
 #include "cli/commands.h"
-#include "cli/progress.h"
 #include "import/onnx_import.h"
 #include "pipeline/pipeline.h"
+#include "report/progress.h"
+#include "report/report.h"
 #include "runtime/device.h"
 #include "runtime/ops.h"
 #include "runtime/session.h"
@@ -32,7 +33,7 @@ json plan_zoo(const std::string& models, const plan::DeviceProfile& dev, Texture
   for (const auto& e : fs::directory_iterator(models))
     if (e.is_directory()) dirs.push_back(e.path());
   std::sort(dirs.begin(), dirs.end());
-  cli::PlanOptions opt;
+  report::PlanOptions opt;
   opt.textures = textures;
   opt.include_tensors = false;
   std::vector<std::string> names = plan::strategy_names();
@@ -42,12 +43,12 @@ json plan_zoo(const std::string& models, const plan::DeviceProfile& dev, Texture
             << "lower bound";
   for (const auto& n : names) std::cout << std::setw(24) << n;
   std::cout << "\n";
-  cli::Progress progress("planning the zoo", int64_t(dirs.size()));
+  report::Progress progress("planning the zoo", int64_t(dirs.size()));
   for (const auto& d : dirs) {
     json r;
     progress.step(int64_t(rows.size()), d.filename().string());
     try {
-      r = cli::plan_model(d.string(), dev, opt);
+      r = report::plan_model(d.string(), dev, opt);
       progress.clear();
     } catch (const std::exception& e) {
       progress.clear();
@@ -76,7 +77,7 @@ json planning_time(const plan::DeviceProfile& dev, int64_t max_n) {
   std::cout << "\nPlanning time of `best` on random graphs (validated)\n";
   std::cout << std::left << std::setw(10) << "tensors" << std::right << std::setw(12) << "plan ms" << std::setw(14)
             << "validate ms" << std::setw(10) << "ratio" << "\n";
-  cli::Progress progress("planning random graphs", 0);
+  report::Progress progress("planning random graphs", 0);
   for (int64_t n = 1000; n <= max_n; n *= 10) {
     progress.step(0, std::to_string(n) + " tensors");
     auto recs = plan::random_records(n, 7);
@@ -167,7 +168,7 @@ json latency_vs_onnxruntime(const std::string& models, const std::string& device
             << " alternating rounds of " << runs << " runs each, median of the rounds' medians\n";
   std::cout << std::left << std::setw(20) << "model" << std::right << std::setw(14) << "texplan ms" << std::setw(14)
             << "ort ms" << std::setw(16) << "texplan/ort" << std::setw(14) << "rel error" << "\n";
-  cli::Progress progress("latency", int64_t(names.size()));
+  report::Progress progress("latency", int64_t(names.size()));
   for (const auto& name : names) {
     json r{{"model", name}, {"threads", threads}, {"rounds", rounds}};
     progress.step(int64_t(rows.size()), name);
@@ -284,7 +285,7 @@ int main(int argc, char** argv) {
     if (!kernels.empty()) runtime::force_conv_variant(kernels);
     std::unique_ptr<runtime::TuningCache> cache;
     if (!tuning_cache.empty()) kernel_choices = (cache = std::make_unique<runtime::TuningCache>(tuning_cache)).get();
-    plan::DeviceProfile dev = cli::load_target(target);
+    plan::DeviceProfile dev = runtime::load_profile(target);
     json out;
     if (latency_only) {
     } else if (fs::is_directory(models)) {

@@ -3,7 +3,7 @@
 // thousands of Relus of one input, each a graph output (every record live
 // with every other: the quadratic case of the offset planners, the order
 // heuristics and the importer's output lookup), and a long chain of Relus.
-// Each is planned as `texplan plan` plans it (cli::plan_model: import,
+// Each is planned as `texplan plan` plans it (report::plan_model: import,
 // optimize with every optimization's share, storage, usage records, every
 // strategy, the validator). Times are printed, never asserted; the full
 // sizes (40,000 outputs, 1,000,000 nodes) are measured by hand
@@ -13,7 +13,7 @@
 #include <chrono>
 #include <iostream>
 
-#include "cli/commands.h"
+#include "report/report.h"
 #include "onnx_builder.h"
 #include "plan/arena.h"
 
@@ -47,9 +47,9 @@ std::string chain_model(int n) {
   return b.save(texplan::test::temp_dir("scale"), "chain_" + std::to_string(n));
 }
 
-cli::json plan_timed(const std::string& path, const plan::DeviceProfile& dev) {
+report::json plan_timed(const std::string& path, const plan::DeviceProfile& dev) {
   const auto t0 = std::chrono::steady_clock::now();
-  cli::json r = cli::plan_model(path, dev, cli::PlanOptions{});
+  report::json r = report::plan_model(path, dev, report::PlanOptions{});
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cout << path << ": planned in " << s << " s (";
   for (const auto& st : r["strategies"]) std::cout << " " << st["name"].get<std::string>() << " " << st["plan_ms"] << " ms";
@@ -57,7 +57,7 @@ cli::json plan_timed(const std::string& path, const plan::DeviceProfile& dev) {
   return r;
 }
 
-void expect_every_plan_valid(const cli::json& r) {
+void expect_every_plan_valid(const report::json& r) {
   ASSERT_EQ(r["strategies"].size(), plan::strategy_names().size());
   for (const auto& s : r["strategies"]) {
     SCOPED_TRACE(s["name"].get<std::string>());
@@ -67,7 +67,7 @@ void expect_every_plan_valid(const cli::json& r) {
   }
 }
 
-int64_t total_of(const cli::json& r, const std::string& strategy) {
+int64_t total_of(const report::json& r, const std::string& strategy) {
   for (const auto& s : r["strategies"])
     if (s["name"] == strategy) return s["total_bytes"];
   ADD_FAILURE() << "no strategy " << strategy;
@@ -80,7 +80,7 @@ int64_t total_of(const cli::json& r, const std::string& strategy) {
 TEST(Scale, FortyThousandOutputsOfOneInput) {
   constexpr int n = 40000;
   const plan::DeviceProfile dev = plan::DeviceProfile::load("pocl");
-  const cli::json r = plan_timed(outputs_model(n), dev);
+  const report::json r = plan_timed(outputs_model(n), dev);
   EXPECT_EQ(r["nodes"], n);
   EXPECT_EQ(r["records"], n + 1);
   // At the last Relu, x and every output are live.
@@ -99,7 +99,7 @@ TEST(Scale, FortyThousandOutputsOfOneInput) {
 // A chain (1,000,000 nodes took 78 s): fused 32 Relus a node, in place.
 TEST(Scale, ChainOfTwoHundredThousandRelus) {
   constexpr int n = 200000;
-  const cli::json r = plan_timed(chain_model(n), plan::DeviceProfile::load("pocl"));
+  const report::json r = plan_timed(chain_model(n), plan::DeviceProfile::load("pocl"));
   EXPECT_EQ(r["optimization"]["nodes_before"], n);
   // Each Relu reads one 64-byte tensor and writes the next: two live at once.
   EXPECT_EQ(r["raw_lower_bound_bytes"], 2 * kReluBytes);

@@ -8,11 +8,11 @@
 #include <cmath>
 #include <filesystem>
 
-#include "cli/commands.h"
 #include "import/onnx_import.h"
 #include "optimize/storage.h"
 #include "optimize/usage.h"
 #include "plan/memory_plan.h"
+#include "report/report.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/session.h"
 #include "graph_builder.h"
@@ -344,23 +344,23 @@ fs::path zoo(const std::string& name) { return fs::path(TEXPLAN_MODELS_DIR) / na
 TEST(TextureBoundReport, BothBoundsAndViewsAtTheBufferBound) {
   if (!fs::is_directory(zoo("googlenet"))) GTEST_SKIP() << "no model zoo at " << TEXPLAN_MODELS_DIR;
   const plan::DeviceProfile adreno = plan::DeviceProfile::load("adreno");
-  cli::PlanOptions opt;
+  report::PlanOptions opt;
   opt.include_tensors = false;
   opt.optimization_shares = false;
   opt.strategies = {"tvm-texture-pools", "texture-views"};
   // NC4HW4 rows in pools: 7- and 14-wide rows make the texture bound the larger.
   opt.textures = TextureMode::Pools;
   opt.texture_layouts = LayoutPolicy::Rows;
-  cli::json rows = cli::plan_model(zoo("googlenet").string(), adreno, opt);
+  report::json rows = report::plan_model(zoo("googlenet").string(), adreno, opt);
   EXPECT_GT(rows["texture_lower_bound_bytes"].get<int64_t>(), rows["buffer_lower_bound_bytes"].get<int64_t>() * 3 / 2);
   std::ostringstream text;
-  cli::print_plan_table(rows, text);
+  report::print_plan_table(rows, text);
   EXPECT_NE(text.str().find("buffer-only lower bound"), std::string::npos) << text.str();
   EXPECT_NE(text.str().find("textures at their footprint"), std::string::npos) << text.str();
   // By cost, views: within 5% of the buffer-only bound, and not above the pools.
   opt.textures = TextureMode::Auto;
   opt.texture_layouts = LayoutPolicy::Cost;
-  cli::json cost = cli::plan_model(zoo("googlenet").string(), adreno, opt);
+  report::json cost = report::plan_model(zoo("googlenet").string(), adreno, opt);
   const double buffer_bound = double(cost["buffer_lower_bound_bytes"].get<int64_t>());
   EXPECT_GT(cost["texture_records"].get<int>(), 50);
   EXPECT_GT(cost["texture_layouts"].value("wide-rows", 0), 50);
@@ -378,15 +378,15 @@ class ZooTextureBound : public ::testing::TestWithParam<std::string> {};
 TEST_P(ZooTextureBound, ViewsWithinFivePercentOfTheBufferBoundAndNotAbovePools) {
   if (!fs::is_directory(zoo(GetParam()))) GTEST_SKIP() << "no model zoo at " << TEXPLAN_MODELS_DIR;
   const plan::DeviceProfile adreno = plan::DeviceProfile::load("adreno");
-  cli::PlanOptions opt;
+  report::PlanOptions opt;
   opt.include_tensors = false;
   opt.optimization_shares = false;
   opt.textures = TextureMode::Auto;
   opt.strategies = {"texture-views"};
-  const cli::json views = cli::plan_model(zoo(GetParam()).string(), adreno, opt);
+  const report::json views = report::plan_model(zoo(GetParam()).string(), adreno, opt);
   opt.textures = TextureMode::Pools;
   opt.strategies = {"tvm-texture-pools"};
-  const cli::json pools = cli::plan_model(zoo(GetParam()).string(), adreno, opt);
+  const report::json pools = report::plan_model(zoo(GetParam()).string(), adreno, opt);
   const int64_t buffer_bound = views["buffer_lower_bound_bytes"];
   const int64_t v = views["strategies"][0]["total_bytes"], p = pools["strategies"][0]["total_bytes"];
   EXPECT_TRUE(views["strategies"][0]["valid"].get<bool>());

@@ -13,13 +13,12 @@
 #include <regex>
 #include <sstream>
 
-#include "cli/commands.h"
-#include "cli/timeline.h"
+#include "report/timeline.h"
 #include "onnx_builder.h"
 
 namespace fs = std::filesystem;
 using namespace texplan;
-using cli::json;
+using report::json;
 
 namespace {
 
@@ -36,12 +35,12 @@ size_t count(const std::string& s, const std::string& what) {
 
 json tiny_report(const std::string& target = "pocl", TextureMode textures = TextureMode::None) {
   plan::DeviceProfile dev = plan::DeviceProfile::load(target);
-  cli::PlanOptions opt;
+  report::PlanOptions opt;
   opt.textures = textures;
   // With textures, no in-place nodes: views would keep tiny_cnn in buffers
   // (texture kernels do not run in place, and that would cost 16 KiB).
   opt.optimize.inplace = textures == TextureMode::None;
-  return cli::plan_model(kTiny, dev, opt);
+  return report::plan_model(kTiny, dev, opt);
 }
 
 // The text of each <g class="panel" ...> ... </g> group, by strategy.
@@ -129,7 +128,7 @@ std::vector<long> render(const std::string& browser, const fs::path& file, const
 
 TEST(Timeline, OneRectanglePerTensorPerPanelAndTheLowerBoundCurve) {
   json r = tiny_report();
-  const std::string svg = cli::timeline_svg(r);
+  const std::string svg = report::timeline_svg(r);
   auto ps = panels(svg);
   size_t planned = 0;
   for (const auto& s : r["strategies"]) {
@@ -145,7 +144,7 @@ TEST(Timeline, OneRectanglePerTensorPerPanelAndTheLowerBoundCurve) {
     EXPECT_EQ(count(ps[name], "<rect class=\"tensor\""), r["records"].get<size_t>());
     EXPECT_EQ(count(ps[name], "<title>"), r["records"].get<size_t>());
     EXPECT_EQ(count(ps[name], "<polyline class=\"lower-bound\""), 1u);
-    EXPECT_NE(ps[name].find(cli::human_bytes(s["total_bytes"])), std::string::npos);
+    EXPECT_NE(ps[name].find(human_bytes(s["total_bytes"])), std::string::npos);
   }
   EXPECT_EQ(ps.size(), planned);
   EXPECT_GE(planned, 5u);
@@ -159,7 +158,7 @@ TEST(Timeline, OneRectanglePerTensorPerPanelAndTheLowerBoundCurve) {
 
 TEST(Timeline, CurveFollowsLiveBytesAndPeaksAtTheLowerBound) {
   json r = tiny_report();
-  const std::string svg = cli::timeline_svg(r);
+  const std::string svg = report::timeline_svg(r);
   const auto ps = panels(svg);
   const std::string& best = ps.at("best");
   // The plot's y axis maps 0..ymax to [bottom, bottom - 250]; the highest
@@ -176,13 +175,13 @@ TEST(Timeline, CurveFollowsLiveBytesAndPeaksAtTheLowerBound) {
   ASSERT_TRUE(std::regex_search(best, peak, std::regex("<path class=\"peak\" d=\"M[0-9.]+ ([0-9.]+)H")));
   EXPECT_NEAR(min_y, std::stod(peak[1].str()), 0.011);  // curve top == peak line
   EXPECT_GT(max_y - min_y, 100);                        // and it varies over the run
-  EXPECT_NE(best.find("lower bound " + cli::human_bytes(r["lower_bound_bytes"])), std::string::npos);
+  EXPECT_NE(best.find("lower bound " + human_bytes(r["lower_bound_bytes"])), std::string::npos);
 }
 
 TEST(Timeline, TexturesAreHatchedAndViewsCoverPitchedRows) {
   json r = tiny_report("adreno", TextureMode::Auto);
   ASSERT_GT(r["texture_records"].get<int64_t>(), 0);
-  const std::string svg = cli::timeline_svg(r);
+  const std::string svg = report::timeline_svg(r);
   auto ps = panels(svg);
   ASSERT_TRUE(ps.count("texture-views"));  // adreno has image2d_from_buffer
   EXPECT_EQ(count(ps["texture-views"], "fill=\"url(#tex"), r["texture_records"].get<size_t>());
@@ -192,8 +191,8 @@ TEST(Timeline, TexturesAreHatchedAndViewsCoverPitchedRows) {
 TEST(Timeline, RefusesReportsWithoutTensorsAndUnknownExtensions) {
   json r = tiny_report();
   for (auto& s : r["strategies"]) s.erase("tensors");
-  EXPECT_THROW(cli::timeline_svg(r), Error);
-  EXPECT_THROW(cli::write_timeline(tiny_report(), (test::temp_dir("timeline") / "x.png").string()), Error);
+  EXPECT_THROW(report::timeline_svg(r), Error);
+  EXPECT_THROW(report::write_timeline(tiny_report(), (test::temp_dir("timeline") / "x.png").string()), Error);
 }
 
 TEST(Timeline, CliWritesSvgAndHtml) {
@@ -219,8 +218,8 @@ TEST(Timeline, RendersInHeadlessChromium) {
   if (browser.empty()) GTEST_SKIP() << "no chromium (scripts/install-deps.sh installs it)";
   fs::path dir = test::temp_dir("timeline-chromium");
   json r = tiny_report();
-  cli::write_timeline(r, (dir / "tiny.svg").string());
-  cli::write_timeline(r, (dir / "tiny.html").string());
+  report::write_timeline(r, (dir / "tiny.svg").string());
+  report::write_timeline(r, (dir / "tiny.html").string());
   ASSERT_TRUE(well_formed_xml(dir / "tiny.svg"));
   for (const char* f : {"tiny.svg", "tiny.html"}) {
     SCOPED_TRACE(f);

@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "import/onnx_import.h"
+#include "report/report.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/device.h"
 #include "runtime/optimize_for_device.h"
@@ -44,10 +45,10 @@ TEST_P(Zoo, EveryStrategyValidatesAndBestReachesTheLowerBound) {
     for (auto textures : {TextureMode::None, TextureMode::Pools}) {
       SCOPED_TRACE(std::string(target) + (textures == TextureMode::Pools ? " textures" : " buffers"));
       plan::DeviceProfile dev = plan::DeviceProfile::load(target);
-      cli::PlanOptions opt;
+      report::PlanOptions opt;
       opt.textures = textures;
       opt.include_tensors = false;
-      cli::json r = cli::plan_model(model_dir(GetParam()).string(), dev, opt);
+      cli::json r = report::plan_model(model_dir(GetParam()).string(), dev, opt);
       int64_t lb = r["lower_bound_bytes"];
       for (const auto& s : r["strategies"]) {
         SCOPED_TRACE(s["name"].get<std::string>());

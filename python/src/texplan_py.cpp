@@ -11,12 +11,12 @@
 #include <map>
 #include <mutex>
 
-#include "cli/commands.h"
-#include "cli/timeline.h"
 #include "import/onnx_import.h"
+#include "pipeline/pipeline.h"
+#include "report/report.h"
+#include "report/timeline.h"
 #include "runtime/device.h"
 #include "runtime/optimize_for_device.h"
-#include "pipeline/pipeline.h"
 #include "runtime/session.h"
 
 namespace py = pybind11;
@@ -313,14 +313,14 @@ PYBIND11_MODULE(_texplan, m) {
         nlohmann::json r;
         {
           py::gil_scoped_release release;
-          plan::DeviceProfile dev = cli::load_target(target);
-          cli::PlanOptions opt;
+          plan::DeviceProfile dev = runtime::load_profile(target);
+          report::PlanOptions opt;
           if (strategy != "all") opt.strategies = {strategy};
           opt.textures = parse_texture_mode(textures);
           opt.include_tensors = tensors;
           opt.patch = patch;
           opt.float_storage = runtime::float_storage(runtime::parse_precision(precision));
-          r = cli::plan_model(path, dev, opt);
+          r = report::plan_model(path, dev, opt);
           if (r["strategies"].size() == 1) {  // the chosen plan's numbers at the top
             const auto& s = r["strategies"][0];
             if (s.value("skipped", false)) throw Error(s.value("error", std::string("strategy ") + strategy + " failed"));
@@ -348,11 +348,11 @@ PYBIND11_MODULE(_texplan, m) {
         std::string text = py::str(py::module_::import("json").attr("dumps")(report));
         const nlohmann::json j = nlohmann::json::parse(text);
         try {
-          cli::check_timeline_report(j);
+          report::check_timeline_report(j);
         } catch (const Error& e) {
           throw BadArgument(e.what());
         }
-        cli::write_timeline(j, path);
+        report::write_timeline(j, path);
       },
       py::arg("report"), py::arg("path"),
       "Draws a plan() report (made with tensors=True) as a .svg or self-contained .html picture.");
@@ -526,7 +526,7 @@ PYBIND11_MODULE(_texplan, m) {
         const auto sp = s.session_->specializations();
         return "<texplan.Session " + s.model_ + " on " + s.device_->info().name + ", " +
                (sp.empty() ? std::string("not specialized yet")
-                           : cli::human_bytes(sp.front().plan_bytes) + " of activations (" + s.strategy_ + ")") +
+                           : human_bytes(sp.front().plan_bytes) + " of activations (" + s.strategy_ + ")") +
                ">";
       });
 }

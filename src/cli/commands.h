@@ -1,5 +1,6 @@
-// The commands behind the CLI, as functions that return JSON reports, so the
-// CLI, the benchmarks and the tests share one implementation.
+// The commands behind the CLI and the options they share. The reports they
+// print are report/report.h's, shared with the Python module, the
+// benchmarks and the tests.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -23,25 +24,6 @@ using nlohmann::json;
 
 using texplan::human_bytes;  // graph/graph.h
 
-// Device profile by name ("pocl", "h100", "adreno"), JSON path, or "opencl"
-// (read off the default OpenCL device: the first GPU, else PoCL).
-plan::DeviceProfile load_target(const std::string& target);
-
-struct PlanOptions {
-  std::vector<std::string> strategies;  // empty: all
-  TextureMode textures = TextureMode::None;
-  LayoutPolicy texture_layouts = LayoutPolicy::Cost;  // --texture-layout (optimize/storage.h)
-  bool include_tensors = true;          // per-tensor placements in the report
-  std::string patch = "off";            // off | auto | RxC: the first stages run by patches (optimize/patch.h)
-  std::string offload = "none";         // none | clblast | auto: partition and scratch records (src/offload)
-  bool offload_on_device = false;       // --target opencl: CLBlast sizes its scratch on that device
-  OptimizeOptions optimize;             // graph rewrites before planning (optimize/optimize.h)
-  bool optimization_shares = true;      // re-optimize with each one off to report its share
-  ImportOptions import;                 // symbolic dimensions fixed by --dim / --input-shape
-  // --precision fp16: Float32 tensors planned as 2-byte halves (UsageOptions::float_storage).
-  DataType float_storage = DataType::Float32;
-};
-
 // Symbolic dimensions: --dim NAME=VALUE and --input-shape NAME=DxDx... (both
 // repeatable), parsed into `import` (dims, input_shapes) by shape_settings.
 struct ShapeSettings {
@@ -52,25 +34,8 @@ void add_shape_options(CLI::App& app, ShapeSettings& s);
 void add_patch_option(CLI::App& app, std::string& patch);
 void apply_shape_settings(const ShapeSettings& s, ImportOptions& import);
 
-// Plans `recs` with each strategy and validates every plan. JSON fields:
-// model, target, textures, records, lower_bound_bytes, naive_bytes,
-// strategies[{name, total_bytes, buffer_bytes, texture_bytes, ratio, valid,
-// error, plan_ms, pools[], tensors[]}].
-json plan_report(const std::string& model, const std::vector<plan::UsageRecord>& recs,
-                 const plan::DeviceProfile& dev, const PlanOptions& opt);
-void print_plan_table(const json& report, std::ostream& out);
-
-// Import + usage records + plan_report, for a model file or folder.
-json plan_model(const std::string& model_path, const plan::DeviceProfile& dev, const PlanOptions& opt);
-
 // --no-fuse, --no-inplace, --no-concat-elision, --order file|memory.
 void add_optimize_options(CLI::App& app, OptimizeOptions& o);
-// JSON fields: raw_lower_bound_bytes, lower_bound_bytes, nodes_before/after,
-// fused_conv, fused_matmul, fused_elementwise, folded_batchnorm, inplace,
-// elided_concats, order, order_ms, optimize_ms, shares[{name,
-// lower_bound_without, bytes_saved}].
-json optimize_json(const OptimizeReport& r, const std::vector<OptimizationShare>& shares);
-void print_optimize_summary(const json& optimization, std::ostream& out);
 
 // texplan run
 struct RunArgs {

@@ -7,13 +7,6 @@
 
 namespace texplan::cli {
 
-plan::DeviceProfile load_target(const std::string& target) {
-  if (target != "opencl") return plan::DeviceProfile::load(target);
-  for (const auto& d : runtime::list_devices())
-    if (d.type == "gpu") return runtime::open_device("opencl:" + std::to_string(d.index))->info().profile;
-  return runtime::open_device("pocl")->info().profile;
-}
-
 int devices_command(bool as_json) {
   auto devices = runtime::list_devices();
   if (as_json) {

@@ -6,10 +6,11 @@
 #include <new>
 
 #include "cli/commands.h"
-#include "cli/progress.h"
-#include "cli/timeline.h"
 #include "cli/usage.h"
 #include "graph/safe_file.h"
+#include "report/progress.h"
+#include "report/report.h"
+#include "report/timeline.h"
 #include "runtime/device.h"
 #include "runtime/session.h"
 
@@ -129,7 +130,7 @@ int main(int argc, char** argv) {
   }
 
   if (quiet && verbose) return usage_error("--quiet and --verbose exclude each other", "");
-  cli::set_verbosity(quiet ? cli::Verbosity::Quiet : verbose ? cli::Verbosity::Verbose : cli::Verbosity::Normal);
+  report::set_verbosity(quiet ? report::Verbosity::Quiet : verbose ? report::Verbosity::Verbose : report::Verbosity::Normal);
   ot_args.verbose = ot_args.verbose || verbose;
   // --json -: stdout carries the JSON alone; the table goes to stderr.
   const bool json_to_stdout = (*plan && cli::is_stdout(json_path)) || (*run && cli::is_stdout(run_args.json_path)) ||
@@ -141,12 +142,12 @@ int main(int argc, char** argv) {
   // Kernel builds: a progress line on a terminal; the OpenCL compiler's
   // messages only under --verbose, each line prefixed.
   int kernels_built = 0;
-  std::unique_ptr<cli::Progress> build_progress;
+  std::unique_ptr<report::Progress> build_progress;
   runtime::KernelBuildScope kernel_builds(
       [&](const std::string& program, bool done) {
         if (done) return build_progress.reset();
         ++kernels_built;
-        build_progress = std::make_unique<cli::Progress>("building kernels", 0);
+        build_progress = std::make_unique<report::Progress>("building kernels", 0);
         build_progress->step(kernels_built, "#" + std::to_string(kernels_built) + " " + program);
       },
       verbose ? runtime::KernelBuildScope::MessageSink([&](const std::string& program, const std::string& line) {
@@ -157,8 +158,8 @@ int main(int argc, char** argv) {
 
   try {
     if (*plan) {
-      plan::DeviceProfile dev = cli::load_target(target);
-      cli::PlanOptions opt;
+      plan::DeviceProfile dev = runtime::load_profile(target);
+      report::PlanOptions opt;
       if (strategy != "all") opt.strategies = {strategy};
       opt.offload = offload;
       opt.offload_on_device = target == "opencl";
@@ -171,15 +172,15 @@ int main(int argc, char** argv) {
       cli::json report;
       if (random_n > 0) {
         opt.include_tensors = random_n <= 200000;
-        report = cli::plan_report("random-" + std::to_string(random_n) + "-seed-" + std::to_string(seed),
+        report = report::plan_report("random-" + std::to_string(random_n) + "-seed-" + std::to_string(seed),
                                   plan::random_records(random_n, seed), dev, opt);
       } else {
         if (model.empty()) throw Error("plan: give a model file or folder, or --random-graph N");
-        report = cli::plan_model(model, dev, opt);
+        report = report::plan_model(model, dev, opt);
       }
-      cli::print_plan_table(report, std::cout);
+      report::print_plan_table(report, std::cout);
       if (!json_path.empty()) write_json(report, json_path);
-      if (!timeline_path.empty()) cli::write_timeline(report, timeline_path);
+      if (!timeline_path.empty()) report::write_timeline(report, timeline_path);
       for (const auto& s : report["strategies"])
         if (!s["valid"].get<bool>() && !s.value("skipped", false)) return cli::kExitPlanInvalid;
       return cli::kExitOk;

@@ -10,11 +10,11 @@
 #include <map>
 
 #include "cli/commands.h"
-#include "cli/progress.h"
 #include "cli/usage.h"
 #include "graph/safe_file.h"
 #include "import/onnx_import.h"
 #include "pipeline/pipeline.h"
+#include "report/progress.h"
 #include "runtime/device.h"
 #include "runtime/session.h"
 
@@ -71,7 +71,7 @@ int onnx_tests_command(const OnnxTestArgs& a) {
   std::sort(tests.begin(), tests.end());
   auto device = runtime::open_device(a.device);
   const auto& profile = device->info().profile;
-  Progress progress("onnx tests", int64_t(tests.size()));
+  report::Progress progress("onnx tests", int64_t(tests.size()));
   CompileOptions options;  // the pipeline of texplan run's defaults
 
   json results = json::array();

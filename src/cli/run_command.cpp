@@ -11,14 +11,14 @@
 #include <sstream>
 
 #include "cli/commands.h"
-#include "cli/patch_report.h"
 #include "cli/profile_report.h"
 #include "cli/trace.h"
-#include "cli/progress.h"
 #include "cli/usage.h"
 #include "graph/safe_file.h"
 #include "import/onnx_import.h"
 #include "offload/offload.h"
+#include "report/progress.h"
+#include "report/report.h"
 #include "pipeline/pipeline.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/device.h"
@@ -170,7 +170,7 @@ template <class F>
 Timing time_runs(int n, F&& run_once) {
   run_once();  // warm-up beyond the first (checked) run
   std::vector<double> ms, enqueue;
-  Progress progress("timing runs", n);
+  report::Progress progress("timing runs", n);
   for (int i = 0; i < n; ++i) {
     progress.step(i);
     auto t0 = std::chrono::steady_clock::now();
@@ -237,7 +237,7 @@ int run_command(const RunArgs& a) {
   fix_open_inputs(read_input_signatures(file), inputs, import_options);
   CompiledModel m = import_model(file, import_options);  // the stages of pipeline/pipeline.h
   Graph& g = m.graph;
-  verbose_log() << g.model_name << ": imported " << g.nodes.size() << " nodes with weights in " << since() << "\n";
+  report::verbose_log() << g.model_name << ": imported " << g.nodes.size() << " nodes with weights in " << since() << "\n";
   if (input_files.empty()) {
     // A bare .onnx runs on seeded random inputs, as onnxruntime_perf_test and trtexec do.
     if (a.check)
@@ -293,18 +293,18 @@ int run_command(const RunArgs& a) {
   const PatchReport& patched = m.patching;
   const StorageAssignment& storage = m.storage;
   PlanInput& pin = m.usage;
-  verbose_log() << g.model_name << ": optimized to " << optimized.nodes_after << " nodes in "
+  report::verbose_log() << g.model_name << ": optimized to " << optimized.nodes_after << " nodes in "
                 << ms_text(m.times.optimize_ms) << "\n";
-  for (const auto& f : storage.fallbacks) verbose_log() << "texture fallback: " << f << "\n";
+  for (const auto& f : storage.fallbacks) report::verbose_log() << "texture fallback: " << f << "\n";
   std::unique_ptr<runtime::TuningCache> cache;
   if (!a.tuning_cache.empty()) cache = std::make_unique<runtime::TuningCache>(a.tuning_cache);
   // Kernel choices from the cache; only `texplan tune` measures what it lacks.
   std::optional<runtime::TuningScope> tuning;
-  std::unique_ptr<Progress> tuning_progress;
+  std::unique_ptr<report::Progress> tuning_progress;
   if (cache && device) {
     tuning.emplace(cache.get(), a.tune, *device);
     if (a.tune) {
-      tuning_progress = std::make_unique<Progress>("tuning " + g.model_name, 0);
+      tuning_progress = std::make_unique<report::Progress>("tuning " + g.model_name, 0);
       tuning->on_search = [&](int n, const std::string& key) { tuning_progress->step(n, key); };
     }
   }
@@ -347,7 +347,7 @@ int run_command(const RunArgs& a) {
         throw Error(g.model_name + ": pool " + std::to_string(pool.id) + " of " + human_bytes(pool.bytes) +
                     " exceeds the CPU executor's largest allocation, " + human_bytes(profile.max_alloc_bytes) +
                     " (profile " + profile.name + ")");
-  verbose_log() << "device opened, " << pin.records.size() << " records planned with " << strategy << " and validated in "
+  report::verbose_log() << "device opened, " << pin.records.size() << " records planned with " << strategy << " and validated in "
                 << ms_text(since_ms() - m.times.optimize_ms) << "\n";
   const int64_t lower_bound = m.lower_bound_bytes, buffer_lower_bound = m.buffer_lower_bound_bytes;
 
@@ -367,7 +367,7 @@ int run_command(const RunArgs& a) {
               {"texture_layouts",
                {{to_string(TextureLayout::Rows), storage.textures_in(TextureLayout::Rows)},
                 {to_string(TextureLayout::WideRows), storage.textures_in(TextureLayout::WideRows)}}},
-              {"patching", patch_json(patched)}};
+              {"patching", report::patch_json(patched)}};
   std::vector<HostTensor> outputs;
   Timing timing;
   int64_t activation_bytes = 0;
@@ -387,7 +387,7 @@ int run_command(const RunArgs& a) {
     so.precision = precision;
     runtime::Session session(g, pin, plan, device, so);
     tuning_progress.reset();
-    verbose_log() << "session on " << device->info().name << " (pools allocated, weights uploaded, kernels built) in "
+    report::verbose_log() << "session on " << device->info().name << " (pools allocated, weights uploaded, kernels built) in "
                   << since() << "\n";
     // --io device: the inputs uploaded once; every run (the checked one
     // too) copies them and the outputs on the device only.
@@ -407,7 +407,7 @@ int run_command(const RunArgs& a) {
     } else {
       outputs = session.run(inputs);
     }
-    verbose_log() << "first run in " << since() << "\n";
+    report::verbose_log() << "first run in " << since() << "\n";
     activation_bytes = session.activation_bytes();
     weight_bytes = session.weight_bytes();
     fallback = session.fallback_nodes();
@@ -461,7 +461,7 @@ int run_command(const RunArgs& a) {
   for (int id : g.inputs) report["input_shapes"][g.tensors[id].name] = g.tensors[id].shape;
   report["tf32_nodes"] = tf32_nodes;
   report["split_k_nodes"] = split_k_nodes;  // products split over K for small grids
-  report["optimization"] = optimize_json(optimized, {});
+  report["optimization"] = report::optimize_json(optimized, {});
   report["raw_lower_bound_bytes"] = optimized.raw_lower_bound_bytes;
   if (tuning)
     report["tuning"] = {{"searched", tuning->stats().searched}, {"cached", tuning->stats().cached}, {"file", a.tuning_cache}};
@@ -556,7 +556,7 @@ int run_command(const RunArgs& a) {
             << human_bytes(optimized.raw_lower_bound_bytes) << " as imported -> "
             << human_bytes(optimized.lower_bound_bytes) << " (order " << optimized.order
             << (precision == runtime::Precision::Fp16 ? "; fp32 bytes, as the graph's tensors" : "") << ")\n";
-  if (patched.mode != "off") print_patch_summary(report["patching"], std::cout);
+  if (patched.mode != "off") report::print_patch_summary(report["patching"], std::cout);
   std::cout << "weights     " << human_bytes(weight_bytes) << "\n";
   if (!fallback.empty()) {
     std::cout << "cpu fallback " << fallback.size() << " node(s):";

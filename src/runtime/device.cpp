@@ -411,4 +411,11 @@ std::shared_ptr<Device> open_device(const std::string& spec) {
   return dev;
 }
 
+plan::DeviceProfile load_profile(const std::string& target) {
+  if (target != "opencl") return plan::DeviceProfile::load(target);
+  for (const auto& d : list_devices())
+    if (d.type == "gpu") return open_device("opencl:" + std::to_string(d.index))->info().profile;
+  return open_device("pocl")->info().profile;
+}
+
 }  // namespace texplan::runtime

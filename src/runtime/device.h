@@ -115,4 +115,10 @@ class KernelBuildScope {
 // Error listing the devices that exist when the spec matches none.
 std::shared_ptr<Device> open_device(const std::string& spec = "pocl");
 
+// The planner's profile for a target: a built-in profile by name ("pocl",
+// "h100", "adreno") or a JSON path (plan::DeviceProfile::load), for devices
+// not at hand; or "opencl": read off the default OpenCL device (the first
+// GPU, else PoCL).
+plan::DeviceProfile load_profile(const std::string& target);
+
 }  // namespace texplan::runtime

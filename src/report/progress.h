@@ -18,7 +18,7 @@
 #include <ostream>
 #include <string>
 
-namespace texplan::cli {
+namespace texplan::report {
 
 enum class Verbosity { Quiet, Normal, Verbose };
 void set_verbosity(Verbosity v);
@@ -49,4 +49,4 @@ class Progress {
   std::chrono::steady_clock::time_point start_, last_;
 };
 
-}  // namespace texplan::cli
+}  // namespace texplan::report

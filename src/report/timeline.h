@@ -15,9 +15,9 @@
 #pragma once
 #include <string>
 
-#include "cli/commands.h"
+#include "report/report.h"
 
-namespace texplan::cli {
+namespace texplan::report {
 
 // Throws Error naming the first field that is missing, of the wrong type or
 // out of range: every tensor's steps 0 <= first <= last within a sane step
@@ -33,4 +33,4 @@ std::string timeline_html(const json& report);
 // extension, a report without per-tensor placements, or an unwritable path.
 void write_timeline(const json& report, const std::string& path);
 
-}  // namespace texplan::cli
+}  // namespace texplan::report

@@ -1,8 +1,8 @@
-#include "cli/patch_report.h"
+#include "report/report.h"
 
 #include <cstdio>
 
-namespace texplan::cli {
+namespace texplan::report {
 
 nlohmann::json patch_json(const PatchReport& r) {
   nlohmann::json j{{"mode", r.mode},
@@ -49,4 +49,4 @@ void print_patch_summary(const nlohmann::json& p, std::ostream& out) {
       << ratio << ", " << human_bytes(p["copy_bytes"]) << " copied by crops and patch writes\n";
 }
 
-}  // namespace texplan::cli
+}  // namespace texplan::report

@@ -1,6 +1,6 @@
 // SVG by hand: no library, one pass over the report. See timeline.h for what
 // the picture shows.
-#include "cli/timeline.h"
+#include "report/timeline.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,7 +11,7 @@
 
 #include "graph/safe_file.h"
 
-namespace texplan::cli {
+namespace texplan::report {
 
 namespace {
 
@@ -512,4 +512,4 @@ void write_timeline(const json& report, const std::string& path) {
   write_file(path, text, "timeline");
 }
 
-}  // namespace texplan::cli
+}  // namespace texplan::report

@@ -1,28 +1,10 @@
-// The optimizer's switches on the command line and its part of the reports
-// (texplan plan, texplan run, texplan_bench).
-#include <CLI/CLI.hpp>
+// The optimizer's part of the reports (texplan plan, texplan run, texplan_bench).
+#include <algorithm>
+#include <cstdio>
 
-#include "cli/commands.h"
+#include "report/report.h"
 
-namespace texplan::cli {
-
-void add_optimize_options(CLI::App& app, OptimizeOptions& o) {
-  app.add_flag_callback("--no-fuse", [&o] { o.fuse = false; }, "keep Conv/MatMul/BatchNormalization/activations unfused");
-  app.add_flag_callback("--no-pool-fusion", [&o] { o.pool_fusion = false; },
-                        "keep MaxPool apart from the convolution before it");
-  app.add_flag_callback("--no-mlp-fusion", [&o] { o.mlp_fusion = false; },
-                        "keep two fully connected 1x1 convolutions in a row apart");
-  app.add_flag_callback("--no-strided-operands", [&o] { o.strided_operands = false; },
-                        "products read operands that Slices, Gathers and Transposes cut and move as copies");
-  app.add_flag_callback("--no-inplace", [&o] { o.inplace = false; }, "every node writes fresh storage");
-  app.add_flag_callback("--no-concat-elision", [&o] { o.concat_elision = false; },
-                        "Concat copies its inputs instead of producers writing their slice");
-  app.add_option_function<std::string>(
-         "--order", [&o](const std::string& s) { o.order = parse_order(s); },
-         "execution order: file (as imported) or memory (lowest peak of live bytes among several heuristics)")
-      ->check(CLI::IsMember({"file", "memory"}))
-      ->default_str("memory");
-}
+namespace texplan::report {
 
 json optimize_json(const OptimizeReport& r, const std::vector<OptimizationShare>& shares) {
   json j{{"raw_lower_bound_bytes", r.raw_lower_bound_bytes},
@@ -73,4 +55,4 @@ void print_optimize_summary(const json& o, std::ostream& out) {
   }
 }
 
-}  // namespace texplan::cli
+}  // namespace texplan::report

@@ -1,18 +1,17 @@
-#include <CLI/CLI.hpp>
+#include "report/report.h"
+
 #include <chrono>
 #include <cstdio>
 #include <iomanip>
 #include <sstream>
 
-#include "cli/commands.h"
-#include "cli/patch_report.h"
-#include "cli/progress.h"
 #include "import/onnx_import.h"
 #include "offload/offload.h"
 #include "pipeline/pipeline.h"
+#include "report/progress.h"
 #include "runtime/device.h"
 
-namespace texplan::cli {
+namespace texplan::report {
 
 namespace {
 std::string ms_text(double ms) {
@@ -21,7 +20,6 @@ std::string ms_text(double ms) {
   return b;
 }
 }  // namespace
-
 
 json plan_report(const std::string& model, const std::vector<plan::UsageRecord>& recs,
                  const plan::DeviceProfile& dev, const PlanOptions& opt) {
@@ -142,41 +140,6 @@ void print_plan_table(const json& r, std::ostream& out) {
   }
 }
 
-void add_patch_option(CLI::App& app, std::string& patch) {
-  app.add_option("--patch", patch,
-                 "off, auto, or a grid RxC (e.g. 4x4): run the memory-heavy first stages patch by patch "
-                 "(docs/patching.md)")
-      ->check([](const std::string& s) {
-        try {
-          parse_patch(s);
-          return std::string();
-        } catch (const Error& e) {
-          return std::string(e.what());
-        }
-      })
-      ->capture_default_str();
-}
-
-void add_shape_options(CLI::App& app, ShapeSettings& s) {
-  app.add_option("--dim", s.dims,
-                 "NAME=VALUE: the value of a symbolic input dimension, e.g. --dim batch=1 (repeatable)");
-  app.add_option("--input-shape", s.input_shapes,
-                 "NAME=DxDx...: the whole shape of an input, e.g. --input-shape input=1x3x224x224 (repeatable)");
-}
-
-void apply_shape_settings(const ShapeSettings& s, ImportOptions& import) {
-  for (const auto& d : s.dims) {
-    auto [name, value] = parse_dim_setting(d);
-    auto [it, fresh] = import.dims.emplace(name, value);
-    if (!fresh && it->second != value) throw Error("--dim " + name + " is given twice, with different values");
-  }
-  for (const auto& d : s.input_shapes) {
-    auto [name, shape] = parse_input_shape_setting(d);
-    auto [it, fresh] = import.input_shapes.emplace(name, shape);
-    if (!fresh && it->second != shape) throw Error("--input-shape " + name + " is given twice, with different shapes");
-  }
-}
-
 json plan_model(const std::string& model_path, const plan::DeviceProfile& dev, const PlanOptions& opt) {
   CompileOptions co;
   co.textures = to_string(opt.textures);
@@ -194,7 +157,7 @@ json plan_model(const std::string& model_path, const plan::DeviceProfile& dev, c
   const auto t_partition = std::chrono::steady_clock::now();
   std::unique_ptr<offload::Offloader> offloader;
   if (opt.offload != "none") {
-    std::shared_ptr<runtime::Device> device;  // the device load_target("opencl") read
+    std::shared_ptr<runtime::Device> device;  // the device runtime::load_profile("opencl") read
     if (opt.offload_on_device) {
       for (const auto& d : runtime::list_devices())
         if (!device && d.type == "gpu") device = runtime::open_device("opencl:" + std::to_string(d.index));
@@ -253,4 +216,4 @@ json plan_model(const std::string& model_path, const plan::DeviceProfile& dev, c
   return r;
 }
 
-}  // namespace texplan::cli
+}  // namespace texplan::report

@@ -1,4 +1,4 @@
-#include "cli/progress.h"
+#include "report/progress.h"
 
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include <iostream>
 #include <streambuf>
 
-namespace texplan::cli {
+namespace texplan::report {
 
 namespace {
 
@@ -99,4 +99,4 @@ void Progress::clear() {
   shown_ = false;
 }
 
-}  // namespace texplan::cli
+}  // namespace texplan::report
