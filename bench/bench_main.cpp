@@ -104,11 +104,13 @@ struct Latency {
 
 runtime::TuningCache* kernel_choices = nullptr;  // --tuning-cache: what texplan tune measured
 runtime::Precision precision = runtime::Precision::Fp32;  // --precision
+runtime::KernelChoice kernel_choice;                      // --kernels
 
 Latency time_texplan(const fs::path& dir, const std::string& device, int runs) {
   auto dev = runtime::open_device(device);
   CompileOptions co;  // texplan run's defaults
   co.session.precision = precision;
+  co.session.kernel_choice = kernel_choice;
   const CompiledModel m = compile(dir.string(), {.load_weights = true}, dev->info().profile, dev->info().type, co);
   std::optional<runtime::TuningScope> tuning;  // kernel choices, read as the session builds its kernels
   if (kernel_choices) tuning.emplace(kernel_choices, false, *dev);
@@ -282,7 +284,8 @@ int main(int argc, char** argv) {
     if (precision == runtime::Precision::Tf32 && !no_latency && !runtime::tf32_supported(*runtime::open_device(device)))
       std::cerr << "texplan_bench: warning: --precision tf32 needs an NVIDIA GPU with tensor cores; " << device
                 << " runs exact fp32\n";
-    if (!kernels.empty()) runtime::force_conv_variant(kernels);
+    kernel_choice.conv = kernels;
+    runtime::check_kernel_choice(kernel_choice);
     std::unique_ptr<runtime::TuningCache> cache;
     if (!tuning_cache.empty()) kernel_choices = (cache = std::make_unique<runtime::TuningCache>(tuning_cache)).get();
     plan::DeviceProfile dev = runtime::load_profile(target);

@@ -79,12 +79,13 @@ struct OneNodeRun {
   int64_t weight_bytes = 0;
 };
 
-// Plans n's graph (strategy best) and runs it once on dev; every node must
-// run on the device's kernels.
-inline OneNodeRun run_one_node(const OneNode& n, const std::shared_ptr<runtime::Device>& dev) {
+// Plans n's graph (strategy best) and runs it once on dev with `options`;
+// every node must run on the device's kernels.
+inline OneNodeRun run_one_node(const OneNode& n, const std::shared_ptr<runtime::Device>& dev,
+                               const runtime::SessionOptions& options = {}) {
   PlanInput pin = make_usage_records(n.graph);
   plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
-  runtime::Session s(n.graph, pin, plan, dev);
+  runtime::Session s(n.graph, pin, plan, dev, options);
   EXPECT_TRUE(s.fallback_nodes().empty());
   OneNodeRun r;
   r.got = s.run(n.feeds).at(0);

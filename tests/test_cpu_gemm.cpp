@@ -31,14 +31,15 @@ struct Result {
   int64_t weight_bytes = 0;
 };
 
-Result run(const Case& c) {
+// `block`: the register block named (KernelChoice::cpu; "": by shape).
+Result run(const Case& c, const std::string& block = "") {
   const test::OneNode n = test::one_node(c, "cpu_gemm_" + c.op, 13, 31);
-  const test::OneNodeRun r = test::run_one_node(n, pocl());
+  const test::OneNodeRun r = test::run_one_node(n, pocl(), {.kernel_choice = {.cpu = block}});
   return {r.got, n.want, r.weight_bytes};
 }
 
-void expect_matches(const Case& c, const std::string& what) {
-  const Result r = run(c);
+void expect_matches(const Case& c, const std::string& what, const std::string& block = "") {
+  const Result r = run(c, block);
   ASSERT_EQ(r.got.shape, r.want.shape) << what;
   EXPECT_LE(rel_error(r.got, r.want), 1e-5) << what;
 }
@@ -139,13 +140,8 @@ TEST(CpuGemm, EveryRegisterBlock) {
        runtime::cpu_gemm_candidates(13, 45, 1, pocl()->info().native_float_width))
     names.push_back(v.name());
   ASSERT_GE(names.size(), 8u);
-  for (const std::string& name : names) {
-    runtime::force_cpu_variant(name);
-    expect_matches(c, name);
-  }
-  runtime::force_cpu_variant("no-such-block");
-  EXPECT_THROW(run(c), Error);
-  runtime::force_cpu_variant("");
+  for (const std::string& name : names) expect_matches(c, name, name);
+  EXPECT_THROW(run(c, "no-such-block"), Error);
 }
 
 // The shape rule sizes the register block by the device's SIMD width:
@@ -203,44 +199,39 @@ TEST(CpuGemm, DirectConvStrideTwoInsideRows) {
   // work-item) and conv2d_cpu (8 channels): 32-wide output rows, stride 2
   // reads two vectors and their even lanes; left-edge taps still gather the
   // padding. The 16-channel block (7x7 stems on 16-float SIMD devices) is
-  // forced too, so AVX2 machines run it.
+  // named too, so AVX2 machines run it.
   for (const char* block : {"", "16x16"}) {
-    runtime::force_cpu_variant(block);
     expect_matches({"Conv", {{1, 3, 20, 64}, {20, 3, 3, 3}, {20}},
                     {{"strides", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({1, 1, 1, 1})}}},
-                   std::string("3x3 s2 stem ") + block);
+                   std::string("3x3 s2 stem ") + block, block);
     expect_matches({"Conv", {{1, 3, 38, 64}, {18, 3, 7, 7}, {18}},
                     {{"strides", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({3, 3, 3, 3})}}},
-                   std::string("7x7 s2 stem ") + block);
+                   std::string("7x7 s2 stem ") + block, block);
   }
-  runtime::force_cpu_variant("");
   // conv2d_rows_cpu's edges: rows cut short of a vector (37 and 9 wide),
   // the right edge's taps past the input,
   // stride 1, no padding, dilation 2, batch 2, channel blocks cut (20 of 4,
   // 8 and 16: the packed weights' zeros), 4 input channels and a fused
   // epilogue; every block shape.
   for (const char* block : {"", "16x16", "8x16", "8x8", "4x8"}) {
-    runtime::force_cpu_variant(block);
     const std::string b = block;
     expect_matches({"Conv", {{2, 3, 21, 37}, {20, 3, 3, 3}, {20}}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}},
-                   "3x3 s1 stem " + b);
+                   "3x3 s1 stem " + b, b);
     expect_matches({"Conv", {{1, 3, 19, 19}, {20, 3, 3, 3}, {}}, {{"strides", Attribute::of_ints({2, 2})}}},
-                   "3x3 s2 p0 stem " + b);
+                   "3x3 s2 p0 stem " + b, b);
     expect_matches({"Conv", {{1, 4, 19, 40}, {9, 4, 3, 3}, {9}},
                     {{"dilations", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({2, 1, 2, 3})}}},
-                   "3x3 d2 stem " + b);
+                   "3x3 d2 stem " + b, b);
     expect_matches({"FusedConv", {{1, 3, 32, 70}, {24, 3, 3, 3}, {24}},
                     {{"strides", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({1, 1, 1, 1})},
                      {"program", Attribute::of_strings({"Sigmoid x0", "Mul x0 t0"})}}},
-                   "3x3 s2 silu stem " + b);
+                   "3x3 s2 silu stem " + b, b);
   }
-  runtime::force_cpu_variant("");
   // The stem's weights are packed per block of output channels (zeros up
   // to a whole block) and replace the originals, which are never uploaded:
   // 20 channels in blocks of 16, then the bias.
-  runtime::force_cpu_variant("16x16");
-  const Result packed = run({"Conv", {{1, 3, 20, 64}, {20, 3, 3, 3}, {20}}, {{"strides", Attribute::of_ints({2, 2})}}});
-  runtime::force_cpu_variant("");
+  const Result packed =
+      run({"Conv", {{1, 3, 20, 64}, {20, 3, 3, 3}, {20}}, {{"strides", Attribute::of_ints({2, 2})}}}, "16x16");
   EXPECT_LE(rel_error(packed.got, packed.want), 1e-5);
   EXPECT_EQ(packed.weight_bytes, (32 * 27 + 20) * 4);
   expect_matches({"FusedConv", {{1, 8, 16, 64}, {12, 8, 3, 3}, {12}},

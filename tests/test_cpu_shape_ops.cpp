@@ -4,7 +4,7 @@
 // another device, whose kernels then run) against the CPU reference, on odd
 // shapes: sizes off the 16-wide vectors, negative axes, Slice steps
 // (negative too), 1-element dims, several outputs. Each case also runs with
-// the GPU kernels forced, so both forms stay correct.
+// the GPU kernels named (KernelChoice::conv "gpu"), so both forms stay correct.
 #include <gtest/gtest.h>
 
 #include "optimize/usage.h"
@@ -79,12 +79,11 @@ void expect_matches(const Case& c) {
   g.outputs = n.outputs;
   g.nodes.push_back(n);
   for (const char* variant : {"", "gpu"}) {
-    SCOPED_TRACE(*variant ? "GPU kernels forced" : "CPU kernels");
-    runtime::force_conv_variant(variant);
+    SCOPED_TRACE(*variant ? "GPU kernels named" : "CPU kernels");
     PlanInput pin = make_usage_records(g);
     auto dev = test::test_device();
     plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
-    runtime::Session s(g, pin, plan, dev);
+    runtime::Session s(g, pin, plan, dev, {.kernel_choice = {.conv = variant}});
     EXPECT_TRUE(s.fallback_nodes().empty());
     const std::vector<HostTensor> got = s.run({x});
     ASSERT_EQ(got.size(), want.size());
@@ -93,7 +92,6 @@ void expect_matches(const Case& c) {
       EXPECT_LE(rel_error(got[k], want[k]), 1e-6) << "output " << k;
     }
   }
-  runtime::force_conv_variant("");
 }
 
 Attribute perm(std::vector<int64_t> p) { return Attribute::of_ints(std::move(p)); }

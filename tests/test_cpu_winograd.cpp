@@ -1,7 +1,7 @@
 // Winograd convolutions on CPU devices (runtime/ops_cpu_winograd.cpp,
 // src/kernels/cpu_winograd.cl) on PoCL against the CPU reference: every
 // variant (F(2x2) and F(4x4), register blocks, tile blocks of 8 and 16)
-// forced on odd sizes, pads 0, 1 and asymmetric, channel counts that cut
+// named on odd sizes, pads 0, 1 and asymmetric, channel counts that cut
 // the blocks and chunks, no bias, batch 2, fused epilogues (a residual Add,
 // one with no vector form); the transformed weights counted in the
 // session's weights; and the shape rule's own choice.
@@ -22,11 +22,6 @@ using test::rel_error;
 
 namespace {
 
-struct ForceWinograd {
-  explicit ForceWinograd(const std::string& v) { runtime::force_cpu_winograd_variant(v); }
-  ~ForceWinograd() { runtime::force_cpu_winograd_variant(""); }
-};
-
 // One Conv/FusedConv node: input 0 fed, input 1 the weights, input 2 the
 // bias (an empty shape: none), input 3 a fed residual when given.
 struct Case {
@@ -40,10 +35,12 @@ struct Result {
   int64_t weight_bytes = 0;
 };
 
-Result run(const Case& c) {
+// `variant`: KernelChoice::cpu_winograd ("": the shape rule's choice).
+Result run(const Case& c, const std::string& variant = "") {
   const test::OneNode n =
       test::one_node({c.op, c.inputs, c.attrs, {true, false, false, true}}, "cpu_winograd", 17, 31);
-  const test::OneNodeRun r = test::run_one_node(n, runtime::open_device("pocl"));
+  const test::OneNodeRun r =
+      test::run_one_node(n, runtime::open_device("pocl"), {.kernel_choice = {.cpu_winograd = variant}});
   return {r.got, n.want, r.weight_bytes};
 }
 
@@ -51,8 +48,7 @@ std::map<std::string, Attribute> pads(std::vector<int64_t> p) { return {{"pads",
 
 void expect_matches(const Case& c, const std::string& variant) {
   SCOPED_TRACE(variant);
-  ForceWinograd force(variant);
-  Result r = run(c);
+  Result r = run(c, variant);
   ASSERT_EQ(r.got.shape, r.want.shape);
   EXPECT_LE(rel_error(r.got, r.want), 1e-5);
 }
@@ -103,17 +99,11 @@ TEST(CpuWinograd, WideRowsAndFusedEpilogues) {
 TEST(CpuWinograd, TransformedWeightsCountAsWeights) {
   const Case c{"Conv", {{1, 16, 16, 16}, {20, 16, 3, 3}, {20}}, pads({1, 1, 1, 1})};
   const int64_t plain = (20 * 16 * 9 + 20) * 4;
-  int64_t direct = 0;
-  {
-    ForceWinograd force("direct");
-    direct = run(c).weight_bytes;
-  }
-  EXPECT_EQ(direct, plain);
+  EXPECT_EQ(run(c, "direct").weight_bytes, plain);
   // In place of the originals (never uploaded): 16 (F(2x2)) or 36 (F(4x4))
   // values per filter, OC rounded up to 16; the bias as it is.
   for (auto [variant, points] : {std::pair{"f2 8x16 w16 c4", 16}, std::pair{"f4 8x16 w16 c4", 36}}) {
-    ForceWinograd force(variant);
-    Result r = run(c);
+    Result r = run(c, variant);
     EXPECT_EQ(r.weight_bytes, int64_t(points) * 32 * 16 * 4 + 20 * 4) << variant;
     EXPECT_LE(rel_error(r.got, r.want), 1e-5);
   }
@@ -143,7 +133,7 @@ TEST(CpuWinograd, ShapeRuleChoiceMatchesAndBadNamesAreRejected) {
   Result thin = run({"Conv", {{1, 3, 12, 12}, {4, 3, 3, 3}, {4}}, pads({1, 1, 1, 1})});
   EXPECT_LE(rel_error(thin.got, thin.want), 1e-5);
   EXPECT_EQ(thin.weight_bytes, (4 * 3 * 9 + 4) * 4);  // the original weights: the direct kernel ran
-  EXPECT_THROW(runtime::force_cpu_winograd_variant("f3 8x16 w64 c32"), Error);
-  EXPECT_THROW(runtime::force_cpu_winograd_variant("f4 8x16 w60 c32"), Error);
-  EXPECT_THROW(runtime::force_cpu_winograd_variant("f4 8x16"), Error);
+  EXPECT_THROW(runtime::check_cpu_winograd_variant("f3 8x16 w64 c32"), Error);
+  EXPECT_THROW(runtime::check_cpu_winograd_variant("f4 8x16 w60 c32"), Error);
+  EXPECT_THROW(run({"Conv", {{1, 3, 12, 12}, {4, 3, 3, 3}, {4}}, pads({1, 1, 1, 1})}, "f4 8x16"), Error);  // the session checks
 }

@@ -190,7 +190,7 @@ TEST(Dispatch, RunEnqueuesPreparedKernelsWithOneSyncAndNoAllocation) {
   EXPECT_GE(timed, 5);
 }
 
-// Split-K (forced: the GPU kernels with K in 2 slices) makes a conv 2
+// Split-K (named: the GPU kernels with K in 2 slices) makes a conv 2
 // launches (zero Y, the slices; a third applies an epilogue in place), all
 // prepared when the session is built: the run is still one pass of enqueues.
 TEST(Dispatch, SplitKConvsArePreparedLaunches) {
@@ -199,11 +199,8 @@ TEST(Dispatch, SplitKConvsArePreparedLaunches) {
   auto dev = test_device();
   plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
   HostTensor in = input();
-  runtime::force_conv_variant("gpu");
-  runtime::Session whole(g, pin, plan, dev);
-  runtime::force_conv_variant("gpu/s2");
-  runtime::Session split(g, pin, plan, dev);
-  runtime::force_conv_variant("");
+  runtime::Session whole(g, pin, plan, dev, {.kernel_choice = {.conv = "gpu"}});
+  runtime::Session split(g, pin, plan, dev, {.kernel_choice = {.conv = "gpu/s2"}});
   // Both convs (K = 36 and 72, bias, no epilogue) split; the Gemm (K = 8) is too shallow.
   EXPECT_EQ(split.kernel_launches(), whole.kernel_launches() + 2);
   EXPECT_EQ(split.split_k_nodes().size(), 2u);

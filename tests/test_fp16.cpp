@@ -42,13 +42,15 @@ PlanInput half_records(const Graph& g) {
   return make_usage_records(g, uo);
 }
 
-// One node in an fp16 session: every node on the device's half kernels.
-HostTensor run_half(const test::OneNode& n) {
+// One node in an fp16 session, with the kernels `kernels` names: every node
+// on the device's half kernels.
+HostTensor run_half(const test::OneNode& n, const runtime::KernelChoice& kernels = {}) {
   const PlanInput pin = half_records(n.graph);
   const plan::MemoryPlan plan = plan::plan_memory(pin.records, pocl()->info().profile, "best");
   runtime::SessionOptions o;
   o.precision = runtime::Precision::Fp16;
   o.guard = true;
+  o.kernel_choice = kernels;
   runtime::Session s(n.graph, pin, plan, pocl(), o);
   EXPECT_EQ(s.precision(), runtime::Precision::Fp16);
   EXPECT_TRUE(s.fallback_nodes().empty()) << n.graph.nodes[0].op_type;
@@ -146,12 +148,8 @@ TEST(Fp16, SingleNodesWithinHalfPrecision) {
 }
 
 // The GPU kernels (gemm.cl, conv.cl, conv_maxpool.cl: what the H100 runs)
-// forced on PoCL. Winograd and split-K are off in fp16: direct tiles run.
+// named on PoCL. Winograd and split-K are off in fp16: direct tiles run.
 TEST(Fp16, GpuKernelsWithinHalfPrecision) {
-  struct Forced {
-    Forced() { runtime::force_conv_variant("gpu"); }
-    ~Forced() { runtime::force_conv_variant(""); }
-  } forced;
   const std::vector<Case> cases = {
       {{"Conv", {{1, 32, 12, 12}, {64, 32, 3, 3}, {64}}, {{"pads", ints({1, 1, 1, 1})}}, {true, false, false}},
        "3x3 conv (Winograd's shape)"},
@@ -176,7 +174,7 @@ TEST(Fp16, GpuKernelsWithinHalfPrecision) {
   };
   for (const Case& c : cases) {
     const test::OneNode one = test::one_node(c.node, "fp16", 17, 9);
-    EXPECT_LE(rel_error(run_half(one), one.want), 1e-2) << c.what;
+    EXPECT_LE(rel_error(run_half(one, {.conv = "gpu"}), one.want), 1e-2) << c.what;
   }
 }
 

@@ -32,16 +32,16 @@ struct FusedCase {
   std::vector<HostTensor> inputs;  // empty shape with no bytes: omitted (-1)
   std::map<std::string, Attribute> attrs;
   int output_over = -1;  // in-place: the output shares this input's storage
-  bool tf32 = false;     // --precision tf32's kernels (emulated off NVIDIA: force_tf32_emulation)
+  bool tf32 = false;     // --precision tf32's kernels (emulated off NVIDIA: KernelChoice::tf32_emulation)
 };
 
 bool omitted(const HostTensor& t) { return t.bytes.empty() && t.shape.empty(); }
 
 // Lowers the node with every tensor at an odd element offset of one pool
 // buffer, runs its launches, and returns the output (and whether it lowered);
-// `kernels` receives the names of the launches.
+// `kernels` receives the names of the launches; `choice` names variants.
 bool run_on_device(const FusedCase& c, HostTensor& out, const Shape& out_shape,
-                   std::vector<std::string>* kernels = nullptr) {
+                   std::vector<std::string>* kernels = nullptr, const runtime::KernelChoice& choice = {}) {
   auto dev = test_device();
   Graph g;
   g.model_name = "fused_test";
@@ -89,6 +89,7 @@ bool run_on_device(const FusedCase& c, HostTensor& out, const Shape& out_shape,
   bool lowered = false;
   {
     runtime::NodeBuilder b(*dev, g, g.nodes[0], [&](int t) { return runtime::Location{pool, offset.at(size_t(t)) * 4}; });
+    b.kernel_choice = choice;
     b.tf32 = c.tf32;
     // FusedConvMaxPool is not in lower_node's table yet (ops.h says why).
     lowered = c.op == "FusedConvMaxPool" ? runtime::lower_fused_conv_maxpool(b) : runtime::lower_node(b);
@@ -106,8 +107,10 @@ bool run_on_device(const FusedCase& c, HostTensor& out, const Shape& out_shape,
   return lowered;
 }
 
-// Runs the case on the device and compares with reference::evaluate.
-void expect_matches_reference(const FusedCase& c, double tol = 1e-4, std::vector<std::string>* kernels = nullptr) {
+// Runs the case on the device with the kernels `choice` names and compares
+// with reference::evaluate.
+void expect_matches_reference(const runtime::KernelChoice& choice, const FusedCase& c, double tol = 1e-4,
+                              std::vector<std::string>* kernels = nullptr) {
   Node n;
   n.name = c.op + "_0";
   n.op_type = c.op;
@@ -120,8 +123,12 @@ void expect_matches_reference(const FusedCase& c, double tol = 1e-4, std::vector
   n.outputs = {int(c.inputs.size())};
   std::vector<HostTensor> expected = reference::evaluate(n, ins);
   HostTensor out;
-  ASSERT_TRUE(run_on_device(c, out, expected[0].shape, kernels)) << c.op << " did not lower to a kernel";
+  ASSERT_TRUE(run_on_device(c, out, expected[0].shape, kernels, choice)) << c.op << " did not lower to a kernel";
   EXPECT_LE(rel_error(out, expected[0]), tol);
+}
+// The same with the device's own choice of kernels.
+void expect_matches_reference(const FusedCase& c, double tol = 1e-4, std::vector<std::string>* kernels = nullptr) {
+  expect_matches_reference(runtime::KernelChoice{}, c, tol, kernels);
 }
 
 HostTensor none() { return {}; }
@@ -146,12 +153,9 @@ FusedCase fused_conv(Shape x, Shape w, std::map<std::string, Attribute> attrs, b
   return c;
 }
 
-// Forces texplan's GPU kernels (gemm.cl, conv.cl) for the scope, on CPU
-// devices too, where the lowerings would otherwise take ops_cpu.
-struct GpuKernels {
-  explicit GpuKernels(const std::string& tiles = "64x64") { runtime::force_conv_variant(tiles); }
-  ~GpuKernels() { runtime::force_conv_variant(""); }
-};
+// texplan's GPU kernels (gemm.cl, conv.cl) with these tiles, on CPU devices
+// too, where the lowerings would otherwise take ops_cpu.
+runtime::KernelChoice gpu_kernels(const std::string& tiles = "64x64") { return {.conv = tiles}; }
 
 const std::vector<std::string> kResidualRelu = {"Add x0 x1", "Relu t0"};
 const std::vector<std::string> kSiLU = {"Sigmoid x0", "Mul x0 t0"};
@@ -257,53 +261,53 @@ TEST(FusedKernels, ElementwiseChainsBroadcastAndInPlace) {
 // ---------------------------------------------------------------- FusedConv
 
 TEST(FusedKernels, ConvGeneralPath) {
-  GpuKernels gpu;
+  const runtime::KernelChoice gpu = gpu_kernels();
   // 3x3 pad 1, residual + Relu, and the same in place over the residual.
-  expect_matches_reference(fused_conv({1, 3, 9, 11}, {5, 3, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1));
+  expect_matches_reference(gpu, fused_conv({1, 3, 9, 11}, {5, 3, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1));
   FusedCase in_place = fused_conv({1, 3, 9, 11}, {5, 3, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1);
   in_place.output_over = 3;
-  expect_matches_reference(in_place);
+  expect_matches_reference(gpu, in_place);
   // Strides, asymmetric pads, no bias, SiLU.
-  expect_matches_reference(fused_conv({2, 4, 10, 9}, {6, 4, 3, 2}, {{"strides", Attribute::of_ints({2, 1})}, {"pads", Attribute::of_ints({1, 0, 0, 1})}},
+  expect_matches_reference(gpu, fused_conv({2, 4, 10, 9}, {6, 4, 3, 2}, {{"strides", Attribute::of_ints({2, 1})}, {"pads", Attribute::of_ints({1, 0, 0, 1})}},
                                       false, kSiLU, 0));
   // Dilation, two extra inputs.
-  expect_matches_reference(fused_conv({1, 3, 13, 13}, {7, 3, 3, 3}, {{"dilations", Attribute::of_ints({2, 3})}, {"pads", Attribute::of_ints({2, 2, 2, 2})}},
+  expect_matches_reference(gpu, fused_conv({1, 3, 13, 13}, {7, 3, 3, 3}, {{"dilations", Attribute::of_ints({2, 3})}, {"pads", Attribute::of_ints({2, 2, 2, 2})}},
                                       true, {"Mul x0 x1", "Add t0 x2", "Clip t1 -0.5 0.5"}, 2));
   // Grouped. (Programs repeat: each new one is another build of gemm.cl; the
   // ops themselves are covered by ElementwiseEveryOp.)
-  expect_matches_reference(fused_conv({1, 6, 8, 8}, {4, 3, 3, 3}, {{"group", Attribute::of_int(2)}, {"pads", Attribute::of_ints({1, 1, 1, 1})}}, true,
+  expect_matches_reference(gpu, fused_conv({1, 6, 8, 8}, {4, 3, 3, 3}, {{"group", Attribute::of_int(2)}, {"pads", Attribute::of_ints({1, 1, 1, 1})}}, true,
                                       kSiLU, 0));
   // 1-D.
-  expect_matches_reference(fused_conv({2, 3, 17}, {4, 3, 5}, {{"pads", Attribute::of_ints({2, 2})}}, true, kResidualRelu, 1));
+  expect_matches_reference(gpu, fused_conv({2, 3, 17}, {4, 3, 5}, {{"pads", Attribute::of_ints({2, 2})}}, true, kResidualRelu, 1));
   // Plain (empty program).
-  expect_matches_reference(fused_conv({1, 3, 8, 8}, {4, 3, 3, 3}, {}, true, {}, 0));
+  expect_matches_reference(gpu, fused_conv({1, 3, 8, 8}, {4, 3, 3, 3}, {}, true, {}, 0));
 }
 
 TEST(FusedKernels, ConvOneByOneAndMatrixVector) {
-  GpuKernels gpu;
-  expect_matches_reference(fused_conv({2, 16, 5, 7}, {24, 16, 1, 1}, {}, true, kSiLU, 0));
+  const runtime::KernelChoice gpu = gpu_kernels();
+  expect_matches_reference(gpu, fused_conv({2, 16, 5, 7}, {24, 16, 1, 1}, {}, true, kSiLU, 0));
   FusedCase res = fused_conv({1, 130, 3, 3}, {67, 130, 1, 1}, {}, true, kResidualRelu, 1);  // K and M past a tile
-  expect_matches_reference(res);
+  expect_matches_reference(gpu, res);
   res.output_over = 3;
-  expect_matches_reference(res);
-  expect_matches_reference(fused_conv({1, 8, 5, 5}, {12, 4, 1, 1}, {{"group", Attribute::of_int(2)}}, false, kSiLU, 0));
+  expect_matches_reference(gpu, res);
+  expect_matches_reference(gpu, fused_conv({1, 8, 5, 5}, {12, 4, 1, 1}, {{"group", Attribute::of_int(2)}}, false, kSiLU, 0));
   // 1x1 spatial, C >= 64: matrix-vector (squeeze-excite), with the product gating an input.
   FusedCase se = fused_conv({2, 96, 1, 1}, {24, 96, 1, 1}, {}, true, kResidualRelu, 1);
-  expect_matches_reference(se);
+  expect_matches_reference(gpu, se);
   se.output_over = 3;
-  expect_matches_reference(se);
+  expect_matches_reference(gpu, se);
 }
 
 TEST(FusedKernels, ConvDepthwise) {
-  GpuKernels gpu;
-  expect_matches_reference(fused_conv({2, 6, 9, 10}, {6, 1, 3, 3}, {{"group", Attribute::of_int(6)}, {"pads", Attribute::of_ints({1, 1, 1, 1})}}, true,
+  const runtime::KernelChoice gpu = gpu_kernels();
+  expect_matches_reference(gpu, fused_conv({2, 6, 9, 10}, {6, 1, 3, 3}, {{"group", Attribute::of_int(6)}, {"pads", Attribute::of_ints({1, 1, 1, 1})}}, true,
                                       {"Clip x0 0 6"}, 0));
   FusedCase res = fused_conv({1, 5, 11, 11}, {5, 1, 5, 5}, {{"group", Attribute::of_int(5)}, {"strides", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({2, 2, 2, 2})}},
                              false, kResidualRelu, 1);
-  expect_matches_reference(res);
+  expect_matches_reference(gpu, res);
   res.output_over = 3;
-  expect_matches_reference(res);
-  expect_matches_reference(fused_conv({1, 3, 8, 8}, {6, 1, 3, 3}, {{"group", Attribute::of_int(3)}, {"dilations", Attribute::of_ints({2, 2})}}, true, kSiLU, 0));
+  expect_matches_reference(gpu, res);
+  expect_matches_reference(gpu, fused_conv({1, 3, 8, 8}, {6, 1, 3, 3}, {{"group", Attribute::of_int(3)}, {"dilations", Attribute::of_ints({2, 2})}}, true, kSiLU, 0));
 }
 
 // Register-tile variants (and the baseline that decodes every tap) on
@@ -313,17 +317,16 @@ TEST(FusedKernels, ConvEveryTileVariant) {
   // both oblong tiles, the baseline; the others differ only in sizes.
   for (const std::string v : {"32x32", "128x64", "64x128v", "128x128v", "taps:64x64"}) {
     SCOPED_TRACE(v);
-    GpuKernels gpu(v);
-    expect_matches_reference(fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1));
+    const runtime::KernelChoice gpu = gpu_kernels(v);
+    expect_matches_reference(gpu, fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1));
     // One program per variant (each is a build): the same epilogue throughout.
-    expect_matches_reference(fused_conv({2, 9, 11, 10}, {140, 9, 3, 3}, {{"strides", Attribute::of_ints({2, 2})}}, false, kResidualRelu, 1));
+    expect_matches_reference(gpu, fused_conv({2, 9, 11, 10}, {140, 9, 3, 3}, {{"strides", Attribute::of_ints({2, 2})}}, false, kResidualRelu, 1));
     if (v.rfind("taps:", 0) != 0) {
-      expect_matches_reference(fused_conv({1, 33, 17, 9}, {130, 33, 1, 1}, {}, true, kResidualRelu, 1));
-      expect_matches_reference(fused_conv({2, 5, 7, 7}, {6, 5, 1, 1}, {}, false, kResidualRelu, 1));
+      expect_matches_reference(gpu, fused_conv({1, 33, 17, 9}, {130, 33, 1, 1}, {}, true, kResidualRelu, 1));
+      expect_matches_reference(gpu, fused_conv({2, 5, 7, 7}, {6, 5, 1, 1}, {}, false, kResidualRelu, 1));
     }
   }
-  EXPECT_THROW(runtime::force_conv_variant("99x99"), Error);
-  EXPECT_FALSE(runtime::gpu_kernels_forced());
+  EXPECT_THROW(runtime::check_conv_variant("99x99"), Error);
 }
 
 TEST(FusedKernels, ConvExtraInputOfAnotherShapeFallsBack) {
@@ -368,8 +371,7 @@ TEST(FusedKernels, ConvMaxPool) {
   for (const FusedCase& c : cases()) expect_matches_reference(c);  // the device's own choice
   for (std::string tiles : {"64x64v", "128x128"}) {
     SCOPED_TRACE(tiles);
-    GpuKernels gpu(tiles);
-    for (const FusedCase& c : cases()) expect_matches_reference(c);
+    for (const FusedCase& c : cases()) expect_matches_reference(gpu_kernels(tiles), c);
   }
   // Epilogue inputs are not part of this op.
   FusedCase extra = cases()[0];
@@ -384,10 +386,6 @@ TEST(FusedKernels, ConvMaxPool) {
 // groups, input channels staged in several chunks; epilogues with negative
 // values, so pool padding that won a window would show.
 TEST(FusedKernels, ConvMaxPoolTiled) {
-  struct ForcePool {
-    explicit ForcePool(const std::string& v) { runtime::force_conv_maxpool_variant(v); }
-    ~ForcePool() { runtime::force_conv_maxpool_variant(""); }
-  };
   const std::map<std::string, Attribute> stem_pool = {
       {"kernel_shape", Attribute::of_ints({3, 3})}, {"strides", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({1, 1, 1, 1})}};
   // ResNet stem at 40x36, 40 channels: a full and a partial block of 32.
@@ -423,24 +421,20 @@ TEST(FusedKernels, ConvMaxPoolTiled) {
     expect_matches_reference(cases[i], 1e-4, &kernels);
     ran("conv2d_maxpool_tiled");
   }
-  {
-    ForcePool direct("direct");
-    for (size_t i = 0; i < cases.size(); ++i) {
-      SCOPED_TRACE(i);
-      expect_matches_reference(cases[i], 1e-4, &kernels);
-      ran("conv2d_maxpool");
-    }
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(i);
+    expect_matches_reference({.conv_maxpool = "direct"}, cases[i], 1e-4, &kernels);
+    ran("conv2d_maxpool");
   }
   // Every tile on the dilated case (each is a build per geometry; the 7x7
   // stem's take PoCL seconds: texplan_conv_bench checks every tile on the
   // full-size stems against the unfused pair).
   for (const std::string& v : runtime::conv_maxpool_variants()) {
     SCOPED_TRACE(v);
-    ForcePool pool(v);
-    expect_matches_reference(cases[2], 1e-4, &kernels);
+    expect_matches_reference({.conv_maxpool = v}, cases[2], 1e-4, &kernels);
     ran(v == "direct" ? "conv2d_maxpool" : "conv2d_maxpool_tiled");
   }
-  EXPECT_THROW(runtime::force_conv_maxpool_variant("tiled:1x1x1"), Error);
+  EXPECT_THROW(runtime::check_conv_maxpool_variant("tiled:1x1x1"), Error);
   // 25x25 taps: one input channel's patch and weights exceed 48 KiB of
   // local memory with every tile, so the direct kernel runs.
   expect_matches_reference(conv_pool({1, 1, 28, 28}, {2, 1, 25, 25}, {{"pads", Attribute::of_ints({2, 2, 2, 2})}}, true, {"Relu x0"},
@@ -471,13 +465,13 @@ TEST(FusedKernels, ConvMaxPoolFlopsAreTheConvs) {
 // ---------------------------------------------------------------- FusedMatMul
 
 TEST(FusedKernels, MatMul) {
-  GpuKernels gpu;
-  auto mm = [](HostTensor a, HostTensor b, std::vector<HostTensor> extra, std::vector<std::string> prog, bool trans_b = false,
+  const runtime::KernelChoice gpu = gpu_kernels();
+  auto mm = [&](HostTensor a, HostTensor b, std::vector<HostTensor> extra, std::vector<std::string> prog, bool trans_b = false,
                int over = -1) {
     FusedCase c{"FusedMatMul", {std::move(a), std::move(b)}, {{"program", Attribute::of_strings(std::move(prog))}}, over};
     if (trans_b) c.attrs["transB"] = Attribute::of_int(1);
     for (auto& e : extra) c.inputs.push_back(std::move(e));
-    expect_matches_reference(c);
+    expect_matches_reference(gpu, c);
   };
   // Bias broadcast along rows, then Gelu (BERT's FFN).
   mm(random_tensor({2, 65, 33}), random_tensor({33, 17}, -1, 1, 2), {random_tensor({17}, -1, 1, 3)}, {"Add x0 x1", "Gelu t0"});
@@ -502,9 +496,9 @@ const std::vector<std::string> kSplitPasses = {"splitk_zero", "conv2d_gemm", "sp
 const std::vector<std::string> kSplitGemmPasses = {"splitk_zero", "gemm", "splitk_finish"};
 
 // The case against the reference, and the kernels it ran.
-void expect_kernels(const FusedCase& c, const std::vector<std::string>& expected) {
+void expect_kernels(const runtime::KernelChoice& choice, const FusedCase& c, const std::vector<std::string>& expected) {
   std::vector<std::string> kernels;
-  expect_matches_reference(c, 1e-4, &kernels);
+  expect_matches_reference(choice, c, 1e-4, &kernels);
   EXPECT_EQ(kernels, expected);
 }
 }  // namespace
@@ -516,75 +510,73 @@ void expect_kernels(const FusedCase& c, const std::vector<std::string>& expected
 TEST(FusedKernels, ConvSplitK) {
   for (const std::string v : {"32x32/s3", "128x64v/s4"}) {
     SCOPED_TRACE(v);
-    GpuKernels gpu(v);
+    const runtime::KernelChoice gpu = gpu_kernels(v);
     // K = 180: slices of 64, 64, 52 (s3); 48, 48, 48, 36 (s4).
-    expect_kernels(fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1),
+    expect_kernels(gpu, fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1),
                    kSplitPasses);
     // No bias, Relu only, strided, two images (K = 81).
-    expect_kernels(fused_conv({2, 9, 11, 10}, {140, 9, 3, 3}, {{"strides", Attribute::of_ints({2, 2})}}, false, {"Relu x0"}, 0),
+    expect_kernels(gpu, fused_conv({2, 9, 11, 10}, {140, 9, 3, 3}, {{"strides", Attribute::of_ints({2, 2})}}, false, {"Relu x0"}, 0),
                    kSplitPasses);
     // 1x1 as gemm (K = 130), residual + Relu.
-    expect_kernels(fused_conv({1, 130, 3, 3}, {67, 130, 1, 1}, {}, true, kResidualRelu, 1), kSplitGemmPasses);
+    expect_kernels(gpu, fused_conv({1, 130, 3, 3}, {67, 130, 1, 1}, {}, true, kResidualRelu, 1), kSplitGemmPasses);
   }
-  GpuKernels gpu("64x64/s2");
+  const runtime::KernelChoice gpu = gpu_kernels("64x64/s2");
   // Grouped (K = 3 x 5 x 5 = 75 per group), dilated, SiLU reading the sum.
-  expect_kernels(fused_conv({1, 6, 13, 13}, {8, 3, 5, 5}, {{"group", Attribute::of_int(2)}, {"dilations", Attribute::of_ints({2, 1})}, {"pads", Attribute::of_ints({2, 2, 2, 2})}},
+  expect_kernels(gpu, fused_conv({1, 6, 13, 13}, {8, 3, 5, 5}, {{"group", Attribute::of_int(2)}, {"dilations", Attribute::of_ints({2, 1})}, {"pads", Attribute::of_ints({2, 2, 2, 2})}},
                             true, kSiLU, 0),
                  kSplitPasses);
   // A plain Conv: the bias comes with slice 0, nothing to apply after the slices.
   FusedCase plain{"Conv",
                   {random_tensor({1, 40, 6, 6}), random_tensor({24, 40, 3, 3}, -1, 1, 2), random_tensor({24}, -1, 1, 3)},
                   {}};
-  expect_kernels(plain, {"splitk_zero", "conv2d_gemm"});
+  expect_kernels(gpu, plain, {"splitk_zero", "conv2d_gemm"});
   // Y over the residual (in place, ResNet's blocks): the slices add onto the
   // residual Y already holds, then the rest of the program (Relu) in place.
   FusedCase in_place = fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1);
   in_place.output_over = 3;
-  expect_kernels(in_place, {"conv2d_gemm", "splitk_finish"});
+  expect_kernels(gpu, in_place, {"conv2d_gemm", "splitk_finish"});
   // Nothing after the residual Add: the slices alone.
   FusedCase add_only = fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, {"Add x1 x0"}, 1);
   add_only.output_over = 3;
-  expect_kernels(add_only, {"conv2d_gemm"});
+  expect_kernels(gpu, add_only, {"conv2d_gemm"});
   // The residual read again after the Add (Y no longer holds it): not split.
   FusedCase reread = fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, {"Add x0 x1", "Mul t0 x1"}, 1);
   reread.output_over = 3;
-  expect_kernels(reread, {"conv2d_gemm"});
+  expect_kernels(gpu, reread, {"conv2d_gemm"});
   // K too shallow for two slices (K = 27 < 2 x TK): not split.
-  expect_kernels(fused_conv({1, 3, 8, 8}, {4, 3, 3, 3}, {}, true, {}, 0), {"conv2d_gemm"});
+  expect_kernels(gpu, fused_conv({1, 3, 8, 8}, {4, 3, 3, 3}, {}, true, {}, 0), {"conv2d_gemm"});
   // More slices asked than K has TK-deep ones (K = 36): 3 of 16, 16, 4.
-  GpuKernels many("32x32/s50");
-  expect_kernels(fused_conv({1, 4, 7, 7}, {5, 4, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1),
+  const runtime::KernelChoice many = gpu_kernels("32x32/s50");
+  expect_kernels(many, fused_conv({1, 4, 7, 7}, {5, 4, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1),
                  kSplitPasses);
-  EXPECT_THROW(runtime::force_conv_variant("64x64/x2"), Error);
-  EXPECT_THROW(runtime::force_conv_variant("taps:64x64/s2"), Error);
+  EXPECT_THROW(runtime::check_conv_variant("64x64/x2"), Error);
+  EXPECT_THROW(runtime::check_conv_variant("taps:64x64/s2"), Error);
 }
 
 // tf32's split-K (gemm_mma.cl, the mma emulated here) onto the residual Y
 // holds in place, as the fp32 kernels do: no zeroing, the Relu after.
 TEST(FusedKernels, Tf32SplitKOntoTheResidual) {
-  GpuKernels gpu("gpu");
-  runtime::force_tf32_emulation(true, 3);
+  const runtime::KernelChoice gpu = {.conv = "gpu", .tf32_emulation = true, .tf32_splits = 3};
   FusedCase in_place = fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1);
   in_place.output_over = 3;
   in_place.tf32 = true;
   std::vector<std::string> kernels;
-  expect_matches_reference(in_place, 5e-3, &kernels);
+  expect_matches_reference(gpu, in_place, 5e-3, &kernels);
   EXPECT_EQ(kernels, (std::vector<std::string>{"conv2d_gemm", "splitk_finish"}));
   FusedCase apart = in_place;
   apart.output_over = -1;
   kernels.clear();
-  expect_matches_reference(apart, 5e-3, &kernels);
+  expect_matches_reference(gpu, apart, 5e-3, &kernels);
   EXPECT_EQ(kernels, kSplitPasses);
-  runtime::force_tf32_emulation(false);
 }
 
 TEST(FusedKernels, MatMulSplitK) {
-  GpuKernels gpu("gpu/s3");
-  auto mm = [](HostTensor a, HostTensor b, std::vector<HostTensor> extra, std::vector<std::string> prog,
+  const runtime::KernelChoice gpu = gpu_kernels("gpu/s3");
+  auto mm = [&](HostTensor a, HostTensor b, std::vector<HostTensor> extra, std::vector<std::string> prog,
                const std::vector<std::string>& kernels, int over = -1) {
     FusedCase c{"FusedMatMul", {std::move(a), std::move(b)}, {{"program", Attribute::of_strings(std::move(prog))}}, over};
     for (auto& e : extra) c.inputs.push_back(std::move(e));
-    expect_kernels(c, kernels);
+    expect_kernels(gpu, c, kernels);
   };
   // Batched with broadcast batch dims, strided bias, Gelu; K = 75.
   mm(random_tensor({2, 3, 5, 75}), random_tensor({3, 75, 6}, -1, 1, 2), {random_tensor({1, 3, 1, 6}, -1, 1, 3)},
@@ -596,22 +588,22 @@ TEST(FusedKernels, MatMulSplitK) {
      {"gemm", "splitk_finish"}, 2);
   // Plain MatMul: no finishing pass.
   FusedCase plain{"MatMul", {random_tensor({9, 64}), random_tensor({64, 11}, -1, 1, 2)}, {}};
-  expect_kernels(plain, {"splitk_zero", "gemm"});
+  expect_kernels(gpu, plain, {"splitk_zero", "gemm"});
   // Gemm: alpha on the slices, beta * broadcast C with slice 0, transposed A.
   FusedCase gemm{"Gemm", {random_tensor({50, 13}), random_tensor({50, 17}, -1, 1, 2), random_tensor({17}, -1, 1, 3)},
                  {{"alpha", Attribute::of_float(0.75f)}, {"beta", Attribute::of_float(-1.5f)}, {"transA", Attribute::of_int(1)}}};
-  expect_kernels(gemm, {"splitk_zero", "gemm"});
+  expect_kernels(gpu, gemm, {"splitk_zero", "gemm"});
 }
 
 // `texplan tune` for the GPU kernels: a searching scope times every tile
 // variant once and stores the winner; a later scope reads it back.
 TEST(FusedKernels, TilesComeFromTheTuningCache) {
-  GpuKernels gpu("gpu");
+  const runtime::KernelChoice gpu = gpu_kernels("gpu");
   runtime::TuningCache cache;
   FusedCase c = fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1);
   {
     runtime::TuningScope scope(&cache, true, *test_device());
-    expect_matches_reference(c);
+    expect_matches_reference(gpu, c);
     EXPECT_EQ(scope.stats().searched, 1);
   }
   nlohmann::json& entry = cache.entry("texplan", runtime::tuning_device_key(test_device()->info()));
@@ -636,7 +628,7 @@ TEST(FusedKernels, TilesComeFromTheTuningCache) {
     }
   EXPECT_TRUE(found) << entry.dump();
   runtime::TuningScope scope(&cache, false, *test_device());
-  expect_matches_reference(c);
+  expect_matches_reference(gpu, c);
   EXPECT_EQ(scope.stats().cached, 1);
   EXPECT_EQ(scope.stats().searched, 0);
 }

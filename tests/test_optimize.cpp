@@ -127,10 +127,12 @@ void expect_close(const HostTensor& a, const HostTensor& b) {
 }
 
 // The outputs of `g` for `input`: on the CPU executor (no `dev`), or in a
-// guarded session on `dev` (no violations), which `check` then inspects.
+// guarded session on `dev` (no violations) with the kernels `kernels` names,
+// which `check` then inspects.
 std::vector<HostTensor> run_graph(const Graph& g, const HostTensor& input,
                                   const std::shared_ptr<runtime::Device>& dev = nullptr,
-                                  const std::function<void(const runtime::Session&)>& check = {}) {
+                                  const std::function<void(const runtime::Session&)>& check = {},
+                                  const runtime::KernelChoice& kernels = {}) {
   PlanInput pin = make_usage_records(g);
   if (!dev) {
     plan::MemoryPlan plan = plan::plan_memory(pin.records, plan::DeviceProfile::load("pocl"), "best");
@@ -139,6 +141,7 @@ std::vector<HostTensor> run_graph(const Graph& g, const HostTensor& input,
   plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
   runtime::SessionOptions o;
   o.guard = true;
+  o.kernel_choice = kernels;
   runtime::Session session(g, pin, plan, dev, o);
   auto out = session.run({input});
   EXPECT_TRUE(session.guard_violations().empty());
@@ -415,7 +418,7 @@ TEST(Optimize, ScalesOnProductInputsMoveIntoTheEpilogue) {
 // that tensor through strides (OperandView): t = s transposed as A of one
 // product, q and k^T both cut from s as A and B of another; the Slices and
 // Transposes are gone, the bound did not rise, and the CPU executor and a
-// PoCL session (its CPU GEMM, and texplan's GPU kernels forced) compute the
+// PoCL session (its CPU GEMM, and texplan's GPU kernels named) compute the
 // same outputs.
 TEST(Optimize, ProductOperandsReadThroughStrides) {
   std::mt19937 rng(12);
@@ -435,10 +438,13 @@ TEST(Optimize, ProductOperandsReadThroughStrides) {
   g.outputs = {y1, y2};
   g.topological_sort();
   const HostTensor input = random_tensor({2, 6, 4}, rng, -2, 2);
-  auto run_all = [&](const Graph& gr, const std::shared_ptr<runtime::Device>& dev) {
-    return run_graph(gr, input, dev, [](const runtime::Session& session) {
-      EXPECT_EQ(session.kernel_launches(), 3) << "Sigmoid and the two products";
-    });
+  auto run_all = [&](const Graph& gr, const std::shared_ptr<runtime::Device>& dev, const runtime::KernelChoice& k = {}) {
+    return run_graph(
+        gr, input, dev,
+        [](const runtime::Session& session) {
+          EXPECT_EQ(session.kernel_launches(), 3) << "Sigmoid and the two products";
+        },
+        k);
   };
   const std::vector<HostTensor> want = run_all(g, nullptr);
   const OptimizeReport rep = optimize(g, {});
@@ -459,9 +465,7 @@ TEST(Optimize, ProductOperandsReadThroughStrides) {
   expect_all(run_all(g, nullptr));
   auto dev = runtime::open_device("pocl");
   expect_all(run_all(g, dev));
-  runtime::force_conv_variant("gpu");  // texplan's GPU kernels on the CPU device
-  expect_all(run_all(g, dev));
-  runtime::force_conv_variant("");
+  expect_all(run_all(g, dev, {.conv = "gpu"}));  // texplan's GPU kernels on the CPU device
 }
 
 // Squeeze-and-excitation: a = Sigmoid(x), s = Sigmoid(Conv(Relu(Conv(GAP(a))))),
@@ -469,7 +473,7 @@ TEST(Optimize, ProductOperandsReadThroughStrides) {
 // channels), by a 3x3 conv (stays) and, as another Mul, by a 1x1 conv and a
 // Neg (stays: read twice). 30 pixels, not a multiple of a vector. The
 // CPU executor and a PoCL session compute the same outputs; with the GPU
-// kernels forced on PoCL the scaled conv runs on the CPU fallback; and
+// kernels named on PoCL the scaled conv runs on the CPU fallback; and
 // GPUs never get the rewrite (runnable()).
 TEST(Optimize, ChannelScalesMoveIntoPointwiseConvs) {
   std::mt19937 rng(21);
@@ -499,10 +503,11 @@ TEST(Optimize, ChannelScalesMoveIntoPointwiseConvs) {
   g.outputs = {y1r, y2, y3, y4};
   g.topological_sort();
   const HostTensor input = random_tensor({1, C, 5, 6}, rng, -2, 2);
-  auto run_all = [&](const Graph& gr, const std::shared_ptr<runtime::Device>& dev, size_t fallbacks) {
-    return run_graph(gr, input, dev, [&](const runtime::Session& session) {
-      EXPECT_EQ(session.fallback_nodes().size(), fallbacks);
-    });
+  auto run_all = [&](const Graph& gr, const std::shared_ptr<runtime::Device>& dev, size_t fallbacks,
+                     const runtime::KernelChoice& k = {}) {
+    return run_graph(
+        gr, input, dev, [&](const runtime::Session& session) { EXPECT_EQ(session.fallback_nodes().size(), fallbacks); },
+        k);
   };
   const std::vector<HostTensor> want = run_all(g, nullptr, 0);
   EXPECT_FALSE(runtime::runnable({}, "gpu").channel_scale_fusion);
@@ -529,9 +534,7 @@ TEST(Optimize, ChannelScalesMoveIntoPointwiseConvs) {
   expect_all(run_all(g, nullptr, 0));
   auto dev = runtime::open_device("pocl");
   expect_all(run_all(g, dev, 0));
-  runtime::force_conv_variant("gpu");  // texplan's GPU kernels on the CPU device: they refuse the scale
-  expect_all(run_all(g, dev, 1));
-  runtime::force_conv_variant("");
+  expect_all(run_all(g, dev, 1, {.conv = "gpu"}));  // texplan's GPU kernels on the CPU device: they refuse the scale
 }
 
 // Squeeze-and-excitation's two fully connected layers (1x1 convs of the
@@ -565,10 +568,9 @@ TEST(Optimize, FullyConnectedPairsBecomeOneMlp) {
   g.outputs = {s, e2, n2, y};
   g.topological_sort();
   const HostTensor input = random_tensor({1, C, 5, 6}, rng, -2, 2);
-  auto run_all = [&](const Graph& gr, const std::shared_ptr<runtime::Device>& dev) {
-    return run_graph(gr, input, dev, [&](const runtime::Session& session) {
-      EXPECT_TRUE(session.fallback_nodes().empty());
-    });
+  auto run_all = [&](const Graph& gr, const std::shared_ptr<runtime::Device>& dev, const runtime::KernelChoice& k = {}) {
+    return run_graph(
+        gr, input, dev, [&](const runtime::Session& session) { EXPECT_TRUE(session.fallback_nodes().empty()); }, k);
   };
   const std::vector<HostTensor> want = run_all(g, nullptr);
   Graph unfused = g;
@@ -601,9 +603,7 @@ TEST(Optimize, FullyConnectedPairsBecomeOneMlp) {
   expect_all(run_all(g, nullptr));
   auto dev = runtime::open_device("pocl");
   expect_all(run_all(g, dev));
-  runtime::force_conv_variant("gpu");  // the form for other devices: 256 items per group
-  expect_all(run_all(g, dev));
-  runtime::force_conv_variant("");
+  expect_all(run_all(g, dev, {.conv = "gpu"}));  // the form for other devices: 256 items per group
 }
 
 // BERT's attention as torch exports it: q, k and v cut from one projection

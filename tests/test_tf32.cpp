@@ -1,6 +1,6 @@
 // --precision tf32 (runtime/ops_mma.h, src/kernels/gemm_mma.cl). PoCL cannot
 // run the tensor-core PTX, so the kernels run here with the mma emulated in
-// OpenCL C (force_tf32_emulation): every tile variant, conv and GEMM shape
+// OpenCL C (KernelChoice::tf32_emulation): every tile variant, conv and GEMM shape
 // and epilogue checks the fragment layouts, the staging and the stores
 // against the CPU reference, with errors of tf32's size (above fp32's, far
 // under the 1e-2 --check accepts). Without emulation PoCL has no tensor
@@ -32,9 +32,9 @@ struct Case {
   std::map<std::string, Attribute> attrs;
 };
 
-// The node alone in a graph, run in a session with `precision`; the
-// reference's result in `expected`.
-HostTensor run_case(const Case& c, runtime::Precision precision, HostTensor& expected,
+// The node alone in a graph, run in a session with `precision` and the
+// kernels `kernels` names; the reference's result in `expected`.
+HostTensor run_case(const Case& c, runtime::Precision precision, const runtime::KernelChoice& kernels, HostTensor& expected,
                     runtime::Precision* used = nullptr, int* launches = nullptr,
                     std::shared_ptr<runtime::Device> dev = nullptr, runtime::TuningCache* tuning = nullptr,
                     bool search = false, int* tf32_nodes = nullptr) {
@@ -69,6 +69,7 @@ HostTensor run_case(const Case& c, runtime::Precision precision, HostTensor& exp
   plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
   runtime::SessionOptions opt;
   opt.precision = precision;
+  opt.kernel_choice = kernels;
   std::optional<runtime::TuningScope> scope;
   if (tuning) scope.emplace(tuning, search, *dev);
   runtime::Session s(g, pin, plan, dev, opt);
@@ -114,29 +115,22 @@ std::vector<Case> cases() {
   return v;
 }
 
-struct Emulated {
-  explicit Emulated(int splits = 0) {
-    runtime::force_tf32_emulation(true, splits);
-    runtime::force_conv_variant("gpu");  // the GPU lowerings (PoCL's CPU kernels have no tf32 form)
-  }
-  ~Emulated() {
-    runtime::force_tf32_emulation(false);
-    runtime::force_conv_variant("");
-    runtime::force_mma_variant("");
-  }
-};
+// The mma emulated (in up to `splits` slices of K where > 0) in the GPU
+// lowerings (PoCL's CPU kernels have no tf32 form), with the tf32 `tiles`
+// ("": by shape).
+runtime::KernelChoice emulated(int splits = 0, const std::string& tiles = "") {
+  return {.conv = "gpu", .mma = tiles, .tf32_emulation = true, .tf32_splits = splits};
+}
 
 }  // namespace
 
 TEST(Tf32, EveryTileVariantMatchesTheReferenceWithinTf32Error) {
-  Emulated emulated;
   for (const std::string& tiles : runtime::mma_tile_variants()) {
     SCOPED_TRACE(tiles);
-    runtime::force_mma_variant(tiles);
     for (const Case& c : cases()) {
       HostTensor expected;
       runtime::Precision used;
-      HostTensor out = run_case(c, runtime::Precision::Tf32, expected, &used);
+      HostTensor out = run_case(c, runtime::Precision::Tf32, emulated(0, tiles), expected, &used);
       EXPECT_EQ(used, runtime::Precision::Tf32);
       double e = rel_error(out, expected);
       EXPECT_LE(e, 5e-3) << c.name;  // tf32 keeps 11 significant bits
@@ -146,19 +140,19 @@ TEST(Tf32, EveryTileVariantMatchesTheReferenceWithinTf32Error) {
 }
 
 TEST(Tf32, TheShapeChoiceRunsToo) {
-  Emulated emulated;
   for (const Case& c : cases()) {
     HostTensor expected;
-    EXPECT_LE(rel_error(run_case(c, runtime::Precision::Tf32, expected), expected), 5e-3) << c.name;
+    EXPECT_LE(rel_error(run_case(c, runtime::Precision::Tf32, emulated(), expected), expected), 5e-3) << c.name;
   }
 }
 
 TEST(Tf32, SplitKMatchesTheReferenceWithinTf32Error) {
-  Emulated emulated(3);  // K in up to 3 slices added into Y (splitk_zero, the slices, splitk_finish's epilogue)
+  // K in up to 3 slices added into Y (splitk_zero, the slices, splitk_finish's epilogue).
+  const runtime::KernelChoice split = emulated(3);
   for (const Case& c : cases()) {
     HostTensor expected;
     int launches = 0;
-    EXPECT_LE(rel_error(run_case(c, runtime::Precision::Tf32, expected, nullptr, &launches), expected), 5e-3)
+    EXPECT_LE(rel_error(run_case(c, runtime::Precision::Tf32, split, expected, nullptr, &launches), expected), 5e-3)
         << c.name;
     if (c.op != "FusedConvMaxPool") EXPECT_GE(launches, 2) << c.name << ": not split";  // a max does not split
   }
@@ -167,7 +161,6 @@ TEST(Tf32, SplitKMatchesTheReferenceWithinTf32Error) {
 // `texplan tune --precision tf32` measures the node's exact fp32 lowering
 // among the tiles; where the cache says fp32, the node runs exact fp32.
 TEST(Tf32, TuningMayKeepANodeInFp32) {
-  Emulated emulated;
   auto dev = runtime::open_device("pocl");
   for (const Case& c : cases()) {
     if (c.name != "conv3x3" && c.name != "fused_matmul") continue;  // a conv and a product (PoCL's searches are slow)
@@ -175,7 +168,7 @@ TEST(Tf32, TuningMayKeepANodeInFp32) {
     runtime::TuningCache cache;
     HostTensor expected;
     int nodes = -1;
-    run_case(c, runtime::Precision::Tf32, expected, nullptr, nullptr, dev, &cache, /*search=*/true, &nodes);
+    run_case(c, runtime::Precision::Tf32, emulated(), expected, nullptr, nullptr, dev, &cache, /*search=*/true, &nodes);
     nlohmann::json& entry = cache.entry("texplan", runtime::tuning_device_key(dev->info()));
     std::string key;
     for (const auto& [k, v] : entry.items())
@@ -185,12 +178,12 @@ TEST(Tf32, TuningMayKeepANodeInFp32) {
     EXPECT_EQ(nodes, entry[key]["variant"] == "fp32" ? 0 : 1);             // the winner ran
     // The cache says fp32: exact fp32, no node on tensor cores.
     entry[key]["variant"] = "fp32";
-    HostTensor out = run_case(c, runtime::Precision::Tf32, expected, nullptr, nullptr, dev, &cache, false, &nodes);
+    HostTensor out = run_case(c, runtime::Precision::Tf32, emulated(), expected, nullptr, nullptr, dev, &cache, false, &nodes);
     EXPECT_EQ(nodes, 0);
     EXPECT_LE(rel_error(out, expected), 1e-5);
     // It says a tile: tf32, rounded.
     entry[key]["variant"] = runtime::mma_tile_variants().front();
-    out = run_case(c, runtime::Precision::Tf32, expected, nullptr, nullptr, dev, &cache, false, &nodes);
+    out = run_case(c, runtime::Precision::Tf32, emulated(), expected, nullptr, nullptr, dev, &cache, false, &nodes);
     EXPECT_EQ(nodes, 1);
     EXPECT_GT(rel_error(out, expected), 1e-6);
     EXPECT_LE(rel_error(out, expected), 5e-3);
@@ -203,7 +196,7 @@ TEST(Tf32, WithoutTensorCoresTheSessionRunsExactFp32) {
   for (const Case& c : cases()) {
     HostTensor expected;
     runtime::Precision used;
-    HostTensor out = run_case(c, runtime::Precision::Tf32, expected, &used);
+    HostTensor out = run_case(c, runtime::Precision::Tf32, {}, expected, &used);
     EXPECT_EQ(used, runtime::Precision::Fp32);
     EXPECT_LE(rel_error(out, expected), 1e-5) << c.name;
   }
@@ -214,5 +207,5 @@ TEST(Tf32, PrecisionNames) {
   EXPECT_STREQ(runtime::precision_name(runtime::parse_precision("fp32")), "fp32");
   EXPECT_EQ(runtime::parse_precision("fp16"), runtime::Precision::Fp16);
   EXPECT_THROW(runtime::parse_precision("fp8"), Error);
-  EXPECT_THROW(runtime::force_mma_variant("mma7x7"), Error);
+  EXPECT_THROW(runtime::check_mma_variant("mma7x7"), Error);
 }

@@ -1,5 +1,5 @@
-// Winograd F(2x2, 3x3) convolutions (src/kernels/conv_winograd.cl, forced
-// with force_conv_variant("winograd..."), on CPU devices too) against the CPU
+// Winograd F(2x2, 3x3) convolutions (src/kernels/conv_winograd.cl, named
+// by KernelChoice::conv "winograd...", on CPU devices too) against the CPU
 // reference: ragged tile and channel edges, pads 0..2, bias or none, fused
 // epilogues with a residual, split over the input channels (also in place
 // over the residual), and the 2x2 max pool of FusedConvMaxPool.
@@ -24,17 +24,13 @@ using test::test_device;
 
 namespace {
 
-struct ForceVariant {
-  explicit ForceVariant(const std::string& v) { runtime::force_conv_variant(v); }
-  ~ForceVariant() { runtime::force_conv_variant(""); }
-};
-
-// One node: inputs (an empty tensor: omitted), the output over input
-// `over` (-1: its own storage), tensors in one buffer from offset `first`;
-// the result of its launches, and their kernel names in `kernels`.
-HostTensor run_node(const std::string& op, const std::vector<HostTensor>& inputs, std::map<std::string, Attribute> attrs,
-                    const Shape& out_shape, int over, std::vector<std::string>& kernels, bool tf32 = false,
-                    int64_t first = 3) {
+// One node lowered with the kernels `choice` names: inputs (an empty
+// tensor: omitted), the output over input `over` (-1: its own storage),
+// tensors in one buffer from offset `first`; the result of its launches, and
+// their kernel names in `kernels`.
+HostTensor run_node(const runtime::KernelChoice& choice, const std::string& op, const std::vector<HostTensor>& inputs,
+                    std::map<std::string, Attribute> attrs, const Shape& out_shape, int over,
+                    std::vector<std::string>& kernels, bool tf32 = false, int64_t first = 3) {
   auto dev = test_device();
   Graph g;
   g.model_name = "winograd_test";
@@ -76,6 +72,7 @@ HostTensor run_node(const std::string& op, const std::vector<HostTensor>& inputs
   clEnqueueWriteBuffer(dev->queue(), pool, CL_TRUE, 0, host.size() * 4, host.data(), 0, nullptr, nullptr);
   {
     runtime::NodeBuilder b(*dev, g, g.nodes[0], [&](int t) { return runtime::Location{pool, offset.at(size_t(t)) * 4}; });
+    b.kernel_choice = choice;
     b.tf32 = tf32;
     bool lowered = op == "FusedConvMaxPool" ? runtime::lower_fused_conv_maxpool(b) : runtime::lower_node(b);
     EXPECT_TRUE(lowered);
@@ -95,11 +92,12 @@ HostTensor run_node(const std::string& op, const std::vector<HostTensor>& inputs
 
 // Conv X [x] W [oc, x[1], 3, 3] with `pad`, bias or not; `prog`: FusedConv
 // with that program and `extras` inputs of Y's shape; `pool`: FusedConvMaxPool
-// 2x2/2 (ceil_mode `ceil`). Checks the forced `variant` against the reference
-// and that it ran conv2d_winograd (and split-K's passes for "/s" variants).
+// 2x2/2 (ceil_mode `ceil`); `tf32` with the mma `emulated`. Checks the named
+// `variant` against the reference and that it ran conv2d_winograd (and
+// split-K's passes for "/s" variants).
 void expect_winograd(const std::string& variant, Shape x, int64_t oc, int64_t pad, bool bias,
                      std::vector<std::string> prog = {}, int extras = 0, bool pool = false, bool ceil = false,
-                     bool in_place = false, bool tf32 = false) {
+                     bool in_place = false, bool tf32 = false, bool emulated = false) {
   SCOPED_TRACE(variant + " x " + std::to_string(x[1]) + "x" + std::to_string(x[2]) + "x" + std::to_string(x[3]) +
                " oc " + std::to_string(oc) + " pad " + std::to_string(pad));
   std::vector<HostTensor> in = {random_tensor(x, -1, 1, 1), random_tensor({oc, x[1], 3, 3}, -1, 1, 2),
@@ -142,15 +140,13 @@ void expect_winograd(const std::string& variant, Shape x, int64_t oc, int64_t pa
   }
   std::vector<std::string> kernels;
   HostTensor out;
-  {
-    ForceVariant force(variant);
-    // Winograd reads X's rows as float2s (WG_PAIRS) only from an even
-    // offset: odd for the forms without, else even.
-    const int64_t first = variant.find(":nopairs") != std::string::npos ? 3 : 4;
-    out = run_node(op, in, attrs, expected.shape, in_place ? 3 : -1, kernels, tf32, first);
-  }
+  // Winograd reads X's rows as float2s (WG_PAIRS) only from an even
+  // offset: odd for the forms without, else even.
+  const int64_t first = variant.find(":nopairs") != std::string::npos ? 3 : 4;
+  out = run_node({.conv = variant, .tf32_emulation = emulated}, op, in, attrs, expected.shape, in_place ? 3 : -1,
+                 kernels, tf32, first);
   const double e = rel_error(out, expected);
-  if (tf32 && runtime::tf32_supported(*test_device())) {  // the products on tensor cores: tf32's rounding
+  if (tf32 && (emulated || runtime::tf32_supported(*test_device()))) {  // the products on tensor cores: tf32's rounding
     EXPECT_LE(e, 5e-3);
     EXPECT_GT(e, 1e-6) << "no tf32 rounding, so not the tensor-core build";
   } else {
@@ -180,7 +176,7 @@ TEST(Winograd, ConvMatchesTheReference) {
   expect_winograd("winograd/s2", {1, 40, 9, 9}, 36, 1, false, {"Relu x0"});
   expect_winograd("winograd/s3", {1, 21, 9, 9}, 36, 1, true, {"Add x0 x1", "Relu t0"}, 1);
   expect_winograd("winograd", {1, 6, 10, 12}, 35, 1, true, {"Relu x0"}, 0, true);
-  EXPECT_THROW(runtime::force_conv_variant("winograd:x"), Error);
+  EXPECT_THROW(runtime::check_conv_variant("winograd:x"), Error);
 }
 
 // The weights packed untransformed (":raw", a measurement's form): the
@@ -214,8 +210,8 @@ TEST(Winograd, TileAndBufferForms) {
     expect_winograd(v, {1, 6, 10, 12}, 35, 1, true, {"Relu x0"}, 0, true);
     expect_winograd(v, {1, 6, 9, 11}, 8, 1, false, {"Relu x0"}, 0, true, true);
   }
-  EXPECT_THROW(runtime::force_conv_variant("winograd:raw:db"), Error);
-  EXPECT_THROW(runtime::force_conv_variant("winograd:db8"), Error);
+  EXPECT_THROW(runtime::check_conv_variant("winograd:raw:db"), Error);
+  EXPECT_THROW(runtime::check_conv_variant("winograd:db8"), Error);
 }
 
 // The form by shape on the H100's 132 compute units: the 16-tile form where
@@ -244,13 +240,11 @@ TEST(Winograd, PackedWeightsReplaceTheOriginals) {
   c.fed = {true, false, false};
   const test::OneNode n = test::one_node(c, "winograd_weights", 17, 5);
   for (auto [variant, taps] : {std::pair{"winograd", 16}, std::pair{"winograd:raw", 9}}) {
-    ForceVariant force(variant);
-    const test::OneNodeRun r = test::run_one_node(n, test_device());
+    const test::OneNodeRun r = test::run_one_node(n, test_device(), {.kernel_choice = {.conv = variant}});
     EXPECT_LE(rel_error(r.got, n.want), 1e-5) << variant;
     EXPECT_EQ(r.weight_bytes, (2 * 16 * taps * 32 + 40) * 4) << variant;
   }
-  ForceVariant direct("32x32");
-  EXPECT_EQ(test::run_one_node(n, test_device()).weight_bytes, (40 * 13 * 9 + 40) * 4);
+  EXPECT_EQ(test::run_one_node(n, test_device(), {.kernel_choice = {.conv = "32x32"}}).weight_bytes, (40 * 13 * 9 + 40) * 4);
 }
 
 TEST(Winograd, FusedEpilogueAndResidual) {
@@ -284,19 +278,15 @@ TEST(Winograd, MaxPoolOfTheTiles) {
 // cores (nothing emulated) it stays exact fp32.
 TEST(Winograd, Tf32ProductsOnTensorCores) {
   expect_winograd("winograd", {1, 16, 12, 12}, 64, 1, true, {"Relu x0"}, 0, false, false, false, true);
-  struct Emulated {
-    Emulated() { runtime::force_tf32_emulation(true); }
-    ~Emulated() { runtime::force_tf32_emulation(false); }
-  } emulated;
-  expect_winograd("winograd", {1, 16, 12, 12}, 64, 1, true, {"Relu x0"}, 0, false, false, false, true);
-  expect_winograd("winograd", {1, 13, 9, 11}, 40, 1, false, {}, 0, false, false, false, true);
+  expect_winograd("winograd", {1, 16, 12, 12}, 64, 1, true, {"Relu x0"}, 0, false, false, false, true, true);
+  expect_winograd("winograd", {1, 13, 9, 11}, 40, 1, false, {}, 0, false, false, false, true, true);
   // One chunk only: the second chunk in flight is never loaded (it would
   // read past the packed weights of the last output-channel block).
-  expect_winograd("winograd", {1, 8, 9, 9}, 40, 1, true, {}, 0, false, false, false, true);
-  expect_winograd("winograd", {1, 128, 8, 8}, 64, 1, true, {"Relu x0"}, 0, true, false, false, true);
-  expect_winograd("winograd", {1, 6, 9, 11}, 8, 1, false, {"Relu x0"}, 0, true, true, false, true);
-  expect_winograd("winograd/s3", {1, 40, 9, 9}, 36, 1, true, {"Add x0 x1", "Relu t0"}, 1, false, false, false, true);
-  expect_winograd("winograd/s4", {1, 32, 7, 7}, 32, 1, true, {"Add x0 x1", "Relu t0"}, 1, false, false, true, true);
+  expect_winograd("winograd", {1, 8, 9, 9}, 40, 1, true, {}, 0, false, false, false, true, true);
+  expect_winograd("winograd", {1, 128, 8, 8}, 64, 1, true, {"Relu x0"}, 0, true, false, false, true, true);
+  expect_winograd("winograd", {1, 6, 9, 11}, 8, 1, false, {"Relu x0"}, 0, true, true, false, true, true);
+  expect_winograd("winograd/s3", {1, 40, 9, 9}, 36, 1, true, {"Add x0 x1", "Relu t0"}, 1, false, false, false, true, true);
+  expect_winograd("winograd/s4", {1, 32, 7, 7}, 32, 1, true, {"Add x0 x1", "Relu t0"}, 1, false, false, true, true, true);
 }
 
 // The choice by shape: Winograd is never taken on CPU devices unforced, nor
@@ -305,8 +295,7 @@ TEST(Winograd, ForcedOnlyWhereItApplies) {
   auto dev = test_device();
   std::vector<HostTensor> in = {random_tensor({1, 8, 9, 9}, -1, 1, 1), random_tensor({8, 8, 3, 3}, -1, 1, 2)};
   std::vector<std::string> kernels;
-  ForceVariant force("winograd");
-  run_node("Conv", in, {{"strides", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({1, 1, 1, 1})}}, {1, 8, 5, 5},
+  run_node({.conv = "winograd"}, "Conv", in, {{"strides", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({1, 1, 1, 1})}}, {1, 8, 5, 5},
            -1, kernels);
   EXPECT_EQ(std::find(kernels.begin(), kernels.end(), "conv2d_winograd"), kernels.end());
 }

@@ -25,12 +25,12 @@
 //
 // On CPU devices (PoCL) "auto" is the CPU lowering's own choice; "cpu:direct"
 // and "cpu:<variant>" force the direct kernel or a Winograd variant
-// (runtime/ops_cpu.h force_cpu_winograd_variant):
+// (runtime/kernel_choice.h KernelChoice::cpu_winograd):
 //
 //   texplan_conv_bench --device pocl --filter unet --variants 'cpu:direct,cpu:f4 16x16 w64 c32'
 //
 // and "block:<OCBxPB[xNV][/lL]>" one register block of the direct, GEMM
-// (1x1) or matrix-vector kernels (runtime/cpu_lowering.h force_cpu_variant):
+// (1x1) or matrix-vector kernels (runtime/kernel_choice.h KernelChoice::cpu):
 //
 //   texplan_conv_bench --device pocl --filter 1x1 --variants block:8x16x2/l8,block:8x16/l1
 //
@@ -205,13 +205,16 @@ double flops(const ConvShape& c) {
 // Median device ms of the node over `reps` runs, after a warm-up (its
 // launches' first start to last end); the first output so variants can be
 // compared for agreement, and the node's kernel launches (split-K: 2 or 3).
+// `kernels`: the variants the session runs instead of its own choice.
 double time_node(const Graph& g, const std::vector<HostTensor>& feeds, std::shared_ptr<runtime::Device> dev, int reps,
-                 std::vector<float>& output, runtime::Precision precision, int& launches) {
+                 std::vector<float>& output, runtime::Precision precision, const runtime::KernelChoice& kernels,
+                 int& launches) {
   PlanInput pin = make_usage_records(g);
   plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
   runtime::SessionOptions opt;
   opt.profile = true;
   opt.precision = precision;
+  opt.kernel_choice = kernels;
   runtime::Session s(g, pin, plan, dev, opt);
   if (s.precision() != precision) throw Error("this device has no tf32 tensor cores");
   output = s.run(feeds)[0].as_float();
@@ -362,23 +365,19 @@ int main(int argc, char** argv) {
           const bool tf32 = names[v].rfind("tf32", 0) == 0;
           const bool cpu = names[v].rfind("cpu:", 0) == 0;  // CPU devices: cpu:direct, cpu:<Winograd variant>
           const bool block = names[v].rfind("block:", 0) == 0;  // CPU devices: a register block (cpu_lowering.h)
-          runtime::force_cpu_winograd_variant(cpu ? names[v].substr(4) : "");
-          runtime::force_cpu_variant(block ? names[v].substr(6) : "");
-          // "tf32:winograd..." forces Winograd (its tensor-core form); "tf32:<tiles>" the mma tiles.
+          runtime::KernelChoice k;
+          k.cpu_winograd = cpu ? names[v].substr(4) : "";
+          k.cpu = block ? names[v].substr(6) : "";
+          // "tf32:winograd..." names Winograd (its tensor-core form); "tf32:<tiles>" the mma tiles.
           const bool tf32_wino = names[v].rfind("tf32:winograd", 0) == 0;
-          runtime::force_conv_variant(tf32_wino ? names[v].substr(5)
-                                                : (names[v] == "auto" || tf32 || cpu || block ? "" : names[v]));
-          runtime::force_mma_variant(names[v].rfind("tf32:", 0) == 0 && !tf32_wino ? names[v].substr(5) : "");
+          k.conv = tf32_wino ? names[v].substr(5) : (names[v] == "auto" || tf32 || cpu || block ? "" : names[v]);
+          k.mma = names[v].rfind("tf32:", 0) == 0 && !tf32_wino ? names[v].substr(5) : "";
           ms[v] = time_node(g, feeds, dev, reps, outs[v], tf32 ? runtime::Precision::Tf32 : runtime::Precision::Fp32,
-                            launches[v]);
+                            k, launches[v]);
         } catch (const Error& e) {
           std::cerr << c.name << " / " << names[v] << ": " << e.what() << "\n";
         }
       }
-      runtime::force_conv_variant("");
-      runtime::force_mma_variant("");
-      runtime::force_cpu_winograd_variant("");
-      runtime::force_cpu_variant("");
       double best = INFINITY;
       for (double m : ms)
         if (m > 0) best = std::min(best, m);
@@ -417,13 +416,12 @@ int main(int argc, char** argv) {
         try {
           std::vector<HostTensor> feeds;
           Graph g = stem_graph(c, names[v] != "unfused", feeds);
-          runtime::force_conv_maxpool_variant(names[v] == "unfused" || names[v] == "auto" ? "" : names[v]);
-          ms[v] = time_node(g, feeds, dev, reps, outs[v], runtime::Precision::Fp32, launches[v]);
+          const runtime::KernelChoice k{.conv_maxpool = names[v] == "unfused" || names[v] == "auto" ? "" : names[v]};
+          ms[v] = time_node(g, feeds, dev, reps, outs[v], runtime::Precision::Fp32, k, launches[v]);
         } catch (const Error& e) {
           std::cerr << c.name << " / " << names[v] << ": " << e.what() << "\n";
         }
       }
-      runtime::force_conv_maxpool_variant("");
       double best = INFINITY;
       for (double m : ms)
         if (m > 0) best = std::min(best, m);

@@ -14,11 +14,6 @@ std::string CpuVariant::name() const {
 }
 
 namespace {
-std::string &forced_cpu_variant() {
-  static std::string name;
-  return name;
-}
-
 // Work-items per group along dim 0 for a grid of `x` x `rest` items: PoCL
 // runs each work-group on one thread, and left to itself it may make one
 // group of a small grid; at least ~32 groups balance its threads.
@@ -29,8 +24,6 @@ size_t group_items(int64_t x, int64_t rest) {
   return l;
 }
 } // namespace
-
-void force_cpu_variant(const std::string &name) { forced_cpu_variant() = name; }
 
 std::vector<CpuVariant> cpu_gemm_candidates(int64_t rows, int64_t cols,
                                             int64_t batches, int width,
@@ -160,7 +153,7 @@ int pick_cpu_variant(NodeBuilder &b, const std::string &key,
   std::vector<std::string> names;
   for (const CpuVariant &x : vs)
     names.push_back(x.name());
-  if (const std::string &f = forced_cpu_variant(); !f.empty()) {
+  if (const std::string &f = b.kernel_choice.cpu; !f.empty()) {
     for (size_t i = 0; i < names.size(); ++i) // without "/lL": any group size
       if (names[i] == f || names[i].substr(0, names[i].find('/')) == f)
         return int(i);

@@ -51,18 +51,13 @@ Source cpu_source(const char *file, const CpuVariant &v, const FusedTail &tail,
 Range cpu_range(const CpuVariant &v, int64_t cols, int64_t rows,
                 int64_t batches);
 
-// Picks one of vs for `key`, measuring each with `emit` (which prepares the
-// launch as the last of b.launches) when the tuning scope searches.
+// Picks one of vs for `key`: the one KernelChoice::cpu names (CpuVariant::name;
+// without "/lL" the first candidate of that block, any group size; Error if
+// vs lacks it), else measuring each with `emit` (which prepares the launch as
+// the last of b.launches) when the tuning scope searches.
 int pick_cpu_variant(NodeBuilder &b, const std::string &key,
                      const std::vector<CpuVariant> &vs,
                      const std::function<void(const CpuVariant &)> &emit);
-
-// Forces, for measurements and tests (texplan_conv_bench "cpu:NAME"), the
-// CPU variant named NAME (CpuVariant::name; without "/lL" the first
-// candidate of that block, any group size) wherever pick_cpu_variant is
-// offered it; a lowering whose candidates lack it throws Error. "" restores
-// the choice by shape and tuning cache.
-void force_cpu_variant(const std::string &name);
 
 // "a,b,c": the shape part of a tuning key.
 std::string dims_key(std::initializer_list<int64_t> v);

@@ -11,6 +11,7 @@
 
 #include "graph/graph.h"
 #include "runtime/device.h"
+#include "runtime/kernel_choice.h"
 
 namespace texplan::runtime {
 
@@ -200,6 +201,12 @@ class NodeBuilder {
   int64_t local_mem_bytes() const { return dev_.info().local_mem_bytes; }
   const std::string& device_type() const { return dev_.info().type; }  // "gpu", "cpu", ...
   const Device& device() const { return dev_; }
+  // Variants named for measurements and tests (SessionOptions::kernel_choice);
+  // the default chooses by shape, device and tuning cache.
+  KernelChoice kernel_choice;
+  // texplan's GPU kernels on every device (KernelChoice::conv set): the
+  // lowerings skip their CPU-device (PoCL) forms.
+  bool gpu_kernels_forced() const { return !kernel_choice.conv.empty(); }
   // Matrix products (conv, GEMM) may round inputs to tf32 on tensor cores
   // (SessionOptions::precision; set only where the device has them): ops_mma.h.
   bool tf32 = false;
@@ -351,22 +358,22 @@ std::string window_prelude();
 // its pixels: their B operand's K stride is xwin_plane).
 void window_input(NodeBuilder& b, FusedTail& tail);
 
-// Kernel variants chosen by shape and device, forced by name for
-// measurements and tests (bench/kernels, tests/test_fused_kernels). The
-// conv/gemm tiles are "MxN" (rows of output channels x output pixels per
-// work-group), "v" at the end for float4 local reads, "taps:" in front for
-// the baseline convolution that decodes every tap with divisions; "/split"
-// after them for split-K (K in slices added into Y atomically) with the
-// slices chosen by shape, "/sN" (forced only) for N slices.
+// Kernel variants chosen by shape and device, named instead by
+// KernelChoice::conv for measurements and tests (bench/kernels,
+// tests/test_fused_kernels). The conv/gemm tiles are "MxN" (rows of output
+// channels x output pixels per work-group), "v" at the end for float4 local
+// reads, "taps:" in front for the baseline convolution that decodes every tap
+// with divisions; "/split" after them for split-K (K in slices added into Y
+// atomically) with the slices chosen by shape, "/sN" (named only) for N slices.
 std::vector<std::string> conv_tile_variants();
-// Forces the GPU kernels (gemm.cl, conv.cl) with these tiles on every device,
-// CPUs included ("gpu": with the tiles chosen by shape or tuning, "gpu/sN":
-// those split in N where allowed; "winograd", "winograd/split",
-// "winograd/sN": conv_winograd.cl for the 3x3 stride-1 single-group convs,
-// the GPU kernels' choice elsewhere); "" restores the choice by shape and
-// device. Throws Error on an unknown name.
-void force_conv_variant(const std::string& variant);
-bool gpu_kernels_forced();
+// Throws Error unless `variant` is a KernelChoice::conv: "" (the choice by
+// shape and device), "gpu" (the GPU kernels with the tiles chosen by shape or
+// tuning), "gpu/sN" (those split in N where allowed), the tiles above, or
+// "winograd", "winograd/split", "winograd/sN" (conv_winograd.cl for the 3x3
+// stride-1 single-group convs, the GPU kernels' choice elsewhere) with
+// ":form"s after "winograd" (:raw, :pf2, :db, :db8, :t16, :nopairs, and the
+// diagnostic builds :dng, :dnm).
+void check_conv_variant(const std::string& variant);
 // The Winograd form a 3x3 stride-1 conv (C -> OC channels, OH x OW output,
 // `images`) takes by shape on a GPU of `compute_units`, untuned: "winograd",
 // "winograd/sN" (split, where `can_split`) or "winograd:t16:db" (the fp32
@@ -382,13 +389,13 @@ bool output_overlaps_input(const NodeBuilder& b, int except = -1);  // input `ex
 bool splits_onto_residual(const NodeBuilder& b, const FusedTail& tail);
 void launch_splitk_zero(NodeBuilder& b, const Source& split, const TensorArg& Y, int64_t total, const FusedTail& tail);
 void launch_splitk_finish(NodeBuilder& b, const TensorArg& Y, int64_t total, const FusedTail& tail);
-// FusedConvMaxPool with overlapping windows: "direct" (conv2d_maxpool, one
-// work-item per pooled output) or "tiled:<tile>" (conv2d_maxpool_tiled with
-// that tile, the direct kernel where it does not fit local memory), for
-// measurements and tests; "" restores the choice by shape (and tuning cache).
-// Throws Error on an unknown name.
+// FusedConvMaxPool with overlapping windows (KernelChoice::conv_maxpool):
+// "direct" (conv2d_maxpool, one work-item per pooled output) or
+// "tiled:<tile>" (conv2d_maxpool_tiled with that tile, the direct kernel
+// where it does not fit local memory); "": the choice by shape (and tuning
+// cache). check_conv_maxpool_variant throws Error on an unknown name.
 std::vector<std::string> conv_maxpool_variants();
-void force_conv_maxpool_variant(const std::string& variant);
+void check_conv_maxpool_variant(const std::string& variant);
 
 // Prepares the launches of one node. Returns false when no kernel covers the
 // node (op, attributes or types): the caller runs it on the CPU instead.

@@ -95,8 +95,8 @@ const Tiles kTiles[] = {{"32x32", 2, 2, false, 1.0},     {"64x64", 4, 4, false, 
                         {"128x64v", 8, 4, true, 3.2},    {"128x128", 8, 8, false, 3.0},
                         {"128x128v", 8, 8, true, 4.0}};
 
+// KernelChoice::conv parsed.
 struct Forced {
-  bool gpu = false;              // texplan's GPU kernels on every device
   const Tiles* tiles = nullptr;  // these tiles, not the choice by shape
   bool taps = false;             // conv2d_gemm_taps for conv2d_gemm
   int64_t splits = 0;            // split-K where allowed: S slices; -1 the S by shape; 0 the choice; 1 never
@@ -108,16 +108,59 @@ struct Forced {
   bool winograd_ck8 = false;
   bool winograd_pairs = true;    // ":nopairs": no WG_PAIRS (a measurement)
 };
-Forced& forced() {
-  static Forced f;
-  return f;
-}
-
 const Tiles& tiles_named(const char* n) {
   for (const Tiles& t : kTiles)
     if (std::string(n) == t.name) return t;
   throw Error(std::string("no tile variant ") + n);
 }
+
+// KernelChoice::conv parsed; throws Error on an unknown name.
+Forced parse_conv_variant(const std::string& variant) {
+  Forced f;
+  std::string tiles = variant;
+  if (size_t slash = variant.find('/'); slash != std::string::npos) {  // "TILES/split", "TILES/sN"
+    std::string split = variant.substr(slash + 1);
+    tiles = variant.substr(0, slash);
+    if (split == "split") {
+      f.splits = -1;
+    } else {
+      size_t digits = split.size() > 1 && split[0] == 's' ? split.find_first_not_of("0123456789", 1) : 0;
+      if (digits != std::string::npos || split.size() > 7) throw Error("no split-K variant /" + split + " (/split or /sN)");
+      f.splits = std::max<int64_t>(1, std::stoll(split.substr(1)));
+    }
+  }
+  if (tiles == "winograd" || tiles.rfind("winograd:", 0) == 0) {
+    f.winograd = true;  // where it applies; the GPU kernels' choice by shape elsewhere
+    // Diagnostic builds, for measurements (wrong results): ":dng" no global
+    // reads, ":dnm" no products, to time the rest. The build forms tried and
+    // not kept: docs/kernel-choices.md#winograd-builds-tried-and-not-kept.
+    std::stringstream opts(tiles.substr(8));
+    for (std::string o; std::getline(opts, o, ':');) {
+      if (o == "dng") f.winograd_build += " -DWG_DIAG_NO_GLOBAL";
+      else if (o == "dnm") f.winograd_build += " -DWG_DIAG_NO_GEMM";
+      else if (o == "raw") f.winograd_weights = o;
+      else if (o == "pf2") f.winograd_build += " -DWG_PREFETCH2";  // two chunks in flight in the fp32 build
+      else if (o == "db") f.winograd_db = true;  // 4-channel chunks in two buffers (fp32 build)
+      else if (o == "db8") f.winograd_db = f.winograd_ck8 = true;  // 8-channel chunks: with :t16 only
+      else if (o == "t16") f.winograd_tiles = 16;
+      else if (o == "nopairs") f.winograd_pairs = false;  // input rows read a float at a time
+      else if (!o.empty())
+        throw Error("no Winograd build variant :" + o + " (:dng, :dnm, :raw, :pf2, :db, :db8, :t16, :nopairs)");
+    }
+    if (f.winograd_weights == "raw" && (f.winograd_tiles != 32 || f.winograd_db))
+      throw Error("winograd:raw takes neither :db nor :t16");
+    if (f.winograd_tiles == 32 && f.winograd_ck8)
+      throw Error("winograd:db8 needs :t16 (two buffers of 32 tiles exceed 48 KB of local memory)");
+  } else if (!variant.empty() && tiles != "gpu") {
+    f.taps = tiles.rfind("taps:", 0) == 0;
+    f.tiles = &tiles_named(tiles.c_str() + (f.taps ? 5 : 0));
+    if (f.taps && f.splits != 0) throw Error("the taps: baseline has no split-K variant");
+  }
+  return f;
+}
+
+// The conv variant the session named for node builder `b` (none: every field unset).
+Forced forced(const NodeBuilder& b) { return parse_conv_variant(b.kernel_choice.conv); }
 
 // Whether tiles `t` waste at most a quarter of their area on the edges of
 // an MxN output (32x32 always qualifies: the smallest).
@@ -131,7 +174,7 @@ bool fits(const Tiles& t, int64_t M, int64_t N) {
 // scored by waves of work-groups (one per compute unit per wave) times the
 // work of one tile over its speed.
 const Tiles& choose_tiles(const NodeBuilder& b, int64_t M, int64_t N, int64_t batches) {
-  if (forced().tiles) return *forced().tiles;
+  if (const Forced f = forced(b); f.tiles) return *f.tiles;
   auto groups = [&](const Tiles& t) { return ceil_div(M, t.tm()) * ceil_div(N, t.tn()) * batches; };
   const int64_t cu = std::max(1, b.compute_units());
   if (b.device_type() != "gpu") return groups(kTiles[1]) < cu ? kTiles[0] : kTiles[1];
@@ -268,9 +311,8 @@ std::string winograd_variant_by_shape(int64_t C, int64_t OC, int64_t OH, int64_t
 
 namespace {
 
-// force_conv_variant's "winograd", "winograd/split" or "winograd/sN".
-Variant forced_winograd(const WinogradShape& w, bool can_split, int64_t cu) {
-  const Forced& f = forced();
+// KernelChoice::conv's "winograd", "winograd/split" or "winograd/sN" (`f`).
+Variant forced_winograd(const Forced& f, const WinogradShape& w, bool can_split, int64_t cu) {
   if (!can_split || f.splits == 1 || f.splits == 0) return Variant{nullptr};
   if (f.splits < 0) return winograd_split(w, std::max<int64_t>(cu, 2 * w.groups() + 1), 1);  // split
   int64_t cslice = ceil_div(ceil_div(w.C, f.splits), kWinogradCK) * kWinogradCK;
@@ -288,9 +330,9 @@ Variant forced_winograd(const WinogradShape& w, bool can_split, int64_t cu) {
 Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int64_t K, int64_t batches,
                      bool can_split, const std::function<void(const Variant&)>& emit,
                      const WinogradShape* wino = nullptr) {
-  const Forced& f = forced();
+  const Forced f = forced(b);
   const int64_t cu = std::max(1, b.compute_units());
-  if (f.winograd && wino) return forced_winograd(*wino, can_split, cu);
+  if (f.winograd && wino) return forced_winograd(f, *wino, can_split, cu);
   if (f.tiles || f.splits != 0) {
     const Tiles& t = choose_tiles(b, M, N, batches);
     if (!can_split || f.splits == 0 || f.splits == 1) return Variant{&t};
@@ -349,9 +391,10 @@ std::optional<WinogradShape> winograd_shape(const NodeBuilder& b, const ConvGeom
   if (b.in_window(0)) return std::nullopt;  // nor reads a window: conv2d_gemm does
   const HostTensor* weights = b.constant(1);
   if (!weights || weights->dtype != DataType::Float32) return std::nullopt;  // packed at load: constant only
-  if (forced().taps || forced().tiles) return std::nullopt;
+  const Forced f = forced(b);
+  if (f.taps || f.tiles) return std::nullopt;
   const WinogradShape w{g.C, g.OC, ceil_div(g.OH, 2) * ceil_div(g.OW, 2), g.N};
-  if (!forced().winograd && (b.device_type() != "gpu" || g.C < 32 || g.OC < 32 || w.tiles * w.images < 32))
+  if (!f.winograd && (b.device_type() != "gpu" || g.C < 32 || g.OC < 32 || w.tiles * w.images < 32))
     return std::nullopt;
   return w;
 }
@@ -364,8 +407,8 @@ std::optional<WinogradShape> winograd_shape(const NodeBuilder& b, const ConvGeom
 // Forced tiles (benchmarks) run as forced.
 bool winograd_before_tf32(const NodeBuilder& b, const WinogradShape& w, bool pooled) {
   const int64_t cu = std::max(1, b.compute_units());
-  if (!b.tf32 || mma_tiles_forced()) return false;
-  return forced().winograd || ((w.OC >= 64 || w.groups() >= cu) && (!pooled || 2 * w.groups() >= cu));
+  if (!b.tf32 || mma_tiles_forced(b)) return false;
+  return forced(b).winograd || ((w.OC >= 64 || w.groups() >= cu) && (!pooled || 2 * w.groups() >= cu));
 }
 
 // conv_winograd.cl's weights, packed once so that a chunk of kWinogradCK
@@ -393,10 +436,10 @@ std::vector<float> winograd_weights(const HostTensor& weights, int64_t OC, int64
 void launch_winograd(NodeBuilder& b, const ConvGeometry& g, bool has_bias, const TensorArg& bias, const FusedTail& tail,
                      const Variant& v, int64_t PH = 0, int64_t PW = 0) {
   // --precision tf32: the transforms' products on the tensor cores (WG_MMA).
-  const bool mma = b.tf32 && tf32_supported(b.device());
+  const bool mma = b.tf32 && tf32_runs(b);
   // Tiles per work-group (BT): 32, or 16 in 128-item groups (fp32 only;
   // the variant's form double-buffered, forced forms as forced).
-  const Forced& f = forced();
+  const Forced f = forced(b);
   const bool halves = !mma && v.wg_tiles == 16;
   const int64_t bt = mma ? 32 : halves ? 16 : f.winograd_tiles;
   const bool db = !mma && (halves || f.winograd_db);
@@ -412,7 +455,7 @@ void launch_winograd(NodeBuilder& b, const ConvGeometry& g, bool has_bias, const
   // TEXPLAN_PTX on NVIDIA: split-K's red.global.add (common.cl split_add); nothing else reads it here.
   auto source = [&](const std::string& defines, const std::string& prelude) {
     const std::string form = defines + build + (pre ? " -DWG_PRE" : "");
-    if (mma) return mma_build(b.device(), "conv_winograd.cl", form + " -DWG_MMA", prelude);
+    if (mma) return mma_build(b, "conv_winograd.cl", form + " -DWG_MMA", prelude);
     return Source("conv_winograd.cl", form + (accepts_inline_ptx(b.device()) ? " -DTEXPLAN_PTX" : ""),
                   prelude);
   };
@@ -528,7 +571,7 @@ struct GemmArgs {
 // others take register tiles chosen by choose_tiles.
 void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const TensorArg& C, const TensorArg& Y,
                  const GemmArgs& g, const FusedTail& tail) {
-  if (b.device_type() == "cpu" && !gpu_kernels_forced() && launch_gemm_cpu(b, A, B, C, Y, g, tail)) return;  // PoCL: ops_cpu.cpp
+  if (b.device_type() == "cpu" && !b.gpu_kernels_forced() && launch_gemm_cpu(b, A, B, C, Y, g, tail)) return;  // PoCL: ops_cpu.cpp
   int64_t nb = 1;
   for (int64_t d : g.batch) nb *= d;
   if (g.M == 0 || g.N == 0 || nb == 0) return;
@@ -587,12 +630,19 @@ const PoolTile kPoolTiles[] = {{"4x8x32", 4, 8, 32, 8, 128},
 constexpr int64_t kPoolTileLocalBytes = 48 * 1024;
 constexpr int64_t kPoolTileMaxAccumulators = 64;  // ROC x RPX registers per item
 
+// KernelChoice::conv_maxpool parsed.
 struct ForcedPool {
   bool set = false;
   const PoolTile* tile = nullptr;  // null: the direct kernel
 };
-ForcedPool& forced_pool() {
-  static ForcedPool f;
+ForcedPool parse_pool_variant(const std::string& variant) {
+  ForcedPool f;
+  f.set = !variant.empty();
+  if (f.set && variant != "direct") {
+    for (const PoolTile& t : kPoolTiles)
+      if (variant == std::string("tiled:") + t.name) f.tile = &t;
+    if (!f.tile) throw Error("no FusedConvMaxPool variant " + variant);
+  }
   return f;
 }
 
@@ -668,69 +718,15 @@ std::vector<std::string> conv_tile_variants() {
   return v;
 }
 
-bool gpu_kernels_forced() { return forced().gpu; }
-
 std::vector<std::string> conv_maxpool_variants() {
   std::vector<std::string> v = {"direct"};
   for (const PoolTile& t : kPoolTiles) v.push_back(std::string("tiled:") + t.name);
   return v;
 }
 
-void force_conv_maxpool_variant(const std::string& variant) {
-  ForcedPool f;
-  f.set = !variant.empty();
-  if (f.set && variant != "direct") {
-    for (const PoolTile& t : kPoolTiles)
-      if (variant == std::string("tiled:") + t.name) f.tile = &t;
-    if (!f.tile) throw Error("no FusedConvMaxPool variant " + variant);
-  }
-  forced_pool() = f;
-}
+void check_conv_maxpool_variant(const std::string& variant) { parse_pool_variant(variant); }
 
-void force_conv_variant(const std::string& variant) {
-  Forced f;
-  f.gpu = !variant.empty();
-  std::string tiles = variant;
-  if (size_t slash = variant.find('/'); slash != std::string::npos) {  // "TILES/split", "TILES/sN"
-    std::string split = variant.substr(slash + 1);
-    tiles = variant.substr(0, slash);
-    if (split == "split") {
-      f.splits = -1;
-    } else {
-      size_t digits = split.size() > 1 && split[0] == 's' ? split.find_first_not_of("0123456789", 1) : 0;
-      if (digits != std::string::npos || split.size() > 7) throw Error("no split-K variant /" + split + " (/split or /sN)");
-      f.splits = std::max<int64_t>(1, std::stoll(split.substr(1)));
-    }
-  }
-  if (tiles == "winograd" || tiles.rfind("winograd:", 0) == 0) {
-    f.winograd = true;  // where it applies; the GPU kernels' choice by shape elsewhere
-    // Diagnostic builds, for measurements (wrong results): ":dng" no global
-    // reads, ":dnm" no products, to time the rest. The build forms tried and
-    // not kept: docs/kernel-choices.md#winograd-builds-tried-and-not-kept.
-    std::stringstream opts(tiles.substr(8));
-    for (std::string o; std::getline(opts, o, ':');) {
-      if (o == "dng") f.winograd_build += " -DWG_DIAG_NO_GLOBAL";
-      else if (o == "dnm") f.winograd_build += " -DWG_DIAG_NO_GEMM";
-      else if (o == "raw") f.winograd_weights = o;
-      else if (o == "pf2") f.winograd_build += " -DWG_PREFETCH2";  // two chunks in flight in the fp32 build
-      else if (o == "db") f.winograd_db = true;  // 4-channel chunks in two buffers (fp32 build)
-      else if (o == "db8") f.winograd_db = f.winograd_ck8 = true;  // 8-channel chunks: with :t16 only
-      else if (o == "t16") f.winograd_tiles = 16;
-      else if (o == "nopairs") f.winograd_pairs = false;  // input rows read a float at a time
-      else if (!o.empty())
-        throw Error("no Winograd build variant :" + o + " (:dng, :dnm, :raw, :pf2, :db, :db8, :t16, :nopairs)");
-    }
-    if (f.winograd_weights == "raw" && (f.winograd_tiles != 32 || f.winograd_db))
-      throw Error("winograd:raw takes neither :db nor :t16");
-    if (f.winograd_tiles == 32 && f.winograd_ck8)
-      throw Error("winograd:db8 needs :t16 (two buffers of 32 tiles exceed 48 KB of local memory)");
-  } else if (!variant.empty() && tiles != "gpu") {
-    f.taps = tiles.rfind("taps:", 0) == 0;
-    f.tiles = &tiles_named(tiles.c_str() + (f.taps ? 5 : 0));
-    if (f.taps && f.splits != 0) throw Error("the taps: baseline has no split-K variant");
-  }
-  forced() = f;
-}
+void check_conv_variant(const std::string& variant) { parse_conv_variant(variant); }
 
 bool lower_conv(NodeBuilder& b) { return lower_conv(b, FusedTail{}); }
 
@@ -740,8 +736,9 @@ bool lower_conv(NodeBuilder& b, const FusedTail& fused) {
   // (for X) Winograd's GPU form writes Y through YI and reads X through XPLANE.
   window_output(b, tail);
   window_input(b, tail);
-  if (b.device_type() == "cpu" && !gpu_kernels_forced() && lower_conv_cpu(b, tail)) return true;  // PoCL: ops_cpu.cpp
+  if (b.device_type() == "cpu" && !b.gpu_kernels_forced() && lower_conv_cpu(b, tail)) return true;  // PoCL: ops_cpu.cpp
   if (channel_scaled(b.node)) return false;  // the GPU kernels do not scale X: the CPU runs it
+  const Forced f = forced(b);
   ConvGeometry g;
   if (!conv_geometry(b, false, g)) return false;
   bool has_bias = b.has_in(2);
@@ -776,7 +773,7 @@ bool lower_conv(NodeBuilder& b, const FusedTail& fused) {
     const bool can_split = split_k_allowed(b, K, total, tail);
     const int64_t cu = std::max(1, b.compute_units());
     launch_winograd(b, g, has_bias, bias, tail,
-                    forced().winograd ? forced_winograd(*wino, can_split, cu)
+                    f.winograd ? forced_winograd(f, *wino, can_split, cu)
                                       : winograd_by_shape(*wino, can_split, cu, false));
     return true;
   }
@@ -796,13 +793,13 @@ bool lower_conv(NodeBuilder& b, const FusedTail& fused) {
       launch_splitk_finish(b, b.arg_out(0), total, tail);
       return;
     }
-    launch_conv_kernel(b, gemm_source(t, tail), forced().taps ? "conv2d_gemm_taps" : "conv2d_gemm", r, b.arg_in(1),
+    launch_conv_kernel(b, gemm_source(t, tail), f.taps ? "conv2d_gemm_taps" : "conv2d_gemm", r, b.arg_in(1),
                        bias, conv_params(g, has_bias));
     tail.append_args(b);
   };
   std::string key = shape_key("conv2d_gemm", {g.N, g.C, g.H, g.W, g.OC, g.OH, g.OW, g.KH, g.KW, g.sh, g.sw, g.ph,
                                               g.pw, g.dh, g.dw, g.groups});
-  emit(pick_variant(b, key, OCg, g.OH * g.OW, K, g.N * g.groups, !forced().taps && split_k_allowed(b, K, total, tail),
+  emit(pick_variant(b, key, OCg, g.OH * g.OW, K, g.N * g.groups, !f.taps && split_k_allowed(b, K, total, tail),
                     emit, wino ? &*wino : nullptr));
   return true;
 }
@@ -849,8 +846,9 @@ bool lower_fused_conv_maxpool(NodeBuilder& b) {
     return true;
   }
   if (pairs && !tail.window && !tail.xwindow && launch_conv_mma(b, g, has_bias, bias, tail, PH, PW)) return true;  // --precision tf32
-  if (pairs && (b.device_type() == "gpu" || gpu_kernels_forced())) {
-    const Tiles* t = forced().tiles;
+  if (pairs && (b.device_type() == "gpu" || b.gpu_kernels_forced())) {
+    const Forced f = forced(b);
+    const Tiles* t = f.tiles;
     if (!t || !t->vec) {  // the heuristic's tiles, in their float4 form
       const Tiles& c = choose_tiles(b, OCg, PH * PW * 4, g.N * g.groups);
       t = &tiles_named(c.wptm == 2 ? "64x64v" : (std::string(c.name) + (c.vec ? "" : "v")).c_str());
@@ -859,7 +857,7 @@ bool lower_fused_conv_maxpool(NodeBuilder& b) {
     // its cost is below these tiles' (never split: a max of partial sums).
     if (const auto& w = wino) {
       const int64_t cu = std::max(1, b.compute_units());
-      if (forced().winograd || ((w->OC >= 64 || w->groups() >= cu) &&
+      if (f.winograd || ((w->OC >= 64 || w->groups() >= cu) &&
                                 winograd_cost(Variant{nullptr}, *w, cu) <
                                     variant_cost(Variant{t}, OCg, PH * PW * 4, g.C * 9, g.N, cu))) {
         launch_winograd(b, g, has_bias, bias, tail, Variant{nullptr}, PH, PW);
@@ -908,10 +906,10 @@ bool lower_fused_conv_maxpool(NodeBuilder& b) {
     tail.append_args(b);
   };
   int choice = fallback;
-  if (forced_pool().set) {
+  if (const ForcedPool forced_pool = parse_pool_variant(b.kernel_choice.conv_maxpool); forced_pool.set) {
     choice = -1;
     for (int i = 0; i < int(fits.size()); ++i)
-      if (fits[size_t(i)].tile == forced_pool().tile) choice = i;
+      if (fits[size_t(i)].tile == forced_pool.tile) choice = i;
   } else {
     std::vector<std::string> names;
     for (const TiledConvMaxPool& f : fits) names.push_back(std::string("tiled:") + f.tile->name);
@@ -927,7 +925,7 @@ bool lower_fused_conv_maxpool(NodeBuilder& b) {
 }
 
 bool lower_conv_transpose(NodeBuilder& b) {
-  if (b.device_type() == "cpu" && !gpu_kernels_forced() && lower_conv_transpose_cpu(b)) return true;  // PoCL: ops_cpu.cpp
+  if (b.device_type() == "cpu" && !b.gpu_kernels_forced() && lower_conv_transpose_cpu(b)) return true;  // PoCL: ops_cpu.cpp
   ConvGeometry g;
   if (!conv_geometry(b, true, g)) return false;
   bool has_bias = b.has_in(2);

@@ -25,10 +25,10 @@ void lower_conv_direct_cpu(NodeBuilder& b, const FusedTail& tail, const CpuConv&
 // 3x3 stride-1 Conv/FusedConv by Winograd (ops_cpu_winograd.cpp) where it
 // pays; false: the direct kernel runs it.
 bool lower_conv_winograd_cpu(NodeBuilder& b, const FusedTail& tail, const CpuConv& c);
-// Forces, for measurements and tests, "direct" (no Winograd) or one Winograd
-// variant "fM OCBxPB wOCW cCC" on every conv it covers; "" restores the
-// choice by shape (and tuning cache). Throws Error on a malformed name.
-void force_cpu_winograd_variant(const std::string& variant);
+// KernelChoice::cpu_winograd names "direct" (no Winograd) or one Winograd
+// variant "fM OCBxPB wOCW cCC" for every conv it covers; "": the choice by
+// shape (and tuning cache). Throws Error on a malformed name.
+void check_cpu_winograd_variant(const std::string& variant);
 
 // ConvTranspose (2-D) whose taps tile the output exactly (U-Net's 2x2
 // stride 2); others are left to the caller.

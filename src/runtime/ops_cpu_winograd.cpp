@@ -91,8 +91,6 @@ std::vector<WinogradVariant> candidates(const CpuConv& c, int64_t local_bytes, b
   return fit;
 }
 
-std::string forced;  // force_cpu_winograd_variant
-
 // A variant from its name ("f4 8x16 w64 c32"); false if malformed.
 bool parse_variant(const std::string& name, WinogradVariant& v) {
   int m = 0, ocb = 0, pb = 0, ocw = 0, cc = 0;
@@ -105,17 +103,17 @@ bool parse_variant(const std::string& name, WinogradVariant& v) {
 
 }  // namespace
 
-void force_cpu_winograd_variant(const std::string& variant) {
+void check_cpu_winograd_variant(const std::string& variant) {
   WinogradVariant v{};
   if (!variant.empty() && variant != "direct" && !parse_variant(variant, v))
     throw Error("unknown CPU Winograd variant '" + variant + "' (direct, or fM OCBxPB wOCW cCC: f4 8x16 w64 c32)");
-  forced = variant;
 }
 
 bool lower_conv_winograd_cpu(NodeBuilder& b, const FusedTail& tail, const CpuConv& c) {
   if (c.KH != 3 || c.KW != 3 || c.sh != 1 || c.sw != 1 || c.dh != 1 || c.dw != 1 || c.groups != 1) return false;
   const HostTensor* w = b.constant(1);
   if (!w || w->dtype != DataType::Float32) return false;
+  const std::string& forced = b.kernel_choice.cpu_winograd;
   if (forced == "direct") return false;
   bool pays = false;
   std::vector<WinogradVariant> vs = candidates(c, b.local_mem_bytes(), pays);

@@ -89,7 +89,7 @@ bool lower_binary(NodeBuilder& b) {
   }
   Strided s = collapse({out, {contiguous_strides(out), broadcast_strides(b.in(0).shape, out),
                               broadcast_strides(b.in(1).shape, out)}});
-  if (s.dims.size() == 2 && n > 0 && t == DataType::Float32 && b.device_type() == "cpu" && !gpu_kernels_forced()) {
+  if (s.dims.size() == 2 && n > 0 && t == DataType::Float32 && b.device_type() == "cpu" && !b.gpu_kernels_forced()) {
     // PoCL: a tensor and one value per row (per-channel factors, squeeze-excitation)
     const std::vector<int64_t> rows_of = {s.dims[1], 1}, per_row = {1, 0};
     if (s.strides[1] == rows_of && s.strides[2] == per_row &&
@@ -99,7 +99,7 @@ bool lower_binary(NodeBuilder& b) {
         launch_channel_binary_cpu(b, b.arg_in(1), b.arg_in(0), b.arg_out(0), s.dims[0], s.dims[1], op, true))
       return true;
   }
-  if (s.dims.size() == 1 && n > 0 && t == DataType::Float32 && b.device_type() == "cpu" && !gpu_kernels_forced()) {
+  if (s.dims.size() == 1 && n > 0 && t == DataType::Float32 && b.device_type() == "cpu" && !b.gpu_kernels_forced()) {
     // PoCL: a tensor and a scalar (attention's scaling), as one row of the per-row kernel
     const std::vector<int64_t> all = {1}, scalar = {0};
     if (s.strides[1] == all && s.strides[2] == scalar &&

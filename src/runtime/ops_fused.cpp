@@ -120,7 +120,7 @@ bool lower_fused_mlp(NodeBuilder& b) {
   hidden.name = b.node.name;
   if (b.node.has("hidden_program")) hidden.attrs["program"] = b.node.attrs.at("hidden_program");
   const std::string prelude = tail.prelude + "\n" + epilogue_function_cl(Epilogue::parse(hidden), "mlp_hidden");
-  const size_t items = b.device_type() == "cpu" && !gpu_kernels_forced() ? 1 : 256;
+  const size_t items = b.device_type() == "cpu" && !b.gpu_kernels_forced() ? 1 : 256;
   Range r;
   r.dims = 1;
   r.has_local = true;
@@ -149,7 +149,7 @@ bool lower_fused_elementwise(NodeBuilder& b) {
   if (n == 0) return true;
   // CPU devices with broadcast operands: a row of the innermost dim per work-item.
   const int64_t row = tail.dims.d[kMaxRank - 1];
-  if (tail.strided && b.device_type() == "cpu" && !gpu_kernels_forced() && row >= 8) {
+  if (tail.strided && b.device_type() == "cpu" && !b.gpu_kernels_forced() && row >= 8) {
     b.launch(Source("fused.cl", "", tail.prelude), "fused_elementwise_rows", linear_range(n / row), b.arg_out(0),
              i32(n / row), i32(row));
     tail.append_args(b);

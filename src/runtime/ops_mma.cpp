@@ -2,7 +2,6 @@
 #include "runtime/ops_mma.h"
 
 #include <algorithm>
-#include <atomic>
 
 #include "kernels/kernel_sources.h"
 #include "runtime/session.h"
@@ -11,11 +10,6 @@
 namespace texplan::runtime {
 
 namespace {
-
-std::atomic<bool> emulate{false};
-std::atomic<int> emulate_splits{0};
-std::string forced_variant;
-std::string forced_build;  // "+FLAG" after the forced tiles: -DMMA_FLAG (measurements)
 
 // Register tiles of gemm_mma.cl: a BM x BN block per work-group, WM x WN per
 // warp. `speed`: expected throughput per work-group relative to 64x64 (more
@@ -44,11 +38,34 @@ int64_t groups(const MmaTiles& t, int64_t M, int64_t N, int64_t batches) {
 }
 
 
-Source mma_source(const Device& dev, const MmaTiles& t, const std::string& extra, const FusedTail& tail) {
+// KernelChoice::mma parsed: the tiles named ("": none) and the build flags
+// after them ("+FLAG": -DMMA_FLAG, measurements). Throws Error on an unknown name.
+struct ForcedMma {
+  std::string tiles, build;
+};
+ForcedMma parse_mma_variant(const std::string& variant) {
+  // Build flags for measurements (gemm_mma.cl's MMA_* macros), "+" after the tiles.
+  static const char* const kFlags[] = {"DIAG_NO_GLOBAL", "DIAG_NO_MMA"};
+  ForcedMma f{variant.substr(0, variant.find('+')), ""};
+  for (size_t at = variant.find('+'); at != std::string::npos;) {
+    const size_t next = variant.find('+', at + 1);
+    const std::string flag = variant.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
+    if (std::none_of(std::begin(kFlags), std::end(kFlags), [&](const char* k) { return flag == k; }))
+      throw Error("no tf32 build flag +" + flag + " (+DIAG_NO_GLOBAL, +DIAG_NO_MMA)");
+    f.build += " -DMMA_" + flag;
+    at = next;
+  }
+  if (!f.tiles.empty() && std::none_of(std::begin(kMmaTiles), std::end(kMmaTiles),
+                                       [&](const MmaTiles& t) { return f.tiles == t.name; }))
+    throw Error("no tf32 tile variant " + variant);
+  return f;
+}
+
+Source mma_source(const NodeBuilder& b, const MmaTiles& t, const std::string& extra, const FusedTail& tail) {
   std::string d = "-DBM=" + std::to_string(t.bm) + " -DBN=" + std::to_string(t.bn) + " -DWM=" + std::to_string(t.wm) +
                   " -DWN=" + std::to_string(t.wn);
-  if (forced_variant == t.name) d += forced_build;
-  return mma_build(dev, "gemm_mma.cl", d + extra, tail.prelude);
+  if (const ForcedMma f = parse_mma_variant(b.kernel_choice.mma); f.tiles == t.name) d += f.build;
+  return mma_build(b, "gemm_mma.cl", d + extra, tail.prelude);
 }
 
 constexpr int64_t kBK = 32;               // gemm_mma.cl's BK
@@ -64,8 +81,8 @@ int64_t split_k(const NodeBuilder& b, const MmaTiles& t, int64_t M, int64_t N, i
   const int64_t cu = std::max(1, b.compute_units()), gr = groups(t, M, N, batches);
   kslice = K;
   if (total < 0) return 1;  // POOL2: a max of partial sums is not their sum's
-  if (emulate_splits > 0) {  // tests: this many slices
-    kslice = ceil_div(ceil_div(K, emulate_splits), kBK) * kBK;
+  if (const KernelChoice& c = b.kernel_choice; c.tf32_emulation && c.tf32_splits > 0) {  // tests: this many slices
+    kslice = ceil_div(ceil_div(K, c.tf32_splits), kBK) * kBK;
   } else {
     const int64_t want = std::min(cu / gr, K / kMinSliceK);
     if (want < 2 || b.device_type() != "gpu") return 1;
@@ -85,6 +102,7 @@ int64_t split_k(const NodeBuilder& b, const MmaTiles& t, int64_t M, int64_t N, i
 const MmaTiles* choose_mma_tiles(const NodeBuilder& b, int64_t M, int64_t N, int64_t K, int64_t batches,
                                  int64_t total, bool onto_residual) {
   const int64_t cu = std::max(1, b.compute_units());
+  const bool emulate = b.kernel_choice.tf32_emulation;
   const MmaTiles* best = nullptr;
   double best_cost = 1e300;
   int64_t best_groups = 0;
@@ -109,9 +127,9 @@ struct MmaLaunch {
 void emit_variant(NodeBuilder& b, const MmaTiles& t, const MmaLaunch& l, const std::string& defines,
                   const FusedTail& tail) {
   int64_t kslice = l.K, splits = split_k(b, t, l.M, l.N, l.K, l.batches, l.total, kslice, tail.residual);
-  if (splits <= 1) return l.product(mma_source(b.device(), t, defines, tail), 1, l.K);
+  if (splits <= 1) return l.product(mma_source(b, t, defines, tail), 1, l.K);
   launch_splitk_zero(b, Source("gemm.cl"), l.Y, l.total, tail);
-  l.product(mma_source(b.device(), t, defines + " -DSPLITK", FusedTail{}), splits, kslice);
+  l.product(mma_source(b, t, defines + " -DSPLITK", FusedTail{}), splits, kslice);
   launch_splitk_finish(b, l.Y, l.total, tail);
 }
 
@@ -120,8 +138,8 @@ void emit_variant(NodeBuilder& b, const MmaTiles& t, const MmaLaunch& l, const s
 // K product (`batches` of them): 64 rows or more, 256 deep or more and 40M
 // FMAs or more; products below any of these bounds ran slower in tf32 than
 // in fp32 (docs/kernel-choices.md#when-the-tf32-guess-takes-the-tensor-cores).
-// Tuning measures them all the same.
-bool mma_pays(int64_t M, int64_t N, int64_t K, int64_t batches) {
+// Tuning measures them all the same. `emulate` (tests): always.
+bool mma_pays(int64_t M, int64_t N, int64_t K, int64_t batches, bool emulate) {
   return emulate || (M >= 64 && K >= 256 && double(M) * double(N) * double(K) * double(batches) >= 40e6);
 }
 
@@ -130,8 +148,9 @@ bool mma_pays(int64_t M, int64_t N, int64_t K, int64_t batches) {
 // mma_pays); false (nothing emitted) where the fp32 kernels take it.
 bool emit_tuned(NodeBuilder& b, const std::string& key, int64_t M, int64_t N, int64_t K, int64_t batches,
                 int64_t total, bool onto_residual, const std::function<void(const MmaTiles&)>& emit) {
+  const std::string forced = parse_mma_variant(b.kernel_choice.mma).tiles;
   for (const MmaTiles& t : kMmaTiles)
-    if (forced_variant == t.name) return emit(t), b.used_tf32 = true;
+    if (forced == t.name) return emit(t), b.used_tf32 = true;
   const MmaTiles* chosen = choose_mma_tiles(b, M, N, K, batches, total, onto_residual);
   if (!chosen) return false;
   const MmaTiles& guess = *chosen;
@@ -142,7 +161,7 @@ bool emit_tuned(NodeBuilder& b, const std::string& key, int64_t M, int64_t N, in
   for (const MmaTiles& t : kMmaTiles) names.push_back(t.name);
   const int fp32 = int(names.size());
   names.push_back("fp32");
-  int i = choose_variant(key, names, mma_pays(M, N, K, batches) ? int(&guess - kMmaTiles) : fp32, [&](int v) {
+  int i = choose_variant(key, names, mma_pays(M, N, K, batches, b.kernel_choice.tf32_emulation) ? int(&guess - kMmaTiles) : fp32, [&](int v) {
     return time_candidate(b, [&] {
       if (v != fp32) return emit(kMmaTiles[v]), true;
       b.tf32 = false;  // lower_node's fp32 path for this node, as a run without tf32 would
@@ -165,14 +184,13 @@ std::string key_of(const char* kernel, std::initializer_list<int64_t> v) {
 
 }  // namespace
 
-Source mma_build(const Device& dev, const char* file, const std::string& defines, const std::string& prelude) {
+Source mma_build(const NodeBuilder& b, const char* file, const std::string& defines, const std::string& prelude) {
   std::string d = defines;
-  if (!emulate && accepts_inline_ptx(dev)) d += " -DTEXPLAN_PTX";  // inline PTX reaches NVIDIA's driver only
+  if (!b.kernel_choice.tf32_emulation && accepts_inline_ptx(b.device())) d += " -DTEXPLAN_PTX";  // inline PTX reaches NVIDIA's driver only
   return Source(file, d, prelude + "\n" + kernels::sources().at("mma_common.cl"));
 }
 
 bool tf32_supported(const Device& dev) {
-  if (emulate) return true;
   if (dev.info().type != "gpu" || !accepts_inline_ptx(dev)) return false;
   const auto& ext = dev.info().extensions;
   if (std::find(ext.begin(), ext.end(), "cl_nv_device_attribute_query") == ext.end()) return true;
@@ -182,10 +200,7 @@ bool tf32_supported(const Device& dev) {
   return major >= 8;  // tf32 mma: Ampere and later
 }
 
-void force_tf32_emulation(bool on, int splits) {
-  emulate = on;
-  emulate_splits = on ? splits : 0;
-}
+bool tf32_runs(const NodeBuilder& b) { return b.kernel_choice.tf32_emulation || tf32_supported(b.device()); }
 
 std::vector<std::string> mma_tile_variants() {
   std::vector<std::string> v;
@@ -193,27 +208,9 @@ std::vector<std::string> mma_tile_variants() {
   return v;
 }
 
-bool mma_tiles_forced() { return !forced_variant.empty(); }
+bool mma_tiles_forced(const NodeBuilder& b) { return !parse_mma_variant(b.kernel_choice.mma).tiles.empty(); }
 
-void force_mma_variant(const std::string& variant) {
-  // Build flags for measurements (gemm_mma.cl's MMA_* macros), "+" after the tiles.
-  static const char* kFlags[] = {"DIAG_NO_GLOBAL", "DIAG_NO_MMA"};
-  const std::string name = variant.substr(0, variant.find('+'));
-  std::string build;
-  for (size_t at = variant.find('+'); at != std::string::npos;) {
-    const size_t next = variant.find('+', at + 1);
-    const std::string flag = variant.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
-    if (std::none_of(std::begin(kFlags), std::end(kFlags), [&](const char* f) { return flag == f; }))
-      throw Error("no tf32 build flag +" + flag + " (+DIAG_NO_GLOBAL, +DIAG_NO_MMA)");
-    build += " -DMMA_" + flag;
-    at = next;
-  }
-  if (!name.empty() && std::none_of(std::begin(kMmaTiles), std::end(kMmaTiles),
-                                    [&](const MmaTiles& t) { return name == t.name; }))
-    throw Error("no tf32 tile variant " + variant);
-  forced_variant = name;
-  forced_build = build;
-}
+void check_mma_variant(const std::string& variant) { parse_mma_variant(variant); }
 
 bool launch_conv_mma(NodeBuilder& b, const MmaConv& g, bool has_bias, const TensorArg& bias, const FusedTail& tail,
                      int64_t PH, int64_t PW) {

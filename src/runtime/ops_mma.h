@@ -10,16 +10,15 @@
 namespace texplan::runtime {
 
 // tf32_supported (runtime/session.h): an NVIDIA GPU of compute capability
-// 8.0 or later (cl_nv_device_attribute_query; assumed when it is absent), or
-// any device while force_tf32_emulation is on.
-// Tests: the tf32 kernels on every device with the tensor-core instruction
-// emulated in OpenCL C (no inline PTX), so PoCL checks their data layouts;
-// `splits` > 0: split-K into that many slices wherever it is allowed.
-void force_tf32_emulation(bool on, int splits = 0);
+// 8.0 or later (cl_nv_device_attribute_query; assumed when it is absent).
+// Whether b's tf32 kernels run as tf32: on such a GPU, or on any device with
+// the mma emulated (KernelChoice::tf32_emulation, tests).
+bool tf32_runs(const NodeBuilder& b);
 
 // A build of kernel `file` with mma_common.cl's tf32 primitives after
-// `prelude`: the inline PTX on NVIDIA, the emulated mma elsewhere.
-Source mma_build(const Device& dev, const char* file, const std::string& defines, const std::string& prelude);
+// `prelude`: the inline PTX on NVIDIA, the emulated mma elsewhere (and
+// wherever KernelChoice::tf32_emulation asks for it).
+Source mma_build(const NodeBuilder& b, const char* file, const std::string& defines, const std::string& prelude);
 
 // Conv geometry as ops_conv.cpp's ConvGeometry (2D; H = 1 for 1D).
 struct MmaConv {
@@ -57,11 +56,13 @@ bool launch_gemm_mma(NodeBuilder& b, const TensorArg& A, const TensorArg& B, con
 }
 
 // Tile variants of gemm_mma.cl ("mma128x64": 128 output channels or rows x
-// 64 pixels or columns per work-group), and a way to force one (benchmarks).
+// 64 pixels or columns per work-group), which KernelChoice::mma names.
 std::vector<std::string> mma_tile_variants();
-// "+FLAG" after the tiles: built with gemm_mma.cl's -DMMA_FLAG (DIAG_NO_GLOBAL,
-// DIAG_NO_MMA: diagnostic builds that compute wrong values, to time parts).
-void force_mma_variant(const std::string& name);  // "": chosen by shape or tuning
-bool mma_tiles_forced();                           // tiles forced: they run where tf32 applies
+// Throws Error unless `variant` is a KernelChoice::mma: "" (chosen by shape
+// or tuning) or tiles, "+FLAG" after them for gemm_mma.cl's -DMMA_FLAG
+// (DIAG_NO_GLOBAL, DIAG_NO_MMA: diagnostic builds that compute wrong values,
+// to time parts).
+void check_mma_variant(const std::string& variant);
+bool mma_tiles_forced(const NodeBuilder& b);  // tiles named: they run where tf32 applies
 
 }  // namespace texplan::runtime

@@ -46,7 +46,7 @@ bool lower_pool(NodeBuilder& b) {
   window_input(b, window);
   const Source pool("pool.cl", "", window.prelude);
   if (n.op_type == "MaxPool") {
-    const bool rows = b.device_type() == "cpu" && !gpu_kernels_forced();
+    const bool rows = b.device_type() == "cpu" && !b.gpu_kernels_forced();
     const int64_t items = rows ? total / OW : total;
     b.launch(pool, rows ? "max_pool2d_rows" : "max_pool2d", linear_range(items), b.arg_in(0), b.arg_out(0),
              i32(items), i32(H), i32(W), i32(OH), i32(OW), i32(KH), i32(KW), i32(sh), i32(sw), i32(ph.begin),
@@ -68,8 +68,8 @@ bool lower_global_pool(NodeBuilder& b) {
   int64_t rows = x[0] * x[1], R = product(x, 2, x.size());
   if (rows == 0) return true;
   cl_int op = b.node.op_type == "GlobalAveragePool" ? 1 : 2;
-  if (op == 1 && b.device_type() == "cpu" && !gpu_kernels_forced()) return lower_global_avg_pool_cpu(b, rows, R);  // PoCL: ops_cpu.cpp
-  if (b.device_type() == "cpu" && !gpu_kernels_forced()) {  // PoCL: GlobalMaxPool, a row per work-item
+  if (op == 1 && b.device_type() == "cpu" && !b.gpu_kernels_forced()) return lower_global_avg_pool_cpu(b, rows, R);  // PoCL: ops_cpu.cpp
+  if (b.device_type() == "cpu" && !b.gpu_kernels_forced()) {  // PoCL: GlobalMaxPool, a row per work-item
     b.launch("reduce.cl", "reduce_rows_cpu", cpu_item_range(rows), b.arg_in(0), b.arg_out(0), i32(rows), i32(R), op);
     return true;
   }
@@ -111,7 +111,7 @@ bool lower_reduce(NodeBuilder& b) {
   if (outputs == 0) return true;
   if (R == 0) return false;  // empty reduction: identity values, CPU
   // Reduced dims form the contiguous tail: each output is one row.
-  if (red.dims.size() == 1 && red.strides[0][0] == 1 && b.device_type() == "cpu" && !gpu_kernels_forced()) {
+  if (red.dims.size() == 1 && red.strides[0][0] == 1 && b.device_type() == "cpu" && !b.gpu_kernels_forced()) {
     b.launch("reduce.cl", "reduce_rows_cpu", cpu_item_range(outputs), b.arg_in(0), b.arg_out(0), i32(outputs), i32(R),
              op);  // PoCL: a row per work-item, vectors
     return true;
@@ -138,7 +138,7 @@ bool lower_softmax(NodeBuilder& b) {
           inner = v13 ? product(x, axis + 1, x.size()) : 1;
   if (outer * R * inner == 0) return true;
   cl_int log = b.node.op_type == "LogSoftmax";
-  if (inner == 1 && b.device_type() == "cpu" && !gpu_kernels_forced()) {  // PoCL: a row per work-item, vectors
+  if (inner == 1 && b.device_type() == "cpu" && !b.gpu_kernels_forced()) {  // PoCL: a row per work-item, vectors
     b.launch("reduce.cl", "softmax_rows_cpu", cpu_item_range(outer), b.arg_in(0), b.arg_out(0), i32(outer), i32(R), log);
     return true;
   }
@@ -176,7 +176,7 @@ bool lower_layer_norm(NodeBuilder& b) {
   // Optional outputs Mean and InvStdDev, one value per row.
   auto wanted = [&](size_t k) { return b.node.outputs.size() > k && b.node.outputs[k] >= 0; };
   cl_int stats = (wanted(1) ? 1 : 0) | (wanted(2) ? 2 : 0);
-  if (b.device_type() == "cpu" && !gpu_kernels_forced()) {  // PoCL: a row per work-item, vectors
+  if (b.device_type() == "cpu" && !b.gpu_kernels_forced()) {  // PoCL: a row per work-item, vectors
     b.launch("norm.cl", "layer_norm_cpu", cpu_item_range(rows), b.arg_in(0), b.arg_in(1), has_bias ? b.arg_in(2) : b.arg_in(1),
              cl_int(has_bias), b.arg_out(0), wanted(1) ? b.arg_out(1) : b.arg_out(0),
              wanted(2) ? b.arg_out(2) : b.arg_out(0), stats, i32(rows), i32(R), b.node.get_float("epsilon", 1e-5f));

@@ -62,7 +62,7 @@ void launch_copy(NodeBuilder& b, const TensorArg& src, const TensorArg& dst, Dat
   if (n == 0) return;
   const size_t es = b.stored_size(t);
   if (es != 1 && es != 2 && es != 4 && es != 8) throw Error(std::string("no copy kernel for ") + to_string(t));
-  if (b.device_type() == "cpu" && !gpu_kernels_forced() && launch_copy_cpu(b, src, dst, t, c, n)) return;
+  if (b.device_type() == "cpu" && !b.gpu_kernels_forced() && launch_copy_cpu(b, src, dst, t, c, n)) return;
   b.launch("shape.cl", sized("copy", b.stored_size(t)).c_str(), linear_range(n), src, dst, i32(n), to_dims(c.dims, 1), to_dims(c.strides[0], 0),
            to_dims(c.strides[1], 0));
 }
@@ -226,7 +226,7 @@ bool lower_gather(NodeBuilder& b) {
     faults = b.index_faults();
   }
   std::string suffix = std::to_string(es) + (it == DataType::Int64 ? "_i64" : "_i32");
-  if (inner >= 16 && b.device_type() == "cpu" && !gpu_kernels_forced()) {  // PoCL: a row per work-item
+  if (inner >= 16 && b.device_type() == "cpu" && !b.gpu_kernels_forced()) {  // PoCL: a row per work-item
     const int64_t rows = outer * nidx;
     b.launch("shape.cl", ("gather_rows_b" + suffix).c_str(), cpu_item_range(rows), b.arg_in(0), b.arg_in(1),
              b.arg_out(0), i32(rows), i32(data[axis]), i32(nidx), i32(inner), MemArg{faults.mem}, faults.node);
@@ -265,7 +265,7 @@ bool lower_pad(NodeBuilder& b) {
   const Shape& out = b.out(0).shape;
   int64_t n = element_count(out);
   // CPU devices: a row per work-item (pad_rows_f32); GPUs: an element each, coalesced.
-  if (b.device_type() == "cpu" && !gpu_kernels_forced() && !out.empty() && out.back() >= 8) {
+  if (b.device_type() == "cpu" && !b.gpu_kernels_forced() && !out.empty() && out.back() >= 8) {
     const int64_t rows = n / out.back();
     b.launch("shape.cl", "pad_rows_f32", linear_range(rows), b.arg_in(0), b.arg_out(0), i32(rows), to_dims(out, 1),
              to_dims(in, 1), to_dims(contiguous_strides(in), 0), to_dims(begin, 0), cl_int(m), value);

@@ -382,6 +382,7 @@ struct Session::Impl {
       if (all_constant || writes_nothing(g, node, pin.alias_root, pin.alias_offset)) continue;
       try {
         NodeBuilder b(*dev, g, node, [&](int t) { return locate(g, t); });
+        b.kernel_choice = opt.kernel_choice;
         b.tf32 = precision == Precision::Tf32;
         b.half = half;
         b.index_faults = [&, n] { return NodeBuilder::FaultFlags{fault_flags(), n}; };
@@ -724,12 +725,18 @@ Session::Session(const Graph& g, const PlanInput& pin, const plan::MemoryPlan& p
   Impl& m = *impl_;
   m.dev = std::move(device);
   m.opt = options;
-  m.precision = options.precision == Precision::Tf32 && tf32_supported(*m.dev) ? Precision::Tf32
-                : options.precision == Precision::Fp16                             ? Precision::Fp16
-                                                                                   : Precision::Fp32;
+  m.graph.model_name = g.model_name;
+  try {
+    check_kernel_choice(options.kernel_choice);
+  } catch (const Error& e) {
+    throw Error(m.model() + ": " + e.what());
+  }
+  const bool tf32 = tf32_supported(*m.dev) || options.kernel_choice.tf32_emulation;
+  m.precision = options.precision == Precision::Tf32 && tf32 ? Precision::Tf32
+                : options.precision == Precision::Fp16      ? Precision::Fp16
+                                                            : Precision::Fp32;
   m.half = m.precision == Precision::Fp16;
   m.q = options.profile ? m.dev->profiling_queue() : m.dev->queue();
-  m.graph.model_name = g.model_name;
   m.pin = pin;
   m.plan = plan;
   if (plan.placements.size() != pin.records.size())

@@ -33,6 +33,7 @@
 #include "plan/memory_plan.h"
 #include "runtime/device.h"
 #include "runtime/device_tensor.h"
+#include "runtime/kernel_choice.h"
 
 namespace texplan::runtime {
 
@@ -53,7 +54,8 @@ Precision parse_precision(const std::string& s);  // "fp32" | "tf32" | "fp16"; t
 const char* precision_name(Precision p);
 // How `p` stores Float32 tensors: Float16 for Fp16, else Float32.
 DataType float_storage(Precision p);
-// Whether `dev` runs Precision::Tf32 (else a session asking for it runs fp32).
+// Whether `dev` runs Precision::Tf32 (else a session asking for it runs
+// fp32, unless KernelChoice::tf32_emulation).
 bool tf32_supported(const Device& dev);
 
 struct SessionOptions {
@@ -68,14 +70,17 @@ struct SessionOptions {
   bool profile = false;
   // Runs the nodes it takes in a library (src/offload), in this session's
   // pools and queue; null: texplan's kernels run every node.
-  std::shared_ptr<Offloader> offload;
+  std::shared_ptr<Offloader> offload{};
   // Tf32, Fp16: opt-in, lower precision (docs/precision.md); precision()
   // says what the session uses. Fp16 needs usage records made with
   // float_storage(Precision::Fp16) (their bytes are checked).
   Precision precision = Precision::Fp32;
   // Outputs read through pinned host buffers: on GPUs (unset: by the
   // device's type), where that is faster than into pageable memory.
-  std::optional<bool> staged_io;
+  std::optional<bool> staged_io{};
+  // Kernel variants named instead of chosen (measurements and tests,
+  // runtime/kernel_choice.h); the constructor throws Error on an unknown one.
+  KernelChoice kernel_choice;
 };
 
 struct NodeTime {

@@ -1,0 +1,17 @@
+#include "runtime/kernel_choice.h"
+
+#include "runtime/ops.h"
+#include "runtime/ops_cpu.h"
+#include "runtime/ops_mma.h"
+
+namespace texplan::runtime {
+
+void check_kernel_choice(const KernelChoice& c) {
+  check_conv_variant(c.conv);
+  check_conv_maxpool_variant(c.conv_maxpool);
+  check_mma_variant(c.mma);
+  check_cpu_winograd_variant(c.cpu_winograd);
+  if (c.tf32_splits < 0) throw Error("tf32 split-K into " + std::to_string(c.tf32_splits) + " slices");
+}
+
+}  // namespace texplan::runtime

@@ -1,0 +1,46 @@
+// Kernel variants named instead of chosen, for measurements and tests
+// (bench/kernels/conv_bench, bench/bench_main --kernels, tests/): a session
+// takes them in SessionOptions::kernel_choice and hands them to every node's
+// lowering (NodeBuilder::kernel_choice). The default chooses every kernel by
+// shape, device and tuning cache, as production runs do.
+#pragma once
+#include <string>
+
+namespace texplan::runtime {
+
+struct KernelChoice {
+  // The GPU conv and GEMM kernels (gemm.cl, conv.cl, conv_winograd.cl) on
+  // every device, CPUs included: "gpu" with the tiles chosen by shape or
+  // tuning; tiles "MxN" ("v" after them for float4 local reads, "taps:" in
+  // front for the baseline conv, conv_tile_variants()); "/split" after them
+  // for split-K with the slices by shape, "/sN" for N slices; "winograd",
+  // "winograd/split", "winograd/sN" and ":form"s (ops.h) for conv_winograd.cl
+  // on the 3x3 stride-1 single-group convs. "": the choice by shape and device.
+  std::string conv{};
+  // FusedConvMaxPool with overlapping windows: "direct" or "tiled:<tile>"
+  // (conv_maxpool_variants()); "": by shape and tuning cache.
+  std::string conv_maxpool{};
+  // --precision tf32's tiles (mma_tile_variants()), "+FLAG" after them for a
+  // diagnostic build of gemm_mma.cl; "": by shape and tuning cache.
+  std::string mma{};
+  // CPU devices' register block "OCBxPB[xNV]" (CpuVariant::name, any group
+  // size without "/lL") wherever a lowering offers it; a lowering that does
+  // not throws Error. "": by shape and tuning cache.
+  std::string cpu{};
+  // CPU devices' 3x3 convs: "direct" (no Winograd) or a Winograd variant
+  // "fM OCBxPB wOCW cCC"; "": by shape and tuning cache.
+  std::string cpu_winograd{};
+  // The tf32 kernels on every device, the tensor-core instruction emulated
+  // in OpenCL C (no inline PTX), so PoCL checks their data layouts; with
+  // Precision::Tf32 a session then runs tf32 anywhere.
+  bool tf32_emulation = false;
+  // With tf32_emulation: split-K into this many slices wherever it is
+  // allowed (0: by shape).
+  int tf32_splits = 0;
+};
+
+// Throws Error naming the first unknown variant of `c` (the CPU register
+// block is checked where a lowering offers its candidates).
+void check_kernel_choice(const KernelChoice& c);
+
+}  // namespace texplan::runtime
