@@ -62,8 +62,6 @@ OptimizeOptions::Order parse_order(const std::string& s) {
   throw Error("unknown order '" + s + "' (expects file or memory)");
 }
 
-int64_t graph_lower_bound(const Graph& g) { return plan::lower_bound_bytes(make_usage_records(g).records); }
-
 // strided_product_operands, each view kept only where the bound does not
 // rise (a view keeps its whole source alive until the product; BERT's q and
 // k may be views while v, read last, stays a copy), else a shorter chain

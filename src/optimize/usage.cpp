@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "optimize/optimize.h"
 #include "optimize/sharing.h"
 
 namespace texplan {
@@ -23,6 +24,57 @@ int64_t stored_bytes(const Tensor& t, DataType float_storage) {
   return element_count(t.shape) * int64_t(stored_element_size(t.dtype, float_storage));
 }
 
+namespace {
+
+// Steps of the first write and the last read of each storage owner (an
+// alias root): graph inputs live from step 0, graph outputs to the end.
+struct OwnerSteps {
+  std::vector<int32_t> first, last;
+};
+OwnerSteps owner_steps(const Graph& g, const std::vector<int>& root, int32_t last_step) {
+  const size_t nt = g.tensors.size();
+  OwnerSteps s{std::vector<int32_t>(nt, -1), std::vector<int32_t>(nt, -1)};
+  for (int t : g.inputs) s.first[root[t]] = 0;
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    const auto& n = g.nodes[k];
+    for (int t : n.outputs) {
+      if (t < 0) continue;
+      int r = root[t];
+      if (s.first[r] < 0) s.first[r] = int32_t(k);
+      s.last[r] = std::max(s.last[r], int32_t(k));
+    }
+    for (int t : n.inputs) {
+      if (t < 0 || g.tensors[t].is_constant) continue;
+      int r = root[t];
+      s.last[r] = std::max(s.last[r], int32_t(k));
+    }
+  }
+  for (int t : g.outputs) {
+    int r = root[t];
+    if (g.tensors[r].is_constant) continue;
+    s.last[r] = last_step;
+  }
+  return s;
+}
+
+bool owns_storage(const Graph& g, const std::vector<int>& root, const OwnerSteps& s, size_t t) {
+  return root[t] == int(t) && !g.tensors[t].is_constant && s.first[t] >= 0;
+}
+
+}  // namespace
+
+// The records' bound without the records: optimize asks it for every
+// candidate order, and a record carries strings.
+int64_t graph_lower_bound(const Graph& g) {
+  const std::vector<int> root = storage_sharing(g).root;
+  const OwnerSteps s = owner_steps(g, root, int32_t(std::max<size_t>(g.nodes.size(), 1)) - 1);
+  std::vector<plan::Lifetime> lifetimes;
+  for (size_t t = 0; t < g.tensors.size(); ++t)
+    if (owns_storage(g, root, s, t))
+      lifetimes.push_back({stored_bytes(g.tensors[t], DataType::Float32), s.first[t], std::max(s.last[t], s.first[t])});
+  return plan::lifetimes_lower_bound_bytes(lifetimes);
+}
+
 PlanInput make_usage_records(const Graph& g, const UsageOptions& opt) {
   PlanInput p;
   p.steps = int32_t(std::max<size_t>(g.nodes.size(), 1));
@@ -35,31 +87,10 @@ PlanInput make_usage_records(const Graph& g, const UsageOptions& opt) {
   if (float_bytes != 4)
     for (size_t t = 0; t < p.alias_offset.size(); ++t)
       if (g.tensors[t].dtype == DataType::Float32) p.alias_offset[t] = p.alias_offset[t] / 4 * float_bytes;
-  const int32_t last_step = p.steps - 1;
   const size_t nt = g.tensors.size();
-
   // Storage owners in order of first use, so records follow the execution.
-  std::vector<int32_t> first(nt, -1), last(nt, -1);
-  for (int t : g.inputs) first[p.alias_root[t]] = 0;
-  for (size_t k = 0; k < g.nodes.size(); ++k) {
-    const auto& n = g.nodes[k];
-    for (int t : n.outputs) {
-      if (t < 0) continue;
-      int r = p.alias_root[t];
-      if (first[r] < 0) first[r] = int32_t(k);
-      last[r] = std::max(last[r], int32_t(k));
-    }
-    for (int t : n.inputs) {
-      if (t < 0 || g.tensors[t].is_constant) continue;
-      int r = p.alias_root[t];
-      last[r] = std::max(last[r], int32_t(k));
-    }
-  }
-  for (int t : g.outputs) {
-    int r = p.alias_root[t];
-    if (g.tensors[r].is_constant) continue;
-    last[r] = last_step;
-  }
+  const OwnerSteps steps = owner_steps(g, p.alias_root, p.steps - 1);
+  const std::vector<int32_t>&first = steps.first, &last = steps.last;
 
   p.record_of_tensor.assign(nt, -1);
   p.texture_layout.assign(nt, TextureLayout::Rows);
@@ -69,7 +100,7 @@ PlanInput make_usage_records(const Graph& g, const UsageOptions& opt) {
       p.texture_layout[t] = opt.storage->layout_of(int(t)), p.texture_fold[t] = opt.storage->fold_of(int(t));
   std::vector<int> owners;
   for (size_t t = 0; t < nt; ++t)
-    if (p.alias_root[t] == int(t) && !g.tensors[t].is_constant && first[t] >= 0) owners.push_back(int(t));
+    if (owns_storage(g, p.alias_root, steps, t)) owners.push_back(int(t));
   std::stable_sort(owners.begin(), owners.end(), [&](int a, int b) { return first[a] < first[b]; });
   p.records.reserve(owners.size());
 

@@ -11,6 +11,18 @@ namespace texplan::plan {
 
 namespace {
 
+// Peak of the running sum of (step, delta) events, sorted here: at equal
+// steps negative deltas (frees) come first.
+int64_t peak_of(std::vector<std::pair<int64_t, int64_t>>& events) {
+  std::sort(events.begin(), events.end());
+  int64_t live = 0, peak = 0;
+  for (const auto& [step, delta] : events) {
+    if (__builtin_add_overflow(live, delta, &live)) throw PlanError("sizes of the records overflow 64-bit sums");
+    peak = std::max(peak, live);
+  }
+  return peak;
+}
+
 // `footprint`: a texture's bytes; null counts width * height * pixel_bytes.
 int64_t peak_bytes(const std::vector<UsageRecord>& recs, const DeviceProfile* footprint) {
   std::vector<std::pair<int64_t, int64_t>> events;  // (step, delta)
@@ -29,13 +41,7 @@ int64_t peak_bytes(const std::vector<UsageRecord>& recs, const DeviceProfile* fo
     events.emplace_back(r.first, bytes);
     events.emplace_back(int64_t{r.last} + 1, -bytes);
   }
-  std::sort(events.begin(), events.end());  // negative deltas sort first within a step
-  int64_t live = 0, peak = 0;
-  for (const auto& [step, delta] : events) {
-    if (__builtin_add_overflow(live, delta, &live)) throw PlanError("sizes of the records overflow 64-bit sums");
-    peak = std::max(peak, live);
-  }
-  return peak;
+  return peak_of(events);
 }
 
 }  // namespace
@@ -44,6 +50,17 @@ int64_t lower_bound_bytes(const std::vector<UsageRecord>& recs) { return peak_by
 
 int64_t lower_bound_bytes(const std::vector<UsageRecord>& recs, const DeviceProfile& dev) {
   return peak_bytes(recs, &dev);
+}
+
+int64_t lifetimes_lower_bound_bytes(const std::vector<Lifetime>& lifetimes) {
+  std::vector<std::pair<int64_t, int64_t>> events;
+  events.reserve(2 * lifetimes.size());
+  for (const Lifetime& l : lifetimes) {
+    if (l.bytes < 0) throw PlanError("a lifetime of negative size");
+    events.emplace_back(l.first, l.bytes);
+    events.emplace_back(int64_t{l.last} + 1, -l.bytes);
+  }
+  return peak_of(events);
 }
 
 }  // namespace texplan::plan

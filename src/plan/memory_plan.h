@@ -106,6 +106,15 @@ int64_t lower_bound_bytes(const std::vector<UsageRecord>& recs);
 // bound of a plan with textures; equal to the above without image2d_from_buffer).
 int64_t lower_bound_bytes(const std::vector<UsageRecord>& recs, const DeviceProfile& dev);
 
+// Bytes live from step `first` to step `last`, inclusive: the bound of
+// buffers alone, for callers that need no records (an optimizer comparing
+// orders of a million-node graph).
+struct Lifetime {
+  int64_t bytes = 0;
+  int32_t first = 0, last = 0;
+};
+int64_t lifetimes_lower_bound_bytes(const std::vector<Lifetime>& lifetimes);
+
 // Bytes a texture occupies as a view in a buffer: round_up(width*pixel_bytes,
 // pitch) * height (1D views, without image2d_from_buffer: width*pixel_bytes
 // * height). Throws PlanError on a device without images.
