@@ -257,6 +257,19 @@ void Graph::topological_sort() {
                       nodes[producer[t]].name + "' and node '" + nodes[n].name + "'");
         producer[t] = int(n);
       }
+  // An order that is already valid is the one Kahn's algorithm would keep:
+  // checked in one pass, without building the users lists.
+  bool valid = true;
+  for (size_t n = 0; n < nodes.size() && valid; ++n)
+    for (int t : nodes[n].inputs)
+      if (t >= 0 && producer[t] >= int(n)) {
+        valid = false;
+        break;
+      }
+  if (valid) {
+    for (size_t t = 0; t < producer.size(); ++t) tensors[t].producer = producer[t];
+    return;
+  }
   std::vector<int> pending(nodes.size(), 0);
   std::vector<std::vector<int>> users(nodes.size());
   for (size_t n = 0; n < nodes.size(); ++n)
