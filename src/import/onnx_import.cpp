@@ -17,6 +17,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <future>
 #include <limits>
 #include <map>
 #include <memory>
@@ -24,6 +26,7 @@
 #include <set>
 #include <mutex>
 #include <sstream>
+#include <system_error>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -479,6 +482,27 @@ void keep_nodes_if(google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes, K
   if (kept < n) nodes.DeleteSubrange(kept, n - kept);
 }
 
+// Runs `work` on a second thread (or at get(), where no thread can be
+// started), so an import step that only reads what another step leaves alone
+// overlaps it: a million-node graph keeps two cores busy (docs/reliability.md).
+// The destructor waits: nothing outlives the step that started it.
+template <class T>
+class Beside {
+ public:
+  explicit Beside(std::function<T()> work) : work_(std::move(work)) {
+    try {
+      future_ = std::async(std::launch::async, work_);
+    } catch (const std::system_error&) {
+      // no thread to be had: the work runs at get()
+    }
+  }
+  T get() { return future_.valid() ? future_.get() : work_(); }
+
+ private:
+  std::function<T()> work_;
+  std::future<T> future_;
+};
+
 class Importer {
  public:
   Importer(const std::string& path, const ImportOptions& opt) : opt_(opt) {
@@ -504,20 +528,36 @@ class Importer {
  private:
   Graph stages() {
     parse();
-    check_opset_and_operators();
-    check_names();
+    check_opset();
+    {
+      Beside<void> names([this] { check_names(); });  // both only read the nodes
+      check_operators();
+      names.get();
+    }
     check_value_types();  // a sequence input is refused as such, before its dims are asked for
     fix_input_dims();
     bypass_identities_of_initializers();
     external_constants_to_initializers();
     index_initializers();
+    // ONNX's inference writes only value_info and the outputs' types (and
+    // subgraphs, where there are any): the graph's skeleton is built from the
+    // rest beside it, and kept if folding then changes nothing.
+    std::optional<Skeleton> skeleton;
     for (int round = 0; round < 64; ++round) {
+      std::optional<Beside<Skeleton>> side;
+      if (!has_subgraphs_) side.emplace([this] { return build_skeleton(); });
       infer_shapes();
+      if (side) skeleton = side->get();
       check_value_types();
       if (!fold_constants()) break;
+      skeleton.reset();
     }
-    Graph graph = build_graph();
+    if (!skeleton) skeleton = build_skeleton();
+    Graph graph = graph_from_model(std::move(*skeleton));
+    Beside<void> release([this] { arena_.Reset(); });  // the model is read no more: freed beside the checks
+    complete_graph(graph);
     validate_graph(graph);  // src/validate: every node checked before optimize or a kernel sees it
+    release.get();
     return graph;
   }
 
@@ -553,7 +593,7 @@ class Importer {
                   std::to_string(opt_.max_nodes) + " texplan accepts (ImportOptions::max_nodes)");
   }
 
-  void check_opset_and_operators() {
+  void check_opset() {
     bool has_default = false;
     for (const auto& o : model_.opset_import()) {
       if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version(), has_default = true;
@@ -563,9 +603,16 @@ class Importer {
       throw Error(name_ + ": opset " + std::to_string(opset_) + " is not supported (supported: " +
                   std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) + ")");
     expand_newer_operators(model_, opset_, name_);
+  }
+
+  // Every node's operator is known at the opset, and its inputs, outputs and
+  // attributes are as the schema says: ONNX's shape inference trusts them.
+  void check_operators() {
     const auto& g = model_.graph();
     for (int i = 0; i < g.node_size(); ++i) {
       const auto& n = g.node(i);
+      for (const auto& a : n.attribute())
+        has_subgraphs_ |= a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS;
       std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
       const onnx::OpSchema* schema =
           domain.empty() ? guarded_schemas().GetSchema(n.op_type(), int(opset_), domain) : nullptr;
@@ -573,8 +620,6 @@ class Importer {
         throw Error(name_ + ": node '" + one_line(node_label(n, i), 200) + "': unknown operator '" +
                     one_line((domain.empty() ? "" : domain + ".") + n.op_type(), 200) + "' at opset " +
                     std::to_string(opset_));
-      // Input and output counts, attribute names and types, as the schema
-      // says: ONNX's shape inference trusts them.
       try {
         schema->Verify(n);
       } catch (const std::exception& e) {
@@ -855,7 +900,13 @@ class Importer {
     if (graph) {
       r.inputs.reserve(size_t(n.input_size()));
       r.outputs.reserve(size_t(n.output_size()));
-      for (const auto& in : n.input()) r.inputs.push_back(in.empty() ? -1 : find_tensor(*graph, in));
+      // Most operands are the previous node's output, the tensor just before
+      // this node's first: one comparison instead of a hash lookup.
+      const int previous = first_output - 1;
+      for (const auto& in : n.input())
+        r.inputs.push_back(in.empty()                                                   ? -1
+                           : previous >= 0 && graph->tensors[size_t(previous)].name == in ? previous
+                                                                                          : find_tensor(*graph, in));
       for (const auto& out : n.output())
         r.outputs.push_back(out.empty() ? -1 : first_output >= 0 ? first_output++ : find_tensor(*graph, out));
     }
@@ -981,51 +1032,86 @@ class Importer {
     return graph_output_names_.count(name) > 0;
   }
 
-  Graph build_graph() {
-    const auto& g = model_.graph();
+  // The graph before any shape is known: tensors by name (initializers,
+  // inputs, then node outputs in node order) and nodes with their attributes
+  // and operand ids. It reads only nodes, initializers and input names. An
+  // error is kept, not thrown: it is raised where the serial import met it.
+  struct Skeleton {
     Graph graph;
-    graph.model_name = name_;
-    graph.model_path = file_;
-    graph.opset = opset_;
-    // Tensor ids by name live in the graph's own index (one map, not two).
-    graph.tensors.reserve(size_t(g.initializer_size() + g.input_size() + g.node_size()));
-    graph.nodes.reserve(size_t(g.node_size()));
-    auto add = [&](const std::string& n, bool constant) -> int {
-      Tensor t;
-      t.name = printable(n);
-      t.is_constant = constant;
-      if (constant)
-        if (auto c = constants_.find(n); c != constants_.end()) {
-          t.value = c->second;
-          t.dtype = t.value.dtype;
-          t.shape = t.value.shape;
-          t.has_data = true;
-        }
-      return graph.add_tensor(std::move(t));  // names are unique (check_names)
-    };
-    std::unordered_set<std::string_view> init_names;
-    for (const auto& t : g.initializer()) {
-      init_names.insert(t.name());
-      add(t.name(), true);
+    int node_outputs_from = 0;
+    std::exception_ptr error;
+  };
+  Skeleton build_skeleton() {
+    const auto& g = model_.graph();
+    Skeleton sk;
+    Graph& graph = sk.graph;
+    try {
+      graph.model_name = name_;
+      graph.model_path = file_;
+      graph.opset = opset_;
+      // Tensor ids by name live in the graph's own index (one map, not two).
+      graph.tensors.reserve(size_t(g.initializer_size() + g.input_size() + g.node_size()));
+      graph.nodes.reserve(size_t(g.node_size()));
+      auto add = [&](const std::string& n, bool constant) -> int {
+        Tensor t;
+        t.name = printable(n);
+        t.is_constant = constant;
+        return graph.add_tensor(std::move(t));  // names are unique (check_names)
+      };
+      std::unordered_set<std::string_view> init_names;
+      init_names.reserve(size_t(g.initializer_size()));
+      for (const auto& t : g.initializer()) {
+        init_names.insert(t.name());
+        add(t.name(), true);
+      }
+      for (const auto& v : g.input()) {
+        if (init_names.count(v.name())) continue;  // old-style: initializer listed as input
+        int id = add(v.name(), false);
+        graph.tensors[id].is_input = true;
+        graph.inputs.push_back(id);
+      }
+      // Every output is named before any node reads it: a cycle is reported as one.
+      sk.node_outputs_from = int(graph.tensors.size());
+      for (const auto& proto : g.node())
+        for (const auto& out : proto.output())
+          if (!out.empty()) add(out, false);
+      int first_output = sk.node_outputs_from;
+      for (int i = 0; i < g.node_size(); ++i) {
+        const auto& proto = g.node(i);
+        graph.nodes.push_back(to_node(proto, i, &graph, first_output));
+        first_output += int(std::count_if(proto.output().begin(), proto.output().end(),
+                                          [](const std::string& o) { return !o.empty(); }));
+        const Node& node = graph.nodes.back();
+        for (size_t k = 0; k < node.inputs.size(); ++k)
+          if (node.inputs[k] < 0 && !proto.input(int(k)).empty())
+            throw Error(name_ + ": node '" + node_label(proto, i) + "' reads '" + proto.input(int(k)) +
+                        "', which nothing produces");
+      }
+    } catch (...) {
+      sk.error = std::current_exception();
     }
-    for (const auto& v : g.input()) {
-      if (init_names.count(v.name())) continue;  // old-style: initializer listed as input
-      int id = add(v.name(), false);
-      graph.tensors[id].is_input = true;
-      graph.inputs.push_back(id);
-    }
-    const int node_outputs_from = int(graph.tensors.size());
-    std::vector<int> first_output(size_t(g.node_size()));
-    for (int i = 0; i < g.node_size(); ++i) {
-      first_output[size_t(i)] = int(graph.tensors.size());
-      for (const auto& out : g.node(i).output())
-        if (!out.empty()) add(out, false);
-    }
+    return sk;
+  }
+
+  // The skeleton with the constants' values, the shapes inference left and
+  // the graph outputs: the last step that reads the model.
+  Graph graph_from_model(Skeleton sk) {
+    const auto& g = model_.graph();
+    Graph graph = std::move(sk.graph);
+    // Initializers are the first tensors, in file order.
+    for (int i = 0; i < g.initializer_size() && !sk.error; ++i)
+      if (auto c = constants_.find(g.initializer(i).name()); c != constants_.end()) {
+        Tensor& t = graph.tensors[size_t(i)];
+        t.value = std::move(c->second);
+        t.dtype = t.value.dtype;
+        t.shape = t.value.shape;
+        t.has_data = true;
+      }
     // Shapes as inference left them (initializers' own dims over a value_info's).
     // Inference lists values in node order: the next node output is tried
     // before the name index.
     std::vector<char> known(graph.tensors.size(), 0);
-    int next = node_outputs_from;
+    int next = sk.node_outputs_from;
     auto locate = [&](const std::string& name) {
       if (next < int(graph.tensors.size()) && graph.tensors[size_t(next)].name == name) return next++;
       const int id = find_tensor(graph, name);
@@ -1046,32 +1132,32 @@ class Importer {
       if (id < 0 || graph.tensors[id].has_data || !static_shape(v, dims, type)) return;
       give_shape(id, std::move(dims), type, v.name());
     };
-    for (const auto& v : g.input()) note(v);
-    for (const auto& v : g.value_info()) note(v);
-    for (const auto& v : g.output()) note(v);
-    for (const auto& i : g.initializer()) {
-      const int id = find_tensor(graph, i.name());
-      if (graph.tensors[size_t(id)].has_data) known[size_t(id)] = 1;
-      else give_shape(id, dims_of(i), i.data_type(), i.name());
+    if (!sk.error) {
+      for (const auto& v : g.input()) note(v);
+      for (const auto& v : g.value_info()) note(v);
+      for (const auto& v : g.output()) note(v);
+      for (int i = 0; i < g.initializer_size(); ++i) {
+        const auto& init = g.initializer(i);
+        if (graph.tensors[size_t(i)].has_data) known[size_t(i)] = 1;
+        else give_shape(i, dims_of(init), init.data_type(), init.name());
+      }
     }
     // Checked after dead nodes are gone: an unused value may stay unknown.
-    std::vector<std::string> unknown;
-    for (size_t t = 0; t < graph.tensors.size(); ++t)
-      if (!known[t] && !graph.tensors[t].has_data) unknown.push_back(graph.tensors[t].name);
-    for (int i = 0; i < g.node_size(); ++i) {
-      graph.nodes.push_back(to_node(g.node(i), i, &graph, first_output[size_t(i)]));
-      const Node& node = graph.nodes.back();
-      for (size_t k = 0; k < node.inputs.size(); ++k)
-        if (node.inputs[k] < 0 && !g.node(i).input(int(k)).empty())
-          throw Error(name_ + ": node '" + node_label(g.node(i), i) + "' reads '" + g.node(i).input(int(k)) +
-                      "', which nothing produces");
-    }
+    unknown_.clear();
+    for (size_t t = 0; t < known.size(); ++t)
+      if (!known[t] && !graph.tensors[t].has_data) unknown_.push_back(graph.tensors[t].name);
+    if (sk.error) std::rethrow_exception(sk.error);
     for (const auto& v : g.output()) {
       const int id = find_tensor(graph, v.name());
       if (id < 0) throw Error(name_ + ": graph output '" + v.name() + "' is produced by no node");
       graph.tensors[id].is_output = true;
       graph.outputs.push_back(id);
     }
+    return graph;
+  }
+
+  // Order, dead nodes, operators texplan runs, static shapes everywhere.
+  void complete_graph(Graph& graph) {
     graph.topological_sort();
     graph.remove_dead_nodes();
     adopt_opset13_softmax(graph);
@@ -1081,7 +1167,7 @@ class Importer {
         throw Error(name_ + ": node '" + n.name + "' (" + n.op_type + "): operator " + n.op_type +
                     " is not supported by texplan");
     // Every tensor needs a concrete shape and a known type.
-    for (const std::string& name : unknown) {
+    for (const std::string& name : unknown_) {
       const int id = graph.find(name);
       if (id < 0) continue;  // dead, and gone
       const Tensor& t = graph.tensors[id];
@@ -1100,7 +1186,6 @@ class Importer {
       if (t.is_constant && !t.has_data && opt_.load_weights)
         throw Error(name_ + ": weights of '" + t.name + "' are not loaded");
     rewrite_imported_graph(graph);
-    return graph;
   }
 
   // Before opset 13, Softmax/LogSoftmax/Hardmax flatten the input to 2-D at
@@ -1136,6 +1221,8 @@ class Importer {
   std::unordered_map<std::string, std::pair<Shape, int>> shapes_;  // inferred_shape's index
   bool shapes_indexed_ = false;
   std::set<std::string> missing_small_;  // small initializers whose external file is absent
+  bool has_subgraphs_ = false;           // a node holds a graph attribute, which inference writes into
+  std::vector<std::string> unknown_;     // tensors inference left without a static shape
 };
 
 }  // namespace
