@@ -34,7 +34,8 @@ install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/include/texplan/texplan.h DESTINATION 
 # compiles each one alone against the install).
 set(texplan_public_headers
     graph/graph.h plan/memory_plan.h plan/arena.h import/onnx_import.h optimize/optimize.h optimize/storage.h
-    optimize/usage.h optimize/patch.h runtime/device.h runtime/device_tensor.h runtime/session.h pipeline/pipeline.h)
+    optimize/usage.h optimize/patch.h runtime/device.h runtime/device_tensor.h runtime/session.h runtime/kernel_choice.h
+    pipeline/pipeline.h)
 foreach(h ${texplan_public_headers})
   get_filename_component(d ${h} DIRECTORY)
   install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/src/${h} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/texplan/${d})
