@@ -1,0 +1,374 @@
+// Variant selection of the GPU conv and GEMM lowerings (ops_conv_select.h):
+// the names KernelChoice gives variants, the cost models, and the tuning
+// cache's choice among candidates.
+#include "runtime/ops_conv_select.h"
+
+#include <sstream>
+
+#include "runtime/ops_mma.h"
+#include "runtime/tuning.h"
+
+namespace texplan::runtime {
+
+static const Tiles kTiles[] = {{"32x32", 2, 2, false, 1.0},     {"64x64", 4, 4, false, 2.0},
+                               {"64x64v", 4, 4, true, 2.5},     {"64x128", 4, 8, false, 2.67},
+                               {"64x128v", 4, 8, true, 3.2},    {"128x64", 8, 4, false, 2.67},
+                               {"128x64v", 8, 4, true, 3.2},    {"128x128", 8, 8, false, 3.0},
+                               {"128x128v", 8, 8, true, 4.0}};
+
+const Tiles& tiles_named(const char* n) {
+  for (const Tiles& t : kTiles)
+    if (std::string(n) == t.name) return t;
+  throw Error(std::string("no tile variant ") + n);
+}
+
+// KernelChoice::conv parsed; throws Error on an unknown name.
+Forced parse_conv_variant(const std::string& variant) {
+  Forced f;
+  std::string tiles = variant;
+  if (size_t slash = variant.find('/'); slash != std::string::npos) {  // "TILES/split", "TILES/sN"
+    std::string split = variant.substr(slash + 1);
+    tiles = variant.substr(0, slash);
+    if (split == "split") {
+      f.splits = -1;
+    } else {
+      size_t digits = split.size() > 1 && split[0] == 's' ? split.find_first_not_of("0123456789", 1) : 0;
+      if (digits != std::string::npos || split.size() > 7) throw Error("no split-K variant /" + split + " (/split or /sN)");
+      f.splits = std::max<int64_t>(1, std::stoll(split.substr(1)));
+    }
+  }
+  if (tiles == "winograd" || tiles.rfind("winograd:", 0) == 0) {
+    f.winograd = true;  // where it applies; the GPU kernels' choice by shape elsewhere
+    // Diagnostic builds, for measurements (wrong results): ":dng" no global
+    // reads, ":dnm" no products, to time the rest. The build forms tried and
+    // not kept: docs/kernel-choices.md#winograd-builds-tried-and-not-kept.
+    std::stringstream opts(tiles.substr(8));
+    for (std::string o; std::getline(opts, o, ':');) {
+      if (o == "dng") f.winograd_build += " -DWG_DIAG_NO_GLOBAL";
+      else if (o == "dnm") f.winograd_build += " -DWG_DIAG_NO_GEMM";
+      else if (o == "raw") f.winograd_weights = o;
+      else if (o == "pf2") f.winograd_build += " -DWG_PREFETCH2";  // two chunks in flight in the fp32 build
+      else if (o == "db") f.winograd_db = true;  // 4-channel chunks in two buffers (fp32 build)
+      else if (o == "db8") f.winograd_db = f.winograd_ck8 = true;  // 8-channel chunks: with :t16 only
+      else if (o == "t16") f.winograd_tiles = 16;
+      else if (o == "nopairs") f.winograd_pairs = false;  // input rows read a float at a time
+      else if (!o.empty())
+        throw Error("no Winograd build variant :" + o + " (:dng, :dnm, :raw, :pf2, :db, :db8, :t16, :nopairs)");
+    }
+    if (f.winograd_weights == "raw" && (f.winograd_tiles != 32 || f.winograd_db))
+      throw Error("winograd:raw takes neither :db nor :t16");
+    if (f.winograd_tiles == 32 && f.winograd_ck8)
+      throw Error("winograd:db8 needs :t16 (two buffers of 32 tiles exceed 48 KB of local memory)");
+  } else if (!variant.empty() && tiles != "gpu") {
+    f.taps = tiles.rfind("taps:", 0) == 0;
+    f.tiles = &tiles_named(tiles.c_str() + (f.taps ? 5 : 0));
+    if (f.taps && f.splits != 0) throw Error("the taps: baseline has no split-K variant");
+  }
+  return f;
+}
+
+// The conv variant the session named for node builder `b` (none: every field unset).
+Forced forced(const NodeBuilder& b) { return parse_conv_variant(b.kernel_choice.conv); }
+
+// Whether tiles `t` waste at most a quarter of their area on the edges of
+// an MxN output (32x32 always qualifies: the smallest).
+static bool fits(const Tiles& t, int64_t M, int64_t N) {
+  double area = double(ceil_div(M, t.tm()) * t.tm()) * double(ceil_div(N, t.tn()) * t.tn());
+  return &t == &kTiles[0] || double(M) * double(N) >= 0.75 * area;
+}
+
+// Tiles for an MxN output per batch. On CPUs 64x64, or 32x32 when 64x64
+// gives fewer work-groups than compute units. On GPUs the tiles that `fit`,
+// scored by waves of work-groups (one per compute unit per wave) times the
+// work of one tile over its speed.
+const Tiles& choose_tiles(const NodeBuilder& b, int64_t M, int64_t N, int64_t batches) {
+  if (const Forced f = forced(b); f.tiles) return *f.tiles;
+  auto groups = [&](const Tiles& t) { return ceil_div(M, t.tm()) * ceil_div(N, t.tn()) * batches; };
+  const int64_t cu = std::max(1, b.compute_units());
+  if (b.device_type() != "gpu") return groups(kTiles[1]) < cu ? kTiles[0] : kTiles[1];
+  const Tiles* best = &kTiles[0];
+  double best_cost = 1e300;
+  for (const Tiles& t : kTiles) {
+    if (!fits(t, M, N)) continue;
+    double cost = double(ceil_div(groups(t), cu)) * double(t.tm() * t.tn()) / t.speed;
+    if (cost < best_cost) best = &t, best_cost = cost;
+  }
+  return *best;
+}
+
+// Split-K (gemm.cl SPLITK): K cut into `splits` slices of `kslice` (a
+// multiple of TK), one work-group per (tile, slice) adding its partial tile
+// into Y atomically (slice 0 with the bias); Y zeroed before, the epilogue
+// applied after, in place: three launches instead of one (two without an
+// epilogue). For grids too small to fill the compute units
+// (docs/kernel-choices.md#split-k-and-its-cost).
+constexpr int64_t kTK = 16;              // gemm.cl's TK
+constexpr int64_t kMinSliceK = 4 * kTK;  // shallower slices spend more on the pipeline's fill and the adds
+
+// About `want` slices of K, rounded to whole TK; the variant has as many as
+// are nonempty (1: unsplit).
+static Variant split_k(const Tiles& t, int64_t K, int64_t want) {
+  int64_t kslice = ceil_div(ceil_div(K, std::max<int64_t>(1, want)), kTK) * kTK, splits = ceil_div(K, kslice);
+  return splits > 1 ? Variant{&t, splits, kslice} : Variant{&t};
+}
+
+// The slices that bring `t`'s grid to about `waves` waves of work-groups
+// (two: as many per compute unit as the memory latency wants hidden), none
+// shallower than kMinSliceK.
+static Variant split_by_shape(const Tiles& t, int64_t M, int64_t N, int64_t K, int64_t batches, int64_t cu,
+                       int64_t waves = 2) {
+  int64_t groups = ceil_div(M, t.tm()) * ceil_div(N, t.tn()) * batches;
+  return split_k(t, K, std::min(ceil_div(waves * cu, groups), K / kMinSliceK));
+}
+
+// choose_tiles' cost with K (waves x the work of one work-group / speed),
+// in FMAs of a 32x32 work-group; split-K adds its two extra passes (150k)
+// and its atomic adds (0.25 each), figures from
+// docs/kernel-choices.md#split-k-and-its-cost.
+double variant_cost(const Variant& v, int64_t M, int64_t N, int64_t K, int64_t batches, int64_t cu) {
+  const Tiles& t = *v.tiles;
+  int64_t groups = ceil_div(M, t.tm()) * ceil_div(N, t.tn()) * batches * v.splits;
+  double work = double(t.tm() * t.tn()) * double(v.splits > 1 ? v.kslice : K) / t.speed;
+  double split = v.splits > 1 ? 150e3 + 0.25 * double(M * N * batches * v.splits) : 0.0;
+  return double(ceil_div(groups, cu)) * work + split;
+}
+
+// The heuristic's variant: choose_tiles' tiles, or on GPUs (where
+// `can_split`) a split of fitting tiles where the cost model says it saves a
+// fifth at least, a margin for its guesses
+// (docs/kernel-choices.md#split-k-and-its-cost).
+static Variant choose_by_shape(const NodeBuilder& b, int64_t M, int64_t N, int64_t K, int64_t batches, bool can_split) {
+  Variant best{&choose_tiles(b, M, N, batches)};
+  if (!can_split || b.device_type() != "gpu") return best;
+  const int64_t cu = std::max(1, b.compute_units());
+  double best_cost = 0.8 * variant_cost(best, M, N, K, batches, cu);
+  for (const Tiles& t : kTiles) {
+    if (!fits(t, M, N)) continue;
+    Variant v = split_by_shape(t, M, N, K, batches, cu);
+    double c = variant_cost(v, M, N, K, batches, cu);
+    if (v.splits > 1 && c < best_cost) best = v, best_cost = c;
+  }
+  return best;
+}
+
+constexpr int64_t kWinogradMinSlice = 32;  // input channels per split-K slice, at least
+
+// Winograd's slices: grids under half a wave (of one work-group per compute
+// unit) split to about `waves` waves (rounded to the nearest whole number of
+// slices); larger ones stay whole (docs/kernel-choices.md#winograd-slices).
+static Variant winograd_split(const WinogradShape& w, int64_t cu, int64_t waves) {
+  if (2 * w.groups() >= cu) return Variant{nullptr};
+  int64_t want = std::min((waves * cu + w.groups() / 2) / w.groups(), w.C / kWinogradMinSlice);
+  int64_t cslice = ceil_div(ceil_div(w.C, std::max<int64_t>(1, want)), kWinogradCK) * kWinogradCK;
+  int64_t splits = ceil_div(w.C, cslice);
+  return splits > 1 ? Variant{nullptr, splits, cslice} : Variant{nullptr};
+}
+
+// variant_cost's units for Winograd: 16 x 32 x 32 FMAs per input channel and
+// work-group; kWinogradSpeed against 32x32's 1.0. The 16-tile form does half
+// a group's work at 0.87 of its speed, several groups per compute unit
+// (docs/kernel-choices.md#winograds-speed-in-the-cost-model).
+constexpr double kWinogradSpeed = 2.8, kWinogradT16Speed = 0.87 * kWinogradSpeed;
+double winograd_cost(const Variant& v, const WinogradShape& w, int64_t cu) {
+  const double speed = v.wg_tiles == 16 ? kWinogradT16Speed : kWinogradSpeed;
+  double work = 16.0 * 32 * double(v.wg_tiles) * double(v.splits > 1 ? v.kslice : w.C) / speed;
+  double split = v.splits > 1 ? 150e3 + 0.25 * double(w.OC * w.tiles * 4 * w.images * v.splits) : 0.0;
+  return double(ceil_div(w.groups(v.wg_tiles) * v.splits, cu)) * work + split;
+}
+
+// The Winograd form by shape: split where `can_split` and winograd_split's
+// slices cost a fifth less than the whole grid (the margin of
+// choose_by_shape). Else, where `t16` (the fp32 build), the 16-tile form
+// where it costs a tenth less than the whole grid: where whole groups leave
+// the last wave half empty and halves fill it. Not for 2x2-pooled convs,
+// where it ran slower (docs/kernel-choices.md#winograd-split-or-in-16-tile-groups).
+Variant winograd_by_shape(const WinogradShape& w, bool can_split, int64_t cu, bool t16) {
+  const Variant whole{nullptr}, split = can_split ? winograd_split(w, cu, 1) : whole;
+  if (split.splits > 1 && winograd_cost(split, w, cu) < 0.8 * winograd_cost(whole, w, cu)) return split;
+  Variant halves{nullptr};
+  halves.wg_tiles = 16;
+  return t16 && winograd_cost(halves, w, cu) < 0.9 * winograd_cost(whole, w, cu) ? halves : whole;
+}
+
+std::string winograd_variant_by_shape(int64_t C, int64_t OC, int64_t OH, int64_t OW, int64_t images,
+                                      int compute_units, bool can_split, bool fp32) {
+  const WinogradShape w{C, OC, ceil_div(OH, 2) * ceil_div(OW, 2), images};
+  return winograd_by_shape(w, can_split, std::max(1, compute_units), fp32).name();
+}
+
+
+// KernelChoice::conv's "winograd", "winograd/split" or "winograd/sN" (`f`).
+Variant forced_winograd(const Forced& f, const WinogradShape& w, bool can_split, int64_t cu) {
+  if (!can_split || f.splits == 1 || f.splits == 0) return Variant{nullptr};
+  if (f.splits < 0) return winograd_split(w, std::max<int64_t>(cu, 2 * w.groups() + 1), 1);  // split
+  int64_t cslice = ceil_div(ceil_div(w.C, f.splits), kWinogradCK) * kWinogradCK;
+  return ceil_div(w.C, cslice) > 1 ? Variant{nullptr, ceil_div(w.C, cslice), cslice} : Variant{nullptr};
+}
+
+// The variant of a GPU GEMM whose launches `emit(v)` appends to b.launches,
+// for the shape named `key`: forced, else the tuning cache's choice
+// (texplan tune times every candidate once: each tile unsplit, and where
+// `can_split` split to about 2 waves and to 1, half the atomic adds), else
+// choose_by_shape's heuristic.
+//
+// `wino` (a conv Winograd takes, on a GPU): "winograd" and its splits are
+// candidates too, and the guess where their cost is below the direct one's.
+Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int64_t K, int64_t batches,
+                     bool can_split, const std::function<void(const Variant&)>& emit,
+                     const WinogradShape* wino) {
+  const Forced f = forced(b);
+  const int64_t cu = std::max(1, b.compute_units());
+  if (f.winograd && wino) return forced_winograd(f, *wino, can_split, cu);
+  if (f.tiles || f.splits != 0) {
+    const Tiles& t = choose_tiles(b, M, N, batches);
+    if (!can_split || f.splits == 0 || f.splits == 1) return Variant{&t};
+    return f.splits < 0 ? split_by_shape(t, M, N, K, batches, cu) : split_k(t, K, f.splits);
+  }
+  const Variant direct = choose_by_shape(b, M, N, K, batches, can_split);
+  std::string guess = direct.name();
+  std::vector<Variant> candidates;
+  for (const Tiles& t : kTiles) candidates.push_back({&t});
+  if (can_split) {
+    for (const Tiles& t : kTiles)
+      for (int64_t waves : {2, 1})
+        if (Variant v = split_by_shape(t, M, N, K, batches, cu, waves);
+            v.splits > 1 && v.name() != candidates.back().name())
+          candidates.push_back(v);
+    if (candidates.size() > std::size(kTiles)) key += " splitk";  // caches from before split-K did not measure it
+  }
+  if (wino) {
+    key += " winograd";  // caches from before Winograd did not measure it
+    const Variant whole{nullptr}, split = can_split ? winograd_split(*wino, cu, 1) : whole;
+    candidates.push_back(whole);
+    if (split.splits > 1) candidates.push_back(split);
+    if (!b.tf32) {  // the 16-tile form (fp32 build only)
+      key += " t16";  // caches from before it did not measure it
+      candidates.push_back(whole);
+      candidates.back().wg_tiles = 16;
+    }
+    // The guess: the Winograd form by shape where it costs less than the
+    // direct variant, for 64 output channels or more or a grid of a wave at
+    // least (docs/kernel-choices.md#where-winograd-runs-on-gpus).
+    const Variant w = winograd_by_shape(*wino, can_split, cu, !b.tf32);
+    if ((wino->OC >= 64 || wino->groups() >= cu) &&
+        winograd_cost(w, *wino, cu) < variant_cost(direct, M, N, K, batches, cu))
+      guess = w.name();
+  }
+  std::vector<std::string> names;
+  int fallback = 0;
+  for (const Variant& v : candidates) {
+    if (v.name() == guess) fallback = int(names.size());
+    names.push_back(v.name());
+  }
+  int i = choose_variant(key, names, fallback, [&](int c) {
+    return time_candidate(b, [&] { return emit(candidates[size_t(c)]), true; });
+  });
+  return candidates[size_t(i)];
+}
+
+// The Winograd shape of a conv it takes (3x3, stride and dilation 1, one
+// group), on GPUs or forced: none for others. Where Winograd pays is the
+// cost model's (or the tuning's) call; below 32 input or output channels or
+// 32 tiles a work-group's 8-channel chunks, 32-channel block or 32-tile
+// block would run mostly empty (docs/kernel-choices.md#where-winograd-runs-on-gpus).
+std::optional<WinogradShape> winograd_shape(const NodeBuilder& b, const ConvGeometry& g) {
+  if (g.KH != 3 || g.KW != 3 || g.sh != 1 || g.sw != 1 || g.dh != 1 || g.dw != 1 || g.groups != 1) return std::nullopt;
+  if (b.half) return std::nullopt;  // conv_winograd.cl has no half-storage form: the direct kernels run
+  if (b.in_window(0)) return std::nullopt;  // nor reads a window: conv2d_gemm does
+  const HostTensor* weights = b.constant(1);
+  if (!weights || weights->dtype != DataType::Float32) return std::nullopt;  // packed at load: constant only
+  const Forced f = forced(b);
+  if (f.taps || f.tiles) return std::nullopt;
+  const WinogradShape w{g.C, g.OC, ceil_div(g.OH, 2) * ceil_div(g.OW, 2), g.N};
+  if (!f.winograd && (b.device_type() != "gpu" || g.C < 32 || g.OC < 32 || w.tiles * w.images < 32))
+    return std::nullopt;
+  return w;
+}
+
+// --precision tf32: Winograd first wherever the fp32 guess would consider
+// it, its products on the tensor cores (conv_winograd.cl WG_MMA), which beat
+// the tf32 tiles on every 3x3 shape timed
+// (docs/kernel-choices.md#winograd-before-the-tf32-tiles). The pooled form
+// cannot split: under half a wave of work-groups the tf32 tiles keep it.
+// Forced tiles (benchmarks) run as forced.
+bool winograd_before_tf32(const NodeBuilder& b, const WinogradShape& w, bool pooled) {
+  const int64_t cu = std::max(1, b.compute_units());
+  if (!b.tf32 || mma_tiles_forced(b)) return false;
+  return forced(b).winograd || ((w.OC >= 64 || w.groups() >= cu) && (!pooled || 2 * w.groups() >= cu));
+}
+
+// Whether a GEMM of depth K into Y (total elements) may be split: K deep
+// enough for two slices, Y over no input, or over exactly the residual of a
+// tail with a residual form (the slices then add onto it). The epilogue
+// always runs as a separate pass: it reads its operands at Y's index only,
+// and (Y over none of them) they still hold the same values after the slices.
+bool split_k_allowed(const NodeBuilder& b, int64_t K, int64_t total, const FusedTail& tail) {
+  // Half storage: the slices' atomic adds (split_add) work on fp32 words.
+  return !b.half && !tail.window && !tail.xwindow && K >= 2 * kTK && total <= INT32_MAX && (!output_overlaps_input(b) || tail.residual);
+}
+
+// Local memory a tile may take: more would cut the work-groups a GPU runs at
+// once (docs/kernel-choices.md#conv--maxpool-tiles-on-gpus).
+constexpr int64_t kPoolTileLocalBytes = 48 * 1024;
+constexpr int64_t kPoolTileMaxAccumulators = 64;  // ROC x RPX registers per item
+
+ForcedPool parse_pool_variant(const std::string& variant) {
+  ForcedPool f;
+  f.set = !variant.empty();
+  if (f.set && variant != "direct") {
+    for (const PoolTile& t : kPoolTiles)
+      if (variant == std::string("tiled:") + t.name) f.tile = &t;
+    if (!f.tile) throw Error("no FusedConvMaxPool variant " + variant);
+  }
+  return f;
+}
+
+std::optional<TiledConvMaxPool> fit_pool_tile(const ConvGeometry& g, const PoolGeometry& p, const PoolTile& t,
+                                              int64_t local_bytes) {
+  auto round4 = [](int64_t v) { return (v + 3) / 4 * 4; };
+  const int64_t CRH = (t.tph - 1) * p.sh + (p.kh - 1) * p.dh + 1, CRW = (t.tpw - 1) * p.sw + (p.kw - 1) * p.dw + 1;
+  const int64_t IRH = (CRH - 1) * g.sh + (g.KH - 1) * g.dh + 1, IRW = (CRW - 1) * g.sw + (g.KW - 1) * g.dw + 1;
+  const int64_t IPW = ceil_div(IRW, g.sw), ICS = IRH * g.sw * IPW, WP = t.ocb + 4, taps = g.KH * g.KW;
+  const int64_t slice_items = t.wg / (t.ocb / t.roc), RPX = ceil_div(CRH * CRW, slice_items);
+  const int64_t budget = std::min(local_bytes, kPoolTileLocalBytes) / 4, conv_floats = t.ocb * CRH * CRW;
+  if (RPX * t.roc > kPoolTileMaxAccumulators || conv_floats > budget) return std::nullopt;
+  auto staged = [&](int64_t c) { return round4(c * ICS) + c * taps * WP; };
+  int64_t ICC = std::min(g.C / g.groups, budget);  // input channels staged at once
+  while (ICC > 0 && staged(ICC) > budget) --ICC;
+  if (ICC == 0) return std::nullopt;
+  TiledConvMaxPool f;
+  f.tile = &t;
+  std::string d;
+  auto def = [&](const char* name, int64_t v) { d += std::string(" -D") + name + "=" + std::to_string(v); };
+  def("KH", g.KH), def("KW", g.KW), def("SH", g.sh), def("SW", g.sw), def("DH", g.dh), def("DW", g.dw);
+  def("PKH", p.kh), def("PKW", p.kw), def("PSH", p.sh), def("PSW", p.sw), def("PDH", p.dh), def("PDW", p.dw);
+  def("TPH", t.tph), def("TPW", t.tpw), def("OCB", t.ocb), def("ROC", t.roc), def("WG", t.wg), def("ICC", ICC);
+  def("RPX", RPX), def("CRH", CRH), def("CRW", CRW), def("IRH", IRH), def("IRW", IRW), def("IPW", IPW);
+  def("ICS", ICS), def("WP", WP), def("WOFF", round4(ICC * ICS));
+  def("LOCAL_FLOATS", round4(std::max(staged(ICC), conv_floats)));
+  f.defines = d;
+  f.tiles_x = ceil_div(p.PW, t.tpw), f.tiles_y = ceil_div(p.PH, t.tph);
+  f.oc_blocks = ceil_div(g.OC / g.groups, t.ocb);
+  f.rpx = RPX;
+  return f;
+}
+
+std::vector<std::string> conv_tile_variants() {
+  std::vector<std::string> v;
+  for (const Tiles& t : kTiles) v.push_back(t.name);
+  for (const char* t : {"32x32", "64x64"}) v.push_back(std::string("taps:") + t);  // the previous kernels
+  for (const Tiles& t : kTiles) v.push_back(std::string(t.name) + "/split");       // split-K, slices by shape
+  return v;
+}
+
+std::vector<std::string> conv_maxpool_variants() {
+  std::vector<std::string> v = {"direct"};
+  for (const PoolTile& t : kPoolTiles) v.push_back(std::string("tiled:") + t.name);
+  return v;
+}
+
+void check_conv_maxpool_variant(const std::string& variant) { parse_pool_variant(variant); }
+
+void check_conv_variant(const std::string& variant) { parse_conv_variant(variant); }
+
+}  // namespace texplan::runtime
