@@ -529,11 +529,12 @@ class Importer {
   Graph stages() {
     parse();
     check_opset();
-    {
-      Beside<void> names([this] { check_names(); });  // both only read the nodes
-      check_operators();
-      names.get();
-    }
+    check_operators();
+    check_input_dims();
+    // Names are checked beside the first inference where the skeleton is
+    // built there (inference keeps to its own maps when a name repeats; the
+    // names error then wins), else here.
+    if (has_subgraphs_) check_names();
     check_value_types();  // a sequence input is refused as such, before its dims are asked for
     fix_input_dims();
     bypass_identities_of_initializers();
@@ -545,9 +546,28 @@ class Importer {
     std::optional<Skeleton> skeleton;
     for (int round = 0; round < 64; ++round) {
       std::optional<Beside<Skeleton>> side;
-      if (!has_subgraphs_) side.emplace([this] { return build_skeleton(); });
-      infer_shapes();
-      if (side) skeleton = side->get();
+      if (!has_subgraphs_)
+        side.emplace([this, names = round == 0] {
+          Skeleton sk;
+          try {
+            if (names) check_names();
+          } catch (...) {
+            sk.names_error = std::current_exception();
+            return sk;
+          }
+          return build_skeleton();
+        });
+      std::exception_ptr inference_error;
+      try {
+        infer_shapes();
+      } catch (...) {
+        inference_error = std::current_exception();
+      }
+      if (side) {
+        skeleton = side->get();
+        if (skeleton->names_error) std::rethrow_exception(skeleton->names_error);
+      }
+      if (inference_error) std::rethrow_exception(inference_error);
       check_value_types();
       if (!fold_constants()) break;
       skeleton.reset();
@@ -632,7 +652,6 @@ class Importer {
   // Every tensor name is defined once: by an initializer, a graph input or
   // one node output. (An initializer may also be listed as a graph input:
   // before IR 4 that was how weights were declared; it stays a constant.)
-  // Graph inputs declare no negative dimension.
   void check_names() {
     const auto& g = model_.graph();
     // Definer of each name: -2 an initializer, -1 a graph input, else the node's index.
@@ -659,6 +678,11 @@ class Importer {
     for (int i = 0; i < g.node_size(); ++i)
       for (const auto& out : g.node(i).output())
         if (!out.empty()) define(out, i);
+  }
+
+  // Graph inputs declare no negative dimension.
+  void check_input_dims() {
+    const auto& g = model_.graph();
     for (const auto& v : g.input())
       if (v.type().has_tensor_type())
         for (const auto& d : v.type().tensor_type().shape().dim())
@@ -1040,6 +1064,7 @@ class Importer {
     Graph graph;
     int node_outputs_from = 0;
     std::exception_ptr error;
+    std::exception_ptr names_error;  // check_names', raised before any other
   };
   Skeleton build_skeleton() {
     const auto& g = model_.graph();
