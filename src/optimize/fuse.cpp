@@ -63,7 +63,8 @@ struct Region {
 
 class Fuser {
  public:
-  Fuser(Graph& g, bool pool) : g_(g), pool_(pool), dead_(g.nodes.size(), 0), cons_(g.tensors.size()) {
+  Fuser(Graph& g, bool pool)
+      : g_(g), pool_(pool), dead_(g.nodes.size(), 0), cons_(g.tensors.size()), member_(g.nodes.size(), 0) {
     for (int k = 0; k < int(g.nodes.size()); ++k)
       for (int t : g.nodes[k].inputs)
         if (t >= 0 && (cons_[t].empty() || cons_[t].back() != k)) cons_[t].push_back(k);
@@ -93,6 +94,8 @@ class Fuser {
   std::vector<char> dead_;
   std::vector<std::vector<int>> cons_;
   FuseCounts counts_;
+  mutable std::vector<char> member_;  // grow's region, by node id
+  mutable bool growing_ = false;
 
   std::string unique_name(const std::string& base) const {
     std::string name = base;
@@ -367,7 +370,10 @@ class Fuser {
     return true;
   }
 
+  // Within grow, membership is a flag per node (member_); a region of 32
+  // nodes is asked about its members at every step of its growth.
   bool in_region(const Region& r, int k, int core) const {
+    if (growing_) return member_[size_t(k)] != 0;
     return k == core || std::find(r.nodes.begin(), r.nodes.end(), k) != r.nodes.end();
   }
 
@@ -393,11 +399,20 @@ class Fuser {
       int last_value = -1;
     };
     std::optional<Sizes> best;
+    auto mark = [&](int k, char on) {
+      if (k >= 0) member_[size_t(k)] = on;
+    };
+    mark(core, 1);
+    for (int k : r.nodes) mark(k, 1);
+    growing_ = true;
+    std::vector<int> candidates;
     for (;;) {
-      std::set<int> candidates;
+      candidates.clear();
       for (const auto& [t, name] : r.value)
         for (int c : cons_[t])
-          if (!dead_[c] && !in_region(r, c, core)) candidates.insert(c);
+          if (!dead_[c] && !in_region(r, c, core)) candidates.push_back(c);
+      std::sort(candidates.begin(), candidates.end());
+      candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
       bool grown = false;
       for (int c : candidates) {
         const size_t extra = r.extra.size();
@@ -405,12 +420,16 @@ class Fuser {
           r.extra.resize(extra);
           continue;
         }
+        mark(c, 1);
         grown = true;
         break;
       }
       if (!grown) break;
       if (valid(r, core)) best = Sizes{r.program.size(), r.extra.size(), r.nodes.size(), r.last_value};
     }
+    growing_ = false;
+    mark(core, 0);
+    for (int k : r.nodes) mark(k, 0);
     if (!best) return Region{};
     // The values of the nodes cut off stay in r.value: callers read only
     // program, extra, nodes and last_value.
