@@ -248,8 +248,14 @@ void clear_operand_view(Node& n, int input) { n.decisions.operand_views.erase(in
 void Graph::topological_sort() {
   // Kahn's algorithm with a min-heap on the original position, so an already
   // valid order is kept as is (file order is the user's order).
+  // One pass finds the producers and whether the order is already valid
+  // (the one Kahn's algorithm would keep): a tensor read before any node
+  // wrote it, by a node at or before its producer, makes it invalid.
   std::vector<int> producer(tensors.size(), -1);
-  for (size_t n = 0; n < nodes.size(); ++n)
+  std::vector<int> early_reader(tensors.size(), std::numeric_limits<int>::max());
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    for (int t : nodes[n].inputs)
+      if (t >= 0 && producer[t] < 0) early_reader[t] = std::min(early_reader[t], int(n));
     for (int t : nodes[n].outputs)
       if (t >= 0) {
         if (producer[t] >= 0)
@@ -257,15 +263,9 @@ void Graph::topological_sort() {
                       nodes[producer[t]].name + "' and node '" + nodes[n].name + "'");
         producer[t] = int(n);
       }
-  // An order that is already valid is the one Kahn's algorithm would keep:
-  // checked in one pass, without building the users lists.
+  }
   bool valid = true;
-  for (size_t n = 0; n < nodes.size() && valid; ++n)
-    for (int t : nodes[n].inputs)
-      if (t >= 0 && producer[t] >= int(n)) {
-        valid = false;
-        break;
-      }
+  for (size_t t = 0; t < producer.size() && valid; ++t) valid = producer[t] < 0 || early_reader[t] > producer[t];
   if (valid) {
     for (size_t t = 0; t < producer.size(); ++t) tensors[t].producer = producer[t];
     return;

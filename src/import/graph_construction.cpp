@@ -156,10 +156,16 @@ void Importer::complete_graph(Graph& graph) {
   graph.remove_dead_nodes();
   adopt_opset13_softmax(graph);
   // An operator texplan lacks is named as such, before any shape it left unknown.
-  for (const auto& n : graph.nodes)
-    if (!reference::supports(n.op_type))
-      throw Error(name_ + ": node '" + n.name + "' (" + n.op_type + "): operator " + n.op_type +
-                  " is not supported by texplan");
+  const std::string* supported = nullptr;  // the last operator found (a chain asks for one a million times)
+  for (const auto& n : graph.nodes) {
+    if (supported && *supported == n.op_type) continue;
+    if (reference::supports(n.op_type)) {
+      supported = &n.op_type;
+      continue;
+    }
+    throw Error(name_ + ": node '" + n.name + "' (" + n.op_type + "): operator " + n.op_type +
+                " is not supported by texplan");
+  }
   // Every tensor needs a concrete shape and a known type.
   for (const std::string& name : unknown_) {
     const int id = graph.find(name);
