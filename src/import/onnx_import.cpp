@@ -171,13 +171,16 @@ void Importer::check_opset() {
 // attributes are as the schema says: ONNX's shape inference trusts them.
 void Importer::check_operators() {
   const auto& g = model_.graph();
+  const onnx::NodeProto* last = nullptr;  // the previous node of the same operator shares its schema
+  const onnx::OpSchema* schema = nullptr;
   for (int i = 0; i < g.node_size(); ++i) {
     const auto& n = g.node(i);
     for (const auto& a : n.attribute())
       has_subgraphs_ |= a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS;
-    std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
-    const onnx::OpSchema* schema =
-        domain.empty() ? guarded_schemas().GetSchema(n.op_type(), int(opset_), domain) : nullptr;
+    const std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
+    if (!last || last->op_type() != n.op_type() || last->domain() != n.domain())
+      schema = domain.empty() ? guarded_schemas().GetSchema(n.op_type(), int(opset_), domain) : nullptr;
+    last = &n;
     if (!schema)
       throw Error(name_ + ": node '" + one_line(node_label(n, i), 200) + "': unknown operator '" +
                   one_line((domain.empty() ? "" : domain + ".") + n.op_type(), 200) + "' at opset " +
