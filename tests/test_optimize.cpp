@@ -316,8 +316,10 @@ TEST(Optimize, MemoryOrderIsFastOnALargeGraph) {
   g.tensors[x].is_input = true;
   g.inputs = {x};
   for (int i = 0; i < 5000; ++i) {
-    const int a = tensor(g, "a" + std::to_string(i), {1, 16}), b = tensor(g, "b" + std::to_string(i), {1, 16});
-    const int y = tensor(g, "y" + std::to_string(i), {1, 16});
+    // "a" + n, not "a" + std::to_string(i): GCC 12 warns falsely (-Wrestrict) on the latter
+    const std::string n = std::to_string(i);
+    const int a = tensor(g, "a" + n, {1, 16}), b = tensor(g, "b" + n, {1, 16});
+    const int y = tensor(g, "y" + n, {1, 16});
     node(g, "Exp", {x}, {a});
     node(g, "Tanh", {x}, {b});
     node(g, "Mul", {a, b}, {y});

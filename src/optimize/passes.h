@@ -10,6 +10,8 @@
 
 namespace texplan {
 
+inline bool is_f32(const Tensor& t) { return t.dtype == DataType::Float32; }
+
 // Whether every element of v is x (an attribute's strides all 1, pads all 0).
 inline bool all_equal(const std::vector<int64_t>& v, int64_t x) {
   for (int64_t e : v)
@@ -32,6 +34,10 @@ struct FuseCounts {
 // `channel_scales`, then channel_scales_into_convs; with `mlps`, last
 // mlp_pairs.
 FuseCounts fuse(Graph& g, bool pool, bool channel_scales, bool mlps);
+
+// A scalar Mul or Div whose result only a MatMul reads moves after the
+// MatMul, where fuse() takes it into the product's epilogue. Returns how many.
+int scales_after_products(Graph& g);
 
 // A per-channel Mul (squeeze-and-excitation's scale) read only by a 1x1
 // convolution becomes that convolution's input scale

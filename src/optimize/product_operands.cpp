@@ -1,0 +1,187 @@
+// Passes that bring an operand into a product's kernel: a scalar scale moved
+// after a MatMul (then fused into its epilogue), squeeze-and-excitation's
+// channel scale into the 1x1 convolution that reads it, and its two fully
+// connected layers into one FusedMlp (docs/fused-ops.md).
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "graph/epilogue.h"
+#include "optimize/passes.h"
+
+namespace texplan {
+namespace {
+
+// A Conv or FusedConv without channel scale that is a plain 1x1 product:
+// one output, X and W present and 4-D, W 1x1, ungrouped, unpadded.
+bool plain_1x1_conv(const Graph& g, const Node& conv) {
+  if ((conv.op_type != "Conv" && conv.op_type != "FusedConv") || channel_scaled(conv) || conv.inputs.size() < 2 ||
+      conv.outputs.size() != 1 || conv.inputs[0] < 0 || conv.inputs[1] < 0)
+    return false;
+  const Shape &x = g.tensors[conv.inputs[0]].shape, &w = g.tensors[conv.inputs[1]].shape;
+  const std::string auto_pad = conv.get_string("auto_pad", "NOTSET");
+  return x.size() == 4 && w.size() == 4 && w[2] == 1 && w[3] == 1 && conv.get_int("group", 1) == 1 &&
+         all_equal(conv.get_ints("pads", {0, 0, 0, 0}), 0) && (auto_pad == "NOTSET" || auto_pad == "VALID");
+}
+
+// Per tensor: the node writing it (-1: none) and how many inputs read it.
+struct Links {
+  std::vector<int> producer, uses;
+  explicit Links(const Graph& g) : producer(g.tensors.size(), -1), uses(g.tensors.size(), 0) {
+    for (int k = 0; k < int(g.nodes.size()); ++k) {
+      for (int t : g.nodes[k].outputs)
+        if (t >= 0) producer[t] = k;
+      for (int t : g.nodes[k].inputs)
+        if (t >= 0) ++uses[t];
+    }
+  }
+};
+}  // namespace
+
+// A scalar Mul or Div on a MatMul's input moves after it, where the fuser
+// takes it into the product's epilogue: (x / c) @ w = (x @ w) / c. BERT's
+// attention scales q by 1 / sqrt(d) before q @ k^T, one kernel per layer.
+// Only where the scaled tensor feeds that MatMul alone and is no output.
+int scales_after_products(Graph& g) {
+  const Links links(g);
+  const std::vector<int>&producer = links.producer, &uses = links.uses;
+  auto scalar = [&](int t) {
+    const Tensor& c = g.tensors[t];
+    return c.is_constant && c.has_data && is_f32(c) && c.value.count() == 1;
+  };
+  int moved = 0;
+  for (int k = 0; k < int(g.nodes.size()); ++k) {
+    Node& mm = g.nodes[k];
+    if (mm.op_type != "MatMul" || mm.inputs.size() != 2 || mm.outputs.size() != 1) continue;
+    for (int slot = 0; slot < 2; ++slot) {
+      const int t = mm.inputs[size_t(slot)];
+      if (t < 0 || producer[t] < 0 || uses[t] != 1 || g.tensors[t].is_output || !is_f32(g.tensors[t])) continue;
+      Node& sc = g.nodes[size_t(producer[t])];
+      if (sc.inputs.size() != 2 || sc.outputs.size() != 1 || sc.inputs[0] < 0 || sc.inputs[1] < 0) continue;
+      int x = -1;  // the scaled operand; the other input is the scalar, kept where it is
+      if (sc.op_type == "Div" && scalar(sc.inputs[1])) x = 0;
+      else if (sc.op_type == "Mul") x = scalar(sc.inputs[1]) ? 0 : scalar(sc.inputs[0]) ? 1 : -1;
+      if (x < 0 || g.tensors[sc.inputs[size_t(x)]].shape != g.tensors[t].shape) continue;
+      // mm: inputs (.., x, ..) -> y0 (t's slot reused for the product); sc: (.., y0, ..) -> y.
+      const int y = mm.outputs[0];
+      Tensor product = g.tensors[t];
+      product.name = g.tensors[y].name + "@unscaled";
+      for (int i = 1; g.find(product.name) >= 0; ++i) product.name = g.tensors[y].name + "@unscaled_" + std::to_string(i);
+      product.shape = g.tensors[y].shape;
+      product.dtype = g.tensors[y].dtype;
+      product.is_output = false;
+      mm.inputs[size_t(slot)] = sc.inputs[size_t(x)];
+      const int y0 = g.add_tensor(std::move(product));
+      mm.outputs[0] = y0;
+      sc.inputs[size_t(x)] = y0;
+      sc.outputs[0] = y;
+      ++moved;  // t: no node writes or reads it now
+    }
+  }
+  if (moved) {
+    g.topological_sort();
+    g.remove_dead_nodes();
+  }
+  return moved;
+}
+
+
+// Squeeze-and-excitation ends in Mul(A, S), S one value per channel, read
+// by a pointwise projection alone: conv(A * S, W) = sum_c W[o, c] S[c]
+// A[c, p], so the conv reads A and scales its input channels as it goes
+// (set_channel_scaled, S its last input; docs/fused-ops.md).
+// One kernel and the scaled copy of A fewer per block (EfficientNet: 16).
+// Only 1x1, stride 1, unpadded, ungrouped convolutions of more than one
+// pixel (the CPU kernels' GEMM form), with S shared by the batch.
+int channel_scales_into_convs(Graph& g) {
+  const Links links(g);
+  const std::vector<int>&producer = links.producer, &uses = links.uses;
+  std::vector<char> erased(g.nodes.size(), 0);
+  int fused = 0;
+  for (int k = 0; k < int(g.nodes.size()); ++k) {
+    Node& conv = g.nodes[k];
+    if (!plain_1x1_conv(g, conv)) continue;
+    const int x = conv.inputs[0];
+    const Shape& xs = g.tensors[x].shape;
+    if (xs[2] * xs[3] < 2 || !all_equal(conv.get_ints("strides", {1, 1}), 1) ||
+        !all_equal(conv.get_ints("dilations", {1, 1}), 1))
+      continue;
+    if (producer[x] < 0 || uses[x] != 1 || g.tensors[x].is_output || !is_f32(g.tensors[x])) continue;
+    const Node& mul = g.nodes[size_t(producer[x])];
+    if (mul.op_type != "Mul" || mul.inputs.size() != 2 || mul.inputs[0] < 0 || mul.inputs[1] < 0) continue;
+    int a = -1, sc = -1;
+    for (int i = 0; i < 2; ++i) {
+      const Tensor& t = g.tensors[mul.inputs[size_t(i)]];
+      const Tensor& o = g.tensors[mul.inputs[size_t(1 - i)]];
+      // S: [C, 1, 1] or [1, C, 1, 1] (one value per channel, the same for
+      // every image); A: X's shape.
+      const bool per_channel = (t.shape.size() == 3 || (t.shape.size() == 4 && t.shape[0] == 1)) &&
+                               t.shape[t.shape.size() - 3] == xs[1] && t.shape[t.shape.size() - 2] == 1 &&
+                               t.shape.back() == 1;
+      if (per_channel && is_f32(t) && o.shape == xs && is_f32(o)) a = mul.inputs[size_t(1 - i)], sc = mul.inputs[size_t(i)];
+    }
+    if (a < 0) continue;
+    if (conv.op_type == "Conv") {
+      conv.op_type = "FusedConv";  // with no program: the conv alone
+      if (conv.inputs.size() == 2) conv.inputs.push_back(-1);
+    }
+    conv.inputs[0] = a;
+    conv.inputs.push_back(sc);
+    set_channel_scaled(conv);
+    erased[size_t(producer[x])] = 1;
+    ++fused;
+  }
+  if (fused) g.erase_nodes(erased);
+  return fused;
+}
+
+namespace {
+
+// A Conv or FusedConv that is a fully connected layer: a 1x1 conv of a
+// one-pixel map ([N, C, 1, 1]), ungrouped and unpadded, with no epilogue
+// inputs and no channel scale.
+bool dense_conv(const Graph& g, const Node& conv) {
+  if (!plain_1x1_conv(g, conv) || conv.inputs.size() > 3 || conv.outputs[0] < 0) return false;
+  const Tensor &x = g.tensors[conv.inputs[0]], &w = g.tensors[conv.inputs[1]], &y = g.tensors[conv.outputs[0]];
+  return x.shape[2] == 1 && x.shape[3] == 1 && w.shape[1] == x.shape[1] &&
+         y.shape == Shape{x.shape[0], w.shape[0], 1, 1} && is_f32(x) && is_f32(w) && is_f32(y) &&
+         Epilogue::parse(conv).inputs() <= 1;
+}
+
+}  // namespace
+
+// Squeeze-and-excitation's excitation: FC (1x1 conv of the pooled vector),
+// its activation, FC, sigmoid. The two layers become one FusedMlp at the
+// second's place: inputs X, W1, B1, W2, B2; the first layer's program as
+// `hidden_program`, the second's as `program`. The hidden vector is never
+// stored and one kernel runs instead of two (EfficientNet-B0: 16 pairs).
+int mlp_pairs(Graph& g) {
+  const Links links(g);
+  const std::vector<int>&producer = links.producer, &uses = links.uses;
+  std::vector<char> erased(g.nodes.size(), 0);
+  int fused = 0;
+  for (int k = 0; k < int(g.nodes.size()); ++k) {
+    const Node& second = g.nodes[size_t(k)];
+    if (!dense_conv(g, second)) continue;
+    const int h = second.inputs[0];
+    if (producer[h] < 0 || erased[size_t(producer[h])] || uses[h] != 1 || g.tensors[h].is_output) continue;
+    const Node& first = g.nodes[size_t(producer[h])];
+    if (!dense_conv(g, first)) continue;
+    Node f;
+    f.name = second.name;
+    f.op_type = "FusedMlp";
+    if (first.has("program")) f.attrs["hidden_program"] = first.attrs.at("program");
+    if (second.has("program")) f.attrs["program"] = second.attrs.at("program");
+    auto input = [](const Node& n, size_t i) { return i < n.inputs.size() ? n.inputs[i] : -1; };
+    f.inputs = {first.inputs[0], first.inputs[1], input(first, 2), second.inputs[1], input(second, 2)};
+    f.outputs = second.outputs;
+    erased[size_t(producer[h])] = 1;
+    g.nodes[size_t(k)] = std::move(f);
+    ++fused;
+  }
+  if (fused) g.erase_nodes(erased);
+  return fused;
+}
+
+}  // namespace texplan
