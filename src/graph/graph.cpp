@@ -246,11 +246,10 @@ void set_operand_view(Node& n, int input, const OperandView& v) { n.decisions.op
 void clear_operand_view(Node& n, int input) { n.decisions.operand_views.erase(input); }
 
 void Graph::topological_sort() {
-  // Kahn's algorithm with a min-heap on the original position, so an already
-  // valid order is kept as is (file order is the user's order).
-  // One pass finds the producers and whether the order is already valid
-  // (the one Kahn's algorithm would keep): a tensor read before any node
-  // wrote it, by a node at or before its producer, makes it invalid.
+  // An order that is already valid is kept as is (file order is the user's
+  // order). One pass finds the producers and whether it is: a tensor read
+  // before any node wrote it, by a node at or before its producer, makes it
+  // invalid.
   std::vector<int> producer(tensors.size(), -1);
   std::vector<int> early_reader(tensors.size(), std::numeric_limits<int>::max());
   for (size_t n = 0; n < nodes.size(); ++n) {
@@ -270,6 +269,8 @@ void Graph::topological_sort() {
     for (size_t t = 0; t < producer.size(); ++t) tensors[t].producer = producer[t];
     return;
   }
+  // Kahn's algorithm with a min-heap on the original position: the valid
+  // order nearest the given one.
   std::vector<int> pending(nodes.size(), 0);
   std::vector<std::vector<int>> users(nodes.size());
   for (size_t n = 0; n < nodes.size(); ++n)

@@ -52,14 +52,11 @@ Importer::Skeleton Importer::build_skeleton() {
       t.is_constant = constant;
       return graph.add_tensor(std::move(t));  // names are unique (check_names)
     };
-    std::unordered_set<std::string_view> init_names;
-    init_names.reserve(size_t(g.initializer_size()));
-    for (const auto& t : g.initializer()) {
-      init_names.insert(t.name());
-      add(t.name(), true);
-    }
+    for (const auto& t : g.initializer()) add(t.name(), true);
+    const int initializers = int(graph.tensors.size());
     for (const auto& v : g.input()) {
-      if (init_names.count(v.name())) continue;  // old-style: initializer listed as input
+      const int listed = find_tensor(graph, v.name());
+      if (listed >= 0 && listed < initializers) continue;  // old-style: initializer listed as input
       int id = add(v.name(), false);
       graph.tensors[id].is_input = true;
       graph.inputs.push_back(id);
@@ -90,10 +87,11 @@ Importer::Skeleton Importer::build_skeleton() {
 // The skeleton with the constants' values, the shapes inference left and
 // the graph outputs: the last step that reads the model.
 Graph Importer::graph_from_model(Skeleton sk) {
+  if (sk.error) std::rethrow_exception(sk.error);
   const auto& g = model_.graph();
   Graph graph = std::move(sk.graph);
   // Initializers are the first tensors, in file order.
-  for (int i = 0; i < g.initializer_size() && !sk.error; ++i)
+  for (int i = 0; i < g.initializer_size(); ++i)
     if (auto c = constants_.find(g.initializer(i).name()); c != constants_.end()) {
       Tensor& t = graph.tensors[size_t(i)];
       t.value = std::move(c->second);
@@ -126,21 +124,18 @@ Graph Importer::graph_from_model(Skeleton sk) {
     if (id < 0 || graph.tensors[id].has_data || !static_shape(v, dims, type)) return;
     give_shape(id, std::move(dims), type, v.name());
   };
-  if (!sk.error) {
-    for (const auto& v : g.input()) note(v);
-    for (const auto& v : g.value_info()) note(v);
-    for (const auto& v : g.output()) note(v);
-    for (int i = 0; i < g.initializer_size(); ++i) {
-      const auto& init = g.initializer(i);
-      if (graph.tensors[size_t(i)].has_data) known[size_t(i)] = 1;
-      else give_shape(i, dims_of(init), init.data_type(), init.name());
-    }
+  for (const auto& v : g.input()) note(v);
+  for (const auto& v : g.value_info()) note(v);
+  for (const auto& v : g.output()) note(v);
+  for (int i = 0; i < g.initializer_size(); ++i) {
+    const auto& init = g.initializer(i);
+    if (graph.tensors[size_t(i)].has_data) known[size_t(i)] = 1;
+    else give_shape(i, dims_of(init), init.data_type(), init.name());
   }
   // Checked after dead nodes are gone: an unused value may stay unknown.
   unknown_.clear();
   for (size_t t = 0; t < known.size(); ++t)
     if (!known[t] && !graph.tensors[t].has_data) unknown_.push_back(graph.tensors[t].name);
-  if (sk.error) std::rethrow_exception(sk.error);
   for (const auto& v : g.output()) {
     const int id = find_tensor(graph, v.name());
     if (id < 0) throw Error(name_ + ": graph output '" + v.name() + "' is produced by no node");

@@ -47,6 +47,7 @@ namespace {
 
 constexpr int64_t kMinOpset = 7;
 constexpr int64_t kMaxOpset = kMaxSupportedOpset;  // libonnx 1.12 knows 17; import/newer_schemas.h the rest
+
 // Runs `work` on a second thread (or at get(), where no thread can be
 // started), so an import step that only reads what another step leaves alone
 // overlaps it: a million-node graph keeps two cores busy (docs/reliability.md).
