@@ -16,10 +16,10 @@
 #include "pipeline/pipeline.h"
 #include "report/progress.h"
 #include "report/report.h"
-#include "runtime/device.h"
-#include "runtime/ops.h"
+#include "device/device.h"
+#include "lower/ops.h"
 #include "runtime/session.h"
-#include "runtime/tuning.h"
+#include "lower/tuning.h"
 
 namespace fs = std::filesystem;
 using namespace texplan;

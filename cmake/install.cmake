@@ -14,7 +14,7 @@ include(CMakePackageConfigHelpers)
 set(texplan_install_targets texplan texplan_shared)
 set(texplan_pc_libs "")
 # Link order for pkg-config: a library before the ones it uses.
-foreach(stage pipeline offload runtime import validate optimize kernels reference plan graph)
+foreach(stage pipeline offload runtime lower device import validate optimize kernels reference plan graph)
   if(TARGET texplan_${stage})
     list(APPEND texplan_install_targets texplan_${stage})
     string(APPEND texplan_pc_libs " -ltexplan_${stage}")
@@ -34,7 +34,7 @@ install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/include/texplan/texplan.h DESTINATION 
 # compiles each one alone against the install).
 set(texplan_public_headers
     graph/graph.h plan/memory_plan.h plan/arena.h import/onnx_import.h optimize/optimize.h optimize/storage.h
-    optimize/usage.h optimize/patch.h runtime/device.h runtime/device_tensor.h runtime/session.h runtime/kernel_choice.h
+    optimize/usage.h optimize/patch.h device/device.h runtime/device_tensor.h runtime/session.h lower/kernel_choice.h
     pipeline/pipeline.h)
 foreach(h ${texplan_public_headers})
   get_filename_component(d ${h} DIRECTORY)

@@ -14,7 +14,7 @@
 #include "import/onnx_import.h"
 #include "pipeline/pipeline.h"
 #include "plan/memory_plan.h"
-#include "runtime/device.h"
+#include "device/device.h"
 #include "runtime/session.h"
 
 using namespace texplan;

@@ -10,8 +10,8 @@
 #include "optimize/optimize.h"
 #include "optimize/usage.h"
 #include "plan/memory_plan.h"
-#include "runtime/device.h"
-#include "runtime/optimize_for_device.h"
+#include "device/device.h"
+#include "lower/optimize_for_device.h"
 #include "runtime/session.h"
 #include "targets.h"
 

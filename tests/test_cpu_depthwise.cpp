@@ -18,7 +18,7 @@
 #include "plan/memory_plan.h"
 #include "reference/reference_ops.h"
 #include "runtime/session.h"
-#include "runtime/tuning.h"
+#include "lower/tuning.h"
 #include "one_node.h"
 #include "test_util.h"
 

@@ -10,7 +10,7 @@
 #include "optimize/usage.h"
 #include "plan/memory_plan.h"
 #include "reference/reference_ops.h"
-#include "runtime/cpu_lowering.h"
+#include "lower/opencl_cpu/common.h"
 #include "runtime/session.h"
 #include "one_node.h"
 #include "test_util.h"

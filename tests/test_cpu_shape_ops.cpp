@@ -10,7 +10,7 @@
 #include "optimize/usage.h"
 #include "plan/memory_plan.h"
 #include "reference/reference_ops.h"
-#include "runtime/ops.h"
+#include "lower/ops.h"
 #include "runtime/session.h"
 #include "test_util.h"
 

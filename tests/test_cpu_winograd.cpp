@@ -10,9 +10,9 @@
 #include "optimize/usage.h"
 #include "plan/memory_plan.h"
 #include "reference/reference_ops.h"
-#include "runtime/ops_cpu.h"
+#include "lower/opencl_cpu/lowerings.h"
 #include "runtime/session.h"
-#include "runtime/tuning.h"
+#include "lower/tuning.h"
 #include "one_node.h"
 #include "test_util.h"
 

@@ -9,7 +9,7 @@
 
 #include "import/onnx_import.h"
 #include "optimize/optimize.h"
-#include "runtime/optimize_for_device.h"
+#include "lower/optimize_for_device.h"
 #include "optimize/patch.h"
 #include "optimize/usage.h"
 #include "pipeline/pipeline.h"

@@ -14,10 +14,10 @@
 #include "optimize/usage.h"
 #include "plan/memory_plan.h"
 #include "reference/reference_ops.h"
-#include "runtime/ops.h"
-#include "runtime/ops_mma.h"
+#include "lower/ops.h"
+#include "lower/mma.h"
 #include "runtime/session.h"
-#include "runtime/tuning.h"
+#include "lower/tuning.h"
 #include "test_util.h"
 
 using namespace texplan;

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "graph/graph.h"
-#include "runtime/device.h"
+#include "device/device.h"
 
 namespace texplan::test {
 

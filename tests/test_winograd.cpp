@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "reference/reference_ops.h"
-#include "runtime/ops.h"
-#include "runtime/ops_mma.h"
+#include "lower/ops.h"
+#include "lower/mma.h"
 #include "runtime/session.h"
 #include "one_node.h"
 #include "test_util.h"

@@ -9,8 +9,8 @@
 #include "import/onnx_import.h"
 #include "report/report.h"
 #include "runtime/cpu_executor.h"
-#include "runtime/device.h"
-#include "runtime/optimize_for_device.h"
+#include "device/device.h"
+#include "lower/optimize_for_device.h"
 #include "runtime/session.h"
 
 namespace fs = std::filesystem;

@@ -57,9 +57,9 @@
 
 #include "optimize/usage.h"
 #include "plan/memory_plan.h"
-#include "runtime/ops.h"
-#include "runtime/ops_cpu.h"
-#include "runtime/ops_mma.h"
+#include "lower/ops.h"
+#include "lower/opencl_cpu/lowerings.h"
+#include "lower/mma.h"
 #include "runtime/session.h"
 #include "../../tests/test_util.h"
 

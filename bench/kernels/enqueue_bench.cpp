@@ -55,7 +55,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/device.h"
+#include "device/device.h"
 
 using namespace texplan;
 using Clock = std::chrono::steady_clock;

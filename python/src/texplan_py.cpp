@@ -15,8 +15,8 @@
 #include "pipeline/pipeline.h"
 #include "report/report.h"
 #include "report/timeline.h"
-#include "runtime/device.h"
-#include "runtime/optimize_for_device.h"
+#include "device/device.h"
+#include "lower/optimize_for_device.h"
 #include "runtime/session.h"
 
 namespace py = pybind11;

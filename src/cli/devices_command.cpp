@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
-#include "runtime/device.h"
+#include "device/device.h"
 
 namespace texplan::cli {
 

@@ -11,7 +11,7 @@
 #include "report/progress.h"
 #include "report/report.h"
 #include "report/timeline.h"
-#include "runtime/device.h"
+#include "device/device.h"
 #include "runtime/session.h"
 
 using namespace texplan;

@@ -15,7 +15,7 @@
 #include "import/onnx_import.h"
 #include "pipeline/pipeline.h"
 #include "report/progress.h"
-#include "runtime/device.h"
+#include "device/device.h"
 #include "runtime/session.h"
 
 namespace fs = std::filesystem;

@@ -21,10 +21,10 @@
 #include "report/report.h"
 #include "pipeline/pipeline.h"
 #include "runtime/cpu_executor.h"
-#include "runtime/device.h"
+#include "device/device.h"
 #include "runtime/random_inputs.h"
 #include "runtime/session.h"
-#include "runtime/tuning.h"
+#include "lower/tuning.h"
 
 namespace fs = std::filesystem;
 
@@ -468,6 +468,14 @@ int run_command(const RunArgs& a) {
   report["activation_bytes"] = activation_bytes;
   report["weight_bytes"] = weight_bytes;
   report["fallback_nodes"] = fallback;
+  if (m.half_range.calibrated || !m.half_range.calibration_error.empty())
+    report["half_range"] = {{"scaled_tensors", m.half_range.scaled_tensors},
+                            {"min_exponent", m.half_range.min_exponent},
+                            {"max_exponent", m.half_range.max_exponent},
+                            {"rewritten_nodes", m.half_range.rewritten_nodes},
+                            {"copied_weight_bytes", m.half_range.copied_weight_bytes},
+                            {"out_of_range", m.half_range.out_of_range},
+                            {"calibration_error", m.half_range.calibration_error}};
   report["half_fallback_nodes"] = half_fallback;  // fp16: on the CPU for want of a half-storage kernel
   report["offload"] = a.offload;
   report["offloaded_nodes"] = offloaded;
@@ -506,7 +514,9 @@ int run_command(const RunArgs& a) {
       rel_error = std::max(rel_error, relative_error(outputs[i], ref));
       if (const std::string why = trivial_reference(ref); !why.empty())
         trivial_refs.push_back("output_" + std::to_string(i) + ".pb ('" + g.tensors[g.outputs[i]].name + "') is " + why);
-      if (precision == runtime::Precision::Fp16 && ref.dtype == DataType::Float32 && ref.count() > 0) {
+      // An output scaled into half's range (optimize/half_range.h) holds them.
+      if (precision == runtime::Precision::Fp16 && ref.dtype == DataType::Float32 && ref.count() > 0 &&
+          i < g.outputs.size() && g.tensors[g.outputs[i]].storage_exponent == 0) {
         // Half's smallest normal is 2^-14: values far below it lose their
         // digits (and below 2^-24 become zero) in every tensor that holds them.
         float largest = 0;
@@ -541,6 +551,18 @@ int run_command(const RunArgs& a) {
               << half_fallback.size() << " node(s) on the CPU for want of a half-storage kernel)\n";
   else
     std::cout << " (exact)\n";
+  if (const HalfRangeReport& h = m.half_range; h.calibrated || !h.calibration_error.empty()) {
+    std::cout << "half range  ";
+    if (!h.calibration_error.empty())
+      std::cout << "not scaled: the calibration run failed: " << h.calibration_error << "\n";
+    else if (h.scaled_tensors == 0)
+      std::cout << "every activation within half's range (calibrated on a random input), none scaled\n";
+    else
+      std::cout << h.scaled_tensors << " activations stored times 2^" << h.min_exponent << " .. 2^" << h.max_exponent
+                << " to fit half (calibrated on a random input; " << h.rewritten_nodes
+                << " nodes absorb the scales)\n";
+    for (const std::string& o : h.out_of_range) std::cout << "half range  left unscaled: " << o << "\n";
+  }
   std::cout << "activations " << human_bytes(activation_bytes) << " allocated (" << activation_bytes
             << " B), lower bound " << human_bytes(lower_bound) << " (" << std::fixed << std::setprecision(3)
             << (lower_bound ? double(activation_bytes) / double(lower_bound) : 1.0) << "x), strategy " << strategy

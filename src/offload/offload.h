@@ -26,7 +26,7 @@
 #include "graph/graph.h"
 #include "optimize/usage.h"
 #include "runtime/offload_hook.h"
-#include "runtime/tuning_cache.h"
+#include "lower/tuning_cache.h"
 
 namespace texplan::offload {
 

@@ -13,7 +13,7 @@
 
 #include "offload/offload.h"
 #include "offload/work.h"
-#include "runtime/ops.h"
+#include "lower/ops.h"
 
 #ifdef TEXPLAN_HAVE_CLBLAST
 #include <clblast.h>

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <sstream>
 
-#include "runtime/ops.h"
+#include "lower/ops.h"
 
 namespace texplan::offload {
 

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "pipeline/pipeline.h"
-#include "runtime/device.h"
+#include "device/device.h"
 
 namespace texplan {
 

@@ -7,7 +7,7 @@
 #include <set>
 
 #include "runtime/cpu_executor.h"
-#include "runtime/optimize_for_device.h"
+#include "lower/optimize_for_device.h"
 
 namespace texplan {
 

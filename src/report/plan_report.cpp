@@ -9,7 +9,7 @@
 #include "offload/offload.h"
 #include "pipeline/pipeline.h"
 #include "report/progress.h"
-#include "runtime/device.h"
+#include "device/device.h"
 
 namespace texplan::report {
 

@@ -14,7 +14,7 @@
 #include <memory>
 
 #include "graph/graph.h"
-#include "runtime/device.h"
+#include "device/device.h"
 
 namespace texplan::runtime {
 

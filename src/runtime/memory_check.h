@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "runtime/device.h"
+#include "device/device.h"
 
 namespace texplan::runtime {
 

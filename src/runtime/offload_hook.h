@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "graph/graph.h"
-#include "runtime/device.h"
-#include "runtime/ops.h"
+#include "device/device.h"
+#include "lower/lower.h"
 
 namespace texplan::runtime {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "graph/graph.h"
-#include "runtime/device.h"
+#include "device/device.h"
 
 namespace texplan::runtime {
 

@@ -31,9 +31,9 @@
 #include "graph/graph.h"
 #include "optimize/usage.h"
 #include "plan/memory_plan.h"
-#include "runtime/device.h"
+#include "device/device.h"
 #include "runtime/device_tensor.h"
-#include "runtime/kernel_choice.h"
+#include "lower/kernel_choice.h"
 
 namespace texplan::runtime {
 
@@ -54,9 +54,7 @@ Precision parse_precision(const std::string& s);  // "fp32" | "tf32" | "fp16"; t
 const char* precision_name(Precision p);
 // How `p` stores Float32 tensors: Float16 for Fp16, else Float32.
 DataType float_storage(Precision p);
-// Whether `dev` runs Precision::Tf32 (else a session asking for it runs
-// fp32, unless KernelChoice::tf32_emulation).
-bool tf32_supported(const Device& dev);
+// Whether a device runs Precision::Tf32: tf32_supported (device/device.h).
 
 struct SessionOptions {
   // Proves the plan while running: pools start poisoned (NaN bytes), and

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "runtime/offload_hook.h"
-#include "runtime/ops.h"
+#include "lower/lower.h"
 #include "runtime/profile.h"
 #include "runtime/session.h"
 

@@ -1,7 +1,7 @@
 // Depthwise convolutions on CPU devices, onto src/kernels/cpu_depthwise.cl.
 #include <algorithm>
 
-#include "runtime/ops_cpu.h"
+#include "lower/opencl_cpu/lowerings.h"
 
 namespace texplan::runtime {
 

@@ -1,11 +1,10 @@
 // TF32 tensor-core lowerings onto src/kernels/gemm_mma.cl (runtime/ops_mma.h).
-#include "runtime/ops_mma.h"
+#include "lower/mma.h"
 
 #include <algorithm>
 
 #include "kernels/kernel_sources.h"
-#include "runtime/session.h"
-#include "runtime/tuning.h"
+#include "lower/tuning.h"
 
 namespace texplan::runtime {
 
@@ -188,16 +187,6 @@ Source mma_build(const NodeBuilder& b, const char* file, const std::string& defi
   std::string d = defines;
   if (!b.kernel_choice.tf32_emulation && accepts_inline_ptx(b.device())) d += " -DTEXPLAN_PTX";  // inline PTX reaches NVIDIA's driver only
   return Source(file, d, prelude + "\n" + kernels::sources().at("mma_common.cl"));
-}
-
-bool tf32_supported(const Device& dev) {
-  if (dev.info().type != "gpu" || !accepts_inline_ptx(dev)) return false;
-  const auto& ext = dev.info().extensions;
-  if (std::find(ext.begin(), ext.end(), "cl_nv_device_attribute_query") == ext.end()) return true;
-  const cl_device_info kComputeCapabilityMajorNV = 0x4000;
-  cl_uint major = 0;
-  if (clGetDeviceInfo(dev.id(), kComputeCapabilityMajorNV, sizeof major, &major, nullptr) != CL_SUCCESS) return true;
-  return major >= 8;  // tf32 mma: Ampere and later
 }
 
 bool tf32_runs(const NodeBuilder& b) { return b.kernel_choice.tf32_emulation || tf32_supported(b.device()); }

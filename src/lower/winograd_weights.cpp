@@ -1,4 +1,4 @@
-#include "runtime/winograd_weights.h"
+#include "lower/winograd_weights.h"
 
 namespace texplan::runtime {
 namespace {

@@ -1,9 +1,9 @@
-#include "runtime/cpu_lowering.h"
+#include "lower/opencl_cpu/common.h"
 
 #include <algorithm>
 
 #include "kernels/kernel_sources.h"
-#include "runtime/tuning.h"
+#include "lower/tuning.h"
 
 namespace texplan::runtime {
 

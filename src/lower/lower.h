@@ -1,6 +1,9 @@
-// Internal to the runtime: lowering one graph node to prepared OpenCL kernel
-// launches. Each op family has its own ops_*.cpp; ops.cpp maps op names to
-// them. A lowering sets every kernel argument once; a run only enqueues.
+// The lowering stage's interface: one graph node lowered to prepared OpenCL
+// kernel launches (NodeBuilder, lower_node), what the session calls. The
+// operator families' lowerings live in one file each (lower/*.cpp, their
+// shared helpers in lower/ops.h), the ones for OpenCL CPU devices such as
+// PoCL in lower/opencl_cpu/. A lowering sets every kernel argument once; a
+// run only enqueues.
 #pragma once
 #include <CL/cl.h>
 
@@ -9,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "device/device.h"
 #include "graph/graph.h"
-#include "runtime/device.h"
-#include "runtime/kernel_choice.h"
+#include "lower/kernel_choice.h"
 
 namespace texplan::runtime {
 
@@ -100,57 +103,6 @@ Range group_range(std::vector<size_t> groups, std::vector<size_t> local);
 int64_t ceil_div(int64_t a, int64_t b);
 // Checked narrowing for kernel arguments; throws Error if out of int range.
 cl_int i32(int64_t v);
-
-// ---- strided views, shared by elementwise, copy and reduce lowerings ----
-std::vector<int64_t> contiguous_strides(const Shape& s);
-// Strides of `in` read as if broadcast to `out` (numpy rules): 0 on broadcast dims.
-std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out);
-// An iteration space `dims` over several operands, each with its strides.
-struct Strided {
-  std::vector<int64_t> dims;
-  std::vector<std::vector<int64_t>> strides;  // [operand][dim]
-};
-// Drops size-1 dims and merges neighbours that are contiguous in every operand.
-Strided collapse(Strided s);
-// Right-aligned into kMaxRank; throws Error if the rank is larger.
-Dims to_dims(const std::vector<int64_t>& v, int64_t pad);
-
-// A conv's ConvParams from its sizes `g` (any struct with the fields: the
-// lowerings' ConvGeometry, ops_mma's MmaConv); launch_conv_kernel fills in
-// the tensors' offsets.
-template <class G>
-ConvParams conv_params(const G& g, bool has_bias) {
-  ConvParams p;
-  p.has_bias = has_bias;
-  p.c = i32(g.C), p.h = i32(g.H), p.w = i32(g.W), p.oc = i32(g.OC), p.oh = i32(g.OH), p.ow = i32(g.OW);
-  p.kh = i32(g.KH), p.kw = i32(g.KW), p.sh = i32(g.sh), p.sw = i32(g.sw), p.ph = i32(g.ph), p.pw = i32(g.pw);
-  p.dh = i32(g.dh), p.dw = i32(g.dw), p.groups = i32(g.groups);
-  return p;
-}
-// A GEMM's GemmParams from `g` (the lowerings' GemmArgs, ops_mma's
-// MmaGemm); launch_gemm_kernel fills in the operands' offsets.
-template <class G>
-GemmParams gemm_params(const G& g) {
-  GemmParams p;
-  p.m = i32(g.M), p.n = i32(g.N), p.k = i32(g.K), p.a_sm = i32(g.a_sm), p.a_sk = i32(g.a_sk);
-  p.b_sk = i32(g.b_sk), p.b_sn = i32(g.b_sn), p.c_sm = i32(g.c_sm), p.c_sn = i32(g.c_sn), p.has_c = g.has_c;
-  p.alpha = g.alpha, p.beta = g.beta;
-  p.batch = to_dims(g.batch, 1), p.a_sb = to_dims(g.a_sb, 0), p.b_sb = to_dims(g.b_sb, 0), p.c_sb = to_dims(g.c_sb, 0);
-  return p;
-}
-
-// Begin and end padding of spatial dim `dim` of a Conv/Pool-like node, from
-// pads or auto_pad (the output size `out` is known from the static shapes).
-struct SpatialPad {
-  int64_t begin = 0, end = 0;
-};
-SpatialPad spatial_pad(const Node& n, size_t dim, size_t rank, int64_t in, int64_t out, int64_t k, int64_t s,
-                       int64_t d, bool transposed = false, int64_t out_pad = 0);
-
-class NodeBuilder;
-// Copies elements (bit patterns of `t`) walking `s`: operand 0 is the
-// destination's strides, operand 1 the source's.
-void launch_copy(NodeBuilder& b, const TensorArg& src, const TensorArg& dst, DataType t, const Strided& s);
 
 // A kernel file and the build options of the variant wanted; `prelude` is
 // generated OpenCL C placed before the file (fused epilogues, epilogue_cl.h).
@@ -305,157 +257,17 @@ struct NoHalfKernel {
 // tensors through real_t / LD / ST).
 bool half_kernel_file(const std::string& file);
 
-// Prepares conv kernel `name` (X, W, bias, Y, ConvParams: gemm.cl,
-// gemm_mma.cl, conv.cl, conv_winograd.cl) on the node's input 0 and output 0,
-// weights `w` (input 1, or a packed copy) and `bias`, their offsets put in `p`.
-void launch_conv_kernel(NodeBuilder& b, const Source& src, const char* name, const Range& r, const TensorArg& w,
-                        const TensorArg& bias, ConvParams p);
-// Prepares GEMM kernel `name` (A, B, C, Y, GemmParams), the offsets put in `p`.
-void launch_gemm_kernel(NodeBuilder& b, const Source& src, const char* name, const Range& r, const TensorArg& A,
-                        const TensorArg& B, const TensorArg& C, const TensorArg& Y, GemmParams p);
-
-// The elementwise tail of a fused node (docs/fused-ops.md) as a lowering
-// applies it: generated OpenCL C (epilogue_cl.h) for the kernel file's
-// prelude, and the arguments to append after the kernel's own.
-struct FusedTail {
-  struct Input {
-    TensorArg arg;
-    bool strided = false;  // then `strides` (broadcast, over `dims`) follow it
-    Dims strides{};
-  };
-  std::string prelude;        // empty: plain stores
-  bool transcendental = false;  // Epilogue::transcendental (CPU register blocks)
-  std::vector<Input> inputs;  // buffer operands, in operand order
-  bool strided = false;       // any input strided: `dims` is passed last
-  Dims dims{};
-  // When the program begins with a residual Add whose operand is Y's own
-  // storage (in-place sharing), Y already holds the residual: split-K adds
-  // its slices onto it instead of onto zeros (`residual`), and then runs
-  // residual_prelude, the program after that Add with the same parameters
-  // (empty: nothing follows the Add).
-  bool residual = false;
-  std::string residual_prelude;
-  // Y is a window of a larger tensor (patch-based execution: graph.h
-  // TensorWindow): the prelude redefines common.cl's YI(i) (where Y's
-  // element i is stored), YRUN(i, n) (whether elements [i, i+n) are
-  // contiguous there) and YWIN_PARAMS, and `ywin_dims` (Y's shape) and
-  // `ywin_strides` (its storage's) are passed after everything else.
-  bool window = false;
-  Dims ywin_dims{}, ywin_strides{};
-  // X (input 0) is a window: XPLANE, XROW, XCOL, XCOLRUN and XWIN_PARAMS
-  // redefined (common.cl), its plane and row strides and width passed last.
-  bool xwindow = false;
-  cl_int xwin_plane = 0, xwin_row = 0, xwin_w = 0;
-  void append_args(NodeBuilder& b) const;
-};
-// Adds Y's window to `tail` where output 0 of the node is one (else leaves
-// it as it is); the lowering then writes Y through YI.
-void window_output(NodeBuilder& b, FusedTail& tail);
-// The OpenCL C that makes YI, YRUN and YWIN_PARAMS Y's window's.
-std::string window_prelude();
-// Adds X's window to `tail` where input 0 of the node (4D) is one; the
-// lowering's kernels then read X through XPLANE, XROW and XCOL (GEMMs over
-// its pixels: their B operand's K stride is xwin_plane).
-void window_input(NodeBuilder& b, FusedTail& tail);
-
-// Kernel variants chosen by shape and device, named instead by
-// KernelChoice::conv for measurements and tests (bench/kernels,
-// tests/test_fused_kernels). The conv/gemm tiles are "MxN" (rows of output
-// channels x output pixels per work-group), "v" at the end for float4 local
-// reads, "taps:" in front for the baseline convolution that decodes every tap
-// with divisions; "/split" after them for split-K (K in slices added into Y
-// atomically) with the slices chosen by shape, "/sN" (named only) for N slices.
-std::vector<std::string> conv_tile_variants();
-// Throws Error unless `variant` is a KernelChoice::conv: "" (the choice by
-// shape and device), "gpu" (the GPU kernels with the tiles chosen by shape or
-// tuning), "gpu/sN" (those split in N where allowed), the tiles above, or
-// "winograd", "winograd/split", "winograd/sN" (conv_winograd.cl for the 3x3
-// stride-1 single-group convs, the GPU kernels' choice elsewhere) with
-// ":form"s after "winograd" (:raw, :pf2, :db, :db8, :t16, :nopairs, and the
-// diagnostic builds :dng, :dnm).
-void check_conv_variant(const std::string& variant);
-// The Winograd form a 3x3 stride-1 conv (C -> OC channels, OH x OW output,
-// `images`) takes by shape on a GPU of `compute_units`, untuned: "winograd",
-// "winograd/sN" (split, where `can_split`) or "winograd:t16:db" (the fp32
-// build's 16-tile form).
-std::string winograd_variant_by_shape(int64_t C, int64_t OC, int64_t OH, int64_t OW, int64_t images,
-                                      int compute_units, bool can_split, bool fp32);
-// Whether Y's planned storage overlaps an input's (ops_conv.cpp): split-K
-// zeroes Y and adds into it, so it must not.
-bool output_overlaps_input(const NodeBuilder& b, int except = -1);  // input `except` not counted
-// Split-K's passes around the slices (ops_conv.cpp; gemm.cl and gemm_mma.cl):
-// Y zeroed, then the epilogue in place; onto the residual Y already holds
-// (FusedTail::residual) nothing is zeroed and the program after its Add runs.
-bool splits_onto_residual(const NodeBuilder& b, const FusedTail& tail);
-void launch_splitk_zero(NodeBuilder& b, const Source& split, const TensorArg& Y, int64_t total, const FusedTail& tail);
-void launch_splitk_finish(NodeBuilder& b, const TensorArg& Y, int64_t total, const FusedTail& tail);
-// FusedConvMaxPool with overlapping windows (KernelChoice::conv_maxpool):
-// "direct" (conv2d_maxpool, one work-item per pooled output) or
-// "tiled:<tile>" (conv2d_maxpool_tiled with that tile, the direct kernel
-// where it does not fit local memory); "": the choice by shape (and tuning
-// cache). check_conv_maxpool_variant throws Error on an unknown name.
-std::vector<std::string> conv_maxpool_variants();
-void check_conv_maxpool_variant(const std::string& variant);
-
 // Prepares the launches of one node. Returns false when no kernel covers the
 // node (op, attributes or types): the caller runs it on the CPU instead.
 bool lower_node(NodeBuilder& b);
 
-// Whether kernels for `dev` may hold inline PTX (-DTEXPLAN_PTX): NVIDIA's own
-// OpenCL driver only (PoCL's CUDA device has NVIDIA's vendor name but another
-// compiler, without inline PTX).
-bool accepts_inline_ptx(const Device& dev);
-
-// How a lowering measures one candidate for choose_variant (tuning.h): the
-// milliseconds of the launches `emit` prepares on `b`, timed together (a
-// split's passes too), which are then released. Negative outside a tuning
-// scope, or when `emit` returns false (the candidate cannot run).
-double time_candidate(NodeBuilder& b, const std::function<bool()>& emit);
-// Ops with at least one OpenCL kernel (some attribute combinations may
-// still fall back).
-std::vector<std::string> kernel_ops();
-
-// Op families (ops_*.cpp); each returns false to fall back.
-bool lower_unary(NodeBuilder& b);
-bool lower_binary(NodeBuilder& b);
-bool lower_where(NodeBuilder& b);
-bool lower_cast(NodeBuilder& b);
-bool lower_conv(NodeBuilder& b);
-bool lower_conv(NodeBuilder& b, const FusedTail& tail);  // FusedConv: Conv + epilogue
-bool lower_conv_transpose(NodeBuilder& b);
-bool lower_gemm(NodeBuilder& b);
-bool lower_matmul(NodeBuilder& b);
-bool lower_matmul(NodeBuilder& b, bool trans_b, const FusedTail& tail);  // FusedMatMul
-bool lower_fused_conv(NodeBuilder& b);         // ops_fused.cpp
-bool lower_fused_matmul(NodeBuilder& b);
-bool lower_fused_elementwise(NodeBuilder& b);
-bool lower_fused_mlp(NodeBuilder& b);
-// FusedConvMaxPool (ops_conv.cpp): 2x2/2 windows on GPUs are an implicit GEMM
-// with no recomputation; overlapping windows a tiled direct conv that
-// recomputes only the edges of each tile's conv region (on PoCL still 1.5-2x
-// conv + MaxPool's CPU kernels on the ResNet and GoogLeNet stems, hence
-// runnable() keeps pool fusion to GPUs).
-bool lower_fused_conv_maxpool(NodeBuilder& b);
-bool lower_pool(NodeBuilder& b);
-bool lower_global_pool(NodeBuilder& b);
-bool lower_reduce(NodeBuilder& b);
-bool lower_softmax(NodeBuilder& b);
-bool lower_batch_norm(NodeBuilder& b);
-bool lower_layer_norm(NodeBuilder& b);
-bool lower_instance_norm(NodeBuilder& b);
-bool lower_copy(NodeBuilder& b);  // Identity/Reshape/... when not aliased
-bool lower_concat(NodeBuilder& b);
-bool lower_split(NodeBuilder& b);
-bool lower_transpose(NodeBuilder& b);
-bool lower_slice(NodeBuilder& b);
-bool lower_expand(NodeBuilder& b);
-bool lower_tile(NodeBuilder& b);
-bool lower_gather(NodeBuilder& b);
-bool lower_pad(NodeBuilder& b);
-bool lower_resize(NodeBuilder& b);
 // Nodes whose 4D activations are textures (storage.h texture_kernel), and
 // the BufferToTexture/TextureToBuffer conversions; throws Error where the
 // storage assignment promised a kernel that does not cover the node.
 void lower_texture(NodeBuilder& b);
+
+// Ops with at least one OpenCL kernel (some attribute combinations may
+// still fall back).
+std::vector<std::string> kernel_ops();
 
 }  // namespace texplan::runtime

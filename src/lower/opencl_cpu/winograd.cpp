@@ -8,9 +8,9 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "runtime/ops_cpu.h"
-#include "runtime/tuning.h"
-#include "runtime/winograd_weights.h"
+#include "lower/opencl_cpu/lowerings.h"
+#include "lower/tuning.h"
+#include "lower/winograd_weights.h"
 
 namespace texplan::runtime {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/epilogue_cl.h"
+#include "lower/epilogue_cl.h"
 
 #include <cmath>
 #include <cstdio>

@@ -3,7 +3,7 @@
 // blocks "OCBxPB" (output channels or rows x pixels or columns per
 // work-item) and a work-group size (cpu_lowering.h); tuning.h picks among
 // them per shape.
-#include "runtime/ops_cpu.h"
+#include "lower/opencl_cpu/lowerings.h"
 
 #include <algorithm>
 

@@ -2,8 +2,8 @@
 #include <map>
 #include <set>
 
-#include "runtime/ops.h"
-#include "runtime/ops_cpu.h"
+#include "lower/ops.h"
+#include "lower/opencl_cpu/lowerings.h"
 
 namespace texplan::runtime {
 

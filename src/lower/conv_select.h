@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "runtime/ops.h"
+#include "lower/ops.h"
 
 namespace texplan::runtime {
 

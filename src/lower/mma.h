@@ -5,11 +5,11 @@
 // tensor cores. Each returns false where it does not apply: the caller goes
 // on with the fp32 kernel.
 #pragma once
-#include "runtime/ops.h"
+#include "lower/ops.h"
 
 namespace texplan::runtime {
 
-// tf32_supported (runtime/session.h): an NVIDIA GPU of compute capability
+// tf32_supported (device/device.h): an NVIDIA GPU of compute capability
 // 8.0 or later (cl_nv_device_attribute_query; assumed when it is absent).
 // Whether b's tf32 kernels run as tf32: on such a GPU, or on any device with
 // the mma emulated (KernelChoice::tf32_emulation, tests).

@@ -1,4 +1,4 @@
-#include "runtime/ops.h"
+#include "lower/ops.h"
 
 #include <algorithm>
 #include <climits>
@@ -6,7 +6,7 @@
 
 #include "optimize/sharing.h"
 #include "reference/common.h"
-#include "runtime/tuning.h"
+#include "lower/tuning.h"
 
 namespace texplan::runtime {
 
@@ -272,11 +272,6 @@ std::vector<std::string> kernel_ops() {
   std::vector<std::string> v;
   for (auto& [op, f] : table()) v.push_back(op);
   return v;
-}
-
-bool accepts_inline_ptx(const Device& dev) {
-  const DeviceInfo& d = dev.info();
-  return d.vendor.find("NVIDIA") != std::string::npos && d.platform.find("NVIDIA") != std::string::npos;
 }
 
 double time_candidate(NodeBuilder& b, const std::function<bool()>& emit) {

@@ -4,8 +4,8 @@
 // barriers are a poor fit there). The GPU lowerings call these first when
 // the device is a CPU; false means "not covered": the caller goes on.
 #pragma once
-#include "runtime/cpu_lowering.h"
-#include "runtime/ops.h"
+#include "lower/opencl_cpu/common.h"
+#include "lower/ops.h"
 
 namespace texplan::runtime {
 

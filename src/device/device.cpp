@@ -1,4 +1,4 @@
-#include "runtime/device.h"
+#include "device/device.h"
 
 #include <CL/cl_ext.h>
 #include <sys/resource.h>
@@ -416,6 +416,21 @@ plan::DeviceProfile load_profile(const std::string& target) {
   for (const auto& d : list_devices())
     if (d.type == "gpu") return open_device("opencl:" + std::to_string(d.index))->info().profile;
   return open_device("pocl")->info().profile;
+}
+
+bool accepts_inline_ptx(const Device& dev) {
+  const DeviceInfo& d = dev.info();
+  return d.vendor.find("NVIDIA") != std::string::npos && d.platform.find("NVIDIA") != std::string::npos;
+}
+
+bool tf32_supported(const Device& dev) {
+  if (dev.info().type != "gpu" || !accepts_inline_ptx(dev)) return false;
+  const auto& ext = dev.info().extensions;
+  if (std::find(ext.begin(), ext.end(), "cl_nv_device_attribute_query") == ext.end()) return true;
+  const cl_device_info kComputeCapabilityMajorNV = 0x4000;
+  cl_uint major = 0;
+  if (clGetDeviceInfo(dev.id(), kComputeCapabilityMajorNV, sizeof major, &major, nullptr) != CL_SUCCESS) return true;
+  return major >= 8;  // tf32 mma: Ampere and later
 }
 
 }  // namespace texplan::runtime

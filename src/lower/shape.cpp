@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <string>
 
-#include "runtime/ops.h"
+#include "lower/ops.h"
 
 namespace texplan::runtime {
 

@@ -3,14 +3,13 @@
 #include <optional>
 
 #include "graph/epilogue.h"
-#include "runtime/epilogue_cl.h"
-#include "runtime/ops.h"
-#include "runtime/ops_conv_select.h"
-#include "runtime/ops_cpu.h"
-#include "runtime/ops_mma.h"
-#include "runtime/session.h"
-#include "runtime/tuning.h"
-#include "runtime/winograd_weights.h"
+#include "lower/epilogue_cl.h"
+#include "lower/ops.h"
+#include "lower/conv_select.h"
+#include "lower/opencl_cpu/lowerings.h"
+#include "lower/mma.h"
+#include "lower/tuning.h"
+#include "lower/winograd_weights.h"
 
 namespace texplan::runtime {
 

@@ -121,4 +121,13 @@ std::shared_ptr<Device> open_device(const std::string& spec = "pocl");
 // GPU, else PoCL).
 plan::DeviceProfile load_profile(const std::string& target);
 
+// Whether kernels for `dev` may hold inline PTX (-DTEXPLAN_PTX): NVIDIA's own
+// OpenCL driver only (PoCL's CUDA device has NVIDIA's vendor name but another
+// compiler, without inline PTX).
+bool accepts_inline_ptx(const Device& dev);
+// Whether `dev` runs Precision::Tf32 (runtime/session.h; else a session
+// asking for it runs fp32, unless KernelChoice::tf32_emulation): an NVIDIA
+// GPU of compute capability 8.0+ under NVIDIA's driver.
+bool tf32_supported(const Device& dev);
+
 }  // namespace texplan::runtime

@@ -1,4 +1,4 @@
-#include "runtime/tuning_cache.h"
+#include "lower/tuning_cache.h"
 
 #include <cstdio>
 #include <fstream>

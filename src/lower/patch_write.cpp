@@ -1,6 +1,6 @@
 // PatchWrite (optimize/patch.h): one patch's tile copied into the full
 // tensor of a segment output, by the strided copy kernel.
-#include "runtime/ops.h"
+#include "lower/ops.h"
 
 namespace texplan::runtime {
 

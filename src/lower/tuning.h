@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/device.h"
-#include "runtime/tuning_cache.h"
+#include "device/device.h"
+#include "lower/tuning_cache.h"
 
 namespace texplan::runtime {
 

@@ -8,8 +8,8 @@
 
 #include "graph/epilogue.h"
 #include "kernels/kernel_sources.h"
-#include "runtime/epilogue_cl.h"
-#include "runtime/ops.h"
+#include "lower/epilogue_cl.h"
+#include "lower/ops.h"
 
 namespace texplan::runtime {
 namespace {

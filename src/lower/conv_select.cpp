@@ -1,12 +1,12 @@
 // Variant selection of the GPU conv and GEMM lowerings (ops_conv_select.h):
 // the names KernelChoice gives variants, the cost models, and the tuning
 // cache's choice among candidates.
-#include "runtime/ops_conv_select.h"
+#include "lower/conv_select.h"
 
 #include <sstream>
 
-#include "runtime/ops_mma.h"
-#include "runtime/tuning.h"
+#include "lower/mma.h"
+#include "lower/tuning.h"
 
 namespace texplan::runtime {
 

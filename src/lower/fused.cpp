@@ -4,8 +4,8 @@
 // operands before writing that element, at the same index only, so Y may
 // share storage with an epilogue input (in-place).
 #include "graph/epilogue.h"
-#include "runtime/epilogue_cl.h"
-#include "runtime/ops.h"
+#include "lower/epilogue_cl.h"
+#include "lower/ops.h"
 
 namespace texplan::runtime {
 namespace {

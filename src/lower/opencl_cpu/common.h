@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/ops.h"
+#include "lower/ops.h"
 
 namespace texplan::runtime {
 

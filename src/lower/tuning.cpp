@@ -1,4 +1,4 @@
-#include "runtime/tuning.h"
+#include "lower/tuning.h"
 
 #include <algorithm>
 

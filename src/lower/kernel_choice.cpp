@@ -1,8 +1,8 @@
-#include "runtime/kernel_choice.h"
+#include "lower/kernel_choice.h"
 
-#include "runtime/ops.h"
-#include "runtime/ops_cpu.h"
-#include "runtime/ops_mma.h"
+#include "lower/ops.h"
+#include "lower/opencl_cpu/lowerings.h"
+#include "lower/mma.h"
 
 namespace texplan::runtime {
 

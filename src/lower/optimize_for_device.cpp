@@ -1,8 +1,8 @@
-#include "runtime/optimize_for_device.h"
+#include "lower/optimize_for_device.h"
 
 #include <algorithm>
 
-#include "runtime/ops.h"
+#include "lower/ops.h"
 
 namespace texplan::runtime {
 
