@@ -12,14 +12,14 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "device/device.h"
 #include "import/onnx_import.h"
+#include "lower/ops.h"
+#include "lower/tuning.h"
 #include "pipeline/pipeline.h"
 #include "report/progress.h"
 #include "report/report.h"
-#include "device/device.h"
-#include "lower/ops.h"
 #include "runtime/session.h"
-#include "lower/tuning.h"
 
 namespace fs = std::filesystem;
 using namespace texplan;

@@ -33,7 +33,8 @@ install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/include/texplan/texplan.h DESTINATION 
 # The public headers and everything they include (tests/test_packaging.cpp
 # compiles each one alone against the install).
 set(texplan_public_headers
-    graph/graph.h plan/memory_plan.h plan/arena.h import/onnx_import.h optimize/optimize.h optimize/storage.h
+    graph/graph.h plan/memory_plan.h plan/arena.h import/onnx_import.h optimize/optimize.h optimize/kernel_catalog.h
+    optimize/storage.h
     optimize/usage.h optimize/patch.h device/device.h runtime/device_tensor.h runtime/session.h lower/kernel_choice.h
     pipeline/pipeline.h)
 foreach(h ${texplan_public_headers})

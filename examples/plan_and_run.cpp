@@ -11,10 +11,10 @@
 #include <filesystem>
 #include <iostream>
 
+#include "device/device.h"
 #include "import/onnx_import.h"
 #include "pipeline/pipeline.h"
 #include "plan/memory_plan.h"
-#include "device/device.h"
 #include "runtime/session.h"
 
 using namespace texplan;

@@ -6,12 +6,12 @@
 #include <cstdlib>
 #include <memory>
 
+#include "device/device.h"
 #include "import/onnx_import.h"
+#include "lower/lower.h"
 #include "optimize/optimize.h"
 #include "optimize/usage.h"
 #include "plan/memory_plan.h"
-#include "device/device.h"
-#include "lower/optimize_for_device.h"
 #include "runtime/session.h"
 #include "targets.h"
 
@@ -86,7 +86,7 @@ void run_model(const uint8_t* data, size_t size) {
     for (int id : g.inputs)
       if (element_count(g.tensors[id].shape) > kMaxInputElements) return;
     std::shared_ptr<runtime::Device> device = pocl();
-    optimize(g, runtime::runnable({}, "cpu"));
+    optimize(g, {.device_forms = runtime::kernel_catalog().fused_for("cpu")});
     PlanInput in = make_usage_records(g);
     plan::MemoryPlan p = plan::plan_memory(in.records, device->info().profile, "best");
     plan::validate(p, in.records, device->info().profile);

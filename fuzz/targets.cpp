@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "import/onnx_import.h"
+#include "lower/lower.h"
 #include "optimize/usage.h"
 #include "plan/memory_plan.h"
 
@@ -47,7 +48,7 @@ void plan_graph(const Graph& g) {
   static const plan::DeviceProfile adreno = plan::DeviceProfile::load("adreno");
   for (TextureMode mode : {TextureMode::None, TextureMode::Views}) {
     Graph converted = g;
-    const StorageAssignment storage = assign_storage(converted, adreno, mode);
+    const StorageAssignment storage = assign_storage(converted, adreno, mode, runtime::kernel_catalog());
     PlanInput in = make_usage_records(converted, {&storage});
     if (in.record_of_tensor.size() != converted.tensors.size()) broken("record_of_tensor does not cover the tensors");
     try {

@@ -1,4 +1,4 @@
-// Depthwise convolutions on CPU devices (runtime/ops_cpu_depthwise.cpp,
+// Depthwise convolutions on CPU devices (lower/opencl_cpu/depthwise.cpp,
 // src/kernels/cpu_depthwise.cl) on PoCL against the CPU reference: every
 // row block of depthwise_tile_cpu forced through a tuning cache on odd
 // widths and heights (cut row and column blocks), strides 1 and 2 (and
@@ -14,12 +14,12 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include "lower/tuning.h"
+#include "one_node.h"
 #include "optimize/usage.h"
 #include "plan/memory_plan.h"
 #include "reference/reference_ops.h"
 #include "runtime/session.h"
-#include "lower/tuning.h"
-#include "one_node.h"
 #include "test_util.h"
 
 using namespace texplan;

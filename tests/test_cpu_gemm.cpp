@@ -1,4 +1,4 @@
-// The GEMM family on CPU devices (runtime/ops_cpu.cpp, src/kernels/cpu_gemm.cl)
+// The GEMM family on CPU devices (lower/opencl_cpu/conv_gemm.cpp, src/kernels/cpu_gemm.cl)
 // on PoCL against the CPU reference: register blocks cut by M and N (the
 // last block moved back inside), M = 1 and N = 1 as matrix-vector products
 // (K not a multiple of the vector), transposed constant B packed once,
@@ -7,12 +7,12 @@
 // and every register block the tuner may pick.
 #include <gtest/gtest.h>
 
+#include "lower/opencl_cpu/common.h"
+#include "one_node.h"
 #include "optimize/usage.h"
 #include "plan/memory_plan.h"
 #include "reference/reference_ops.h"
-#include "lower/opencl_cpu/common.h"
 #include "runtime/session.h"
-#include "one_node.h"
 #include "test_util.h"
 
 using namespace texplan;

@@ -1,8 +1,8 @@
-// CPU-device kernels (runtime/ops_cpu.h, src/kernels/cpu_conv.cl) on PoCL
+// CPU-device kernels (lower/opencl_cpu/lowerings.h, src/kernels/cpu_conv.cl) on PoCL
 // against the CPU reference, on shapes that exercise every path: tails of
 // the register blocks, gathers at padded edges, strides, dilations, groups,
 // depthwise multipliers, 1-D convolutions, fused epilogues, GEMM strides and
-// broadcasts; and kernel tuning (runtime/tuning.h): a tuned run computes the
+// broadcasts; and kernel tuning (lower/tuning.h): a tuned run computes the
 // same outputs, a second search finds every shape in the cache, and on a
 // CPU device candidates are measured in interleaved rounds.
 #include <gtest/gtest.h>
@@ -11,12 +11,12 @@
 #include <filesystem>
 #include <random>
 
+#include "lower/tuning.h"
+#include "one_node.h"
 #include "optimize/usage.h"
 #include "plan/memory_plan.h"
 #include "reference/reference_ops.h"
 #include "runtime/session.h"
-#include "lower/tuning.h"
-#include "one_node.h"
 #include "test_util.h"
 
 using namespace texplan;

@@ -7,10 +7,10 @@
 // the GPU kernels named (KernelChoice::conv "gpu"), so both forms stay correct.
 #include <gtest/gtest.h>
 
+#include "lower/ops.h"
 #include "optimize/usage.h"
 #include "plan/memory_plan.h"
 #include "reference/reference_ops.h"
-#include "lower/ops.h"
 #include "runtime/session.h"
 #include "test_util.h"
 

@@ -1,4 +1,4 @@
-// Winograd convolutions on CPU devices (runtime/ops_cpu_winograd.cpp,
+// Winograd convolutions on CPU devices (lower/opencl_cpu/winograd.cpp,
 // src/kernels/cpu_winograd.cl) on PoCL against the CPU reference: every
 // variant (F(2x2) and F(4x4), register blocks, tile blocks of 8 and 16)
 // named on odd sizes, pads 0, 1 and asymmetric, channel counts that cut
@@ -7,13 +7,13 @@
 // session's weights; and the shape rule's own choice.
 #include <gtest/gtest.h>
 
+#include "lower/opencl_cpu/lowerings.h"
+#include "lower/tuning.h"
+#include "one_node.h"
 #include "optimize/usage.h"
 #include "plan/memory_plan.h"
 #include "reference/reference_ops.h"
-#include "lower/opencl_cpu/lowerings.h"
 #include "runtime/session.h"
-#include "lower/tuning.h"
-#include "one_node.h"
 #include "test_util.h"
 
 using namespace texplan;

@@ -12,9 +12,9 @@
 #include <cstdlib>
 #include <random>
 
+#include "lower/ops.h"
 #include "optimize/usage.h"
 #include "plan/memory_plan.h"
-#include "lower/ops.h"
 #include "runtime/session.h"
 #include "test_util.h"
 

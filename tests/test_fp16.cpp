@@ -14,16 +14,16 @@
 #include <filesystem>
 
 #include "import/onnx_import.h"
+#include "lower/lower.h"
+#include "lower/ops.h"
+#include "one_node.h"
 #include "optimize/optimize.h"
 #include "optimize/usage.h"
 #include "pipeline/pipeline.h"
 #include "plan/memory_plan.h"
 #include "reference/common.h"
 #include "runtime/cpu_executor.h"
-#include "lower/ops.h"
-#include "lower/optimize_for_device.h"
 #include "runtime/session.h"
-#include "one_node.h"
 #include "shell.h"
 #include "test_util.h"
 
@@ -233,7 +233,7 @@ TEST(Fp16, TexturesInPoolsAndViews) {
       so.memory_aware = false;
       so.layouts = layouts;
       so.element_bytes = 2;
-      const StorageAssignment storage = assign_storage(h, dev, mode, so);
+      const StorageAssignment storage = assign_storage(h, dev, mode, runtime::kernel_catalog(), so);
       EXPECT_GE(std::count(storage.texture.begin(), storage.texture.end(), 1), 3);
       UsageOptions uo;
       uo.storage = &storage;
@@ -258,7 +258,7 @@ void expect_plan_halves(const std::string& model, const std::string& textures = 
   Graph g = import_onnx(model, {});
   optimize(g, {});
   const plan::DeviceProfile dev = plan::DeviceProfile::load(target);
-  const StorageAssignment storage = assign_storage(g, dev, parse_texture_mode(textures));
+  const StorageAssignment storage = assign_storage(g, dev, parse_texture_mode(textures), runtime::kernel_catalog());
   int64_t bytes[2], bound[2];
   for (int h = 0; h < 2; ++h) {
     UsageOptions uo;

@@ -9,15 +9,15 @@
 #include <random>
 
 #include "graph/epilogue.h"
+#include "lower/epilogue_cl.h"
+#include "lower/mma.h"
+#include "lower/ops.h"
+#include "lower/tuning.h"
 #include "optimize/usage.h"
 #include "plan/memory_plan.h"
 #include "reference/reference_ops.h"
-#include "lower/epilogue_cl.h"
-#include "lower/ops.h"
-#include "lower/mma.h"
 #include "runtime/profile.h"
 #include "runtime/session.h"
-#include "lower/tuning.h"
 #include "test_util.h"
 
 using namespace texplan;
@@ -154,7 +154,7 @@ FusedCase fused_conv(Shape x, Shape w, std::map<std::string, Attribute> attrs, b
 }
 
 // texplan's GPU kernels (gemm.cl, conv.cl) with these tiles, on CPU devices
-// too, where the lowerings would otherwise take ops_cpu.
+// too, where the lowerings would otherwise take lower/opencl_cpu.
 runtime::KernelChoice gpu_kernels(const std::string& tiles = "64x64") { return {.conv = tiles}; }
 
 const std::vector<std::string> kResidualRelu = {"Add x0 x1", "Relu t0"};
@@ -633,7 +633,7 @@ TEST(FusedKernels, TilesComeFromTheTuningCache) {
   EXPECT_EQ(scope.stats().searched, 0);
 }
 
-// The lowerings chosen for the test device (on PoCL: ops_cpu's kernels).
+// The lowerings chosen for the test device (on PoCL: lower/opencl_cpu's kernels).
 TEST(FusedKernels, ChosenPathsOfTheDevice) {
   expect_matches_reference(fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1));
   expect_matches_reference(fused_conv({1, 33, 17, 9}, {130, 33, 1, 1}, {}, true, kSiLU, 0));

@@ -9,15 +9,15 @@
 #include "cli/commands.h"
 #include "graph/epilogue.h"
 #include "import/onnx_import.h"
+#include "lower/lower.h"
+#include "lower/ops.h"
+#include "onnx_builder.h"
 #include "optimize/optimize.h"
 #include "optimize/passes.h"
 #include "optimize/sharing.h"
 #include "reference/reference_ops.h"
 #include "runtime/cpu_executor.h"
-#include "lower/ops.h"
-#include "lower/optimize_for_device.h"
 #include "runtime/session.h"
-#include "onnx_builder.h"
 #include "test_util.h"
 
 using namespace texplan;
@@ -476,7 +476,7 @@ TEST(Optimize, ProductOperandsReadThroughStrides) {
 // Neg (stays: read twice). 30 pixels, not a multiple of a vector. The
 // CPU executor and a PoCL session compute the same outputs; with the GPU
 // kernels named on PoCL the scaled conv runs on the CPU fallback; and
-// GPUs never get the rewrite (runnable()).
+// GPUs never get the rewrite (KernelCatalog::fused_for).
 TEST(Optimize, ChannelScalesMoveIntoPointwiseConvs) {
   std::mt19937 rng(21);
   int x = 0;
@@ -512,9 +512,9 @@ TEST(Optimize, ChannelScalesMoveIntoPointwiseConvs) {
         k);
   };
   const std::vector<HostTensor> want = run_all(g, nullptr, 0);
-  EXPECT_FALSE(runtime::runnable({}, "gpu").channel_scale_fusion);
-  ASSERT_TRUE(runtime::runnable({}, "cpu").channel_scale_fusion);
-  const OptimizeReport rep = optimize(g, runtime::runnable({}, "cpu"));
+  EXPECT_FALSE(runtime::kernel_catalog().fused_for("gpu").channel_scaled_conv);
+  ASSERT_TRUE(runtime::kernel_catalog().fused_for("cpu").channel_scaled_conv);
+  const OptimizeReport rep = optimize(g, {.device_forms = runtime::kernel_catalog().fused_for("cpu")});
   EXPECT_EQ(rep.fused_channel_scales, 1);
   int muls = 0, scaled = 0;
   for (const auto& n : g.nodes) {
@@ -579,9 +579,9 @@ TEST(Optimize, FullyConnectedPairsBecomeOneMlp) {
   OptimizeOptions off;
   off.mlp_fusion = false;
   EXPECT_EQ(optimize(unfused, off).fused_mlps, 0);
-  EXPECT_FALSE(runtime::runnable({}, "gpu").mlp_fusion);
-  ASSERT_TRUE(runtime::runnable({}, "cpu").mlp_fusion);
-  const OptimizeReport rep = optimize(g, runtime::runnable({}, "cpu"));
+  EXPECT_FALSE(runtime::kernel_catalog().fused_for("gpu").mlp);
+  ASSERT_TRUE(runtime::kernel_catalog().fused_for("cpu").mlp);
+  const OptimizeReport rep = optimize(g, {.device_forms = runtime::kernel_catalog().fused_for("cpu")});
   EXPECT_EQ(rep.fused_mlps, 1);
   int mlps = 0, convs = 0;
   for (const auto& n : g.nodes) {
@@ -647,8 +647,8 @@ TEST(Optimize, StridedOperandsNeverRaiseTheBound) {
   int copy_transposes = 0;
   for (const auto& n : copies.nodes) copy_transposes += n.op_type == "Transpose";
   EXPECT_EQ(copy_transposes, 3) << "--no-strided-operands keeps the copies";
-  EXPECT_TRUE(runtime::runnable({}, "gpu").strided_operands);
-  EXPECT_FALSE(runtime::runnable({}, "cpu").strided_operands);
+  EXPECT_TRUE(runtime::kernel_catalog().fused_for("gpu").strided_operands);
+  EXPECT_FALSE(runtime::kernel_catalog().fused_for("cpu").strided_operands);
   const OptimizeReport rep = optimize(g, {});
   int transposes = 0, slices = 0;
   for (const auto& n : g.nodes) {

@@ -66,15 +66,16 @@ TEST(Packaging, InstallThenBuildTheExampleWithFindPackageAndPkgConfig) {
   ASSERT_EQ(r.code, 0) << r.out;
   fs::rename(staged, prefix);  // relocatable: nothing may point into `staged`
 
-  for (const char* stage : {"graph", "import", "reference", "validate", "optimize", "plan", "kernels", "runtime", "pipeline"})
+  for (const char* stage : {"graph", "import", "reference", "validate", "optimize", "plan", "kernels", "device",
+                            "lower", "runtime", "pipeline"})
     EXPECT_TRUE(fs::exists(prefix / "lib" / (std::string("libtexplan_") + stage + ".a"))) << stage;
   EXPECT_TRUE(fs::exists(prefix / "lib" / "libtexplan.so"));
   const std::vector<std::string> public_headers = {
       "texplan.h",          "plan/memory_plan.h", "runtime/session.h", "import/onnx_import.h", "graph/graph.h",
-      "optimize/usage.h",   "runtime/device.h",   "pipeline/pipeline.h"};
+      "optimize/usage.h",   "device/device.h",    "pipeline/pipeline.h"};
   for (const std::string& h : public_headers) EXPECT_TRUE(fs::exists(prefix / "include" / "texplan" / h)) << h;
   // Lowering, reference operators, kernels and the CLI stay inside.
-  for (const char* h : {"runtime/ops.h", "reference/ops.h", "kernels/kernel_sources.h", "cli/commands.h",
+  for (const char* h : {"lower/lower.h", "lower/ops.h", "reference/ops.h", "kernels/kernel_sources.h", "cli/commands.h",
                         "import/newer_schemas.h", "validate/validate.h"})
     EXPECT_FALSE(fs::exists(prefix / "include" / "texplan" / h)) << h;
   // Every installed header compiles alone against the install: nothing it

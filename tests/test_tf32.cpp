@@ -1,4 +1,4 @@
-// --precision tf32 (runtime/ops_mma.h, src/kernels/gemm_mma.cl). PoCL cannot
+// --precision tf32 (lower/mma.h, src/kernels/gemm_mma.cl). PoCL cannot
 // run the tensor-core PTX, so the kernels run here with the mma emulated in
 // OpenCL C (KernelChoice::tf32_emulation): every tile variant, conv and GEMM shape
 // and epilogue checks the fragment layouts, the staging and the stores
@@ -11,13 +11,13 @@
 #include <optional>
 #include <random>
 
+#include "lower/mma.h"
+#include "lower/ops.h"
+#include "lower/tuning.h"
 #include "optimize/usage.h"
 #include "plan/memory_plan.h"
 #include "reference/reference_ops.h"
-#include "lower/ops.h"
-#include "lower/mma.h"
 #include "runtime/session.h"
-#include "lower/tuning.h"
 #include "test_util.h"
 
 using namespace texplan;

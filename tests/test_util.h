@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "graph/graph.h"
 #include "device/device.h"
+#include "graph/graph.h"
 
 namespace texplan::test {
 

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "reference/reference_ops.h"
-#include "lower/ops.h"
 #include "lower/mma.h"
-#include "runtime/session.h"
+#include "lower/ops.h"
 #include "one_node.h"
+#include "reference/reference_ops.h"
+#include "runtime/session.h"
 #include "test_util.h"
 
 using namespace texplan;

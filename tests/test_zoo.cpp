@@ -6,11 +6,11 @@
 #include <filesystem>
 
 #include "cli/commands.h"
+#include "device/device.h"
 #include "import/onnx_import.h"
+#include "lower/lower.h"
 #include "report/report.h"
 #include "runtime/cpu_executor.h"
-#include "device/device.h"
-#include "lower/optimize_for_device.h"
 #include "runtime/session.h"
 
 namespace fs = std::filesystem;
@@ -123,10 +123,10 @@ TEST_P(Zoo, OptimizedGraphLowersTheBoundAndRunsWithACleanGuard) {
   HostTensor expected = load_tensor_pb((dir / "test_data_set_0" / "output_0.pb").string());
   Graph cpu_graph = g;
   auto device = runtime::open_device("pocl");
-  // PoCL is a CPU device: runnable() leaves FusedConvMaxPool out there (its
+  // PoCL is a CPU device: the kernel catalog leaves FusedConvMaxPool out there (its
   // GPU kernel is checked by test_fused_kernels, the fused graph on the CPU
   // executor below, the whole zoo with it on the H100 by scripts/device/).
-  optimize(g, runtime::runnable({}, device->info().type));
+  optimize(g, {.device_forms = runtime::kernel_catalog().fused_for(device->info().type)});
   const auto& profile = device->info().profile;
   PlanInput pin = make_usage_records(g);
   plan::MemoryPlan plan = plan::plan_memory(pin.records, profile, "best");

@@ -1,8 +1,8 @@
 // texplan_conv_bench: the convolution shapes that dominate the zoo's GPU
-// time, each timed with every kernel variant (runtime/ops.h
+// time, each timed with every kernel variant (lower/ops.h
 // conv_tile_variants) and with the variant the lowering chooses by itself
 // ("auto"), as GFLOP/s and as a ratio to the best variant of that shape.
-// The tf32 variants (--precision tf32: tensor cores, runtime/ops_mma.h) are
+// The tf32 variants (--precision tf32: tensor cores, lower/mma.h) are
 // "tf32" (chosen by shape), "tf32:<tiles>" and "tf32:winograd[...]" (Winograd's
 // products on the tensor cores, forced as "winograd[...]" is); every variant's maximum
 // error relative to "auto" (exact fp32) is printed beside it.
@@ -17,7 +17,7 @@
 //   texplan_conv_bench --device gpu --filter '512 7 3x3' --variants 32x32,64x64v/split,128x64v/split,128x64v/s16
 //
 // Stems whose conv feeds an overlapping MaxPool ("stem ..." shapes) are timed
-// as one FusedConvMaxPool node with each of its kernels (runtime/ops.h
+// as one FusedConvMaxPool node with each of its kernels (lower/ops.h
 // conv_maxpool_variants: the tiled kernel per tile, the direct one) and as
 // the unfused pair FusedConv(Relu) + MaxPool, the conv's GFLOP/s throughout:
 //
@@ -25,12 +25,12 @@
 //
 // On CPU devices (PoCL) "auto" is the CPU lowering's own choice; "cpu:direct"
 // and "cpu:<variant>" force the direct kernel or a Winograd variant
-// (runtime/kernel_choice.h KernelChoice::cpu_winograd):
+// (lower/kernel_choice.h KernelChoice::cpu_winograd):
 //
 //   texplan_conv_bench --device pocl --filter unet --variants 'cpu:direct,cpu:f4 16x16 w64 c32'
 //
 // and "block:<OCBxPB[xNV][/lL]>" one register block of the direct, GEMM
-// (1x1) or matrix-vector kernels (runtime/kernel_choice.h KernelChoice::cpu):
+// (1x1) or matrix-vector kernels (lower/kernel_choice.h KernelChoice::cpu):
 //
 //   texplan_conv_bench --device pocl --filter 1x1 --variants block:8x16x2/l8,block:8x16/l1
 //
@@ -55,13 +55,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../../tests/test_util.h"
+#include "lower/mma.h"
+#include "lower/opencl_cpu/lowerings.h"
+#include "lower/ops.h"
 #include "optimize/usage.h"
 #include "plan/memory_plan.h"
-#include "lower/ops.h"
-#include "lower/opencl_cpu/lowerings.h"
-#include "lower/mma.h"
 #include "runtime/session.h"
-#include "../../tests/test_util.h"
 
 using namespace texplan;
 using test::random_tensor;
@@ -364,7 +364,7 @@ int main(int argc, char** argv) {
         try {
           const bool tf32 = names[v].rfind("tf32", 0) == 0;
           const bool cpu = names[v].rfind("cpu:", 0) == 0;  // CPU devices: cpu:direct, cpu:<Winograd variant>
-          const bool block = names[v].rfind("block:", 0) == 0;  // CPU devices: a register block (cpu_lowering.h)
+          const bool block = names[v].rfind("block:", 0) == 0;  // CPU devices: a register block (lower/opencl_cpu/common.h)
           runtime::KernelChoice k;
           k.cpu_winograd = cpu ? names[v].substr(4) : "";
           k.cpu = block ? names[v].substr(6) : "";

@@ -11,12 +11,11 @@
 #include <map>
 #include <mutex>
 
+#include "device/device.h"
 #include "import/onnx_import.h"
 #include "pipeline/pipeline.h"
 #include "report/report.h"
 #include "report/timeline.h"
-#include "device/device.h"
-#include "lower/optimize_for_device.h"
 #include "runtime/session.h"
 
 namespace py = pybind11;

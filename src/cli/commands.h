@@ -58,7 +58,7 @@ struct RunArgs {
   std::string offload = "none";  // none | clblast | auto (src/offload)
   std::string patch = "off";     // off | auto | RxC: the first stages run by patches (optimize/patch.h)
   // One tuning results file for every part that measures once and reuses
-  // (runtime/tuning_cache.h): read at start, written back when changed.
+  // (lower/tuning_cache.h): read at start, written back when changed.
   std::string tuning_cache;
   // Tune CLBlast's GEMM kernels over this fraction of their search space
   // first, unless the tuning cache holds them for this device (0: don't).

@@ -7,11 +7,11 @@
 
 #include "cli/commands.h"
 #include "cli/usage.h"
+#include "device/device.h"
 #include "graph/safe_file.h"
 #include "report/progress.h"
 #include "report/report.h"
 #include "report/timeline.h"
-#include "device/device.h"
 #include "runtime/session.h"
 
 using namespace texplan;

@@ -11,11 +11,11 @@
 
 #include "cli/commands.h"
 #include "cli/usage.h"
+#include "device/device.h"
 #include "graph/safe_file.h"
 #include "import/onnx_import.h"
 #include "pipeline/pipeline.h"
 #include "report/progress.h"
-#include "device/device.h"
 #include "runtime/session.h"
 
 namespace fs = std::filesystem;

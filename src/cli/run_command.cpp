@@ -14,17 +14,17 @@
 #include "cli/profile_report.h"
 #include "cli/trace.h"
 #include "cli/usage.h"
+#include "device/device.h"
 #include "graph/safe_file.h"
 #include "import/onnx_import.h"
+#include "lower/tuning.h"
 #include "offload/offload.h"
+#include "pipeline/pipeline.h"
 #include "report/progress.h"
 #include "report/report.h"
-#include "pipeline/pipeline.h"
 #include "runtime/cpu_executor.h"
-#include "device/device.h"
 #include "runtime/random_inputs.h"
 #include "runtime/session.h"
-#include "lower/tuning.h"
 
 namespace fs = std::filesystem;
 
@@ -285,7 +285,7 @@ int run_command(const RunArgs& a) {
   co.optimize = a.optimize;
   co.patch = a.patch;
   co.session.precision = precision;
-  // PatchWrite runs on OpenCL devices only (runtime/ops_patch.cpp).
+  // PatchWrite runs on OpenCL devices only (lower/patch_write.cpp).
   if (on_cpu && a.patch != "off")
     throw Error(g.model_name + ": --patch runs on OpenCL devices; --device cpu is the host's reference executor");
   lower_to_records(m, profile, on_cpu ? "cpu-executor" : device->info().type, co);

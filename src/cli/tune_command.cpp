@@ -1,5 +1,5 @@
 // texplan tune: `texplan run` with the kernel search on. Every node whose
-// lowering has variants (runtime/tuning.h) and whose shape the cache lacks
+// lowering has variants (lower/tuning.h) and whose shape the cache lacks
 // is timed once on the device; the winners go into --tuning-cache, which
 // later `texplan run --tuning-cache FILE` loads without searching.
 #include <CLI/CLI.hpp>

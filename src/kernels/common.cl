@@ -1,12 +1,12 @@
 // Prepended to every kernel file (Device::program). Tensors are passed as a
 // buffer plus an element offset; shapes and strides as Dims by value.
 #define MAXR 8
-typedef struct { int d[MAXR]; } Dims;  // right-aligned, see runtime/ops.h
+typedef struct { int d[MAXR]; } Dims;  // right-aligned, see lower/lower.h
 
 // The scalars of the convolution and GEMM kernels (gemm.cl, gemm_mma.cl,
 // conv_winograd.cl, conv.cl) as one argument each, unpacked into locals of
 // the old parameters' names: each kernel argument costs time at every launch
-// (docs/kernel-choices.md#kernel-scalars-in-one-struct). Mirrors runtime/ops.h.
+// (docs/kernel-choices.md#kernel-scalars-in-one-struct). Mirrors lower/lower.h.
 // Lowercase fields: other kernel files are built with -DKH=... and the like.
 // Tensors' element offsets: xo, wo, bo, yo (GEMM: ao, bo, co, yo).
 typedef struct {
@@ -109,7 +109,7 @@ inline void split_add(__global float* p, float v) {
 // Arithmetic is fp32 either way: LD widens an element to float, ST rounds a
 // float to the storage (nearest even). vload_half / vstore_half are core
 // OpenCL, so half storage needs no cl_khr_fp16. Kernel files that use these
-// for every float tensor are listed in runtime/ops.cpp half_kernel_file.
+// for every float tensor are listed in lower/catalog.cpp (KernelCatalog::half_kernel_files).
 //   LD(p, i)      element i of p, as float
 //   ST(p, i, v)   element i of p = v
 //   LDV(n, p)     n floats from p (n = 2, 4, 8, 16), as floatn; STV(n, p, v)

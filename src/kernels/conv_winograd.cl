@@ -25,7 +25,7 @@
 // common.cl; slice 0 with the bias); the host zeroes Y before and applies the
 // epilogue after (gemm.cl's splitk_zero / splitk_finish).
 //
-// WG_BT=16 with WG_DB, the fp32 build's 16-tile form (ops_conv.cpp takes it
+// WG_BT=16 with WG_DB, the fp32 build's 16-tile form (lower/conv.cpp takes it
 // where 32-tile groups leave the last wave half empty and 16-tile ones fill
 // theirs): 128-item work-groups, several per SM, so one group's barrier waits
 // overlap another's products. WG_DB: chunks of 4 channels in two buffers of
@@ -133,7 +133,7 @@ void conv2d_winograd(__global const float* X, __global const float* Wt, __global
   const bool t_in = tg < T;
   const int ih0 = 2 * th - ph, iw0 = 2 * tw - pw;
   __global const float* xi = X + xo + (size_t)img * C * H * W;
-  // The weights come packed at load (ops_conv.cpp winograd_weights), zeros
+  // The weights come packed at load (lower/conv.cpp winograd_weights), zeros
   // past OC and C (CP = C rounded up to CK), so a chunk's are one
   // contiguous block. WG_PRE: transformed, [OC / BM][CP][16][BM]: a
   // chunk's CK x 16 x BM values are read as float4 (G_PER of them per item)

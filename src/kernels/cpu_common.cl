@@ -1,6 +1,6 @@
 // Shared by the CPU-device kernel files (cpu_conv.cl, cpu_depthwise.cl, ...):
 // the register block OCB x PB, PB-wide vector types and the block store
-// that applies a fused epilogue (EPI, EPI_VEC). runtime/cpu_lowering.cpp
+// that applies a fused epilogue (EPI, EPI_VEC). lower/opencl_cpu/common.cpp
 // puts this text after the epilogue's prelude and before the kernel file.
 #ifndef OCB
 #define OCB 8

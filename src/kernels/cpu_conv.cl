@@ -5,7 +5,7 @@
 // so the compiler keeps OCB vector accumulators in registers and each input
 // vector loaded feeds OCB FMAs. Pixels are the flattened OH*OW index, so
 // small images (7x7, 14x14) fill whole vectors too. The block is built with
-// -DOCB=.. -DPB=.. (runtime/ops_cpu.cpp, variants chosen by runtime/tuning).
+// -DOCB=.. -DPB=.. (lower/opencl_cpu/conv_gemm.cpp, variants chosen by runtime/tuning).
 // Fused epilogues (docs/fused-ops.md) arrive as EPI / EPI_PARAMS, and as
 // EPI_VEC (on PB-wide vectors, built with -DEPI_VECTOR_WIDTH=PB) where the
 // program has a vector form. Block macros: cpu_common.cl.

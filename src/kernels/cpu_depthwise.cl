@@ -1,4 +1,4 @@
-// Depthwise convolutions for CPU devices (runtime/ops_cpu_depthwise.cpp);
+// Depthwise convolutions for CPU devices (lower/opencl_cpu/depthwise.cpp);
 // block macros and epilogue stores from cpu_common.cl.
 
 // Depthwise (groups == C, OC = C * multiplier): a work-item computes PB

@@ -4,7 +4,7 @@
 // register block of OCB rows x NV vectors of PB columns (OCB * NV vector
 // accumulators); per step of K it loads NV vectors of a B row and
 // broadcasts OCB values of A, each feeding NV FMAs. Built with -DOCB, -DPB,
-// -DNV (runtime/ops_cpu.cpp); fused epilogues as in cpu_conv.cl. Block
+// -DNV (lower/opencl_cpu/conv_gemm.cpp); fused epilogues as in cpu_conv.cl. Block
 // macros: cpu_common.cl.
 #ifndef NV
 #define NV 1
@@ -26,7 +26,7 @@
 // of columns moved left likewise; otherwise B is gathered (columns past N
 // clamped).
 // -DK_SCALE: B's row k is scaled by S[so + k] (a 1x1 conv's input channel
-// scale, runtime/ops_cpu.cpp), one multiply per B vector.
+// scale, lower/opencl_cpu/conv_gemm.cpp), one multiply per B vector.
 #ifdef K_SCALE
 #define K_SCALE_PARAMS , __global const real_t *S, int so
 #define K_SCALED(v, k) ((v) * (VF)(LD(S, so + (k))))

@@ -1,5 +1,5 @@
 // Winograd convolution F(WM x WM, 3x3) for CPU OpenCL devices (PoCL): 3x3,
-// stride 1, dilation 1, one group; runtime/ops_cpu_winograd.cpp lowers onto
+// stride 1, dilation 1, one group; lower/opencl_cpu/winograd.cpp lowers onto
 // it where it pays. Built with -DWM=2|4 (output tile), -DPB=8|16 (tiles of
 // one tile row per work-group, one per vector lane), -DOCB=4|8|16 (output
 // channels per register block), -DOCW (output channels per work-group, a

@@ -1,6 +1,6 @@
 // FusedElementwise: y[i] = program(x0[i], x1[i], ...), the operands and the
 // program generated into the prelude as EPI and EPI_PARAMS
-// (runtime/epilogue_cl.h). Each work-item reads its operands before writing
+// (lower/epilogue_cl.h). Each work-item reads its operands before writing
 // y[i]: y may share storage with an input. A file of its own, so each
 // program builds only this kernel.
 __kernel void fused_elementwise(__global real_t* y, int yo, int n EPI_PARAMS YWIN_PARAMS XWIN_PARAMS) {
@@ -21,12 +21,12 @@ __kernel void fused_elementwise_rows(__global real_t* y, int yo, int rows, int L
 }
 #endif
 
-// FusedMlp (runtime/ops_fused.cpp): per image (work-group), two fully
+// FusedMlp (lower/fused.cpp): per image (work-group), two fully
 // connected layers of a vector: h = mlp_hidden(W1 x + b1) (HID values, in
 // local memory), then Y = EPI(W2 h + b2). Each layer's rows are dealt round
 // the work-items, a row's dot product along its contiguous weights four at
 // a time: one item on CPU devices (PoCL runs a group on one thread and
-// vectorizes the float4s), 256 elsewhere (where runtime::runnable keeps
+// vectorizes the float4s), 256 elsewhere (where the kernel catalog keeps
 // the fusion off: docs/kernel-choices.md#fusedmlp-on-gpus).
 //
 // A row's dot product with x in one address space (OpenCL 1.2 has no

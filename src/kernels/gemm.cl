@@ -9,7 +9,7 @@
 // loaders are macros so convolutions read their operands straight from the
 // image (implicit im2col).
 //
-// Fused epilogues (runtime/epilogue_cl.h): a generated prelude defines
+// Fused epilogues (lower/epilogue_cl.h): a generated prelude defines
 // EPI(v, i) and EPI_PARAMS; every store goes through EPI at the output's
 // linear index, reading extra inputs at that index before writing it (safe
 // when Y aliases one of them).

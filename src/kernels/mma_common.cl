@@ -1,5 +1,5 @@
 // The tf32 tensor-core primitives gemm_mma.cl and conv_winograd.cl's WG_MMA
-// build share (prepended to them, after common.cl: runtime/ops_mma.cpp's
+// build share (prepended to them, after common.cl: lower/mma.cpp's
 // mma_build): to_tf32 (round to nearest, ties away, 10 mantissa bits) and
 // MMA(d, a, b), one warp's mma.sync m16n8k8 (row A, col B, fp32 sums) on the
 // fragments its 32 lanes hold, PTX ISA layout:

@@ -195,7 +195,7 @@ __kernel void pad_rows_f32(__global const real_t* x, int xo, __global real_t* y,
   for (int w = hi; w < wy; ++w) ST(y, yb + w, pad_border(x, xb, xs, w - b, wx, mode, value));
 }
 
-// ONNX coordinate_transformation_mode / nearest_mode codes (runtime/ops_shape.cpp).
+// ONNX coordinate_transformation_mode / nearest_mode codes (lower/shape.cpp).
 inline float resize_coord(int o, int in_len, int out_len, float scale, int mode) {
   switch (mode) {
     case 0: return ((float)o + 0.5f) / scale - 0.5f;                            // half_pixel

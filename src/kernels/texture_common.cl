@@ -1,4 +1,4 @@
-// Prelude of every texture_*.cl kernel file (ops_texture.cpp passes it as the
+// Prelude of every texture_*.cl kernel file (lower/texture.cpp passes it as the
 // program prelude). A 4D NCHW fp32 tensor as a texture: C4 = ceil(C/4) slices
 // of RGBA pixels, lane k holds channel 4*c4 + k; lanes beyond C are 0, in
 // one of two layouts, chosen per tensor (see optimize/storage.h):

@@ -2,7 +2,7 @@
 // (x, y, z) = 4 output pixels along the width at (ow0..ow0+3, oh), slice z =
 // n * OC4 + oc4 (4 output channels), so each weight read serves 4 pixels and
 // each input pixel 4 output channels.
-// Weights packed by 4 output channels (ops_texture.cpp pack_conv_weights):
+// Weights packed by 4 output channels (lower/texture.cpp pack_conv_weights):
 //   dense:     Wp[((oc4 * C4*4 + ic) * KH + kh) * KW + kw]  float4, lane k = output 4*oc4+k
 //   depthwise: Wp[(c4 * KH + kh) * KW + kw]                  float4, lane k = channel 4*c4+k
 // zero beyond OC and C, so padded lanes contribute 0. Bias: float4 per slice.

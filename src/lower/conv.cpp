@@ -1,13 +1,13 @@
 // Conv, ConvTranspose, Gemm and MatMul lowerings onto gemm.cl / conv.cl: the
-// launches of the variant ops_conv_select.cpp chooses.
+// launches of the variant lower/conv_select.cpp chooses.
 #include <optional>
 
 #include "graph/epilogue.h"
-#include "lower/epilogue_cl.h"
-#include "lower/ops.h"
 #include "lower/conv_select.h"
-#include "lower/opencl_cpu/lowerings.h"
+#include "lower/epilogue_cl.h"
 #include "lower/mma.h"
+#include "lower/opencl_cpu/lowerings.h"
+#include "lower/ops.h"
 #include "lower/tuning.h"
 #include "lower/winograd_weights.h"
 
@@ -219,7 +219,7 @@ struct GemmArgs {
 // others take register tiles chosen by choose_tiles.
 void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const TensorArg& C, const TensorArg& Y,
                  const GemmArgs& g, const FusedTail& tail) {
-  if (b.device_type() == "cpu" && !b.gpu_kernels_forced() && launch_gemm_cpu(b, A, B, C, Y, g, tail)) return;  // PoCL: ops_cpu.cpp
+  if (b.device_type() == "cpu" && !b.gpu_kernels_forced() && launch_gemm_cpu(b, A, B, C, Y, g, tail)) return;  // PoCL: lower/opencl_cpu/conv_gemm.cpp
   int64_t nb = 1;
   for (int64_t d : g.batch) nb *= d;
   if (g.M == 0 || g.N == 0 || nb == 0) return;
@@ -280,7 +280,7 @@ bool lower_conv(NodeBuilder& b, const FusedTail& fused) {
   // (for X) Winograd's GPU form writes Y through YI and reads X through XPLANE.
   window_output(b, tail);
   window_input(b, tail);
-  if (b.device_type() == "cpu" && !b.gpu_kernels_forced() && lower_conv_cpu(b, tail)) return true;  // PoCL: ops_cpu.cpp
+  if (b.device_type() == "cpu" && !b.gpu_kernels_forced() && lower_conv_cpu(b, tail)) return true;  // PoCL: lower/opencl_cpu/conv_gemm.cpp
   if (channel_scaled(b.node)) return false;  // the GPU kernels do not scale X: the CPU runs it
   const Forced f = forced(b);
   ConvGeometry g;
@@ -469,7 +469,7 @@ bool lower_fused_conv_maxpool(NodeBuilder& b) {
 }
 
 bool lower_conv_transpose(NodeBuilder& b) {
-  if (b.device_type() == "cpu" && !b.gpu_kernels_forced() && lower_conv_transpose_cpu(b)) return true;  // PoCL: ops_cpu.cpp
+  if (b.device_type() == "cpu" && !b.gpu_kernels_forced() && lower_conv_transpose_cpu(b)) return true;  // PoCL: lower/opencl_cpu/conv_gemm.cpp
   ConvGeometry g;
   if (!conv_geometry(b, true, g)) return false;
   bool has_bias = b.has_in(2);

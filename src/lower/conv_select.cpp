@@ -1,4 +1,4 @@
-// Variant selection of the GPU conv and GEMM lowerings (ops_conv_select.h):
+// Variant selection of the GPU conv and GEMM lowerings (lower/conv_select.h):
 // the names KernelChoice gives variants, the cost models, and the tuning
 // cache's choice among candidates.
 #include "lower/conv_select.h"

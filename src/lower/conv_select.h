@@ -1,7 +1,7 @@
 // Internal to the GPU conv and GEMM lowerings: their variants (gemm.cl's
 // register tiles, split-K, conv_winograd.cl's forms, conv_maxpool.cl's
 // tiles), the names KernelChoice gives them, and the cost models and tuning
-// that choose among them (ops_conv_select.cpp). ops_conv.cpp prepares the
+// that choose among them (lower/conv_select.cpp). lower/conv.cpp prepares the
 // launches of the variant chosen.
 #pragma once
 #include <algorithm>

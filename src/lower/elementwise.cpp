@@ -4,8 +4,8 @@
 #include <map>
 #include <set>
 
-#include "lower/ops.h"
 #include "lower/opencl_cpu/lowerings.h"
+#include "lower/ops.h"
 
 namespace texplan::runtime {
 

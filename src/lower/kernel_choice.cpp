@@ -1,8 +1,8 @@
 #include "lower/kernel_choice.h"
 
-#include "lower/ops.h"
-#include "lower/opencl_cpu/lowerings.h"
 #include "lower/mma.h"
+#include "lower/opencl_cpu/lowerings.h"
+#include "lower/ops.h"
 
 namespace texplan::runtime {
 

@@ -4,9 +4,9 @@
 #include <climits>
 #include <map>
 
+#include "lower/tuning.h"
 #include "optimize/sharing.h"
 #include "reference/common.h"
-#include "lower/tuning.h"
 
 namespace texplan::runtime {
 
@@ -214,15 +214,9 @@ void NodeBuilder::set_raw(Launch& l, cl_uint& index, size_t size, const void* va
   ++index;
 }
 
-bool half_kernel_file(const std::string& file) {
-  static const char* const converted[] = {"elementwise.cl", "shape.cl",       "pool.cl",       "reduce.cl",
-                                          "norm.cl",        "fused.cl",       "cpu_conv.cl",   "cpu_gemm.cl",
-                                          "cpu_depthwise.cl", "cpu_winograd.cl", "texture_ops.cl", "texture_conv.cl",
-                                          "gemm.cl",        "conv.cl",        "conv_maxpool.cl"};
-  return std::find(std::begin(converted), std::end(converted), file) != std::end(converted);
-}
+bool half_kernel_file(const std::string& file) { return kernel_catalog().half_kernel_file(file); }
 
-bool lower_patch_write(NodeBuilder& b);  // ops_patch.cpp
+bool lower_patch_write(NodeBuilder& b);  // lower/patch_write.cpp
 
 namespace {
 using Lowering = bool (*)(NodeBuilder&);

@@ -15,6 +15,7 @@
 #include "device/device.h"
 #include "graph/graph.h"
 #include "lower/kernel_choice.h"
+#include "optimize/kernel_catalog.h"
 
 namespace texplan::runtime {
 
@@ -95,7 +96,7 @@ struct Range {
 Range linear_range(int64_t n, size_t group = 128);
 // CPU devices (PoCL): `n` work-items that each do a row's or tile's worth of
 // vector work, in groups of up to 64 and at least 16 groups where n allows
-// (the groups are what PoCL spreads over its threads). ops_shape.cpp.
+// (the groups are what PoCL spreads over its threads). lower/shape.cpp.
 Range cpu_item_range(int64_t n);
 // Whole work-groups: `groups` (x,y,z) of `local` (x,y,z).
 Range group_range(std::vector<size_t> groups, std::vector<size_t> local);
@@ -160,7 +161,7 @@ class NodeBuilder {
   // lowerings skip their CPU-device (PoCL) forms.
   bool gpu_kernels_forced() const { return !kernel_choice.conv.empty(); }
   // Matrix products (conv, GEMM) may round inputs to tf32 on tensor cores
-  // (SessionOptions::precision; set only where the device has them): ops_mma.h.
+  // (SessionOptions::precision; set only where the device has them): lower/mma.h.
   bool tf32 = false;
   bool used_tf32 = false;  // set by a lowering that prepared tf32 kernels
   bool used_split_k = false;  // set by a lowering that split a product over K (launch_splitk_zero)
@@ -197,7 +198,7 @@ class NodeBuilder {
   void more_args(const MemArg& m) { set_arg(launches.back(), launches.back().args, m); }
   void more_args(const cl_int& v) { set_arg(launches.back(), launches.back().args, v); }
 
-  // Textures (ops_texture.cpp): the image holding tensor `t`, the pixel
+  // Textures (lower/texture.cpp): the image holding tensor `t`, the pixel
   // where it starts in it and its layout (`mem` null for a buffer);
   // `images_1d` when they are image1d_buffer views (kernels -DTEX1D).
   void set_images(std::function<TextureArg(int)> image, bool one_d) { image_ = std::move(image), images_1d_ = one_d; }
@@ -254,14 +255,15 @@ struct NoHalfKernel {
   std::string file;
 };
 // Whether src/kernels/`file` compiles with -DTEXPLAN_HALF (its float
-// tensors through real_t / LD / ST).
+// tensors through real_t / LD / ST): KernelCatalog::half_kernel_files.
 bool half_kernel_file(const std::string& file);
 
 // Prepares the launches of one node. Returns false when no kernel covers the
 // node (op, attributes or types): the caller runs it on the CPU instead.
 bool lower_node(NodeBuilder& b);
 
-// Nodes whose 4D activations are textures (storage.h texture_kernel), and
+// Nodes whose 4D activations are textures (KernelCatalog::texture_forms,
+// the conditions in storage.h texture_kernel), and
 // the BufferToTexture/TextureToBuffer conversions; throws Error where the
 // storage assignment promised a kernel that does not cover the node.
 void lower_texture(NodeBuilder& b);
@@ -269,5 +271,8 @@ void lower_texture(NodeBuilder& b);
 // Ops with at least one OpenCL kernel (some attribute combinations may
 // still fall back).
 std::vector<std::string> kernel_ops();
+// What this stage's kernels run (texture forms, fused forms per device
+// type, half-storage kernel files), for the optimizer (lower/catalog.cpp).
+const KernelCatalog& kernel_catalog();
 
 }  // namespace texplan::runtime

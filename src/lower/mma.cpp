@@ -1,4 +1,4 @@
-// TF32 tensor-core lowerings onto src/kernels/gemm_mma.cl (runtime/ops_mma.h).
+// TF32 tensor-core lowerings onto src/kernels/gemm_mma.cl (lower/mma.h).
 #include "lower/mma.h"
 
 #include <algorithm>
@@ -13,7 +13,7 @@ namespace {
 // Register tiles of gemm_mma.cl: a BM x BN block per work-group, WM x WN per
 // warp. `speed`: expected throughput per work-group relative to 64x64 (more
 // mma per local-memory read); bigger tiles leave compute units idle on small
-// problems, as in ops_conv_select.cpp's choose_tiles.
+// problems, as in lower/conv_select.cpp's choose_tiles.
 struct MmaTiles {
   const char* name;
   int bm, bn, wm, wn;

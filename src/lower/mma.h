@@ -20,7 +20,7 @@ bool tf32_runs(const NodeBuilder& b);
 // wherever KernelChoice::tf32_emulation asks for it).
 Source mma_build(const NodeBuilder& b, const char* file, const std::string& defines, const std::string& prelude);
 
-// Conv geometry as ops_conv_select.h's ConvGeometry (2D; H = 1 for 1D).
+// Conv geometry as lower/conv_select.h's ConvGeometry (2D; H = 1 for 1D).
 struct MmaConv {
   int64_t N, C, H, W, OC, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw, groups;
 };
@@ -28,7 +28,7 @@ struct MmaConv {
 // (Y is the PH x PW pooled output).
 bool launch_conv_mma(NodeBuilder& b, const MmaConv& c, bool has_bias, const TensorArg& bias, const FusedTail& tail,
                      int64_t PH = 0, int64_t PW = 0);
-template <class G>  // any struct with MmaConv's fields (ops_conv_select.h's ConvGeometry)
+template <class G>  // any struct with MmaConv's fields (lower/conv_select.h's ConvGeometry)
 bool launch_conv_mma(NodeBuilder& b, const G& g, bool has_bias, const TensorArg& bias, const FusedTail& tail,
                      int64_t PH = 0, int64_t PW = 0) {
   return launch_conv_mma(b,
@@ -37,7 +37,7 @@ bool launch_conv_mma(NodeBuilder& b, const G& g, bool has_bias, const TensorArg&
                          has_bias, bias, tail, PH, PW);
 }
 
-// gemm in tf32: Y = alpha A B + beta C, batched (ops_conv.cpp's GemmArgs).
+// gemm in tf32: Y = alpha A B + beta C, batched (lower/conv.cpp's GemmArgs).
 struct MmaGemm {
   int64_t M, N, K, a_sm, a_sk, b_sk, b_sn, c_sm, c_sn;
   bool has_c;

@@ -4,6 +4,7 @@
 // own lower/*.cpp; lower.cpp maps op names to them.
 #pragma once
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,7 @@ Strided collapse(Strided s);
 Dims to_dims(const std::vector<int64_t>& v, int64_t pad);
 
 // A conv's ConvParams from its sizes `g` (any struct with the fields: the
-// lowerings' ConvGeometry, ops_mma's MmaConv); launch_conv_kernel fills in
+// lowerings' ConvGeometry, mma.h's MmaConv); launch_conv_kernel fills in
 // the tensors' offsets.
 template <class G>
 ConvParams conv_params(const G& g, bool has_bias) {
@@ -37,7 +38,7 @@ ConvParams conv_params(const G& g, bool has_bias) {
   p.dh = i32(g.dh), p.dw = i32(g.dw), p.groups = i32(g.groups);
   return p;
 }
-// A GEMM's GemmParams from `g` (the lowerings' GemmArgs, ops_mma's
+// A GEMM's GemmParams from `g` (the lowerings' GemmArgs, mma.h's
 // MmaGemm); launch_gemm_kernel fills in the operands' offsets.
 template <class G>
 GemmParams gemm_params(const G& g) {
@@ -137,10 +138,10 @@ void check_conv_variant(const std::string& variant);
 // build's 16-tile form).
 std::string winograd_variant_by_shape(int64_t C, int64_t OC, int64_t OH, int64_t OW, int64_t images,
                                       int compute_units, bool can_split, bool fp32);
-// Whether Y's planned storage overlaps an input's (ops_conv.cpp): split-K
+// Whether Y's planned storage overlaps an input's (lower/conv.cpp): split-K
 // zeroes Y and adds into it, so it must not.
 bool output_overlaps_input(const NodeBuilder& b, int except = -1);  // input `except` not counted
-// Split-K's passes around the slices (ops_conv.cpp; gemm.cl and gemm_mma.cl):
+// Split-K's passes around the slices (lower/conv.cpp; gemm.cl and gemm_mma.cl):
 // Y zeroed, then the epilogue in place; onto the residual Y already holds
 // (FusedTail::residual) nothing is zeroed and the program after its Add runs.
 bool splits_onto_residual(const NodeBuilder& b, const FusedTail& tail);
@@ -160,7 +161,7 @@ void check_conv_maxpool_variant(const std::string& variant);
 // scope, or when `emit` returns false (the candidate cannot run).
 double time_candidate(NodeBuilder& b, const std::function<bool()>& emit);
 
-// Op families (ops_*.cpp); each returns false to fall back.
+// Op families (lower/*.cpp); each returns false to fall back.
 bool lower_unary(NodeBuilder& b);
 bool lower_binary(NodeBuilder& b);
 bool lower_where(NodeBuilder& b);
@@ -171,15 +172,15 @@ bool lower_conv_transpose(NodeBuilder& b);
 bool lower_gemm(NodeBuilder& b);
 bool lower_matmul(NodeBuilder& b);
 bool lower_matmul(NodeBuilder& b, bool trans_b, const FusedTail& tail);  // FusedMatMul
-bool lower_fused_conv(NodeBuilder& b);         // ops_fused.cpp
+bool lower_fused_conv(NodeBuilder& b);         // lower/fused.cpp
 bool lower_fused_matmul(NodeBuilder& b);
 bool lower_fused_elementwise(NodeBuilder& b);
 bool lower_fused_mlp(NodeBuilder& b);
-// FusedConvMaxPool (ops_conv.cpp): 2x2/2 windows on GPUs are an implicit GEMM
+// FusedConvMaxPool (lower/conv.cpp): 2x2/2 windows on GPUs are an implicit GEMM
 // with no recomputation; overlapping windows a tiled direct conv that
 // recomputes only the edges of each tile's conv region (on PoCL still 1.5-2x
 // conv + MaxPool's CPU kernels on the ResNet and GoogLeNet stems, hence
-// runnable() keeps pool fusion to GPUs).
+// the kernel catalog, catalog.cpp, keeps pool fusion to GPUs).
 bool lower_fused_conv_maxpool(NodeBuilder& b);
 bool lower_pool(NodeBuilder& b);
 bool lower_global_pool(NodeBuilder& b);
@@ -198,5 +199,7 @@ bool lower_tile(NodeBuilder& b);
 bool lower_gather(NodeBuilder& b);
 bool lower_pad(NodeBuilder& b);
 bool lower_resize(NodeBuilder& b);
+// The ops with a texture kernel and its form (texture.cpp), for kernel_catalog().
+std::map<std::string, TextureForm> texture_forms();
 
 }  // namespace texplan::runtime

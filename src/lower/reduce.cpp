@@ -2,8 +2,8 @@
 #include <map>
 #include <set>
 
-#include "lower/ops.h"
 #include "lower/opencl_cpu/lowerings.h"
+#include "lower/ops.h"
 
 namespace texplan::runtime {
 
@@ -68,7 +68,7 @@ bool lower_global_pool(NodeBuilder& b) {
   int64_t rows = x[0] * x[1], R = product(x, 2, x.size());
   if (rows == 0) return true;
   cl_int op = b.node.op_type == "GlobalAveragePool" ? 1 : 2;
-  if (op == 1 && b.device_type() == "cpu" && !b.gpu_kernels_forced()) return lower_global_avg_pool_cpu(b, rows, R);  // PoCL: ops_cpu.cpp
+  if (op == 1 && b.device_type() == "cpu" && !b.gpu_kernels_forced()) return lower_global_avg_pool_cpu(b, rows, R);  // PoCL: lower/opencl_cpu/conv_gemm.cpp
   if (b.device_type() == "cpu" && !b.gpu_kernels_forced()) {  // PoCL: GlobalMaxPool, a row per work-item
     b.launch("reduce.cl", "reduce_rows_cpu", cpu_item_range(rows), b.arg_in(0), b.arg_out(0), i32(rows), i32(R), op);
     return true;

@@ -4,6 +4,7 @@
 // time (layouts in texture_conv.cl).
 #include <cmath>
 #include <limits>
+#include <map>
 #include <tuple>
 
 #include "graph/epilogue.h"
@@ -130,22 +131,25 @@ float scalar_input(const NodeBuilder& b, int i, float dflt) {
   return weights(b, i).as_float().at(0);
 }
 
+// tex_unary's and tex_binary's operation codes (texture_ops.cl): the ops of
+// the Unary and Binary texture forms.
+const std::map<std::string, cl_int> kUnaryCodes = {
+    {"Relu", 0}, {"Clip", 1}, {"Sigmoid", 2}, {"HardSwish", 3}, {"HardSigmoid", 4}, {"LeakyRelu", 5}, {"Tanh", 6}};
+const std::map<std::string, cl_int> kBinaryCodes = {{"Add", 0}, {"Sub", 1}, {"Mul", 2}, {"Div", 3}};
+
 void lower_texture_unary(NodeBuilder& b) {
   const std::string& op = b.node.op_type;
   const float inf = std::numeric_limits<float>::infinity();
-  int code = 0;
+  const cl_int code = kUnaryCodes.at(op);
   float a = 0, c = 0;
-  if (op == "Relu") code = 0;
-  else if (op == "Clip") {
-    code = 1;
+  if (op == "Clip") {
     a = b.has_in(1) ? scalar_input(b, 1, -inf) : b.node.get_float("min", -inf);  // inputs from opset 11, else attributes
     c = b.has_in(2) ? scalar_input(b, 2, inf) : b.node.get_float("max", inf);
-  } else if (op == "Sigmoid") code = 2;
-  else if (op == "HardSwish") code = 3;
-  else if (op == "HardSigmoid") code = 4, a = b.node.get_float("alpha", 0.2f), c = b.node.get_float("beta", 0.5f);
-  else if (op == "LeakyRelu") code = 5, a = b.node.get_float("alpha", 0.01f);
-  else if (op == "Tanh") code = 6;
-  else throw Error("no texture kernel for " + op);
+  } else if (op == "HardSigmoid") {
+    a = b.node.get_float("alpha", 0.2f), c = b.node.get_float("beta", 0.5f);
+  } else if (op == "LeakyRelu") {
+    a = b.node.get_float("alpha", 0.01f);
+  }
   const Nchw s = nchw(b.out(0).shape);
   b.launch(texture_source(b, "texture_ops.cl"), "tex_unary", pixels(s.W, s.H, s.N * s.C4()), tex_in(b, 0),
            tex_out(b), cl_int(code), a, c, i32(s.C), i32(s.H), i32(s.W));
@@ -153,7 +157,7 @@ void lower_texture_unary(NodeBuilder& b) {
 
 void lower_texture_binary(NodeBuilder& b) {
   const std::string& op = b.node.op_type;
-  const cl_int code = op == "Add" ? 0 : op == "Sub" ? 1 : op == "Mul" ? 2 : 3;
+  const cl_int code = kBinaryCodes.at(op);
   const Nchw s = nchw(b.out(0).shape);
   const Nchw p = nchw(b.in(0).shape), q = nchw(b.in(1).shape);
   const Source src = texture_source(b, "texture_ops.cl");
@@ -228,16 +232,35 @@ void lower_texture_concat(NodeBuilder& b) {
 
 }  // namespace
 
+std::map<std::string, TextureForm> texture_forms() {
+  std::map<std::string, TextureForm> f = {{"Conv", TextureForm::Conv},
+                                          {"FusedConv", TextureForm::FusedConv},
+                                          {"MaxPool", TextureForm::Pool},
+                                          {"AveragePool", TextureForm::Pool},
+                                          {"GlobalAveragePool", TextureForm::GlobalPool},
+                                          {"GlobalMaxPool", TextureForm::GlobalPool},
+                                          {"BatchNormalization", TextureForm::BatchNorm},
+                                          {"Concat", TextureForm::Concat}};
+  for (const auto& [op, code] : kUnaryCodes) f[op] = TextureForm::Unary;
+  for (const auto& [op, code] : kBinaryCodes) f[op] = TextureForm::Binary;
+  return f;
+}
+
 void lower_texture(NodeBuilder& b) {
   const std::string& op = b.node.op_type;
   if (op == "BufferToTexture" || op == "TextureToBuffer") return lower_conversion(b);
-  if (op == "Conv" || op == "FusedConv") return lower_texture_conv(b);
-  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") return lower_texture_binary(b);
-  if (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool")
-    return lower_texture_pool(b);
-  if (op == "BatchNormalization") return lower_texture_batch_norm(b);
-  if (op == "Concat") return lower_texture_concat(b);
-  return lower_texture_unary(b);
+  const TextureForm* form = kernel_catalog().texture_form(op);
+  if (!form) throw Error("no texture kernel for " + op);
+  switch (*form) {
+    case TextureForm::Conv:
+    case TextureForm::FusedConv: return lower_texture_conv(b);
+    case TextureForm::Unary: return lower_texture_unary(b);
+    case TextureForm::Binary: return lower_texture_binary(b);
+    case TextureForm::Pool:
+    case TextureForm::GlobalPool: return lower_texture_pool(b);
+    case TextureForm::BatchNorm: return lower_texture_batch_norm(b);
+    case TextureForm::Concat: return lower_texture_concat(b);
+  }
 }
 
 }  // namespace texplan::runtime

@@ -1,6 +1,6 @@
 // Kernel tuning: per device and per node shape, the kernel variant (register
 // block, work-group size) found fastest once and remembered in the tuning
-// cache (runtime/tuning_cache.h, section "texplan"), so later runs load the
+// cache (lower/tuning_cache.h, section "texplan"), so later runs load the
 // choice and search nothing.
 //
 //   TuningCache cache("tune.json");

@@ -5,9 +5,9 @@
 // Entries are keyed by device (Device::info().name plus driver version) so a
 // file moved to another GPU is searched again, not trusted.
 // Keys of section "texplan" start with the kernel they choose for:
-// "conv2d_cpu ..." and friends (ops_cpu.cpp, CPU devices), "conv2d_gemm
+// "conv2d_cpu ..." and friends (lower/opencl_cpu/conv_gemm.cpp, CPU devices), "conv2d_gemm
 // N,C,H,W,OC,OH,OW,KH,KW,sh,sw,ph,pw,dh,dw,groups" and "gemm
-// M,N,K,batches,a_kfast,b_nfast" (ops_conv.cpp, GPU tiles).
+// M,N,K,batches,a_kfast,b_nfast" (lower/conv.cpp, GPU tiles).
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>

@@ -1,6 +1,6 @@
 // The weight side of Winograd F(m x m, 3x3), shared by the GPU kernel
-// (conv_winograd.cl, ops_conv.cpp) and the CPU one (cpu_winograd.cl,
-// ops_cpu_winograd.cpp): each packs the results in its own layout.
+// (conv_winograd.cl, lower/conv.cpp) and the CPU one (cpu_winograd.cl,
+// lower/opencl_cpu/winograd.cpp): each packs the results in its own layout.
 #pragma once
 #include <cstdint>
 

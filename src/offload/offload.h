@@ -24,9 +24,9 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "lower/tuning_cache.h"
 #include "optimize/usage.h"
 #include "runtime/offload_hook.h"
-#include "lower/tuning_cache.h"
 
 namespace texplan::offload {
 

@@ -11,9 +11,9 @@
 #include <set>
 #include <sstream>
 
+#include "lower/ops.h"
 #include "offload/offload.h"
 #include "offload/work.h"
-#include "lower/ops.h"
 
 #ifdef TEXPLAN_HAVE_CLBLAST
 #include <clblast.h>

@@ -115,7 +115,23 @@ static int strided_operands_within_bound(Graph& g) {
   return nodes - int(g.nodes.size());
 }
 
-OptimizeReport optimize(Graph& g, const OptimizeOptions& opt) {
+namespace {
+
+// `o` less the rewrites whose fused forms its device does not run.
+OptimizeOptions runnable(OptimizeOptions o) {
+  if (!o.device_forms) return o;
+  const FusedForms& f = *o.device_forms;
+  o.pool_fusion = o.pool_fusion && f.conv_maxpool;
+  o.channel_scale_fusion = o.channel_scale_fusion && f.channel_scaled_conv;
+  o.mlp_fusion = o.mlp_fusion && f.mlp;
+  o.strided_operands = o.strided_operands && f.strided_operands;
+  return o;
+}
+
+}  // namespace
+
+OptimizeReport optimize(Graph& g, const OptimizeOptions& given) {
+  const OptimizeOptions opt = runnable(given);
   const auto start = Clock::now();
   OptimizeReport r;
   r.nodes_before = int(g.nodes.size());
@@ -178,8 +194,9 @@ OptimizeReport optimize(Graph& g, const OptimizeOptions& opt) {
   return r;
 }
 
-std::vector<OptimizationShare> optimization_shares(const Graph& imported, const OptimizeOptions& opt,
+std::vector<OptimizationShare> optimization_shares(const Graph& imported, const OptimizeOptions& given,
                                                    const OptimizeReport& optimized) {
+  const OptimizeOptions opt = runnable(given);
   const int64_t optimized_lower_bound = optimized.lower_bound_bytes;
   std::vector<OptimizationShare> shares;
   if (imported.nodes.size() > kMaxShareNodes) return shares;

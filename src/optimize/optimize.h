@@ -8,11 +8,13 @@
 //   PlanInput pin = make_usage_records(g);
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "graph/graph.h"
+#include "optimize/kernel_catalog.h"
 
 namespace texplan {
 
@@ -21,20 +23,21 @@ struct OptimizeOptions {
   bool inplace = true;         // elementwise writes over an input that dies at the node
   bool concat_elision = true;  // producers write their slice of a Concat's output
   // Conv(+epilogue) -> MaxPool as one FusedConvMaxPool (docs/fused-ops.md).
-  // texplan run turns it off while the device has no kernel for it.
   bool pool_fusion = true;
   // Squeeze-and-excitation's channel Mul into the 1x1 convolution reading
-  // it (channel_scaled(), graph.h). texplan run turns it off on GPUs, whose
-  // GEMM kernels do not scale their input.
+  // it (channel_scaled(), graph.h).
   bool channel_scale_fusion = true;
   // Two fully connected layers of one-pixel maps (squeeze-and-excitation)
   // as one FusedMlp.
   bool mlp_fusion = true;
   // Product operands cut and moved by Slices, Gathers, Transposes and
   // Reshapes read through strides (OperandView) where the bound allows.
-  // texplan run keeps them on GPUs only (runtime::runnable).
   bool strided_operands = true;
   enum class Order { File, Memory } order = Order::Memory;
+  // The fused forms the device's kernels run (KernelCatalog::fused_for):
+  // the rewrites above that make any other are off. Unset: every form, as
+  // the CPU reference executor runs them.
+  std::optional<FusedForms> device_forms{};
 };
 // "file" or "memory"; throws Error on anything else.
 OptimizeOptions::Order parse_order(const std::string& s);

@@ -87,7 +87,7 @@ void place_aliases(const Graph& g, Forest& f) {
     if (in < 0 || out < 0 || in == out || g.tensors[in].is_constant) continue;
     if (g.tensors[in].dtype != g.tensors[out].dtype || g.tensors[in].window) continue;
     // A target shape computed at run time is checked against the plan when
-    // the node runs (runtime/ops_shape.cpp), so such a node is not elided.
+    // the node runs (lower/shape.cpp), so such a node is not elided.
     if (view < 0 && n.op_type != "Identity" && n.inputs.size() > 1 && n.inputs[1] >= 0 &&
         !g.tensors[n.inputs[1]].is_constant)
       continue;

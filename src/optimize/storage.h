@@ -55,6 +55,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "optimize/kernel_catalog.h"
 #include "plan/memory_plan.h"
 
 namespace texplan {
@@ -98,9 +99,10 @@ struct StorageAssignment {
 };
 
 // True when a texture kernel covers node `n` with its 4D activations as
-// textures (constants stay buffers). The runtime's texture lowering covers
-// exactly these nodes.
-bool texture_kernel(const Graph& g, const Node& n);
+// textures (constants stay buffers): its op has a form in `kernels`
+// (KernelCatalog::texture_forms) and the node meets that form's conditions.
+// The lowering's texture kernels cover exactly these nodes.
+bool texture_kernel(const KernelCatalog& kernels, const Graph& g, const Node& n);
 
 struct StorageOptions {
   // Views: regions whose conversions, lost sharing (in place, zero-copy
@@ -113,10 +115,11 @@ struct StorageOptions {
 };
 
 // Decides every tensor's storage and layout and inserts the conversion
-// nodes into `g` (tensors named "<name>@texture" / "<name>@buffer"). Lower
+// nodes into `g` (tensors named "<name>@texture" / "<name>@buffer"), with
+// the texture forms of `kernels` (the lowering's kernel_catalog()). Lower
 // bounds count every texture at its footprint on `dev`
 // (plan::lower_bound_bytes(recs, dev)).
 StorageAssignment assign_storage(Graph& g, const plan::DeviceProfile& dev, TextureMode mode,
-                                 const StorageOptions& opt = {});
+                                 const KernelCatalog& kernels, const StorageOptions& opt = {});
 
 }  // namespace texplan

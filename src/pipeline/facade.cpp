@@ -4,8 +4,8 @@
 
 #include <utility>
 
-#include "pipeline/pipeline.h"
 #include "device/device.h"
+#include "pipeline/pipeline.h"
 
 namespace texplan {
 

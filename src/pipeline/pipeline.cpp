@@ -6,8 +6,8 @@
 #include <list>
 #include <set>
 
+#include "lower/lower.h"
 #include "runtime/cpu_executor.h"
-#include "lower/optimize_for_device.h"
 
 namespace texplan {
 
@@ -36,7 +36,10 @@ CompiledModel import_model(const std::string& model_path, const ImportOptions& i
 void lower_to_records(CompiledModel& m, const plan::DeviceProfile& profile, const std::string& device_type,
                       const CompileOptions& options) {
   auto t0 = std::chrono::steady_clock::now();
-  const OptimizeOptions oo = device_type.empty() ? options.optimize : runtime::runnable(options.optimize, device_type);
+  // The fused forms the device's kernels run (the CPU executor runs every one).
+  OptimizeOptions oo = options.optimize;
+  if (!device_type.empty() && device_type != "cpu-executor")
+    oo.device_forms = runtime::kernel_catalog().fused_for(device_type);
   // Each share optimizes a copy of the graph as imported; none is made
   // where optimization_shares would give none.
   std::unique_ptr<Graph> imported;
@@ -63,7 +66,7 @@ void lower_to_records(CompiledModel& m, const plan::DeviceProfile& profile, cons
   StorageOptions so;
   so.layouts = options.texture_layouts;
   so.element_bytes = int(stored_element_size(DataType::Float32, buffers.float_storage));
-  m.storage = assign_storage(m.graph, profile, mode, so);
+  m.storage = assign_storage(m.graph, profile, mode, runtime::kernel_catalog(), so);
   m.usage = usage_records(m, options);
   m.times.records_ms = ms_since(t0);
 }

@@ -5,11 +5,11 @@
 #include <iomanip>
 #include <sstream>
 
+#include "device/device.h"
 #include "import/onnx_import.h"
 #include "offload/offload.h"
 #include "pipeline/pipeline.h"
 #include "report/progress.h"
-#include "device/device.h"
 
 namespace texplan::report {
 

@@ -13,8 +13,8 @@
 
 #include <memory>
 
-#include "graph/graph.h"
 #include "device/device.h"
+#include "graph/graph.h"
 
 namespace texplan::runtime {
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "graph/graph.h"
 #include "device/device.h"
+#include "graph/graph.h"
 #include "lower/lower.h"
 
 namespace texplan::runtime {

@@ -12,8 +12,8 @@
 
 #include <vector>
 
-#include "graph/graph.h"
 #include "device/device.h"
+#include "graph/graph.h"
 
 namespace texplan::runtime {
 

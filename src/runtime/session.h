@@ -28,12 +28,12 @@
 #include <string>
 #include <vector>
 
+#include "device/device.h"
 #include "graph/graph.h"
+#include "lower/kernel_choice.h"
 #include "optimize/usage.h"
 #include "plan/memory_plan.h"
-#include "device/device.h"
 #include "runtime/device_tensor.h"
-#include "lower/kernel_choice.h"
 
 namespace texplan::runtime {
 
@@ -44,7 +44,7 @@ class Offloader;  // runtime/offload_hook.h
 enum class Precision {
   Fp32,  // exact fp32 (the default)
   Tf32,  // inputs rounded to tf32 (10-bit mantissa) on tensor cores, fp32 sums: NVIDIA GPUs
-         // of compute capability 8.0+ only (runtime/ops_mma.h), exact fp32 elsewhere
+         // of compute capability 8.0+ only (lower/mma.h), exact fp32 elsewhere
   Fp16,  // float activations and weights stored as IEEE half (every device: vload_half /
          // vstore_half and CL_HALF_FLOAT images are core OpenCL), arithmetic in fp32; graph
          // inputs and outputs stay fp32, converted inside the run. Plan with
@@ -77,7 +77,7 @@ struct SessionOptions {
   // device's type), where that is faster than into pageable memory.
   std::optional<bool> staged_io{};
   // Kernel variants named instead of chosen (measurements and tests,
-  // runtime/kernel_choice.h); the constructor throws Error on an unknown one.
+  // lower/kernel_choice.h); the constructor throws Error on an unknown one.
   KernelChoice kernel_choice;
 };
 

@@ -120,7 +120,7 @@ class NodeCheck {
   // or computed at run time (a graph input, as ONNX's backend tests feed
   // Reshape's shape). Then the rule checks what the declared shapes allow,
   // and the runtime checks the value: an OpenCL lowering falls back to the
-  // CPU reference for such a node (runtime/ops_shape.cpp), which compares
+  // CPU reference for such a node (lower/shape.cpp), which compares
   // its result with the planned shape before anything is written.
   std::optional<std::vector<int64_t>> ints(size_t i) const {
     const Tensor& t = in(i);

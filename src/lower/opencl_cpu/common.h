@@ -1,5 +1,5 @@
-// Shared pieces of the CPU-device lowerings (ops_cpu.cpp,
-// ops_cpu_depthwise.cpp, ops_cpu_winograd.cpp): register-block variants of
+// Shared pieces of the CPU-device lowerings (lower/opencl_cpu/conv_gemm.cpp,
+// lower/opencl_cpu/depthwise.cpp, lower/opencl_cpu/winograd.cpp): register-block variants of
 // the cpu_*.cl kernels, their sources and ranges, the tuning pick among
 // them, and a 1-D/2-D convolution's geometry read once from the node.
 #pragma once
@@ -31,7 +31,7 @@ struct CpuVariant {
 // without a tuning cache.
 std::vector<CpuVariant> cpu_candidates(int64_t rows, int64_t cols);
 
-// Register blocks of gemm_block_cpu (ops_cpu.cpp) for `rows` x `cols` per
+// Register blocks of gemm_block_cpu (lower/opencl_cpu/conv_gemm.cpp) for `rows` x `cols` per
 // batch over `batches`: OCB <= rows, and OCB x NV vectors of accumulators
 // (more FMAs per load than cpu_candidates' OCB x 1); the first is the
 // shape rule's choice for a device whose SIMD registers hold `width` floats

@@ -1,7 +1,7 @@
-// CPU-device lowerings (ops_cpu.h) onto cpu_conv.cl and cpu_gemm.cl (GEMMs,
+// CPU-device lowerings (lower/opencl_cpu/lowerings.h) onto cpu_conv.cl and cpu_gemm.cl (GEMMs,
 // 1x1 convolutions, matrix-vector products): variants are register
 // blocks "OCBxPB" (output channels or rows x pixels or columns per
-// work-item) and a work-group size (cpu_lowering.h); tuning.h picks among
+// work-item) and a work-group size (lower/opencl_cpu/common.h); tuning.h picks among
 // them per shape.
 #include "lower/opencl_cpu/lowerings.h"
 

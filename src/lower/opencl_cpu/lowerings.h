@@ -16,13 +16,13 @@ bool lower_conv_cpu(NodeBuilder& b, const FusedTail& tail);
 // group (cpu_gemm.cl); false: another shape.
 bool lower_conv1x1_cpu(NodeBuilder& b, const FusedTail& tail, const CpuConv& c);
 
-// Depthwise Conv/FusedConv (ops_cpu_depthwise.cpp); false: not depthwise.
+// Depthwise Conv/FusedConv (lower/opencl_cpu/depthwise.cpp); false: not depthwise.
 bool lower_depthwise_cpu(NodeBuilder& b, const FusedTail& tail, const CpuConv& c);
 
 // The direct kernel (cpu_conv.cl conv2d_cpu), register block by tuning.
 void lower_conv_direct_cpu(NodeBuilder& b, const FusedTail& tail, const CpuConv& c);
 
-// 3x3 stride-1 Conv/FusedConv by Winograd (ops_cpu_winograd.cpp) where it
+// 3x3 stride-1 Conv/FusedConv by Winograd (lower/opencl_cpu/winograd.cpp) where it
 // pays; false: the direct kernel runs it.
 bool lower_conv_winograd_cpu(NodeBuilder& b, const FusedTail& tail, const CpuConv& c);
 // KernelChoice::cpu_winograd names "direct" (no Winograd) or one Winograd
@@ -42,7 +42,7 @@ bool launch_channel_binary_cpu(NodeBuilder& b, const TensorArg& A, const TensorA
 // GlobalAveragePool of `rows` rows of R elements each.
 bool lower_global_avg_pool_cpu(NodeBuilder& b, int64_t rows, int64_t R);
 
-// Y = alpha A B + beta C, batched (the GEMM of ops_conv.cpp's launch_gemm),
+// Y = alpha A B + beta C, batched (the GEMM of lower/conv.cpp's launch_gemm),
 // on cpu_gemm.cl: one row (or column) as a matrix-vector product, a
 // constant transposed B packed once as [K, N].
 struct CpuGemm {
@@ -56,7 +56,7 @@ struct CpuGemm {
 };
 bool launch_gemm_cpu(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const TensorArg& C, const TensorArg& Y,
                      const CpuGemm& g, const FusedTail& tail);
-template <class G>  // any struct with CpuGemm's fields (ops_conv.cpp's GemmArgs)
+template <class G>  // any struct with CpuGemm's fields (lower/conv.cpp's GemmArgs)
 bool launch_gemm_cpu(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const TensorArg& C, const TensorArg& Y,
                      const G& g, const FusedTail& tail) {
   return launch_gemm_cpu(b, A, B, C, Y,

@@ -1,0 +1,39 @@
+// The kernel catalog (optimize/kernel_catalog.h): what this stage's kernels
+// run, read off its own tables so that the optimizer and the lowerings
+// cannot disagree.
+#include <algorithm>
+
+#include "lower/lower.h"
+#include "lower/ops.h"
+
+namespace texplan::runtime {
+
+const KernelCatalog& kernel_catalog() {
+  static const KernelCatalog catalog = [] {
+    KernelCatalog k;
+    k.texture_forms = texture_forms();
+    const std::vector<std::string> ops = kernel_ops();
+    const bool conv_maxpool = std::find(ops.begin(), ops.end(), "FusedConvMaxPool") != ops.end();
+    // - FusedConvMaxPool on GPUs only: on CPU devices its overlapping-window
+    //   form recomputes the conv per window position and loses to conv +
+    //   MaxPool (docs/kernel-choices.md#fusedconvmaxpool-on-cpu-devices).
+    // - The channel-scale fusion (channel_scaled(), graph.h) on CPU devices
+    //   only, whose 1x1 GEMM kernel scales its input rows.
+    // - FusedMlp on CPU devices only: its one work-group per image loses to
+    //   two wide GEMVs on GPUs (docs/kernel-choices.md#fusedmlp-on-gpus).
+    // - Strided product operands off CPU devices: they leave the CPU
+    //   kernels' contiguous GEMM (docs/kernel-choices.md#strided-product-operands).
+    k.fused_forms["gpu"] = {.conv_maxpool = conv_maxpool, .strided_operands = true};
+    k.fused_forms["cpu"] = {.channel_scaled_conv = true, .mlp = true};
+    k.other_devices = {.strided_operands = true};
+    // Files whose float tensors go through common.cl's real_t, LD and ST.
+    k.half_kernel_files = {"elementwise.cl",   "shape.cl",        "pool.cl",        "reduce.cl",
+                           "norm.cl",          "fused.cl",        "cpu_conv.cl",    "cpu_gemm.cl",
+                           "cpu_depthwise.cl", "cpu_winograd.cl", "texture_ops.cl", "texture_conv.cl",
+                           "gemm.cl",          "conv.cl",         "conv_maxpool.cl"};
+    return k;
+  }();
+  return catalog;
+}
+
+}  // namespace texplan::runtime
