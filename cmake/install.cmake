@@ -34,7 +34,7 @@ install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/include/texplan/texplan.h DESTINATION 
 # compiles each one alone against the install).
 set(texplan_public_headers
     graph/graph.h plan/memory_plan.h plan/arena.h import/onnx_import.h optimize/optimize.h optimize/kernel_catalog.h
-    optimize/storage.h
+    optimize/storage.h optimize/half_range.h
     optimize/usage.h optimize/patch.h device/device.h runtime/device_tensor.h runtime/session.h lower/kernel_choice.h
     pipeline/pipeline.h)
 foreach(h ${texplan_public_headers})

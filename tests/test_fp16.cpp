@@ -364,6 +364,9 @@ TEST(Fp16, CliChecksAtOneInAHundredAndSaysSo) {
   EXPECT_NE(r.out.find("tolerance 1.00e-02, fp16"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("precision   fp16"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("guard       clean"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("half range  every activation within half's range (calibrated on a random input), none scaled"),
+            std::string::npos)
+      << r.out;
   const test::ShellResult d =
       test::sh(std::string(TEXPLAN_CLI) + " run " + model + " --precision fp16 --io device --check");  // DeviceTensors
   EXPECT_EQ(d.code, 0) << d.out;

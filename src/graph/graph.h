@@ -158,6 +158,9 @@ struct Tensor {
   bool is_input = false;     // graph input fed by the user
   bool is_output = false;    // graph output, must stay valid after the run
   bool is_constant = false;  // initializer or folded constant: not an activation
+  // fp16 storage holds value * 2^storage_exponent, so activations far outside
+  // half's range keep their digits (optimize/half_range.h); 0 everywhere else.
+  int8_t storage_exponent = 0;
   // Constant values. Empty for weights whose bytes were not loaded (planning
   // without the .onnx.data file); `has_data` tells.
   HostTensor value;

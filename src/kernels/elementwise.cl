@@ -126,11 +126,12 @@ CAST(cast_bool_i64, uchar, long, v ? 1 : 0)
 
 // --precision fp16 at a run's boundary (runtime/session.cpp): the caller's
 // fp32 device tensors to half storage and back (round to nearest even).
-__kernel void f32_to_half(__global const float* x, int xo, __global half* y, int yo, int n) {
+// `scale`: a power of two (Tensor::storage_exponent's), exact both ways.
+__kernel void f32_to_half(__global const float* x, int xo, __global half* y, int yo, int n, float scale) {
   int i = get_global_id(0);
-  if (i < n) vstore_half(x[xo + i], yo + i, y);
+  if (i < n) vstore_half(x[xo + i] * scale, yo + i, y);
 }
-__kernel void half_to_f32(__global const half* x, int xo, __global float* y, int yo, int n) {
+__kernel void half_to_f32(__global const half* x, int xo, __global float* y, int yo, int n, float scale) {
   int i = get_global_id(0);
-  if (i < n) y[yo + i] = vload_half(xo + i, x);
+  if (i < n) y[yo + i] = vload_half(xo + i, x) * scale;
 }

@@ -382,6 +382,7 @@ int add_activation(Graph& g, const Tensor& like, const std::string& name, const 
   Tensor t;
   t.name = name;
   t.dtype = like.dtype;
+  t.storage_exponent = like.storage_exponent;
   t.shape = {like.shape[0], like.shape[1], r.height(), r.width()};
   return g.add_tensor(std::move(t));
 }

@@ -254,6 +254,7 @@ void rewrite(Graph& g, const std::vector<char>& tex_node, const std::vector<char
     c.name = g.tensors[t].name + (to_texture ? "@texture" : "@buffer");
     c.dtype = g.tensors[t].dtype;
     c.shape = g.tensors[t].shape;
+    c.storage_exponent = g.tensors[t].storage_exponent;
     int id = g.add_tensor(c);
     sa.texture.push_back(to_texture);
     Node conv;
@@ -285,6 +286,7 @@ void rewrite(Graph& g, const std::vector<char>& tex_node, const std::vector<char
           c.name = g.tensors[t].name + "@texture";
           c.dtype = g.tensors[t].dtype;
           c.shape = g.tensors[t].shape;
+          c.storage_exponent = g.tensors[t].storage_exponent;
           int id = g.add_tensor(c);
           sa.texture.push_back(1);
           born_texture.push_back(1);
@@ -517,7 +519,7 @@ Graph without_values(const Graph& g) {
     Tensor m;
     m.name = t.name, m.dtype = t.dtype, m.shape = t.shape, m.producer = t.producer;
     m.is_input = t.is_input, m.is_output = t.is_output, m.is_constant = t.is_constant, m.has_data = t.has_data;
-    m.window = t.window;
+    m.window = t.window, m.storage_exponent = t.storage_exponent;
     h.tensors.push_back(std::move(m));
   }
   h.rebuild_index();

@@ -7,7 +7,9 @@
 #include <set>
 
 #include "lower/lower.h"
+#include "reference/reference_ops.h"
 #include "runtime/cpu_executor.h"
+#include "runtime/random_inputs.h"
 
 namespace texplan {
 
@@ -21,6 +23,24 @@ UsageOptions usage_options(const CompileOptions& options) {
   UsageOptions o;
   o.float_storage = runtime::float_storage(options.session.precision);  // fp16: 2-byte records
   return o;
+}
+
+// Calibrates on one seeded random input run through the reference: a
+// network's scale comes from its weights far more than from its input's
+// values. Planning without weights leaves every exponent 0.
+// A graph the reference cannot run keeps plain half (the reason is reported).
+HalfRangeReport calibrate_half_range(Graph& g) {
+  for (const Tensor& t : g.tensors)
+    if (t.is_constant && !t.has_data && t.dtype == DataType::Float32) return {};
+  std::vector<float> largest;
+  try {
+    largest = reference::largest_magnitudes(g, runtime::random_inputs(g, 1));
+  } catch (const Error& e) {
+    HalfRangeReport r;
+    r.calibration_error = e.what();
+    return r;
+  }
+  return fit_half_range(g, largest);
 }
 
 }  // namespace
@@ -47,6 +67,9 @@ void lower_to_records(CompiledModel& m, const plan::DeviceProfile& profile, cons
   m.times.shares_ms = ms_since(t0);
   t0 = std::chrono::steady_clock::now();
   m.optimized = optimize(m.graph, oo);
+  // Before patching and storage, which copy tensors with their exponents.
+  if (options.session.precision == runtime::Precision::Fp16 && !device_type.empty() && device_type != "cpu-executor")
+    m.half_range = calibrate_half_range(m.graph);
   if (device_type == "cpu-executor" && options.patch != "off")
     throw Error(m.graph.model_name + ": patching runs on OpenCL devices, not on the host's reference executor");
   // Before storage and records: every later stage sees the patch steps.

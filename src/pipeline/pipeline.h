@@ -21,6 +21,7 @@
 
 #include "graph/graph.h"
 #include "import/onnx_import.h"
+#include "optimize/half_range.h"
 #include "optimize/optimize.h"
 #include "optimize/patch.h"
 #include "optimize/storage.h"
@@ -58,6 +59,7 @@ struct CompiledModel {
   Graph graph;
   OptimizeReport optimized;
   std::vector<OptimizationShare> optimization_shares;  // with CompileOptions::optimization_shares
+  HalfRangeReport half_range;  // fp16 on a device: activations scaled into half's range
   PatchReport patching;
   StorageAssignment storage;
   PlanInput usage;

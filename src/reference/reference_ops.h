@@ -20,3 +20,15 @@ std::vector<std::string> supported_ops();
 std::vector<HostTensor> evaluate(const Node& node, const std::vector<const HostTensor*>& inputs);
 
 }  // namespace texplan::reference
+
+namespace texplan::reference {
+
+// Runs `g` (nodes in order, every node evaluated, elided or not) on
+// `inputs` (g.inputs order) and returns, per tensor id, the largest
+// magnitude a float32 activation took (0 for constants, integers and
+// tensors no node wrote). Each value is freed after its last reader, so the
+// peak is about the graph's lower bound in fp32. For fp16 storage's range
+// (optimize/half_range.h).
+std::vector<float> largest_magnitudes(const Graph& g, const std::vector<HostTensor>& inputs);
+
+}  // namespace texplan::reference

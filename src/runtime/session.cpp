@@ -154,7 +154,8 @@ std::vector<HostTensor> Session::run(const std::vector<HostTensor>& inputs) {
   m.end_run(start);
   for (auto [k, pinned] : staged) std::memcpy(outs[k].bytes.data(), pinned, outs[k].bytes.size());
   for (size_t k = 0; k < outs.size(); ++k)
-    if (!halves[inputs.size() + k].empty()) from_half(halves[inputs.size() + k], outs[k]);
+    if (!halves[inputs.size() + k].empty())
+      from_half(halves[inputs.size() + k], outs[k], g.tensors[g.outputs[k]].storage_exponent);
   return outs;
 }
 
@@ -192,7 +193,7 @@ void Session::run(const std::vector<const DeviceTensor*>& inputs, const std::vec
     if (m.pin.record_of_tensor[m.root(t)] < 0 || inputs[i]->bytes() == 0) continue;  // unused input
     Location l = m.locate(g, t);
     if (m.stored_as_half(g.tensors[t])) {
-      m.convert_on_device(inputs[i]->buffer(), 0, l.mem, l.byte_offset / 2, g.tensors[t].shape, true,
+      m.convert_on_device(inputs[i]->buffer(), 0, l.mem, l.byte_offset / 2, g.tensors[t].shape, true, 0,
                           m.model() + ": converting input " + g.tensors[t].name + " to half");
       continue;
     }
@@ -213,7 +214,8 @@ void Session::run(const std::vector<const DeviceTensor*>& inputs, const std::vec
               what);
     else if (m.stored_as_half(g.tensors[t])) {
       Location l = m.locate(g, t);
-      m.convert_on_device(l.mem, l.byte_offset / 2, outputs[k]->buffer(), 0, g.tensors[t].shape, false, what);
+      m.convert_on_device(l.mem, l.byte_offset / 2, outputs[k]->buffer(), 0, g.tensors[t].shape, false,
+                          g.tensors[t].storage_exponent, what);
     } else {
       Location l = m.locate(g, t);
       m.check(clEnqueueCopyBuffer(q, l.mem, outputs[k]->buffer(), size_t(l.byte_offset), 0, size_t(bytes), 0,

@@ -16,7 +16,8 @@ namespace texplan::runtime {
 
 // A Float32 value's bytes as IEEE half (round to nearest even), and back.
 std::vector<uint8_t> to_half(const HostTensor& v);
-void from_half(const std::vector<uint8_t>& h, HostTensor& into);
+// `exponent`: h holds values times 2^exponent (Tensor::storage_exponent).
+void from_half(const std::vector<uint8_t>& h, HostTensor& into, int exponent = 0);
 
 struct Session::Impl {
   struct Step {
@@ -148,7 +149,7 @@ struct Session::Impl {
   void read(int t, HostTensor& into);
   void run_on_cpu(const Step& s);
   void convert_on_device(cl_mem src, int64_t src_at, cl_mem dst, int64_t dst_at, const Shape& shape, bool to_half,
-                         const std::string& what);
+                         int exponent, const std::string& what);
 
   // ---- running the steps (session_run.cpp) ----
   bool enqueue_offloaded(const Step& s, std::vector<cl_event>* events);

@@ -1,6 +1,7 @@
 // Session::Impl's host <-> device transfers: fp16 conversion on the host and on the device, reading a tensor
 // back, and CPU steps (inputs read to the host, the reference evaluated, outputs written back).
 #include <algorithm>
+#include <cmath>
 
 #include "reference/common.h"
 #include "reference/reference_ops.h"
@@ -13,8 +14,11 @@ std::vector<uint8_t> to_half(const HostTensor& v) {
   reference::floats_to_halves(v.data<float>(), reinterpret_cast<uint16_t*>(h.data()), size_t(v.count()));
   return h;
 }
-void from_half(const std::vector<uint8_t>& h, HostTensor& into) {
+void from_half(const std::vector<uint8_t>& h, HostTensor& into, int exponent) {
   reference::halves_to_floats(reinterpret_cast<const uint16_t*>(h.data()), into.data<float>(), size_t(into.count()));
+  if (exponent == 0) return;
+  float* v = into.data<float>();
+  for (int64_t i = 0, n = into.count(); i < n; ++i) v[i] = std::ldexp(v[i], -exponent);
 }
 
 void Session::Impl::read(int t, HostTensor& into) {
@@ -77,16 +81,18 @@ void Session::Impl::run_on_cpu(const Step& s) {
 
 // fp16 at the DeviceTensor boundary: the fp32 elements of `src` from
 // element `src_at` into half `dst` from element `dst_at` (`to_half`), or
-// half to fp32, on the queue (elementwise.cl).
+// half to fp32, on the queue (elementwise.cl); the half side holds values
+// times 2^exponent (Tensor::storage_exponent).
 void Session::Impl::convert_on_device(cl_mem src, int64_t src_at, cl_mem dst, int64_t dst_at, const Shape& shape,
-                                      bool to_half, const std::string& what) {
+                                      bool to_half, int exponent, const std::string& what) {
   const cl_int n = i32(element_count(shape)), so = i32(src_at), dso = i32(dst_at);
+  const cl_float scale = std::ldexp(1.0f, to_half ? exponent : -exponent);
   cl_int s = CL_SUCCESS;
   cl_kernel k = clCreateKernel(dev->program("elementwise.cl"), to_half ? "f32_to_half" : "half_to_f32", &s);
   check(s, what);
-  for (cl_uint a = 0; s == CL_SUCCESS && a < 5; ++a) {
-    const std::pair<size_t, const void*> arg[] = {
-        {sizeof src, &src}, {sizeof so, &so}, {sizeof dst, &dst}, {sizeof dso, &dso}, {sizeof n, &n}};
+  for (cl_uint a = 0; s == CL_SUCCESS && a < 6; ++a) {
+    const std::pair<size_t, const void*> arg[] = {{sizeof src, &src}, {sizeof so, &so},   {sizeof dst, &dst},
+                                                  {sizeof dso, &dso}, {sizeof n, &n},     {sizeof scale, &scale}};
     s = clSetKernelArg(k, a, arg[a].first, arg[a].second);
   }
   const size_t global = size_t(ceil_div(std::max(n, 1), 64)) * 64;

@@ -20,6 +20,7 @@ Tensor metadata(const Tensor& t) {
   m.is_output = t.is_output;
   m.is_constant = t.is_constant;
   m.producer = t.producer;
+  m.storage_exponent = t.storage_exponent;
   return m;
 }
 }  // namespace
