@@ -7,6 +7,7 @@
 #   2. per static zoo model, on the GPU: fp32, fp16, --textures views, --patch auto,
 #      fp16 + --patch auto, each `run --check --bench 20`; then `--patch auto --guard` (fp32,
 #      tolerance 1e-4) and fp16 + patch + views with `--guard`
+#      (FEATURES="fp32 fp16 fp16-guard" runs only those; fp16-guard: fp16 alone with --guard)
 #   3. the test binaries packed in .dev/bin (test_*), with TEXPLAN_TEST_DEVICE=gpu (TESTS=0 skips)
 #   scripts/device/gpu_features.sh [MODEL ...]      (default: every static zoo export)
 # A warm machine keeps /tmp/current: split the models over calls with EXPORT=0 after the first.
@@ -22,8 +23,11 @@ if [[ ${EXPORT:-1} != 0 ]]; then
   tail -2 "$D.export.log"
 fi
 R=$OUT/features.txt
+# FEATURES picks the runs (default all): fp32 fp16 views patch fp16+patch patch-guard guard fp16-guard
+FEATURES=${FEATURES:-"fp32 fp16 views patch fp16+patch patch-guard guard"}
 line() {  # LABEL CMD...: one line with the exit code, latency, error, activation bytes
   local label=$1; shift
+  [[ " $FEATURES " == *" ${label#* } "* ]] || return 0
   local out; out=$(timeout 300 "$@" 2>&1); local rc=$?
   echo "$label rc=$rc $(echo "$out" | grep -E '^(latency|rel error|activations|guard|patching)|error:' |
     sed -E 's/^latency +median/median/; s/, host copies included.*//; s/ allocated \(/ (/' | tr '\n' ' ' | cut -c1-500)" | tee -a "$R"
@@ -39,6 +43,7 @@ for m in $models; do
   line "$m fp16+patch" texplan run "$d" --device gpu --check --bench 20 --precision fp16 --patch auto
   line "$m patch-guard" texplan run "$d" --device gpu --check --guard --patch auto
   line "$m guard" texplan run "$d" --device gpu --check --guard --precision fp16 --patch auto --textures views
+  line "$m fp16-guard" texplan run "$d" --device gpu --check --guard --precision fp16
 done
 [[ ${TESTS:-1} == 0 ]] && exit 0
 T=$OUT/tests.txt
