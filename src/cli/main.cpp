@@ -5,6 +5,7 @@
 #include <iostream>
 #include <new>
 
+#include "cli/allocator.h"
 #include "cli/commands.h"
 #include "cli/usage.h"
 #include "device/device.h"
@@ -40,6 +41,7 @@ int usage_error(const std::string& message, const std::string& command) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  cli::tune_allocator(argv);
   CLI::App app{"texplan: run neural networks on OpenCL GPUs in the least device memory"};
   app.require_subcommand(1);
   app.fallthrough();  // global flags also after the subcommand: `texplan plan m.onnx -q`
