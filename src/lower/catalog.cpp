@@ -11,7 +11,7 @@ namespace texplan::runtime {
 const KernelCatalog& kernel_catalog() {
   static const KernelCatalog catalog = [] {
     KernelCatalog k;
-    k.texture_forms = texture_forms();
+    k.texture_kernel = [](const Graph& g, const Node& n) { return texture_kernel(g, n); };
     const std::vector<std::string> ops = kernel_ops();
     const bool conv_maxpool = std::find(ops.begin(), ops.end(), "FusedConvMaxPool") != ops.end();
     // - FusedConvMaxPool on GPUs only: on CPU devices its overlapping-window

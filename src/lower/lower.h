@@ -262,8 +262,8 @@ bool half_kernel_file(const std::string& file);
 // node (op, attributes or types): the caller runs it on the CPU instead.
 bool lower_node(NodeBuilder& b);
 
-// Nodes whose 4D activations are textures (KernelCatalog::texture_forms,
-// the conditions in storage.h texture_kernel), and
+// Nodes whose 4D activations are textures (texture_kernel, lower/ops.h:
+// KernelCatalog::texture_kernel), and
 // the BufferToTexture/TextureToBuffer conversions; throws Error where the
 // storage assignment promised a kernel that does not cover the node.
 void lower_texture(NodeBuilder& b);
@@ -271,7 +271,7 @@ void lower_texture(NodeBuilder& b);
 // Ops with at least one OpenCL kernel (some attribute combinations may
 // still fall back).
 std::vector<std::string> kernel_ops();
-// What this stage's kernels run (texture forms, fused forms per device
+// What this stage's kernels run (texture kernels, fused forms per device
 // type, half-storage kernel files), for the optimizer (lower/catalog.cpp).
 const KernelCatalog& kernel_catalog();
 

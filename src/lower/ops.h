@@ -199,7 +199,26 @@ bool lower_tile(NodeBuilder& b);
 bool lower_gather(NodeBuilder& b);
 bool lower_pad(NodeBuilder& b);
 bool lower_resize(NodeBuilder& b);
-// The ops with a texture kernel and its form (texture.cpp), for kernel_catalog().
+// ---- texture kernels (texture.cpp), one per family of ops ----
+// Each form has its own conditions on the node (texture_kernel below).
+enum class TextureForm : uint8_t {
+  Conv,        // Conv: dense, depthwise and grouped
+  FusedConv,   // FusedConv: an epilogue over the conv's value and at most one residual of Y's shape
+  Unary,       // one activation in, scalar constants (Clip's bounds)
+  Binary,      // two operands broadcast to Y, each with Y's channels or one
+  Pool,        // MaxPool, AveragePool: 2D windows, no dilation
+  GlobalPool,  // GlobalAveragePool, GlobalMaxPool
+  BatchNorm,   // BatchNormalization with constant statistics
+  Concat,      // along channels: whole slices, or lanes of at most 4 inputs
+};
+// The ops with a texture kernel and its form (texture.cpp).
 std::map<std::string, TextureForm> texture_forms();
+// The texture form of `op`; null when it has none (texture_forms.cpp).
+const TextureForm* texture_form(const std::string& op);
+// True when a texture kernel covers node `n` with its 4D activations as
+// textures: its op has a form and the node meets that form's conditions
+// (texture_forms.cpp). KernelCatalog::texture_kernel for the storage
+// assignment; lower_texture covers exactly these nodes.
+bool texture_kernel(const Graph& g, const Node& n);
 
 }  // namespace texplan::runtime

@@ -249,7 +249,7 @@ std::map<std::string, TextureForm> texture_forms() {
 void lower_texture(NodeBuilder& b) {
   const std::string& op = b.node.op_type;
   if (op == "BufferToTexture" || op == "TextureToBuffer") return lower_conversion(b);
-  const TextureForm* form = kernel_catalog().texture_form(op);
+  const TextureForm* form = texture_form(op);
   if (!form) throw Error("no texture kernel for " + op);
   switch (*form) {
     case TextureForm::Conv:

@@ -1,30 +1,20 @@
 // What the lowering stage's kernels run, as data the optimizer reads: which
-// nodes have a texture form (storage assignment), which fused operators a
+// nodes have a texture kernel (storage assignment), which fused operators a
 // kind of device runs (the rewrites that make them), and which kernel files
 // store floats as half. The lowering stage fills it in (kernel_catalog(),
 // lower/lower.h) from its own dispatch tables; the optimizer takes it as an
 // input and never includes the lowering, as runtime/offload_hook.h inverts
 // the offload's dependency.
 #pragma once
-#include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
 
 namespace texplan {
 
-// The texture kernels (lower/texture.cpp), one per family of ops; each form
-// has its own conditions on the node (texture_kernel, optimize/storage.h).
-enum class TextureForm : uint8_t {
-  Conv,        // Conv: dense, depthwise and grouped
-  FusedConv,   // FusedConv: an epilogue over the conv's value and at most one residual of Y's shape
-  Unary,       // one activation in, scalar constants (Clip's bounds)
-  Binary,      // two operands broadcast to Y, each with Y's channels or one
-  Pool,        // MaxPool, AveragePool: 2D windows, no dilation
-  GlobalPool,  // GlobalAveragePool, GlobalMaxPool
-  BatchNorm,   // BatchNormalization with constant statistics
-  Concat,      // along channels: whole slices, or lanes of at most 4 inputs
-};
+struct Graph;
+struct Node;
 
 // Fused operators (and the operand views of products) one kind of device
 // runs; the optimizer makes only these (OptimizeOptions::device_forms).
@@ -36,7 +26,11 @@ struct FusedForms {
 };
 
 struct KernelCatalog {
-  std::map<std::string, TextureForm> texture_forms;  // op type -> its texture kernel
+  // Whether a texture kernel covers node `n` of `g` with its 4D activations
+  // as textures (constants stay buffers): the lowering's texture forms and
+  // their conditions on the node (lower/texture_forms.cpp). The storage
+  // assignment (optimize/storage.h) makes textures only where it says yes.
+  std::function<bool(const Graph& g, const Node& n)> texture_kernel;
   // Per device type (DeviceInfo::type: "gpu", "cpu"); other types get `other_devices`.
   std::map<std::string, FusedForms> fused_forms;
   FusedForms other_devices;
@@ -45,10 +39,6 @@ struct KernelCatalog {
   // runs on the CPU under fp16.
   std::set<std::string> half_kernel_files;
 
-  const TextureForm* texture_form(const std::string& op) const {
-    auto it = texture_forms.find(op);
-    return it == texture_forms.end() ? nullptr : &it->second;
-  }
   const FusedForms& fused_for(const std::string& device_type) const {
     auto it = fused_forms.find(device_type);
     return it == fused_forms.end() ? other_devices : it->second;

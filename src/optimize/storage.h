@@ -38,7 +38,7 @@
 // gives the weights of the four output channels of one output pixel.
 //
 // A node runs in texture form (reads and writes its 4D activations as
-// textures) when texture_kernel() says a kernel covers it, the mode is not
+// textures) when KernelCatalog::texture_kernel says a kernel covers it, the mode is not
 // None, and it is not a lone island (at least one neighbour runs in texture
 // form too: two conversions around one node never pay). Where a tensor's
 // producer and consumer disagree, an explicit conversion node is inserted
@@ -98,12 +98,6 @@ struct StorageAssignment {
   }
 };
 
-// True when a texture kernel covers node `n` with its 4D activations as
-// textures (constants stay buffers): its op has a form in `kernels`
-// (KernelCatalog::texture_forms) and the node meets that form's conditions.
-// The lowering's texture kernels cover exactly these nodes.
-bool texture_kernel(const KernelCatalog& kernels, const Graph& g, const Node& n);
-
 struct StorageOptions {
   // Views: regions whose conversions, lost sharing (in place, zero-copy
   // concat) or texture footprints raise the lower bound by more than 0.5%
@@ -116,7 +110,7 @@ struct StorageOptions {
 
 // Decides every tensor's storage and layout and inserts the conversion
 // nodes into `g` (tensors named "<name>@texture" / "<name>@buffer"), with
-// the texture forms of `kernels` (the lowering's kernel_catalog()). Lower
+// the texture kernels of `kernels` (the lowering's kernel_catalog()). Lower
 // bounds count every texture at its footprint on `dev`
 // (plan::lower_bound_bytes(recs, dev)).
 StorageAssignment assign_storage(Graph& g, const plan::DeviceProfile& dev, TextureMode mode,
