@@ -102,9 +102,9 @@ struct Latency {
   std::string precision;  // what the session used (tf32 only where the device has tensor cores)
 };
 
-runtime::TuningCache* kernel_choices = nullptr;  // --tuning-cache: what texplan tune measured
+lower::TuningCache* kernel_choices = nullptr;  // --tuning-cache: what texplan tune measured
 runtime::Precision precision = runtime::Precision::Fp32;  // --precision
-runtime::KernelChoice kernel_choice;                      // --kernels
+lower::KernelChoice kernel_choice;                      // --kernels
 
 Latency time_texplan(const fs::path& dir, const std::string& device, int runs) {
   auto dev = runtime::open_device(device);
@@ -112,7 +112,7 @@ Latency time_texplan(const fs::path& dir, const std::string& device, int runs) {
   co.session.precision = precision;
   co.session.kernel_choice = kernel_choice;
   const CompiledModel m = compile(dir.string(), {.load_weights = true}, dev->info().profile, dev->info().type, co);
-  std::optional<runtime::TuningScope> tuning;  // kernel choices, read as the session builds its kernels
+  std::optional<lower::TuningScope> tuning;  // kernel choices, read as the session builds its kernels
   if (kernel_choices) tuning.emplace(kernel_choices, false, *dev);
   runtime::Session s(m.graph, m.usage, m.plan, dev, co.session);
   HostTensor in = load_tensor_pb((dir / "test_data_set_0" / "input_0.pb").string());
@@ -285,9 +285,9 @@ int main(int argc, char** argv) {
       std::cerr << "texplan_bench: warning: --precision tf32 needs an NVIDIA GPU with tensor cores; " << device
                 << " runs exact fp32\n";
     kernel_choice.conv = kernels;
-    runtime::check_kernel_choice(kernel_choice);
-    std::unique_ptr<runtime::TuningCache> cache;
-    if (!tuning_cache.empty()) kernel_choices = (cache = std::make_unique<runtime::TuningCache>(tuning_cache)).get();
+    lower::check_kernel_choice(kernel_choice);
+    std::unique_ptr<lower::TuningCache> cache;
+    if (!tuning_cache.empty()) kernel_choices = (cache = std::make_unique<lower::TuningCache>(tuning_cache)).get();
     plan::DeviceProfile dev = runtime::load_profile(target);
     json out;
     if (latency_only) {

@@ -86,7 +86,7 @@ void run_model(const uint8_t* data, size_t size) {
     for (int id : g.inputs)
       if (element_count(g.tensors[id].shape) > kMaxInputElements) return;
     std::shared_ptr<runtime::Device> device = pocl();
-    optimize(g, {.device_forms = runtime::kernel_catalog().fused_for("cpu")});
+    optimize(g, {.device_forms = lower::kernel_catalog().fused_for("cpu")});
     PlanInput in = make_usage_records(g);
     plan::MemoryPlan p = plan::plan_memory(in.records, device->info().profile, "best");
     plan::validate(p, in.records, device->info().profile);

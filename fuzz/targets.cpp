@@ -48,7 +48,7 @@ void plan_graph(const Graph& g) {
   static const plan::DeviceProfile adreno = plan::DeviceProfile::load("adreno");
   for (TextureMode mode : {TextureMode::None, TextureMode::Views}) {
     Graph converted = g;
-    const StorageAssignment storage = assign_storage(converted, adreno, mode, runtime::kernel_catalog());
+    const StorageAssignment storage = assign_storage(converted, adreno, mode, lower::kernel_catalog());
     PlanInput in = make_usage_records(converted, {&storage});
     if (in.record_of_tensor.size() != converted.tensors.size()) broken("record_of_tensor does not cover the tensors");
     try {

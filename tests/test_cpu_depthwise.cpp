@@ -63,8 +63,8 @@ void expect_matches(const Case& c, const std::vector<std::string>& variants = {}
   auto path = std::filesystem::temp_directory_path() / ("texplan-depthwise-" + std::to_string(::getpid()) + ".json");
   std::filesystem::remove(path);
   {
-    runtime::TuningCache cache(path.string());
-    runtime::TuningScope scope(&cache, true, *pocl());
+    lower::TuningCache cache(path.string());
+    lower::TuningScope scope(&cache, true, *pocl());
     runtime::Session s(g, pin, plan, pocl());
     cache.save();
   }
@@ -81,8 +81,8 @@ void expect_matches(const Case& c, const std::vector<std::string>& variants = {}
       }
     ASSERT_EQ(entries, 1);
     std::ofstream(path) << j.dump();
-    runtime::TuningCache cache(path.string());
-    runtime::TuningScope scope(&cache, false, *pocl());
+    lower::TuningCache cache(path.string());
+    lower::TuningScope scope(&cache, false, *pocl());
     expect_run_matches(v);
     EXPECT_EQ(scope.stats().cached, 1);
   }

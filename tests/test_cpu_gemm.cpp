@@ -136,8 +136,8 @@ TEST(CpuGemm, EveryRegisterBlock) {
   // tuner may pick computes the reference.
   const Case c{"Gemm", {{13, 19}, {19, 45}, {45}}, {}, {true}};
   std::vector<std::string> names;
-  for (const runtime::CpuVariant& v :
-       runtime::cpu_gemm_candidates(13, 45, 1, pocl()->info().native_float_width))
+  for (const lower::CpuVariant& v :
+       lower::cpu_gemm_candidates(13, 45, 1, pocl()->info().native_float_width))
     names.push_back(v.name());
   ASSERT_GE(names.size(), 8u);
   for (const std::string& name : names) expect_matches(c, name, name);
@@ -151,10 +151,10 @@ TEST(CpuGemm, EveryRegisterBlock) {
 TEST(CpuGemm, ShapeRuleFitsTheRegisterFile) {
   for (auto [rows, cols] : {std::pair<int64_t, int64_t>{128, 1024}, {512, 784}, {1000, 169}, {16, 3025}}) {
     SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
-    const runtime::CpuVariant avx2 = runtime::cpu_gemm_candidates(rows, cols, 1, 8)[0];
+    const lower::CpuVariant avx2 = lower::cpu_gemm_candidates(rows, cols, 1, 8)[0];
     EXPECT_LE(avx2.ocb * avx2.nv * avx2.pb / 8, 12) << avx2.name();
     EXPECT_EQ(avx2.ocb, 6) << avx2.name();
-    const runtime::CpuVariant avx512 = runtime::cpu_gemm_candidates(rows, cols, 1, 16)[0];
+    const lower::CpuVariant avx512 = lower::cpu_gemm_candidates(rows, cols, 1, 16)[0];
     EXPECT_LE(avx512.ocb, 8) << avx512.name();
     EXPECT_GE(avx512.ocb * avx512.nv, 8) << avx512.name();
   }
@@ -163,13 +163,13 @@ TEST(CpuGemm, ShapeRuleFitsTheRegisterFile) {
   // columns first, larger ones rows first.
   for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1000, 169}, {64, 196}, {1280, 49}, {96, 3136}}) {
     SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + " avx512");
-    const runtime::CpuVariant v = runtime::cpu_gemm_candidates(rows, cols, 1, 16)[0];
+    const lower::CpuVariant v = lower::cpu_gemm_candidates(rows, cols, 1, 16)[0];
     EXPECT_GT(v.ocb * v.nv, 8) << v.name();
     EXPECT_LE(v.ocb * v.nv, 24) << v.name();
     EXPECT_EQ(v.cols_first, cols <= 64) << v.name();
   }
   // Fewer rows than 6: a thinner block, still within the registers.
-  const runtime::CpuVariant thin = runtime::cpu_gemm_candidates(4, 1024, 1, 8)[0];
+  const lower::CpuVariant thin = lower::cpu_gemm_candidates(4, 1024, 1, 8)[0];
   EXPECT_LE(thin.ocb, 4);
   EXPECT_LE(thin.ocb * thin.nv * thin.pb / 8, 12) << thin.name();
   // A transcendental epilogue (SiLU) leaves registers to its inline exp on
@@ -177,10 +177,10 @@ TEST(CpuGemm, ShapeRuleFitsTheRegisterFile) {
   // AVX-512's rule does not change.
   for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{96, 12544}, {240, 784}, {672, 196}, {1280, 49}}) {
     SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + " transcendental");
-    const runtime::CpuVariant avx2 = runtime::cpu_gemm_candidates(rows, cols, 1, 8, true)[0];
+    const lower::CpuVariant avx2 = lower::cpu_gemm_candidates(rows, cols, 1, 8, true)[0];
     EXPECT_EQ(avx2.name().substr(0, 4), "5x16");
-    EXPECT_EQ(runtime::cpu_gemm_candidates(rows, cols, 1, 16, true)[0].name(),
-              runtime::cpu_gemm_candidates(rows, cols, 1, 16, false)[0].name());
+    EXPECT_EQ(lower::cpu_gemm_candidates(rows, cols, 1, 16, true)[0].name(),
+              lower::cpu_gemm_candidates(rows, cols, 1, 16, false)[0].name());
   }
 }
 

@@ -118,8 +118,8 @@ TEST(CpuKernels, TunedRunMatchesAndSecondSearchFindsEveryShapeCached) {
 
   std::vector<HostTensor> tuned;
   {
-    runtime::TuningCache cache(path.string());
-    runtime::TuningScope scope(&cache, true, *pocl());
+    lower::TuningCache cache(path.string());
+    lower::TuningScope scope(&cache, true, *pocl());
     for (const Case& c : cases) tuned.push_back(run(c));
     EXPECT_EQ(scope.stats().searched, int(cases.size()));
     EXPECT_EQ(scope.stats().cached, 0);
@@ -128,8 +128,8 @@ TEST(CpuKernels, TunedRunMatchesAndSecondSearchFindsEveryShapeCached) {
   }
   for (size_t k = 0; k < cases.size(); ++k) EXPECT_LE(rel_error(tuned[k], plain[k]), 1e-5) << cases[k].op;
   {
-    runtime::TuningCache cache(path.string());
-    runtime::TuningScope scope(&cache, true, *pocl());
+    lower::TuningCache cache(path.string());
+    lower::TuningScope scope(&cache, true, *pocl());
     for (size_t k = 0; k < cases.size(); ++k) EXPECT_EQ(run(cases[k]).bytes, tuned[k].bytes) << cases[k].op;
     EXPECT_EQ(scope.stats().searched, 0);
     EXPECT_EQ(scope.stats().cached, int(cases.size()));
@@ -142,18 +142,18 @@ TEST(CpuKernels, TunedRunMatchesAndSecondSearchFindsEveryShapeCached) {
 // keeps its best: a slow moment (here: the first round of candidate 0)
 // cannot decide; one that cannot run is not measured again.
 TEST(CpuKernels, TuningMeasuresCandidatesInInterleavedRounds) {
-  runtime::TuningCache cache;  // in memory
-  runtime::TuningScope scope(&cache, true, *pocl());
+  lower::TuningCache cache;  // in memory
+  lower::TuningScope scope(&cache, true, *pocl());
   std::vector<int> order;
   const std::vector<std::vector<double>> ms = {{9.0, 1.0, 5.0}, {2.0, 2.5, 3.0}, {-1.0, 0.5, 0.5}};
   std::vector<int> round(3, 0);
-  const int chosen = runtime::choose_variant("test shape", {"a", "b", "c"}, 1, [&](int i) {
+  const int chosen = lower::choose_variant("test shape", {"a", "b", "c"}, 1, [&](int i) {
     order.push_back(i);
     return ms[size_t(i)][size_t(round[size_t(i)]++)];
   });
   EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 0, 1, 0, 1}));
   EXPECT_EQ(chosen, 0) << "a's best (1.0) beats b's (2.0); c could not run";
-  const nlohmann::json& e = cache.entry("texplan", runtime::tuning_device_key(pocl()->info()))["test shape"];
+  const nlohmann::json& e = cache.entry("texplan", lower::tuning_device_key(pocl()->info()))["test shape"];
   EXPECT_EQ(e["variant"], "a");
   EXPECT_DOUBLE_EQ(e["ms"]["a"].get<double>(), 1.0);
   EXPECT_DOUBLE_EQ(e["ms"]["b"].get<double>(), 2.0);

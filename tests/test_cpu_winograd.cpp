@@ -113,9 +113,9 @@ TEST(CpuWinograd, TransformedWeightsCountAsWeights) {
 // weights) and F(2x2) and F(4x4) (each its own transformed copy): the
 // session keeps the one copy the chosen variant reads, whichever it is.
 TEST(CpuWinograd, TuningKeepsOnlyTheChosenWeights) {
-  runtime::TuningCache cache;  // in memory
+  lower::TuningCache cache;  // in memory
   auto dev = runtime::open_device("pocl");
-  runtime::TuningScope scope(&cache, true, *dev);
+  lower::TuningScope scope(&cache, true, *dev);
   Result r = run({"Conv", {{1, 32, 16, 16}, {32, 32, 3, 3}, {32}}, pads({1, 1, 1, 1})});
   EXPECT_LE(rel_error(r.got, r.want), 1e-5);
   const int64_t bias = 32 * 4;
@@ -133,7 +133,7 @@ TEST(CpuWinograd, ShapeRuleChoiceMatchesAndBadNamesAreRejected) {
   Result thin = run({"Conv", {{1, 3, 12, 12}, {4, 3, 3, 3}, {4}}, pads({1, 1, 1, 1})});
   EXPECT_LE(rel_error(thin.got, thin.want), 1e-5);
   EXPECT_EQ(thin.weight_bytes, (4 * 3 * 9 + 4) * 4);  // the original weights: the direct kernel ran
-  EXPECT_THROW(runtime::check_cpu_winograd_variant("f3 8x16 w64 c32"), Error);
-  EXPECT_THROW(runtime::check_cpu_winograd_variant("f4 8x16 w60 c32"), Error);
+  EXPECT_THROW(lower::check_cpu_winograd_variant("f3 8x16 w64 c32"), Error);
+  EXPECT_THROW(lower::check_cpu_winograd_variant("f4 8x16 w60 c32"), Error);
   EXPECT_THROW(run({"Conv", {{1, 3, 12, 12}, {4, 3, 3, 3}, {4}}, pads({1, 1, 1, 1})}, "f4 8x16"), Error);  // the session checks
 }

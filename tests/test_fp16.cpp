@@ -44,7 +44,7 @@ PlanInput half_records(const Graph& g) {
 
 // One node in an fp16 session, with the kernels `kernels` names: every node
 // on the device's half kernels.
-HostTensor run_half(const test::OneNode& n, const runtime::KernelChoice& kernels = {}) {
+HostTensor run_half(const test::OneNode& n, const lower::KernelChoice& kernels = {}) {
   const PlanInput pin = half_records(n.graph);
   const plan::MemoryPlan plan = plan::plan_memory(pin.records, pocl()->info().profile, "best");
   runtime::SessionOptions o;
@@ -233,7 +233,7 @@ TEST(Fp16, TexturesInPoolsAndViews) {
       so.memory_aware = false;
       so.layouts = layouts;
       so.element_bytes = 2;
-      const StorageAssignment storage = assign_storage(h, dev, mode, runtime::kernel_catalog(), so);
+      const StorageAssignment storage = assign_storage(h, dev, mode, lower::kernel_catalog(), so);
       EXPECT_GE(std::count(storage.texture.begin(), storage.texture.end(), 1), 3);
       UsageOptions uo;
       uo.storage = &storage;
@@ -258,7 +258,7 @@ void expect_plan_halves(const std::string& model, const std::string& textures = 
   Graph g = import_onnx(model, {});
   optimize(g, {});
   const plan::DeviceProfile dev = plan::DeviceProfile::load(target);
-  const StorageAssignment storage = assign_storage(g, dev, parse_texture_mode(textures), runtime::kernel_catalog());
+  const StorageAssignment storage = assign_storage(g, dev, parse_texture_mode(textures), lower::kernel_catalog());
   int64_t bytes[2], bound[2];
   for (int h = 0; h < 2; ++h) {
     UsageOptions uo;

@@ -41,7 +41,7 @@ bool omitted(const HostTensor& t) { return t.bytes.empty() && t.shape.empty(); }
 // buffer, runs its launches, and returns the output (and whether it lowered);
 // `kernels` receives the names of the launches; `choice` names variants.
 bool run_on_device(const FusedCase& c, HostTensor& out, const Shape& out_shape,
-                   std::vector<std::string>* kernels = nullptr, const runtime::KernelChoice& choice = {}) {
+                   std::vector<std::string>* kernels = nullptr, const lower::KernelChoice& choice = {}) {
   auto dev = test_device();
   Graph g;
   g.model_name = "fused_test";
@@ -88,12 +88,12 @@ bool run_on_device(const FusedCase& c, HostTensor& out, const Shape& out_shape,
   clEnqueueWriteBuffer(dev->queue(), pool, CL_TRUE, 0, host.size() * 4, host.data(), 0, nullptr, nullptr);
   bool lowered = false;
   {
-    runtime::NodeBuilder b(*dev, g, g.nodes[0], [&](int t) { return runtime::Location{pool, offset.at(size_t(t)) * 4}; });
+    lower::NodeBuilder b(*dev, g, g.nodes[0], [&](int t) { return lower::Location{pool, offset.at(size_t(t)) * 4}; });
     b.kernel_choice = choice;
     b.tf32 = c.tf32;
     // FusedConvMaxPool is not in lower_node's table yet (ops.h says why).
-    lowered = c.op == "FusedConvMaxPool" ? runtime::lower_fused_conv_maxpool(b) : runtime::lower_node(b);
-    for (const runtime::Launch& l : b.launches) {
+    lowered = c.op == "FusedConvMaxPool" ? lower::lower_fused_conv_maxpool(b) : lower::lower_node(b);
+    for (const lower::Launch& l : b.launches) {
       if (kernels) kernels->push_back(l.name);
       s = clEnqueueNDRangeKernel(dev->queue(), l.kernel, l.dims, nullptr, l.global, l.has_local ? l.local : nullptr,
                                  0, nullptr, nullptr);
@@ -109,7 +109,7 @@ bool run_on_device(const FusedCase& c, HostTensor& out, const Shape& out_shape,
 
 // Runs the case on the device with the kernels `choice` names and compares
 // with reference::evaluate.
-void expect_matches_reference(const runtime::KernelChoice& choice, const FusedCase& c, double tol = 1e-4,
+void expect_matches_reference(const lower::KernelChoice& choice, const FusedCase& c, double tol = 1e-4,
                               std::vector<std::string>* kernels = nullptr) {
   Node n;
   n.name = c.op + "_0";
@@ -128,7 +128,7 @@ void expect_matches_reference(const runtime::KernelChoice& choice, const FusedCa
 }
 // The same with the device's own choice of kernels.
 void expect_matches_reference(const FusedCase& c, double tol = 1e-4, std::vector<std::string>* kernels = nullptr) {
-  expect_matches_reference(runtime::KernelChoice{}, c, tol, kernels);
+  expect_matches_reference(lower::KernelChoice{}, c, tol, kernels);
 }
 
 HostTensor none() { return {}; }
@@ -155,7 +155,7 @@ FusedCase fused_conv(Shape x, Shape w, std::map<std::string, Attribute> attrs, b
 
 // texplan's GPU kernels (gemm.cl, conv.cl) with these tiles, on CPU devices
 // too, where the lowerings would otherwise take lower/opencl_cpu.
-runtime::KernelChoice gpu_kernels(const std::string& tiles = "64x64") { return {.conv = tiles}; }
+lower::KernelChoice gpu_kernels(const std::string& tiles = "64x64") { return {.conv = tiles}; }
 
 const std::vector<std::string> kResidualRelu = {"Add x0 x1", "Relu t0"};
 const std::vector<std::string> kSiLU = {"Sigmoid x0", "Mul x0 t0"};
@@ -177,14 +177,14 @@ TEST(EpilogueCl, EveryOpHasAnOpenClForm) {
     for (int k = 0; k < values; ++k) in.args.push_back({EpilogueOperand::Kind::Input, k, 0});
     for (int k = 0; k < params; ++k) in.args.push_back({EpilogueOperand::Kind::Literal, 0, 0.25f});
     e.code.push_back(in);
-    std::string cl = runtime::epilogue_cl(e, {runtime::EpilogueRead::Value, runtime::EpilogueRead::Direct});
+    std::string cl = lower::epilogue_cl(e, {lower::EpilogueRead::Value, lower::EpilogueRead::Direct});
     EXPECT_NE(cl.find("#define EPI(v, i)"), std::string::npos) << op;
   }
   Epilogue bad;
   bad.code.push_back({"Frobnicate", {{EpilogueOperand::Kind::Input, 0, 0}}});
-  EXPECT_THROW(runtime::epilogue_cl(bad, {runtime::EpilogueRead::Value}), Error);
+  EXPECT_THROW(lower::epilogue_cl(bad, {lower::EpilogueRead::Value}), Error);
   Epilogue reads_x2 = Epilogue::parse(std::vector<std::string>{"Add x0 x2"});
-  EXPECT_THROW(runtime::epilogue_cl(reads_x2, {runtime::EpilogueRead::Value, runtime::EpilogueRead::Direct}), Error);
+  EXPECT_THROW(lower::epilogue_cl(reads_x2, {lower::EpilogueRead::Value, lower::EpilogueRead::Direct}), Error);
 }
 
 // Every epilogue op through FusedElementwise, against the reference
@@ -261,7 +261,7 @@ TEST(FusedKernels, ElementwiseChainsBroadcastAndInPlace) {
 // ---------------------------------------------------------------- FusedConv
 
 TEST(FusedKernels, ConvGeneralPath) {
-  const runtime::KernelChoice gpu = gpu_kernels();
+  const lower::KernelChoice gpu = gpu_kernels();
   // 3x3 pad 1, residual + Relu, and the same in place over the residual.
   expect_matches_reference(gpu, fused_conv({1, 3, 9, 11}, {5, 3, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1));
   FusedCase in_place = fused_conv({1, 3, 9, 11}, {5, 3, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1);
@@ -284,7 +284,7 @@ TEST(FusedKernels, ConvGeneralPath) {
 }
 
 TEST(FusedKernels, ConvOneByOneAndMatrixVector) {
-  const runtime::KernelChoice gpu = gpu_kernels();
+  const lower::KernelChoice gpu = gpu_kernels();
   expect_matches_reference(gpu, fused_conv({2, 16, 5, 7}, {24, 16, 1, 1}, {}, true, kSiLU, 0));
   FusedCase res = fused_conv({1, 130, 3, 3}, {67, 130, 1, 1}, {}, true, kResidualRelu, 1);  // K and M past a tile
   expect_matches_reference(gpu, res);
@@ -299,7 +299,7 @@ TEST(FusedKernels, ConvOneByOneAndMatrixVector) {
 }
 
 TEST(FusedKernels, ConvDepthwise) {
-  const runtime::KernelChoice gpu = gpu_kernels();
+  const lower::KernelChoice gpu = gpu_kernels();
   expect_matches_reference(gpu, fused_conv({2, 6, 9, 10}, {6, 1, 3, 3}, {{"group", Attribute::of_int(6)}, {"pads", Attribute::of_ints({1, 1, 1, 1})}}, true,
                                       {"Clip x0 0 6"}, 0));
   FusedCase res = fused_conv({1, 5, 11, 11}, {5, 1, 5, 5}, {{"group", Attribute::of_int(5)}, {"strides", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({2, 2, 2, 2})}},
@@ -317,7 +317,7 @@ TEST(FusedKernels, ConvEveryTileVariant) {
   // both oblong tiles, the baseline; the others differ only in sizes.
   for (const std::string v : {"32x32", "128x64", "64x128v", "128x128v", "taps:64x64"}) {
     SCOPED_TRACE(v);
-    const runtime::KernelChoice gpu = gpu_kernels(v);
+    const lower::KernelChoice gpu = gpu_kernels(v);
     expect_matches_reference(gpu, fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1));
     // One program per variant (each is a build): the same epilogue throughout.
     expect_matches_reference(gpu, fused_conv({2, 9, 11, 10}, {140, 9, 3, 3}, {{"strides", Attribute::of_ints({2, 2})}}, false, kResidualRelu, 1));
@@ -326,7 +326,7 @@ TEST(FusedKernels, ConvEveryTileVariant) {
       expect_matches_reference(gpu, fused_conv({2, 5, 7, 7}, {6, 5, 1, 1}, {}, false, kResidualRelu, 1));
     }
   }
-  EXPECT_THROW(runtime::check_conv_variant("99x99"), Error);
+  EXPECT_THROW(lower::check_conv_variant("99x99"), Error);
 }
 
 TEST(FusedKernels, ConvExtraInputOfAnotherShapeFallsBack) {
@@ -429,12 +429,12 @@ TEST(FusedKernels, ConvMaxPoolTiled) {
   // Every tile on the dilated case (each is a build per geometry; the 7x7
   // stem's take PoCL seconds: texplan_conv_bench checks every tile on the
   // full-size stems against the unfused pair).
-  for (const std::string& v : runtime::conv_maxpool_variants()) {
+  for (const std::string& v : lower::conv_maxpool_variants()) {
     SCOPED_TRACE(v);
     expect_matches_reference({.conv_maxpool = v}, cases[2], 1e-4, &kernels);
     ran(v == "direct" ? "conv2d_maxpool" : "conv2d_maxpool_tiled");
   }
-  EXPECT_THROW(runtime::check_conv_maxpool_variant("tiled:1x1x1"), Error);
+  EXPECT_THROW(lower::check_conv_maxpool_variant("tiled:1x1x1"), Error);
   // 25x25 taps: one input channel's patch and weights exceed 48 KiB of
   // local memory with every tile, so the direct kernel runs.
   expect_matches_reference(conv_pool({1, 1, 28, 28}, {2, 1, 25, 25}, {{"pads", Attribute::of_ints({2, 2, 2, 2})}}, true, {"Relu x0"},
@@ -465,7 +465,7 @@ TEST(FusedKernels, ConvMaxPoolFlopsAreTheConvs) {
 // ---------------------------------------------------------------- FusedMatMul
 
 TEST(FusedKernels, MatMul) {
-  const runtime::KernelChoice gpu = gpu_kernels();
+  const lower::KernelChoice gpu = gpu_kernels();
   auto mm = [&](HostTensor a, HostTensor b, std::vector<HostTensor> extra, std::vector<std::string> prog, bool trans_b = false,
                int over = -1) {
     FusedCase c{"FusedMatMul", {std::move(a), std::move(b)}, {{"program", Attribute::of_strings(std::move(prog))}}, over};
@@ -496,7 +496,7 @@ const std::vector<std::string> kSplitPasses = {"splitk_zero", "conv2d_gemm", "sp
 const std::vector<std::string> kSplitGemmPasses = {"splitk_zero", "gemm", "splitk_finish"};
 
 // The case against the reference, and the kernels it ran.
-void expect_kernels(const runtime::KernelChoice& choice, const FusedCase& c, const std::vector<std::string>& expected) {
+void expect_kernels(const lower::KernelChoice& choice, const FusedCase& c, const std::vector<std::string>& expected) {
   std::vector<std::string> kernels;
   expect_matches_reference(choice, c, 1e-4, &kernels);
   EXPECT_EQ(kernels, expected);
@@ -510,7 +510,7 @@ void expect_kernels(const runtime::KernelChoice& choice, const FusedCase& c, con
 TEST(FusedKernels, ConvSplitK) {
   for (const std::string v : {"32x32/s3", "128x64v/s4"}) {
     SCOPED_TRACE(v);
-    const runtime::KernelChoice gpu = gpu_kernels(v);
+    const lower::KernelChoice gpu = gpu_kernels(v);
     // K = 180: slices of 64, 64, 52 (s3); 48, 48, 48, 36 (s4).
     expect_kernels(gpu, fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1),
                    kSplitPasses);
@@ -520,7 +520,7 @@ TEST(FusedKernels, ConvSplitK) {
     // 1x1 as gemm (K = 130), residual + Relu.
     expect_kernels(gpu, fused_conv({1, 130, 3, 3}, {67, 130, 1, 1}, {}, true, kResidualRelu, 1), kSplitGemmPasses);
   }
-  const runtime::KernelChoice gpu = gpu_kernels("64x64/s2");
+  const lower::KernelChoice gpu = gpu_kernels("64x64/s2");
   // Grouped (K = 3 x 5 x 5 = 75 per group), dilated, SiLU reading the sum.
   expect_kernels(gpu, fused_conv({1, 6, 13, 13}, {8, 3, 5, 5}, {{"group", Attribute::of_int(2)}, {"dilations", Attribute::of_ints({2, 1})}, {"pads", Attribute::of_ints({2, 2, 2, 2})}},
                             true, kSiLU, 0),
@@ -546,17 +546,17 @@ TEST(FusedKernels, ConvSplitK) {
   // K too shallow for two slices (K = 27 < 2 x TK): not split.
   expect_kernels(gpu, fused_conv({1, 3, 8, 8}, {4, 3, 3, 3}, {}, true, {}, 0), {"conv2d_gemm"});
   // More slices asked than K has TK-deep ones (K = 36): 3 of 16, 16, 4.
-  const runtime::KernelChoice many = gpu_kernels("32x32/s50");
+  const lower::KernelChoice many = gpu_kernels("32x32/s50");
   expect_kernels(many, fused_conv({1, 4, 7, 7}, {5, 4, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1),
                  kSplitPasses);
-  EXPECT_THROW(runtime::check_conv_variant("64x64/x2"), Error);
-  EXPECT_THROW(runtime::check_conv_variant("taps:64x64/s2"), Error);
+  EXPECT_THROW(lower::check_conv_variant("64x64/x2"), Error);
+  EXPECT_THROW(lower::check_conv_variant("taps:64x64/s2"), Error);
 }
 
 // tf32's split-K (gemm_mma.cl, the mma emulated here) onto the residual Y
 // holds in place, as the fp32 kernels do: no zeroing, the Relu after.
 TEST(FusedKernels, Tf32SplitKOntoTheResidual) {
-  const runtime::KernelChoice gpu = {.conv = "gpu", .tf32_emulation = true, .tf32_splits = 3};
+  const lower::KernelChoice gpu = {.conv = "gpu", .tf32_emulation = true, .tf32_splits = 3};
   FusedCase in_place = fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1);
   in_place.output_over = 3;
   in_place.tf32 = true;
@@ -571,7 +571,7 @@ TEST(FusedKernels, Tf32SplitKOntoTheResidual) {
 }
 
 TEST(FusedKernels, MatMulSplitK) {
-  const runtime::KernelChoice gpu = gpu_kernels("gpu/s3");
+  const lower::KernelChoice gpu = gpu_kernels("gpu/s3");
   auto mm = [&](HostTensor a, HostTensor b, std::vector<HostTensor> extra, std::vector<std::string> prog,
                const std::vector<std::string>& kernels, int over = -1) {
     FusedCase c{"FusedMatMul", {std::move(a), std::move(b)}, {{"program", Attribute::of_strings(std::move(prog))}}, over};
@@ -598,15 +598,15 @@ TEST(FusedKernels, MatMulSplitK) {
 // `texplan tune` for the GPU kernels: a searching scope times every tile
 // variant once and stores the winner; a later scope reads it back.
 TEST(FusedKernels, TilesComeFromTheTuningCache) {
-  const runtime::KernelChoice gpu = gpu_kernels("gpu");
-  runtime::TuningCache cache;
+  const lower::KernelChoice gpu = gpu_kernels("gpu");
+  lower::TuningCache cache;
   FusedCase c = fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1);
   {
-    runtime::TuningScope scope(&cache, true, *test_device());
+    lower::TuningScope scope(&cache, true, *test_device());
     expect_matches_reference(gpu, c);
     EXPECT_EQ(scope.stats().searched, 1);
   }
-  nlohmann::json& entry = cache.entry("texplan", runtime::tuning_device_key(test_device()->info()));
+  nlohmann::json& entry = cache.entry("texplan", lower::tuning_device_key(test_device()->info()));
   bool found = false;
   for (auto& [key, value] : entry.items())
     if (key.rfind("conv2d_gemm ", 0) == 0) {
@@ -615,7 +615,7 @@ TEST(FusedKernels, TilesComeFromTheTuningCache) {
       // split-K ("TILES/sN") for tiles whose grid is small against the
       // compute units: here 128x128 (2 work-groups) on 2 or more.
       size_t tiles = 0, measured = 0, splits = 0;
-      for (const std::string& v : runtime::conv_tile_variants())
+      for (const std::string& v : lower::conv_tile_variants())
         if (v.find(':') == std::string::npos && v.find('/') == std::string::npos)
           ++tiles, measured += value["ms"].contains(v);
       for (auto& [name, ms] : value["ms"].items()) splits += name.find("/s") != std::string::npos;
@@ -627,7 +627,7 @@ TEST(FusedKernels, TilesComeFromTheTuningCache) {
       }
     }
   EXPECT_TRUE(found) << entry.dump();
-  runtime::TuningScope scope(&cache, false, *test_device());
+  lower::TuningScope scope(&cache, false, *test_device());
   expect_matches_reference(gpu, c);
   EXPECT_EQ(scope.stats().cached, 1);
   EXPECT_EQ(scope.stats().searched, 0);

@@ -84,7 +84,7 @@ TEST(Import, TexturesMarkInner4DActivations) {
   Graph g = import_onnx(conv_relu_reshape().save(dir, "tiny"));
   plan::DeviceProfile dev;
   Graph tex = g;
-  const StorageAssignment sa = assign_storage(tex, dev, TextureMode::Pools, runtime::kernel_catalog());
+  const StorageAssignment sa = assign_storage(tex, dev, TextureMode::Pools, lower::kernel_catalog());
   PlanInput p = make_usage_records(tex, {&sa});
   const auto& c = p.records[p.record_of_tensor[tex.find("c")]];
   EXPECT_EQ(c.storage, plan::Storage::Texture);
@@ -95,7 +95,7 @@ TEST(Import, TexturesMarkInner4DActivations) {
   EXPECT_EQ(p.records[p.record_of_tensor[tex.find("x")]].storage, plan::Storage::Buffer);
   dev.max_image2d_width = 4;  // too narrow: stays a buffer
   Graph narrow = g;
-  const StorageAssignment sn = assign_storage(narrow, dev, TextureMode::Pools, runtime::kernel_catalog());
+  const StorageAssignment sn = assign_storage(narrow, dev, TextureMode::Pools, lower::kernel_catalog());
   PlanInput pn = make_usage_records(narrow, {&sn});
   EXPECT_EQ(pn.records[pn.record_of_tensor[narrow.find("c")]].storage, plan::Storage::Buffer);
 }

@@ -132,7 +132,7 @@ void expect_close(const HostTensor& a, const HostTensor& b) {
 std::vector<HostTensor> run_graph(const Graph& g, const HostTensor& input,
                                   const std::shared_ptr<runtime::Device>& dev = nullptr,
                                   const std::function<void(const runtime::Session&)>& check = {},
-                                  const runtime::KernelChoice& kernels = {}) {
+                                  const lower::KernelChoice& kernels = {}) {
   PlanInput pin = make_usage_records(g);
   if (!dev) {
     plan::MemoryPlan plan = plan::plan_memory(pin.records, plan::DeviceProfile::load("pocl"), "best");
@@ -440,7 +440,7 @@ TEST(Optimize, ProductOperandsReadThroughStrides) {
   g.outputs = {y1, y2};
   g.topological_sort();
   const HostTensor input = random_tensor({2, 6, 4}, rng, -2, 2);
-  auto run_all = [&](const Graph& gr, const std::shared_ptr<runtime::Device>& dev, const runtime::KernelChoice& k = {}) {
+  auto run_all = [&](const Graph& gr, const std::shared_ptr<runtime::Device>& dev, const lower::KernelChoice& k = {}) {
     return run_graph(
         gr, input, dev,
         [](const runtime::Session& session) {
@@ -506,15 +506,15 @@ TEST(Optimize, ChannelScalesMoveIntoPointwiseConvs) {
   g.topological_sort();
   const HostTensor input = random_tensor({1, C, 5, 6}, rng, -2, 2);
   auto run_all = [&](const Graph& gr, const std::shared_ptr<runtime::Device>& dev, size_t fallbacks,
-                     const runtime::KernelChoice& k = {}) {
+                     const lower::KernelChoice& k = {}) {
     return run_graph(
         gr, input, dev, [&](const runtime::Session& session) { EXPECT_EQ(session.fallback_nodes().size(), fallbacks); },
         k);
   };
   const std::vector<HostTensor> want = run_all(g, nullptr, 0);
-  EXPECT_FALSE(runtime::kernel_catalog().fused_for("gpu").channel_scaled_conv);
-  ASSERT_TRUE(runtime::kernel_catalog().fused_for("cpu").channel_scaled_conv);
-  const OptimizeReport rep = optimize(g, {.device_forms = runtime::kernel_catalog().fused_for("cpu")});
+  EXPECT_FALSE(lower::kernel_catalog().fused_for("gpu").channel_scaled_conv);
+  ASSERT_TRUE(lower::kernel_catalog().fused_for("cpu").channel_scaled_conv);
+  const OptimizeReport rep = optimize(g, {.device_forms = lower::kernel_catalog().fused_for("cpu")});
   EXPECT_EQ(rep.fused_channel_scales, 1);
   int muls = 0, scaled = 0;
   for (const auto& n : g.nodes) {
@@ -570,7 +570,7 @@ TEST(Optimize, FullyConnectedPairsBecomeOneMlp) {
   g.outputs = {s, e2, n2, y};
   g.topological_sort();
   const HostTensor input = random_tensor({1, C, 5, 6}, rng, -2, 2);
-  auto run_all = [&](const Graph& gr, const std::shared_ptr<runtime::Device>& dev, const runtime::KernelChoice& k = {}) {
+  auto run_all = [&](const Graph& gr, const std::shared_ptr<runtime::Device>& dev, const lower::KernelChoice& k = {}) {
     return run_graph(
         gr, input, dev, [&](const runtime::Session& session) { EXPECT_TRUE(session.fallback_nodes().empty()); }, k);
   };
@@ -579,9 +579,9 @@ TEST(Optimize, FullyConnectedPairsBecomeOneMlp) {
   OptimizeOptions off;
   off.mlp_fusion = false;
   EXPECT_EQ(optimize(unfused, off).fused_mlps, 0);
-  EXPECT_FALSE(runtime::kernel_catalog().fused_for("gpu").mlp);
-  ASSERT_TRUE(runtime::kernel_catalog().fused_for("cpu").mlp);
-  const OptimizeReport rep = optimize(g, {.device_forms = runtime::kernel_catalog().fused_for("cpu")});
+  EXPECT_FALSE(lower::kernel_catalog().fused_for("gpu").mlp);
+  ASSERT_TRUE(lower::kernel_catalog().fused_for("cpu").mlp);
+  const OptimizeReport rep = optimize(g, {.device_forms = lower::kernel_catalog().fused_for("cpu")});
   EXPECT_EQ(rep.fused_mlps, 1);
   int mlps = 0, convs = 0;
   for (const auto& n : g.nodes) {
@@ -647,8 +647,8 @@ TEST(Optimize, StridedOperandsNeverRaiseTheBound) {
   int copy_transposes = 0;
   for (const auto& n : copies.nodes) copy_transposes += n.op_type == "Transpose";
   EXPECT_EQ(copy_transposes, 3) << "--no-strided-operands keeps the copies";
-  EXPECT_TRUE(runtime::kernel_catalog().fused_for("gpu").strided_operands);
-  EXPECT_FALSE(runtime::kernel_catalog().fused_for("cpu").strided_operands);
+  EXPECT_TRUE(lower::kernel_catalog().fused_for("gpu").strided_operands);
+  EXPECT_FALSE(lower::kernel_catalog().fused_for("cpu").strided_operands);
   const OptimizeReport rep = optimize(g, {});
   int transposes = 0, slices = 0;
   for (const auto& n : g.nodes) {

@@ -353,7 +353,7 @@ TEST(PatchRun, ZooModelsWithoutWeightsMatchUnpatched) {
     const std::string model = std::string(TEXPLAN_MODELS_DIR) + "/" + name;
     if (!std::filesystem::exists(model)) GTEST_SKIP() << "no model zoo at " << TEXPLAN_MODELS_DIR;
     Graph g = import_onnx(model, {});
-    optimize(g, {.device_forms = runtime::kernel_catalog().fused_for("cpu")});
+    optimize(g, {.device_forms = lower::kernel_catalog().fused_for("cpu")});
     fill_random_weights(g);
     const HostTensor x = test::random_tensor(g.tensors[g.inputs[0]].shape, -1, 1, 3);
     const std::vector<HostTensor> want = run_on_pocl(g, x, false);

@@ -248,7 +248,7 @@ TEST(DeviceFaults, ImageLargerThanTheDeviceAllowsStaysABuffer) {
   g.nodes.push_back({"neg", "Neg", {ai}, {yi}, {}});
   g.tensors[ai].producer = 0;
   g.tensors[yi].producer = 1;
-  const StorageAssignment sa = assign_storage(g, p, TextureMode::Pools, runtime::kernel_catalog());
+  const StorageAssignment sa = assign_storage(g, p, TextureMode::Pools, lower::kernel_catalog());
   PlanInput pin = make_usage_records(g, {&sa});
   for (const auto& r : pin.records) EXPECT_EQ(r.storage, plan::Storage::Buffer) << r.name;
   plan::MemoryPlan plan = plan::plan_memory(pin.records, p, "best");

@@ -132,7 +132,7 @@ TEST(TextureLayout, ShortRowsGoWideLongRowsStay) {
   const StorageOptions no_revert{.memory_aware = false};
   {  // 7x7x512: a 7-pixel row pays 9.1x as NC4HW4 rows; 896 pixels a row as wide rows, no padding.
     Chain c({1, 512, 7, 7});
-    const StorageAssignment sa = assign_storage(c.g, adreno, TextureMode::Views, runtime::kernel_catalog(), no_revert);
+    const StorageAssignment sa = assign_storage(c.g, adreno, TextureMode::Views, lower::kernel_catalog(), no_revert);
     ASSERT_TRUE(sa.is_texture(c.mid));
     EXPECT_EQ(sa.layout_of(c.mid), TextureLayout::WideRows);
     const plan::TextureExtent e = texture_extent(c.g.tensors[c.mid].shape, 4, sa.layout_of(c.mid));
@@ -143,7 +143,7 @@ TEST(TextureLayout, ShortRowsGoWideLongRowsStay) {
   }
   {  // 73 x 16 slices = 1168 pixels a row pay 4.1%; 4 rows of H side by side (4672 pixels) none.
     Chain c({1, 64, 72, 73});
-    const StorageAssignment sa = assign_storage(c.g, adreno, TextureMode::Views, runtime::kernel_catalog(), no_revert);
+    const StorageAssignment sa = assign_storage(c.g, adreno, TextureMode::Views, lower::kernel_catalog(), no_revert);
     ASSERT_TRUE(sa.is_texture(c.mid));
     EXPECT_EQ(sa.layout_of(c.mid), TextureLayout::WideRows);
     EXPECT_EQ(sa.fold_of(c.mid), 4);
@@ -157,29 +157,29 @@ TEST(TextureLayout, ShortRowsGoWideLongRowsStay) {
   }
   {  // 256 pixels a row: whole pitches either way, NC4HW4 rows kept.
     Chain c({1, 32, 16, 256});
-    const StorageAssignment sa = assign_storage(c.g, adreno, TextureMode::Views, runtime::kernel_catalog(), no_revert);
+    const StorageAssignment sa = assign_storage(c.g, adreno, TextureMode::Views, lower::kernel_catalog(), no_revert);
     ASSERT_TRUE(sa.is_texture(c.mid));
     EXPECT_EQ(sa.layout_of(c.mid), TextureLayout::Rows);
   }
   {  // 1000 x 32 slices is beyond the 16384-pixel width: NC4HW4 rows, padded 2.4%.
     Chain c({1, 128, 2, 1000});
-    const StorageAssignment sa = assign_storage(c.g, adreno, TextureMode::Views, runtime::kernel_catalog(), no_revert);
+    const StorageAssignment sa = assign_storage(c.g, adreno, TextureMode::Views, lower::kernel_catalog(), no_revert);
     ASSERT_TRUE(sa.is_texture(c.mid));
     EXPECT_EQ(sa.layout_of(c.mid), TextureLayout::Rows);
   }
   {  // Forced rows on 7x7x512: the views' bound rises 9.1x on that tensor, so memory-aware views keep buffers.
     Chain c({1, 512, 7, 7});
     const StorageAssignment sa =
-        assign_storage(c.g, adreno, TextureMode::Views, runtime::kernel_catalog(), {.layouts = LayoutPolicy::Rows});
+        assign_storage(c.g, adreno, TextureMode::Views, lower::kernel_catalog(), {.layouts = LayoutPolicy::Rows});
     EXPECT_FALSE(sa.is_texture(c.mid));
     Chain d({1, 512, 7, 7});
-    const StorageAssignment sd = assign_storage(d.g, adreno, TextureMode::Views, runtime::kernel_catalog());
+    const StorageAssignment sd = assign_storage(d.g, adreno, TextureMode::Views, lower::kernel_catalog());
     EXPECT_TRUE(sd.is_texture(d.mid));  // by cost: wide rows, no dearer than a buffer
   }
   // Without pitched rows (PoCL's 1D views) the layouts tie: NC4HW4 rows.
   Chain c({1, 512, 7, 7});
   const StorageAssignment sa =
-      assign_storage(c.g, plan::DeviceProfile::load("pocl"), TextureMode::Views, runtime::kernel_catalog(), no_revert);
+      assign_storage(c.g, plan::DeviceProfile::load("pocl"), TextureMode::Views, lower::kernel_catalog(), no_revert);
   ASSERT_TRUE(sa.is_texture(c.mid));
   EXPECT_EQ(sa.layout_of(c.mid), TextureLayout::Rows);
 }
@@ -230,7 +230,7 @@ TextureRun run(Graph g, TextureMode mode, const plan::DeviceProfile& profile, La
         const std::vector<HostTensor>& in) {
   auto dev = test_device();
   TextureRun r;
-  r.storage = assign_storage(g, profile, mode, runtime::kernel_catalog(), {.memory_aware = false, .layouts = layouts});
+  r.storage = assign_storage(g, profile, mode, lower::kernel_catalog(), {.memory_aware = false, .layouts = layouts});
   const PlanInput pin = make_usage_records(g, {&r.storage});
   const plan::MemoryPlan plan = plan::plan_memory(pin.records, profile, strategy_for(r.storage.mode, "best"));
   plan::validate(plan, pin.records, profile);

@@ -46,7 +46,7 @@ Result run_textures(Graph g, TextureMode mode, const std::vector<HostTensor>& in
   auto dev = test_device();
   const plan::DeviceProfile& p = profile ? *profile : dev->info().profile;
   Result r;
-  r.storage = assign_storage(g, p, mode, runtime::kernel_catalog(), {.memory_aware = memory_aware});
+  r.storage = assign_storage(g, p, mode, lower::kernel_catalog(), {.memory_aware = memory_aware});
   PlanInput pin = make_usage_records(g, {&r.storage});
   r.plan = plan::plan_memory(pin.records, p, strategy_for(r.storage.mode, "best"));
   plan::validate(r.plan, pin.records, p);
@@ -182,14 +182,14 @@ TEST(StorageAssignment, ViewsKeepInPlaceMarksThatLowerThePeak) {
   const int64_t buffer_only = plan::lower_bound_bytes(make_usage_records(b.g).records);
 
   Graph views = b.g;
-  StorageAssignment sv = assign_storage(views, pocl, TextureMode::Views, runtime::kernel_catalog());
+  StorageAssignment sv = assign_storage(views, pocl, TextureMode::Views, lower::kernel_catalog());
   EXPECT_EQ(sv.conversions, 0);
   EXPECT_FALSE(sv.is_texture(c));
   EXPECT_TRUE(views.nodes[1].decisions.in_place);
   EXPECT_EQ(plan::lower_bound_bytes(make_usage_records(views, {&sv}).records), buffer_only);
 
   Graph pools = b.g;
-  StorageAssignment sp = assign_storage(pools, pocl, TextureMode::Pools, runtime::kernel_catalog());
+  StorageAssignment sp = assign_storage(pools, pocl, TextureMode::Pools, lower::kernel_catalog());
   EXPECT_TRUE(sp.is_texture(c));
   EXPECT_TRUE(sp.is_texture(r));
   for (const Node& n : pools.nodes) EXPECT_FALSE(n.decisions.in_place) << n.name;
@@ -206,7 +206,7 @@ TEST(StorageAssignment, ConversionsAtBoundariesAndIslandsStayBuffers) {
   b.output(b.node("Transpose", {lone}, {1, 8, 8, 8}, {{"perm", Attribute::of_ints({0, 1, 3, 2})}}));
   Graph g = b.g;
   StorageAssignment s =
-      assign_storage(g, plan::DeviceProfile::load("pocl"), TextureMode::Pools, runtime::kernel_catalog());
+      assign_storage(g, plan::DeviceProfile::load("pocl"), TextureMode::Pools, lower::kernel_catalog());
   std::vector<std::string> ops;
   for (const Node& n : g.nodes) ops.push_back(n.op_type);
   EXPECT_EQ(ops, (std::vector<std::string>{"BufferToTexture", "Conv", "Relu", "TextureToBuffer", "Transpose", "Relu",
@@ -224,10 +224,10 @@ TEST(StorageAssignment, ConversionsAtBoundariesAndIslandsStayBuffers) {
   EXPECT_EQ(textures, 3);  // x@texture, c, r
   // none: nothing changes; auto on PoCL: the profile says buffers.
   Graph g2 = b.g;
-  EXPECT_EQ(assign_storage(g2, plan::DeviceProfile::load("pocl"), TextureMode::Auto, runtime::kernel_catalog()).mode,
+  EXPECT_EQ(assign_storage(g2, plan::DeviceProfile::load("pocl"), TextureMode::Auto, lower::kernel_catalog()).mode,
             TextureMode::None);
   EXPECT_EQ(g2.nodes.size(), b.g.nodes.size());
-  EXPECT_EQ(assign_storage(g2, plan::DeviceProfile::load("adreno"), TextureMode::Auto, runtime::kernel_catalog()).mode,
+  EXPECT_EQ(assign_storage(g2, plan::DeviceProfile::load("adreno"), TextureMode::Auto, lower::kernel_catalog()).mode,
             TextureMode::Views);
 }
 

@@ -34,9 +34,9 @@ struct Case {
 
 // The node alone in a graph, run in a session with `precision` and the
 // kernels `kernels` names; the reference's result in `expected`.
-HostTensor run_case(const Case& c, runtime::Precision precision, const runtime::KernelChoice& kernels, HostTensor& expected,
+HostTensor run_case(const Case& c, runtime::Precision precision, const lower::KernelChoice& kernels, HostTensor& expected,
                     runtime::Precision* used = nullptr, int* launches = nullptr,
-                    std::shared_ptr<runtime::Device> dev = nullptr, runtime::TuningCache* tuning = nullptr,
+                    std::shared_ptr<runtime::Device> dev = nullptr, lower::TuningCache* tuning = nullptr,
                     bool search = false, int* tf32_nodes = nullptr) {
   Node n;
   n.name = c.name;
@@ -70,7 +70,7 @@ HostTensor run_case(const Case& c, runtime::Precision precision, const runtime::
   runtime::SessionOptions opt;
   opt.precision = precision;
   opt.kernel_choice = kernels;
-  std::optional<runtime::TuningScope> scope;
+  std::optional<lower::TuningScope> scope;
   if (tuning) scope.emplace(tuning, search, *dev);
   runtime::Session s(g, pin, plan, dev, opt);
   if (used) *used = s.precision();
@@ -118,14 +118,14 @@ std::vector<Case> cases() {
 // The mma emulated (in up to `splits` slices of K where > 0) in the GPU
 // lowerings (PoCL's CPU kernels have no tf32 form), with the tf32 `tiles`
 // ("": by shape).
-runtime::KernelChoice emulated(int splits = 0, const std::string& tiles = "") {
+lower::KernelChoice emulated(int splits = 0, const std::string& tiles = "") {
   return {.conv = "gpu", .mma = tiles, .tf32_emulation = true, .tf32_splits = splits};
 }
 
 }  // namespace
 
 TEST(Tf32, EveryTileVariantMatchesTheReferenceWithinTf32Error) {
-  for (const std::string& tiles : runtime::mma_tile_variants()) {
+  for (const std::string& tiles : lower::mma_tile_variants()) {
     SCOPED_TRACE(tiles);
     for (const Case& c : cases()) {
       HostTensor expected;
@@ -148,7 +148,7 @@ TEST(Tf32, TheShapeChoiceRunsToo) {
 
 TEST(Tf32, SplitKMatchesTheReferenceWithinTf32Error) {
   // K in up to 3 slices added into Y (splitk_zero, the slices, splitk_finish's epilogue).
-  const runtime::KernelChoice split = emulated(3);
+  const lower::KernelChoice split = emulated(3);
   for (const Case& c : cases()) {
     HostTensor expected;
     int launches = 0;
@@ -165,11 +165,11 @@ TEST(Tf32, TuningMayKeepANodeInFp32) {
   for (const Case& c : cases()) {
     if (c.name != "conv3x3" && c.name != "fused_matmul") continue;  // a conv and a product (PoCL's searches are slow)
     SCOPED_TRACE(c.name);
-    runtime::TuningCache cache;
+    lower::TuningCache cache;
     HostTensor expected;
     int nodes = -1;
     run_case(c, runtime::Precision::Tf32, emulated(), expected, nullptr, nullptr, dev, &cache, /*search=*/true, &nodes);
-    nlohmann::json& entry = cache.entry("texplan", runtime::tuning_device_key(dev->info()));
+    nlohmann::json& entry = cache.entry("texplan", lower::tuning_device_key(dev->info()));
     std::string key;
     for (const auto& [k, v] : entry.items())
       if (k.find("_tf32") != std::string::npos) key = k;
@@ -182,7 +182,7 @@ TEST(Tf32, TuningMayKeepANodeInFp32) {
     EXPECT_EQ(nodes, 0);
     EXPECT_LE(rel_error(out, expected), 1e-5);
     // It says a tile: tf32, rounded.
-    entry[key]["variant"] = runtime::mma_tile_variants().front();
+    entry[key]["variant"] = lower::mma_tile_variants().front();
     out = run_case(c, runtime::Precision::Tf32, emulated(), expected, nullptr, nullptr, dev, &cache, false, &nodes);
     EXPECT_EQ(nodes, 1);
     EXPECT_GT(rel_error(out, expected), 1e-6);
@@ -207,5 +207,5 @@ TEST(Tf32, PrecisionNames) {
   EXPECT_STREQ(runtime::precision_name(runtime::parse_precision("fp32")), "fp32");
   EXPECT_EQ(runtime::parse_precision("fp16"), runtime::Precision::Fp16);
   EXPECT_THROW(runtime::parse_precision("fp8"), Error);
-  EXPECT_THROW(runtime::check_mma_variant("mma7x7"), Error);
+  EXPECT_THROW(lower::check_mma_variant("mma7x7"), Error);
 }

@@ -28,7 +28,7 @@ namespace {
 // tensor: omitted), the output over input `over` (-1: its own storage),
 // tensors in one buffer from offset `first`; the result of its launches, and
 // their kernel names in `kernels`.
-HostTensor run_node(const runtime::KernelChoice& choice, const std::string& op, const std::vector<HostTensor>& inputs,
+HostTensor run_node(const lower::KernelChoice& choice, const std::string& op, const std::vector<HostTensor>& inputs,
                     std::map<std::string, Attribute> attrs, const Shape& out_shape, int over,
                     std::vector<std::string>& kernels, bool tf32 = false, int64_t first = 3) {
   auto dev = test_device();
@@ -71,12 +71,12 @@ HostTensor run_node(const runtime::KernelChoice& choice, const std::string& op, 
                 host.begin() + offset[size_t(n.inputs[i])]);
   clEnqueueWriteBuffer(dev->queue(), pool, CL_TRUE, 0, host.size() * 4, host.data(), 0, nullptr, nullptr);
   {
-    runtime::NodeBuilder b(*dev, g, g.nodes[0], [&](int t) { return runtime::Location{pool, offset.at(size_t(t)) * 4}; });
+    lower::NodeBuilder b(*dev, g, g.nodes[0], [&](int t) { return lower::Location{pool, offset.at(size_t(t)) * 4}; });
     b.kernel_choice = choice;
     b.tf32 = tf32;
-    bool lowered = op == "FusedConvMaxPool" ? runtime::lower_fused_conv_maxpool(b) : runtime::lower_node(b);
+    bool lowered = op == "FusedConvMaxPool" ? lower::lower_fused_conv_maxpool(b) : lower::lower_node(b);
     EXPECT_TRUE(lowered);
-    for (const runtime::Launch& l : b.launches) {
+    for (const lower::Launch& l : b.launches) {
       kernels.push_back(l.name);
       s = clEnqueueNDRangeKernel(dev->queue(), l.kernel, l.dims, nullptr, l.global, l.has_local ? l.local : nullptr, 0,
                                  nullptr, nullptr);
@@ -176,7 +176,7 @@ TEST(Winograd, ConvMatchesTheReference) {
   expect_winograd("winograd/s2", {1, 40, 9, 9}, 36, 1, false, {"Relu x0"});
   expect_winograd("winograd/s3", {1, 21, 9, 9}, 36, 1, true, {"Add x0 x1", "Relu t0"}, 1);
   expect_winograd("winograd", {1, 6, 10, 12}, 35, 1, true, {"Relu x0"}, 0, true);
-  EXPECT_THROW(runtime::check_conv_variant("winograd:x"), Error);
+  EXPECT_THROW(lower::check_conv_variant("winograd:x"), Error);
 }
 
 // The weights packed untransformed (":raw", a measurement's form): the
@@ -210,8 +210,8 @@ TEST(Winograd, TileAndBufferForms) {
     expect_winograd(v, {1, 6, 10, 12}, 35, 1, true, {"Relu x0"}, 0, true);
     expect_winograd(v, {1, 6, 9, 11}, 8, 1, false, {"Relu x0"}, 0, true, true);
   }
-  EXPECT_THROW(runtime::check_conv_variant("winograd:raw:db"), Error);
-  EXPECT_THROW(runtime::check_conv_variant("winograd:db8"), Error);
+  EXPECT_THROW(lower::check_conv_variant("winograd:raw:db"), Error);
+  EXPECT_THROW(lower::check_conv_variant("winograd:db8"), Error);
 }
 
 // The form by shape on the H100's 132 compute units: the 16-tile form where
@@ -220,16 +220,16 @@ TEST(Winograd, TileAndBufferForms) {
 // whole where waves fill (224x224, 112x112) or halves would not help
 // (28x28: 112 groups); split where under half a wave (14x14: 32 groups).
 TEST(Winograd, FormByShape) {
-  EXPECT_EQ(runtime::winograd_variant_by_shape(256, 256, 56, 56, 1, 132, true, true), "winograd:t16:db");
-  EXPECT_EQ(runtime::winograd_variant_by_shape(128, 256, 56, 56, 1, 132, true, true), "winograd:t16:db");
-  EXPECT_EQ(runtime::winograd_variant_by_shape(256, 256, 56, 56, 1, 132, true, false), "winograd");
-  EXPECT_EQ(runtime::winograd_variant_by_shape(64, 64, 224, 224, 1, 132, true, true), "winograd");
-  EXPECT_EQ(runtime::winograd_variant_by_shape(128, 128, 112, 112, 1, 132, true, true), "winograd");
-  EXPECT_EQ(runtime::winograd_variant_by_shape(512, 512, 28, 28, 1, 132, true, true), "winograd");
-  EXPECT_EQ(runtime::winograd_variant_by_shape(512, 512, 14, 14, 1, 132, true, true), "winograd/s4");
+  EXPECT_EQ(lower::winograd_variant_by_shape(256, 256, 56, 56, 1, 132, true, true), "winograd:t16:db");
+  EXPECT_EQ(lower::winograd_variant_by_shape(128, 256, 56, 56, 1, 132, true, true), "winograd:t16:db");
+  EXPECT_EQ(lower::winograd_variant_by_shape(256, 256, 56, 56, 1, 132, true, false), "winograd");
+  EXPECT_EQ(lower::winograd_variant_by_shape(64, 64, 224, 224, 1, 132, true, true), "winograd");
+  EXPECT_EQ(lower::winograd_variant_by_shape(128, 128, 112, 112, 1, 132, true, true), "winograd");
+  EXPECT_EQ(lower::winograd_variant_by_shape(512, 512, 28, 28, 1, 132, true, true), "winograd");
+  EXPECT_EQ(lower::winograd_variant_by_shape(512, 512, 14, 14, 1, 132, true, true), "winograd/s4");
   // Unsplittable under a wave: halves run more groups at once (0.078 ms
   // against 0.084).
-  EXPECT_EQ(runtime::winograd_variant_by_shape(512, 512, 14, 14, 1, 132, false, true), "winograd:t16:db");
+  EXPECT_EQ(lower::winograd_variant_by_shape(512, 512, 14, 14, 1, 132, false, true), "winograd:t16:db");
 }
 
 // In a session the packed weights replace the originals, which are never

@@ -126,7 +126,7 @@ TEST_P(Zoo, OptimizedGraphLowersTheBoundAndRunsWithACleanGuard) {
   // PoCL is a CPU device: the kernel catalog leaves FusedConvMaxPool out there (its
   // GPU kernel is checked by test_fused_kernels, the fused graph on the CPU
   // executor below, the whole zoo with it on the H100 by scripts/device/).
-  optimize(g, {.device_forms = runtime::kernel_catalog().fused_for(device->info().type)});
+  optimize(g, {.device_forms = lower::kernel_catalog().fused_for(device->info().type)});
   const auto& profile = device->info().profile;
   PlanInput pin = make_usage_records(g);
   plan::MemoryPlan plan = plan::plan_memory(pin.records, profile, "best");

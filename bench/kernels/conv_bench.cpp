@@ -207,7 +207,7 @@ double flops(const ConvShape& c) {
 // compared for agreement, and the node's kernel launches (split-K: 2 or 3).
 // `kernels`: the variants the session runs instead of its own choice.
 double time_node(const Graph& g, const std::vector<HostTensor>& feeds, std::shared_ptr<runtime::Device> dev, int reps,
-                 std::vector<float>& output, runtime::Precision precision, const runtime::KernelChoice& kernels,
+                 std::vector<float>& output, runtime::Precision precision, const lower::KernelChoice& kernels,
                  int& launches) {
   PlanInput pin = make_usage_records(g);
   plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
@@ -331,9 +331,9 @@ int main(int argc, char** argv) {
       return usage(argv[0]);
     }
   }
-  std::vector<std::string> variants = runtime::conv_tile_variants();
+  std::vector<std::string> variants = lower::conv_tile_variants();
   variants.push_back("tf32");
-  for (const std::string& t : runtime::mma_tile_variants()) variants.push_back("tf32:" + t);
+  for (const std::string& t : lower::mma_tile_variants()) variants.push_back("tf32:" + t);
   if (list) {
     for (const auto& v : variants) std::cout << v << "\n";
     return 0;
@@ -365,7 +365,7 @@ int main(int argc, char** argv) {
           const bool tf32 = names[v].rfind("tf32", 0) == 0;
           const bool cpu = names[v].rfind("cpu:", 0) == 0;  // CPU devices: cpu:direct, cpu:<Winograd variant>
           const bool block = names[v].rfind("block:", 0) == 0;  // CPU devices: a register block (lower/opencl_cpu/common.h)
-          runtime::KernelChoice k;
+          lower::KernelChoice k;
           k.cpu_winograd = cpu ? names[v].substr(4) : "";
           k.cpu = block ? names[v].substr(6) : "";
           // "tf32:winograd..." names Winograd (its tensor-core form); "tf32:<tiles>" the mma tiles.
@@ -408,7 +408,7 @@ int main(int argc, char** argv) {
     for (const StemShape& c : stem_shapes()) {
       if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
       std::vector<std::string> names = {"unfused", "auto"};
-      for (const std::string& v : runtime::conv_maxpool_variants()) names.push_back(v);
+      for (const std::string& v : lower::conv_maxpool_variants()) names.push_back(v);
       std::vector<double> ms(names.size(), NAN);
       std::vector<int> launches(names.size(), 0);
       std::vector<std::vector<float>> outs(names.size());
@@ -416,7 +416,7 @@ int main(int argc, char** argv) {
         try {
           std::vector<HostTensor> feeds;
           Graph g = stem_graph(c, names[v] != "unfused", feeds);
-          const runtime::KernelChoice k{.conv_maxpool = names[v] == "unfused" || names[v] == "auto" ? "" : names[v]};
+          const lower::KernelChoice k{.conv_maxpool = names[v] == "unfused" || names[v] == "auto" ? "" : names[v]};
           ms[v] = time_node(g, feeds, dev, reps, outs[v], runtime::Precision::Fp32, k, launches[v]);
         } catch (const Error& e) {
           std::cerr << c.name << " / " << names[v] << ": " << e.what() << "\n";

@@ -296,10 +296,10 @@ int run_command(const RunArgs& a) {
   report::verbose_log() << g.model_name << ": optimized to " << optimized.nodes_after << " nodes in "
                 << ms_text(m.times.optimize_ms) << "\n";
   for (const auto& f : storage.fallbacks) report::verbose_log() << "texture fallback: " << f << "\n";
-  std::unique_ptr<runtime::TuningCache> cache;
-  if (!a.tuning_cache.empty()) cache = std::make_unique<runtime::TuningCache>(a.tuning_cache);
+  std::unique_ptr<lower::TuningCache> cache;
+  if (!a.tuning_cache.empty()) cache = std::make_unique<lower::TuningCache>(a.tuning_cache);
   // Kernel choices from the cache; only `texplan tune` measures what it lacks.
-  std::optional<runtime::TuningScope> tuning;
+  std::optional<lower::TuningScope> tuning;
   std::unique_ptr<report::Progress> tuning_progress;
   if (cache && device) {
     tuning.emplace(cache.get(), a.tune, *device);

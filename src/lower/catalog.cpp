@@ -6,7 +6,7 @@
 #include "lower/lower.h"
 #include "lower/ops.h"
 
-namespace texplan::runtime {
+namespace texplan::lower {
 
 const KernelCatalog& kernel_catalog() {
   static const KernelCatalog catalog = [] {
@@ -36,4 +36,4 @@ const KernelCatalog& kernel_catalog() {
   return catalog;
 }
 
-}  // namespace texplan::runtime
+}  // namespace texplan::lower

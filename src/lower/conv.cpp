@@ -11,7 +11,7 @@
 #include "lower/tuning.h"
 #include "lower/winograd_weights.h"
 
-namespace texplan::runtime {
+namespace texplan::lower {
 
 SpatialPad spatial_pad(const Node& n, size_t dim, size_t rank, int64_t in, int64_t out, int64_t k, int64_t s,
                        int64_t d, bool transposed, int64_t out_pad) {
@@ -587,4 +587,4 @@ bool lower_matmul(NodeBuilder& b, bool trans_b, const FusedTail& tail) {
   return true;
 }
 
-}  // namespace texplan::runtime
+}  // namespace texplan::lower

@@ -8,7 +8,7 @@
 #include "lower/mma.h"
 #include "lower/tuning.h"
 
-namespace texplan::runtime {
+namespace texplan::lower {
 
 static const Tiles kTiles[] = {{"32x32", 2, 2, false, 1.0},     {"64x64", 4, 4, false, 2.0},
                                {"64x64v", 4, 4, true, 2.5},     {"64x128", 4, 8, false, 2.67},
@@ -371,4 +371,4 @@ void check_conv_maxpool_variant(const std::string& variant) { parse_pool_variant
 
 void check_conv_variant(const std::string& variant) { parse_conv_variant(variant); }
 
-}  // namespace texplan::runtime
+}  // namespace texplan::lower

@@ -12,7 +12,7 @@
 
 #include "lower/ops.h"
 
-namespace texplan::runtime {
+namespace texplan::lower {
 
 // 1D and 2D convolutions as 2D: spatial dims [H, W] with H = 1 for 1D.
 struct ConvGeometry {
@@ -150,4 +150,4 @@ struct TiledConvMaxPool {
 std::optional<TiledConvMaxPool> fit_pool_tile(const ConvGeometry& g, const PoolGeometry& p, const PoolTile& t,
                                               int64_t local_bytes);
 
-}  // namespace texplan::runtime
+}  // namespace texplan::lower

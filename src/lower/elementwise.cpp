@@ -7,7 +7,7 @@
 #include "lower/opencl_cpu/lowerings.h"
 #include "lower/ops.h"
 
-namespace texplan::runtime {
+namespace texplan::lower {
 
 namespace {
 bool all_float(const NodeBuilder& b) {
@@ -156,4 +156,4 @@ bool lower_cast(NodeBuilder& b) {
   return true;
 }
 
-}  // namespace texplan::runtime
+}  // namespace texplan::lower

@@ -5,7 +5,7 @@
 #include <functional>
 #include <sstream>
 
-namespace texplan::runtime {
+namespace texplan::lower {
 namespace {
 
 // Exact float literals: hexadecimal, so no decimal rounding on either side.
@@ -258,4 +258,4 @@ std::string epilogue_cl(const Epilogue& e, const std::vector<EpilogueRead>& read
   return o.str();
 }
 
-}  // namespace texplan::runtime
+}  // namespace texplan::lower

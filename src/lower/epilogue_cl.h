@@ -14,7 +14,7 @@
 
 #include "graph/epilogue.h"
 
-namespace texplan::runtime {
+namespace texplan::lower {
 
 // How operand x<k> reaches the program.
 enum class EpilogueRead {
@@ -38,4 +38,4 @@ std::string epilogue_cl(const Epilogue& e, const std::vector<EpilogueRead>& read
 // (whose helpers it may call). Throws Error if it reads another operand.
 std::string epilogue_function_cl(const Epilogue& e, const std::string& name);
 
-}  // namespace texplan::runtime
+}  // namespace texplan::lower

@@ -7,7 +7,7 @@
 #include "lower/epilogue_cl.h"
 #include "lower/ops.h"
 
-namespace texplan::runtime {
+namespace texplan::lower {
 namespace {
 
 bool float32(const Tensor& t) { return t.dtype == DataType::Float32; }
@@ -160,4 +160,4 @@ bool lower_fused_elementwise(NodeBuilder& b) {
   return true;
 }
 
-}  // namespace texplan::runtime
+}  // namespace texplan::lower

@@ -4,7 +4,7 @@
 #include "lower/opencl_cpu/lowerings.h"
 #include "lower/ops.h"
 
-namespace texplan::runtime {
+namespace texplan::lower {
 
 void check_kernel_choice(const KernelChoice& c) {
   check_conv_variant(c.conv);
@@ -14,4 +14,4 @@ void check_kernel_choice(const KernelChoice& c) {
   if (c.tf32_splits < 0) throw Error("tf32 split-K into " + std::to_string(c.tf32_splits) + " slices");
 }
 
-}  // namespace texplan::runtime
+}  // namespace texplan::lower

@@ -6,7 +6,7 @@
 #pragma once
 #include <string>
 
-namespace texplan::runtime {
+namespace texplan::lower {
 
 struct KernelChoice {
   // The GPU conv and GEMM kernels (gemm.cl, conv.cl, conv_winograd.cl) on
@@ -43,4 +43,4 @@ struct KernelChoice {
 // block is checked where a lowering offers its candidates).
 void check_kernel_choice(const KernelChoice& c);
 
-}  // namespace texplan::runtime
+}  // namespace texplan::lower

@@ -8,7 +8,7 @@
 #include "optimize/sharing.h"
 #include "reference/common.h"
 
-namespace texplan::runtime {
+namespace texplan::lower {
 
 Range linear_range(int64_t n, size_t group) {
   Range r;
@@ -92,7 +92,7 @@ MemArg NodeBuilder::upload(const void* data, size_t bytes) {
   cl_int s = CL_SUCCESS;
   cl_mem m = clCreateBuffer(dev_.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, std::max<size_t>(bytes, 1),
                             const_cast<void*>(data), &s);
-  if (s != CL_SUCCESS) throw Error("uploading " + std::to_string(bytes) + " bytes of packed weights: " + cl_error_name(s));
+  if (s != CL_SUCCESS) throw Error("uploading " + std::to_string(bytes) + " bytes of packed weights: " + runtime::cl_error_name(s));
   buffers.push_back(m);
   return {m};
 }
@@ -197,7 +197,7 @@ Launch& NodeBuilder::new_launch(const Source& src, const char* name, const Range
   const cl_program program =
       dev_.program(src.file, half ? src.defines + " -DTEXPLAN_HALF" : src.defines, src.prelude);
   cl_kernel k = clCreateKernel(program, name, &s);
-  if (s != CL_SUCCESS) throw Error(std::string("clCreateKernel(") + name + "): " + cl_error_name(s));
+  if (s != CL_SUCCESS) throw Error(std::string("clCreateKernel(") + name + "): " + runtime::cl_error_name(s));
   Launch& l = launches.emplace_back();
   l.kernel = k;
   l.name = name;
@@ -210,7 +210,7 @@ Launch& NodeBuilder::new_launch(const Source& src, const char* name, const Range
 void NodeBuilder::set_raw(Launch& l, cl_uint& index, size_t size, const void* value) {
   cl_int s = clSetKernelArg(l.kernel, index, size, value);
   if (s != CL_SUCCESS)
-    throw Error("clSetKernelArg(" + l.name + ", " + std::to_string(index) + "): " + cl_error_name(s));
+    throw Error("clSetKernelArg(" + l.name + ", " + std::to_string(index) + "): " + runtime::cl_error_name(s));
   ++index;
 }
 
@@ -269,7 +269,7 @@ std::vector<std::string> kernel_ops() {
 }
 
 double time_candidate(NodeBuilder& b, const std::function<bool()>& emit) {
-  Device* dev = tuning_device();
+  runtime::Device* dev = tuning_device();
   if (!dev) return -1.0;
   const size_t before = b.launches.size();
   double ms = -1.0;
@@ -286,4 +286,4 @@ double time_candidate(NodeBuilder& b, const std::function<bool()>& emit) {
   return ms;
 }
 
-}  // namespace texplan::runtime
+}  // namespace texplan::lower

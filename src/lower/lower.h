@@ -17,7 +17,7 @@
 #include "lower/kernel_choice.h"
 #include "optimize/kernel_catalog.h"
 
-namespace texplan::runtime {
+namespace texplan::lower {
 
 // Kernels index tensors with 32-bit ints (fast on GPUs); dims beyond this
 // rank are rejected (the node falls back to the CPU).
@@ -119,7 +119,7 @@ struct Source {
 // and a way to create prepared launches.
 class NodeBuilder {
  public:
-  NodeBuilder(Device& dev, const Graph& g, const Node& n, std::function<Location(int)> locate)
+  NodeBuilder(runtime::Device& dev, const Graph& g, const Node& n, std::function<Location(int)> locate)
       : node(n), dev_(dev), g_(g), locate_(std::move(locate)) {}
   ~NodeBuilder();  // releases launches not taken by the caller
   NodeBuilder(const NodeBuilder&) = delete;
@@ -153,7 +153,7 @@ class NodeBuilder {
   int compute_units() const { return dev_.info().compute_units; }
   int64_t local_mem_bytes() const { return dev_.info().local_mem_bytes; }
   const std::string& device_type() const { return dev_.info().type; }  // "gpu", "cpu", ...
-  const Device& device() const { return dev_; }
+  const runtime::Device& device() const { return dev_; }
   // Variants named for measurements and tests (SessionOptions::kernel_choice);
   // the default chooses by shape, device and tuning cache.
   KernelChoice kernel_choice;
@@ -240,7 +240,7 @@ class NodeBuilder {
     set_raw(l, i, sizeof(cl_mem), &m.mem);
   }
 
-  Device& dev_;
+  runtime::Device& dev_;
   const Graph& g_;
   std::function<Location(int)> locate_;
   std::function<TextureArg(int)> image_;
@@ -275,4 +275,4 @@ std::vector<std::string> kernel_ops();
 // type, half-storage kernel files), for the optimizer (lower/catalog.cpp).
 const KernelCatalog& kernel_catalog();
 
-}  // namespace texplan::runtime
+}  // namespace texplan::lower

@@ -6,7 +6,7 @@
 #include "kernels/kernel_sources.h"
 #include "lower/tuning.h"
 
-namespace texplan::runtime {
+namespace texplan::lower {
 
 namespace {
 
@@ -249,4 +249,4 @@ bool launch_gemm_mma(NodeBuilder& b, const TensorArg& A, const TensorArg& B, con
                     nb * g.M * g.N, tail.residual, emit);
 }
 
-}  // namespace texplan::runtime
+}  // namespace texplan::lower

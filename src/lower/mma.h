@@ -7,7 +7,7 @@
 #pragma once
 #include "lower/ops.h"
 
-namespace texplan::runtime {
+namespace texplan::lower {
 
 // tf32_supported (device/device.h): an NVIDIA GPU of compute capability
 // 8.0 or later (cl_nv_device_attribute_query; assumed when it is absent).
@@ -65,4 +65,4 @@ std::vector<std::string> mma_tile_variants();
 void check_mma_variant(const std::string& variant);
 bool mma_tiles_forced(const NodeBuilder& b);  // tiles named: they run where tf32 applies
 
-}  // namespace texplan::runtime
+}  // namespace texplan::lower

@@ -10,7 +10,7 @@
 
 #include "lower/lower.h"
 
-namespace texplan::runtime {
+namespace texplan::lower {
 
 // ---- strided views, shared by elementwise, copy and reduce lowerings ----
 std::vector<int64_t> contiguous_strides(const Shape& s);
@@ -221,4 +221,4 @@ const TextureForm* texture_form(const std::string& op);
 // assignment; lower_texture covers exactly these nodes.
 bool texture_kernel(const Graph& g, const Node& n);
 
-}  // namespace texplan::runtime
+}  // namespace texplan::lower

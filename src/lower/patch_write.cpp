@@ -2,7 +2,7 @@
 // tensor of a segment output, by the strided copy kernel.
 #include "lower/ops.h"
 
-namespace texplan::runtime {
+namespace texplan::lower {
 
 bool lower_patch_write(NodeBuilder& b) {
   const Node& n = b.node;
@@ -29,4 +29,4 @@ bool lower_patch_write(NodeBuilder& b) {
   return true;
 }
 
-}  // namespace texplan::runtime
+}  // namespace texplan::lower

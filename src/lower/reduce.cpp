@@ -5,7 +5,7 @@
 #include "lower/opencl_cpu/lowerings.h"
 #include "lower/ops.h"
 
-namespace texplan::runtime {
+namespace texplan::lower {
 
 namespace {
 bool float_io(const NodeBuilder& b) {
@@ -203,4 +203,4 @@ bool lower_instance_norm(NodeBuilder& b) {
   return true;
 }
 
-}  // namespace texplan::runtime
+}  // namespace texplan::lower

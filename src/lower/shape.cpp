@@ -6,7 +6,7 @@
 
 #include "lower/ops.h"
 
-namespace texplan::runtime {
+namespace texplan::lower {
 
 Range cpu_item_range(int64_t n) {
   size_t group = 1;
@@ -308,4 +308,4 @@ bool lower_resize(NodeBuilder& b) {
   return true;
 }
 
-}  // namespace texplan::runtime
+}  // namespace texplan::lower

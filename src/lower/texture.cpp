@@ -12,7 +12,7 @@
 #include "lower/epilogue_cl.h"
 #include "lower/ops.h"
 
-namespace texplan::runtime {
+namespace texplan::lower {
 namespace {
 
 struct Nchw {
@@ -263,4 +263,4 @@ void lower_texture(NodeBuilder& b) {
   }
 }
 
-}  // namespace texplan::runtime
+}  // namespace texplan::lower

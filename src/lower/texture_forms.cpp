@@ -7,7 +7,7 @@
 #include "graph/epilogue.h"
 #include "lower/ops.h"
 
-namespace texplan::runtime {
+namespace texplan::lower {
 
 namespace {
 
@@ -124,4 +124,4 @@ bool texture_kernel(const Graph& g, const Node& n) {
   return false;
 }
 
-}  // namespace texplan::runtime
+}  // namespace texplan::lower

@@ -2,22 +2,22 @@
 
 #include <algorithm>
 
-namespace texplan::runtime {
+namespace texplan::lower {
 
 namespace {
 thread_local TuningScope* innermost = nullptr;
 }
 
-std::string tuning_device_key(const DeviceInfo& d) { return d.name + " | " + d.driver; }
+std::string tuning_device_key(const runtime::DeviceInfo& d) { return d.name + " | " + d.driver; }
 
-TuningScope::TuningScope(TuningCache* cache, bool search, Device& dev)
+TuningScope::TuningScope(TuningCache* cache, bool search, runtime::Device& dev)
     : cache_(cache), search_(search), dev_(dev), device_key_(tuning_device_key(dev.info())), outer_(innermost) {
   innermost = this;
 }
 
 TuningScope::~TuningScope() { innermost = outer_; }
 
-Device* tuning_device() { return innermost ? &innermost->dev_ : nullptr; }
+runtime::Device* tuning_device() { return innermost ? &innermost->dev_ : nullptr; }
 
 int choose_variant(const std::string& key, const std::vector<std::string>& names, int fallback,
                    const std::function<double(int)>& measure) {
@@ -61,7 +61,7 @@ int choose_variant(const std::string& key, const std::vector<std::string>& names
   return best;
 }
 
-double time_launches(Device& dev, const std::vector<TimedLaunch>& launches, int reps) {
+double time_launches(runtime::Device& dev, const std::vector<TimedLaunch>& launches, int reps) {
   cl_command_queue q = dev.profiling_queue();
   double best = -1;
   for (int r = 0; r <= reps; ++r) {
@@ -82,11 +82,11 @@ double time_launches(Device& dev, const std::vector<TimedLaunch>& launches, int 
     if (s == CL_SUCCESS) s = clGetEventProfilingInfo(events.front(), CL_PROFILING_COMMAND_START, sizeof t0, &t0, nullptr);
     if (s == CL_SUCCESS) s = clGetEventProfilingInfo(events.back(), CL_PROFILING_COMMAND_END, sizeof t1, &t1, nullptr);
     for (cl_event e : events) clReleaseEvent(e);
-    if (s != CL_SUCCESS) throw Error(std::string("tuning: timing a kernel: ") + cl_error_name(s));
+    if (s != CL_SUCCESS) throw Error(std::string("tuning: timing a kernel: ") + runtime::cl_error_name(s));
     double ms = double(t1 - t0) * 1e-6;
     if (r > 0 && (best < 0 || ms < best)) best = ms;  // run 0 warms up (PoCL compiles per work-group size)
   }
   return best;
 }
 
-}  // namespace texplan::runtime
+}  // namespace texplan::lower

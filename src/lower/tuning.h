@@ -19,10 +19,10 @@
 #include "device/device.h"
 #include "lower/tuning_cache.h"
 
-namespace texplan::runtime {
+namespace texplan::lower {
 
 // The cache's key for a device: its name and driver version.
-std::string tuning_device_key(const DeviceInfo& d);
+std::string tuning_device_key(const runtime::DeviceInfo& d);
 
 struct TuningStats {
   int searched = 0;  // nodes measured in this scope
@@ -33,7 +33,7 @@ struct TuningStats {
 // `dev`; `search` measures candidates of shapes the cache lacks. Scopes nest.
 class TuningScope {
  public:
-  TuningScope(TuningCache* cache, bool search, Device& dev);
+  TuningScope(TuningCache* cache, bool search, runtime::Device& dev);
   ~TuningScope();
   TuningScope(const TuningScope&) = delete;
   TuningScope& operator=(const TuningScope&) = delete;
@@ -44,10 +44,10 @@ class TuningScope {
  private:
   friend int choose_variant(const std::string&, const std::vector<std::string>&, int,
                             const std::function<double(int)>&);
-  friend Device* tuning_device();
+  friend runtime::Device* tuning_device();
   TuningCache* cache_;
   bool search_;
-  Device& dev_;
+  runtime::Device& dev_;
   std::string device_key_;
   TuningStats stats_;
   TuningScope* outer_;
@@ -61,7 +61,7 @@ int choose_variant(const std::string& key, const std::vector<std::string>& names
                    const std::function<double(int)>& measure);
 
 // The device of the innermost scope (null outside any): for measuring.
-Device* tuning_device();
+runtime::Device* tuning_device();
 
 // Milliseconds of prepared launches enqueued back to back (a node's passes,
 // e.g. split-K's zero, slices and epilogue): a warm-up, then the best of
@@ -74,6 +74,6 @@ struct TimedLaunch {
   const size_t* global;
   const size_t* local;  // null: the driver's choice
 };
-double time_launches(Device& dev, const std::vector<TimedLaunch>& launches, int reps = 3);
+double time_launches(runtime::Device& dev, const std::vector<TimedLaunch>& launches, int reps = 3);
 
-}  // namespace texplan::runtime
+}  // namespace texplan::lower

@@ -7,7 +7,7 @@
 #include "graph/graph.h"
 #include "graph/safe_file.h"
 
-namespace texplan::runtime {
+namespace texplan::lower {
 
 TuningCache::TuningCache(std::string path) : path_(std::move(path)) {
   std::ifstream in(path_);
@@ -38,4 +38,4 @@ void TuningCache::save() const {
   write_file(path_, out.dump(1) + "\n", "tuning cache");
 }
 
-}  // namespace texplan::runtime
+}  // namespace texplan::lower

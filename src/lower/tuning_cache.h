@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace texplan::runtime {
+namespace texplan::lower {
 
 class TuningCache {
  public:
@@ -34,4 +34,4 @@ class TuningCache {
   bool dirty_ = false;
 };
 
-}  // namespace texplan::runtime
+}  // namespace texplan::lower

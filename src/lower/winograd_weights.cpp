@@ -1,6 +1,6 @@
 #include "lower/winograd_weights.h"
 
-namespace texplan::runtime {
+namespace texplan::lower {
 namespace {
 // G of F(2x2, 3x3) and F(4x4, 3x3) (Lavin and Gray's points 0, +-1, +-2).
 constexpr double kG2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
@@ -22,4 +22,4 @@ void winograd_filter_transform(const float* g, int m, double* u) {
     for (int j = 0; j < a; ++j) u[i * a + j] = G(i, 0) * gt[0][j] + G(i, 1) * gt[1][j] + G(i, 2) * gt[2][j];
 }
 
-}  // namespace texplan::runtime
+}  // namespace texplan::lower

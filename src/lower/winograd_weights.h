@@ -4,10 +4,10 @@
 #pragma once
 #include <cstdint>
 
-namespace texplan::runtime {
+namespace texplan::lower {
 
 // U = G g G^T of one 3x3 filter g (row-major) for m = 2 or 4, computed in
 // double: (m + 2)^2 values, row-major, into u.
 void winograd_filter_transform(const float* g, int m, double* u);
 
-}  // namespace texplan::runtime
+}  // namespace texplan::lower

@@ -72,7 +72,7 @@ class Offloader : public runtime::Offloader {
   // `device` sizes CLBlast's GEMM scratch exactly (null, as for `texplan
   // plan` on a profile: an upper bound). `cache` (may be null) holds
   // CLBlast's tuned parameters and auto's measurements, section "clblast".
-  Offloader(Mode mode, std::shared_ptr<runtime::Device> device, runtime::TuningCache* cache,
+  Offloader(Mode mode, std::shared_ptr<runtime::Device> device, lower::TuningCache* cache,
             OffloadOptions options = {});
   ~Offloader() override;
 
@@ -105,7 +105,7 @@ class Offloader : public runtime::Offloader {
   Mode mode_;
   OffloadOptions options_;
   std::shared_ptr<runtime::Device> device_;
-  runtime::TuningCache* cache_;
+  lower::TuningCache* cache_;
   std::vector<NodeChoice> choices_;
   std::vector<int> choice_of_node_;  // node -> index in choices_, -1
   std::unique_ptr<Impl> impl_;

@@ -21,8 +21,8 @@
 
 namespace texplan::offload {
 
-using runtime::Launch;
-using runtime::Location;
+using lower::Launch;
+using lower::Location;
 
 Mode parse_mode(const std::string& s) {
   if (s == "none") return Mode::None;
@@ -203,7 +203,7 @@ class ClblastNode : public runtime::OffloadedNode {
   }
 };
 
-Offloader::Offloader(Mode mode, std::shared_ptr<runtime::Device> device, runtime::TuningCache* cache,
+Offloader::Offloader(Mode mode, std::shared_ptr<runtime::Device> device, lower::TuningCache* cache,
                      OffloadOptions options)
     : mode_(mode),
       options_(std::move(options)),
@@ -453,11 +453,11 @@ std::unique_ptr<runtime::OffloadedNode> Offloader::prepare(const runtime::Offloa
   }
   // texplan's own kernels around the calls: Y = bias/C before, the epilogue after.
   if (w.prefill_src >= 0) {
-    runtime::NodeBuilder b(r.device, g, node, r.locate);
+    lower::NodeBuilder b(r.device, g, node, r.locate);
     Location src = r.locate(w.prefill_src), dst = r.locate(node.outputs[0]);
-    runtime::launch_copy(b, {src.mem, runtime::i32(src.byte_offset / 4)}, {dst.mem, runtime::i32(dst.byte_offset / 4)},
+    lower::launch_copy(b, {src.mem, lower::i32(src.byte_offset / 4)}, {dst.mem, lower::i32(dst.byte_offset / 4)},
                          DataType::Float32,
-                         {w.prefill_dims, {runtime::contiguous_strides(w.prefill_dims), w.prefill_src_strides}});
+                         {w.prefill_dims, {lower::contiguous_strides(w.prefill_dims), w.prefill_src_strides}});
     std::swap(out->before, b.launches);
   }
   if (!w.epilogue_program.empty()) {
@@ -468,8 +468,8 @@ std::unique_ptr<runtime::OffloadedNode> Offloader::prepare(const runtime::Offloa
     epi.inputs.insert(epi.inputs.end(), w.epilogue_inputs.begin(), w.epilogue_inputs.end());
     epi.outputs = {node.outputs[0]};
     epi.attrs["program"] = Attribute::of_strings(w.epilogue_program);
-    runtime::NodeBuilder b(r.device, g, epi, r.locate);
-    if (!runtime::lower_node(b)) {
+    lower::NodeBuilder b(r.device, g, epi, r.locate);
+    if (!lower::lower_node(b)) {
       c.target = "texplan", c.reason = "no texplan FusedElementwise kernel for the epilogue";
       return nullptr;
     }

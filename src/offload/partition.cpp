@@ -41,7 +41,7 @@ std::vector<std::string> program_of(const Node& n) {
 void prefill_from(NodeWork& w, const Graph& g, int src, const Shape& y) {
   w.prefill_src = src;
   w.prefill_dims = y;
-  w.prefill_src_strides = runtime::broadcast_strides(g.tensors[src].shape, y);
+  w.prefill_src_strides = lower::broadcast_strides(g.tensors[src].shape, y);
 }
 
 bool broadcastable(const Shape& from, const Shape& to) {
@@ -93,8 +93,8 @@ Match match_conv(const Graph& g, const Node& n, const MatchContext& cx) {
   std::vector<int64_t> s = n.get_ints("strides", {1, 1}), d = n.get_ints("dilations", {1, 1});
   if (s.size() != 2 || d.size() != 2) return r.no("strides or dilations not 2-D");
   int64_t kh = wt[2], kw = wt[3];
-  runtime::SpatialPad ph = runtime::spatial_pad(n, 0, 2, H, OH, kh, s[0], d[0]);
-  runtime::SpatialPad pw = runtime::spatial_pad(n, 1, 2, W, OW, kw, s[1], d[1]);
+  lower::SpatialPad ph = lower::spatial_pad(n, 0, 2, H, OH, kh, s[0], d[0]);
+  lower::SpatialPad pw = lower::spatial_pad(n, 1, 2, W, OW, kw, s[1], d[1]);
   // CLBlast pads both sides alike: its output size must be ours.
   auto out = [](int64_t in, int64_t p, int64_t k, int64_t st, int64_t dl) { return (in + 2 * p - (dl * (k - 1) + 1)) / st + 1; };
   if (ph.begin != ph.end || pw.begin != pw.end || out(H, ph.begin, kh, s[0], d[0]) != OH ||
@@ -211,7 +211,7 @@ Match match_matmul(const Graph& g, const Node& n, const MatchContext& cx) {
     w.routine = "gemm " + gemm_dims(gc.m, N, K);
   } else {
     if (batches > 256) return r.no(std::to_string(batches) + " batches: one call each");
-    std::vector<int64_t> as = runtime::broadcast_strides(ab, batch), bs = runtime::broadcast_strides(bb, batch);
+    std::vector<int64_t> as = lower::broadcast_strides(ab, batch), bs = lower::broadcast_strides(bb, batch);
     std::vector<int64_t> idx(rank, 0);
     gc.m = M;
     for (int64_t i = 0; i < batches; ++i) {

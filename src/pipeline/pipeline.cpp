@@ -59,7 +59,7 @@ void lower_to_records(CompiledModel& m, const plan::DeviceProfile& profile, cons
   // The fused forms the device's kernels run (the CPU executor runs every one).
   OptimizeOptions oo = options.optimize;
   if (!device_type.empty() && device_type != "cpu-executor")
-    oo.device_forms = runtime::kernel_catalog().fused_for(device_type);
+    oo.device_forms = lower::kernel_catalog().fused_for(device_type);
   // Each share optimizes a copy of the graph as imported; none is made
   // where optimization_shares would give none.
   std::unique_ptr<Graph> imported;
@@ -89,7 +89,7 @@ void lower_to_records(CompiledModel& m, const plan::DeviceProfile& profile, cons
   StorageOptions so;
   so.layouts = options.texture_layouts;
   so.element_bytes = int(stored_element_size(DataType::Float32, buffers.float_storage));
-  m.storage = assign_storage(m.graph, profile, mode, runtime::kernel_catalog(), so);
+  m.storage = assign_storage(m.graph, profile, mode, lower::kernel_catalog(), so);
   m.usage = usage_records(m, options);
   m.times.records_ms = ms_since(t0);
 }

@@ -35,7 +35,7 @@ struct CompileOptions {
   std::string strategy = "best";
   std::string textures = "none";   // none | auto | pools | views
   LayoutPolicy texture_layouts = LayoutPolicy::Cost;  // how each texture's layout is picked (optimize/storage.h)
-  OptimizeOptions optimize;        // its device_forms set from the device (runtime::kernel_catalog)
+  OptimizeOptions optimize;        // its device_forms set from the device (lower::kernel_catalog)
   // Each optimization's share of the lower bound (optimization_shares): the
   // imported graph copied and optimized again once per optimization. Graphs
   // of more than kMaxShareNodes imported nodes get none and are not copied.

@@ -33,9 +33,9 @@ struct OffloadRequest {
   cl_command_queue queue;
   const Graph& graph;  // with weights: the lowering may read constants
   int node = 0;
-  std::function<Location(int tensor)> locate;     // pool or weight buffer of a tensor
-  std::function<Location(int record)> scratch;    // pool bytes of a usage record the offloader added
-  const std::vector<Launch>& builtin;             // texplan's own launches (empty: CPU fallback node)
+  std::function<lower::Location(int tensor)> locate;  // pool or weight buffer of a tensor
+  std::function<lower::Location(int record)> scratch;  // pool bytes of a usage record the offloader added
+  const std::vector<lower::Launch>& builtin;            // texplan's own launches (empty: CPU fallback node)
 };
 
 class Offloader {

@@ -29,7 +29,7 @@ Session::Session(const Graph& g, const PlanInput& pin, const plan::MemoryPlan& p
   m.opt = options;
   m.graph.model_name = g.model_name;
   try {
-    check_kernel_choice(options.kernel_choice);
+    lower::check_kernel_choice(options.kernel_choice);
   } catch (const Error& e) {
     throw Error(m.model() + ": " + e.what());
   }
@@ -117,7 +117,7 @@ std::vector<HostTensor> Session::run(const std::vector<HostTensor>& inputs) {
   for (size_t i = 0; i < inputs.size(); ++i) {
     int t = g.inputs[i];
     if (m.pin.record_of_tensor[m.root(t)] < 0 || inputs[i].bytes.empty()) continue;  // unused input
-    Location l = m.locate(g, t);
+    lower::Location l = m.locate(g, t);
     if (m.stored_as_half(g.tensors[t])) halves[i] = to_half(inputs[i]);
     const std::vector<uint8_t>& value = halves[i].empty() ? inputs[i].bytes : halves[i];
     m.check(clEnqueueWriteBuffer(q, l.mem, CL_FALSE, size_t(l.byte_offset), value.size(), value.data(), 0, nullptr,
@@ -138,7 +138,7 @@ std::vector<HostTensor> Session::run(const std::vector<HostTensor>& inputs) {
     }
     outs.emplace_back(meta.dtype, meta.shape);
     if (outs.back().bytes.empty()) continue;
-    Location l = m.locate(g, t);
+    lower::Location l = m.locate(g, t);
     size_t bytes = outs.back().bytes.size();
     void* into = outs.back().bytes.data();
     if (m.stored_as_half(meta)) {
@@ -191,7 +191,7 @@ void Session::run(const std::vector<const DeviceTensor*>& inputs, const std::vec
   for (size_t i = 0; i < inputs.size(); ++i) {
     int t = g.inputs[i];
     if (m.pin.record_of_tensor[m.root(t)] < 0 || inputs[i]->bytes() == 0) continue;  // unused input
-    Location l = m.locate(g, t);
+    lower::Location l = m.locate(g, t);
     if (m.stored_as_half(g.tensors[t])) {
       m.convert_on_device(inputs[i]->buffer(), 0, l.mem, l.byte_offset / 2, g.tensors[t].shape, true, 0,
                           m.model() + ": converting input " + g.tensors[t].name + " to half");
@@ -213,11 +213,11 @@ void Session::run(const std::vector<const DeviceTensor*>& inputs, const std::vec
                                    g.tensors[m.root(t)].value.bytes.data(), 0, nullptr, nullptr),
               what);
     else if (m.stored_as_half(g.tensors[t])) {
-      Location l = m.locate(g, t);
+      lower::Location l = m.locate(g, t);
       m.convert_on_device(l.mem, l.byte_offset / 2, outputs[k]->buffer(), 0, g.tensors[t].shape, false,
                           g.tensors[t].storage_exponent, what);
     } else {
-      Location l = m.locate(g, t);
+      lower::Location l = m.locate(g, t);
       m.check(clEnqueueCopyBuffer(q, l.mem, outputs[k]->buffer(), size_t(l.byte_offset), 0, size_t(bytes), 0,
                                   nullptr, nullptr),
               what);

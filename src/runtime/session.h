@@ -78,7 +78,7 @@ struct SessionOptions {
   std::optional<bool> staged_io{};
   // Kernel variants named instead of chosen (measurements and tests,
   // lower/kernel_choice.h); the constructor throws Error on an unknown one.
-  KernelChoice kernel_choice;
+  lower::KernelChoice kernel_choice;
 };
 
 struct NodeTime {

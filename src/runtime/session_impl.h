@@ -22,7 +22,7 @@ void from_half(const std::vector<uint8_t>& h, HostTensor& into, int exponent = 0
 struct Session::Impl {
   struct Step {
     int node = 0;
-    std::vector<Launch> launches;
+    std::vector<lower::Launch> launches;
     bool cpu = false;          // runs through reference::evaluate
     // Run by the offloader; `launches` (or the CPU) stay ready for when the
     // library rejects a call, after which they run this node for good.
@@ -120,14 +120,14 @@ struct Session::Impl {
 
   // ---- device memory (session_pools.cpp) ----
   void* stage(int t, size_t bytes);
-  Location locate(const Graph& g, int t);
+  lower::Location locate(const Graph& g, int t);
   cl_mem weight(const Graph& g, int t);
   void allocate_pools();
   cl_image_format rgba_float() const { return {CL_RGBA, cl_channel_type(half ? CL_HALF_FLOAT : CL_FLOAT)}; }
   int64_t pixel_bytes() const { return half ? 8 : 16; }
   void allocate_image_pool(const plan::Pool& pool, const std::string& what);
   void allocate_views();
-  TextureArg image(int t, bool write = false) const;
+  lower::TextureArg image(int t, bool write = false) const;
 
   // ---- guard mode (session_pools.cpp) ----
   std::vector<uint8_t> record_bytes(int r);
@@ -140,7 +140,7 @@ struct Session::Impl {
   bool texture_step(const Node& node) const;
   void prepare(const Graph& g);
   static std::vector<int> windows_of(const Graph& g, const Node& node);
-  static bool reads(const std::vector<Launch>& launches, cl_mem m);
+  static bool reads(const std::vector<lower::Launch>& launches, cl_mem m);
   void release_unread_weights(const Graph& g);
   void offload(const Graph& g, Step& step);
   void keep_host_constants(const Graph& g);

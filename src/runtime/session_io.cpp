@@ -23,7 +23,7 @@ void from_half(const std::vector<uint8_t>& h, HostTensor& into, int exponent) {
 
 void Session::Impl::read(int t, HostTensor& into) {
   if (into.bytes.empty()) return;
-  Location l = locate(graph, t);
+  lower::Location l = locate(graph, t);
   std::vector<uint8_t> halves(stored_as_half(graph.tensors[t]) ? into.bytes.size() / 2 : 0);
   check(clEnqueueReadBuffer(q, l.mem, CL_TRUE, size_t(l.byte_offset), halves.empty() ? into.bytes.size() : halves.size(),
                             halves.empty() ? into.bytes.data() : halves.data(), 0, nullptr, nullptr),
@@ -71,7 +71,7 @@ void Session::Impl::run_on_cpu(const Step& s) {
       throw Error(at_node(s.node) + ": CPU result " + to_string(outs[k].dtype) + " " + to_string(outs[k].shape) +
                   " does not match tensor " + want.name + " " + to_string(want.dtype) + " " + to_string(want.shape));
     if (outs[k].bytes.empty()) continue;
-    Location l = locate(graph, t);
+    lower::Location l = locate(graph, t);
     if (stored_as_half(want)) outs[k].bytes = to_half(outs[k]);
     check(clEnqueueWriteBuffer(q, l.mem, CL_TRUE, size_t(l.byte_offset), outs[k].bytes.size(),
                                outs[k].bytes.data(), 0, nullptr, nullptr),
@@ -85,7 +85,7 @@ void Session::Impl::run_on_cpu(const Step& s) {
 // times 2^exponent (Tensor::storage_exponent).
 void Session::Impl::convert_on_device(cl_mem src, int64_t src_at, cl_mem dst, int64_t dst_at, const Shape& shape,
                                       bool to_half, int exponent, const std::string& what) {
-  const cl_int n = i32(element_count(shape)), so = i32(src_at), dso = i32(dst_at);
+  const cl_int n = lower::i32(element_count(shape)), so = lower::i32(src_at), dso = lower::i32(dst_at);
   const cl_float scale = std::ldexp(1.0f, to_half ? exponent : -exponent);
   cl_int s = CL_SUCCESS;
   cl_kernel k = clCreateKernel(dev->program("elementwise.cl"), to_half ? "f32_to_half" : "half_to_f32", &s);
@@ -95,7 +95,7 @@ void Session::Impl::convert_on_device(cl_mem src, int64_t src_at, cl_mem dst, in
                                                   {sizeof dso, &dso}, {sizeof n, &n},     {sizeof scale, &scale}};
     s = clSetKernelArg(k, a, arg[a].first, arg[a].second);
   }
-  const size_t global = size_t(ceil_div(std::max(n, 1), 64)) * 64;
+  const size_t global = size_t(lower::ceil_div(std::max(n, 1), 64)) * 64;
   if (s == CL_SUCCESS) s = clEnqueueNDRangeKernel(q, k, 1, nullptr, &global, nullptr, 0, nullptr, nullptr);
   clReleaseKernel(k);
   check(s, what);

@@ -67,11 +67,11 @@ void Session::Impl::prepare(const Graph& g) {
     // Aliases, views and elided concats: their outputs already hold the bytes.
     if (all_constant || writes_nothing(g, node, pin.alias_root, pin.alias_offset)) continue;
     try {
-      NodeBuilder b(*dev, g, node, [&](int t) { return locate(g, t); });
+      lower::NodeBuilder b(*dev, g, node, [&](int t) { return locate(g, t); });
       b.kernel_choice = opt.kernel_choice;
       b.tf32 = precision == Precision::Tf32;
       b.half = half;
-      b.index_faults = [&, n] { return NodeBuilder::FaultFlags{fault_flags(), n}; };
+      b.index_faults = [&, n] { return lower::NodeBuilder::FaultFlags{fault_flags(), n}; };
       b.set_images(
           [&](int t) {
             return image(t, std::find(node.outputs.begin(), node.outputs.end(), t) != node.outputs.end());
@@ -79,8 +79,8 @@ void Session::Impl::prepare(const Graph& g) {
           images_1d);
       bool lowered = false;
       try {
-        lowered = texture_step(node) ? (lower_texture(b), true) : lower_node(b);
-      } catch (const NoHalfKernel& e) {
+        lowered = texture_step(node) ? (lower::lower_texture(b), true) : lower::lower_node(b);
+      } catch (const lower::NoHalfKernel& e) {
         if (texture_step(node)) throw Error("its texture kernels (" + e.file + ") have no fp16 storage form");
         half_fallback.push_back(node.name + " (" + node.op_type + "): " + e.file);  // runs on the CPU, converting
       }
@@ -133,8 +133,8 @@ std::vector<int> Session::Impl::windows_of(const Graph& g, const Node& node) {
   return w;
 }
 
-bool Session::Impl::reads(const std::vector<Launch>& launches, cl_mem m) {
-  for (const Launch& l : launches)
+bool Session::Impl::reads(const std::vector<lower::Launch>& launches, cl_mem m) {
+  for (const lower::Launch& l : launches)
     if (std::find(l.mems.begin(), l.mems.end(), m) != l.mems.end()) return true;
   return false;
 }
@@ -170,7 +170,7 @@ void Session::Impl::offload(const Graph& g, Step& step) {
                    [&](int t) { return locate(g, t); },
                    [&](int rec) {
                      const plan::Placement& p = plan.placements.at(size_t(rec));
-                     return Location{pools.at(size_t(p.pool)), p.offset};
+                     return lower::Location{pools.at(size_t(p.pool)), p.offset};
                    },
                    step.launches};
   step.offload = opt.offload->prepare(r);

@@ -19,7 +19,7 @@ std::string mib(int64_t bytes) { return std::to_string(bytes) + " bytes (" + std
 Session::Impl::~Impl() {
   for (Step& s : steps) s.offload.reset();  // may hold sub-buffers of the pools
   for (Step& s : steps)
-    for (Launch& l : s.launches) clReleaseKernel(l.kernel);
+    for (lower::Launch& l : s.launches) clReleaseKernel(l.kernel);
   for (auto* list : {&view_images, &view_buffers, &pool_images, &pool_write_images, &packed})
     for (cl_mem m : *list)
       if (m) clReleaseMemObject(m);
@@ -51,7 +51,7 @@ void* Session::Impl::stage(int t, size_t bytes) {
   return (staging[t] = st).host;
 }
 
-Location Session::Impl::locate(const Graph& g, int t) {
+lower::Location Session::Impl::locate(const Graph& g, int t) {
   int r = root(t);
   if (g.tensors[r].is_constant) return {weight(g, r), 0};
   const plan::Placement& p = plan.placements.at(record(t));
@@ -201,23 +201,23 @@ void Session::Impl::allocate_views() {
 
 // The image of texture tensor `t`, its first pixel there and its layout;
 // a null image for buffers and constants.
-TextureArg Session::Impl::image(int t, bool write) const {
+lower::TextureArg Session::Impl::image(int t, bool write) const {
   int rt = root(t);
   if (graph.tensors.at(rt).is_constant) return {};
   int r = pin.record_of_tensor.at(rt);
   if (r < 0 || pin.records[r].storage != plan::Storage::Texture) return {};
   const plan::Placement& p = plan.placements.at(r);
-  TextureArg a;
+  lower::TextureArg a;
   if (size_t(rt) < pin.texture_layout.size() && pin.texture_layout[rt] == TextureLayout::WideRows) {
     const Shape& s = graph.tensors.at(rt).shape;  // NCHW
-    a.layout_h = i32(s.at(2)), a.layout_c4 = i32((s.at(1) + 3) / 4);
+    a.layout_h = lower::i32(s.at(2)), a.layout_c4 = lower::i32((s.at(1) + 3) / 4);
     a.layout_fold = size_t(rt) < pin.texture_fold.size() ? std::max(1, pin.texture_fold[rt]) : 1;
   }
   if (p.view && !images_1d) {
     a.mem = view_images.at(r);
   } else if (p.view) {
     a.mem = (write ? pool_write_images : pool_images).at(p.pool);
-    a.base = i32(p.offset / pixel_bytes());
+    a.base = lower::i32(p.offset / pixel_bytes());
   } else {
     a.mem = pool_images.at(p.pool);
   }

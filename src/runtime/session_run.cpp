@@ -82,7 +82,7 @@ bool Session::Impl::enqueue_offloaded(const Step& s, std::vector<cl_event>* even
 
 // `events` (profile mode) receives one event per launch.
 void Session::Impl::enqueue(const Step& s, std::vector<cl_event>* events) {
-  for (const Launch& l : s.launches) {
+  for (const lower::Launch& l : s.launches) {
     cl_event* ev = events ? &events->emplace_back() : nullptr;
     cl_int e = clEnqueueNDRangeKernel(q, l.kernel, l.dims, nullptr, l.global,
                                       l.has_local ? l.local : nullptr, 0, nullptr, ev);

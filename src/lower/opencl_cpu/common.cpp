@@ -5,7 +5,7 @@
 #include "kernels/kernel_sources.h"
 #include "lower/tuning.h"
 
-namespace texplan::runtime {
+namespace texplan::lower {
 
 std::string CpuVariant::name() const {
   return std::to_string(ocb) + "x" + std::to_string(pb) +
@@ -175,4 +175,4 @@ std::string dims_key(std::initializer_list<int64_t> v) {
   return s;
 }
 
-} // namespace texplan::runtime
+} // namespace texplan::lower

@@ -10,7 +10,7 @@
 
 #include "lower/ops.h"
 
-namespace texplan::runtime {
+namespace texplan::lower {
 
 // A register block "OCBxPB" (output channels or rows x pixels or columns per
 // work-item) and a work-group size along dim 0 (0: the driver chooses);
@@ -71,4 +71,4 @@ struct CpuConv {
   std::optional<TensorArg> channel_scale = std::nullopt;
 };
 
-} // namespace texplan::runtime
+} // namespace texplan::lower

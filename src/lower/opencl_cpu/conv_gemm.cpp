@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-namespace texplan::runtime {
+namespace texplan::lower {
 
 bool lower_conv_cpu(NodeBuilder &b, const FusedTail &tail) {
   const Shape &x = b.in(0).shape, &w = b.in(1).shape, &y = b.out(0).shape;
@@ -379,4 +379,4 @@ bool lower_conv1x1_cpu(NodeBuilder &b, const FusedTail &tail,
   return true;
 }
 
-} // namespace texplan::runtime
+} // namespace texplan::lower

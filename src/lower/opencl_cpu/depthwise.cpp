@@ -3,7 +3,7 @@
 
 #include "lower/opencl_cpu/lowerings.h"
 
-namespace texplan::runtime {
+namespace texplan::lower {
 
 bool lower_depthwise_cpu(NodeBuilder &b, const FusedTail &tail,
                          const CpuConv &c) {
@@ -91,4 +91,4 @@ bool lower_depthwise_cpu(NodeBuilder &b, const FusedTail &tail,
   return true;
 }
 
-} // namespace texplan::runtime
+} // namespace texplan::lower

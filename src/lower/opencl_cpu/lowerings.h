@@ -7,7 +7,7 @@
 #include "lower/opencl_cpu/common.h"
 #include "lower/ops.h"
 
-namespace texplan::runtime {
+namespace texplan::lower {
 
 // Conv and FusedConv, 1-D and 2-D, any groups (depthwise included).
 bool lower_conv_cpu(NodeBuilder& b, const FusedTail& tail);
@@ -65,4 +65,4 @@ bool launch_gemm_cpu(NodeBuilder& b, const TensorArg& A, const TensorArg& B, con
                          tail);
 }
 
-}  // namespace texplan::runtime
+}  // namespace texplan::lower

@@ -12,7 +12,7 @@
 #include "lower/tuning.h"
 #include "lower/winograd_weights.h"
 
-namespace texplan::runtime {
+namespace texplan::lower {
 namespace {
 
 // F(m x m, 3x3) with an OCB x PB register block, OCW output channels per
@@ -169,4 +169,4 @@ bool lower_conv_winograd_cpu(NodeBuilder& b, const FusedTail& tail, const CpuCon
   return true;
 }
 
-}  // namespace texplan::runtime
+}  // namespace texplan::lower
