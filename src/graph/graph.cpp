@@ -204,6 +204,17 @@ std::vector<float> Node::get_floats(const std::string& a, std::vector<float> dfl
   return it == attrs.end() ? dflt : it->second.floats;
 }
 
+Tensor without_value(const Tensor& t) {
+  Tensor m;
+  m.name = t.name, m.dtype = t.dtype, m.shape = t.shape;
+  m.is_input = t.is_input, m.is_output = t.is_output, m.is_constant = t.is_constant;
+  m.storage_exponent = t.storage_exponent;
+  m.has_data = t.has_data;
+  m.producer = t.producer;
+  m.window = t.window;
+  return m;
+}
+
 int Graph::add_tensor(Tensor t) {
   const int id = int(tensors.size());
   // A caller that reserved tensors (the importer: a million) gets the index

@@ -171,6 +171,10 @@ struct Tensor {
   int64_t bytes() const { return element_count(shape) * int64_t(element_size(dtype)); }
 };
 
+// Every field of `t` but its value (has_data kept): the one list of a
+// tensor's metadata, so copies that leave weights behind miss no field.
+Tensor without_value(const Tensor& t);
+
 // Input `input`'s view (decisions.operand_views), or none.
 std::optional<OperandView> operand_view(const Node& n, int input);
 void set_operand_view(Node& n, int input, const OperandView& v);

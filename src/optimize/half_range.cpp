@@ -203,7 +203,7 @@ int exponent_for(float largest) {
   int k = 0;
   std::frexp(largest, &k);  // largest in [2^(k-1), 2^k)
   const int e = kTargetLog2 - k;
-  const int stepped = e >= 0 ? e / kExponentStep * kExponentStep : -((-e + kExponentStep - 1) / kExponentStep) * kExponentStep;
+  const int stepped = int(std::floor(double(e) / kExponentStep)) * kExponentStep;  // down: the largest stays below 2^5
   return std::clamp(stepped, -96, 96);
 }
 

@@ -408,13 +408,7 @@ Graph without_values(const Graph& g) {
   h.inputs = g.inputs;
   h.outputs = g.outputs;
   h.tensors.reserve(g.tensors.size());
-  for (const Tensor& t : g.tensors) {
-    Tensor m;
-    m.name = t.name, m.dtype = t.dtype, m.shape = t.shape, m.producer = t.producer;
-    m.is_input = t.is_input, m.is_output = t.is_output, m.is_constant = t.is_constant, m.has_data = t.has_data;
-    m.window = t.window, m.storage_exponent = t.storage_exponent;
-    h.tensors.push_back(std::move(m));
-  }
+  for (const Tensor& t : g.tensors) h.tensors.push_back(without_value(t));
   h.rebuild_index();
   return h;
 }

@@ -10,17 +10,13 @@
 namespace texplan::runtime {
 
 namespace {
-// Tensor without its value: what a run needs to know about it.
+// Tensor without its value: what a run needs to know about it. has_data
+// says whether this copy holds the value (keep_host_constants), and
+// windows were taken when the nodes were lowered.
 Tensor metadata(const Tensor& t) {
-  Tensor m;
-  m.name = t.name;
-  m.dtype = t.dtype;
-  m.shape = t.shape;
-  m.is_input = t.is_input;
-  m.is_output = t.is_output;
-  m.is_constant = t.is_constant;
-  m.producer = t.producer;
-  m.storage_exponent = t.storage_exponent;
+  Tensor m = without_value(t);
+  m.has_data = false;
+  m.window.reset();
   return m;
 }
 }  // namespace
