@@ -1,0 +1,22 @@
+# torchvision models beyond the zoo, as entries of export_models.py's ZOO:
+# this file is appended to a copy of ../shared/tools/export_models.py (which
+# defines ZOO, torch and tvm), so every tool that builds models from that
+# file by name (its export(), bench/peers/torch_bench.py, scripts/device/)
+# builds these too. scripts/export_more.sh exports them here;
+# scripts/device/add_more_models.sh adds them to a pack for the GPU machine.
+def _image(n):
+    return lambda: torch.randn(1, 3, n, n)
+
+
+MORE = {
+    "inception_v3": (lambda: tvm.inception_v3(aux_logits=False, init_weights=True), _image(299)),
+    "densenet169": (lambda: tvm.densenet169(), _image(224)),
+    "mobilenet_v3_large": (lambda: tvm.mobilenet_v3_large(), _image(224)),
+    "regnet_y_400mf": (lambda: tvm.regnet_y_400mf(), _image(224)),
+    "swin_t": (lambda: tvm.swin_t(), _image(224)),
+    "resnext50_32x4d": (lambda: tvm.resnext50_32x4d(), _image(224)),
+    "convnext_tiny": (lambda: tvm.convnext_tiny(), _image(224)),
+    "efficientnet_b3": (lambda: tvm.efficientnet_b3(), _image(300)),
+    "vit_b_16": (lambda: tvm.vit_b_16(), _image(224)),
+}
+ZOO.update(MORE)
