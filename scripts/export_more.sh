@@ -9,7 +9,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 em=${EXPORT_MODELS_PY:-$here/../../shared/tools/export_models.py}
 out=$1; shift
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-cat "$em" "$here/more_models.py" >"$tmp/export_models.py"
+# more_models.py goes before the main block, which runs the exports.
+awk -v more="$here/more_models.py" '/^if __name__ == "__main__":/ { while ((getline l < more) > 0) print l; print "" } { print }' \
+  "$em" >"$tmp/export_models.py"
 names=()
 for n in "$@"; do
   if [[ $n == more ]]; then

@@ -9,7 +9,12 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 dev=${TEXPLAN_PACK_DIR:-.dev}
 [[ -f $dev/tools/export_models.py ]] || { echo "run scripts/device/pack.sh first" >&2; exit 1; }
-grep -q "^ZOO.update(MORE)" "$dev/tools/export_models.py" || cat scripts/more_models.py >>"$dev/tools/export_models.py"
+# Before the file's main block, which runs its exports when it is the script.
+if ! grep -q "^ZOO.update(MORE)" "$dev/tools/export_models.py"; then
+  awk -v more=scripts/more_models.py '/^if __name__ == "__main__":/ { while ((getline l < more) > 0) print l; print "" } { print }' \
+    "$dev/tools/export_models.py" >"$dev/tools/export_models.py.new"
+  mv "$dev/tools/export_models.py.new" "$dev/tools/export_models.py"
+fi
 names=("$@")
 ((${#names[@]})) || mapfile -t names < <(sed -n 's/^    "\([a-z0-9_]*\)": (lambda.*/\1/p' scripts/more_models.py)
 for n in "${names[@]}"; do mkdir -p "$dev/models/$n"; done
