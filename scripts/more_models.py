@@ -8,6 +8,19 @@ def _image(n):
     return lambda: torch.randn(1, 3, n, n)
 
 
+class _FeaturePyramid(nn.Module):
+    """A detection backbone (ResNet-50 with its feature pyramid, as Faster
+    R-CNN builds it), its five levels flattened into one output."""
+
+    def __init__(self):
+        super().__init__()
+        from torchvision.models.detection.backbone_utils import resnet_fpn_backbone
+        self.body = resnet_fpn_backbone(backbone_name="resnet50", weights=None, trainable_layers=5)
+
+    def forward(self, x):
+        return torch.cat([v.flatten(1) for v in self.body(x).values()], 1)
+
+
 MORE = {
     "inception_v3": (lambda: tvm.inception_v3(aux_logits=False, init_weights=True), _image(299)),
     "densenet169": (lambda: tvm.densenet169(), _image(224)),
@@ -18,5 +31,8 @@ MORE = {
     "convnext_tiny": (lambda: tvm.convnext_tiny(), _image(224)),
     "efficientnet_b3": (lambda: tvm.efficientnet_b3(), _image(300)),
     "vit_b_16": (lambda: tvm.vit_b_16(), _image(224)),
+    "resnet50_fpn": (lambda: _FeaturePyramid(), _image(224)),
+    "deeplabv3_mobilenet_v3_large": (
+        lambda: tvm.segmentation.deeplabv3_mobilenet_v3_large(weights=None, weights_backbone=None), _image(224)),
 }
 ZOO.update(MORE)
