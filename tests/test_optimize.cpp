@@ -614,7 +614,8 @@ TEST(Optimize, FullyConnectedPairsBecomeOneMlp) {
 // copies let it die at the cuts: the bound would rise. Decided one operand
 // at a time, q and k read P (it dies at their product, before the softmax)
 // and v reads its cut: one Slice left of the nine nodes, the bound no
-// higher than with no strided operands at all.
+// higher than with no strided operands at all. (With attention fusion on,
+// the three products are one FusedAttention: test_fused_attention.cpp.)
 TEST(Optimize, StridedOperandsNeverRaiseTheBound) {
   std::mt19937 rng(13);
   int x = 0;
@@ -643,13 +644,14 @@ TEST(Optimize, StridedOperandsNeverRaiseTheBound) {
   Graph unviewed = g, copies = g;
   OptimizeOptions no_strides;
   no_strides.strided_operands = false;
+  no_strides.attention_fusion = false;
   optimize(copies, no_strides);
   int copy_transposes = 0;
   for (const auto& n : copies.nodes) copy_transposes += n.op_type == "Transpose";
   EXPECT_EQ(copy_transposes, 3) << "--no-strided-operands keeps the copies";
   EXPECT_TRUE(lower::kernel_catalog().fused_for("gpu").strided_operands);
   EXPECT_FALSE(lower::kernel_catalog().fused_for("cpu").strided_operands);
-  const OptimizeReport rep = optimize(g, {});
+  const OptimizeReport rep = optimize(g, {.attention_fusion = false});
   int transposes = 0, slices = 0;
   for (const auto& n : g.nodes) {
     transposes += n.op_type == "Transpose";

@@ -16,6 +16,8 @@ void add_optimize_options(CLI::App& app, OptimizeOptions& o) {
                         "keep two fully connected 1x1 convolutions in a row apart");
   app.add_flag_callback("--no-strided-operands", [&o] { o.strided_operands = false; },
                         "products read operands that Slices, Gathers and Transposes cut and move as copies");
+  app.add_flag_callback("--no-attention-fusion", [&o] { o.attention_fusion = false; },
+                        "keep attention's products, scale, mask and Softmax apart (the score matrix stored)");
   app.add_flag_callback("--no-inplace", [&o] { o.inplace = false; }, "every node writes fresh storage");
   app.add_flag_callback("--no-concat-elision", [&o] { o.concat_elision = false; },
                         "Concat copies its inputs instead of producers writing their slice");

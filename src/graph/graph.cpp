@@ -246,6 +246,11 @@ std::vector<std::vector<int>> Graph::consumers() const {
 bool channel_scaled(const Node& n) { return n.op_type == "FusedConv" && n.decisions.channel_scaled; }
 void set_channel_scaled(Node& n) { n.decisions.channel_scaled = true; }
 
+std::optional<AttentionForm> attention_form(const Node& n) {
+  if (n.op_type != "FusedAttention") return std::nullopt;
+  return n.decisions.attention;
+}
+
 std::optional<OperandView> operand_view(const Node& n, int input) {
   auto it = n.decisions.operand_views.find(input);
   if (it == n.decisions.operand_views.end()) return std::nullopt;

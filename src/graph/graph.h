@@ -96,6 +96,17 @@ struct OperandView {
   std::vector<int64_t> strides;
 };
 
+// A FusedAttention's form (attention_form()): Y = softmax(scale * Q K^T + M) V
+// over the last two axes, M the optional additive mask (input 3). Set by
+// optimize's fuse_attention; read by the reference, the lowering, profile
+// and the fp16 range pass (docs/fused-ops.md#fusedattention).
+struct AttentionForm {
+  float scale = 1.0f;
+  // Input 1 holds K^T [..., D, Sk] (the score product's right operand as
+  // the graph had it), not K [..., Sk, D]: no Transpose needed either way.
+  bool k_transposed = false;
+};
+
 // What the optimizer decided about a node, for the stages after it. Only
 // code sets these, never a model file: an attribute of a similar name in a
 // model is an ordinary attribute (and import's schema check refuses it).
@@ -121,6 +132,8 @@ struct NodeDecisions {
   // Set by optimize's strided_product_operands; read by the reference, the
   // runtime's product kernels, profile and the offload partition.
   std::map<int, OperandView> operand_views;
+  // A FusedAttention's scale and K layout (attention_form()).
+  std::optional<AttentionForm> attention;
 };
 
 struct Node {
@@ -185,6 +198,9 @@ void clear_operand_view(Node& n, int input);
 // channel_scales_into_convs; docs/fused-ops.md).
 bool channel_scaled(const Node& n);
 void set_channel_scaled(Node& n);
+
+// A FusedAttention's form; none on any other node (or a malformed one).
+std::optional<AttentionForm> attention_form(const Node& n);
 
 struct Graph {
   std::string model_name;  // for messages: "resnet18"

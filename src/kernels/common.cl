@@ -31,6 +31,23 @@ typedef struct {
   const float alpha = p.alpha, beta = p.beta;                                                                     \
   const Dims batch = p.batch, a_sb = p.a_sb, b_sb = p.b_sb, c_sb = p.c_sb;
 
+// FusedAttention's scalars (attention.cl, cpu_attention.cl; lower/attention.cpp).
+// Q, K, V and the mask are read through element strides over (batch,
+// head, row, column): batch b of the flat b0 * heads + h is at b0 * s_sb +
+// h * s_sh; K's rows are keys and its columns the head dim, whichever way
+// it is stored. Y is contiguous [batches, sq, dv]. `scale` includes log2(e):
+// the kernels take powers of two.
+typedef struct {
+  int qo, ko, vo, mo, yo;
+  int heads, sq, sk, dh, dv, has_mask;
+  int q_sb, q_sh, q_si, q_sd;
+  int k_sb, k_sh, k_sj, k_sd;
+  int v_sb, v_sh, v_sj, v_sd;
+  int m_sb, m_sh, m_si, m_sj;
+  float scale;
+} AttentionParams;
+#define ATT_BATCH(p, s, b) ((b) / (p).heads * (p).s##_sb + (b) % (p).heads * (p).s##_sh)
+
 // Offset in a strided operand of element i of the contiguous space `dims`.
 inline int strided_offset(int i, Dims dims, Dims st) {
   int off = 0;

@@ -23,14 +23,17 @@ const KernelCatalog& kernel_catalog() {
     //   two wide GEMVs on GPUs (docs/kernel-choices.md#fusedmlp-on-gpus).
     // - Strided product operands off CPU devices: they leave the CPU
     //   kernels' contiguous GEMM (docs/kernel-choices.md#strided-product-operands).
-    k.fused_forms["gpu"] = {.conv_maxpool = conv_maxpool, .strided_operands = true};
-    k.fused_forms["cpu"] = {.channel_scaled_conv = true, .mlp = true};
-    k.other_devices = {.strided_operands = true};
+    // - FusedAttention everywhere: attention.cl on GPUs, cpu_attention.cl on CPU devices.
+    k.fused_forms["gpu"] = {.conv_maxpool = conv_maxpool, .strided_operands = true,
+                            .attention_head_dim = kMaxAttentionHeadDim};
+    k.fused_forms["cpu"] = {.channel_scaled_conv = true, .mlp = true, .attention_head_dim = kMaxAttentionHeadDim};
+    k.other_devices = {.strided_operands = true, .attention_head_dim = kMaxAttentionHeadDim};
     // Files whose float tensors go through common.cl's real_t, LD and ST.
     k.half_kernel_files = {"elementwise.cl",   "shape.cl",        "pool.cl",        "reduce.cl",
                            "norm.cl",          "fused.cl",        "cpu_conv.cl",    "cpu_gemm.cl",
                            "cpu_depthwise.cl", "cpu_winograd.cl", "texture_ops.cl", "texture_conv.cl",
-                           "gemm.cl",          "conv.cl",         "conv_maxpool.cl"};
+                           "gemm.cl",          "conv.cl",         "conv_maxpool.cl", "attention.cl",
+                           "cpu_attention.cl"};
     return k;
   }();
   return catalog;

@@ -251,6 +251,7 @@ const std::map<std::string, Lowering>& table() {
       {"FusedElementwise", lower_fused_elementwise},
       {"FusedConvMaxPool", lower_fused_conv_maxpool},
       {"FusedMlp", lower_fused_mlp},
+      {"FusedAttention", lower_fused_attention},
       {"PatchWrite", lower_patch_write},
   };
   return t;

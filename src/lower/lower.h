@@ -47,6 +47,17 @@ struct GemmParams {
   Dims batch{}, a_sb{}, b_sb{}, c_sb{};
 };
 
+// FusedAttention's scalars; match AttentionParams in src/kernels/common.cl.
+struct AttentionParams {
+  cl_int qo = 0, ko = 0, vo = 0, mo = 0, yo = 0;
+  cl_int heads = 1, sq = 0, sk = 0, dh = 0, dv = 0, has_mask = 0;
+  cl_int q_sb = 0, q_sh = 0, q_si = 0, q_sd = 0;
+  cl_int k_sb = 0, k_sh = 0, k_sj = 0, k_sd = 0;
+  cl_int v_sb = 0, v_sh = 0, v_sj = 0, v_sd = 0;
+  cl_int m_sb = 0, m_sh = 0, m_si = 0, m_sj = 0;
+  cl_float scale = 1;
+};
+
 // Where a tensor lives: a pool (or weight) buffer and a byte offset in it.
 struct Location {
   cl_mem mem = nullptr;
@@ -183,7 +194,7 @@ class NodeBuilder {
   std::function<FaultFlags()> index_faults;
 
   // Prepares kernel `name` from src/kernels/`src.file` with `args`
-  // (TensorArg, MemArg, int, float, Dims, ConvParams, GemmParams) for the
+  // (TensorArg, MemArg, int, float, Dims, ConvParams, GemmParams, AttentionParams) for the
   // given range.
   template <class... A>
   void launch(const Source& src, const char* name, const Range& r, const A&... args) {
@@ -235,6 +246,7 @@ class NodeBuilder {
   void set_arg(Launch& l, cl_uint& i, const Dims& v) { set_raw(l, i, sizeof v, &v); }
   void set_arg(Launch& l, cl_uint& i, const ConvParams& v) { set_raw(l, i, sizeof v, &v); }
   void set_arg(Launch& l, cl_uint& i, const GemmParams& v) { set_raw(l, i, sizeof v, &v); }
+  void set_arg(Launch& l, cl_uint& i, const AttentionParams& v) { set_raw(l, i, sizeof v, &v); }
   void set_arg(Launch& l, cl_uint& i, const MemArg& m) {
     if (m.mem) l.mems.push_back(m.mem);
     set_raw(l, i, sizeof(cl_mem), &m.mem);

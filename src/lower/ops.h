@@ -176,6 +176,18 @@ bool lower_fused_conv(NodeBuilder& b);         // lower/fused.cpp
 bool lower_fused_matmul(NodeBuilder& b);
 bool lower_fused_elementwise(NodeBuilder& b);
 bool lower_fused_mlp(NodeBuilder& b);
+// FusedAttention (lower/attention.cpp): attention.cl's blocks of query rows
+// with K and V tiles in local memory; on CPU devices lower_attention_cpu.
+bool lower_fused_attention(NodeBuilder& b);
+// The head dims (Q/K's and V's last dims) its kernels take: the fused forms'
+// attention_head_dim (lower/catalog.cpp).
+constexpr int kMaxAttentionHeadDim = 256;
+// A FusedAttention's buffers and scalars as its kernels take them.
+struct AttentionLaunch {
+  MemArg q, k, v, mask, y;
+  AttentionParams p;
+  int64_t batches;  // the flat batch dims (p.heads per b0)
+};
 // FusedConvMaxPool (lower/conv.cpp): 2x2/2 windows on GPUs are an implicit GEMM
 // with no recomputation; overlapping windows a tiled direct conv that
 // recomputes only the edges of each tile's conv region (on PoCL still 1.5-2x

@@ -22,7 +22,12 @@ struct FusedForms {
   bool conv_maxpool = false;        // FusedConvMaxPool (OptimizeOptions::pool_fusion)
   bool channel_scaled_conv = false; // 1x1 convs scaling their input's channels (channel_scale_fusion)
   bool mlp = false;                 // FusedMlp (mlp_fusion)
-  bool strided_operands = false;    // products reading OperandViews (strided_operands)
+  // MatMul/FusedMatMul reading OperandViews (strided_operands; FusedAttention
+  // reads them on every device).
+  bool strided_operands = false;
+  // FusedAttention with head dims (Q/K's and V's last dims) up to this;
+  // 0: none (attention_fusion).
+  int attention_head_dim = 0;
 };
 
 struct KernelCatalog {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <set>
 #include <tuple>
 
@@ -67,12 +68,14 @@ OptimizeOptions::Order parse_order(const std::string& s) {
 // k may be views while v, read last, stays a copy), else a shorter chain
 // tried: decided first on a copy without the large constants' values (the
 // pass reads only the chains' small Slice and Gather parameters), then the
-// same views set in g. Returns the nodes it dropped.
-static int strided_operands_within_bound(Graph& g) {
-  // Only products read operands through views: without one, no graph copies.
-  if (std::none_of(g.nodes.begin(), g.nodes.end(),
-                   [](const Node& n) { return n.op_type == "MatMul" || n.op_type == "FusedMatMul"; }))
-    return 0;
+// same views set in g. `products`: MatMul and FusedMatMul take views too,
+// not only FusedAttention. Returns the nodes it dropped.
+static int strided_operands_within_bound(Graph& g, bool products) {
+  auto reads_views = [products](const Node& n) {
+    return n.op_type == "FusedAttention" || (products && (n.op_type == "MatMul" || n.op_type == "FusedMatMul"));
+  };
+  // Only these read operands through views: without one, no graph copies.
+  if (std::none_of(g.nodes.begin(), g.nodes.end(), reads_views)) return 0;
   constexpr size_t kSmall = 4096;
   std::vector<HostTensor> large(g.tensors.size());
   std::vector<char> moved(g.tensors.size(), 0);
@@ -89,6 +92,7 @@ static int strided_operands_within_bound(Graph& g) {
   };
   std::set<std::tuple<std::string, int, int>> kept;  // product, slot, the tensor its view reads
   auto keep_all = [&](const Graph&, const Node& n, int slot) {
+    if (!reads_views(n)) return false;
     kept.insert({n.name, slot, n.inputs[size_t(slot)]});
     return true;
   };
@@ -103,7 +107,7 @@ static int strided_operands_within_bound(Graph& g) {
     int trials = 0;
     kept.clear();
     strided_product_operands(trial, [&](const Graph& with, const Node& n, int slot) {
-      return ++trials <= kMaxTrials && fits(with) && keep_all(with, n, slot);
+      return reads_views(n) && ++trials <= kMaxTrials && fits(with) && keep_all(with, n, slot);
     });
   }
   if (kept.empty()) return 0;
@@ -125,6 +129,7 @@ OptimizeOptions runnable(OptimizeOptions o) {
   o.channel_scale_fusion = o.channel_scale_fusion && f.channel_scaled_conv;
   o.mlp_fusion = o.mlp_fusion && f.mlp;
   o.strided_operands = o.strided_operands && f.strided_operands;
+  o.attention_fusion = o.attention_fusion && f.attention_head_dim > 0;
   return o;
 }
 
@@ -139,6 +144,8 @@ OptimizeReport optimize(Graph& g, const OptimizeOptions& given) {
   if (opt.fuse) {
     r.viewed_nodes = elements_in_place_to_views(g);
     r.fused_layernorm = fuse_layer_norm(g);
+    if (opt.attention_fusion)
+      r.fused_attention = fuse_attention(g, opt.device_forms ? opt.device_forms->attention_head_dim : INT64_MAX);
     const FuseCounts c = fuse(g, opt.pool_fusion, opt.channel_scale_fusion, opt.mlp_fusion);
     r.fused_conv = c.conv;
     r.fused_matmul = c.matmul;
@@ -147,7 +154,10 @@ OptimizeReport optimize(Graph& g, const OptimizeOptions& given) {
     r.fused_pool = c.pool;
     r.fused_channel_scales = c.channel_scales;
     r.fused_mlps = c.mlps;
-    if (opt.strided_operands) r.viewed_nodes += strided_operands_within_bound(g);
+    // FusedAttention's kernels read strides on every device; products' only
+    // where the device's forms say so.
+    if (opt.strided_operands || (given.strided_operands && r.fused_attention > 0))
+      r.viewed_nodes += strided_operands_within_bound(g, opt.strided_operands);
   }
   for (auto& n : g.nodes) n.decisions.in_place = opt.inplace && may_run_in_place(n);
   const int slice_views = opt.fuse ? slices_to_views(g) : 0;
@@ -215,13 +225,15 @@ std::vector<OptimizationShare> optimization_shares(const Graph& imported, const 
   };
   const OptimizeReport& r = optimized;
   const bool fused = r.fused_conv || r.fused_matmul || r.fused_elementwise || r.folded_batchnorm || r.fused_pool ||
-                     r.fused_channel_scales || r.fused_mlps || r.fused_layernorm || r.viewed_nodes ||
+                     r.fused_channel_scales || r.fused_mlps || r.fused_layernorm || r.fused_attention || r.viewed_nodes ||
                      r.nodes_after != r.nodes_before;
   const bool concats = std::any_of(imported.nodes.begin(), imported.nodes.end(),
                                    [](const Node& n) { return n.op_type == "Concat"; });
   if (opt.fuse) without("fuse", fused, [](OptimizeOptions& o) { o.fuse = false; });
   if (opt.fuse && opt.pool_fusion)
     without("pool_fusion", r.fused_pool > 0, [](OptimizeOptions& o) { o.pool_fusion = false; });
+  if (opt.fuse && opt.attention_fusion)
+    without("attention_fusion", r.fused_attention > 0, [](OptimizeOptions& o) { o.attention_fusion = false; });
   if (opt.inplace) without("inplace", r.inplace > 0, [](OptimizeOptions& o) { o.inplace = false; });
   if (opt.concat_elision)
     without("concat_elision", concats, [](OptimizeOptions& o) { o.concat_elision = false; });

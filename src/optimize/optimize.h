@@ -31,8 +31,13 @@ struct OptimizeOptions {
   // as one FusedMlp.
   bool mlp_fusion = true;
   // Product operands cut and moved by Slices, Gathers, Transposes and
-  // Reshapes read through strides (OperandView) where the bound allows.
+  // Reshapes read through strides (OperandView) where the bound allows:
+  // FusedAttention's Q, K and V on every device, MatMul's where the
+  // device's forms say so.
   bool strided_operands = true;
+  // Softmax attention (q k^T, scale, mask, Softmax, @ v) as one
+  // FusedAttention: the score matrix never stored.
+  bool attention_fusion = true;
   enum class Order { File, Memory } order = Order::Memory;
   // The fused forms the device's kernels run (KernelCatalog::fused_for):
   // the rewrites above that make any other are off. Unset: every form, as
@@ -52,6 +57,7 @@ struct OptimizeReport {
   int fused_channel_scales = 0;  // channel Muls taken into a 1x1 convolution
   int fused_mlps = 0;            // pairs of fully connected 1x1 convolutions made FusedMlp
   int fused_layernorm = 0;    // LayerNormalization nodes made from their decomposed form
+  int fused_attention = 0;    // FusedAttention nodes (the score matrices no longer stored)
   int inplace = 0;            // nodes whose output shares an input's storage
   int elided_concats = 0;     // Concat nodes whose inputs are views of the output
   int viewed_nodes = 0;       // Transposes of size-1 dims, 1x1 stride-1 pools: made Reshapes (views)
@@ -75,7 +81,7 @@ OptimizeReport optimize(Graph& g, const OptimizeOptions& opt = {});
 // each share costs a whole optimize.
 constexpr size_t kMaxShareNodes = 200000;
 struct OptimizationShare {
-  std::string name;  // "fuse", "pool_fusion", "inplace", "concat_elision", "order"
+  std::string name;  // "fuse", "pool_fusion", "attention_fusion", "inplace", "concat_elision", "order"
   int64_t lower_bound_without = 0;
   int64_t bytes_saved = 0;
 };

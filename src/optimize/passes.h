@@ -54,6 +54,13 @@ int mlp_pairs(Graph& g);
 // fuse(), which would otherwise split the pattern. Returns how many.
 int fuse_layer_norm(Graph& g);
 
+// Softmax attention, [scale] q @ k^T [scale] [+ mask] -> Softmax -> @ v,
+// becomes one FusedAttention (attention.cpp; AttentionForm, graph.h) where
+// the pattern is exact and its head dims are at most `max_head_dim`: the
+// score matrix is never stored. Runs before fuse(), which would take the
+// products apart. Returns how many.
+int fuse_attention(Graph& g, int64_t max_head_dim);
+
 // Nodes that move no element (Transposes of size-1 dims, pools of 1x1
 // windows and stride 1) become Reshapes: views of their input, no kernel
 // (views.cpp). Returns how many.
@@ -65,14 +72,14 @@ int elements_in_place_to_views(Graph& g);
 // views at that offset, and they run nothing. Returns how many.
 int slices_to_views(Graph& g);
 
-// MatMul/FusedMatMul operands made from another tensor by a chain of
-// Slices, Gathers of one constant index, Transposes and Reshapes (BERT's q,
-// k and v cut from one projection and split into heads) read that tensor
-// through an OperandView instead (graph.h), so the chain runs no kernel once
-// nothing else reads it. Each view is set, then offered to `keep` (the graph
-// with it, the product, the operand's slot): refused, it is undone and the
-// next shorter chain tried. Returns how many operands took a view; the
-// caller drops dead nodes.
+// MatMul/FusedMatMul operands (and FusedAttention's Q, K, V) made from
+// another tensor by a chain of Slices, Gathers of one constant index,
+// Transposes and Reshapes (BERT's q, k and v cut from one projection and
+// split into heads) read that tensor through an OperandView instead
+// (graph.h), so the chain runs no kernel once nothing else reads it. Each
+// view is set, then offered to `keep` (the graph with it, the product, the
+// operand's slot): refused, it is undone and the next shorter chain tried.
+// Returns how many operands took a view; the caller drops dead nodes.
 using OperandViewKeep = std::function<bool(const Graph& g, const Node& product, int slot)>;
 int strided_product_operands(Graph& g, const OperandViewKeep& keep);
 

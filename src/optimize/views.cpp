@@ -204,8 +204,11 @@ int strided_product_operands(Graph& g, const OperandViewKeep& keep) {
       if (t >= 0) producer[size_t(t)] = k;
   int made = 0;
   for (Node& n : g.nodes) {
-    if ((n.op_type != "MatMul" && n.op_type != "FusedMatMul") || n.get_int("transB", 0) != 0) continue;
-    for (int slot = 0; slot < 2 && slot < int(n.inputs.size()); ++slot) {
+    // FusedAttention reads Q, K (or K^T) and V through strides as products do.
+    const bool attention = n.op_type == "FusedAttention";
+    if ((n.op_type != "MatMul" && n.op_type != "FusedMatMul" && !attention) || n.get_int("transB", 0) != 0) continue;
+    const int slots = attention ? 3 : 2;
+    for (int slot = 0; slot < slots && slot < int(n.inputs.size()); ++slot) {
       const int t = n.inputs[size_t(slot)];
       if (t < 0 || operand_view(n, slot) || g.tensors[t].dtype != DataType::Float32 || g.tensors[t].shape.size() < 2)
         continue;

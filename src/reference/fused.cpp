@@ -1,5 +1,5 @@
 // Fused operators of the optimizer (docs/fused-ops.md): FusedConv,
-// FusedConvMaxPool, FusedMlp, FusedMatMul, FusedElementwise. Each runs its unfused core (Conv, MatMul)
+// FusedConvMaxPool, FusedMlp, FusedMatMul, FusedAttention, FusedElementwise. Each runs its unfused core (Conv, MatMul)
 // through the reference table, then the epilogue program elementwise, so the
 // fused result means exactly what the unfused ONNX ops mean.
 #include "graph/epilogue.h"
@@ -153,6 +153,50 @@ Outputs FusedMatMul(const OpContext& c) {
   return out;
 }
 
+// FusedAttention (attention_form(), graph.h): softmax(scale Q K^T + M) V
+// over the last two axes, through the unfused MatMul and Softmax; Q, K and V
+// read through their operand views where they have them.
+Outputs FusedAttention(const OpContext& c) {
+  const std::optional<AttentionForm> form = attention_form(c.node);
+  if (!form) c.fail("FusedAttention without its form (scale and K layout)");
+  if (c.input_count() < 3 || c.input_count() > 4) c.fail("needs Q, K, V and an optional mask");
+  HostTensor held_q, held_k, held_v;
+  const HostTensor &q = product_operand(c, 0, held_q), &k = product_operand(c, 1, held_k),
+                   &v = product_operand(c, 2, held_v);
+  require_dtype(c, q, DataType::Float32, "Q");
+  require_dtype(c, k, DataType::Float32, "K");
+  require_dtype(c, v, DataType::Float32, "V");
+  const size_t rank = q.shape.size();
+  if (rank < 2 || k.shape.size() != rank || v.shape.size() != rank)
+    c.fail("Q, K and V must have one rank of 2 or more, got " + to_string(q.shape) + ", " + to_string(k.shape) +
+           ", " + to_string(v.shape));
+  HostTensor k_t;
+  if (!form->k_transposed) {
+    std::vector<int64_t> perm(rank);
+    for (size_t d = 0; d < rank; ++d) perm[d] = int64_t(d);
+    std::swap(perm[rank - 2], perm[rank - 1]);
+    k_t = transpose(c, k, perm);
+  }
+  const Node product = core_node(c.node, "MatMul", {}, 2);
+  Outputs s = evaluate(product, {&q, form->k_transposed ? &k : &k_t});
+  HostTensor& scores = s[0];
+  float* ps = scores.data<float>();
+  for (int64_t i = 0; i < scores.count(); ++i) ps[i] *= form->scale;
+  if (c.has_input(3)) {
+    const HostTensor& m = c.input(3);
+    require_dtype(c, m, DataType::Float32, "mask");
+    if (broadcast_shapes(c, {m.shape, scores.shape}) != scores.shape)
+      c.fail("mask of shape " + to_string(m.shape) + " does not broadcast to the scores' " + to_string(scores.shape));
+    const HostTensor mb = broadcast_to(c, m, scores.shape);
+    const float* pm = mb.data<float>();
+    for (int64_t i = 0; i < scores.count(); ++i) ps[i] += pm[i];
+  }
+  Node softmax = core_node(c.node, "Softmax", {}, 1);
+  softmax.attrs["axis"] = Attribute::of_int(-1);
+  const Outputs p = evaluate(softmax, {&scores});
+  return evaluate(product, {&p[0], &v});
+}
+
 Outputs FusedElementwise(const OpContext& c) {
   const Epilogue e = program_of(c);
   if (c.input_count() == 0) c.fail("needs at least one input");
@@ -189,6 +233,7 @@ void register_fused(OpTable& t) {
   t["FusedConvMaxPool"] = {FusedConvMaxPool, conv_attrs};
   t["FusedElementwise"] = {FusedElementwise, {"program"}};
   t["FusedMlp"] = {FusedMlp, {"hidden_program", "program"}};
+  t["FusedAttention"] = {FusedAttention, {}};
 }
 
 }  // namespace texplan::reference

@@ -53,6 +53,14 @@ NodeCost node_cost(const Graph& g, const Node& n) {
     if (a->size() == 2) c.flops = 2 * tail(*y, 0) * double(ta ? (*a)[0] : (*a)[1]);
   } else if (op == "FusedMlp" && in(3)) {  // W1 [H, C, 1, 1], W2 [O, H, 1, 1]: two matrix-vector products per image
     c.flops = 2 * double((*a)[0]) * (tail(*b, 0) + tail(*in(3), 0));
+  } else if (const std::optional<AttentionForm> f = attention_form(n); f && in(2)) {
+    // Two products per query row: scores over the Sk keys (D long), then Sk rows of V.
+    const std::optional<OperandView> qv = operand_view(n, 0), kv = operand_view(n, 1);
+    const Shape &q = qv ? qv->shape : *a, &k = kv ? kv->shape : *b;
+    if (q.size() >= 2 && k.size() >= 2) {
+      const double keys = double(f->k_transposed ? k.back() : k[k.size() - 2]);
+      c.flops = 2 * tail(*y, 0) / double(y->back()) * keys * double(q.back() + y->back());
+    }
   } else if (op == "MatMul" || op == "FusedMatMul") {
     const std::optional<OperandView> v = operand_view(n, 0);  // A read through a view: its logical shape
     c.flops = 2 * tail(*y, 0) * double(v ? v->shape.back() : a->back());

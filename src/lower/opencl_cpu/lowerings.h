@@ -30,6 +30,10 @@ bool lower_conv_winograd_cpu(NodeBuilder& b, const FusedTail& tail, const CpuCon
 // shape (and tuning cache). Throws Error on a malformed name.
 void check_cpu_winograd_variant(const std::string& variant);
 
+// FusedAttention (lower/opencl_cpu/attention.cpp, cpu_attention.cl): a few
+// query rows per work-item, 16 keys at a time.
+bool lower_attention_cpu(NodeBuilder& b, const AttentionLaunch& a);
+
 // ConvTranspose (2-D) whose taps tile the output exactly (U-Net's 2x2
 // stride 2); others are left to the caller.
 bool lower_conv_transpose_cpu(NodeBuilder& b);

@@ -1,0 +1,134 @@
+// FusedAttention (lower/attention.cpp, docs/fused-ops.md#fusedattention):
+// Y = softmax(scale Q K^T + M) V, flash style: the scores never leave the
+// work-group. A group takes ATT_BM query rows of one batch (b0, head);
+// ATT_SPLIT work-items share each row, every one taking its ATT_KPT keys
+// of each tile. Per tile of ATT_BN keys the group stages K, V (and the
+// mask's block) in local memory; each work-item keeps its row of Q (scaled)
+// and its share of the output in registers, with the running maximum and
+// sum of an online softmax, rescaling once per tile. At the end the
+// ATT_SPLIT partial rows of a query are merged through local memory and the
+// block written row by row. fp32 arithmetic; tensors stored as real_t
+// (half under TEXPLAN_HALF). Rows past sq compute a copy of the last row and
+// store nothing; keys past sk score -infinity.
+//
+// Built with ATT_DH4 and ATT_DV4 (the head dims of Q/K and V in float4s,
+// rounded up), ATT_BM, ATT_SPLIT and ATT_BN (a multiple of ATT_SPLIT, at
+// least ATT_BM).
+#define ATT_WG (ATT_BM * ATT_SPLIT)
+#define ATT_KPT (ATT_BN / ATT_SPLIT)
+// Local floats: the K and V tiles and the mask's block; the merge reuses them.
+#define ATT_TILES (ATT_BN * (ATT_DH4 + ATT_DV4) * 4 + ATT_BM * ATT_BN)
+#define ATT_MERGE (ATT_BM * ATT_DV4 * 4)
+
+// Rows [0, n) of a [rows, cols] operand at `base` (element strides sr, sc)
+// into a local tile of ATT_BN rows of c4 float4s, zeros elsewhere. Work-items
+// walk the tile along the operand's contiguous dim, so the loads coalesce.
+inline void attention_tile(__local float* dst, int c4, __global const real_t* src, int base, int sr, int sc, int n,
+                           int cols, int lid) {
+  const int width = c4 * 4, total = ATT_BN * width;
+  const bool by_rows = sc != 1 && sr == 1;  // K^T: keys contiguous
+  for (int e = lid; e < total; e += ATT_WG) {
+    const int r = by_rows ? e % ATT_BN : e / width, c = by_rows ? e / ATT_BN : e % width;
+    dst[r * width + c] = r < n && c < cols ? LD(src, base + r * sr + c * sc) : 0.0f;
+  }
+}
+
+__kernel __attribute__((reqd_work_group_size(ATT_WG, 1, 1))) void attention(
+    __global const real_t* Q, __global const real_t* K, __global const real_t* V, __global const real_t* M,
+    __global real_t* Y, AttentionParams p) {
+  __local float tiles[ATT_TILES > ATT_MERGE ? ATT_TILES : ATT_MERGE];
+  __local float merge[2 * ATT_WG];
+  __local float* kt = tiles;
+  __local float* vt = tiles + ATT_BN * ATT_DH4 * 4;
+  __local float* mt = vt + ATT_BN * ATT_DV4 * 4;
+  const int lid = get_local_id(0), r = lid % ATT_BM, s = lid / ATT_BM;
+  const int b = get_group_id(1), i0 = get_group_id(0) * ATT_BM;
+  const int i = min(i0 + r, p.sq - 1);
+
+  float4 q[ATT_DH4], acc[ATT_DV4];
+  const int qb = p.qo + ATT_BATCH(p, q, b) + i * p.q_si;
+#pragma unroll
+  for (int c = 0; c < ATT_DH4; ++c) {
+    float x[4];
+    for (int e = 0; e < 4; ++e) x[e] = 4 * c + e < p.dh ? LD(Q, qb + (4 * c + e) * p.q_sd) : 0.0f;
+    q[c] = (float4)(x[0], x[1], x[2], x[3]) * p.scale;
+  }
+#pragma unroll
+  for (int c = 0; c < ATT_DV4; ++c) acc[c] = (float4)(0.0f);
+  float m = -INFINITY, l = 0.0f;
+
+  const int kb = p.ko + ATT_BATCH(p, k, b), vb = p.vo + ATT_BATCH(p, v, b), mb = p.mo + ATT_BATCH(p, m, b);
+  for (int j0 = 0; j0 < p.sk; j0 += ATT_BN) {
+    const int n = min(ATT_BN, p.sk - j0);
+    barrier(CLK_LOCAL_MEM_FENCE);  // the last tile's readers are done
+    attention_tile(kt, ATT_DH4, K, kb + j0 * p.k_sj, p.k_sj, p.k_sd, n, p.dh, lid);
+    attention_tile(vt, ATT_DV4, V, vb + j0 * p.v_sj, p.v_sj, p.v_sd, n, p.dv, lid);
+    if (p.has_mask)
+      for (int e = lid; e < ATT_BM * ATT_BN; e += ATT_WG) {
+        const int rr = e / ATT_BN, jj = e % ATT_BN;
+        const int ii = min(i0 + rr, p.sq - 1);
+        mt[e] = jj < n ? LD(M, mb + ii * p.m_si + (j0 + jj) * p.m_sj) * M_LOG2E_F : 0.0f;
+      }
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    float sc[ATT_KPT];
+    float tmax = -INFINITY;
+#pragma unroll
+    for (int t = 0; t < ATT_KPT; ++t) {
+      const int jj = s * ATT_KPT + t;
+      float x = -INFINITY;
+      if (jj < n) {
+        __local const float4* k4 = (__local const float4*)(kt + jj * ATT_DH4 * 4);
+        float4 d = (float4)(0.0f);
+#pragma unroll
+        for (int c = 0; c < ATT_DH4; ++c) d = fma(q[c], k4[c], d);
+        x = (d.x + d.y) + (d.z + d.w);
+        if (p.has_mask) x += mt[r * ATT_BN + jj];
+      }
+      sc[t] = x;
+      tmax = fmax(tmax, x);
+    }
+    const float mn = fmax(m, tmax);
+    if (mn != -INFINITY) {  // else every key so far is masked out: nothing to add
+      const float corr = exp2(m - mn);
+      l *= corr;
+#pragma unroll
+      for (int c = 0; c < ATT_DV4; ++c) acc[c] *= corr;
+#pragma unroll
+      for (int t = 0; t < ATT_KPT; ++t) {
+        const int jj = s * ATT_KPT + t;
+        if (jj >= n) break;
+        const float e = exp2(sc[t] - mn);
+        l += e;
+        __local const float4* v4 = (__local const float4*)(vt + jj * ATT_DV4 * 4);
+#pragma unroll
+        for (int c = 0; c < ATT_DV4; ++c) acc[c] = fma((float4)(e), v4[c], acc[c]);
+      }
+      m = mn;
+    }
+  }
+
+  // Merge the ATT_SPLIT partial rows of each query: the largest maximum,
+  // each part's sum and values brought to it.
+  merge[lid] = m;
+  merge[ATT_WG + lid] = l;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  float top = -INFINITY;
+  for (int t = 0; t < ATT_SPLIT; ++t) top = fmax(top, merge[t * ATT_BM + r]);
+  float sum = 0.0f;
+  for (int t = 0; t < ATT_SPLIT; ++t) sum += merge[ATT_WG + t * ATT_BM + r] * exp2(merge[t * ATT_BM + r] - top);
+  const float f = exp2(m - top) / sum;  // a fully masked row: 0/0, NaN, as the unfused Softmax gives
+  __local float4* o = (__local float4*)tiles;  // [ATT_BM][ATT_DV4]: the tiles are read no more
+  for (int t = 0; t < ATT_SPLIT; ++t) {
+    if (s == t)
+#pragma unroll
+      for (int c = 0; c < ATT_DV4; ++c) o[r * ATT_DV4 + c] = (t == 0 ? (float4)(0.0f) : o[r * ATT_DV4 + c]) + acc[c] * f;
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const int rows = min(ATT_BM, p.sq - i0);
+  __local const float* of = (__local const float*)o;
+  for (int e = lid; e < rows * p.dv; e += ATT_WG) {
+    const int rr = e / p.dv, d = e % p.dv;
+    ST(Y, p.yo + (b * p.sq + i0 + rr) * p.dv + d, of[rr * ATT_DV4 * 4 + d]);
+  }
+}
