@@ -595,6 +595,38 @@ TEST(FusedKernels, MatMulSplitK) {
   expect_kernels(gpu, gemm, {"splitk_zero", "gemm"});
 }
 
+// The k-groups form (gemm.cl KGROUPS, forced: "32x32k4"): four groups of
+// work-items share a tile over interleaved K slices. K past several 64-deep
+// steps with a ragged end, M and N past a tile, transB, batched with
+// broadcast batch dims, in place over a residual, Gemm's alpha, beta and
+// transposed A, and a 1x1 convolution; K under 128 keeps the 32x32 tiles.
+TEST(FusedKernels, MatMulKGroups) {
+  const lower::KernelChoice gpu = gpu_kernels("32x32k4");
+  auto mm = [&](HostTensor a, HostTensor b, std::vector<HostTensor> extra, std::vector<std::string> prog, bool trans_b,
+               int over, const std::vector<std::string>& kernels) {
+    FusedCase c{"FusedMatMul", {std::move(a), std::move(b)}, {{"program", Attribute::of_strings(std::move(prog))}}, over};
+    if (trans_b) c.attrs["transB"] = Attribute::of_int(1);
+    for (auto& e : extra) c.inputs.push_back(std::move(e));
+    expect_kernels(gpu, c, kernels);
+  };
+  const std::vector<std::string> kg = {"gemm_kgroups"};
+  // One epilogue throughout (each program is a build).
+  mm(random_tensor({70, 200}), random_tensor({200, 45}, -1, 1, 2), {random_tensor({45}, -1, 1, 3)}, kResidualRelu, false, -1,
+     kg);
+  mm(random_tensor({33, 300}), random_tensor({66, 300}, -1, 1, 2), {random_tensor({33, 66}, -1, 1, 3)}, kResidualRelu, true,
+     -1, kg);
+  mm(random_tensor({33, 300}), random_tensor({66, 300}, -1, 1, 2), {random_tensor({33, 66}, -1, 1, 3)}, kResidualRelu, true,
+     2, kg);
+  mm(random_tensor({2, 3, 17, 131}), random_tensor({3, 131, 40}, -1, 1, 2), {random_tensor({1, 3, 1, 40}, -1, 1, 3)},
+     kResidualRelu, false, -1, kg);
+  mm(random_tensor({20, 64}), random_tensor({64, 20}, -1, 1, 2), {}, {}, false, -1, {"gemm"});
+  FusedCase gemm{"Gemm", {random_tensor({150, 13}), random_tensor({150, 37}, -1, 1, 2), random_tensor({37}, -1, 1, 3)},
+                 {{"alpha", Attribute::of_float(0.75f)}, {"beta", Attribute::of_float(-1.5f)}, {"transA", Attribute::of_int(1)}}};
+  expect_kernels(gpu, gemm, kg);
+  expect_kernels(gpu, fused_conv({1, 130, 9, 7}, {67, 130, 1, 1}, {}, true, kResidualRelu, 1), kg);
+  EXPECT_THROW(lower::check_conv_variant("32x32k4/s2"), Error);
+}
+
 // `texplan tune` for the GPU kernels: a searching scope times every tile
 // variant once and stores the winner; a later scope reads it back.
 TEST(FusedKernels, TilesComeFromTheTuningCache) {

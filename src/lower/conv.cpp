@@ -238,6 +238,13 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
   const int64_t total = nb * g.M * g.N;
   auto emit = [&](const Variant& v) {
     const Tiles& t = *v.tiles;
+    if (v.kgroups) {
+      Range r = group_range({size_t(ceil_div(g.N, 32)), size_t(ceil_div(g.M, 32)), size_t(nb)}, {64, size_t(v.kgroups), 1});
+      launch_gemm_kernel(b, Source("gemm.cl", "-DKGROUPS=" + std::to_string(v.kgroups), tail.prelude), "gemm_kgroups", r,
+                         A, B, C, Y, gemm_params(g));
+      tail.append_args(b);
+      return;
+    }
     Range r = group_range({size_t(ceil_div(g.N, t.tn())), size_t(ceil_div(g.M, t.tm())), size_t(nb * v.splits)},
                           {16, 16, 1});
     if (v.splits > 1) {
@@ -252,8 +259,11 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
     launch_gemm_kernel(b, gemm_source(t, tail), "gemm", r, A, B, C, Y, gemm_params(g));
     tail.append_args(b);
   };
+  // K-groups pay where K is long against the output: at least two of its
+  // 64-deep steps (docs/kernel-choices.md#k-groups).
+  const bool can_kgroups = g.K >= 128;
   emit(pick_variant(b, shape_key("gemm", {g.M, g.N, g.K, nb, g.a_sk == 1, g.b_sn == 1}), g.M, g.N, g.K, nb,
-                    split_k_allowed(b, g.K, total, tail), emit));
+                    split_k_allowed(b, g.K, total, tail), emit, nullptr, can_kgroups));
 }
 
 }  // namespace

@@ -59,6 +59,10 @@ Forced parse_conv_variant(const std::string& variant) {
       throw Error("winograd:raw takes neither :db nor :t16");
     if (f.winograd_tiles == 32 && f.winograd_ck8)
       throw Error("winograd:db8 needs :t16 (two buffers of 32 tiles exceed 48 KB of local memory)");
+  } else if (tiles == "32x32k4") {
+    if (f.splits != 0) throw Error("the k-groups variant 32x32k4 has no split-K form");
+    f.tiles = &kTiles[0];
+    f.kgroups = 4;
   } else if (!variant.empty() && tiles != "gpu") {
     f.taps = tiles.rfind("taps:", 0) == 0;
     f.tiles = &tiles_named(tiles.c_str() + (f.taps ? 5 : 0));
@@ -215,10 +219,15 @@ Variant forced_winograd(const Forced& f, const WinogradShape& w, bool can_split,
 // candidates too, and the guess where their cost is below the direct one's.
 Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int64_t K, int64_t batches,
                      bool can_split, const std::function<void(const Variant&)>& emit,
-                     const WinogradShape* wino) {
+                     const WinogradShape* wino, bool can_kgroups) {
   const Forced f = forced(b);
   const int64_t cu = std::max(1, b.compute_units());
   if (f.winograd && wino) return forced_winograd(f, *wino, can_split, cu);
+  if (f.kgroups) {  // where the GEMM does not take it, the 32x32 tiles
+    Variant v{f.tiles};
+    if (can_kgroups) v.kgroups = f.kgroups;
+    return v;
+  }
   if (f.tiles || f.splits != 0) {
     const Tiles& t = choose_tiles(b, M, N, batches);
     if (!can_split || f.splits == 0 || f.splits == 1) return Variant{&t};
@@ -235,6 +244,11 @@ Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int6
             v.splits > 1 && v.name() != candidates.back().name())
           candidates.push_back(v);
     if (candidates.size() > std::size(kTiles)) key += " splitk";  // caches from before split-K did not measure it
+  }
+  if (can_kgroups) {
+    key += " kgroups";  // caches from before the k-groups form did not measure it
+    candidates.push_back(Variant{&kTiles[0]});
+    candidates.back().kgroups = 4;
   }
   if (wino) {
     key += " winograd";  // caches from before Winograd did not measure it

@@ -49,6 +49,7 @@ struct Forced {
   bool winograd_db = false;      // ":db": chunks in two buffers (WG_DB); ":db8" with 8-channel chunks
   bool winograd_ck8 = false;
   bool winograd_pairs = true;    // ":nopairs": no WG_PAIRS (a measurement)
+  int64_t kgroups = 0;           // "32x32k4": gemm_kgroups where the GEMM takes it
 };
 // KernelChoice::conv parsed; throws Error on an unknown name.
 Forced parse_conv_variant(const std::string& variant);
@@ -65,7 +66,13 @@ struct Variant {
   // Winograd's tiles per work-group: 32 (256 items), or 16 in 128-item
   // groups with 4-channel chunks in two buffers (WG_BT=16, WG_DB; fp32 only).
   int64_t wg_tiles = 32;
-  std::string base() const { return tiles ? tiles->name : wg_tiles == 16 ? "winograd:t16:db" : "winograd"; }
+  // gemm_kgroups (gemm.cl KGROUPS): this many groups of 64 work-items share
+  // a 32x32 tile, each walking its own slices of K; 0: the tiles' kernel.
+  int64_t kgroups = 0;
+  std::string base() const {
+    return tiles ? std::string(tiles->name) + (kgroups ? "k" + std::to_string(kgroups) : "")
+                 : wg_tiles == 16 ? "winograd:t16:db" : "winograd";
+  }
   std::string name() const { return splits > 1 ? base() + "/s" + std::to_string(splits) : base(); }
 };
 
@@ -99,10 +106,12 @@ bool winograd_before_tf32(const NodeBuilder& b, const WinogradShape& w, bool poo
 
 // The variant of a GPU GEMM for the shape named `key` (named, tuned or by
 // shape); `emit(v)` appends a candidate's launches to b.launches, `wino` (a
-// conv Winograd takes) adds Winograd's forms to the candidates.
+// conv Winograd takes) adds Winograd's forms to the candidates,
+// `can_kgroups` (a GEMM gemm_kgroups takes) the k-groups form, measured by
+// tuning only: no rule by shape picks it yet (docs/kernel-choices.md#k-groups).
 Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int64_t K, int64_t batches,
                      bool can_split, const std::function<void(const Variant&)>& emit,
-                     const WinogradShape* wino = nullptr);
+                     const WinogradShape* wino = nullptr, bool can_kgroups = false);
 
 // The pool of a FusedConvMaxPool: window, strides, begin pads, dilations.
 struct PoolGeometry {
