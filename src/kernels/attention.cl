@@ -36,10 +36,11 @@ inline void attention_tile(__local float* dst, int c4, __global const real_t* sr
 __kernel __attribute__((reqd_work_group_size(ATT_WG, 1, 1))) void attention(
     __global const real_t* Q, __global const real_t* K, __global const real_t* V, __global const real_t* M,
     __global real_t* Y, AttentionParams p) {
-  __local float tiles[ATT_TILES > ATT_MERGE ? ATT_TILES : ATT_MERGE];
+  // float4s: the tiles are read as float4s, which must be 16-byte aligned.
+  __local float4 tiles[((ATT_TILES > ATT_MERGE ? ATT_TILES : ATT_MERGE) + 3) / 4];
   __local float merge[2 * ATT_WG];
-  __local float* kt = tiles;
-  __local float* vt = tiles + ATT_BN * ATT_DH4 * 4;
+  __local float* kt = (__local float*)tiles;
+  __local float* vt = kt + ATT_BN * ATT_DH4 * 4;
   __local float* mt = vt + ATT_BN * ATT_DV4 * 4;
   const int lid = get_local_id(0), r = lid % ATT_BM, s = lid / ATT_BM;
   const int b = get_group_id(1), i0 = get_group_id(0) * ATT_BM;
@@ -118,11 +119,12 @@ __kernel __attribute__((reqd_work_group_size(ATT_WG, 1, 1))) void attention(
   float sum = 0.0f;
   for (int t = 0; t < ATT_SPLIT; ++t) sum += merge[ATT_WG + t * ATT_BM + r] * exp2(merge[t * ATT_BM + r] - top);
   const float f = exp2(m - top) / sum;  // a fully masked row: 0/0, NaN, as the unfused Softmax gives
-  __local float4* o = (__local float4*)tiles;  // [ATT_BM][ATT_DV4]: the tiles are read no more
+  __local float4* o = tiles;  // [ATT_BM][ATT_DV4]: the tiles are read no more
   for (int t = 0; t < ATT_SPLIT; ++t) {
-    if (s == t)
+    if (s == t) {
 #pragma unroll
       for (int c = 0; c < ATT_DV4; ++c) o[r * ATT_DV4 + c] = (t == 0 ? (float4)(0.0f) : o[r * ATT_DV4 + c]) + acc[c] * f;
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   const int rows = min(ATT_BM, p.sq - i0);
