@@ -44,6 +44,8 @@ struct Spec {
   bool scores_read_again = false;  // the scores feed another node
   bool scale_fed = false;          // the scale a graph input, not a constant
   bool probs_on_right = false;     // V @ P^T-like: the probabilities are the right operand
+  bool nan_guard = false;  // torch 2's boolean-mask export: Where(IsNaN(P), 0, P) before the product
+  bool masked_row = false;  // a Computed mask's first row masks every key
 };
 
 struct Built {
@@ -156,6 +158,8 @@ Built build(const Spec& s) {
       g.tensors[m].dtype = DataType::Bool;
       HostTensor bits(DataType::Bool, ms);
       for (int64_t i = 0; i < bits.count(); ++i) bits.data<uint8_t>()[i] = b.feeds.back().data<float>()[i] > -2.5f;
+      if (s.masked_row)
+        for (int64_t j = 0; j < ms.back(); ++j) bits.data<uint8_t>()[j] = 0;
       b.feeds.back() = bits;
       const int add = tensor("mask_additive", ms);
       node("Where", {m, scalar("zero", 0.0f), scalar("minus_inf", -INFINITY)}, add);
@@ -165,8 +169,15 @@ Built build(const Spec& s) {
     node("Add", s.mask == Mask::First ? std::vector<int>{m, x} : std::vector<int>{x, m}, y);
     x = y;
   }
-  const int p = tensor("probs", g.tensors[x].shape);
+  int p = tensor("probs", g.tensors[x].shape);
   node("Softmax", {x}, p, {{"axis", Attribute::of_int(s.axis)}});
+  if (s.nan_guard) {
+    const int nan = tensor("probs_nan", g.tensors[x].shape), guarded = tensor("probs_guarded", g.tensors[x].shape);
+    g.tensors[nan].dtype = DataType::Bool;
+    node("IsNaN", {p}, nan);
+    node("Where", {nan, scalar("nan_zero", 0.0f), p}, guarded);
+    p = guarded;
+  }
   Shape ys = g.tensors[x].shape;
   ys.back() = s.dv;
   const int y = tensor("y", ys);
@@ -275,6 +286,13 @@ TEST(FusedAttention, FiresOnTheExportedForms) {
   s = {};
   s.scale = Scale::None;
   s.mask = Mask::Computed;  // a boolean mask through Where(mask, 0, -inf)
+  EXPECT_EQ(fused(s), 1);
+  s.masked_row = true;  // a query with every key masked: NaN, as the unfused Softmax gives
+  EXPECT_EQ(fused(s), 1);
+  s.nan_guard = true;  // torch 2's export zeroes it: Where(IsNaN(P), 0, P)
+  EXPECT_EQ(fused(s), 1);
+  s.masked_row = false;
+  s.scale = Scale::MulBoth;
   EXPECT_EQ(fused(s), 1);
   s.batch = {};  // no batch dims at all
   s.mask = Mask::None;

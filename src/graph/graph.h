@@ -105,6 +105,9 @@ struct AttentionForm {
   // Input 1 holds K^T [..., D, Sk] (the score product's right operand as
   // the graph had it), not K [..., Sk, D]: no Transpose needed either way.
   bool k_transposed = false;
+  // A row whose every score is -inf (all its keys masked) gives zeros, not
+  // NaN: torch's export of a boolean mask, Where(IsNaN(P), 0, P).
+  bool masked_rows_zero = false;
 };
 
 // What the optimizer decided about a node, for the stages after it. Only

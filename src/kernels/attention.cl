@@ -118,7 +118,8 @@ __kernel __attribute__((reqd_work_group_size(ATT_WG, 1, 1))) void attention(
   for (int t = 0; t < ATT_SPLIT; ++t) top = fmax(top, merge[t * ATT_BM + r]);
   float sum = 0.0f;
   for (int t = 0; t < ATT_SPLIT; ++t) sum += merge[ATT_WG + t * ATT_BM + r] * exp2(merge[t * ATT_BM + r] - top);
-  const float f = exp2(m - top) / sum;  // a fully masked row: 0/0, NaN, as the unfused Softmax gives
+  // A fully masked row: 0/0, NaN, as the unfused Softmax gives, or zeros.
+  const float f = p.masked_rows_zero && top == -INFINITY ? 0.0f : exp2(m - top) / sum;
   __local float4* o = tiles;  // [ATT_BM][ATT_DV4]: the tiles are read no more
   for (int t = 0; t < ATT_SPLIT; ++t) {
     if (s == t) {

@@ -36,10 +36,10 @@ typedef struct {
 // head, row, column): batch b of the flat b0 * heads + h is at b0 * s_sb +
 // h * s_sh; K's rows are keys and its columns the head dim, whichever way
 // it is stored. Y is contiguous [batches, sq, dv]. `scale` includes log2(e):
-// the kernels take powers of two.
+// the kernels take powers of two. masked_rows_zero: AttentionForm's (graph.h).
 typedef struct {
   int qo, ko, vo, mo, yo;
-  int heads, sq, sk, dh, dv, has_mask;
+  int heads, sq, sk, dh, dv, has_mask, masked_rows_zero;
   int q_sb, q_sh, q_si, q_sd;
   int k_sb, k_sh, k_sj, k_sd;
   int v_sb, v_sh, v_sj, v_sd;

@@ -176,7 +176,8 @@ __kernel void attention_cpu(__global const real_t* Q, __global const real_t* K, 
 #pragma unroll
   for (int r = 0; r < ATT_R; ++r) {
     if (i0 + r >= p.sq) break;
-    const float inv = 1.0f / l[r];  // a fully masked row: 0 * inf, NaN, as the unfused Softmax gives
+    // A fully masked row: 0 * inf, NaN, as the unfused Softmax gives, or zeros.
+    const float inv = p.masked_rows_zero && m[r] == -INFINITY ? 0.0f : 1.0f / l[r];
     __global real_t* yp = Y + p.yo + (b * p.sq + i0 + r) * ATT_DV;
 #pragma unroll
     for (int c = 0; c < ATT_DVC; ++c) {

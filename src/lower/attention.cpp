@@ -79,6 +79,7 @@ bool lower_fused_attention(NodeBuilder& b) {
   AttentionParams p;
   p.heads = i32(rank >= 3 ? batch.back() : 1);
   p.sq = i32(Sq), p.sk = i32(Sk), p.dh = i32(D), p.dv = i32(Dv), p.has_mask = has_mask;
+  p.masked_rows_zero = form->masked_rows_zero;
   split_strides(q.strides, p.q_sb, p.q_sh, p.q_si, p.q_sd);
   split_strides(k.strides, p.k_sb, p.k_sh, p.k_sj, p.k_sd);
   split_strides(v.strides, p.v_sb, p.v_sh, p.v_sj, p.v_sd);

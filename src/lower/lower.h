@@ -50,7 +50,7 @@ struct GemmParams {
 // FusedAttention's scalars; match AttentionParams in src/kernels/common.cl.
 struct AttentionParams {
   cl_int qo = 0, ko = 0, vo = 0, mo = 0, yo = 0;
-  cl_int heads = 1, sq = 0, sk = 0, dh = 0, dv = 0, has_mask = 0;
+  cl_int heads = 1, sq = 0, sk = 0, dh = 0, dv = 0, has_mask = 0, masked_rows_zero = 0;
   cl_int q_sb = 0, q_sh = 0, q_si = 0, q_sd = 0;
   cl_int k_sb = 0, k_sh = 0, k_sj = 0, k_sd = 0;
   cl_int v_sb = 0, v_sh = 0, v_sj = 0, v_sd = 0;

@@ -10,7 +10,9 @@
 // stored. The forms PyTorch writes: BERT's q / sqrt(d) before the product,
 // scaled_dot_product_attention's q * sqrt(s) and k^T * sqrt(s), a scale
 // after the product, an additive float mask (a boolean one arrives as
-// Where(mask, 0, -inf), an additive tensor like any other). Only exact,
+// Where(mask, 0, -inf), an additive tensor like any other, and torch then
+// zeroes fully masked rows with Where(IsNaN(P), 0, P) after the Softmax:
+// AttentionForm::masked_rows_zero). Only exact,
 // static cases: every intermediate has the pattern's reader alone and is
 // no graph output, all float32, batch dims equal on Q, K, V (at most two of
 // them), the mask broadcasts to the scores without widening them.
@@ -141,6 +143,31 @@ class AttentionFuser {
     return p;
   }
 
+  // torch's export of a boolean mask zeroes the NaN rows of fully masked
+  // queries: P read by IsNaN(P) and Where(IsNaN(P), 0, P) alone, nothing
+  // else reading the IsNaN. The Where's output (added to `gone` with both),
+  // else -1.
+  int nan_guard(int probs, std::vector<int>& gone) const {
+    int isnan = -1, where = -1;
+    for (int c : cons_[size_t(probs)]) {
+      if (dead_[size_t(c)]) return -1;
+      if (n(c).op_type == "IsNaN") isnan = c;
+      else if (n(c).op_type == "Where") where = c;
+    }
+    if (isnan < 0 || where < 0 || n(isnan).inputs.size() != 1 || n(isnan).outputs.size() != 1) return -1;
+    const int mask = n(isnan).outputs[0];
+    if (private_producer(mask) != isnan || cons_[size_t(mask)][0] != where) return -1;
+    const Node& w = n(where);
+    float zero = 1.0f;
+    if (w.inputs.size() != 3 || w.inputs[0] != mask || w.inputs[2] != probs || !scalar(w.inputs[1], zero) ||
+        zero != 0.0f || w.outputs.size() != 1 || !f32(w.outputs[0]) || t(w.outputs[0]).shape != t(probs).shape ||
+        t(w.outputs[0]).is_output)
+      return -1;
+    gone.push_back(isnan);
+    gone.push_back(where);
+    return w.outputs[0];
+  }
+
   bool try_fuse(int sm) {
     const Node& softmax = n(sm);
     if (softmax.inputs.size() != 1 || softmax.outputs.size() != 1 || !f32(softmax.inputs[0]) ||
@@ -153,17 +180,25 @@ class AttentionFuser {
     int64_t axis = softmax.get_int("axis", -1);
     if (axis < 0) axis += rank;
     if (axis != rank - 1) return false;
-    // The probabilities: read by one MatMul alone, as its left operand.
-    const int probs = softmax.outputs[0];
-    if (t(probs).is_output || cons_[size_t(probs)].size() != 1) return false;
+    // The probabilities: read by one MatMul alone, as its left operand, or
+    // first through Where(IsNaN(P), 0, P).
+    std::vector<int> gone = {sm};
+    int probs = softmax.outputs[0];
+    if (t(probs).is_output) return false;
+    const bool masked_rows_zero = cons_[size_t(probs)].size() == 2;
+    if (masked_rows_zero) {
+      probs = nan_guard(probs, gone);
+      if (probs < 0) return false;
+    }
+    if (cons_[size_t(probs)].size() != 1) return false;
     const int pv = cons_[size_t(probs)][0];
     const Node& out = n(pv);
     if (dead_[size_t(pv)] || out.op_type != "MatMul" || out.inputs.size() != 2 || out.inputs[0] != probs ||
         out.inputs[1] == probs || out.outputs.size() != 1 || !f32(out.inputs[1]) || !f32(out.outputs[0]))
       return false;
     const int v = out.inputs[1];
+    gone.push_back(pv);
     // Back from the scores: [Add mask] <- [scale] <- MatMul.
-    std::vector<int> gone = {sm, pv};
     float scale = 1.0f;
     int mask = -1, p = -1;
     const int scores_in = softmax.inputs[0];
@@ -215,7 +250,7 @@ class AttentionFuser {
     fused.inputs = {q, k, v};
     if (mask >= 0) fused.inputs.push_back(mask);
     fused.outputs = out.outputs;
-    fused.decisions.attention = AttentionForm{scale, k_transposed};
+    fused.decisions.attention = AttentionForm{scale, k_transposed, masked_rows_zero};
     for (int g : gone) dead_[size_t(g)] = 1;
     g_.nodes[size_t(pv)] = std::move(fused);  // at the last node's place: every input exists by then
     dead_[size_t(pv)] = 0;

@@ -193,7 +193,12 @@ Outputs FusedAttention(const OpContext& c) {
   }
   Node softmax = core_node(c.node, "Softmax", {}, 1);
   softmax.attrs["axis"] = Attribute::of_int(-1);
-  const Outputs p = evaluate(softmax, {&scores});
+  Outputs p = evaluate(softmax, {&scores});
+  if (form->masked_rows_zero) {
+    float* pp = p[0].data<float>();
+    for (int64_t i = 0; i < p[0].count(); ++i)
+      if (std::isnan(pp[i])) pp[i] = 0.0f;
+  }
   return evaluate(product, {&p[0], &v});
 }
 
