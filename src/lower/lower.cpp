@@ -274,7 +274,14 @@ double time_candidate(NodeBuilder& b, const std::function<bool()>& emit) {
   if (!dev) return -1.0;
   const size_t before = b.launches.size();
   double ms = -1.0;
-  if (emit()) {
+  // A candidate the device's compiler refuses cannot run: the others are timed.
+  bool emitted = false;
+  try {
+    emitted = emit();
+  } catch (const Error&) {
+    emitted = false;
+  }
+  if (emitted) {
     std::vector<TimedLaunch> timed;
     for (size_t k = before; k < b.launches.size(); ++k) {
       const Launch& l = b.launches[k];
