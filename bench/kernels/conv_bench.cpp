@@ -34,7 +34,8 @@
 //
 //   texplan_conv_bench --device pocl --filter 1x1 --variants block:8x16x2/l8,block:8x16/l1
 //
-// Times are the medians over --reps runs of the node's device time
+// Times are the medians (--min: the minima, steadier where other jobs share
+// the CPU) over --reps runs of the node's device time
 // (Session profile mode; the pair: both nodes), after one warm-up run.
 //
 // For kernel work, --build-log prints every kernel build's log on stderr
@@ -73,6 +74,11 @@ struct ConvShape {
   int64_t C, H, W, OC, K, stride, pad, groups;
   bool fused_residual = false;  // FusedConv: relu(conv + residual)
   std::vector<std::string> program = {};  // FusedConv: this epilogue on the conv (no residual)
+  int64_t kw = 0, pad_w = -1;  // a KxKW kernel padded by pad_w along W (0, -1: K and pad)
+  int64_t KW() const { return kw ? kw : K; }
+  int64_t PW() const { return pad_w >= 0 ? pad_w : pad; }
+  int64_t OH() const { return (H + 2 * pad - K) / stride + 1; }
+  int64_t OW() const { return (W + 2 * PW() - KW()) / stride + 1; }
 };
 
 const std::vector<std::string> kSilu = {"Sigmoid x0", "Mul x0 t0"};
@@ -149,6 +155,26 @@ std::vector<ConvShape> zoo_shapes() {
       {"dw 5x5 240 28", 240, 28, 28, 240, 5, 1, 2, 240},
       {"dw 5x5 672 14 s2", 672, 14, 14, 672, 5, 2, 2, 672},
       {"dw 5x5 1152 7", 1152, 7, 7, 1152, 5, 1, 2, 1152},
+      // Inception-v3's factorized and strided convs, RegNet-Y's grouped ones (group width 8).
+      {"inception 1x7 128->128 17", 128, 17, 17, 128, 1, 1, 0, 1, false, {}, 7, 3},
+      {"inception 7x1 128->192 17", 128, 17, 17, 192, 7, 1, 3, 1, false, {}, 1, 0},
+      {"inception 1x7 192->192 17", 192, 17, 17, 192, 1, 1, 0, 1, false, {}, 7, 3},
+      {"inception 7x1 192->192 17", 192, 17, 17, 192, 7, 1, 3, 1, false, {}, 1, 0},
+      {"inception 1x3 384->384 8", 384, 8, 8, 384, 1, 1, 0, 1, false, {}, 3, 1},
+      {"inception 3x1 384->384 8", 384, 8, 8, 384, 3, 1, 1, 1, false, {}, 1, 0},
+      {"inception 5x5 48->64 35", 48, 35, 35, 64, 5, 1, 2, 1},
+      {"inception 3x3 64->96 35", 64, 35, 35, 96, 3, 1, 1, 1},
+      {"inception 3x3 96->96 35 s2 p0", 96, 35, 35, 96, 3, 2, 0, 1},
+      {"inception 3x3 288->384 35 s2 p0", 288, 35, 35, 384, 3, 2, 0, 1},
+      {"inception 3x3 192->320 17 s2 p0", 192, 17, 17, 320, 3, 2, 0, 1},
+      {"inception 3x3 448->384 8", 448, 8, 8, 384, 3, 1, 1, 1},
+      {"inception 3x3 80->192 73 p0", 80, 73, 73, 192, 3, 1, 0, 1},
+      {"inception 3x3 32->64 147", 32, 147, 147, 64, 3, 1, 1, 1},
+      {"regnet g8 3x3 104 56 s2", 104, 56, 56, 104, 3, 2, 1, 13},
+      {"regnet g8 3x3 208 14", 208, 14, 14, 208, 3, 1, 1, 26},
+      {"regnet g8 3x3 440 7", 440, 7, 7, 440, 3, 1, 1, 55},
+      {"regnet g8 3x3 48 56", 48, 56, 56, 48, 3, 1, 1, 6},
+      {"regnet 1x1 s2 208->440 14", 208, 14, 14, 440, 1, 2, 0, 1},
   };
 }
 
@@ -172,8 +198,8 @@ Graph conv_graph(const ConvShape& c, std::vector<HostTensor>& feeds) {
   Graph g;
   g.model_name = "conv_bench";
   g.opset = 17;
-  int64_t OH = (c.H + 2 * c.pad - c.K) / c.stride + 1, OW = (c.W + 2 * c.pad - c.K) / c.stride + 1;
-  HostTensor w = random_tensor({c.OC, c.C / c.groups, c.K, c.K}, -1, 1, 2), b = random_tensor({c.OC}, -1, 1, 3);
+  int64_t OH = c.OH(), OW = c.OW();
+  HostTensor w = random_tensor({c.OC, c.C / c.groups, c.K, c.KW()}, -1, 1, 2), b = random_tensor({c.OC}, -1, 1, 3);
   feeds = {random_tensor({1, c.C, c.H, c.W}, -1, 1, 1)};
   Node n;
   n.name = "conv";
@@ -188,8 +214,8 @@ Graph conv_graph(const ConvShape& c, std::vector<HostTensor>& feeds) {
     n.attrs["program"] = Attribute::of_strings(c.program);
   }
   n.attrs["strides"] = Attribute::of_ints({c.stride, c.stride});
-  n.attrs["pads"] = Attribute::of_ints({c.pad, c.pad, c.pad, c.pad});
-  n.attrs["kernel_shape"] = Attribute::of_ints({c.K, c.K});
+  n.attrs["pads"] = Attribute::of_ints({c.pad, c.PW(), c.pad, c.PW()});
+  n.attrs["kernel_shape"] = Attribute::of_ints({c.K, c.KW()});
   n.attrs["group"] = Attribute::of_int(c.groups);
   n.outputs = {add_tensor(g, "y", {1, c.OC, OH, OW}, false, true, nullptr)};
   g.tensors[size_t(n.outputs[0])].producer = 0;
@@ -198,14 +224,15 @@ Graph conv_graph(const ConvShape& c, std::vector<HostTensor>& feeds) {
 }
 
 double flops(const ConvShape& c) {
-  int64_t OH = (c.H + 2 * c.pad - c.K) / c.stride + 1, OW = (c.W + 2 * c.pad - c.K) / c.stride + 1;
-  return 2.0 * double(c.OC) * double(OH * OW) * double(c.C / c.groups) * double(c.K * c.K);
+  return 2.0 * double(c.OC) * double(c.OH() * c.OW()) * double(c.C / c.groups) * double(c.K * c.KW());
 }
 
 // Median device ms of the node over `reps` runs, after a warm-up (its
 // launches' first start to last end); the first output so variants can be
 // compared for agreement, and the node's kernel launches (split-K: 2 or 3).
 // `kernels`: the variants the session runs instead of its own choice.
+bool take_min = false;  // --min
+
 double time_node(const Graph& g, const std::vector<HostTensor>& feeds, std::shared_ptr<runtime::Device> dev, int reps,
                  std::vector<float>& output, runtime::Precision precision, const lower::KernelChoice& kernels,
                  int& launches) {
@@ -227,7 +254,7 @@ double time_node(const Graph& g, const std::vector<HostTensor>& feeds, std::shar
     ms.push_back(t);
   }
   std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  return take_min ? ms.front() : ms[ms.size() / 2];
 }
 
 // A stem: conv (ReLU) then an overlapping MaxPool, batch 1, square images.
@@ -297,7 +324,7 @@ Graph stem_graph(const StemShape& c, bool fused, std::vector<HostTensor>& feeds)
 
 int usage(const char* argv0) {
   std::cerr << "usage: " << argv0
-            << " [--device SPEC] [--reps N] [--filter TEXT] [--variants a,b,...] [--json FILE] [--list]\n"
+            << " [--device SPEC] [--reps N] [--filter TEXT] [--variants a,b,...] [--json FILE] [--list] [--min]\n"
                "       [--build-log] [--build-dump DIR]\n"
                "  SPEC: gpu, pocl, opencl:N (default gpu); variants default to all of --list\n";
   return 2;
@@ -323,6 +350,7 @@ int main(int argc, char** argv) {
       else if (a == "--variants") variants_arg = value();
       else if (a == "--json") json_path = value();
       else if (a == "--list") list = true;
+      else if (a == "--min") take_min = true;
       else if (a == "--build-log") diagnostics.log = true;
       else if (a == "--build-dump") diagnostics.dump_dir = value();
       else return usage(argv[0]);

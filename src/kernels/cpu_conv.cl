@@ -174,6 +174,124 @@ __kernel void conv2d_rows_cpu(__global const real_t* X, int xo, __global const r
   }
 }
 
+// Convolutions with the output channels along the vector lanes (the
+// layout-free form of MLAS's NCHWc kernels), for any kernel shape, stride,
+// dilation and group: a work-item computes PX pixels of one output row x
+// OCV = NV * PB output channels of one group in PX * NV vector
+// accumulators. Per input channel and tap it loads NV vectors of weights
+// (packed [groups][OCg / OCV][ICg][KH * KW][OCV], zeros past OCg, then OCV
+// zeros at `zeros`) and broadcasts PX inputs, each feeding NV FMAs: the
+// GEMM's register block with the input as its broadcast operand, so taps,
+// strides and padding cost no lane shuffles or masks. A work-item whose
+// windows all lie inside the image walks channels outermost, so the taps of
+// one channel read a few lines of one plane; one at an edge walks taps
+// outermost: where a tap's PX columns lie inside the row the inputs are at
+// constant offsets from one pointer, else each pixel has its own pointer,
+// the ones outside the image at the zeros (advanced by nothing per channel).
+// get_global_id(0): block of PX output columns (the last one moved back to
+// end at OW; the columns it recomputes are not stored); (1): output row;
+// (2): (image * groups + group) * blocks + block of OCV channels. Built with
+// -DPX, -DPB, -DNV and -DOCV_SW (the column stride).
+#ifdef OCV_SW
+#define OCV (PB * NV)
+// acc[j][v] += x(pixel j) * w[v] for the NV weight vectors at `wt`, pixel
+// j's input at LD(xp_j, 0) (X_AT(j)).
+#define OCV_STEP(wt, X_AT)                                                 \
+  do {                                                                     \
+    VF wv[NV];                                                             \
+    _Pragma("unroll") for (int v = 0; v < NV; ++v) wv[v] = LDV(PB, (wt) + v * PB); \
+    _Pragma("unroll") for (int j = 0; j < PX; ++j) {                       \
+      const VF xv = (VF)(X_AT(j));                                         \
+      _Pragma("unroll") for (int v = 0; v < NV; ++v) acc[j][v] = fma(xv, wv[v], acc[j][v]); \
+    }                                                                      \
+  } while (0)
+__kernel void conv2d_ocvec_cpu(__global const real_t* X, int xo, __global const real_t* Wp, __global const real_t* Bias,
+                               int bo, __global real_t* Y, int yo, int has_bias, int C, int H, int W, int OC, int OH,
+                               int OW, int KH, int KW, int sh, int ph, int pw, int dh, int dw, int groups,
+                               int zeros EPI_PARAMS YWIN_PARAMS XWIN_PARAMS) {
+  const int OCg = OC / groups, ICg = C / groups, blocks = (OCg + OCV - 1) / OCV;
+  const int ow0 = get_global_id(0) * PX, oh = get_global_id(1), z = get_global_id(2);
+  if (ow0 >= OW || oh >= OH) return;
+  const int ob = z % blocks, zg = z / blocks, g = zg % groups, img = zg / groups;
+  const int owb = OW > PX ? min(ow0, OW - PX) : 0;  // first column computed
+  const int HW = XPLANE(H, W), KHW = KH * KW, ih0 = oh * sh - ph, iw0 = owb * OCV_SW - pw;
+  __global const real_t* x = X + xo + (img * C + g * ICg) * HW;
+  __global const real_t* wb = Wp + (g * blocks + ob) * ICg * KHW * OCV;
+  VF acc[PX][NV];
+#pragma unroll
+  for (int j = 0; j < PX; ++j)
+#pragma unroll
+    for (int v = 0; v < NV; ++v) acc[j][v] = (VF)(0.0f);
+  if (ih0 >= 0 && ih0 + (KH - 1) * dh < H && iw0 >= 0 && iw0 + (PX - 1) * OCV_SW + (KW - 1) * dw < W) {
+    __global const real_t* xc = x + ih0 * XROW(W) + iw0;
+    __global const real_t* wt = wb;
+    for (int c = 0; c < ICg; ++c, xc += HW)
+      for (int kh = 0; kh < KH; ++kh) {
+        __global const real_t* xr = xc + kh * dh * XROW(W);
+        for (int kw = 0; kw < KW; ++kw, wt += OCV) {
+          __global const real_t* xt = xr + kw * dw;
+#define OCV_INSIDE(j) LD(xt, (j) * OCV_SW)
+          OCV_STEP(wt, OCV_INSIDE);
+#undef OCV_INSIDE
+        }
+      }
+  } else {
+    __global const real_t* zero = Wp + zeros;
+    for (int kh = 0; kh < KH; ++kh) {
+      const int ih = ih0 + kh * dh;
+      if (ih < 0 || ih >= H) continue;
+      __global const real_t* xr = x + ih * XROW(W);
+      for (int kw = 0; kw < KW; ++kw) {
+        __global const real_t* wt = wb + (kh * KW + kw) * OCV;
+        const int iw = iw0 + kw * dw;
+        if (iw >= 0 && iw + (PX - 1) * OCV_SW < W) {
+          __global const real_t* xc = xr + iw;
+          for (int c = 0; c < ICg; ++c, xc += HW, wt += KHW * OCV) {
+#define OCV_ROW(j) LD(xc, (j) * OCV_SW)
+            OCV_STEP(wt, OCV_ROW);
+#undef OCV_ROW
+          }
+        } else {
+          __global const real_t* xp[PX];
+          int step[PX];
+#pragma unroll
+          for (int j = 0; j < PX; ++j) {
+            const int i = iw + j * OCV_SW;
+            const bool in = i >= 0 && i < W;
+            xp[j] = in ? xr + i : zero;
+            step[j] = in ? HW : 0;
+          }
+          for (int c = 0; c < ICg; ++c, wt += KHW * OCV) {
+#define OCV_EDGE(j) LD(xp[j], 0)
+            OCV_STEP(wt, OCV_EDGE);
+#undef OCV_EDGE
+#pragma unroll
+            for (int j = 0; j < PX; ++j) xp[j] += step[j];
+          }
+        }
+      }
+    }
+  }
+  const int oc0 = ob * OCV, n = min(OCV, OCg - oc0);
+  float bias[OCV];
+#pragma unroll
+  for (int o = 0; o < OCV; ++o) bias[o] = has_bias && o < n ? LD(Bias, bo + g * OCg + oc0 + o) : 0.0f;
+  const int plane0 = (img * OC + g * OCg + oc0) * OH + oh;
+#pragma unroll
+  for (int j = 0; j < PX; ++j) {
+    const int ow = owb + j;
+    if (ow < ow0 || ow >= OW) continue;  // another work-item's column, or past the row
+    float t[OCV];
+#pragma unroll
+    for (int v = 0; v < NV; ++v) VSTORE(acc[j][v], v, t);
+    for (int o = 0; o < n; ++o) {
+      const int i = (plane0 + o * OH) * OW + ow;
+      ST(Y, yo + YI(i), EPI(t[o] + bias[o], i));
+    }
+  }
+}
+#endif
+
 // ConvTranspose whose taps tile the output exactly (stride == kernel, no
 // padding or dilation; weight [C, OC/groups, KH, KW]): every output pixel
 // gets one tap, so per tap (kh, kw) it is a GEMM over the input pixels with

@@ -8,7 +8,7 @@
 namespace texplan::lower {
 
 std::string CpuVariant::name() const {
-  return std::to_string(ocb) + "x" + std::to_string(pb) +
+  return (channel_vectors ? "v" : "") + std::to_string(ocb) + "x" + std::to_string(pb) +
          (nv > 1 ? "x" + std::to_string(nv) : "") + (cols_first ? "c" : "") +
          (local ? "/l" + std::to_string(local) : "");
 }

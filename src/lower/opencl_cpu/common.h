@@ -23,6 +23,9 @@ struct CpuVariant {
   // gemm_block_cpu: consecutive work-items walk columns ("c" in the name),
   // sharing one block of A rows, instead of rows sharing a panel of B.
   bool cols_first = false;
+  // conv2d_ocvec_cpu's blocks: ocb pixels x nv vectors of pb output
+  // channels, named with a "v" in front ("v6x8x2").
+  bool channel_vectors = false;
   std::string name() const;
 };
 

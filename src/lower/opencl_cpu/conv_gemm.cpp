@@ -87,7 +87,66 @@ std::vector<CpuVariant> stem_candidates(int64_t OC, int64_t taps,
   return vs;
 }
 
+// conv2d_ocvec_cpu's weights: [groups][OCg / ocv][ICg][KH * KW][ocv] from
+// [OC][ICg][KH][KW], zeros past OCg, then ocv zeros (the kernel's padding).
+std::vector<float> ocvec_weights(const HostTensor &w, int64_t groups,
+                                 int64_t OCg, int64_t ICg, int64_t taps,
+                                 int64_t ocv) {
+  const std::vector<float> src = w.as_float();
+  const int64_t blocks = ceil_div(OCg, ocv);
+  std::vector<float> p(size_t((groups * blocks * taps * ICg + 1) * ocv), 0.0f);
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t oc = 0; oc < OCg; ++oc)
+      for (int64_t c = 0; c < ICg; ++c)
+        for (int64_t t = 0; t < taps; ++t)
+          p[size_t((((g * blocks + oc / ocv) * ICg + c) * taps + t) * ocv +
+                   oc % ocv)] = src[size_t(((g * OCg + oc) * ICg + c) * taps + t)];
+  return p;
+}
+
 } // namespace
+
+// The shape rule: the work counts the pixels and channels a block computes
+// for nothing (the moved last block of a row recomputes; channels up to a
+// whole block) over the block's speed, which grows with its accumulators up
+// to what the registers hold beside NV weight vectors and a broadcast (12 of
+// AVX2's 16, 24 of AVX-512's 32) and falls where a step loads more than
+// two thirds of what it multiplies (NV + PX loads, PX x NV FMAs)
+// (docs/cpu-kernels.md#any-convolution-output-channels-as-vectors).
+std::vector<CpuVariant> conv_ocvec_candidates(int64_t OCg, int64_t OW, int width) {
+  const int pb = width >= 16 ? 16 : 8, limit = width >= 16 ? 24 : 12;
+  struct Scored {
+    CpuVariant v;
+    double cost;
+  };
+  std::vector<Scored> all;
+  for (int nv = 1; nv <= 4; ++nv) {
+    if (nv > 1 && int64_t(nv - 1) * pb >= OCg)
+      break; // a whole vector of channels idle
+    for (int px = 2; px * nv <= limit; ++px) {
+      const double pw = OW >= px ? double(ceil_div(OW, int64_t(px)) * px) / double(OW)
+                                 : double(px) / double(OW);
+      const int64_t ocv = int64_t(pb) * nv;
+      const double cw = double(ceil_div(OCg, ocv) * ocv) / double(OCg);
+      const double acc = px * nv, loads = std::max(1.0, 1.5 * (nv + px) / acc);
+      // Groups of one work-item: PoCL compiles a group of several as one
+      // loop body over them, which spills these accumulators.
+      CpuVariant v{px, pb, 1, nv};
+      v.channel_vectors = true;
+      all.push_back({v, pw * cw * double(limit) / acc * loads});
+    }
+  }
+  std::stable_sort(all.begin(), all.end(),
+                   [](const Scored &a, const Scored &b) { return a.cost < b.cost; });
+  std::vector<CpuVariant> vs;
+  for (const Scored &s : all)
+    if (vs.size() < 6)
+      vs.push_back(s.v);
+  CpuVariant driver = vs[0];
+  driver.local = 0; // the driver's group size against the chosen one
+  vs.push_back(driver);
+  return vs;
+}
 
 void lower_conv_direct_cpu(NodeBuilder &b, const FusedTail &tail,
                            const CpuConv &c) {
@@ -102,10 +161,35 @@ void lower_conv_direct_cpu(NodeBuilder &b, const FusedTail &tail,
   // packed by OCB-channel block: faster than the per-pixel conv2d_cpu
   // (docs/kernel-choices.md#cpu-stem-convolutions-by-rows).
   const HostTensor *weights = b.constant(1);
-  const bool rows = groups == 1 && C <= 4 && OW >= 8 && weights &&
-                    weights->dtype == DataType::Float32;
+  const bool constant_w = weights && weights->dtype == DataType::Float32;
+  const bool rows = groups == 1 && C <= 4 && OW >= 8 && constant_w;
+  // Everything else with constant weights: conv2d_ocvec_cpu, unless a
+  // register block of conv2d_cpu or conv2d_rows_cpu is named
+  // (KernelChoice::cpu without the "v").
+  const std::string &named = b.kernel_choice.cpu;
+  const bool ocvec = constant_w && (named.empty() ? !rows : named[0] == 'v');
+  const int64_t ICg = C / groups, taps = KH * KW;
   auto emit = [&](const CpuVariant &v) {
-    if (rows) {
+    if (ocvec) {
+      const int64_t ocv = int64_t(v.pb) * v.nv, blocks = ceil_div(OCg, ocv);
+      Range r;
+      r.dims = 3;
+      const size_t cols = size_t(ceil_div(OW, int64_t(v.ocb)));
+      r.has_local = v.local > 0;
+      r.local[0] = std::max<size_t>(1, v.local);
+      r.global[0] = (cols + r.local[0] - 1) / r.local[0] * r.local[0];
+      r.global[1] = size_t(OH);
+      r.global[2] = size_t(N * groups * blocks);
+      const MemArg packed = b.packed("conv2d_ocvec_cpu " + std::to_string(ocv), [&] {
+        return ocvec_weights(*weights, groups, OCg, ICg, taps, ocv);
+      });
+      b.launch(cpu_source("cpu_conv.cl", v, tail,
+                          " -DNV=" + std::to_string(v.nv) + " -DPX=" + std::to_string(v.ocb) +
+                              " -DOCV_SW=" + std::to_string(sw)),
+               "conv2d_ocvec_cpu", r, b.arg_in(0), packed, bias, b.arg_out(0), cl_int(has_bias), i32(C), i32(H),
+               i32(W), i32(OC), i32(OH), i32(OW), i32(KH), i32(KW), i32(sh), i32(ph), i32(pw), i32(dh), i32(dw),
+               i32(groups), i32(groups * blocks * taps * ICg * ocv));
+    } else if (rows) {
       Range r = cpu_range(v, OW, 1, 1);
       r.global[1] = size_t(OH);
       r.global[2] = size_t(N * ceil_div(OC, int64_t(v.ocb)));
@@ -128,10 +212,11 @@ void lower_conv_direct_cpu(NodeBuilder &b, const FusedTail &tail,
     }
     tail.append_args(b);
   };
-  std::vector<CpuVariant> vs =
-      rows ? stem_candidates(OC, KH * KW, b.device().info().native_float_width)
-           : cpu_candidates(OCg, P);
-  std::string key = std::string(rows ? "conv2d_rows_cpu " : "conv2d_cpu ") +
+  const int width = b.device().info().native_float_width;
+  std::vector<CpuVariant> vs = ocvec ? conv_ocvec_candidates(OCg, OW, width)
+                               : rows ? stem_candidates(OC, KH * KW, width)
+                                      : cpu_candidates(OCg, P);
+  std::string key = std::string(ocvec ? "conv2d_ocvec_cpu " : rows ? "conv2d_rows_cpu " : "conv2d_cpu ") +
                     dims_key({N, C, H, W, OC, OH, OW, KH, KW, sh, sw, ph, pw,
                               dh, dw, groups}) +
                     (tail.prelude.empty() ? "" : " fused");

@@ -19,8 +19,16 @@ bool lower_conv1x1_cpu(NodeBuilder& b, const FusedTail& tail, const CpuConv& c);
 // Depthwise Conv/FusedConv (lower/opencl_cpu/depthwise.cpp); false: not depthwise.
 bool lower_depthwise_cpu(NodeBuilder& b, const FusedTail& tail, const CpuConv& c);
 
-// The direct kernel (cpu_conv.cl conv2d_cpu), register block by tuning.
+// Every other convolution: conv2d_ocvec_cpu (cpu_conv.cl) where the weights
+// are constant, conv2d_rows_cpu for stems (C <= 4) when a block "OCBxPB" of
+// it is named, conv2d_cpu for the rest; register block by tuning.
 void lower_conv_direct_cpu(NodeBuilder& b, const FusedTail& tail, const CpuConv& c);
+// conv2d_ocvec_cpu's blocks (CpuVariant::channel_vectors: ocb pixels of an
+// output row x nv vectors of pb output channels, groups of one work-item)
+// for OCg output channels per group and OW output columns on a device whose
+// SIMD registers hold `width` floats; the first is the shape rule's choice,
+// the last the same block with the driver's group size.
+std::vector<CpuVariant> conv_ocvec_candidates(int64_t OCg, int64_t OW, int width);
 
 // 3x3 stride-1 Conv/FusedConv by Winograd (lower/opencl_cpu/winograd.cpp) where it
 // pays; false: the direct kernel runs it.
