@@ -103,3 +103,42 @@ __kernel void avg_pool2d(__global const real_t* X, int xo, __global real_t* Y, i
   int count = count_include_pad ? padded : (he - hs) * (we - ws);
   ST(Y, yo + YI(i), s / (float)count);
 }
+
+// AveragePool on CPU devices (PoCL): one work-item per output row, as
+// max_pool2d_rows; the columns whose window lies inside the input take 8 at
+// a time as vectors where the stride is 1 or 2 (stride 2: two loads, the even
+// lanes), summing the taps in avg_pool2d's order, so the results are its own.
+__kernel void avg_pool2d_rows(__global const real_t* X, int xo, __global real_t* Y, int yo, int rows, int H, int W,
+                              int OH, int OW, int KH, int KW, int sh, int sw, int ph, int pw, int ph_end, int pw_end,
+                              int count_include_pad YWIN_PARAMS XWIN_PARAMS) {
+  int r = get_global_id(0);
+  if (r >= rows) return;
+  int oh = r % OH, plane = r / OH;
+  __global const real_t* x = X + xo + plane * XPLANE(H, W);
+  __global real_t* y = Y + yo + YI(r * OW);  // a row: contiguous
+  int h0 = oh * sh - ph, h1 = min(h0 + KH, H + ph_end), hs = max(h0, 0), he = min(h1, H);
+  // Columns [ow0, ow1) have their whole window inside [0, W).
+  int ow0 = min(OW, (pw + sw - 1) / sw), ow1 = W - KW + pw < 0 ? ow0 : max(ow0, min(OW, (W - KW + pw) / sw + 1));
+  const bool vec = sw == 1 || sw == 2;
+  const float inside = (float)((count_include_pad ? h1 - h0 : he - hs) * KW);
+  for (int ow = 0; ow < OW; ++ow) {
+    if (vec && ow >= ow0 && ow + 7 < ow1 && (ow + 7) * sw - pw + KW - 1 + (sw == 2) < W) {
+      float8 s = (float8)(0.0f);
+      for (int ih = hs; ih < he; ++ih) {
+        __global const real_t* row = x + ih * XROW(W) + ow * sw - pw;
+        for (int kw = 0; kw < KW; ++kw)
+          s += sw == 1 ? LDV(8, row + kw) : (float8)(LDV(8, row + kw).even, LDV(8, row + kw + 8).even);
+      }
+      STV(8, y + ow, s / (float8)(inside));
+      ow += 7;
+      continue;
+    }
+    int w0 = ow * sw - pw, w1 = min(w0 + KW, W + pw_end);
+    int ws = max(w0, 0), we = min(w1, W);
+    float s = 0.0f;
+    for (int ih = hs; ih < he; ++ih)
+      for (int iw = ws; iw < we; ++iw) s += LD(x, ih * XROW(W) + iw);
+    int count = count_include_pad ? (h1 - h0) * (w1 - w0) : (he - hs) * (we - ws);
+    ST(y, ow, s / (float)count);
+  }
+}

@@ -55,8 +55,10 @@ bool lower_pool(NodeBuilder& b) {
     return true;
   }
   if (dh != 1 || dw != 1) return false;
-  b.launch(pool, "avg_pool2d", linear_range(total), b.arg_in(0), b.arg_out(0), i32(total), i32(H), i32(W),
-           i32(OH), i32(OW), i32(KH), i32(KW), i32(sh), i32(sw), i32(ph.begin), i32(pw.begin), i32(ph.end),
+  const bool rows = b.device_type() == "cpu" && !b.gpu_kernels_forced();  // PoCL: a row per work-item
+  const int64_t items = rows ? total / OW : total;
+  b.launch(pool, rows ? "avg_pool2d_rows" : "avg_pool2d", linear_range(items), b.arg_in(0), b.arg_out(0),
+           i32(items), i32(H), i32(W), i32(OH), i32(OW), i32(KH), i32(KW), i32(sh), i32(sw), i32(ph.begin), i32(pw.begin), i32(ph.end),
            i32(pw.end), cl_int(n.get_int("count_include_pad", 0) != 0));
   window.append_args(b);
   return true;

@@ -143,6 +143,7 @@ OptimizeReport optimize(Graph& g, const OptimizeOptions& given) {
   r.raw_lower_bound_bytes = graph_lower_bound(g);
   if (opt.fuse) {
     r.viewed_nodes = elements_in_place_to_views(g);
+    r.folded_pads = pads_into_windows(g);
     r.fused_layernorm = fuse_layer_norm(g);
     if (opt.attention_fusion)
       r.fused_attention = fuse_attention(g, opt.device_forms ? opt.device_forms->attention_head_dim : INT64_MAX);

@@ -53,6 +53,7 @@ struct OptimizeReport {
   int nodes_before = 0, nodes_after = 0;
   int fused_conv = 0, fused_matmul = 0, fused_elementwise = 0;  // fused nodes made
   int folded_batchnorm = 0;   // BatchNormalization folded into a convolution's weights
+  int folded_pads = 0;        // Pads of zeros taken into the Conv or AveragePool reading them
   int fused_pool = 0;         // FusedConvMaxPool nodes
   int fused_channel_scales = 0;  // channel Muls taken into a 1x1 convolution
   int fused_mlps = 0;            // pairs of fully connected 1x1 convolutions made FusedMlp

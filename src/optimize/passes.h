@@ -49,6 +49,11 @@ int channel_scales_into_convs(Graph& g);
 // one FusedMlp (docs/fused-ops.md). Returns how many.
 int mlp_pairs(Graph& g);
 
+// A Pad of zeros on the spatial dims read only by a Conv or an AveragePool
+// (ceil_mode off) becomes that node's padding (pads.cpp; an AveragePool then
+// counts it: count_include_pad). Returns how many.
+int pads_into_windows(Graph& g);
+
 // ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add spelling LayerNorm over
 // the last axis becomes one LayerNormalization (layer_norm.cpp); runs before
 // fuse(), which would otherwise split the pattern. Returns how many.

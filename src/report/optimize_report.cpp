@@ -15,6 +15,7 @@ json optimize_json(const OptimizeReport& r, const std::vector<OptimizationShare>
          {"fused_matmul", r.fused_matmul},
          {"fused_elementwise", r.fused_elementwise},
          {"folded_batchnorm", r.folded_batchnorm},
+         {"folded_pads", r.folded_pads},
          {"fused_pool", r.fused_pool},
          {"fused_channel_scales", r.fused_channel_scales},
          {"fused_mlps", r.fused_mlps},
