@@ -146,11 +146,12 @@ int main(int argc, char** argv) {
   int kernels_built = 0;
   std::unique_ptr<report::Progress> build_progress;
   runtime::KernelBuildScope kernel_builds(
-      [&](const std::string& program, bool done) {
+      [&](const std::string& program, runtime::ProgramOrigin origin, bool done) {
         if (done) return build_progress.reset();
         ++kernels_built;
         build_progress = std::make_unique<report::Progress>("building kernels", 0);
-        build_progress->step(kernels_built, "#" + std::to_string(kernels_built) + " " + program);
+        build_progress->step(kernels_built, "#" + std::to_string(kernels_built) + " " + program +
+                                                (origin == runtime::ProgramOrigin::Cache ? " (program cache)" : ""));
       },
       verbose ? runtime::KernelBuildScope::MessageSink([&](const std::string& program, const std::string& line) {
         if (build_progress) build_progress->clear();

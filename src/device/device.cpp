@@ -9,11 +9,15 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
+#include <tuple>
 
+#include "device/program_cache.h"
 #include "kernels/kernel_sources.h"
 
 // cl_khr_image2d_from_buffer queries (OpenCL 2.0 core names, same values).
@@ -200,12 +204,36 @@ std::vector<DeviceInfo> list_devices() {
   return out;
 }
 
-Device::Device(cl_device_id id, DeviceInfo info) : info_(std::move(info)), id_(id) {
+Device::Device(cl_device_id id, DeviceInfo info, const DeviceOptions& options) : info_(std::move(info)), id_(id) {
   cl_int s = CL_SUCCESS;
   context_ = clCreateContext(nullptr, 1, &id_, nullptr, nullptr, &s);
   check(s, "clCreateContext on " + info_.name);
   queue_ = clCreateCommandQueue(context_, id_, 0, &s);  // in-order
   check(s, "clCreateCommandQueue on " + info_.name);
+  std::filesystem::path dir = options.program_cache_dir;
+  if (dir.empty()) dir = default_program_cache_dir();
+  if (options.program_cache && !dir.empty()) {
+    // What a binary depends on besides its source and options: the platform
+    // (PoCL's version names its LLVM), the device and the driver.
+    const std::string platform_version =
+        platform_string(device_value<cl_platform_id>(id_, CL_DEVICE_PLATFORM), CL_PLATFORM_VERSION);
+    const std::string identity = info_.platform + "\n" + platform_version + "\n" + info_.name + "\n" + info_.vendor +
+                                 "\n" + info_.driver + "\n" + info_.version;
+    cache_ = std::make_unique<ProgramCache>(dir, identity, options.program_cache_max_bytes);
+    stats_.cache_dir = dir.string();
+  }
+}
+
+struct Device::Unstored {
+  cl_program program;
+  ProgramCache::Key key;
+};
+
+ProgramStats Device::program_stats() const {
+  std::lock_guard<std::mutex> lock(programs_mutex_);
+  ProgramStats s = stats_;
+  if (cache_) s.cache_problem = cache_->problem();
+  return s;
 }
 
 cl_command_queue Device::profiling_queue() {
@@ -296,6 +324,55 @@ KernelBuildScope::KernelBuildScope(BuildCallback on_build, MessageSink on_messag
 
 KernelBuildScope::~KernelBuildScope() { innermost_build_scope = outer_; }
 
+namespace {
+
+// The binary of a program built for one device (NVIDIA: PTX text; PoCL: its
+// own container of LLVM bitcode), or nothing where the driver gives none.
+std::vector<unsigned char> program_binary(cl_program prog) {
+  size_t size = 0;
+  if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) != CL_SUCCESS || size == 0)
+    return {};
+  std::vector<unsigned char> bin(size);
+  unsigned char* ptr = bin.data();
+  if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof ptr, &ptr, nullptr) != CL_SUCCESS) return {};
+  return bin;
+}
+
+// A program built from a binary (OpenCL asks for clBuildProgram even then),
+// or nullptr when the driver refuses the binary: another driver's, damaged.
+cl_program build_from_binary(cl_context context, cl_device_id device, const std::vector<unsigned char>& binary,
+                             const std::string& options) {
+  const unsigned char* ptr = binary.data();
+  const size_t size = binary.size();
+  cl_int status = CL_SUCCESS, binary_status = CL_SUCCESS;
+  cl_program prog = clCreateProgramWithBinary(context, 1, &device, &size, &ptr, &binary_status, &status);
+  if (status != CL_SUCCESS || binary_status != CL_SUCCESS) {
+    if (prog) clReleaseProgram(prog);
+    return nullptr;
+  }
+  if (clBuildProgram(prog, 1, &device, options.c_str(), nullptr, nullptr) != CL_SUCCESS) {
+    clReleaseProgram(prog);
+    return nullptr;
+  }
+  return prog;
+}
+
+// Tells a scope a build began and, also when it throws, that it ended.
+struct BuildNotice {
+  KernelBuildScope::BuildCallback* on_build;
+  const std::string& name;
+  ProgramOrigin origin;
+  BuildNotice(KernelBuildScope::BuildCallback* f, const std::string& n, ProgramOrigin o)
+      : on_build(f), name(n), origin(o) {
+    if (on_build) (*on_build)(name, origin, false);
+  }
+  ~BuildNotice() {
+    if (on_build) (*on_build)(name, origin, true);
+  }
+};
+
+}  // namespace
+
 cl_program Device::program(const std::string& file, const std::string& defines, const std::string& prelude) {
   std::lock_guard<std::mutex> lock(programs_mutex_);
   const std::string key = file + " " + defines + (prelude.empty() ? "" : "\n" + prelude);
@@ -306,17 +383,13 @@ cl_program Device::program(const std::string& file, const std::string& defines, 
   if (it == srcs.end()) throw Error("no kernel source " + file + " embedded in this build");
   // common.cl holds the definitions every kernel file shares.
   std::string text = srcs.at("common.cl") + "\n" + prelude + "\n" + it->second;
-  const char* ptr = text.c_str();
-  size_t len = text.size();
-  cl_int s = CL_SUCCESS;
-  cl_program prog = clCreateProgramWithSource(context_, 1, &ptr, &len, &s);
-  check(s, "clCreateProgramWithSource(" + file + ")");
   // Exact math: no -cl-fast-relaxed-math; a*b+c may become one fma. NVIDIA's
   // default fp32 divide and sqrt are not correctly rounded (a few ulp), which
   // flips nearest-neighbour Resize indices and drifts LayerNorm: ask for IEEE.
   cl_device_fp_config fp = 0;
   clGetDeviceInfo(id_, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, nullptr);
   KernelBuildScope* const scope = innermost_build_scope;
+  KernelBuildScope::BuildCallback* const on_build = scope && scope->on_build_ ? &scope->on_build_ : nullptr;
   // The scope's diagnostics (kernel work): every build's log on stderr, with
   // NVIDIA's -cl-nv-verbose; every binary into a folder.
   const bool show_log = scope && scope->diagnostics_.log;
@@ -325,68 +398,81 @@ cl_program Device::program(const std::string& file, const std::string& defines, 
                           info_.extensions.end();
   const bool to_sink = scope && scope->on_message_;
   const std::string program_name = file + (defines.empty() ? "" : " " + defines);
-  const std::string options = std::string("-cl-std=CL1.2 -cl-mad-enable ") + (show_log || to_sink ? "" : "-w ") +
-                              ((fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) ? "-cl-fp32-correctly-rounded-divide-sqrt " : "") +
-                              (show_log && nv_options ? "-cl-nv-verbose " : "") + defines;
-  // Tells the scope a build began and, also when it throws, that it ended.
-  struct BuildNotice {
-    KernelBuildScope* scope;
-    const std::string& name;
-    BuildNotice(KernelBuildScope* s, const std::string& n) : scope(s), name(n) {
-      if (scope && scope->on_build_) scope->on_build_(name, false);
+  // The options that decide the binary, which key the program cache; -w
+  // changes only what the compiler says.
+  const std::string code_options =
+      std::string("-cl-std=CL1.2 -cl-mad-enable ") +
+      ((fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) ? "-cl-fp32-correctly-rounded-divide-sqrt " : "") +
+      (show_log && nv_options ? "-cl-nv-verbose " : "") + defines;
+  const std::string options = code_options + (show_log || to_sink ? "" : " -w");
+
+  // A build log asked for needs the compiler to run: the cache is not read.
+  cl_program prog = nullptr;
+  std::optional<ProgramCache::Key> cache_key;
+  if (cache_ && !show_log) {
+    cache_key = cache_->key(text, code_options);
+    if (auto binary = cache_->load(*cache_key)) {
+      BuildNotice notice(on_build, program_name, ProgramOrigin::Cache);
+      prog = build_from_binary(context_, id_, *binary, options);
+      ++(prog ? stats_.from_cache : stats_.rejected);
     }
-    ~BuildNotice() {
-      if (scope && scope->on_build_) scope->on_build_(name, true);
-    }
-  } notice(scope, program_name);
-  std::string driver_output;
-  if (to_sink)
-    driver_output = capture_stderr([&] { s = clBuildProgram(prog, 1, &id_, options.c_str(), nullptr, nullptr); });
-  else
-    s = clBuildProgram(prog, 1, &id_, options.c_str(), nullptr, nullptr);
-  auto build_log = [&] {
-    size_t n = 0;
-    clGetProgramBuildInfo(prog, id_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
-    std::string log(n, '\0');
-    clGetProgramBuildInfo(prog, id_, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
-    return log;
-  };
-  if (s != CL_SUCCESS) {
-    const std::string log = build_log();
-    clReleaseProgram(prog);
-    throw Error("building kernels " + key + " for " + info_.name + ": " + cl_error_name(s) + "\n" + log);
   }
-  if (show_log) std::cerr << "build log: " << file << " " << defines << "\n" << build_log() << "\n";
-  if (to_sink) {
-    for (const auto& line : message_lines(driver_output)) scope->on_message_(program_name, line);
-    for (const auto& line : message_lines(build_log())) scope->on_message_(program_name, line);
+  if (!prog) {
+    const char* ptr = text.c_str();
+    size_t len = text.size();
+    cl_int s = CL_SUCCESS;
+    prog = clCreateProgramWithSource(context_, 1, &ptr, &len, &s);
+    check(s, "clCreateProgramWithSource(" + file + ")");
+    BuildNotice notice(on_build, program_name, ProgramOrigin::Source);
+    std::string driver_output;
+    if (to_sink)
+      driver_output = capture_stderr([&] { s = clBuildProgram(prog, 1, &id_, options.c_str(), nullptr, nullptr); });
+    else
+      s = clBuildProgram(prog, 1, &id_, options.c_str(), nullptr, nullptr);
+    auto build_log = [&] {
+      size_t n = 0;
+      clGetProgramBuildInfo(prog, id_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
+      std::string log(n, '\0');
+      clGetProgramBuildInfo(prog, id_, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
+      return log;
+    };
+    if (s != CL_SUCCESS) {
+      const std::string log = build_log();
+      clReleaseProgram(prog);
+      throw Error("building kernels " + key + " for " + info_.name + ": " + cl_error_name(s) + "\n" + log);
+    }
+    if (show_log) std::cerr << "build log: " << file << " " << defines << "\n" << build_log() << "\n";
+    if (to_sink) {
+      for (const auto& line : message_lines(driver_output)) scope->on_message_(program_name, line);
+      for (const auto& line : message_lines(build_log())) scope->on_message_(program_name, line);
+    }
+    ++stats_.compiled;
+    if (cache_key) unstored_.push_back({prog, *cache_key});
   }
   // The binary (NVIDIA: PTX text) into DIR/<n>.bin, for ptxas and cuobjdump.
   if (!dump_dir.empty()) {
-    const std::string& dir = dump_dir;
-    size_t size = 0;
-    if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) == CL_SUCCESS && size > 0) {
-      std::vector<unsigned char> bin(size);
-      unsigned char* ptr_bin = bin.data();
-      if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof ptr_bin, &ptr_bin, nullptr) == CL_SUCCESS) {
-        const std::string path = dir + "/" + std::to_string(programs_.size()) + ".bin";
-        std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bin.data()), std::streamsize(size));
-        std::cerr << "build dump: " << path << " " << file << " " << defines << "\n";
-      }
+    const std::vector<unsigned char> bin = program_binary(prog);
+    if (!bin.empty()) {
+      const std::string path = dump_dir + "/" + std::to_string(programs_.size()) + ".bin";
+      std::ofstream(path, std::ios::binary)
+          .write(reinterpret_cast<const char*>(bin.data()), std::streamsize(bin.size()));
+      std::cerr << "build dump: " << path << " " << file << " " << defines << "\n";
     }
   }
   programs_.emplace_back(key, prog);
   return prog;
 }
 
-std::shared_ptr<Device> open_device(const std::string& spec) {
-  // Devices live until the process exits and are never released: drivers
-  // may already be unloaded when static destructors run.
-  static std::mutex mutex;
-  static auto* opened = new std::map<int, std::shared_ptr<Device>>();
-  std::lock_guard<std::mutex> lock(mutex);
+void Device::store_programs() {
+  std::lock_guard<std::mutex> lock(programs_mutex_);
+  for (const Unstored& p : unstored_) cache_->store(p.key, program_binary(p.program));
+  unstored_.clear();
+}
 
-  auto ids = all_device_ids();
+namespace {
+
+// The device `spec` names, as an index into `ids`; Error when none.
+int pick_device(const std::string& spec, const std::vector<cl_device_id>& ids) {
   int pick = -1;
   if (spec == "pocl") {
     for (size_t k = 0; k < ids.size() && pick < 0; ++k) {
@@ -405,9 +491,38 @@ std::shared_ptr<Device> open_device(const std::string& spec) {
     throw Error("device spec '" + spec + "' is not one of pocl, gpu, opencl:N; " + device_list_text(ids));
   }
   if (pick < 0) throw Error("no OpenCL device matches '" + spec + "'; " + device_list_text(ids));
+  return pick;
+}
 
-  auto& dev = (*opened)[pick];
-  if (!dev) dev.reset(new Device(ids[pick], describe(ids[pick], pick)));
+}  // namespace
+
+std::shared_ptr<Device> open_new_device(const std::string& spec, const DeviceOptions& options) {
+  const auto ids = all_device_ids();
+  const int pick = pick_device(spec, ids);
+  return std::shared_ptr<Device>(new Device(ids[pick], describe(ids[pick], pick), options));
+}
+
+std::shared_ptr<Device> open_device(const std::string& spec, const DeviceOptions& options) {
+  // Devices live until the process exits and are never released: drivers
+  // may already be unloaded when static destructors run.
+  static std::mutex mutex;
+  using Key = std::tuple<int, bool, std::string, int64_t>;
+  static auto* opened = new std::map<Key, std::shared_ptr<Device>>();
+  std::lock_guard<std::mutex> lock(mutex);
+
+  const auto ids = all_device_ids();
+  const int pick = pick_device(spec, ids);
+  // The folder as the environment names it now, so that one variable set
+  // later opens a Device that caches there.
+  const std::string dir = !options.program_cache              ? ""
+                          : options.program_cache_dir.empty() ? default_program_cache_dir().string()
+                                                              : options.program_cache_dir;
+  auto& dev = (*opened)[Key{pick, options.program_cache, dir, options.program_cache_max_bytes}];
+  if (!dev) {
+    DeviceOptions resolved = options;
+    resolved.program_cache_dir = dir;
+    dev.reset(new Device(ids[pick], describe(ids[pick], pick), resolved));
+  }
   return dev;
 }
 

@@ -1,6 +1,7 @@
 // OpenCL devices through the ICD loader: listing, selection by spec, the
 // planner's DeviceProfile read from the device, and per device one context,
-// one in-order queue and a cache of built programs shared by every Session.
+// one in-order queue and a cache of built programs shared by every Session,
+// kept on disk too (program_cache.h) so that the next process skips the compiler.
 //
 //   for (const DeviceInfo& d : list_devices()) std::cout << d.name << "\n";
 //   std::shared_ptr<Device> dev = open_device("pocl");   // or "gpu", "opencl:1"
@@ -18,6 +19,29 @@
 #include "plan/memory_plan.h"
 
 namespace texplan::runtime {
+
+class ProgramCache;
+
+// How a Device is opened.
+struct DeviceOptions {
+  // Built programs kept on disk, per device and source, and built from their
+  // binaries by the next process (docs/cli.md#program-cache).
+  bool program_cache = true;
+  // Their folder; empty: $TEXPLAN_CACHE_DIR, else
+  // $XDG_CACHE_HOME/texplan/programs, else $HOME/.cache/texplan/programs.
+  std::string program_cache_dir;
+  // Beyond this many bytes in the folder, the least recently used files go.
+  int64_t program_cache_max_bytes = int64_t(512) << 20;
+};
+
+// Where a Device's programs came from, since it was opened.
+struct ProgramStats {
+  int compiled = 0;    // from source
+  int from_cache = 0;  // from a binary in the program cache
+  int rejected = 0;    // cached binaries the driver refused (then compiled)
+  std::string cache_dir;      // empty: no program cache
+  std::string cache_problem;  // the first failure to create or write it ("": none)
+};
 
 struct DeviceInfo {
   int index = 0;  // position in list_devices(): the N of "opencl:N"
@@ -54,37 +78,52 @@ class Device {
   cl_command_queue profiling_queue();
 
   // The program built from src/kernels/<file> with extra build options
-  // `defines` (e.g. "-DWPT=2"), built on first use and cached for the life of
-  // the process. `prelude` is OpenCL C placed before the file (generated
-  // code, e.g. a fused epilogue). Throws Error with the build log on failure.
+  // `defines` (e.g. "-DWPT=2"), built on first use and kept for the life of
+  // the Device; from the program cache's binary where it has one. `prelude`
+  // is OpenCL C placed before the file (generated code, e.g. a fused
+  // epilogue). Throws Error with the build log on failure.
   cl_program program(const std::string& file, const std::string& defines = "", const std::string& prelude = "");
+  ProgramStats program_stats() const;
+  // Writes the programs compiled since the last call into the program
+  // cache. Sessions call it after their first run: PoCL's binary of a
+  // program is fixed when first asked for, and after the kernels' first
+  // launches it holds the machine code PoCL generated for them.
+  void store_programs();
 
  private:
-  friend std::shared_ptr<Device> open_device(const std::string& spec);
-  Device(cl_device_id id, DeviceInfo info);
+  friend std::shared_ptr<Device> open_device(const std::string& spec, const DeviceOptions& options);
+  friend std::shared_ptr<Device> open_new_device(const std::string& spec, const DeviceOptions& options);
+  Device(cl_device_id id, DeviceInfo info, const DeviceOptions& options);
 
   DeviceInfo info_;
   cl_device_id id_ = nullptr;
   cl_context context_ = nullptr;
   cl_command_queue queue_ = nullptr;
   cl_command_queue profiling_queue_ = nullptr;
-  std::mutex programs_mutex_;
+  mutable std::mutex programs_mutex_;
   std::vector<std::pair<std::string, cl_program>> programs_;
+  std::unique_ptr<ProgramCache> cache_;  // null: no program cache
+  ProgramStats stats_;
+  struct Unstored;  // a program compiled here and its cache key
+  std::vector<Unstored> unstored_;
 };
 
 // While one lives (on this thread; scopes nest, the innermost counts),
 // Device::program tells it about every program it builds: `on_build(program,
-// false)` before and `(program, true)` after, failed builds included
-// (`program` is the kernel file and its defines). With `on_message` the
-// compiler's warnings (the build log, and what the driver prints to stderr
-// while it builds, which is captured for the build) go there line by line;
-// without it, and outside any scope, kernels build with -w: warnings in
-// texplan's own kernels are nothing a user can act on. A failed build's log
-// is in the Error it throws either way.
+// origin, false)` before and `(program, origin, true)` after, failed builds
+// included (`program` is the kernel file and its defines; `origin` says
+// whether the compiler runs or the program cache's binary is loaded, and a
+// binary the driver refuses is followed by a build from source). With
+// `on_message` the compiler's warnings (the build log, and what the driver
+// prints to stderr while it builds, which is captured for the build) go there
+// line by line; without it, and outside any scope, kernels build with -w:
+// warnings in texplan's own kernels are nothing a user can act on. A failed
+// build's log is in the Error it throws either way.
 //
 // For kernel work (texplan_conv_bench --build-log, --build-dump) a scope can
 // also ask for every build's log on stderr, with NVIDIA's -cl-nv-verbose
-// (ptxas: registers and spill bytes per kernel), and for every built
+// (ptxas: registers and spill bytes per kernel; the program cache is not
+// read then, so that the compiler runs), and for every built
 // program's binary (NVIDIA: PTX text) in a folder, as DIR/<n>.bin, named on
 // stderr. An inner scope that asks for neither keeps its outer scope's.
 struct KernelBuildDiagnostics {
@@ -92,9 +131,11 @@ struct KernelBuildDiagnostics {
   std::string dump_dir;  // empty: no dump
 };
 
+enum class ProgramOrigin { Source, Cache };
+
 class KernelBuildScope {
  public:
-  using BuildCallback = std::function<void(const std::string& program, bool done)>;
+  using BuildCallback = std::function<void(const std::string& program, ProgramOrigin origin, bool done)>;
   using MessageSink = std::function<void(const std::string& program, const std::string& line)>;
   KernelBuildScope(BuildCallback on_build, MessageSink on_message, KernelBuildDiagnostics diagnostics = {});
   ~KernelBuildScope();
@@ -111,9 +152,13 @@ class KernelBuildScope {
 
 // Selects a device: "pocl" (the PoCL CPU device), "gpu" (first GPU of any
 // platform), "opencl:N" (Nth entry of list_devices()). Returns the same
-// Device for the same physical device for the life of the process. Throws
-// Error listing the devices that exist when the spec matches none.
-std::shared_ptr<Device> open_device(const std::string& spec = "pocl");
+// Device for the same physical device and options for the life of the
+// process. Throws Error listing the devices that exist when the spec matches
+// none.
+std::shared_ptr<Device> open_device(const std::string& spec = "pocl", const DeviceOptions& options = {});
+// A Device of its own (context, queue, programs), released with its last
+// owner: for a caller whose programs must not meet others' (tests).
+std::shared_ptr<Device> open_new_device(const std::string& spec, const DeviceOptions& options = {});
 
 // The planner's profile for a target: a built-in profile by name ("pocl",
 // "h100", "adreno") or a JSON path (plan::DeviceProfile::load), for devices

@@ -32,6 +32,7 @@ struct Session::Impl {
   };
 
   std::shared_ptr<Device> dev;
+  bool ran = false;  // a run has finished (and the device's new programs were stored)
   cl_command_queue q = nullptr;  // the device's queue, or its profiling queue
   SessionOptions opt;
   Precision precision = Precision::Fp32;  // what the matrix products use

@@ -65,6 +65,8 @@ void Session::Impl::end_run(std::chrono::steady_clock::time_point start) {
     check(clEnqueueReadBuffer(q, index_faults, CL_FALSE, 0, sizeof fault_words, fault_read, 0, nullptr, nullptr),
           model() + ": reading the index fault flags");
   check(clFinish(q), model() + ": running");
+  if (!ran) dev->store_programs();  // with what the driver generated at the kernels' first launches
+  ran = true;
   if (opt.profile) profiled.device_times(times), last_span_ms = profiled.span_ms();
   profiled.clear();
   last_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
