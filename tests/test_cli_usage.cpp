@@ -157,12 +157,15 @@ TEST(CliUsage, CompilerMessagesOnlyWithVerboseAndPrefixed) {
   fs::remove_all(cache);
   fs::create_directories(cache / "plain");
   fs::create_directories(cache / "verbose");
-  Split plain = run_split("run " + kTiny + " --check", "POCL_CACHE_DIR=" + (cache / "plain").string());
+  // Without texplan's program cache, which would skip the compiler too.
+  Split plain =
+      run_split("run " + kTiny + " --check --no-program-cache", "POCL_CACHE_DIR=" + (cache / "plain").string());
   ASSERT_EQ(plain.code, 0) << plain.err;
   EXPECT_EQ(plain.err.find("warning"), std::string::npos) << plain.err;
   EXPECT_EQ(plain.err, "");
 
-  Split verbose = run_split("-v run " + kTiny + " --check", "POCL_CACHE_DIR=" + (cache / "verbose").string());
+  Split verbose =
+      run_split("-v run " + kTiny + " --check --no-program-cache", "POCL_CACHE_DIR=" + (cache / "verbose").string());
   ASSERT_EQ(verbose.code, 0) << verbose.err;
   std::istringstream in(verbose.err);
   int compiler_lines = 0;
@@ -176,6 +179,54 @@ TEST(CliUsage, CompilerMessagesOnlyWithVerboseAndPrefixed) {
   // PoCL's compiler warns on tiny_cnn's convolutions ("loop not unrolled");
   // another driver may have nothing to say.
   RecordProperty("compiler_lines", compiler_lines);
+}
+
+TEST(CliUsage, SecondRunBuildsKernelsFromTheProgramCache) {
+  const fs::path cache = texplan::test::temp_dir("cli-usage-program-cache") / "programs";
+  fs::remove_all(cache);
+  const std::string env = "TEXPLAN_CACHE_DIR=" + cache.string();
+  Split first = run_split("run " + kTiny + " --check --json -", env);
+  ASSERT_EQ(first.code, 0) << first.err;
+  const json a = json::parse(first.out);
+  EXPECT_GT(a["programs"]["compiled"].get<int>(), 0);
+  EXPECT_EQ(a["programs"]["from_cache"], 0);
+  EXPECT_EQ(a["programs"]["cache_dir"], cache.string());
+  EXPECT_GT(a["first_inference_ms"].get<double>(), 0);
+  Split second = run_split("run " + kTiny + " --check --json -", env);
+  ASSERT_EQ(second.code, 0) << second.err;
+  const json b = json::parse(second.out);
+  EXPECT_EQ(b["programs"]["compiled"], 0);
+  EXPECT_EQ(b["programs"]["from_cache"], a["programs"]["compiled"]);
+  EXPECT_EQ(b["rel_error"], a["rel_error"]);
+  EXPECT_NE(second.err.find("startup     first inference"), std::string::npos) << second.err;
+  // --no-program-cache: compiled, the cache neither read nor named.
+  Split off = run_split("run " + kTiny + " --check --no-program-cache --json -", env);
+  ASSERT_EQ(off.code, 0) << off.err;
+  const json c = json::parse(off.out);
+  EXPECT_EQ(c["programs"]["from_cache"], 0);
+  EXPECT_EQ(c["programs"]["compiled"], a["programs"]["compiled"]);
+  EXPECT_EQ(c["programs"]["cache_dir"], "");
+  // A folder that cannot be made: the run passes, and -v says why in one line.
+  Split unwritable = run_split("-v run " + kTiny + " --check", "TEXPLAN_CACHE_DIR=/dev/null/programs");
+  ASSERT_EQ(unwritable.code, 0) << unwritable.err;
+  EXPECT_NE(unwritable.err.find("program cache: cannot create /dev/null/programs"), std::string::npos)
+      << unwritable.err;
+}
+
+TEST(CliUsage, RunsAtOnceShareTheProgramCache) {
+  // Two processes fill one empty folder at the same time: each file is
+  // renamed into place whole, so both pass, no temporary is left, and a
+  // third run builds everything from what they wrote.
+  const fs::path cache = texplan::test::temp_dir("cli-usage-program-cache-shared") / "programs";
+  fs::remove_all(cache);
+  const std::string run = "TEXPLAN_CACHE_DIR=" + cache.string() + " " + kCli + " run " + kTiny + " --check -q";
+  Result both = texplan::test::sh("(" + run + ") & (" + run + "); a=$?; wait $!; b=$?; exit $((a + b))");
+  ASSERT_EQ(both.code, 0) << both.out;
+  for (const auto& e : fs::directory_iterator(cache))
+    EXPECT_EQ(e.path().extension(), ".clbin") << e.path();
+  Split third = run_split("run " + kTiny + " --check --json -", "TEXPLAN_CACHE_DIR=" + cache.string());
+  ASSERT_EQ(third.code, 0) << third.err;
+  EXPECT_EQ(json::parse(third.out)["programs"]["compiled"], 0);
 }
 
 TEST(CliUsage, KernelBuildsShowAProgressLine) {

@@ -35,6 +35,7 @@ struct Options {
   std::map<std::string, Shape> input_shapes = {}; // whole input shapes fixed: {{"input", {1, 3, 224, 224}}}
   bool guard = false;                            // check the plan while running (slow; guard_violations())
   size_t cache_size = 4;                         // compiled shapes kept
+  bool program_cache = true;                     // built kernels kept on disk (docs/cli.md#program-cache)
 };
 
 // An input or output as the model declares it: dims < 0 where symbolic, with

@@ -201,9 +201,11 @@ class PySession {
  public:
   PySession(const std::string& path, const std::string& device_spec, const std::string& strategy,
             const std::string& textures, ImportOptions shapes, size_t cache_size, const std::string& patch,
-            runtime::Precision precision)
+            runtime::Precision precision, bool program_cache)
       : strategy_(strategy) {
-    device_ = runtime::open_device(device_spec);
+    runtime::DeviceOptions device_options;
+    device_options.program_cache = program_cache;
+    device_ = runtime::open_device(device_spec, device_options);
     CompileOptions o;
     o.strategy = strategy;
     o.textures = textures;
@@ -405,11 +407,13 @@ PYBIND11_MODULE(_texplan, m) {
                         "    out = s.run({'input': x})   # {output name: numpy array}\n\n"
                         "A model with symbolic dimensions (a batch exported as 'batch') is specialized once per\n"
                         "distinct input shape when run, and the last cache_size specializations are kept;\n"
-                        "dims={'batch': 1} or input_shapes={'input': (1, 3, 224, 224)} fix dimensions for all.")
+                        "dims={'batch': 1} or input_shapes={'input': (1, 3, 224, 224)} fix dimensions for all.\n"
+                        "Built kernels are kept on disk for the next process ($TEXPLAN_CACHE_DIR, else\n"
+                        "~/.cache/texplan/programs); program_cache=False compiles them from source.")
       .def(py::init([](const std::string& path, const std::string& device, const std::string& strategy,
                        const std::string& textures, const std::map<std::string, int64_t>& dims,
                        const std::map<std::string, std::vector<int64_t>>& input_shapes, int64_t cache_size,
-                       const std::string& patch, const std::string& precision) {
+                       const std::string& patch, const std::string& precision, bool program_cache) {
              need_existing(path, "Session");
              need_texture_mode(textures);
              need_patch(patch, "Session: patch");
@@ -423,12 +427,12 @@ PYBIND11_MODULE(_texplan, m) {
              for (const auto& [k, v] : input_shapes) shapes.input_shapes[k] = v;
              py::gil_scoped_release release;
              return std::make_unique<PySession>(path, device, strategy, textures, std::move(shapes), size_t(cache_size),
-                                                patch, runtime::parse_precision(precision));
+                                                patch, runtime::parse_precision(precision), program_cache);
            }),
            py::arg("path"), py::arg("device") = "pocl", py::arg("strategy") = "best", py::arg("textures") = "none",
            py::arg("dims") = std::map<std::string, int64_t>{},
            py::arg("input_shapes") = std::map<std::string, std::vector<int64_t>>{}, py::arg("cache_size") = 4,
-           py::arg("patch") = "off", py::arg("precision") = "fp32")
+           py::arg("patch") = "off", py::arg("precision") = "fp32", py::arg("program_cache") = true)
       .def("run", &PySession::run, py::arg("inputs"),
            "Runs the model. inputs: {name: array} or a list in input order; each numpy array must have its "
            "input's dtype (TypeError otherwise: no silent cast) and a shape that fits it (ValueError). Returns "

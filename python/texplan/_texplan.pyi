@@ -41,6 +41,7 @@ class Session:
         cache_size: int = 4,
         precision: str = "fp32",
         patch: str = "off",
+        program_cache: bool = True,
     ) -> None: ...
     def run(self, inputs: Union[Mapping[str, npt.ArrayLike], Sequence[npt.ArrayLike]]) -> Dict[str, np.ndarray]:
         """Runs the model: {output name: numpy array}; inputs must have the model's dtypes (TypeError) and

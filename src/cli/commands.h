@@ -77,6 +77,7 @@ struct RunArgs {
   // constant only when asked: such a reference cannot tell right from wrong.
   bool allow_trivial_reference = false;
   bool tune = false;  // texplan tune: measure kernel variants missing from the tuning cache
+  bool program_cache = true;  // built kernels kept on disk (runtime::DeviceOptions); --no-program-cache
 };
 void add_run_options(CLI::App& app, RunArgs& a);
 int run_command(const RunArgs& a);

@@ -2,13 +2,17 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <iterator>
 #include <optional>
 #include <set>
 #include <sstream>
+#include <unistd.h>
 
 #include "cli/commands.h"
 #include "cli/profile_report.h"
@@ -118,6 +122,9 @@ void add_run_options(CLI::App& app, RunArgs& a) {
       ->group("Testing and debugging");
   app.add_option("--tuning-cache", a.tuning_cache,
                  "tuning results file (read, and updated when something was measured): kernel choices and CLBlast's");
+  app.add_flag_callback("--no-program-cache", [&a] { a.program_cache = false; },
+                        "compile every kernel program from source, neither reading nor writing the program cache "
+                        "($TEXPLAN_CACHE_DIR, else ~/.cache/texplan/programs)");
   app.add_flag("--profile", a.profile, "time every node from OpenCL events, per operator type, with GFLOP/s and GB/s");
   app.add_option("--trace", a.trace_path,
                  "write the profiled runs as a Chrome trace, FILE.json (Perfetto, chrome://tracing): kernels on the "
@@ -206,9 +213,31 @@ json time_partitions(const Graph& g, const PlanInput& pin, const plan::MemoryPla
   return {{"clblast", runs[1].second}, {"texplan", runs[1].first - runs[1].second}};
 }
 
+// Milliseconds since this process started (/proc/self/stat's start time, in
+// clock ticks since boot, against CLOCK_BOOTTIME), or -1 where unknown.
+double process_age_ms() {
+  std::ifstream in("/proc/self/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t comm_end = stat.rfind(')');  // the command name may hold spaces
+  timespec now{};
+  if (comm_end == std::string::npos || clock_gettime(CLOCK_BOOTTIME, &now) != 0) return -1;
+  std::istringstream fields(stat.substr(comm_end + 1));
+  std::string field;
+  for (int k = 3; k <= 22 && fields >> field; ++k) {  // field 22: starttime
+  }
+  const long ticks = sysconf(_SC_CLK_TCK);
+  char* end = nullptr;
+  const double start = std::strtod(field.c_str(), &end);
+  if (!fields || ticks <= 0 || end == field.c_str()) return -1;
+  const double start_ms = start * 1000.0 / double(ticks);
+  return double(now.tv_sec) * 1000.0 + double(now.tv_nsec) / 1e6 - start_ms;
+}
+
 }  // namespace
 
 int run_command(const RunArgs& a) {
+  const auto t_command = std::chrono::steady_clock::now();
+  const double age_at_command_ms = process_age_ms();
   const std::string file = resolve_model_file(a.model);
   auto t_start = std::chrono::steady_clock::now();
   auto ms_text = [](double ms) {  // "12.3 ms", for --verbose
@@ -261,7 +290,9 @@ int run_command(const RunArgs& a) {
   if (on_cpu) {
     profile = plan::DeviceProfile::load("pocl");
   } else {
-    device = runtime::open_device(a.device);
+    runtime::DeviceOptions device_options;
+    device_options.program_cache = a.program_cache;
+    device = runtime::open_device(a.device, device_options);
     profile = device->info().profile;
   }
   // Tf32 only where the device has tensor cores; elsewhere exact fp32, said once.
@@ -375,9 +406,21 @@ int run_command(const RunArgs& a) {
   std::vector<std::string> fallback, offloaded, tf32_nodes, split_k_nodes, half_fallback;
   json partition_ms;
 
+  // From the process's start (the command's, where that is unknown) to the
+  // first run's outputs on the host: import, optimization, planning, kernel
+  // builds and the run itself.
+  double first_inference_ms = -1;
+  runtime::ProgramStats programs;  // the kernel programs built until then
+  auto first_inference_done = [&] {
+    const auto now = std::chrono::steady_clock::now();
+    first_inference_ms =
+        std::chrono::duration<double, std::milli>(now - t_command).count() + std::max(0.0, age_at_command_ms);
+    if (device) programs = device->program_stats();
+  };
   if (on_cpu) {
     runtime::CpuExecutor cpu(g, pin, plan);
     outputs = cpu.run(inputs);
+    first_inference_done();
     activation_bytes = cpu.activation_bytes();
     if (a.bench > 0) timing = time_runs(a.bench, [&] { return cpu.run(inputs), -1.0; });
     report["device"] = "cpu (reference executor)";
@@ -407,6 +450,7 @@ int run_command(const RunArgs& a) {
     } else {
       outputs = session.run(inputs);
     }
+    first_inference_done();
     report::verbose_log() << "first run in " << since() << "\n";
     activation_bytes = session.activation_bytes();
     weight_bytes = session.weight_bytes();
@@ -453,6 +497,13 @@ int run_command(const RunArgs& a) {
       report["guard_violations"] = guard_violations;
     }
   }
+  report["first_inference_ms"] = first_inference_ms;
+  if (device)
+    report["programs"] = {{"compiled", programs.compiled},
+                          {"from_cache", programs.from_cache},
+                          {"cache_rejected", programs.rejected},
+                          {"cache_dir", programs.cache_dir},
+                          {"cache_problem", programs.cache_problem}};
   report["precision"] = runtime::precision_name(precision);
   report["io"] = a.io;
   // The shapes this run was specialized for (symbolic dims fixed by --dim,
@@ -594,6 +645,14 @@ int run_command(const RunArgs& a) {
                 << partition_ms["clblast"].get<double>() << " ms, texplan " << partition_ms["texplan"].get<double>()
                 << " ms\n";
   }
+  std::cout << "startup     first inference " << std::fixed << std::setprecision(2) << first_inference_ms / 1000
+            << " s after the process started";
+  if (device)
+    std::cout << " (kernel programs: " << programs.from_cache << " from the program cache, " << programs.compiled
+              << " compiled)";
+  std::cout << "\n";
+  if (device && !programs.cache_problem.empty())
+    report::verbose_log() << "program cache: " << programs.cache_problem << "; programs are compiled each run\n";
   if (a.bench > 0) {
     std::cout << "latency     median " << std::setprecision(3) << timing.median_ms << " ms, min " << timing.min_ms
               << " ms over " << a.bench << " runs"

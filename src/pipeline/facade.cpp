@@ -31,8 +31,10 @@ Session::Session(const std::string& model_path, const Options& options) : impl_(
   ImportOptions io;
   io.dims = options.dims;
   io.input_shapes = options.input_shapes;
-  impl_->session =
-      std::make_unique<ModelSession>(model_path, runtime::open_device(options.device), co, io, options.cache_size);
+  runtime::DeviceOptions device_options;
+  device_options.program_cache = options.program_cache;
+  impl_->session = std::make_unique<ModelSession>(model_path, runtime::open_device(options.device, device_options), co,
+                                                  io, options.cache_size);
   for (const auto& s : impl_->session->inputs()) impl_->inputs.push_back(value_info(s));
   for (const auto& s : impl_->session->declared_outputs()) impl_->outputs.push_back(value_info(s));
 }
