@@ -104,6 +104,10 @@ TEST(CpuGemm, FusedEpilogues) {
   // Bias then Gelu on the vectors (BERT's FFN), cut rows and columns.
   expect_matches({"FusedMatMul", {{2, 19, 33}, {33, 40}, {40}}, {{"program", Attribute::of_strings({"Add x0 x1", "Gelu t0"})}}, {true}},
                  "bias gelu");
+  // Erf on the vectors (epi_v_erf: a polynomial below 0.93, 1 - exp above)
+  // over both ranges, tails to 1 and NaN-free large inputs.
+  expect_matches({"FusedMatMul", {{2, 19, 33}, {33, 40}, {40}}, {{"program", Attribute::of_strings({"Add x0 x1", "Mul t0 3", "Erf t1"})}}, {true}},
+                 "bias erf");
   // A full-shape residual (scalar stores of moved blocks read it by index).
   expect_matches({"FusedMatMul", {{13, 24}, {24, 37}, {13, 37}}, {{"program", Attribute::of_strings({"Add x0 x1", "Relu t0"})}},
                   {true, false, true}},

@@ -84,6 +84,28 @@ inline EPI_VF epi_v_sigmoid(EPI_VF x) {
   const EPI_VF d = 1.0f + e;
   return select(e / d, 1.0f / d, x >= 0.0f);
 }
+/* erf within 1 ulp before exp's own error (N. Juffa's branch-free float
+   erf): an odd polynomial below 0.927734375, 1 - exp(polynomial) above,
+   both computed and one selected. PoCL's vector erf runs lane by lane:
+   Swin-T's GELU epilogues cost 4x their products
+   (docs/cpu-kernels.md#gemm-epilogues-with-erf). */
+inline EPI_VF epi_v_erf(EPI_VF a) {
+  const EPI_VF t = fabs(a), s = a * a;
+  EPI_VF r = fma((EPI_VF)(-1.72853470e-5f), t, (EPI_VF)(3.83197126e-4f));
+  r = fma(r, s, fma((EPI_VF)(-3.88396438e-3f), t, (EPI_VF)(2.42546219e-2f)));
+  r = fma(r, t, (EPI_VF)(-1.06777877e-1f));
+  r = fma(r, t, (EPI_VF)(-6.34846687e-1f));
+  r = fma(r, t, (EPI_VF)(-1.28717512e-1f));
+  r = fma(r, t, -t);
+  const EPI_VF big = copysign(1.0f - exp(r), a);
+  EPI_VF p = fma((EPI_VF)(-5.96761703e-4f), s, (EPI_VF)(4.99119423e-3f));
+  p = fma(p, s, (EPI_VF)(-2.67681349e-2f));
+  p = fma(p, s, (EPI_VF)(1.12819925e-1f));
+  p = fma(p, s, (EPI_VF)(-3.76125336e-1f));
+  p = fma(p, s, (EPI_VF)(1.28379166e-1f));
+  p = fma(p, a, a);
+  return select(p, big, t > 0.927734375f);
+}
 /* Elements [o, o+n) of X (the rest 0 where n < width: a cut block). */
 inline EPI_VF epi_v_load(__global const real_t* X, int o, int n) {
   if (n >= EPI_VECTOR_WIDTH) return LDV(EPI_VECTOR_WIDTH, X + o);
@@ -117,6 +139,8 @@ const OpForm kVectorForms[] = {
     {"LeakyRelu", 2, "select($0, $1 * $0, $0 < 0.0f)"},
     {"HardSigmoid", 3, "epi_v_std_max((EPI_VF)(0.0f), epi_v_std_min((EPI_VF)(1.0f), $1 * $0 + $2))"},
     {"Elu", 2, "select($1 * (exp($0) - 1.0f), $0, $0 >= 0.0f)"},
+    {"Erf", 1, "epi_v_erf($0)"},
+    {"Gelu", 1, "(0.5f * $0 * (1.0f + epi_v_erf($0 * 0.7071067811865476f)))"},
 };
 
 std::string substitute(const char* form, const std::vector<std::string>& a) {
