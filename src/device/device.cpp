@@ -204,6 +204,13 @@ std::vector<DeviceInfo> list_devices() {
   return out;
 }
 
+// Complete before the constructor: clang instantiates the member vector's
+// destructor there.
+struct Device::Unstored {
+  cl_program program;
+  ProgramCache::Key key;
+};
+
 Device::Device(cl_device_id id, DeviceInfo info, const DeviceOptions& options) : info_(std::move(info)), id_(id) {
   cl_int s = CL_SUCCESS;
   context_ = clCreateContext(nullptr, 1, &id_, nullptr, nullptr, &s);
@@ -223,11 +230,6 @@ Device::Device(cl_device_id id, DeviceInfo info, const DeviceOptions& options) :
     stats_.cache_dir = dir.string();
   }
 }
-
-struct Device::Unstored {
-  cl_program program;
-  ProgramCache::Key key;
-};
 
 ProgramStats Device::program_stats() const {
   std::lock_guard<std::mutex> lock(programs_mutex_);
