@@ -60,6 +60,8 @@ std::vector<std::string> variants() {
   for (const char* m : {"f2", "f4"})
     for (const char* block : {"4x8", "16x16"}) v.push_back(std::string(m) + " " + block + " w16 c4");
   v.push_back("f4 8x8 w16 c4");
+  v.push_back("f2 8x8 w16 c4");  // 8-float SIMD's (AVX2) shape rule
+  v.push_back("f4 4x16 w16 c4");
   v.push_back("f4 8x16 w64 c32");
   return v;
 }

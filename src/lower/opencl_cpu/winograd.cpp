@@ -62,12 +62,16 @@ double cost(const CpuConv& c, int m, int pb) {
 // The variants offered for a shape, the shape rule's choice first (the
 // tile size and tile block of least cost); `pays` whether that choice is
 // expected to beat the direct kernel's 9 multiplications per output at its
-// lower efficiency (docs/kernel-choices.md#cpu-winograd-when-it-pays).
-std::vector<WinogradVariant> candidates(const CpuConv& c, int64_t local_bytes, bool& pays) {
-  int m0 = 4, pb0 = 16;
+// lower efficiency (docs/kernel-choices.md#cpu-winograd-when-it-pays). On
+// devices whose SIMD registers hold `width` <= 8 floats (AVX2: 16 of them)
+// the register block is 8 channels x 8 tiles: 16x16 and 8x16 spill there
+// (docs/cpu-kernels.md#winograd-blocks-on-avx2).
+std::vector<WinogradVariant> candidates(const CpuConv& c, int64_t local_bytes, int width, bool& pays) {
+  const bool narrow = width <= 8;
+  int m0 = 4, pb0 = narrow ? 8 : 16;
   for (int m : {4, 2})
     for (int pb : {16, 8})
-      if (cost(c, m, pb) < cost(c, m0, pb0) - 1e-9) m0 = m, pb0 = pb;
+      if ((!narrow || pb == 8) && cost(c, m, pb) < cost(c, m0, pb0) - 1e-9) m0 = m, pb0 = pb;
   pays = cost(c, m0, pb0) <= 6.0;
   // Output channels per work-group: 64, or 128 (each input tile transformed
   // for twice as many) where they divide OC and leave 14 work-groups or more
@@ -77,13 +81,20 @@ std::vector<WinogradVariant> candidates(const CpuConv& c, int64_t local_bytes, b
   const int ocw = c.OC % 128 == 0 && tile_blocks * (c.OC / 128) >= 14
                       ? 128
                       : int(std::min<int64_t>(64, ceil_div(c.OC, 16) * 16));
-  std::vector<WinogradVariant> vs = {{m0, {16, pb0, 0}, ocw, 32}, {m0, {8, pb0, 0}, ocw, 32}};
-  for (int m : {4, 2})
-    for (int pb : {16, 8})
-      if (m != m0 || pb != pb0) vs.push_back({m, {16, pb, 0}, ocw, 32});
+  const int ocb0 = narrow ? 8 : 16;
+  std::vector<WinogradVariant> vs = {{m0, {ocb0, pb0, 0}, ocw, 32}};
+  if (narrow) {
+    vs.push_back({m0, {4, 16, 0}, ocw, 32});
+    vs.push_back({m0 == 4 ? 2 : 4, {8, 8, 0}, ocw, 32});
+  } else {
+    vs.push_back({m0, {8, pb0, 0}, ocw, 32});
+    for (int m : {4, 2})
+      for (int pb : {16, 8})
+        if (m != m0 || pb != pb0) vs.push_back({m, {16, pb, 0}, ocw, 32});
+  }
   for (int w : {32, 64, 128})  // work-groups of fewer or more channels, larger chunks
-    if (w != ocw && w <= ceil_div(c.OC, 16) * 16) vs.push_back({m0, {16, pb0, 0}, w, 32});
-  if (c.C > 32) vs.push_back({m0, {16, pb0, 0}, ocw, 64});
+    if (w != ocw && w <= ceil_div(c.OC, 16) * 16) vs.push_back({m0, {ocb0, pb0, 0}, w, 32});
+  if (c.C > 32) vs.push_back({m0, {ocb0, pb0, 0}, ocw, 64});
   std::vector<WinogradVariant> fit;
   for (const WinogradVariant& v : vs)
     if (v.local_bytes() <= local_bytes) fit.push_back(v);
@@ -116,7 +127,7 @@ bool lower_conv_winograd_cpu(NodeBuilder& b, const FusedTail& tail, const CpuCon
   const std::string& forced = b.kernel_choice.cpu_winograd;
   if (forced == "direct") return false;
   bool pays = false;
-  std::vector<WinogradVariant> vs = candidates(c, b.local_mem_bytes(), pays);
+  std::vector<WinogradVariant> vs = candidates(c, b.local_mem_bytes(), b.device().info().native_float_width, pays);
   if (!forced.empty()) {
     WinogradVariant v{};
     parse_variant(forced, v);
