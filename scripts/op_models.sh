@@ -7,6 +7,8 @@
 #
 #   DIR/pad/pad.onnx          x[1,64,112,112] -> Pad 1 on H and W (constant) -> Relu
 #   DIR/bn_relu/bn_relu.onnx  x[1,256,56,56] -> BatchNormalization -> Relu (one FusedElementwise)
+#   DIR/pad_avgpool/pad_avgpool.onnx  x[1,288,35,35] -> Pad 1 on H and W -> AveragePool 3x3 stride 1
+#                             (TorchScript's avg_pool2d(padding=1): Inception-v3's branch pools)
 set -euo pipefail
 dir=$1
 proto=/usr/include/onnx/onnx.proto
@@ -36,6 +38,15 @@ $(input x 256 56 56)
 $(channels s 1.5) $(channels b 0.1) $(channels m 0.05) $(channels v 2.0)
 node { op_type: "BatchNormalization" name: "bn" input: "x" input: "s" input: "b" input: "m" input: "v" output: "y" }
 node { op_type: "Relu" name: "relu" input: "y" output: "z" }
+output { name: "z" }
+}
+TXT
+encode "$dir/pad_avgpool/pad_avgpool.onnx" <<TXT
+ir_version: 8 opset_import { domain: "" version: 13 } graph { name: "pad_avgpool"
+$(input x 288 35 35)
+initializer { name: "p" data_type: 7 dims: 8 int64_data: [0, 0, 1, 1, 0, 0, 1, 1] }
+node { op_type: "Pad" name: "pad" input: "x" input: "p" output: "y" attribute { name: "mode" s: "constant" type: STRING } }
+node { op_type: "AveragePool" name: "pool" input: "y" output: "z" attribute { name: "kernel_shape" ints: [3, 3] type: INTS } }
 output { name: "z" }
 }
 TXT
