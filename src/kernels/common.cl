@@ -134,8 +134,19 @@ inline void split_add(__global float* p, float v) {
 typedef half real_t;
 #define LD(p, i) vload_half((i), (p))
 #define ST(p, i, v) vstore_half((v), (i), (p))
-#define LDV_(n, p) vload_half##n(0, (p))
-#define STV_(n, p, v) vstore_half##n((v), 0, (p))
+// Built from vload_half2/vstore_half2 because PoCL 3.1's vload_half4..16 and
+// vstore_half4..16 assume the pointer is aligned to the vector's size (the
+// spec asks for a half's): rows at odd offsets fault on AVX2.
+inline float4 ldv_half4(__global const half* p) { return (float4)(vload_half2(0, p), vload_half2(0, p + 2)); }
+inline float8 ldv_half8(__global const half* p) { return (float8)(ldv_half4(p), ldv_half4(p + 4)); }
+inline float16 ldv_half16(__global const half* p) { return (float16)(ldv_half8(p), ldv_half8(p + 8)); }
+inline void stv_half4(float4 v, __global half* p) { vstore_half2(v.lo, 0, p), vstore_half2(v.hi, 0, p + 2); }
+inline void stv_half8(float8 v, __global half* p) { stv_half4(v.lo, p), stv_half4(v.hi, p + 4); }
+inline void stv_half16(float16 v, __global half* p) { stv_half8(v.lo, p), stv_half8(v.hi, p + 8); }
+#define ldv_half2(p) vload_half2(0, (p))
+#define stv_half2(v, p) vstore_half2((v), 0, (p))
+#define LDV_(n, p) ldv_half##n(p)
+#define STV_(n, p, v) stv_half##n((v), (p))
 #else
 typedef float real_t;
 #define LD(p, i) ((p)[i])
