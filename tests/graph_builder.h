@@ -1,6 +1,7 @@
 // A graph built node by node for kernel and storage tests, with static
 // shapes given by the test and seeded random constants.
 #pragma once
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -56,6 +57,40 @@ struct GraphBuilder {
   void output(int t) {
     g.tensors[t].is_output = true;
     g.outputs.push_back(t);
+  }
+};
+
+// Tensors and nodes added by name into a graph the test owns, for tests that
+// spell out an exported pattern node by node (outputs made before their node).
+struct NamedGraph {
+  Graph& g;
+  int tensor(const std::string& name, Shape shape) {
+    Tensor t;
+    t.name = name;
+    t.shape = std::move(shape);
+    return g.add_tensor(std::move(t));
+  }
+  int constant(const std::string& name, HostTensor v) {
+    Tensor t;
+    t.name = name;
+    t.dtype = v.dtype;
+    t.shape = v.shape;
+    t.is_constant = t.has_data = true;
+    t.value = std::move(v);
+    return g.add_tensor(std::move(t));
+  }
+  int scalar(const std::string& name, float v) {
+    HostTensor t(DataType::Float32, {});
+    t.data<float>()[0] = v;
+    return constant(name, std::move(t));
+  }
+  int ints(const std::string& name, const std::vector<int64_t>& v) {
+    HostTensor t(DataType::Int64, {int64_t(v.size())});
+    std::copy(v.begin(), v.end(), t.data<int64_t>());
+    return constant(name, std::move(t));
+  }
+  void node(const std::string& op, std::vector<int> in, int out, std::map<std::string, Attribute> attrs = {}) {
+    g.nodes.push_back({op + "_" + std::to_string(g.nodes.size()), op, std::move(in), {out}, std::move(attrs), {}});
   }
 };
 

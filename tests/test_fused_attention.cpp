@@ -21,6 +21,7 @@
 #include "plan/memory_plan.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/session.h"
+#include "graph_builder.h"
 #include "test_util.h"
 
 using namespace texplan;
@@ -61,17 +62,12 @@ Shape with(Shape s, std::initializer_list<int64_t> tail) {
 Built build(const Spec& s) {
   Built b;
   Graph& g = b.g;
+  test::NamedGraph w{g};
   g.model_name = "attention";
   g.opset = 17;
   std::mt19937 rng(7);
-  auto tensor = [&](const std::string& name, Shape shape) {
-    Tensor t;
-    t.name = name;
-    t.shape = std::move(shape);
-    return g.add_tensor(std::move(t));
-  };
   auto input = [&](const std::string& name, Shape shape, float lo = -1, float hi = 1) {
-    const int t = tensor(name, shape);
+    const int t = w.tensor(name, shape);
     g.tensors[t].is_input = true;
     g.inputs.push_back(t);
     b.feeds.push_back(test::random_tensor(shape, rng, lo, hi));
@@ -83,22 +79,7 @@ Built build(const Spec& s) {
       b.feeds.back().data<float>()[0] = v;
       return t;
     }
-    Tensor t;
-    t.name = name;
-    t.shape = {};
-    t.is_constant = t.has_data = true;
-    t.value = HostTensor(DataType::Float32, {});
-    t.value.data<float>()[0] = v;
-    return g.add_tensor(std::move(t));
-  };
-  auto node = [&](const std::string& op, std::vector<int> in, int out, std::map<std::string, Attribute> attrs = {}) {
-    Node n;
-    n.name = op + "_" + std::to_string(g.nodes.size());
-    n.op_type = op;
-    n.inputs = std::move(in);
-    n.outputs = {out};
-    n.attrs = std::move(attrs);
-    g.nodes.push_back(std::move(n));
+    return w.scalar(name, v);
   };
   const Shape scores = with(s.batch, {s.sq, s.sk});
   const int64_t rank = int64_t(scores.size());
@@ -114,34 +95,34 @@ Built build(const Spec& s) {
   } else {
     int k = input("k", with(s.batch, {s.sk, s.d}), -2, 2);
     if (s.scale == Scale::MulBoth && s.scale_before_transpose) {
-      const int ks = tensor("k_scaled", with(s.batch, {s.sk, s.d}));
-      node("Mul", {k, scalar("k_scale", std::sqrt(scale))}, ks);
+      const int ks = w.tensor("k_scaled", with(s.batch, {s.sk, s.d}));
+      w.node("Mul", {k, scalar("k_scale", std::sqrt(scale))}, ks);
       k = ks;
     }
-    kt = tensor("k_t", with(s.batch, {s.d, s.sk}));
-    node("Transpose", {k}, kt, {{"perm", Attribute::of_ints(swap_last)}});
+    kt = w.tensor("k_t", with(s.batch, {s.d, s.sk}));
+    w.node("Transpose", {k}, kt, {{"perm", Attribute::of_ints(swap_last)}});
   }
   const int v = input("v", with(s.batch, {s.sk, s.dv}), -2, 2);
   if (s.scale == Scale::DivQuery) {
-    const int qs = tensor("q_scaled", with(s.batch, {s.sq, s.d}));
-    node("Div", {q, scalar("sqrt_d", std::sqrt(float(s.d)))}, qs);
+    const int qs = w.tensor("q_scaled", with(s.batch, {s.sq, s.d}));
+    w.node("Div", {q, scalar("sqrt_d", std::sqrt(float(s.d)))}, qs);
     q = qs;
   } else if (s.scale == Scale::MulBoth) {
-    const int qs = tensor("q_scaled", with(s.batch, {s.sq, s.d}));
-    node("Mul", {scalar("q_scale", std::sqrt(scale)), q}, qs);
+    const int qs = w.tensor("q_scaled", with(s.batch, {s.sq, s.d}));
+    w.node("Mul", {scalar("q_scale", std::sqrt(scale)), q}, qs);
     q = qs;
     if (!s.scale_before_transpose) {
-      const int ks = tensor("kt_scaled", with(s.batch, {s.d, s.sk}));
-      node("Mul", {kt, scalar("k_scale", std::sqrt(scale))}, ks);
+      const int ks = w.tensor("kt_scaled", with(s.batch, {s.d, s.sk}));
+      w.node("Mul", {kt, scalar("k_scale", std::sqrt(scale))}, ks);
       kt = ks;
     }
   }
-  int x = tensor("scores", scores);
-  node("MatMul", {q, kt}, x);
+  int x = w.tensor("scores", scores);
+  w.node("MatMul", {q, kt}, x);
   if (s.scale == Scale::MulAfter || s.scale == Scale::DivAfter) {
-    const int y = tensor("scores_scaled", scores);
+    const int y = w.tensor("scores_scaled", scores);
     const bool mul = s.scale == Scale::MulAfter;
-    node(mul ? "Mul" : "Div", {x, scalar("scale", mul ? scale : 1.0f / scale)}, y);
+    w.node(mul ? "Mul" : "Div", {x, scalar("scale", mul ? scale : 1.0f / scale)}, y);
     x = y;
   }
   if (s.mask != Mask::None) {
@@ -161,32 +142,32 @@ Built build(const Spec& s) {
       if (s.masked_row)
         for (int64_t j = 0; j < ms.back(); ++j) bits.data<uint8_t>()[j] = 0;
       b.feeds.back() = bits;
-      const int add = tensor("mask_additive", ms);
-      node("Where", {m, scalar("zero", 0.0f), scalar("minus_inf", -INFINITY)}, add);
+      const int add = w.tensor("mask_additive", ms);
+      w.node("Where", {m, scalar("zero", 0.0f), scalar("minus_inf", -INFINITY)}, add);
       m = add;
     }
-    const int y = tensor("scores_masked", s.mask == Mask::Wider ? ms : scores);
-    node("Add", s.mask == Mask::First ? std::vector<int>{m, x} : std::vector<int>{x, m}, y);
+    const int y = w.tensor("scores_masked", s.mask == Mask::Wider ? ms : scores);
+    w.node("Add", s.mask == Mask::First ? std::vector<int>{m, x} : std::vector<int>{x, m}, y);
     x = y;
   }
-  int p = tensor("probs", g.tensors[x].shape);
-  node("Softmax", {x}, p, {{"axis", Attribute::of_int(s.axis)}});
+  int p = w.tensor("probs", g.tensors[x].shape);
+  w.node("Softmax", {x}, p, {{"axis", Attribute::of_int(s.axis)}});
   if (s.nan_guard) {
-    const int nan = tensor("probs_nan", g.tensors[x].shape), guarded = tensor("probs_guarded", g.tensors[x].shape);
+    const int nan = w.tensor("probs_nan", g.tensors[x].shape), guarded = w.tensor("probs_guarded", g.tensors[x].shape);
     g.tensors[nan].dtype = DataType::Bool;
-    node("IsNaN", {p}, nan);
-    node("Where", {nan, scalar("nan_zero", 0.0f), p}, guarded);
+    w.node("IsNaN", {p}, nan);
+    w.node("Where", {nan, scalar("nan_zero", 0.0f), p}, guarded);
     p = guarded;
   }
   Shape ys = g.tensors[x].shape;
   ys.back() = s.dv;
-  const int y = tensor("y", ys);
-  node("MatMul", {p, v}, y);
+  const int y = w.tensor("y", ys);
+  w.node("MatMul", {p, v}, y);
   g.outputs = {y};
   if (s.probs_output) g.outputs.push_back(p);
   if (s.scores_read_again) {
-    const int r = tensor("scores_relu", g.tensors[x].shape);
-    node("Relu", {x}, r);
+    const int r = w.tensor("scores_relu", g.tensors[x].shape);
+    w.node("Relu", {x}, r);
     g.outputs.push_back(r);
   }
   for (int t : g.outputs) g.tensors[t].is_output = true;
@@ -423,56 +404,34 @@ TEST(FusedAttention, PlanHoldsNoScoreMatrix) {
 TEST(FusedAttention, ReadsHeadsThroughOperandViews) {
   const int64_t S = 20, H = 2, dh = 16, D = H * dh;
   Graph g;
+  test::NamedGraph w{g};
   g.model_name = "bert_heads";
   g.opset = 13;
   std::mt19937 rng(5);
-  auto tensor = [&](const std::string& name, Shape shape) {
-    Tensor t;
-    t.name = name;
-    t.shape = std::move(shape);
-    return g.add_tensor(std::move(t));
-  };
-  auto constant = [&](const std::string& name, HostTensor v) {
-    Tensor t;
-    t.name = name;
-    t.dtype = v.dtype;
-    t.shape = v.shape;
-    t.is_constant = t.has_data = true;
-    t.value = std::move(v);
-    return g.add_tensor(std::move(t));
-  };
-  auto ints = [&](const std::string& name, std::vector<int64_t> v) {
-    HostTensor t(DataType::Int64, {int64_t(v.size())});
-    std::copy(v.begin(), v.end(), t.data<int64_t>());
-    return constant(name, t);
-  };
-  auto node = [&](const std::string& op, std::vector<int> in, int out, std::map<std::string, Attribute> attrs = {}) {
-    g.nodes.push_back({op + std::to_string(g.nodes.size()), op, std::move(in), {out}, std::move(attrs), {}});
-  };
-  const int x = tensor("x", {S, D});
+  const int x = w.tensor("x", {S, D});
   g.tensors[x].is_input = true;
   g.inputs = {x};
-  const int p = tensor("p", {S, 3 * D});
-  node("MatMul", {x, constant("wqkv", test::random_tensor({D, 3 * D}, rng, -0.5, 0.5))}, p);
+  const int p = w.tensor("p", {S, 3 * D});
+  w.node("MatMul", {x, w.constant("wqkv", test::random_tensor({D, 3 * D}, rng, -0.5, 0.5))}, p);
   auto head_split = [&](const std::string& n, int64_t from, std::vector<int64_t> perm, Shape out) {
-    const int cut = tensor(n + "_cut", {S, D}), r = tensor(n + "_r", {S, H, dh}), t = tensor(n, out);
-    node("Slice", {p, ints(n + "_s", {from}), ints(n + "_e", {from + D}), ints(n + "_a", {1})}, cut);
-    node("Reshape", {cut, ints(n + "_shape", {S, H, dh})}, r);
-    node("Transpose", {r}, t, {{"perm", Attribute::of_ints(perm)}});
+    const int cut = w.tensor(n + "_cut", {S, D}), r = w.tensor(n + "_r", {S, H, dh}), t = w.tensor(n, out);
+    w.node("Slice", {p, w.ints(n + "_s", {from}), w.ints(n + "_e", {from + D}), w.ints(n + "_a", {1})}, cut);
+    w.node("Reshape", {cut, w.ints(n + "_shape", {S, H, dh})}, r);
+    w.node("Transpose", {r}, t, {{"perm", Attribute::of_ints(perm)}});
     return t;
   };
   const int q = head_split("q", 0, {1, 0, 2}, {H, S, dh}), kt = head_split("kt", D, {1, 2, 0}, {H, dh, S}),
             v = head_split("v", 2 * D, {1, 0, 2}, {H, S, dh});
   HostTensor c(DataType::Float32, {});
   c.data<float>()[0] = 4.0f;
-  const int qs = tensor("q_scaled", {H, S, dh}), sc = tensor("scores", {H, S, S}), sm = tensor("probs", {H, S, S}),
-            o = tensor("o", {H, S, dh}), ot = tensor("o_t", {S, H, dh}), y = tensor("y", {S, D});
-  node("Div", {q, constant("sqrt_d", c)}, qs);
-  node("MatMul", {qs, kt}, sc);
-  node("Softmax", {sc}, sm, {{"axis", Attribute::of_int(-1)}});
-  node("MatMul", {sm, v}, o);
-  node("Transpose", {o}, ot, {{"perm", Attribute::of_ints({1, 0, 2})}});
-  node("Reshape", {ot, ints("y_shape", {S, D})}, y);
+  const int qs = w.tensor("q_scaled", {H, S, dh}), sc = w.tensor("scores", {H, S, S}), sm = w.tensor("probs", {H, S, S}),
+            o = w.tensor("o", {H, S, dh}), ot = w.tensor("o_t", {S, H, dh}), y = w.tensor("y", {S, D});
+  w.node("Div", {q, w.constant("sqrt_d", c)}, qs);
+  w.node("MatMul", {qs, kt}, sc);
+  w.node("Softmax", {sc}, sm, {{"axis", Attribute::of_int(-1)}});
+  w.node("MatMul", {sm, v}, o);
+  w.node("Transpose", {o}, ot, {{"perm", Attribute::of_ints({1, 0, 2})}});
+  w.node("Reshape", {ot, w.ints("y_shape", {S, D})}, y);
   g.tensors[y].is_output = true;
   g.outputs = {y};
   g.topological_sort();

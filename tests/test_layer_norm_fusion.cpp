@@ -15,6 +15,7 @@
 #include "plan/memory_plan.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/session.h"
+#include "graph_builder.h"
 #include "test_util.h"
 
 using namespace texplan;
@@ -42,6 +43,7 @@ struct Built {
 Built build(const Spec& s) {
   Built b;
   Graph& g = b.g;
+  test::NamedGraph w{g};
   g.model_name = "layernorm";
   g.opset = s.axes_as_input ? 18 : 13;
   std::mt19937 rng(11);
@@ -51,79 +53,48 @@ Built build(const Spec& s) {
     for (int64_t a : axes) r[size_t(a < 0 ? a + 3 : a)] = 1;
     return r;
   };
-  auto tensor = [&](const std::string& name, Shape shape) {
-    Tensor t;
-    t.name = name;
-    t.shape = std::move(shape);
-    return g.add_tensor(std::move(t));
-  };
-  auto constant = [&](const std::string& name, HostTensor v) {
-    Tensor t;
-    t.name = name;
-    t.dtype = v.dtype;
-    t.shape = v.shape;
-    t.is_constant = t.has_data = true;
-    t.value = std::move(v);
-    return g.add_tensor(std::move(t));
-  };
-  auto scalar = [&](const std::string& name, float v) {
-    HostTensor t(DataType::Float32, {});
-    t.data<float>()[0] = v;
-    return constant(name, t);
-  };
-  auto node = [&](const std::string& op, std::vector<int> in, int out, std::map<std::string, Attribute> attrs = {}) {
-    Node n;
-    n.name = op + "_" + std::to_string(g.nodes.size());
-    n.op_type = op;
-    n.inputs = std::move(in);
-    n.outputs = {out};
-    n.attrs = std::move(attrs);
-    g.nodes.push_back(std::move(n));
-  };
   auto mean = [&](int in, int out, const std::vector<int64_t>& axes) {
-    if (!s.axes_as_input) return node("ReduceMean", {in}, out, {{"axes", Attribute::of_ints(axes)}});
-    HostTensor a(DataType::Int64, {int64_t(axes.size())});
-    std::copy(axes.begin(), axes.end(), a.data<int64_t>());
-    node("ReduceMean", {in, constant("axes" + std::to_string(out), a)}, out);
+    if (!s.axes_as_input) return w.node("ReduceMean", {in}, out, {{"axes", Attribute::of_ints(axes)}});
+    w.node("ReduceMean", {in, w.ints("axes" + std::to_string(out), axes)}, out);
   };
 
-  const int in = tensor("in", xs);
+  const int in = w.tensor("in", xs);
   g.tensors[in].is_input = true;
   g.inputs = {in};
   b.feeds.push_back(random_tensor(xs, rng, -2, 3));
-  const int x = tensor("x", xs);  // x = in * 1.5: the pattern's input is an activation
-  node("Mul", {in, scalar("k", 1.5f)}, x);
+  const int x = w.tensor("x", xs);  // x = in * 1.5: the pattern's input is an activation
+  w.node("Mul", {in, w.scalar("k", 1.5f)}, x);
   const Shape ms = reduced(s.axes1), vs = reduced(s.axes2);
-  const int m = tensor("m", ms), d = tensor("d", xs), p = tensor("p", xs), v = tensor("v", vs), e = tensor("e", vs),
-            sd = tensor("sd", vs), q = tensor("q", xs), r = tensor("r", xs);
+  const int m = w.tensor("m", ms), d = w.tensor("d", xs), p = w.tensor("p", xs), v = w.tensor("v", vs), e = w.tensor("e", vs),
+            sd = w.tensor("sd", vs), q = w.tensor("q", xs), r = w.tensor("r", xs);
   mean(x, m, s.axes1);
-  node("Sub", s.swapped_sub ? std::vector<int>{m, x} : std::vector<int>{x, m}, d);
-  node("Pow", {d, scalar("two", s.exponent)}, p);
+  w.node("Sub", s.swapped_sub ? std::vector<int>{m, x} : std::vector<int>{x, m}, d);
+  w.node("Pow", {d, w.scalar("two", s.exponent)}, p);
   mean(p, v, s.axes2);
-  node("Add", {v, scalar("eps", 1e-5f)}, e);
-  node("Sqrt", {e}, sd);
-  node("Div", s.swapped_div ? std::vector<int>{sd, d} : std::vector<int>{d, sd}, q);
+  w.node("Add", {v, w.scalar("eps", 1e-5f)}, e);
+  w.node("Sqrt", {e}, sd);
+  w.node("Div", s.swapped_div ? std::vector<int>{sd, d} : std::vector<int>{d, sd}, q);
   int gamma;
   if (s.gamma_is_input) {
-    gamma = tensor("gamma", {35});
+    gamma = w.tensor("gamma", {35});
     g.tensors[gamma].is_input = true;
     g.inputs.push_back(gamma);
     b.feeds.push_back(random_tensor({35}, rng, -1, 1));
   } else {
-    gamma = constant("gamma", random_tensor({35}, rng, -1, 1));
+    gamma = w.constant("gamma", random_tensor({35}, rng, -1, 1));
   }
-  node("Mul", s.gamma_first ? std::vector<int>{gamma, q} : std::vector<int>{q, gamma}, r);
+  w.node("Mul", s.gamma_first ? std::vector<int>{gamma, q} : std::vector<int>{q, gamma}, r);
   int y = r;
   if (s.bias) {
-    y = tensor("y", xs);
-    const int beta = constant("beta", random_tensor({35}, rng, -1, 1));
-    node("Add", s.beta_first ? std::vector<int>{beta, r} : std::vector<int>{r, beta}, y);
+    y = w.tensor("y", xs);
+    const int beta = w.constant("beta", random_tensor({35}, rng, -1, 1));
+    w.node("Add", s.beta_first ? std::vector<int>{beta, r} : std::vector<int>{r, beta}, y);
   }
   g.outputs = {y};
   if (s.diff_is_output) g.outputs.push_back(d);
   if (s.mean_used_again) {
-    const int m2 = tensor("m2", ms);
-    node("Neg", {m}, m2);
+    const int m2 = w.tensor("m2", ms);
+    w.node("Neg", {m}, m2);
     g.outputs.push_back(m2);
   }
   for (int t : g.outputs) g.tensors[t].is_output = true;
@@ -166,7 +137,9 @@ int fused(const Spec& s) {
     for (size_t k = 0; k < std::min(got.size(), want.size()); ++k)
       EXPECT_LE(cli::relative_error(got[k], want[k]), 1e-5) << "output " << k;
   }
-  if (r.fused_layernorm > 0) EXPECT_EQ(count(g, "ReduceMean") + count(g, "Pow") + count(g, "Sqrt"), 0);
+  if (r.fused_layernorm > 0) {
+    EXPECT_EQ(count(g, "ReduceMean") + count(g, "Pow") + count(g, "Sqrt"), 0);
+  }
   return r.fused_layernorm;
 }
 

@@ -156,3 +156,17 @@ typedef float real_t;
 #endif
 #define LDV(n, p) LDV_(n, p)
 #define STV(n, p, v) STV_(n, p, v)
+
+// The largest and the sum of a vector's 16 lanes (the CPU kernels' row reductions).
+inline float hmax16(float16 v) {
+  float8 a = fmax(v.lo, v.hi);
+  float4 b = fmax(a.lo, a.hi);
+  float2 c = fmax(b.lo, b.hi);
+  return fmax(c.x, c.y);
+}
+inline float hsum16(float16 v) {
+  float8 a = v.lo + v.hi;
+  float4 b = a.lo + a.hi;
+  float2 c = b.lo + b.hi;
+  return c.x + c.y;
+}

@@ -17,18 +17,6 @@
 #define ATT_DVC ((ATT_DV + 15) / 16)
 #define ATT_LANES ((int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
 
-inline float att_max16(float16 v) {
-  float8 a = fmax(v.lo, v.hi);
-  float4 b = fmax(a.lo, a.hi);
-  float2 c = fmax(b.lo, b.hi);
-  return fmax(c.x, c.y);
-}
-inline float att_sum16(float16 v) {
-  float8 a = v.lo + v.hi;
-  float4 b = a.lo + a.hi;
-  float2 c = b.lo + b.hi;
-  return c.x + c.y;
-}
 // Lane k: the sum of a<k>'s lanes. Three rounds of pairwise sums over
 // shuffled halves: 7 additions for 8 dot products, not 8 reductions.
 #define ATT_PAIRS(a, b) ((float8)((a).even, (b).even) + (float8)((a).odd, (b).odd))
@@ -130,14 +118,14 @@ __kernel void attention_cpu(__global const real_t* Q, __global const real_t* K, 
         x += mv * M_LOG2E_F;
       }
       if (n < 16) x = select(x, (float16)(-INFINITY), ATT_LANES >= (int16)(n));
-      const float mn = fmax(m[r], att_max16(x));
+      const float mn = fmax(m[r], hmax16(x));
       if (mn == -INFINITY) {  // every key so far masked out: nothing to add
         vstore16((float16)(0.0f), 0, e[r]);
         continue;
       }
       const float corr = exp2(m[r] - mn);
       const float16 ex = exp2(x - mn);
-      l[r] = l[r] * corr + att_sum16(ex);
+      l[r] = l[r] * corr + hsum16(ex);
 #pragma unroll
       for (int c = 0; c < ATT_DVC; ++c) acc[r][c] *= corr;
       m[r] = mn;

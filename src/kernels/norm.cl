@@ -78,13 +78,6 @@ void instance_norm(__global const real_t* x, int xo, __global const real_t* scal
 // LayerNormalization on CPU devices (PoCL): one work-item per row of R, the
 // same two passes as layer_norm over 16-wide vectors (a tail of R % 16 in
 // scalars), no local memory or barriers. y may be x.
-inline float hsum16(float16 v) {
-  float8 a = v.lo + v.hi;
-  float4 b = a.lo + a.hi;
-  float2 c = b.lo + b.hi;
-  return c.x + c.y;
-}
-
 __kernel void layer_norm_cpu(__global const real_t* x, int xo, __global const real_t* scale, int so,
                              __global const real_t* bias, int bo, int has_bias, __global real_t* y, int yo,
                              __global real_t* mean_out, int mno, __global real_t* inv_out, int ivo, int stats,

@@ -85,19 +85,6 @@ __kernel void softmax_strided(__global const real_t* x, int xo, __global real_t*
 // CPU devices (PoCL): one work-item per contiguous row of R, no local memory
 // or barriers. Max, sum and the stores run over 16-wide vectors (a tail of
 // R % 16 in scalars); y may be x (each element is read before it is written).
-inline float hmax16(float16 v) {
-  float8 a = fmax(v.lo, v.hi);
-  float4 b = fmax(a.lo, a.hi);
-  float2 c = fmax(b.lo, b.hi);
-  return fmax(c.x, c.y);
-}
-inline float hsum16(float16 v) {
-  float8 a = v.lo + v.hi;
-  float4 b = a.lo + a.hi;
-  float2 c = b.lo + b.hi;
-  return c.x + c.y;
-}
-
 // y[row] = reduce(x[row, 0..R)), one row per work-item.
 __kernel void reduce_rows_cpu(__global const real_t* x, int xo, __global real_t* y, int yo, int rows, int R, int op) {
   int row = get_global_id(0);
