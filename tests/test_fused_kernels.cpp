@@ -556,7 +556,7 @@ TEST(FusedKernels, ConvSplitK) {
 // tf32's split-K (gemm_mma.cl, the mma emulated here) onto the residual Y
 // holds in place, as the fp32 kernels do: no zeroing, the Relu after.
 TEST(FusedKernels, Tf32SplitKOntoTheResidual) {
-  const lower::KernelChoice gpu = {.conv = "gpu", .tf32_emulation = true, .tf32_splits = 3};
+  const lower::KernelChoice gpu = {.conv = "gpu", .tf32_emulation = true, .tf32_splits = 3, .unoptimized_programs = true};
   FusedCase in_place = fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1);
   in_place.output_over = 3;
   in_place.tf32 = true;

@@ -117,9 +117,9 @@ std::vector<Case> cases() {
 
 // The mma emulated (in up to `splits` slices of K where > 0) in the GPU
 // lowerings (PoCL's CPU kernels have no tf32 form), with the tf32 `tiles`
-// ("": by shape).
+// ("": by shape); built unoptimized, which PoCL compiles ten times faster.
 lower::KernelChoice emulated(int splits = 0, const std::string& tiles = "") {
-  return {.conv = "gpu", .mma = tiles, .tf32_emulation = true, .tf32_splits = splits};
+  return {.conv = "gpu", .mma = tiles, .tf32_emulation = true, .tf32_splits = splits, .unoptimized_programs = true};
 }
 
 }  // namespace

@@ -143,7 +143,7 @@ void expect_winograd(const std::string& variant, Shape x, int64_t oc, int64_t pa
   // Winograd reads X's rows as float2s (WG_PAIRS) only from an even
   // offset: odd for the forms without, else even.
   const int64_t first = variant.find(":nopairs") != std::string::npos ? 3 : 4;
-  out = run_node({.conv = variant, .tf32_emulation = emulated}, op, in, attrs, expected.shape, in_place ? 3 : -1,
+  out = run_node({.conv = variant, .tf32_emulation = emulated, .unoptimized_programs = emulated}, op, in, attrs, expected.shape, in_place ? 3 : -1,
                  kernels, tf32, first);
   const double e = rel_error(out, expected);
   if (tf32 && (emulated || runtime::tf32_supported(*test_device()))) {  // the products on tensor cores: tf32's rounding

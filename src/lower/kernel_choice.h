@@ -37,6 +37,10 @@ struct KernelChoice {
   // With tf32_emulation: split-K into this many slices wherever it is
   // allowed (0: by shape).
   int tf32_splits = 0;
+  // Programs built with -cl-opt-disable: for tests that check the GPU
+  // kernels' results on PoCL, whose code generation for their unrolled tiles
+  // takes seconds per program when optimized.
+  bool unoptimized_programs = false;
 };
 
 // Throws Error naming the first unknown variant of `c` (the CPU register

@@ -194,8 +194,9 @@ TensorArg NodeBuilder::arg(int tensor) const {
 Launch& NodeBuilder::new_launch(const Source& src, const char* name, const Range& r) {
   if (half && !half_kernel_file(src.file)) throw NoHalfKernel{src.file};
   cl_int s = CL_SUCCESS;
-  const cl_program program =
-      dev_.program(src.file, half ? src.defines + " -DTEXPLAN_HALF" : src.defines, src.prelude);
+  const std::string options = src.defines + (half ? " -DTEXPLAN_HALF" : "") +
+                              (kernel_choice.unoptimized_programs ? " -cl-opt-disable" : "");
+  const cl_program program = dev_.program(src.file, options, src.prelude);
   cl_kernel k = clCreateKernel(program, name, &s);
   if (s != CL_SUCCESS) throw Error(std::string("clCreateKernel(") + name + "): " + runtime::cl_error_name(s));
   Launch& l = launches.emplace_back();
