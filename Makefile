@@ -40,13 +40,16 @@ bench: build
 	@$(BUILD)/texplan_bench --models $(MODELS) --json $(BUILD)/bench.json
 
 # Fuzzing (fuzz/): the libFuzzer targets are built with clang, ASan and UBSan
-# inside the main build (when clang is installed); each runs FUZZ_SECONDS,
+# inside the main build (-DTEXPLAN_FUZZ=ON, when clang is installed; off for
+# `make test`, whose build it would nearly double); each runs FUZZ_SECONDS,
 # seeded from examples/models, $(MODELS) and ONNX's node tests, its corpus
 # kept in $(BUILD)/fuzz-work. A crash stops it and names the input: fix it,
 # then keep the input in fuzz/regressions/TARGET/ (make test replays them).
 FUZZ_SECONDS ?= 3600
 FUZZ_TARGETS ?= import shapes planner tensor
-fuzz: build
+fuzz: configure
+	@cmake -S . -B $(BUILD) -DTEXPLAN_FUZZ=ON >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS) --target texplan_fuzzers
 	@for t in $(FUZZ_TARGETS); do \
 	  FUZZ_WORK=$(abspath $(BUILD))/fuzz-work FUZZ_MODELS=$(MODELS) fuzz/run.sh fuzz $(BUILD)/fuzz-clang $$t $(FUZZ_SECONDS) || exit 1; \
 	done
