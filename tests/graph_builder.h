@@ -41,7 +41,7 @@ struct GraphBuilder {
     t.shape = std::move(out);
     t.producer = int(g.nodes.size());
     int id = g.add_tensor(t);
-    g.nodes.push_back({op + std::to_string(g.nodes.size()), op, std::move(in), {id}, std::move(attrs)});
+    g.nodes.push_back({op + std::to_string(g.nodes.size()), op, std::move(in), {id}, std::move(attrs), {}});
     return id;
   }
   int conv(int x, int64_t oc, int64_t k, int64_t stride = 1, int64_t pad = 0, int64_t groups = 1, bool bias = true) {

@@ -13,6 +13,7 @@
 #include "one_node.h"
 #include "optimize/optimize.h"
 #include "runtime/cpu_executor.h"
+#include "graph_builder.h"
 #include "test_util.h"
 
 using namespace texplan;
@@ -119,39 +120,6 @@ TEST(CpuAveragePool, RowsMatchReference) {
 
 namespace {
 
-int add(Graph& g, const std::string& name, Shape s) {
-  Tensor t;
-  t.name = name;
-  t.shape = std::move(s);
-  return g.add_tensor(std::move(t));
-}
-
-int constant(Graph& g, const std::string& name, HostTensor v) {
-  Tensor t;
-  t.name = name;
-  t.shape = v.shape;
-  t.dtype = v.dtype;
-  t.is_constant = t.has_data = true;
-  t.value = std::move(v);
-  return g.add_tensor(std::move(t));
-}
-
-HostTensor int64s(const std::vector<int64_t>& v) {
-  HostTensor h(DataType::Int64, {int64_t(v.size())});
-  std::copy(v.begin(), v.end(), h.data<int64_t>());
-  return h;
-}
-
-void add_node(Graph& g, const std::string& op, std::vector<int> in, int out, std::map<std::string, Attribute> a = {}) {
-  Node n;
-  n.name = op + "_" + std::to_string(g.nodes.size());
-  n.op_type = op;
-  n.inputs = std::move(in);
-  n.outputs = {out};
-  n.attrs = std::move(a);
-  g.nodes.push_back(std::move(n));
-}
-
 // x -> Pad(p) -> AveragePool 3x3 (count_include_pad 0), x -> Pad -> Conv 1x7,
 // x -> Pad -> MaxPool (zeros are not MaxPool's padding: kept), x -> Pad of
 // ones -> AveragePool (kept); the four concatenated.
@@ -159,29 +127,30 @@ Graph pads_graph() {
   Graph g;
   g.model_name = "pads";
   g.opset = 13;
-  const int x = add(g, "x", {1, 4, 9, 9});
+  test::NamedGraph w{g};
+  const int x = w.tensor("x", {1, 4, 9, 9});
   g.tensors[x].is_input = true;
   g.inputs = {x};
-  const int p1 = constant(g, "p1", int64s({0, 0, 1, 1, 0, 0, 1, 1})), p2 = constant(g, "p2", int64s({0, 0, 0, 3, 0, 0, 0, 3}));
+  const int p1 = w.ints("p1", {0, 0, 1, 1, 0, 0, 1, 1}), p2 = w.ints("p2", {0, 0, 0, 3, 0, 0, 0, 3});
   HostTensor ones(DataType::Float32, {1});
   ones.data<float>()[0] = 1.0f;
-  const int one = constant(g, "one", ones);
-  const int a = add(g, "a", {1, 4, 11, 11}), b = add(g, "b", {1, 4, 9, 15}), c = add(g, "c", {1, 4, 11, 11}),
-            d = add(g, "d", {1, 4, 11, 11});
-  add_node(g, "Pad", {x, p1}, a);
-  add_node(g, "Pad", {x, p2}, b);
-  add_node(g, "Pad", {x, p1}, c);
-  add_node(g, "Pad", {x, p1, one}, d);
-  const int pa = add(g, "pa", {1, 4, 9, 9}), cb = add(g, "cb", {1, 4, 9, 9}), mc = add(g, "mc", {1, 4, 9, 9}),
-            pd = add(g, "pd", {1, 4, 9, 9});
+  const int one = w.constant("one", ones);
+  const int a = w.tensor("a", {1, 4, 11, 11}), b = w.tensor("b", {1, 4, 9, 15}), c = w.tensor("c", {1, 4, 11, 11}),
+            d = w.tensor("d", {1, 4, 11, 11});
+  w.node("Pad", {x, p1}, a);
+  w.node("Pad", {x, p2}, b);
+  w.node("Pad", {x, p1}, c);
+  w.node("Pad", {x, p1, one}, d);
+  const int pa = w.tensor("pa", {1, 4, 9, 9}), cb = w.tensor("cb", {1, 4, 9, 9}), mc = w.tensor("mc", {1, 4, 9, 9}),
+            pd = w.tensor("pd", {1, 4, 9, 9});
   const std::map<std::string, Attribute> k3 = {{"kernel_shape", ints({3, 3})}};
-  add_node(g, "AveragePool", {a}, pa, k3);
-  add_node(g, "Conv", {b, constant(g, "w", test::random_tensor({4, 4, 1, 7}, -1, 1, 2)), constant(g, "bias", test::random_tensor({4}, -1, 1, 3))},
+  w.node("AveragePool", {a}, pa, k3);
+  w.node("Conv", {b, w.constant("w", test::random_tensor({4, 4, 1, 7}, -1, 1, 2)), w.constant("bias", test::random_tensor({4}, -1, 1, 3))},
            cb, {{"kernel_shape", ints({1, 7})}});
-  add_node(g, "MaxPool", {c}, mc, k3);
-  add_node(g, "AveragePool", {d}, pd, k3);
-  const int y = add(g, "y", {1, 16, 9, 9});
-  add_node(g, "Concat", {pa, cb, mc, pd}, y, {{"axis", Attribute::of_int(1)}});
+  w.node("MaxPool", {c}, mc, k3);
+  w.node("AveragePool", {d}, pd, k3);
+  const int y = w.tensor("y", {1, 16, 9, 9});
+  w.node("Concat", {pa, cb, mc, pd}, y, {{"axis", Attribute::of_int(1)}});
   g.tensors[y].is_output = true;
   g.outputs = {y};
   for (size_t k = 0; k < g.nodes.size(); ++k) g.tensors[g.nodes[k].outputs[0]].producer = int(k);
@@ -206,7 +175,9 @@ TEST(PadsIntoWindows, ZeroPadsBecomeTheReadersPadding) {
   int pads = 0;
   for (const Node& n : g.nodes) {
     pads += n.op_type == "Pad";
-    if (n.op_type == "AveragePool" && n.get_int("count_include_pad", 0) == 1) EXPECT_EQ(n.get_ints("pads"), (std::vector<int64_t>{1, 1, 1, 1}));
+    if (n.op_type == "AveragePool" && n.get_int("count_include_pad", 0) == 1) {
+      EXPECT_EQ(n.get_ints("pads"), (std::vector<int64_t>{1, 1, 1, 1}));
+    }
   }
   EXPECT_EQ(pads, 2);  // MaxPool's and the ones' stay
   EXPECT_LE(rel_error(run_reference(g, x), want), 1e-6);

@@ -32,9 +32,13 @@ struct Result {
 };
 
 // `block`: the register block named (KernelChoice::cpu; "": by shape).
+// Named blocks check their indexing, built unoptimized (PoCL generates code
+// for an optimized stem block in 10-20 s); the choice by shape runs as users
+// get it.
 Result run(const Case& c, const std::string& block = "") {
   const test::OneNode n = test::one_node(c, "cpu_gemm_" + c.op, 13, 31);
-  const test::OneNodeRun r = test::run_one_node(n, pocl(), {.kernel_choice = {.cpu = block}});
+  const test::OneNodeRun r =
+      test::run_one_node(n, pocl(), {.kernel_choice = {.cpu = block, .unoptimized_programs = !block.empty()}});
   return {r.got, n.want, r.weight_bytes};
 }
 
