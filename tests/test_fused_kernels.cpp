@@ -586,6 +586,16 @@ TEST(FusedKernels, MatMulSplitK) {
      kSplitGemmPasses);
   mm(random_tensor({37, 100}), random_tensor({100, 21}, -1, 1, 2), {random_tensor({37, 21}, -1, 1, 3)}, {"Add x0 x1", "Relu t0"},
      {"gemm", "splitk_finish"}, 2);
+  // A Linear's bias, then the residual in place (a transformer's MLP output,
+  // x0 + b + r): the slices add onto the residual, the finish adds the bias;
+  // nothing after the sum but the bias: the same two passes.
+  mm(random_tensor({37, 100}), random_tensor({100, 21}, -1, 1, 2), {random_tensor({21}, -1, 1, 3), random_tensor({37, 21}, -1, 1, 4)},
+     {"Add x0 x1", "Add t0 x2", "Relu t1"}, {"gemm", "splitk_finish"}, 3);
+  mm(random_tensor({37, 100}), random_tensor({100, 21}, -1, 1, 2), {random_tensor({21}, -1, 1, 3), random_tensor({37, 21}, -1, 1, 4)},
+     {"Add x1 x0", "Add x2 t0"}, {"gemm", "splitk_finish"}, 3);
+  // The value before the residual read after it: not the residual form, not split.
+  mm(random_tensor({37, 100}), random_tensor({100, 21}, -1, 1, 2), {random_tensor({21}, -1, 1, 3), random_tensor({37, 21}, -1, 1, 4)},
+     {"Add x0 x1", "Add t0 x2", "Mul t1 t0"}, {"gemm"}, 3);
   // Plain MatMul: no finishing pass.
   FusedCase plain{"MatMul", {random_tensor({9, 64}), random_tensor({64, 11}, -1, 1, 2)}, {}};
   expect_kernels(gpu, plain, {"splitk_zero", "gemm"});

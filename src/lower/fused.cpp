@@ -12,6 +12,44 @@ namespace {
 
 bool float32(const Tensor& t) { return t.dtype == DataType::Float32; }
 
+// The input xj (j > 0, read directly) of the residual form (make_tail) and,
+// in `rest`, the program without its Add, reading Y's value (x0 + xj) as x0;
+// 0 where there is none. The Add must be one of a leading chain of Adds each
+// onto the previous value, and nothing else may read xj or the raw x0.
+int residual_operand(const Epilogue& e, const std::vector<EpilogueRead>& reads, std::vector<EpilogueInstr>& rest) {
+  using K = EpilogueOperand::Kind;
+  auto is = [](const EpilogueOperand& o, K kind, int index) { return o.kind == kind && o.index == index; };
+  int at = -1, j = 0;
+  for (size_t k = 0; k < e.code.size() && at < 0; ++k) {
+    const EpilogueInstr& in = e.code[k];
+    if (in.op != "Add" || in.args.size() != 2) return 0;
+    const EpilogueOperand running = k == 0 ? EpilogueOperand{K::Input, 0} : EpilogueOperand{K::Temp, int(k) - 1};
+    const int r = is(in.args[0], running.kind, running.index) ? 0 : is(in.args[1], running.kind, running.index) ? 1 : -1;
+    if (r < 0) return 0;
+    const EpilogueOperand& other = in.args[1 - r];
+    if (other.kind == K::Input && other.index > 0 && reads[size_t(other.index)] == EpilogueRead::Direct)
+      at = int(k), j = other.index;
+    else if (other.kind != K::Literal && !(other.kind == K::Input && other.index > 0)) return 0;
+  }
+  if (at < 0) return 0;
+  rest.clear();
+  for (size_t k = 0; k < e.code.size(); ++k) {
+    if (int(k) == at) continue;
+    EpilogueInstr in = e.code[k];
+    for (size_t a = 0; a < in.args.size(); ++a) {
+      EpilogueOperand& o = in.args[a];
+      if (o.kind == K::Input && o.index == j) return 0;  // xj read again: Y holds the sum by then
+      if (o.kind == K::Input && o.index == 0 && k != 0) return 0;  // the raw product: gone
+      if (o.kind != K::Temp) continue;
+      if (o.index < at && int(k) > at) return 0;  // a value from before the residual, after it
+      if (o.index == at) o = at == 0 ? EpilogueOperand{K::Input, 0} : EpilogueOperand{K::Temp, at - 1};
+      else if (o.index > at) --o.index;
+    }
+    rest.push_back(in);
+  }
+  return j;
+}
+
 // The tail whose program operands are, in order: the kernel's own value (when
 // value_x0), then node inputs `first`..`end` (-1: to the last) as buffers.
 // Inputs with Y's elements are read at Y's index, the others through
@@ -55,32 +93,18 @@ bool make_tail(NodeBuilder& b, int first, bool value_x0, FusedTail& tail, int en
   }
   tail.prelude = epilogue_cl(e, reads, row_constant);
   tail.transcendental = e.transcendental();
-  // The residual form (FusedTail::residual_prelude): the first instruction
-  // adds the kernel's value x0 and an input xj stored exactly where Y is,
-  // and nothing after it reads xj (Y holds the sum by then).
-  if (value_x0 && !e.code.empty() && e.code[0].op == "Add" && e.code[0].args.size() == 2) {
-    const auto& a = e.code[0].args;
-    auto input = [](const EpilogueOperand& o, int k) { return o.kind == EpilogueOperand::Kind::Input && o.index == k; };
-    int j = input(a[0], 0) ? a[1].index : input(a[1], 0) ? a[0].index : -1;
-    bool other_is_input = j > 0 && (input(a[0], j) || input(a[1], j));
-    if (other_is_input && reads[size_t(j)] == EpilogueRead::Direct) {
+  // The residual form (FusedTail::residual_prelude): one Add of a leading
+  // chain of Adds onto the kernel's value x0 (x0 + bias + residual, as a
+  // MatMul with its bias exports) adds an input xj stored exactly where Y is.
+  // Y then already holds xj, so split-K's slices add onto it, and the program
+  // without that Add runs on the sum (the adds reassociated: x0 + xj first).
+  if (value_x0) {
+    std::vector<EpilogueInstr> rest;
+    if (int j = residual_operand(e, reads, rest); j > 0) {
       const TensorArg x = b.arg_in(first + j - 1), y = b.arg_out(0);
-      bool same_storage = x.mem == y.mem && x.offset == y.offset;
-      Epilogue rest;
-      bool reads_j = false;
-      for (size_t k = 1; k < e.code.size(); ++k) {
-        EpilogueInstr in = e.code[k];
-        for (EpilogueOperand& o : in.args) {
-          if (input(o, j)) reads_j = true;
-          if (o.kind != EpilogueOperand::Kind::Temp) continue;
-          if (o.index == 0) o = EpilogueOperand{EpilogueOperand::Kind::Input, 0, 0};  // the sum: Y's value
-          else --o.index;
-        }
-        rest.code.push_back(in);
-      }
-      if (same_storage && !reads_j && !output_overlaps_input(b, first + j - 1)) {
+      if (x.mem == y.mem && x.offset == y.offset && !output_overlaps_input(b, first + j - 1)) {
         tail.residual = true;
-        if (!rest.code.empty()) tail.residual_prelude = epilogue_cl(rest, reads);
+        if (!rest.empty()) tail.residual_prelude = epilogue_cl(Epilogue{rest}, reads, row_constant);
       }
     }
   }
