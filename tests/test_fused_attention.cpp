@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "import/onnx_import.h"
 #include "lower/lower.h"
+#include "lower/ops.h"
 #include "optimize/optimize.h"
 #include "optimize/usage.h"
 #include "plan/memory_plan.h"
@@ -183,8 +184,10 @@ std::vector<HostTensor> run_reference(const Graph& g, const std::vector<HostTens
 
 // The graph on the test device: `gpu_kernel` forces attention.cl (the GPU
 // kernels) onto a CPU device; fp16 stores every float as half.
+// `blocks`: attention.cl's blocks named (KernelChoice::attention), built
+// unoptimized.
 std::vector<HostTensor> run_device(const Graph& g, const std::vector<HostTensor>& feeds, bool gpu_kernel = false,
-                                   bool fp16 = false) {
+                                   bool fp16 = false, const std::string& blocks = "") {
   UsageOptions uo;
   if (fp16) uo.float_storage = runtime::float_storage(runtime::Precision::Fp16);
   PlanInput pin = make_usage_records(g, uo);
@@ -192,6 +195,8 @@ std::vector<HostTensor> run_device(const Graph& g, const std::vector<HostTensor>
   plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
   runtime::SessionOptions o;
   if (gpu_kernel) o.kernel_choice.conv = "gpu";
+  o.kernel_choice.attention = blocks;
+  o.kernel_choice.unoptimized_programs = !blocks.empty();
   if (fp16) o.precision = runtime::Precision::Fp16;
   o.guard = true;
   runtime::Session s(g, pin, plan, dev, o);
@@ -352,6 +357,27 @@ TEST(FusedAttention, KernelsMatchTheReference) {
   s.k_given_transposed = true;
   s.sk = 17;
   EXPECT_EQ(fused(s), 1);
+}
+
+// The blocks small grids take on GPUs (fewer rows per work-group, more
+// items per row: down to one key per item), checked here by name: a ragged
+// last block of rows, head dims under and over 64 (key tiles of 64 and 32),
+// a mask, keys unlike queries.
+TEST(FusedAttention, SmallGridBlocks) {
+  for (const std::string blocks : {"16x8", "8x16", "8x32"})
+    for (int64_t d : {64, 128}) {
+      SCOPED_TRACE(blocks + " d " + std::to_string(d));
+      Spec s;
+      s.sq = 45, s.sk = 70, s.d = s.dv = d;
+      s.mask = d == 64 ? Mask::Rows : Mask::None;
+      const Built b = build(s);
+      const std::vector<HostTensor> want = run_reference(b.g, b.feeds);
+      Graph g = b.g;
+      ASSERT_EQ(optimize(g, {}).fused_attention, 1);
+      expect_close(run_device(g, b.feeds, true, false, blocks), want, 1e-5, "attention.cl " + blocks);
+    }
+  for (const char* bad : {"4x8", "8x3", "32x32", "16", "8x16x2"}) EXPECT_THROW(lower::check_attention_blocks(bad), Error) << bad;
+  EXPECT_NO_THROW(lower::check_attention_blocks("32x4"));
 }
 
 TEST(FusedAttention, HalfStorageWithinHalfPrecision) {

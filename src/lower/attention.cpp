@@ -6,6 +6,7 @@
 // operand views (graph.h) where the optimizer gave them.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "lower/opencl_cpu/lowerings.h"
 #include "lower/ops.h"
@@ -40,9 +41,16 @@ void split_strides(const std::vector<int64_t>& st, cl_int& sb, cl_int& sh, cl_in
 
 // attention.cl's blocks: 32 query rows (a warp), 4 work-items per row,
 // key tiles as wide as the registers of a row (its Q, its output and a
-// score per key of its share) and the device's local memory allow.
+// score per key of its share) and the device's local memory allow. Grids
+// of fewer groups than compute units (BERT-class: 128 queries of 4 heads
+// are 16 groups) take fewer rows per group and more items per row, down to
+// 8 x 16: eight items in a row read the same key, one float4 broadcast per
+// quarter warp (docs/fused-ops.md#fusedattention).
 struct GpuBlocks {
   int bm = 32, split = 4, bn = 64;
+  void fill(int64_t queries, int64_t batches, int64_t cu) {
+    while (bm > 8 && ceil_div(queries, bm) * batches < cu) bm /= 2, split *= 2;
+  }
   int64_t local_bytes(int64_t dh4, int64_t dv4) const {
     const int64_t tiles = int64_t(bn) * (dh4 + dv4) * 4 + int64_t(bm) * bn;
     return 4 * (std::max(tiles, int64_t(bm) * dv4 * 4) + 2 * int64_t(bm) * split);
@@ -50,6 +58,16 @@ struct GpuBlocks {
 };
 
 }  // namespace
+
+void check_attention_blocks(const std::string& blocks) {
+  if (blocks.empty()) return;
+  int bm = 0, split = 0;
+  char x = 0, rest = 0;
+  const bool parsed = std::sscanf(blocks.c_str(), "%d%c%d%c", &bm, &x, &split, &rest) == 3 && x == 'x';
+  const bool power = split > 0 && (split & (split - 1)) == 0;
+  if (!parsed || (bm != 8 && bm != 16 && bm != 32) || !power || bm * split < 32 || bm * split > 512)
+    throw Error("no attention blocks " + blocks + " (BMxSPLIT: BM 8, 16 or 32, SPLIT a power of two, 32 to 512 items)");
+}
 
 bool lower_fused_attention(NodeBuilder& b) {
   const std::optional<AttentionForm> form = attention_form(b.node);
@@ -104,7 +122,12 @@ bool lower_fused_attention(NodeBuilder& b) {
 
   const int64_t dh4 = ceil_div(D, 4), dv4 = ceil_div(Dv, 4);
   GpuBlocks g;
-  g.bn = std::max(D, Dv) <= 64 ? 64 : std::max(D, Dv) <= 128 ? 32 : 16;
+  if (const std::string& named = b.kernel_choice.attention; !named.empty()) {
+    g.bm = std::stoi(named), g.split = std::stoi(named.substr(named.find('x') + 1));  // checked: check_attention_blocks
+  } else {
+    g.fill(Sq, batches, std::max(1, b.compute_units()));
+  }
+  g.bn = std::max<int64_t>(g.split, std::max(D, Dv) <= 64 ? 64 : std::max(D, Dv) <= 128 ? 32 : 16);
   while (g.bn > std::max(g.split, g.bm / 2) && g.local_bytes(dh4, dv4) > b.local_mem_bytes()) g.bn /= 2;
   if (g.local_bytes(dh4, dv4) > b.local_mem_bytes()) return false;
   const std::string defines = "-DATT_DH4=" + std::to_string(dh4) + " -DATT_DV4=" + std::to_string(dv4) +

@@ -179,6 +179,8 @@ bool lower_fused_mlp(NodeBuilder& b);
 // FusedAttention (lower/attention.cpp): attention.cl's blocks of query rows
 // with K and V tiles in local memory; on CPU devices lower_attention_cpu.
 bool lower_fused_attention(NodeBuilder& b);
+// Throws Error unless `blocks` is "" or KernelChoice::attention's "BMxSPLIT".
+void check_attention_blocks(const std::string& blocks);
 // The head dims (Q/K's and V's last dims) its kernels take: the fused forms'
 // attention_head_dim (lower/catalog.cpp).
 constexpr int kMaxAttentionHeadDim = 256;
