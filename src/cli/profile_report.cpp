@@ -33,7 +33,10 @@ json profile_report(const std::vector<std::vector<runtime::NodeTime>>& runs, con
       for (const auto& run : runs)
         if (k < run.size()) ms.push_back(run[k].ms), enq.push_back(run[k].enqueue_us);
       double m = median(ms), e = median(enq);
-      nodes.push_back({{"node", t.node}, {"op", t.op}, {"ms", m}, {"launches", t.launches}, {"enqueue_us", e},
+      std::string kernels;  // which kernels ran, in order, each once: "splitk_zero gemm splitk_finish"
+      for (const auto& kt : t.kernels)
+        if ((" " + kernels + " ").find(" " + kt.name + " ") == std::string::npos) kernels += (kernels.empty() ? "" : " ") + kt.name;
+      nodes.push_back({{"node", t.node}, {"op", t.op}, {"ms", m}, {"launches", t.launches}, {"kernels", kernels}, {"enqueue_us", e},
                        {"flops", t.flops}, {"bytes", t.bytes}, {"gflops", rate(t.flops, m, 1e9)},
                        {"gbps", rate(t.bytes, m, 1e9)}, {"cpu", t.cpu}});
       device_ms += m, enqueue_us += e, launches += t.launches;
