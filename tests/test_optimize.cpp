@@ -416,6 +416,57 @@ TEST(Optimize, ScalesOnProductInputsMoveIntoTheEpilogue) {
   expect_close(run_cpu(g, input), want);
 }
 
+// PyTorch's attention output: a 2-D Gemm, a Reshape and a Transpose of a
+// size-1 dim back to [batch, tokens, width], the residual Add. The Add moves
+// before the Reshapes (the residual reshaped instead: a view) into the
+// Gemm's epilogue: one FusedMatMul, no Add; and the same outputs on the CPU
+// executor and in a guarded PoCL session with texplan's GPU kernels, where
+// the product is split over K onto the residual in place.
+// A Reshape read by another node too, or a residual of another shape, stays.
+TEST(Optimize, ElementwiseAfterAProductsReshapeMovesIntoItsEpilogue) {
+  std::mt19937 rng(8);
+  auto build = [&](bool second_reader) {
+    int x = 0;
+    Graph g = graph_with_input("out_proj", {1, 6, 64}, x);
+    const int flat = tensor(g, "flat", {6, 64}), p = tensor(g, "p", {6, 5}), r = tensor(g, "r", {6, 1, 5}),
+              t = tensor(g, "t", {1, 6, 5}), res = tensor(g, "res", {1, 6, 5}), y = tensor(g, "y", {1, 6, 5});
+    node(g, "Reshape", {x, ints(g, "s0", {6, 64})}, {flat});
+    node(g, "Gemm", {flat, weight(g, "w", {5, 64}, rng), weight(g, "b", {5}, rng)}, {p}, {{"transB", Attribute::of_int(1)}});
+    node(g, "Reshape", {p, ints(g, "s1", {6, 1, 5})}, {r});
+    node(g, "Transpose", {r}, {t}, {{"perm", Attribute::of_ints({1, 0, 2})}});
+    node(g, "Sigmoid", {weight(g, "pre", {1, 6, 5}, rng)}, {res});  // the residual, an activation
+    node(g, "Add", {res, t}, {y});
+    g.tensors[y].is_output = true;
+    g.outputs = {y};
+    if (second_reader) {
+      const int z = tensor(g, "z", {6, 1, 5});
+      node(g, "Neg", {r}, {z});
+      g.tensors[z].is_output = true;
+      g.outputs.push_back(z);
+    }
+    g.topological_sort();
+    return g;
+  };
+  Graph g = build(false);
+  const HostTensor input = random_tensor({1, 6, 64}, rng, -2, 2);
+  const HostTensor want = run_graph(g, input)[0];
+  optimize(g, {});
+  int adds = 0, products = 0;
+  for (const Node& n : g.nodes) adds += n.op_type == "Add", products += n.op_type == "FusedMatMul";
+  EXPECT_EQ(adds, 0);
+  EXPECT_EQ(products, 1);
+  expect_close(run_graph(g, input)[0], want);
+  auto dev = test::test_device();
+  expect_close(run_graph(g, input, dev)[0], want);
+  expect_close(run_graph(
+                   g, input, dev, [](const runtime::Session& s) { EXPECT_EQ(s.split_k_nodes().size(), 1u); },
+                   {.conv = "32x32/s2"})[0],
+               want);
+
+  Graph kept = build(true);
+  EXPECT_EQ(reshapes_after_products(kept), 0);
+}
+
 // Products whose operands Slices and Transposes cut from another tensor read
 // that tensor through strides (OperandView): t = s transposed as A of one
 // product, q and k^T both cut from s as A and B of another; the Slices and

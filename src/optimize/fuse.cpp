@@ -529,6 +529,7 @@ class Fuser {
 
 FuseCounts fuse(Graph& g, bool pool, bool channel_scales, bool mlps) {
   scales_after_products(g);
+  reshapes_after_products(g);
   FuseCounts c = Fuser(g, pool).run();
   if (channel_scales) c.channel_scales = channel_scales_into_convs(g);
   if (mlps) c.mlps = mlp_pairs(g);

@@ -39,6 +39,11 @@ FuseCounts fuse(Graph& g, bool pool, bool channel_scales, bool mlps);
 // MatMul, where fuse() takes it into the product's epilogue. Returns how many.
 int scales_after_products(Graph& g);
 
+// An Add, Sub, Mul, Div, Max or Min after a MatMul's or Gemm's Reshape
+// moves before it, the other operand reshaped (a view), so fuse() takes it
+// into the product's epilogue. Returns how many.
+int reshapes_after_products(Graph& g);
+
 // A per-channel Mul (squeeze-and-excitation's scale) read only by a 1x1
 // convolution becomes that convolution's input scale
 // (set_channel_scaled, docs/fused-ops.md). Returns how many.

@@ -87,6 +87,85 @@ int scales_after_products(Graph& g) {
 }
 
 
+// An elementwise node after a product's Reshape moves before it, its other
+// operand reshaped instead (a view, no kernel), where the fuser takes it
+// into the product's epilogue: reshape(x @ w) + r = reshape(x @ w +
+// reshape(r)). PyTorch's attention ends in out_proj as a 2-D Gemm, a
+// Reshape back to [batch, tokens, width] and the residual Add: one kernel
+// (and a residual split-K can add onto) per layer instead of two.
+// Only where the product's output feeds the Reshape (or a chain of them)
+// alone, the Reshape's the binary node alone, and the other operand has the
+// Reshape's shape.
+int reshapes_after_products(Graph& g) {
+  static const std::set<std::string> binary = {"Add", "Sub", "Mul", "Div", "Max", "Min"};
+  const Links links(g);
+  const std::vector<std::vector<int>> consumers = g.consumers();
+  auto only_reader = [&](int t) {
+    return t >= 0 && links.uses[t] == 1 && !g.tensors[t].is_output && consumers[t].size() == 1 ? consumers[t][0] : -1;
+  };
+  int moved = 0;
+  for (int k = 0; k < int(g.nodes.size()); ++k) {
+    const Node& mm = g.nodes[k];
+    if ((mm.op_type != "MatMul" && mm.op_type != "Gemm") || mm.outputs.size() != 1) continue;
+    const int t = mm.outputs[0];
+    const int r = only_reader(t);
+    if (r < 0 || g.nodes[r].op_type != "Reshape" || g.nodes[r].inputs.empty() || g.nodes[r].inputs[0] != t ||
+        g.nodes[r].outputs.size() != 1 || !is_f32(g.tensors[t]))
+      continue;
+    int last = r, y = g.nodes[r].outputs[0], e = only_reader(y);
+    while (e >= 0 && g.nodes[e].op_type == "Reshape" && g.nodes[e].inputs[0] == y && g.nodes[e].outputs.size() == 1 &&
+           g.nodes[e].outputs[0] >= 0)  // a chain of them (a Transpose of a size-1 dim became one)
+      last = e, y = g.nodes[e].outputs[0], e = only_reader(y);
+    if (e < 0) continue;
+    Node& op = g.nodes[e];
+    if (!binary.count(op.op_type) || op.inputs.size() != 2 || op.outputs.size() != 1 || op.outputs[0] < 0) continue;
+    const int slot = op.inputs[0] == y ? 0 : 1, o = op.inputs[size_t(1 - slot)], z = op.outputs[0];
+    if (op.inputs[size_t(slot)] != y || o < 0 || o == y || g.tensors[o].is_constant) continue;
+    const Shape &ts = g.tensors[t].shape, &ys = g.tensors[y].shape;
+    if (g.tensors[o].shape != ys || g.tensors[z].shape != ys || !is_f32(g.tensors[o]) || !is_f32(g.tensors[z]) ||
+        ts.empty() || std::find(ts.begin(), ts.end(), 0) != ts.end() || element_count(ts) != element_count(ys))
+      continue;
+    auto add = [&](Tensor like, const std::string& suffix) {
+      like.name = g.tensors[z].name + suffix;
+      for (int i = 1; g.find(like.name) >= 0; ++i) like.name = g.tensors[z].name + suffix + "_" + std::to_string(i);
+      return g.add_tensor(std::move(like));
+    };
+    Tensor shape;
+    shape.dtype = DataType::Int64;
+    shape.shape = {int64_t(ts.size())};
+    shape.is_constant = shape.has_data = true;
+    shape.value = HostTensor(DataType::Int64, shape.shape);
+    std::copy(ts.begin(), ts.end(), shape.value.data<int64_t>());
+    const int shape_id = add(shape, "@product_shape");
+    Tensor flat = g.tensors[o];
+    flat.shape = ts;
+    flat.is_input = flat.is_output = flat.has_data = false, flat.value = HostTensor{};
+    flat.producer = -1;
+    flat.window.reset();
+    const int o2 = add(flat, "@operand");
+    flat.dtype = g.tensors[z].dtype;
+    const int z2 = add(flat, "@before_reshape");
+    Node view;
+    view.name = g.nodes[r].name + "@operand";
+    view.op_type = "Reshape";
+    view.inputs = {o, shape_id};
+    view.outputs = {o2};
+    Node& moved_op = g.nodes[e];
+    moved_op.inputs[size_t(slot)] = t;
+    moved_op.inputs[size_t(1 - slot)] = o2;
+    moved_op.outputs[0] = z2;
+    g.nodes[r].inputs[0] = z2;
+    g.nodes[last].outputs[0] = z;
+    g.nodes.push_back(std::move(view));
+    ++moved;  // y: no node writes or reads it now
+  }
+  if (moved) {
+    g.topological_sort();
+    g.remove_dead_nodes();
+  }
+  return moved;
+}
+
 // Squeeze-and-excitation ends in Mul(A, S), S one value per channel, read
 // by a pointwise projection alone: conv(A * S, W) = sum_c W[o, c] S[c]
 // A[c, p], so the conv reads A and scales its input channels as it goes
