@@ -121,42 +121,42 @@ int reshapes_after_products(Graph& g) {
     if (!binary.count(op.op_type) || op.inputs.size() != 2 || op.outputs.size() != 1 || op.outputs[0] < 0) continue;
     const int slot = op.inputs[0] == y ? 0 : 1, o = op.inputs[size_t(1 - slot)], z = op.outputs[0];
     if (op.inputs[size_t(slot)] != y || o < 0 || o == y || g.tensors[o].is_constant) continue;
-    const Shape &ts = g.tensors[t].shape, &ys = g.tensors[y].shape;
+    const Shape ts = g.tensors[t].shape, ys = g.tensors[y].shape;  // copies: add_tensor below may move them
     if (g.tensors[o].shape != ys || g.tensors[z].shape != ys || !is_f32(g.tensors[o]) || !is_f32(g.tensors[z]) ||
         ts.empty() || std::find(ts.begin(), ts.end(), 0) != ts.end() || element_count(ts) != element_count(ys))
       continue;
+    // A tensor like `like` (its metadata, no value) of the product's shape.
     auto add = [&](Tensor like, const std::string& suffix) {
       like.name = g.tensors[z].name + suffix;
       for (int i = 1; g.find(like.name) >= 0; ++i) like.name = g.tensors[z].name + suffix + "_" + std::to_string(i);
+      like.shape = ts;
+      like.is_input = like.is_output = like.has_data = false;
+      like.value = HostTensor{};
+      like.producer = -1;
+      like.window.reset();
       return g.add_tensor(std::move(like));
     };
     Tensor shape;
+    shape.name = g.tensors[z].name + "@product_shape";
+    for (int i = 1; g.find(shape.name) >= 0; ++i) shape.name = g.tensors[z].name + "@product_shape_" + std::to_string(i);
     shape.dtype = DataType::Int64;
     shape.shape = {int64_t(ts.size())};
     shape.is_constant = shape.has_data = true;
     shape.value = HostTensor(DataType::Int64, shape.shape);
     std::copy(ts.begin(), ts.end(), shape.value.data<int64_t>());
-    const int shape_id = add(shape, "@product_shape");
-    Tensor flat = g.tensors[o];
-    flat.shape = ts;
-    flat.is_input = flat.is_output = flat.has_data = false, flat.value = HostTensor{};
-    flat.producer = -1;
-    flat.window.reset();
-    const int o2 = add(flat, "@operand");
-    flat.dtype = g.tensors[z].dtype;
-    const int z2 = add(flat, "@before_reshape");
+    const int shape_id = g.add_tensor(std::move(shape));
+    const int o2 = add(g.tensors[o], "@operand"), z2 = add(g.tensors[z], "@before_reshape");
     Node view;
     view.name = g.nodes[r].name + "@operand";
     view.op_type = "Reshape";
     view.inputs = {o, shape_id};
     view.outputs = {o2};
-    Node& moved_op = g.nodes[e];
-    moved_op.inputs[size_t(slot)] = t;
-    moved_op.inputs[size_t(1 - slot)] = o2;
-    moved_op.outputs[0] = z2;
+    op.inputs[size_t(slot)] = t;
+    op.inputs[size_t(1 - slot)] = o2;
+    op.outputs[0] = z2;
     g.nodes[r].inputs[0] = z2;
     g.nodes[last].outputs[0] = z;
-    g.nodes.push_back(std::move(view));
+    g.nodes.push_back(std::move(view));  // `op` is not used after this
     ++moved;  // y: no node writes or reads it now
   }
   if (moved) {
