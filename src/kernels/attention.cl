@@ -22,14 +22,31 @@
 
 // Rows [0, n) of a [rows, cols] operand at `base` (element strides sr, sc)
 // into a local tile of ATT_BN rows of c4 float4s, zeros elsewhere. Work-items
-// walk the tile along the operand's contiguous dim, so the loads coalesce.
+// walk the tile along the operand's contiguous dim, so the loads coalesce,
+// ATT_LOADS of them into registers before any store, so that the reads
+// overlap rather than each waiting out the one before (on the H200 bert_mini's
+// attention took 29 us a layer whatever the work-group's share of the scores,
+// which points at these loads; not yet measured with the batches:
+// docs/performance.md#against-pytorchs-cuda-graph-on-the-h200-2026-12-02).
+#define ATT_LOADS 8
 inline void attention_tile(__local float* dst, int c4, __global const real_t* src, int base, int sr, int sc, int n,
                            int cols, int lid) {
   const int width = c4 * 4, total = ATT_BN * width;
   const bool by_rows = sc != 1 && sr == 1;  // K^T: keys contiguous
-  for (int e = lid; e < total; e += ATT_WG) {
-    const int r = by_rows ? e % ATT_BN : e / width, c = by_rows ? e / ATT_BN : e % width;
-    dst[r * width + c] = r < n && c < cols ? LD(src, base + r * sr + c * sc) : 0.0f;
+  for (int e0 = lid; e0 < total; e0 += ATT_LOADS * ATT_WG) {
+    float v[ATT_LOADS];
+#pragma unroll
+    for (int u = 0; u < ATT_LOADS; ++u) {
+      const int e = e0 + u * ATT_WG;
+      const int r = by_rows ? e % ATT_BN : e / width, c = by_rows ? e / ATT_BN : e % width;
+      v[u] = e < total && r < n && c < cols ? LD(src, base + r * sr + c * sc) : 0.0f;
+    }
+#pragma unroll
+    for (int u = 0; u < ATT_LOADS; ++u) {
+      const int e = e0 + u * ATT_WG;
+      const int r = by_rows ? e % ATT_BN : e / width, c = by_rows ? e / ATT_BN : e % width;
+      if (e < total) dst[r * width + c] = v[u];
+    }
   }
 }
 
