@@ -336,7 +336,12 @@ int run_command(const RunArgs& a) {
     tuning.emplace(cache.get(), a.tune, *device);
     if (a.tune) {
       tuning_progress = std::make_unique<report::Progress>("tuning " + g.model_name, 0);
-      tuning->on_search = [&](int n, const std::string& key) { tuning_progress->step(n, key); };
+      // Saved after every shape: a tune cut short (a time limit, ^C) keeps
+      // what it measured, and the next one measures only the rest.
+      tuning->on_search = [&](int n, const std::string& key) {
+        tuning_progress->step(n, key);
+        cache->save();
+      };
     }
   }
   // Offload: the partition adds its scratch records before planning.
