@@ -95,14 +95,9 @@ class Fuser {
   mutable std::vector<char> member_;  // grow's region, by node id
   mutable bool growing_ = false;
 
-  std::string unique_name(const std::string& base) const {
-    std::string name = base;
-    for (int i = 1; g_.find(name) >= 0; ++i) name = base + "_" + std::to_string(i);
-    return name;
-  }
   int add_constant(const std::string& base, Shape shape, const std::vector<float>* values) {
     Tensor t;
-    t.name = unique_name(base);
+    t.name = unique_tensor_name(g_, base);
     t.shape = std::move(shape);
     t.is_constant = true;
     if (values) {

@@ -24,6 +24,12 @@ inline bool all_equal(const std::vector<int64_t>& v, int64_t x) {
 // patch.cpp's segments and grids).
 Graph without_values(const Graph& g);
 
+// `base`, or `base_1`, `base_2`, ... : the first name no tensor of `g` has.
+std::string unique_tensor_name(const Graph& g, const std::string& base);
+// A constant int64 vector `v` (a Reshape's shape, a Slice's starts) named
+// unique_tensor_name(g, base); returns its id.
+int add_int64_constant(Graph& g, const std::string& base, const std::vector<int64_t>& v);
+
 struct FuseCounts {
   int conv = 0, matmul = 0, elementwise = 0, batchnorm = 0, pool = 0, channel_scales = 0, mlps = 0;
 };

@@ -366,18 +366,6 @@ bool fits(const Graph& g, const Cut& c, int rows, int cols) {
   return true;
 }
 
-int add_int64(Graph& g, const std::string& name, const std::vector<int64_t>& v) {
-  Tensor t;
-  t.name = name;
-  t.dtype = DataType::Int64;
-  t.shape = {int64_t(v.size())};
-  t.is_constant = true;
-  t.value = HostTensor(DataType::Int64, t.shape);
-  std::copy(v.begin(), v.end(), t.value.data<int64_t>());
-  t.has_data = true;
-  return g.add_tensor(std::move(t));
-}
-
 int add_activation(Graph& g, const Tensor& like, const std::string& name, const Region& r) {
   Tensor t;
   t.name = name;
@@ -452,8 +440,8 @@ Copies patch_in_place(Graph& g, const Cut& c, int rows, int cols, int round) {
       s.name = name;
       s.op_type = "Slice";
       const int64_t y = need.y0 - have.y0, x = need.x0 - have.x0;
-      s.inputs = {id, add_int64(g, name + "@starts", {y, x}), add_int64(g, name + "@ends", {y + need.height(), x + need.width()}),
-                  add_int64(g, name + "@axes", {2, 3})};
+      s.inputs = {id, add_int64_constant(g, name + "@starts", {y, x}), add_int64_constant(g, name + "@ends", {y + need.height(), x + need.width()}),
+                  add_int64_constant(g, name + "@axes", {2, 3})};
       s.outputs = {crop};
       nodes.push_back(std::move(s));
       if (view)

@@ -66,8 +66,7 @@ int scales_after_products(Graph& g) {
       // mm: inputs (.., x, ..) -> y0 (t's slot reused for the product); sc: (.., y0, ..) -> y.
       const int y = mm.outputs[0];
       Tensor product = g.tensors[t];
-      product.name = g.tensors[y].name + "@unscaled";
-      for (int i = 1; g.find(product.name) >= 0; ++i) product.name = g.tensors[y].name + "@unscaled_" + std::to_string(i);
+      product.name = unique_tensor_name(g, g.tensors[y].name + "@unscaled");
       product.shape = g.tensors[y].shape;
       product.dtype = g.tensors[y].dtype;
       product.is_output = false;
@@ -127,8 +126,7 @@ int reshapes_after_products(Graph& g) {
       continue;
     // A tensor like `like` (its metadata, no value) of the product's shape.
     auto add = [&](Tensor like, const std::string& suffix) {
-      like.name = g.tensors[z].name + suffix;
-      for (int i = 1; g.find(like.name) >= 0; ++i) like.name = g.tensors[z].name + suffix + "_" + std::to_string(i);
+      like.name = unique_tensor_name(g, g.tensors[z].name + suffix);
       like.shape = ts;
       like.is_input = like.is_output = like.has_data = false;
       like.value = HostTensor{};
@@ -136,15 +134,7 @@ int reshapes_after_products(Graph& g) {
       like.window.reset();
       return g.add_tensor(std::move(like));
     };
-    Tensor shape;
-    shape.name = g.tensors[z].name + "@product_shape";
-    for (int i = 1; g.find(shape.name) >= 0; ++i) shape.name = g.tensors[z].name + "@product_shape_" + std::to_string(i);
-    shape.dtype = DataType::Int64;
-    shape.shape = {int64_t(ts.size())};
-    shape.is_constant = shape.has_data = true;
-    shape.value = HostTensor(DataType::Int64, shape.shape);
-    std::copy(ts.begin(), ts.end(), shape.value.data<int64_t>());
-    const int shape_id = g.add_tensor(std::move(shape));
+    const int shape_id = add_int64_constant(g, g.tensors[z].name + "@product_shape", ts);
     const int o2 = add(g.tensors[o], "@operand"), z2 = add(g.tensors[z], "@before_reshape");
     Node view;
     view.name = g.nodes[r].name + "@operand";

@@ -400,6 +400,23 @@ StorageAssignment assign_storage(Graph& g, const plan::DeviceProfile& dev, Textu
   return sa;
 }
 
+std::string unique_tensor_name(const Graph& g, const std::string& base) {
+  std::string name = base;
+  for (int i = 1; g.find(name) >= 0; ++i) name = base + "_" + std::to_string(i);
+  return name;
+}
+
+int add_int64_constant(Graph& g, const std::string& base, const std::vector<int64_t>& v) {
+  Tensor t;
+  t.name = unique_tensor_name(g, base);
+  t.dtype = DataType::Int64;
+  t.shape = {int64_t(v.size())};
+  t.is_constant = t.has_data = true;
+  t.value = HostTensor(DataType::Int64, t.shape);
+  std::copy(v.begin(), v.end(), t.value.data<int64_t>());
+  return g.add_tensor(std::move(t));
+}
+
 Graph without_values(const Graph& g) {
   Graph h;
   h.model_name = g.model_name;

@@ -254,16 +254,7 @@ int elements_in_place_to_views(Graph& g) {
         !keeps_elements(g, n))
       continue;
     const Shape out = g.tensors[n.outputs[0]].shape;
-    const int64_t rank = int64_t(out.size());
-    Tensor shape;
-    shape.name = n.name + "/view_shape";
-    for (int k = 1; g.find(shape.name) >= 0; ++k) shape.name = n.name + "/view_shape_" + std::to_string(k);
-    shape.dtype = DataType::Int64;
-    shape.shape = {rank};
-    shape.is_constant = shape.has_data = true;
-    shape.value = HostTensor(DataType::Int64, {rank});
-    for (int64_t i = 0; i < rank; ++i) shape.value.data<int64_t>()[i] = out[size_t(i)];
-    const int id = g.add_tensor(shape);
+    const int id = add_int64_constant(g, n.name + "/view_shape", out);
     n.op_type = "Reshape";
     n.attrs.clear();
     n.decisions = {};
