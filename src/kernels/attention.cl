@@ -35,18 +35,17 @@ inline void attention_tile(__local float* dst, int c4, __global const real_t* sr
   const bool by_rows = sc != 1 && sr == 1;  // K^T: keys contiguous
   for (int e0 = lid; e0 < total; e0 += ATT_LOADS * ATT_WG) {
     float v[ATT_LOADS];
+    int at[ATT_LOADS];  // where each value goes in the tile; -1: past it
 #pragma unroll
     for (int u = 0; u < ATT_LOADS; ++u) {
       const int e = e0 + u * ATT_WG;
       const int r = by_rows ? e % ATT_BN : e / width, c = by_rows ? e / ATT_BN : e % width;
+      at[u] = e < total ? r * width + c : -1;
       v[u] = e < total && r < n && c < cols ? LD(src, base + r * sr + c * sc) : 0.0f;
     }
 #pragma unroll
-    for (int u = 0; u < ATT_LOADS; ++u) {
-      const int e = e0 + u * ATT_WG;
-      const int r = by_rows ? e % ATT_BN : e / width, c = by_rows ? e / ATT_BN : e % width;
-      if (e < total) dst[r * width + c] = v[u];
-    }
+    for (int u = 0; u < ATT_LOADS; ++u)
+      if (at[u] >= 0) dst[at[u]] = v[u];
   }
 }
 

@@ -57,16 +57,22 @@ struct GpuBlocks {
   }
 };
 
-}  // namespace
-
-void check_attention_blocks(const std::string& blocks) {
-  if (blocks.empty()) return;
+// KernelChoice::attention's "BMxSPLIT" into `g`; throws Error on another form.
+void parse_attention_blocks(const std::string& blocks, GpuBlocks& g) {
   int bm = 0, split = 0;
   char x = 0, rest = 0;
   const bool parsed = std::sscanf(blocks.c_str(), "%d%c%d%c", &bm, &x, &split, &rest) == 3 && x == 'x';
   const bool power = split > 0 && (split & (split - 1)) == 0;
   if (!parsed || (bm != 8 && bm != 16 && bm != 32) || !power || bm * split < 32 || bm * split > 512)
     throw Error("no attention blocks " + blocks + " (BMxSPLIT: BM 8, 16 or 32, SPLIT a power of two, 32 to 512 items)");
+  g.bm = bm, g.split = split;
+}
+
+}  // namespace
+
+void check_attention_blocks(const std::string& blocks) {
+  GpuBlocks g;
+  if (!blocks.empty()) parse_attention_blocks(blocks, g);
 }
 
 bool lower_fused_attention(NodeBuilder& b) {
@@ -122,12 +128,9 @@ bool lower_fused_attention(NodeBuilder& b) {
 
   const int64_t dh4 = ceil_div(D, 4), dv4 = ceil_div(Dv, 4);
   GpuBlocks g;
-  if (const std::string& named = b.kernel_choice.attention; !named.empty()) {
-    g.bm = std::stoi(named), g.split = std::stoi(named.substr(named.find('x') + 1));  // checked: check_attention_blocks
-  } else {
-    g.fill(Sq, batches, std::max(1, b.compute_units()));
-  }
-  g.bn = std::max<int64_t>(g.split, std::max(D, Dv) <= 64 ? 64 : std::max(D, Dv) <= 128 ? 32 : 16);
+  if (!b.kernel_choice.attention.empty()) parse_attention_blocks(b.kernel_choice.attention, g);
+  else g.fill(Sq, batches, std::max(1, b.compute_units()));
+  g.bn = std::max(g.split, std::max(D, Dv) <= 64 ? 64 : std::max(D, Dv) <= 128 ? 32 : 16);
   while (g.bn > std::max(g.split, g.bm / 2) && g.local_bytes(dh4, dv4) > b.local_mem_bytes()) g.bn /= 2;
   if (g.local_bytes(dh4, dv4) > b.local_mem_bytes()) return false;
   const std::string defines = "-DATT_DH4=" + std::to_string(dh4) + " -DATT_DV4=" + std::to_string(dv4) +
