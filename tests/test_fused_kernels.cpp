@@ -605,13 +605,15 @@ TEST(FusedKernels, MatMulSplitK) {
   expect_kernels(gpu, gemm, {"splitk_zero", "gemm"});
 }
 
-// The k-groups form (gemm.cl KGROUPS, forced: "32x32k4"): four groups of
-// work-items share a tile over interleaved K slices. K past several 64-deep
+// The k-groups forms (gemm.cl KGROUPS, forced: "32x32k4", "64x64k2"...):
+// groups of work-items share a tile over interleaved K slices. K past several 64-deep
 // steps with a ragged end, M and N past a tile, transB, batched with
 // broadcast batch dims, in place over a residual, Gemm's alpha, beta and
 // transposed A, and a 1x1 convolution; K under 128 keeps the 32x32 tiles.
 TEST(FusedKernels, MatMulKGroups) {
-  const lower::KernelChoice gpu = gpu_kernels("32x32k4");
+  for (const std::string& variant : lower::kgroups_variants()) {
+  SCOPED_TRACE(variant);
+  const lower::KernelChoice gpu = gpu_kernels(variant);
   auto mm = [&](HostTensor a, HostTensor b, std::vector<HostTensor> extra, std::vector<std::string> prog, bool trans_b,
                int over, const std::vector<std::string>& kernels) {
     FusedCase c{"FusedMatMul", {std::move(a), std::move(b)}, {{"program", Attribute::of_strings(std::move(prog))}}, over};
@@ -634,7 +636,9 @@ TEST(FusedKernels, MatMulKGroups) {
                  {{"alpha", Attribute::of_float(0.75f)}, {"beta", Attribute::of_float(-1.5f)}, {"transA", Attribute::of_int(1)}}};
   expect_kernels(gpu, gemm, kg);
   expect_kernels(gpu, fused_conv({1, 130, 9, 7}, {67, 130, 1, 1}, {}, true, kResidualRelu, 1), kg);
-  EXPECT_THROW(lower::check_conv_variant("32x32k4/s2"), Error);
+  EXPECT_THROW(lower::check_conv_variant(variant + "/s2"), Error);
+  }
+  EXPECT_THROW(lower::check_conv_variant("64x64k8"), Error);  // 70 KB of local memory
 }
 
 // `texplan tune` for the GPU kernels: a searching scope times every tile
@@ -735,4 +739,19 @@ TEST(FusedKernels, SessionRunsFusedNodesOnKernels) {
   HostTensor z = reference::evaluate(ew, {&y})[0];
   ASSERT_EQ(out.size(), 1u);
   EXPECT_LE(rel_error(out[0], z), 1e-4);
+}
+
+// The GEMM time model's choices on an H200's 132 compute units, for shapes
+// texplan_conv_bench measured there (docs/kernel-choices.md#the-gemm-time-model):
+// k-groups where K is long against a grid of few tiles, the 32x32 tiles for
+// the small products, split-K where K is much longer than the output is wide.
+TEST(FusedKernels, GemmVariantByMeasuredTimes) {
+  EXPECT_EQ(lower::gemm_variant_by_shape(197, 2304, 768, 1, 132, true, true), "32x32k2");  // ViT qkv
+  EXPECT_EQ(lower::gemm_variant_by_shape(196, 1536, 384, 1, 132, true, true), "32x32k2");  // Swin-T fc1
+  EXPECT_EQ(lower::gemm_variant_by_shape(64, 3136, 256, 1, 132, true, true), "32x32k4");   // ResNet-50 1x1 256->64 at 56
+  EXPECT_EQ(lower::gemm_variant_by_shape(128, 784, 512, 1, 132, true, true), "32x32k4");   // DenseNet 1x1 512->128 at 28
+  EXPECT_EQ(lower::gemm_variant_by_shape(96, 12544, 16, 1, 132, true, false), "32x32");    // 1x1 16->96 at 112
+  EXPECT_EQ(lower::gemm_variant_by_shape(197, 768, 3072, 1, 132, true, true), "64x128v/s11");  // ViT fc2
+  // Without k-groups or split-K, tiles only.
+  EXPECT_EQ(lower::gemm_variant_by_shape(197, 2304, 768, 1, 132, false, false).find_first_of("k/"), std::string::npos);
 }

@@ -228,6 +228,53 @@ double flops(const ConvShape& c) {
   return 2.0 * double(c.OC) * double(c.OH() * c.OW()) * double(c.C / c.groups) * double(c.K * c.KW());
 }
 
+// A matrix product with its bias, Y[M,N] = X[M,K] W + b: W a weight [K,N],
+// or [N,K] read transposed (`trans_b`: a Gemm with transB, as a 2-D Linear
+// exports). The transformers' shapes at their token counts, and a square.
+struct ProductShape {
+  std::string name;
+  int64_t M, K, N;
+  bool trans_b = false;
+  double flops() const { return 2.0 * double(M) * double(N) * double(K); }
+};
+
+std::vector<ProductShape> product_shapes() {
+  return {
+      {"product vit qkv 197x768x2304", 197, 768, 2304},
+      {"product vit proj 197x768x768", 197, 768, 768},
+      {"product vit fc1 197x768x3072", 197, 768, 3072},
+      {"product vit fc2 197x3072x768", 197, 3072, 768},
+      {"product bert qkv 128x256x768 transB", 128, 256, 768, true},
+      {"product bert proj 128x256x256 transB", 128, 256, 256, true},
+      {"product bert fc1 128x256x1024 transB", 128, 256, 1024, true},
+      {"product bert fc2 128x1024x256 transB", 128, 1024, 256, true},
+      {"product swin fc1 196x384x1536", 196, 384, 1536},
+      {"product swin fc2 196x1536x384", 196, 1536, 384},
+      {"product swin fc1 3136x96x384", 3136, 96, 384},
+      {"product square 1024x1024x1024", 1024, 1024, 1024},
+  };
+}
+
+// One FusedMatMul node (the product and its bias): X fed, W and b weights.
+Graph product_graph(const ProductShape& c, std::vector<HostTensor>& feeds) {
+  Graph g;
+  g.model_name = "conv_bench";
+  g.opset = 17;
+  HostTensor w = random_tensor(c.trans_b ? Shape{c.N, c.K} : Shape{c.K, c.N}, -1, 1, 2), b = random_tensor({c.N}, -1, 1, 3);
+  feeds = {random_tensor({c.M, c.K}, -1, 1, 1)};
+  Node n;
+  n.name = "product";
+  n.op_type = "FusedMatMul";
+  n.inputs = {add_tensor(g, "x", {c.M, c.K}, true, false, nullptr), add_tensor(g, "w", w.shape, false, false, &w),
+              add_tensor(g, "b", b.shape, false, false, &b)};
+  n.attrs["program"] = Attribute::of_strings({"Add x0 x1"});
+  if (c.trans_b) n.attrs["transB"] = Attribute::of_int(1);
+  n.outputs = {add_tensor(g, "y", {c.M, c.N}, false, true, nullptr)};
+  g.tensors[size_t(n.outputs[0])].producer = 0;
+  g.nodes.push_back(n);
+  return g;
+}
+
 // Median device ms of the node over `reps` runs, after a warm-up (its
 // launches' first start to last end); the first output so variants can be
 // compared for agreement, and the node's kernel launches (split-K: 2 or 3).
@@ -361,6 +408,7 @@ int main(int argc, char** argv) {
     }
   }
   std::vector<std::string> variants = lower::conv_tile_variants();
+  for (const std::string& v : lower::kgroups_variants()) variants.push_back(v);
   variants.push_back("tf32");
   for (const std::string& t : lower::mma_tile_variants()) variants.push_back("tf32:" + t);
   if (list) {
@@ -378,14 +426,31 @@ int main(int argc, char** argv) {
     std::cout << "device: " << dev->info().platform << " / " << dev->info().name << " (" << dev->info().type << ", "
               << dev->info().compute_units << " compute units), " << reps << " reps, median device ms\n";
     nlohmann::json rows = nlohmann::json::array();
-    for (const ConvShape& c : zoo_shapes()) {
-      if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
+    // The convolutions, then the matrix products: name, GFLOP, graph, and
+    // whether only "auto" is timed (depthwise has one kernel).
+    struct Case {
+      std::string name;
+      double flops;
+      Graph graph;
       std::vector<HostTensor> feeds;
-      Graph g = conv_graph(c, feeds);
-      const bool depthwise = c.groups == c.C && c.groups > 1;
-      // Depthwise has one kernel: time it once (auto); the others per variant.
+      bool one_kernel;
+    };
+    std::vector<Case> cases;
+    for (const ConvShape& c : zoo_shapes())
+      if (filter.empty() || c.name.find(filter) != std::string::npos) {
+        Case& k = cases.emplace_back(Case{c.name, flops(c), {}, {}, c.groups == c.C && c.groups > 1});
+        k.graph = conv_graph(c, k.feeds);
+      }
+    for (const ProductShape& c : product_shapes())
+      if (filter.empty() || c.name.find(filter) != std::string::npos) {
+        Case& k = cases.emplace_back(Case{c.name, c.flops(), {}, {}, false});
+        k.graph = product_graph(c, k.feeds);
+      }
+    for (const Case& c : cases) {
+      const Graph& g = c.graph;
+      const std::vector<HostTensor>& feeds = c.feeds;
       std::vector<std::string> names = {"auto"};
-      if (!depthwise) names.insert(names.end(), variants.begin(), variants.end());
+      if (!c.one_kernel) names.insert(names.end(), variants.begin(), variants.end());
       std::vector<double> ms(names.size(), NAN);
       std::vector<int> launches(names.size(), 0);
       std::vector<std::vector<float>> outs(names.size());
@@ -410,11 +475,11 @@ int main(int argc, char** argv) {
       double best = INFINITY;
       for (double m : ms)
         if (m > 0) best = std::min(best, m);
-      std::cout << "\n" << c.name << "  (" << std::fixed << std::setprecision(3) << flops(c) / 1e9 << " GFLOP)\n";
-      nlohmann::json row = {{"shape", c.name}, {"gflop", flops(c) / 1e9}, {"variants", nlohmann::json::object()}};
+      std::cout << "\n" << c.name << "  (" << std::fixed << std::setprecision(3) << c.flops / 1e9 << " GFLOP)\n";
+      nlohmann::json row = {{"shape", c.name}, {"gflop", c.flops / 1e9}, {"variants", nlohmann::json::object()}};
       for (size_t v = 0; v < names.size(); ++v) {
         if (!(ms[v] > 0)) continue;
-        double gflops = flops(c) / (ms[v] * 1e6);
+        double gflops = c.flops / (ms[v] * 1e6);
         // Variants must agree: max |Y - Y(auto)| over max |Y(auto)| (tf32: about 1e-3).
         double num = 0, den = 0;
         for (size_t i = 0; i < outs[0].size() && i < outs[v].size(); ++i) {

@@ -433,63 +433,76 @@ void gemv(__global const real_t* Mat, int mo, __global const real_t* Vec, int vo
 #ifdef KGROUPS
 // Products with few output tiles and a long K (transformers' projections
 // and MLPs at a few hundred tokens, 1x1 convs of small maps): KGROUPS
-// groups of 64 work-items share one 32x32 output tile and walk interleaved
-// slices of K (group g: slices g, g + KGROUPS, ...), each work-item a 4x4
-// block of the tile, so a work-group has KGROUPS times the warps and each
-// warp four times the work per local read of the 32x32 tiles above; the
-// groups' partial tiles are summed in local memory before the epilogue. One
-// launch, where split-K takes three (docs/kernel-choices.md#k-groups).
+// groups of 64 work-items share one KG_T x KG_T output tile (KG_T 32 or 64)
+// and walk interleaved slices of K (group g: slices g, g + KGROUPS, ...),
+// each work-item a KG_W x KG_W block of the tile read from local memory as
+// float4s, so a work-group has KGROUPS times the warps of one tile's walk;
+// the groups' partial tiles are summed in local memory, halving the groups
+// each round, before group 0 applies the epilogue. One launch, where
+// split-K takes three (docs/kernel-choices.md#k-groups).
+#ifndef KG_T
+#define KG_T 32
+#endif
+#define KG_W (KG_T / 8)           // a work-item's block: 4x4 or 8x8
 #define KG_TK 16
-#define KG_LD (32 + 1)
+#define KG_LD (KG_T + 4)          // +4: rows stay 16-byte aligned, stores spread over banks
+#define KG_SLICE (KG_TK * KG_LD)  // floats of one operand's slice
+#define KG_LOADS (KG_T * KG_TK / 64)
+#define KG_TILES (KGROUPS * 2 * KG_SLICE)
+#define KG_PARTS ((KGROUPS / 2) * KG_T * KG_T)  // the first round's partial tiles
+// Row (column) of the tile a work-item's i-th value sits in: float4 groups
+// 4 * (t + 8 * q) + r, so the 8 work-items of a row read neighbouring float4s.
+#define KG_POS(t, i) (4 * ((t) + 8 * ((i) / 4)) + (i) % 4)
 __kernel __attribute__((reqd_work_group_size(64, KGROUPS, 1)))
 void gemm_kgroups(__global const real_t* A, __global const real_t* B, __global const real_t* C, __global real_t* Y,
                   GemmParams gp EPI_PARAMS YWIN_PARAMS XWIN_PARAMS) {
   GEMM_PARAMS(gp)
   // Per group: A's slice [k][m] and B's [k][n]; after the loop the same
-  // memory holds the groups' partial tiles.
-  __local float lm[KGROUPS * 2 * KG_TK * KG_LD > KGROUPS * 1024 ? KGROUPS * 2 * KG_TK * KG_LD : KGROUPS * 1024];
+  // memory holds the partial tiles of the reduction's rounds.
+  __local float4 lm4[(KG_TILES > KG_PARTS ? KG_TILES : KG_PARTS) / 4];
+  __local float* lm = (__local float*)lm4;
   const int l = get_local_id(0), g = get_local_id(1);
   const int tx = l % 8, ty = l / 8;
-  const int n0 = get_group_id(0) * 32, m0 = get_group_id(1) * 32, z = get_group_id(2);
-  __local float* As = lm + g * 2 * KG_TK * KG_LD;
-  __local float* Bs = As + KG_TK * KG_LD;
+  const int n0 = get_group_id(0) * KG_T, m0 = get_group_id(1) * KG_T, z = get_group_id(2);
+  __local float* As = lm + g * 2 * KG_SLICE;
+  __local float* Bs = As + KG_SLICE;
   A += ao + strided_offset(z, batch, a_sb);
   B += bo + strided_offset(z, batch, b_sb);
   C += co + strided_offset(z, batch, c_sb);
   const bool a_kfast = a_sk == 1, b_nfast = b_sn == 1;
-  float acc[4][4];
-  for (int i = 0; i < 4; ++i)
-    for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
-  // Element r of this work-item's share of a 32 x 16 slice: the coordinate
-  // neighbouring work-items take is the one contiguous in memory.
-#define KG_A_COORD(r, m, k)                          \
-  const int e##m = l + (r) * 64;                     \
-  const int m = a_kfast ? e##m / KG_TK : e##m % 32;  \
-  const int k = a_kfast ? e##m % KG_TK : e##m / 32;
-#define KG_B_COORD(r, kb, nb)                         \
-  const int e##kb = l + (r) * 64;                     \
-  const int nb = b_nfast ? e##kb % 32 : e##kb / KG_TK; \
-  const int kb = b_nfast ? e##kb / 32 : e##kb % KG_TK;
-#define KG_LOAD(kbase)                                                                                      \
-  for (int r = 0; r < 8; ++r) {                                                                             \
-    KG_A_COORD(r, m, k)                                                                                     \
-    const int gk = (kbase) + k;                                                                             \
-    ra[r] = (m0 + m < M && gk < K) ? LD(A, (m0 + m) * a_sm + gk * a_sk) : 0.0f;                             \
-  }                                                                                                         \
-  for (int r = 0; r < 8; ++r) {                                                                             \
-    KG_B_COORD(r, kb, nb)                                                                                   \
-    const int gk = (kbase) + kb;                                                                            \
-    rb[r] = (gk < K && n0 + nb < N) ? LD(B, gk * b_sk + XCOL(n0 + nb) * b_sn) : 0.0f;                       \
+  float acc[KG_W][KG_W];
+  for (int i = 0; i < KG_W; ++i)
+    for (int j = 0; j < KG_W; ++j) acc[i][j] = 0.0f;
+  // Element r of this work-item's share of a KG_T x KG_TK slice: the
+  // coordinate neighbouring work-items take is the one contiguous in memory.
+#define KG_A_COORD(r, m, k)                            \
+  const int e##m = l + (r) * 64;                       \
+  const int m = a_kfast ? e##m / KG_TK : e##m % KG_T;  \
+  const int k = a_kfast ? e##m % KG_TK : e##m / KG_T;
+#define KG_B_COORD(r, kb, nb)                           \
+  const int e##kb = l + (r) * 64;                       \
+  const int nb = b_nfast ? e##kb % KG_T : e##kb / KG_TK; \
+  const int kb = b_nfast ? e##kb / KG_T : e##kb % KG_TK;
+#define KG_LOAD(kbase)                                                                \
+  for (int r = 0; r < KG_LOADS; ++r) {                                                \
+    KG_A_COORD(r, m, k)                                                               \
+    const int gk = (kbase) + k;                                                       \
+    ra[r] = (m0 + m < M && gk < K) ? LD(A, (m0 + m) * a_sm + gk * a_sk) : 0.0f;       \
+  }                                                                                   \
+  for (int r = 0; r < KG_LOADS; ++r) {                                                \
+    KG_B_COORD(r, kb, nb)                                                             \
+    const int gk = (kbase) + kb;                                                      \
+    rb[r] = (gk < K && n0 + nb < N) ? LD(B, gk * b_sk + XCOL(n0 + nb) * b_sn) : 0.0f; \
   }
-  float ra[8], rb[8];
+  float ra[KG_LOADS], rb[KG_LOADS];
   const int step = KGROUPS * KG_TK;
   KG_LOAD(g * KG_TK)
   for (int k0 = g * KG_TK; k0 - g * KG_TK < K; k0 += step) {
-    for (int r = 0; r < 8; ++r) {
+    for (int r = 0; r < KG_LOADS; ++r) {
       KG_A_COORD(r, m, k)
       As[k * KG_LD + m] = ra[r];
     }
-    for (int r = 0; r < 8; ++r) {
+    for (int r = 0; r < KG_LOADS; ++r) {
       KG_B_COORD(r, kb, nb)
       Bs[kb * KG_LD + nb] = rb[r];
     }
@@ -498,28 +511,42 @@ void gemm_kgroups(__global const real_t* A, __global const real_t* B, __global c
       KG_LOAD(k0 + step)
     }
     for (int k = 0; k < KG_TK; ++k) {
-      float a[4], bv[4];
-      for (int i = 0; i < 4; ++i) a[i] = As[k * KG_LD + ty + 8 * i];
-      for (int j = 0; j < 4; ++j) bv[j] = Bs[k * KG_LD + tx + 8 * j];
-      for (int i = 0; i < 4; ++i)
-        for (int j = 0; j < 4; ++j) acc[i][j] += a[i] * bv[j];
+      float a[KG_W], bv[KG_W];
+      __local const float4* ak = (__local const float4*)(As + k * KG_LD);
+      __local const float4* bk = (__local const float4*)(Bs + k * KG_LD);
+      for (int q = 0; q < KG_W / 4; ++q) vstore4(ak[ty + 8 * q], q, a);
+      for (int q = 0; q < KG_W / 4; ++q) vstore4(bk[tx + 8 * q], q, bv);
+      for (int i = 0; i < KG_W; ++i)
+        for (int j = 0; j < KG_W; ++j) acc[i][j] += a[i] * bv[j];
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   // Every group ran the same number of iterations (the loop bound does not
   // depend on g), so the barriers above matched; the slices are free now.
-  for (int i = 0; i < 4; ++i)
-    for (int j = 0; j < 4; ++j) lm[g * 1024 + (ty + 8 * i) * 32 + tx + 8 * j] = acc[i][j];
-  barrier(CLK_LOCAL_MEM_FENCE);
+  // Groups [h, 2h) hand their tiles to groups [0, h), h halving to 1.
+  for (int h = KGROUPS / 2; h >= 1; h /= 2) {
+    __local float* part = lm + (g % h) * KG_T * KG_T;
+    if (g >= h && g < 2 * h)
+      for (int i = 0; i < KG_W; ++i)
+        for (int j = 0; j < KG_W; ++j) part[KG_POS(ty, i) * KG_T + KG_POS(tx, j)] = acc[i][j];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (g < h)
+      for (int i = 0; i < KG_W; ++i)
+        for (int j = 0; j < KG_W; ++j) acc[i][j] += part[KG_POS(ty, i) * KG_T + KG_POS(tx, j)];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (g != 0) return;
   const int y0 = z * M * N;
-  for (int e = g * 64 + l; e < 1024; e += 64 * KGROUPS) {
-    const int m = m0 + e / 32, n = n0 + e % 32;
-    if (m >= M || n >= N) continue;
-    float v = 0.0f;
-    for (int q = 0; q < KGROUPS; ++q) v += lm[q * 1024 + e];
-    v *= alpha;
-    if (has_c) v += beta * LD(C, m * c_sm + n * c_sn);
-    ST(Y, yo + YI(y0 + m * N + n), EPI(v, y0 + m * N + n));
+  for (int i = 0; i < KG_W; ++i) {
+    const int m = m0 + KG_POS(ty, i);
+    if (m >= M) continue;
+    for (int j = 0; j < KG_W; ++j) {
+      const int n = n0 + KG_POS(tx, j);
+      if (n >= N) continue;
+      float v = alpha * acc[i][j];
+      if (has_c) v += beta * LD(C, m * c_sm + n * c_sn);
+      ST(Y, yo + YI(y0 + m * N + n), EPI(v, y0 + m * N + n));
+    }
   }
 }
 #endif

@@ -239,8 +239,9 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
   auto emit = [&](const Variant& v) {
     const Tiles& t = *v.tiles;
     if (v.kgroups) {
-      Range r = group_range({size_t(ceil_div(g.N, 32)), size_t(ceil_div(g.M, 32)), size_t(nb)}, {64, size_t(v.kgroups), 1});
-      launch_gemm_kernel(b, Source("gemm.cl", "-DKGROUPS=" + std::to_string(v.kgroups), tail.prelude), "gemm_kgroups", r,
+      const int64_t T = t.tm();  // 32 or 64
+      Range r = group_range({size_t(ceil_div(g.N, T)), size_t(ceil_div(g.M, T)), size_t(nb)}, {64, size_t(v.kgroups), 1});
+      launch_gemm_kernel(b, Source("gemm.cl", "-DKGROUPS=" + std::to_string(v.kgroups) + " -DKG_T=" + std::to_string(T), tail.prelude), "gemm_kgroups", r,
                          A, B, C, Y, gemm_params(g));
       tail.append_args(b);
       return;
@@ -263,7 +264,7 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
   // 64-deep steps (docs/kernel-choices.md#k-groups).
   const bool can_kgroups = g.K >= 128;
   emit(pick_variant(b, shape_key("gemm", {g.M, g.N, g.K, nb, g.a_sk == 1, g.b_sn == 1}), g.M, g.N, g.K, nb,
-                    split_k_allowed(b, g.K, total, tail), emit, nullptr, can_kgroups));
+                    split_k_allowed(b, g.K, total, tail), emit, nullptr, can_kgroups, true));
 }
 
 }  // namespace

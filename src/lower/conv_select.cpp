@@ -3,6 +3,8 @@
 // cache's choice among candidates.
 #include "lower/conv_select.h"
 
+#include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "lower/mma.h"
@@ -20,6 +22,23 @@ const Tiles& tiles_named(const char* n) {
   for (const Tiles& t : kTiles)
     if (std::string(n) == t.name) return t;
   throw Error(std::string("no tile variant ") + n);
+}
+
+// gemm_kgroups' forms: the tile (32x32: 4x4 a work-item, 64x64: 8x8) and
+// its groups of 64 work-items; 64x64 with 8 groups would need 70 KB of
+// local memory.
+struct KGroups {
+  const char* name;
+  const char* tiles;
+  int64_t groups;
+};
+static const KGroups kKGroups[] = {
+    {"32x32k2", "32x32", 2}, {"32x32k4", "32x32", 4}, {"32x32k8", "32x32", 8}, {"64x64k2", "64x64", 2}, {"64x64k4", "64x64", 4}};
+
+static const KGroups* kgroups_named(const std::string& n) {
+  for (const KGroups& k : kKGroups)
+    if (n == k.name) return &k;
+  return nullptr;
 }
 
 // KernelChoice::conv parsed; throws Error on an unknown name.
@@ -59,10 +78,10 @@ Forced parse_conv_variant(const std::string& variant) {
       throw Error("winograd:raw takes neither :db nor :t16");
     if (f.winograd_tiles == 32 && f.winograd_ck8)
       throw Error("winograd:db8 needs :t16 (two buffers of 32 tiles exceed 48 KB of local memory)");
-  } else if (tiles == "32x32k4") {
-    if (f.splits != 0) throw Error("the k-groups variant 32x32k4 has no split-K form");
-    f.tiles = &kTiles[0];
-    f.kgroups = 4;
+  } else if (const KGroups* kg = kgroups_named(tiles)) {
+    if (f.splits != 0) throw Error("the k-groups variant " + tiles + " has no split-K form");
+    f.tiles = &tiles_named(kg->tiles);
+    f.kgroups = kg->groups;
   } else if (!variant.empty() && tiles != "gpu") {
     f.taps = tiles.rfind("taps:", 0) == 0;
     f.tiles = &tiles_named(tiles.c_str() + (f.taps ? 5 : 0));
@@ -137,6 +156,39 @@ double variant_cost(const Variant& v, int64_t M, int64_t N, int64_t K, int64_t b
   return double(ceil_div(groups, cu)) * work + split;
 }
 
+// The matrix products' times on a GPU by variant (gemm.cl's gemm, its split-K
+// build and gemm_kgroups), fitted to texplan_conv_bench's product and 1x1
+// shapes on one H200 (docs/kernel-choices.md#the-gemm-time-model): a launch
+// costs `overhead_us`, and the work-groups run in waves of `per_cu` a compute
+// unit, each wave `us_per_mfma` per million FMAs of one group. Families not
+// here (the tiles without float4 reads past 64x64, 128x128v, the 64x64
+// k-groups) never won a shape and are left to tuning.
+struct GemmTime {
+  const char* family;  // Variant::base(), "/s" after it for its split-K form
+  int64_t per_cu;
+  double overhead_us, us_per_mfma;
+};
+static const GemmTime kGemmTimes[] = {
+    {"32x32", 1, 6.62, 23.97},     {"64x64", 2, 8.13, 19.63},     {"64x64v", 1, 8.32, 13.16},
+    {"64x128v", 1, 10.24, 9.93},   {"128x64v", 1, 10.05, 9.83},   {"32x32/s", 1, 11.04, 22.59},
+    {"64x64/s", 1, 16.59, 13.36},  {"64x64v/s", 1, 13.08, 13.56}, {"64x128v/s", 1, 13.04, 13.24},
+    {"128x64v/s", 1, 12.93, 13.27}, {"32x32k2", 1, 8.02, 14.82},  {"32x32k4", 1, 7.66, 15.21},
+    {"32x32k8", 1, 7.89, 17.31}};
+
+// Microseconds by kGemmTimes, or infinity for a family it lacks.
+static double gemm_time_us(const Variant& v, int64_t M, int64_t N, int64_t K, int64_t batches, int64_t cu) {
+  if (!v.tiles || v.wg_tiles != 32) return INFINITY;
+  const std::string family = v.base() + (v.splits > 1 ? "/s" : "");
+  for (const GemmTime& t : kGemmTimes) {
+    if (family != t.family) continue;
+    const int64_t tm = v.tiles->tm(), tn = v.tiles->tn();  // k-groups: the tile the groups share
+    const int64_t groups = ceil_div(M, tm) * ceil_div(N, tn) * batches * v.splits;
+    const double fmas = double(tm * tn) * double(v.splits > 1 ? v.kslice : K);
+    return t.overhead_us + double(ceil_div(groups, cu * t.per_cu)) * fmas * 1e-6 * t.us_per_mfma;
+  }
+  return INFINITY;
+}
+
 // The heuristic's variant: choose_tiles' tiles, or on GPUs (where
 // `can_split`) a split of fitting tiles where the cost model says it saves a
 // fifth at least, a margin for its guesses
@@ -209,6 +261,42 @@ Variant forced_winograd(const Forced& f, const WinogradShape& w, bool can_split,
   return ceil_div(w.C, cslice) > 1 ? Variant{nullptr, ceil_div(w.C, cslice), cslice} : Variant{nullptr};
 }
 
+// Every tile unsplit, and where `can_split` each split to about 2 waves and
+// to 1 (half the atomic adds); where `can_kgroups` the k-groups forms.
+static std::vector<Variant> gemm_candidates(int64_t M, int64_t N, int64_t K, int64_t batches, int64_t cu,
+                                            bool can_split, bool can_kgroups) {
+  std::vector<Variant> candidates;
+  for (const Tiles& t : kTiles) candidates.push_back({&t});
+  if (can_split)
+    for (const Tiles& t : kTiles)
+      for (int64_t waves : {2, 1})
+        if (Variant v = split_by_shape(t, M, N, K, batches, cu, waves);
+            v.splits > 1 && v.name() != candidates.back().name())
+          candidates.push_back(v);
+  if (can_kgroups)
+    for (const KGroups& k : kKGroups) {
+      candidates.push_back(Variant{&tiles_named(k.tiles)});
+      candidates.back().kgroups = k.groups;
+    }
+  return candidates;
+}
+
+// The candidate of the least gemm_time_us (the first of them on ties).
+static Variant fastest_gemm(const std::vector<Variant>& candidates, int64_t M, int64_t N, int64_t K, int64_t batches,
+                            int64_t cu) {
+  Variant best = candidates.front();
+  double fastest = INFINITY;
+  for (const Variant& v : candidates)
+    if (double t = gemm_time_us(v, M, N, K, batches, cu); t < fastest) fastest = t, best = v;
+  return best;
+}
+
+std::string gemm_variant_by_shape(int64_t M, int64_t N, int64_t K, int64_t batches, int compute_units, bool can_split,
+                                  bool can_kgroups) {
+  const int64_t cu = std::max(1, compute_units);
+  return fastest_gemm(gemm_candidates(M, N, K, batches, cu, can_split, can_kgroups), M, N, K, batches, cu).name();
+}
+
 // The variant of a GPU GEMM whose launches `emit(v)` appends to b.launches,
 // for the shape named `key`: forced, else the tuning cache's choice
 // (texplan tune times every candidate once: each tile unsplit, and where
@@ -219,7 +307,7 @@ Variant forced_winograd(const Forced& f, const WinogradShape& w, bool can_split,
 // candidates too, and the guess where their cost is below the direct one's.
 Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int64_t K, int64_t batches,
                      bool can_split, const std::function<void(const Variant&)>& emit,
-                     const WinogradShape* wino, bool can_kgroups) {
+                     const WinogradShape* wino, bool can_kgroups, bool product) {
   const Forced f = forced(b);
   const int64_t cu = std::max(1, b.compute_units());
   if (f.winograd && wino) return forced_winograd(f, *wino, can_split, cu);
@@ -235,21 +323,10 @@ Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int6
   }
   const Variant direct = choose_by_shape(b, M, N, K, batches, can_split);
   std::string guess = direct.name();
-  std::vector<Variant> candidates;
-  for (const Tiles& t : kTiles) candidates.push_back({&t});
-  if (can_split) {
-    for (const Tiles& t : kTiles)
-      for (int64_t waves : {2, 1})
-        if (Variant v = split_by_shape(t, M, N, K, batches, cu, waves);
-            v.splits > 1 && v.name() != candidates.back().name())
-          candidates.push_back(v);
-    if (candidates.size() > std::size(kTiles)) key += " splitk";  // caches from before split-K did not measure it
-  }
-  if (can_kgroups) {
-    key += " kgroups";  // caches from before the k-groups form did not measure it
-    candidates.push_back(Variant{&kTiles[0]});
-    candidates.back().kgroups = 4;
-  }
+  std::vector<Variant> candidates = gemm_candidates(M, N, K, batches, cu, can_split, can_kgroups);
+  if (can_split && std::any_of(candidates.begin(), candidates.end(), [](const Variant& v) { return v.splits > 1; }))
+    key += " splitk";  // caches from before split-K did not measure it
+  if (can_kgroups) key += " kgroups5";  // caches from before the five k-groups forms did not measure them
   if (wino) {
     key += " winograd";  // caches from before Winograd did not measure it
     const Variant whole{nullptr}, split = can_split ? winograd_split(*wino, cu, 1) : whole;
@@ -268,6 +345,7 @@ Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int6
         winograd_cost(w, *wino, cu) < variant_cost(direct, M, N, K, batches, cu))
       guess = w.name();
   }
+  if (product && b.device_type() == "gpu") guess = fastest_gemm(candidates, M, N, K, batches, cu).name();
   std::vector<std::string> names;
   int fallback = 0;
   for (const Variant& v : candidates) {
@@ -372,6 +450,12 @@ std::vector<std::string> conv_tile_variants() {
   for (const Tiles& t : kTiles) v.push_back(t.name);
   for (const char* t : {"32x32", "64x64"}) v.push_back(std::string("taps:") + t);  // the previous kernels
   for (const Tiles& t : kTiles) v.push_back(std::string(t.name) + "/split");       // split-K, slices by shape
+  return v;
+}
+
+std::vector<std::string> kgroups_variants() {
+  std::vector<std::string> v;
+  for (const KGroups& k : kKGroups) v.push_back(k.name);
   return v;
 }
 

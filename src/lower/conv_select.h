@@ -49,7 +49,7 @@ struct Forced {
   bool winograd_db = false;      // ":db": chunks in two buffers (WG_DB); ":db8" with 8-channel chunks
   bool winograd_ck8 = false;
   bool winograd_pairs = true;    // ":nopairs": no WG_PAIRS (a measurement)
-  int64_t kgroups = 0;           // "32x32k4": gemm_kgroups where the GEMM takes it
+  int64_t kgroups = 0;           // "32x32k4", "64x64k2"...: gemm_kgroups where the GEMM takes it
 };
 // KernelChoice::conv parsed; throws Error on an unknown name.
 Forced parse_conv_variant(const std::string& variant);
@@ -67,7 +67,7 @@ struct Variant {
   // groups with 4-channel chunks in two buffers (WG_BT=16, WG_DB; fp32 only).
   int64_t wg_tiles = 32;
   // gemm_kgroups (gemm.cl KGROUPS): this many groups of 64 work-items share
-  // a 32x32 tile, each walking its own slices of K; 0: the tiles' kernel.
+  // a tile (32x32 or 64x64), each walking its own slices of K; 0: the tiles' kernel.
   int64_t kgroups = 0;
   std::string base() const {
     return tiles ? std::string(tiles->name) + (kgroups ? "k" + std::to_string(kgroups) : "")
@@ -107,11 +107,12 @@ bool winograd_before_tf32(const NodeBuilder& b, const WinogradShape& w, bool poo
 // The variant of a GPU GEMM for the shape named `key` (named, tuned or by
 // shape); `emit(v)` appends a candidate's launches to b.launches, `wino` (a
 // conv Winograd takes) adds Winograd's forms to the candidates,
-// `can_kgroups` (a GEMM gemm_kgroups takes) the k-groups form, measured by
-// tuning only: no rule by shape picks it yet (docs/kernel-choices.md#k-groups).
+// `can_kgroups` (a GEMM gemm_kgroups takes) the k-groups forms. A `product`
+// (gemm.cl's gemm, not conv2d_gemm) on a GPU is guessed by the measured GEMM
+// times (docs/kernel-choices.md#the-gemm-time-model), k-groups included.
 Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int64_t K, int64_t batches,
                      bool can_split, const std::function<void(const Variant&)>& emit,
-                     const WinogradShape* wino = nullptr, bool can_kgroups = false);
+                     const WinogradShape* wino = nullptr, bool can_kgroups = false, bool product = false);
 
 // The pool of a FusedConvMaxPool: window, strides, begin pads, dilations.
 struct PoolGeometry {

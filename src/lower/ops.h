@@ -124,6 +124,10 @@ void window_input(NodeBuilder& b, FusedTail& tail);
 // with divisions; "/split" after them for split-K (K in slices added into Y
 // atomically) with the slices chosen by shape, "/sN" (named only) for N slices.
 std::vector<std::string> conv_tile_variants();
+// The k-groups forms of GEMMs with K >= 128 (gemm.cl gemm_kgroups: "32x32k4",
+// "64x64k2"...: the tile and its groups of 64 work-items over slices of K);
+// elsewhere, named, the tile alone.
+std::vector<std::string> kgroups_variants();
 // Throws Error unless `variant` is a KernelChoice::conv: "" (the choice by
 // shape and device), "gpu" (the GPU kernels with the tiles chosen by shape or
 // tuning), "gpu/sN" (those split in N where allowed), the tiles above, or
@@ -138,6 +142,12 @@ void check_conv_variant(const std::string& variant);
 // build's 16-tile form).
 std::string winograd_variant_by_shape(int64_t C, int64_t OC, int64_t OH, int64_t OW, int64_t images,
                                       int compute_units, bool can_split, bool fp32);
+// The variant a GPU of `compute_units` runs an MxNxK product in (gemm.cl,
+// `batches` of them) without a tuning cache: the fastest by the measured GEMM
+// times (docs/kernel-choices.md#the-gemm-time-model), split-K where
+// `can_split`, k-groups where `can_kgroups` (K >= 128).
+std::string gemm_variant_by_shape(int64_t M, int64_t N, int64_t K, int64_t batches, int compute_units, bool can_split,
+                                  bool can_kgroups);
 // Whether Y's planned storage overlaps an input's (lower/conv.cpp): split-K
 // zeroes Y and adds into it, so it must not.
 bool output_overlaps_input(const NodeBuilder& b, int except = -1);  // input `except` not counted
