@@ -416,6 +416,43 @@ TEST(Optimize, ScalesOnProductInputsMoveIntoTheEpilogue) {
   expect_close(run_cpu(g, input), want);
 }
 
+// A scalar on a MatMul's input whose other operand is a weight no other
+// node reads goes into the weight (GELU's final 0.5 before an MLP's second
+// Linear): no Mul left and none in the product's epilogue, which starts with
+// the bias and the residual; a Div the same. The CPU executor computes the
+// same output.
+TEST(Optimize, ScalesBeforeAWeightGoIntoTheWeight) {
+  std::mt19937 rng(5);
+  for (const char* op : {"Mul", "Div"}) {
+    SCOPED_TRACE(op);
+    int x = 0;
+    Graph g = graph_with_input("scale_into_weight", {3, 8}, x);
+    const int c = tensor(g, "half", {});
+    g.tensors[c].is_constant = g.tensors[c].has_data = true;
+    g.tensors[c].value = HostTensor(DataType::Float32, {});
+    g.tensors[c].value.data<float>()[0] = std::string(op) == "Mul" ? 0.5f : 3.0f;
+    const int h = tensor(g, "h", {3, 8}), p = tensor(g, "p", {3, 5}), q = tensor(g, "q", {3, 5}), r = tensor(g, "r", {3, 5}),
+              y = tensor(g, "y", {3, 5});
+    node(g, op, {x, c}, {h});
+    node(g, "MatMul", {h, weight(g, "w", {8, 5}, rng)}, {p});
+    node(g, "Add", {p, weight(g, "b", {5}, rng)}, {q});
+    node(g, "MatMul", {x, weight(g, "w2", {8, 5}, rng)}, {r});  // the residual
+    node(g, "Add", {r, q}, {y});
+    g.tensors[y].is_output = true;
+    g.outputs = {y};
+    g.topological_sort();
+    const HostTensor input = random_tensor({3, 8}, rng, -2, 2);
+    const HostTensor want = run_cpu(g, input);
+    optimize(g, {});
+    for (const auto& n : g.nodes) {
+      EXPECT_NE(n.op_type, op);
+      if (n.op_type == "FusedMatMul")
+        for (const std::string& i : n.attrs.at("program").strings) EXPECT_EQ(i.rfind("Add", 0), 0u) << i;
+    }
+    expect_close(run_cpu(g, input), want);
+  }
+}
+
 // PyTorch's attention output: a 2-D Gemm, a Reshape and a Transpose of a
 // size-1 dim back to [batch, tokens, width], the residual Add. The Add moves
 // before the Reshapes (the residual reshaped instead: a view) into the

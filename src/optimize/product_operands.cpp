@@ -3,6 +3,7 @@
 // channel scale into the 1x1 convolution that reads it, and its two fully
 // connected layers into one FusedMlp (docs/fused-ops.md).
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
@@ -42,7 +43,12 @@ struct Links {
 // A scalar Mul or Div on a MatMul's input moves after it, where the fuser
 // takes it into the product's epilogue: (x / c) @ w = (x @ w) / c. BERT's
 // attention scales q by 1 / sqrt(d) before q @ k^T, one kernel per layer.
-// Only where the scaled tensor feeds that MatMul alone and is no output.
+// Where the other operand is a weight no other node reads, the scale goes
+// into the weight instead, x @ (w / c), and the epilogue keeps none: GELU's
+// final 0.5 before an MLP's second Linear would otherwise lead its epilogue
+// and keep the residual Add after it from being split-K's starting value
+// (lower/fused.cpp residual_operand). Only where the scaled tensor feeds
+// that MatMul alone and is no output.
 int scales_after_products(Graph& g) {
   const Links links(g);
   const std::vector<int>&producer = links.producer, &uses = links.uses;
@@ -63,6 +69,18 @@ int scales_after_products(Graph& g) {
       if (sc.op_type == "Div" && scalar(sc.inputs[1])) x = 0;
       else if (sc.op_type == "Mul") x = scalar(sc.inputs[1]) ? 0 : scalar(sc.inputs[0]) ? 1 : -1;
       if (x < 0 || g.tensors[sc.inputs[size_t(x)]].shape != g.tensors[t].shape) continue;
+      const float c = g.tensors[sc.inputs[size_t(1 - x)]].value.as_float()[0];
+      if (const int w = mm.inputs[size_t(1 - slot)]; w >= 0 && uses[w] == 1 && producer[w] < 0) {
+        Tensor& wt = g.tensors[w];
+        if (wt.is_constant && wt.has_data && is_f32(wt) && !wt.is_output && !wt.is_input && std::isfinite(c) &&
+            (sc.op_type == "Mul" || c != 0.0f)) {
+          float* v = wt.value.data<float>();
+          for (int64_t i = 0; i < wt.value.count(); ++i) v[i] = sc.op_type == "Div" ? v[i] / c : v[i] * c;
+          mm.inputs[size_t(slot)] = sc.inputs[size_t(x)];
+          ++moved;  // sc: its output no longer read
+          continue;
+        }
+      }
       // mm: inputs (.., x, ..) -> y0 (t's slot reused for the product); sc: (.., y0, ..) -> y.
       const int y = mm.outputs[0];
       Tensor product = g.tensors[t];
