@@ -26,8 +26,7 @@
 // ATT_LOADS of them into registers before any store, so that the reads
 // overlap rather than each waiting out the one before (on the H200 bert_mini's
 // attention took 29 us a layer whatever the work-group's share of the scores,
-// which points at these loads; not yet measured with the batches:
-// docs/performance.md#against-pytorchs-cuda-graph-on-the-h200-2026-12-02).
+// 22 us with the batches: docs/performance.md#the-gemm-time-model-and-k-groups-on-the-h200-2026-12-02).
 #define ATT_LOADS 8
 inline void attention_tile(__local float* dst, int c4, __global const real_t* src, int base, int sr, int sc, int n,
                            int cols, int lid) {
