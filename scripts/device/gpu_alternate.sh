@@ -16,7 +16,8 @@
 # process for all the models. $OUT/alternate.txt gets one line per round and
 # side, then per model each side's median of its round medians and its ratio
 # to the first side's, and the geometric mean of the ratios; $OUT/alternate.json
-# the same as data.
+# the same as data. Stopped (a caller's `timeout`), it writes them for the
+# rounds so far, marked "stopped", and exits 124.
 #
 #   scripts/device/gpu_alternate.sh [-n RUNS] [-r ROUNDS] [-d DEVICE] "MODELS" SIDE SIDE [SIDE ...]
 #     MODELS: one model, several in quotes, or `all` (every model with weights in .dev/models)
@@ -84,9 +85,9 @@ EOF
   for i in "${!sides[@]}"; do echo "side $i: ${sides[$i]}"; done
   echo "$ROUNDS rounds of $RUNS runs, the sides' order rotated each round"
 } >"$tmp/head"
-for ((r = 0; r < ROUNDS; ++r)); do
-  for ((k = 0; k < ${#sides[@]}; ++k)); do side_once $(((k + r) % ${#sides[@]})) "$r"; done
-done
+# The table of the rounds run so far; also when a caller's `timeout` stops
+# the script (after the run in progress), so a cut-short call keeps them.
+summarize() {
 syspython - "$tmp/times" "$OUT/alternate.json" "${#sides[@]}" "${models[@]}" >"$tmp/table" <<'EOF'
 import json, math, statistics, sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
@@ -122,3 +123,9 @@ EOF
 cat "$tmp/head" "$tmp/table" | tee -a "$OUT/alternate.txt"
 tail -5 "$tmp/texplan.log" "$tmp/torch.log" 2>/dev/null >>"$OUT/alternate_log.txt"
 rm -rf "$tmp"
+}
+trap 'echo "stopped: the rounds so far" >>"$tmp/head"; summarize; exit 124' TERM INT
+for ((r = 0; r < ROUNDS; ++r)); do
+  for ((k = 0; k < ${#sides[@]}; ++k)); do side_once $(((k + r) % ${#sides[@]})) "$r"; done
+done
+summarize
