@@ -446,8 +446,9 @@ TEST(Optimize, ScalesBeforeAWeightGoIntoTheWeight) {
     optimize(g, {});
     for (const auto& n : g.nodes) {
       EXPECT_NE(n.op_type, op);
-      if (n.op_type == "FusedMatMul")
+      if (n.op_type == "FusedMatMul") {
         for (const std::string& i : n.attrs.at("program").strings) EXPECT_EQ(i.rfind("Add", 0), 0u) << i;
+      }
     }
     expect_close(run_cpu(g, input), want);
   }
