@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <cstdlib>
 #include <random>
 
@@ -754,4 +755,36 @@ TEST(FusedKernels, GemmVariantByMeasuredTimes) {
   EXPECT_EQ(lower::gemm_variant_by_shape(197, 768, 3072, 1, 132, true, true), "64x128v/s11");  // ViT fc2
   // Without k-groups or split-K, tiles only.
   EXPECT_EQ(lower::gemm_variant_by_shape(197, 2304, 768, 1, 132, false, false).find_first_of("k/"), std::string::npos);
+}
+
+// The model against the measurements it was fitted to
+// (bench/data/gemm_times_h200.json, scripts/fit_gemm_times.py): every
+// choices among each shape's measured variants sum to what
+// docs/kernel-choices.md#the-gemm-time-model says (893 us over 40 shapes,
+// against 991 us for the tile rules and 832 for the best of each), and no
+// choice is more than 1.5x its shape's best.
+TEST(FusedKernels, GemmTimeModelAgainstItsMeasurements) {
+  std::ifstream in(std::string(TEXPLAN_SOURCE_DIR) + "/bench/data/gemm_times_h200.json");
+  ASSERT_TRUE(in) << "bench/data/gemm_times_h200.json";
+  const nlohmann::json data = nlohmann::json::parse(in);
+  double chosen = 0, rules = 0, best = 0;
+  int shapes = 0;
+  for (const nlohmann::json& s : data.at("shapes")) {
+    const int64_t M = s.at("M"), N = s.at("N"), K = s.at("K");
+    const nlohmann::json& us = s.at("us");
+    std::vector<std::string> measured;
+    for (const auto& [name, t] : us.items()) measured.push_back(name);
+    const std::string v = lower::gemm_variant_by_shape(M, N, K, 1, 132, true, K >= 128, &measured);
+    SCOPED_TRACE(s.at("shape").get<std::string>() + ": " + v);
+    ASSERT_TRUE(us.contains(v));
+    double least = INFINITY;
+    for (const auto& [name, t] : us.items())
+      if (name != "auto") least = std::min(least, t.get<double>());
+    EXPECT_LE(us.at(v).get<double>(), 1.5 * least);
+    chosen += us.at(v).get<double>(), rules += us.at("auto").get<double>(), best += least, ++shapes;
+  }
+  EXPECT_EQ(shapes, 40);
+  EXPECT_NEAR(chosen, 893, 1);
+  EXPECT_NEAR(rules, 991, 1);
+  EXPECT_NEAR(best, 832, 1);
 }

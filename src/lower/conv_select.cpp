@@ -158,7 +158,8 @@ double variant_cost(const Variant& v, int64_t M, int64_t N, int64_t K, int64_t b
 
 // The matrix products' times on a GPU by variant (gemm.cl's gemm, its split-K
 // build and gemm_kgroups), fitted to texplan_conv_bench's product and 1x1
-// shapes on one H200 (docs/kernel-choices.md#the-gemm-time-model): a launch
+// shapes on one H200 (bench/data/gemm_times_h200.json, by
+// scripts/fit_gemm_times.py; docs/kernel-choices.md#the-gemm-time-model): a launch
 // costs `overhead_us`, and the work-groups run in waves of `per_cu` a compute
 // unit, each wave `us_per_mfma` per million FMAs of one group. Families not
 // here (the tiles without float4 reads past 64x64, 128x128v, the 64x64
@@ -168,12 +169,12 @@ struct GemmTime {
   int64_t per_cu;
   double overhead_us, us_per_mfma;
 };
-static const GemmTime kGemmTimes[] = {
-    {"32x32", 1, 6.62, 23.97},     {"64x64", 2, 8.13, 19.63},     {"64x64v", 1, 8.32, 13.16},
-    {"64x128v", 1, 10.24, 9.93},   {"128x64v", 1, 10.05, 9.83},   {"32x32/s", 1, 11.04, 22.59},
-    {"64x64/s", 1, 16.59, 13.36},  {"64x64v/s", 1, 13.08, 13.56}, {"64x128v/s", 1, 13.04, 13.24},
-    {"128x64v/s", 1, 12.93, 13.27}, {"32x32k2", 1, 8.02, 14.82},  {"32x32k4", 1, 7.66, 15.21},
-    {"32x32k8", 1, 7.89, 17.31}};
+static const GemmTime kGemmTimes[] = {  // scripts/fit_gemm_times.py on bench/data/gemm_times_h200.json
+    {"32x32", 1, 6.49, 24.77},      {"64x64", 2, 8.08, 19.57},      {"64x64v", 1, 8.20, 13.18},
+    {"64x128v", 1, 9.93, 9.95},     {"128x64v", 1, 9.69, 9.87},     {"32x32/s", 3, 8.83, 73.70},
+    {"64x64/s", 1, 16.59, 13.35},   {"64x64v/s", 1, 13.23, 13.50},  {"64x128v/s", 1, 13.20, 13.24},
+    {"128x64v/s", 1, 13.06, 13.27}, {"32x32k2", 1, 8.02, 14.82},    {"32x32k4", 1, 7.63, 15.23},
+    {"32x32k8", 1, 7.94, 17.27}};
 
 // Microseconds by kGemmTimes, or infinity for a family it lacks.
 static double gemm_time_us(const Variant& v, int64_t M, int64_t N, int64_t K, int64_t batches, int64_t cu) {
@@ -292,9 +293,17 @@ static Variant fastest_gemm(const std::vector<Variant>& candidates, int64_t M, i
 }
 
 std::string gemm_variant_by_shape(int64_t M, int64_t N, int64_t K, int64_t batches, int compute_units, bool can_split,
-                                  bool can_kgroups) {
+                                  bool can_kgroups, const std::vector<std::string>* among) {
   const int64_t cu = std::max(1, compute_units);
-  return fastest_gemm(gemm_candidates(M, N, K, batches, cu, can_split, can_kgroups), M, N, K, batches, cu).name();
+  std::vector<Variant> candidates = gemm_candidates(M, N, K, batches, cu, can_split, can_kgroups);
+  if (among)
+    candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
+                                    [&](const Variant& v) {
+                                      return std::find(among->begin(), among->end(), v.name()) == among->end();
+                                    }),
+                     candidates.end());
+  if (candidates.empty()) return "";
+  return fastest_gemm(candidates, M, N, K, batches, cu).name();
 }
 
 // The variant of a GPU GEMM whose launches `emit(v)` appends to b.launches,
