@@ -13,7 +13,7 @@ and prints the table for kGemmTimes, then the sums over the shapes of the
 measured time of each shape's choice: the model's, the model's refitted
 without that shape, the tile rules' ("auto") and the best variant's
 (docs/kernel-choices.md#the-gemm-time-model).
-    /usr/bin/python3 scripts/fit_gemm_times.py [FILE]
+    /usr/bin/python3 scripts/fit_gemm_times.py [FILE]     (numpy: Debian's python3-numpy)
 """
 import json
 import math
