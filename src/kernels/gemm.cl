@@ -30,6 +30,21 @@
 #define TILE_N (16 * WPTN)
 #define TK 16
 
+// 8x8 blocks a work-item (128x128 tiles, the 64x64 k-groups): NVIDIA's
+// compiler left their 64 accumulators on the stack (256 bytes,
+// -cl-nv-verbose) and they ran at half the 4x4 blocks' speed. clang's NVPTX
+// output keeps them in registers only with every loop over them unrolled
+// and the private rows filled component by component, not by vstore4
+// (scripts/ptx_local_memory.sh; docs/kernel-choices.md#k-groups: not yet
+// timed on a GPU). The 4x4 blocks, which had no stack, build as before.
+#if WPTM * WPTN >= 64 || (defined(KG_T) && KG_T >= 64)
+#define ACC_UNROLL _Pragma("unroll")
+#define ROW4(v, q, p) ((p)[4 * (q)] = (v).x, (p)[4 * (q) + 1] = (v).y, (p)[4 * (q) + 2] = (v).z, (p)[4 * (q) + 3] = (v).w)
+#else
+#define ACC_UNROLL
+#define ROW4(v, q, p) vstore4((v), (q), (p))
+#endif
+
 // Split-K (-DSPLITK; gemm and conv2d_gemm): grid z enumerates (batch, slice)
 // as batch * splits + slice, a work-group multiplies K range [slice * kslice,
 // +kslice) (kslice a multiple of TK) and adds its partial tile into Y, which
@@ -70,8 +85,8 @@
   const int tid = ly * 16 + lx;                                           \
   const int n0 = get_group_id(0) * TILE_N, m0 = get_group_id(1) * TILE_M; \
   float acc[WPTM][WPTN];                                                  \
-  for (int i = 0; i < WPTM; ++i)                                          \
-    for (int j = 0; j < WPTN; ++j) acc[i][j] = 0.0f;
+  ACC_UNROLL for (int i = 0; i < WPTM; ++i)                               \
+    ACC_UNROLL for (int j = 0; j < WPTN; ++j) acc[i][j] = 0.0f;
 
 // Element r of this work-item's share of a slice: A tile coordinates (m, k)
 // and B tile coordinates (kb, nb). a_kfast / b_nfast pick which coordinate
@@ -92,19 +107,19 @@
     float a[WPTM], bv[WPTN];                                                         \
     __local const float4* ak = As4 + k * (TILE_M + PAD) / 4;                         \
     __local const float4* bk = Bs4 + k * (TILE_N + PAD) / 4;                         \
-    for (int i = 0; i < WPTM / 4; ++i) vstore4(ak[ly + 16 * i], i, a);              \
-    for (int j = 0; j < WPTN / 4; ++j) vstore4(bk[lx + 16 * j], j, bv);             \
-    for (int i = 0; i < WPTM; ++i)                                                   \
-      for (int j = 0; j < WPTN; ++j) acc[i][j] += a[i] * bv[j];                      \
+    ACC_UNROLL for (int i = 0; i < WPTM / 4; ++i) ROW4(ak[ly + 16 * i], i, a);       \
+    ACC_UNROLL for (int j = 0; j < WPTN / 4; ++j) ROW4(bk[lx + 16 * j], j, bv);      \
+    ACC_UNROLL for (int i = 0; i < WPTM; ++i)                                        \
+      ACC_UNROLL for (int j = 0; j < WPTN; ++j) acc[i][j] += a[i] * bv[j];           \
   }
 #else
 #define GEMM_MULTIPLY_SLICE                                    \
   for (int k = 0; k < TK; ++k) {                               \
     float a[WPTM], bv[WPTN];                                   \
-    for (int i = 0; i < WPTM; ++i) a[i] = AS(k, ROW(i));       \
-    for (int j = 0; j < WPTN; ++j) bv[j] = BS(k, COL(j));      \
-    for (int i = 0; i < WPTM; ++i)                             \
-      for (int j = 0; j < WPTN; ++j) acc[i][j] += a[i] * bv[j]; \
+    ACC_UNROLL for (int i = 0; i < WPTM; ++i) a[i] = AS(k, ROW(i));  \
+    ACC_UNROLL for (int j = 0; j < WPTN; ++j) bv[j] = BS(k, COL(j)); \
+    ACC_UNROLL for (int i = 0; i < WPTM; ++i)                        \
+      ACC_UNROLL for (int j = 0; j < WPTN; ++j) acc[i][j] += a[i] * bv[j]; \
   }
 #endif
 
@@ -170,10 +185,10 @@ void gemm(__global const real_t* A, __global const real_t* B, __global const rea
 #define GEMM_B(k, n) LD(B, (k) * b_sk + XCOL(n) * b_sn)
   GEMM_MAIN_LOOP(GEMM_A, GEMM_B, a_sk == 1, b_sn == 1)
   const int y0 = z * M * N;
-  for (int i = 0; i < WPTM; ++i) {
+  ACC_UNROLL for (int i = 0; i < WPTM; ++i) {
     int m = m0 + ROW(i);
     if (m >= M) continue;
-    for (int j = 0; j < WPTN; ++j) {
+    ACC_UNROLL for (int j = 0; j < WPTN; ++j) {
       int n = n0 + COL(j);
       if (n >= N) continue;
 #ifdef SPLITK
@@ -282,11 +297,11 @@ void conv2d_gemm(__global const real_t* X, __global const real_t* Wt, __global c
   }
 #ifdef POOL2
   const int y0 = (img * OC + g * OCg) * PH * PW;
-  for (int i = 0; i < WPTM; ++i) {
+  ACC_UNROLL for (int i = 0; i < WPTM; ++i) {
     int m = m0 + ROW(i);
     if (m >= M) continue;
     float bias = has_bias ? LD(Bias, bo + g * OCg + m) : 0.0f;
-    for (int j4 = 0; j4 < WPTN / 4; ++j4) {
+    ACC_UNROLL for (int j4 = 0; j4 < WPTN / 4; ++j4) {
       int q = n0 + COL(4 * j4);  // a multiple of 4: one window
       if (q >= N) continue;
       int pooled = q >> 2, py = pooled / PW, px = pooled - py * PW;
@@ -299,22 +314,22 @@ void conv2d_gemm(__global const real_t* X, __global const real_t* Wt, __global c
   }
 #elif defined(SPLITK)
   const int y0 = (img * OC + g * OCg) * N;
-  for (int i = 0; i < WPTM; ++i) {
+  ACC_UNROLL for (int i = 0; i < WPTM; ++i) {
     int m = m0 + ROW(i);
     if (m >= M) continue;
     float bias = has_bias && kbeg == 0 ? LD(Bias, bo + g * OCg + m) : 0.0f;
-    for (int j = 0; j < WPTN; ++j) {
+    ACC_UNROLL for (int j = 0; j < WPTN; ++j) {
       int q = n0 + COL(j);
       if (q < N) split_add(Y + yo + y0 + m * N + q, acc[i][j] + bias);
     }
   }
 #else
   const int y0 = (img * OC + g * OCg) * N;
-  for (int i = 0; i < WPTM; ++i) {
+  ACC_UNROLL for (int i = 0; i < WPTM; ++i) {
     int m = m0 + ROW(i);
     if (m >= M) continue;
     float bias = has_bias ? LD(Bias, bo + g * OCg + m) : 0.0f;
-    for (int j = 0; j < WPTN; ++j) {
+    ACC_UNROLL for (int j = 0; j < WPTN; ++j) {
       int q = n0 + COL(j);
       if (q < N) ST(Y, yo + YI(y0 + m * N + q), EPI(acc[i][j] + bias, y0 + m * N + q));
     }
@@ -359,11 +374,11 @@ void conv2d_gemm_taps(__global const real_t* X, __global const real_t* Wt, __glo
 #define CONV_B(k, p) conv_tap(xg, k, p, H, W, OW, KW, KHW, sh, sw, ph, pw, dh, dw, XPLANE(H, W), XROW(W))
   GEMM_MAIN_LOOP(CONV_A, CONV_B, 1, 1)
   const int y0 = (img * OC + g * OCg) * N;
-  for (int i = 0; i < WPTM; ++i) {
+  ACC_UNROLL for (int i = 0; i < WPTM; ++i) {
     int m = m0 + ROW(i);
     if (m >= M) continue;
     float bias = has_bias ? LD(Bias, bo + g * OCg + m) : 0.0f;
-    for (int j = 0; j < WPTN; ++j) {
+    ACC_UNROLL for (int j = 0; j < WPTN; ++j) {
       int q = n0 + COL(j);
       if (q < N) ST(Y, yo + YI(y0 + m * N + q), EPI(acc[i][j] + bias, y0 + m * N + q));
     }
@@ -388,12 +403,12 @@ void conv_transpose2d_gemm(__global const real_t* X, int xo, __global const real
 #define CT_B(k, n) LD(xg, (k) * N + (n))
   GEMM_MAIN_LOOP(CT_A, CT_B, 0, 1)
   __global real_t* yg = Y + yo + (img * OC + g * OCg) * OHW;
-  for (int i = 0; i < WPTM; ++i) {
+  ACC_UNROLL for (int i = 0; i < WPTM; ++i) {
     int m = m0 + ROW(i);
     if (m >= M) continue;
     int oc = m / KHW, r = m - oc * KHW, kh = r / KW, kw = r - kh * KW;
     float bias = has_bias ? LD(Bias, bo + g * OCg + oc) : 0.0f;
-    for (int j = 0; j < WPTN; ++j) {
+    ACC_UNROLL for (int j = 0; j < WPTN; ++j) {
       int n = n0 + COL(j);
       if (n >= N) continue;
       int ih = n / W, iw = n - ih * W;
@@ -471,8 +486,8 @@ void gemm_kgroups(__global const real_t* A, __global const real_t* B, __global c
   C += co + strided_offset(z, batch, c_sb);
   const bool a_kfast = a_sk == 1, b_nfast = b_sn == 1;
   float acc[KG_W][KG_W];
-  for (int i = 0; i < KG_W; ++i)
-    for (int j = 0; j < KG_W; ++j) acc[i][j] = 0.0f;
+  ACC_UNROLL for (int i = 0; i < KG_W; ++i)
+    ACC_UNROLL for (int j = 0; j < KG_W; ++j) acc[i][j] = 0.0f;
   // Element r of this work-item's share of a KG_T x KG_TK slice: the
   // coordinate neighbouring work-items take is the one contiguous in memory.
 #define KG_A_COORD(r, m, k)                            \
@@ -484,12 +499,12 @@ void gemm_kgroups(__global const real_t* A, __global const real_t* B, __global c
   const int nb = b_nfast ? e##kb % KG_T : e##kb / KG_TK; \
   const int kb = b_nfast ? e##kb / KG_T : e##kb % KG_TK;
 #define KG_LOAD(kbase)                                                                \
-  for (int r = 0; r < KG_LOADS; ++r) {                                                \
+  ACC_UNROLL for (int r = 0; r < KG_LOADS; ++r) {                                     \
     KG_A_COORD(r, m, k)                                                               \
     const int gk = (kbase) + k;                                                       \
     ra[r] = (m0 + m < M && gk < K) ? LD(A, (m0 + m) * a_sm + gk * a_sk) : 0.0f;       \
   }                                                                                   \
-  for (int r = 0; r < KG_LOADS; ++r) {                                                \
+  ACC_UNROLL for (int r = 0; r < KG_LOADS; ++r) {                                     \
     KG_B_COORD(r, kb, nb)                                                             \
     const int gk = (kbase) + kb;                                                      \
     rb[r] = (gk < K && n0 + nb < N) ? LD(B, gk * b_sk + XCOL(n0 + nb) * b_sn) : 0.0f; \
@@ -498,11 +513,11 @@ void gemm_kgroups(__global const real_t* A, __global const real_t* B, __global c
   const int step = KGROUPS * KG_TK;
   KG_LOAD(g * KG_TK)
   for (int k0 = g * KG_TK; k0 - g * KG_TK < K; k0 += step) {
-    for (int r = 0; r < KG_LOADS; ++r) {
+    ACC_UNROLL for (int r = 0; r < KG_LOADS; ++r) {
       KG_A_COORD(r, m, k)
       As[k * KG_LD + m] = ra[r];
     }
-    for (int r = 0; r < KG_LOADS; ++r) {
+    ACC_UNROLL for (int r = 0; r < KG_LOADS; ++r) {
       KG_B_COORD(r, kb, nb)
       Bs[kb * KG_LD + nb] = rb[r];
     }
@@ -514,10 +529,10 @@ void gemm_kgroups(__global const real_t* A, __global const real_t* B, __global c
       float a[KG_W], bv[KG_W];
       __local const float4* ak = (__local const float4*)(As + k * KG_LD);
       __local const float4* bk = (__local const float4*)(Bs + k * KG_LD);
-      for (int q = 0; q < KG_W / 4; ++q) vstore4(ak[ty + 8 * q], q, a);
-      for (int q = 0; q < KG_W / 4; ++q) vstore4(bk[tx + 8 * q], q, bv);
-      for (int i = 0; i < KG_W; ++i)
-        for (int j = 0; j < KG_W; ++j) acc[i][j] += a[i] * bv[j];
+      ACC_UNROLL for (int q = 0; q < KG_W / 4; ++q) ROW4(ak[ty + 8 * q], q, a);
+      ACC_UNROLL for (int q = 0; q < KG_W / 4; ++q) ROW4(bk[tx + 8 * q], q, bv);
+      ACC_UNROLL for (int i = 0; i < KG_W; ++i)
+        ACC_UNROLL for (int j = 0; j < KG_W; ++j) acc[i][j] += a[i] * bv[j];
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
@@ -526,21 +541,23 @@ void gemm_kgroups(__global const real_t* A, __global const real_t* B, __global c
   // Groups [h, 2h) hand their tiles to groups [0, h), h halving to 1.
   for (int h = KGROUPS / 2; h >= 1; h /= 2) {
     __local float* part = lm + (g % h) * KG_T * KG_T;
-    if (g >= h && g < 2 * h)
-      for (int i = 0; i < KG_W; ++i)
-        for (int j = 0; j < KG_W; ++j) part[KG_POS(ty, i) * KG_T + KG_POS(tx, j)] = acc[i][j];
+    if (g >= h && g < 2 * h) {
+      ACC_UNROLL for (int i = 0; i < KG_W; ++i)
+        ACC_UNROLL for (int j = 0; j < KG_W; ++j) part[KG_POS(ty, i) * KG_T + KG_POS(tx, j)] = acc[i][j];
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (g < h)
-      for (int i = 0; i < KG_W; ++i)
-        for (int j = 0; j < KG_W; ++j) acc[i][j] += part[KG_POS(ty, i) * KG_T + KG_POS(tx, j)];
+    if (g < h) {
+      ACC_UNROLL for (int i = 0; i < KG_W; ++i)
+        ACC_UNROLL for (int j = 0; j < KG_W; ++j) acc[i][j] += part[KG_POS(ty, i) * KG_T + KG_POS(tx, j)];
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   if (g != 0) return;
   const int y0 = z * M * N;
-  for (int i = 0; i < KG_W; ++i) {
+  ACC_UNROLL for (int i = 0; i < KG_W; ++i) {
     const int m = m0 + KG_POS(ty, i);
     if (m >= M) continue;
-    for (int j = 0; j < KG_W; ++j) {
+    ACC_UNROLL for (int j = 0; j < KG_W; ++j) {
       const int n = n0 + KG_POS(tx, j);
       if (n >= N) continue;
       float v = alpha * acc[i][j];
