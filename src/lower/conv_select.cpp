@@ -178,7 +178,7 @@ static const GemmTime kGemmTimes[] = {  // scripts/fit_gemm_times.py on bench/da
 
 // Microseconds by kGemmTimes, or infinity for a family it lacks.
 static double gemm_time_us(const Variant& v, int64_t M, int64_t N, int64_t K, int64_t batches, int64_t cu) {
-  if (!v.tiles || v.wg_tiles != 32) return INFINITY;
+  if (!v.tiles) return INFINITY;  // Winograd
   const std::string family = v.base() + (v.splits > 1 ? "/s" : "");
   for (const GemmTime& t : kGemmTimes) {
     if (family != t.family) continue;
@@ -330,9 +330,12 @@ Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int6
     if (!can_split || f.splits == 0 || f.splits == 1) return Variant{&t};
     return f.splits < 0 ? split_by_shape(t, M, N, K, batches, cu) : split_k(t, K, f.splits);
   }
-  const Variant direct = choose_by_shape(b, M, N, K, batches, can_split);
-  std::string guess = direct.name();
   std::vector<Variant> candidates = gemm_candidates(M, N, K, batches, cu, can_split, can_kgroups);
+  // The guess without Winograd: a product on a GPU by the measured GEMM
+  // times, anything else by the tile rules.
+  const Variant direct = product && b.device_type() == "gpu" ? fastest_gemm(candidates, M, N, K, batches, cu)
+                                                             : choose_by_shape(b, M, N, K, batches, can_split);
+  std::string guess = direct.name();
   if (can_split && std::any_of(candidates.begin(), candidates.end(), [](const Variant& v) { return v.splits > 1; }))
     key += " splitk";  // caches from before split-K did not measure it
   if (can_kgroups) key += " kgroups5";  // caches from before the five k-groups forms did not measure them
@@ -354,7 +357,6 @@ Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int6
         winograd_cost(w, *wino, cu) < variant_cost(direct, M, N, K, batches, cu))
       guess = w.name();
   }
-  if (product && b.device_type() == "gpu") guess = fastest_gemm(candidates, M, N, K, batches, cu).name();
   std::vector<std::string> names;
   int fallback = 0;
   for (const Variant& v : candidates) {
