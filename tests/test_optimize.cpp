@@ -40,6 +40,16 @@ int weight(Graph& g, const std::string& name, Shape s, std::mt19937& rng) {
   t.value = random_tensor(s, rng, -0.5f, 0.5f);
   return g.add_tensor(std::move(t));
 }
+// A constant float32 scalar of value `v`.
+int scalar(Graph& g, const std::string& name, float v) {
+  Tensor t;
+  t.name = name;
+  t.shape = {};
+  t.is_constant = t.has_data = true;
+  t.value = HostTensor(DataType::Float32, {});
+  t.value.data<float>()[0] = v;
+  return g.add_tensor(std::move(t));
+}
 // A constant int64 tensor of `v` (Slice starts, ends, axes; Reshape shapes).
 int ints(Graph& g, const std::string& name, const std::vector<int64_t>& v) {
   Tensor t;
@@ -378,20 +388,13 @@ TEST(Optimize, ScalesOnProductInputsMoveIntoTheEpilogue) {
   std::mt19937 rng(4);
   int x = 0;
   Graph g = graph_with_input("scales", {2, 3, 4}, x);
-  auto scalar = [&](const char* name, float v) {
-    const int c = tensor(g, name, {});
-    g.tensors[c].is_constant = g.tensors[c].has_data = true;
-    g.tensors[c].value = HostTensor(DataType::Float32, {});
-    g.tensors[c].value.data<float>()[0] = v;
-    return c;
-  };
   const int q = tensor(g, "q", {2, 3, 4}), k = tensor(g, "k", {2, 4, 5}), kk = tensor(g, "kk", {2, 4, 5}),
             s = tensor(g, "s", {2, 3, 5}), d = tensor(g, "d", {2, 3, 4}), t = tensor(g, "t", {2, 3, 5}),
             e = tensor(g, "e", {2, 3, 4}), u = tensor(g, "u", {2, 3, 5}), y = tensor(g, "y", {2, 3, 5});
-  node(g, "Div", {x, scalar("c", 2.5f)}, {q});                 // moves: q feeds one MatMul
-  node(g, "Mul", {scalar("h", 0.5f), weight(g, "w", {2, 4, 5}, rng)}, {k});  // moves too: scalar first
+  node(g, "Div", {x, scalar(g, "c", 2.5f)}, {q});                 // moves: q feeds one MatMul
+  node(g, "Mul", {scalar(g, "h", 0.5f), weight(g, "w", {2, 4, 5}, rng)}, {k});  // moves too: scalar first
   node(g, "MatMul", {q, k}, {s});
-  node(g, "Mul", {x, scalar("m", 3.0f)}, {d});                 // stays: d is read twice
+  node(g, "Mul", {x, scalar(g, "m", 3.0f)}, {d});                 // stays: d is read twice
   node(g, "MatMul", {d, weight(g, "w2", {2, 4, 5}, rng)}, {t});
   node(g, "Neg", {d}, {e});
   node(g, "MatMul", {e, weight(g, "w3", {2, 4, 5}, rng)}, {u});
@@ -427,10 +430,7 @@ TEST(Optimize, ScalesBeforeAWeightGoIntoTheWeight) {
     SCOPED_TRACE(op);
     int x = 0;
     Graph g = graph_with_input("scale_into_weight", {3, 8}, x);
-    const int c = tensor(g, "half", {});
-    g.tensors[c].is_constant = g.tensors[c].has_data = true;
-    g.tensors[c].value = HostTensor(DataType::Float32, {});
-    g.tensors[c].value.data<float>()[0] = std::string(op) == "Mul" ? 0.5f : 3.0f;
+    const int c = scalar(g, "half", std::string(op) == "Mul" ? 0.5f : 3.0f);
     const int h = tensor(g, "h", {3, 8}), p = tensor(g, "p", {3, 5}), q = tensor(g, "q", {3, 5}), r = tensor(g, "r", {3, 5}),
               y = tensor(g, "y", {3, 5});
     node(g, op, {x, c}, {h});
