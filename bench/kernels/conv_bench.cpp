@@ -44,8 +44,15 @@
 // writes every built program's binary (NVIDIA: PTX) into DIR:
 //
 //   texplan_conv_bench --device gpu --reps 1 --filter "vgg16 256->256 56" --variants auto --build-log
+//
+// --product MxKxN[t],... times products of any shape ("t": W stored [N,K],
+// read transposed) in place of the built-in cases, e.g. a sweep of K that
+// tells a per-step cost from a fixed one:
+//
+//   texplan_conv_bench --device gpu --product 128x64x256t,128x256x256t,128x1024x256t --variants 32x32,32x32k4
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -255,6 +262,19 @@ std::vector<ProductShape> product_shapes() {
   };
 }
 
+// "MxKxN" or "MxKxNt" (transposed W) as a product shape named after it.
+ProductShape parse_product(const std::string& text) {
+  ProductShape c;
+  char t = 0;
+  long long m = 0, k = 0, n = 0;
+  const int got = std::sscanf(text.c_str(), "%lldx%lldx%lld%c", &m, &k, &n, &t);
+  if (got < 3 || (got == 4 && t != 't') || m < 1 || k < 1 || n < 1)
+    throw Error("--product: '" + text + "' is not MxKxN or MxKxNt (positive sizes)");
+  c.M = m, c.K = k, c.N = n, c.trans_b = got == 4;
+  c.name = "product " + text;
+  return c;
+}
+
 // One FusedMatMul node (the product and its bias): X fed, W and b weights.
 Graph product_graph(const ProductShape& c, std::vector<HostTensor>& feeds) {
   Graph g;
@@ -373,7 +393,7 @@ Graph stem_graph(const StemShape& c, bool fused, std::vector<HostTensor>& feeds)
 int usage(const char* argv0) {
   std::cerr << "usage: " << argv0
             << " [--device SPEC] [--reps N] [--filter TEXT] [--variants a,b,...] [--json FILE] [--list] [--min]\n"
-               "       [--build-log] [--build-dump DIR]\n"
+               "       [--build-log] [--build-dump DIR] [--product MxKxN[t],...]\n"
                "  SPEC: gpu, pocl, opencl:N (default gpu); variants default to all of --list\n";
   return 2;
 }
@@ -382,6 +402,7 @@ int usage(const char* argv0) {
 
 int main(int argc, char** argv) {
   std::string device = "gpu", filter, json_path, variants_arg;
+  std::vector<ProductShape> products;  // --product: these alone
   int reps = 20;
   bool list = false;
   runtime::KernelBuildDiagnostics diagnostics;
@@ -401,7 +422,10 @@ int main(int argc, char** argv) {
       else if (a == "--min") take_min = true;
       else if (a == "--build-log") diagnostics.log = true;
       else if (a == "--build-dump") diagnostics.dump_dir = value();
-      else return usage(argv[0]);
+      else if (a == "--product") {
+        std::stringstream ss(value());
+        for (std::string p; std::getline(ss, p, ',');) products.push_back(parse_product(p));
+      } else return usage(argv[0]);
     } catch (const Error& e) {
       std::cerr << e.what() << "\n";
       return usage(argv[0]);
@@ -437,11 +461,11 @@ int main(int argc, char** argv) {
     };
     std::vector<Case> cases;
     for (const ConvShape& c : zoo_shapes())
-      if (filter.empty() || c.name.find(filter) != std::string::npos) {
+      if (products.empty() && (filter.empty() || c.name.find(filter) != std::string::npos)) {
         Case& k = cases.emplace_back(Case{c.name, flops(c), {}, {}, c.groups == c.C && c.groups > 1});
         k.graph = conv_graph(c, k.feeds);
       }
-    for (const ProductShape& c : product_shapes())
+    for (const ProductShape& c : products.empty() ? product_shapes() : products)
       if (filter.empty() || c.name.find(filter) != std::string::npos) {
         Case& k = cases.emplace_back(Case{c.name, c.flops(), {}, {}, false});
         k.graph = product_graph(c, k.feeds);
@@ -500,7 +524,7 @@ int main(int argc, char** argv) {
       rows.push_back(row);
     }
     for (const StemShape& c : stem_shapes()) {
-      if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
+      if (!products.empty() || (!filter.empty() && c.name.find(filter) == std::string::npos)) continue;
       std::vector<std::string> names = {"unfused", "auto"};
       for (const std::string& v : lower::conv_maxpool_variants()) names.push_back(v);
       std::vector<double> ms(names.size(), NAN);
