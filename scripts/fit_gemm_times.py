@@ -3,7 +3,8 @@
 
 Reads bench/data/gemm_times_h200.json (or the file given): per shape, the
 median time of every variant (scripts/device/gpu_products.sh, then the
-renaming of its "/split" entries into the runtime's "/sN"). Per family of
+renaming of its "/split" entries into the runtime's "/sN":
+scripts/gemm_times_from_bench.py does it for a new sweep). Per family of
 variants (the tiles, their split-K form "/s", each k-groups form) it fits
 
     us = overhead + ceil(groups / (compute_units * per_cu)) * mfma_per_group * us_per_mfma

@@ -642,6 +642,45 @@ TEST(FusedKernels, MatMulKGroups) {
   EXPECT_THROW(lower::check_conv_variant("64x64k8"), Error);  // 70 KB of local memory
 }
 
+// Slices of K 32 and 64 deep (gemm.cl TK, forced: "32x32d64", "64x64vd32"):
+// K ragged against the depth and shorter than one slice, M and N past a
+// tile, transB, batched with broadcast batch dims, in place over a
+// residual, Gemm's transposed A, a 1x1 and a 3x3 convolution (conv2d_gemm
+// and its taps baseline), the stride and grouping of a strided conv.
+TEST(FusedKernels, DeepSlicesOfK) {
+  for (const std::string& variant : {"32x32d64", "64x64vd32", "128x64vd32"}) {
+    SCOPED_TRACE(variant);
+    const lower::KernelChoice gpu = gpu_kernels(variant);
+    auto mm = [&](HostTensor a, HostTensor b, std::vector<HostTensor> extra, bool trans_b, int over) {
+      FusedCase c{"FusedMatMul", {std::move(a), std::move(b)}, {{"program", Attribute::of_strings(kResidualRelu)}}, over};
+      if (trans_b) c.attrs["transB"] = Attribute::of_int(1);
+      for (auto& e : extra) c.inputs.push_back(std::move(e));
+      expect_kernels(gpu, c, {"gemm"});
+    };
+    mm(random_tensor({70, 200}), random_tensor({200, 45}, -1, 1, 2), {random_tensor({45}, -1, 1, 3)}, false, -1);
+    mm(random_tensor({33, 300}), random_tensor({66, 300}, -1, 1, 2), {random_tensor({33, 66}, -1, 1, 3)}, true, 2);
+    mm(random_tensor({9, 7}), random_tensor({7, 150}, -1, 1, 2), {random_tensor({150}, -1, 1, 3)}, false, -1);
+    mm(random_tensor({2, 3, 17, 131}), random_tensor({3, 131, 40}, -1, 1, 2), {random_tensor({1, 3, 1, 40}, -1, 1, 3)}, false,
+       -1);
+    FusedCase gemm{"Gemm", {random_tensor({150, 13}), random_tensor({150, 37}, -1, 1, 2), random_tensor({37}, -1, 1, 3)},
+                   {{"alpha", Attribute::of_float(0.75f)}, {"beta", Attribute::of_float(-1.5f)}, {"transA", Attribute::of_int(1)}}};
+    expect_kernels(gpu, gemm, {"gemm"});
+    expect_kernels(gpu, fused_conv({1, 130, 9, 7}, {67, 130, 1, 1}, {}, true, kResidualRelu, 1), {"gemm"});
+    const std::map<std::string, Attribute> pad1 = {{"pads", Attribute::of_ints({1, 1, 1, 1})}};
+    expect_kernels(gpu, fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, pad1, true, kResidualRelu, 1), {"conv2d_gemm"});
+    expect_kernels(gpu_kernels(std::string("taps:") + variant), fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, pad1, true, {}, 0),
+                   {"conv2d_gemm_taps"});
+    expect_kernels(gpu, fused_conv({2, 12, 15, 11}, {18, 4, 3, 3},
+                                   {{"pads", Attribute::of_ints({1, 1, 1, 1})}, {"strides", Attribute::of_ints({2, 2})},
+                                    {"group", Attribute::of_int(3)}},
+                                   true, {}, 0),
+                   {"conv2d_gemm"});
+    EXPECT_THROW(lower::check_conv_variant(std::string(variant) + "/s2"), Error);
+  }
+  EXPECT_THROW(lower::check_conv_variant("32x32d48"), Error);
+  EXPECT_THROW(lower::check_conv_variant("128x128vd64"), Error);  // 67 KB of local memory
+}
+
 // `texplan tune` for the GPU kernels: a searching scope times every tile
 // variant once and stores the winner; a later scope reads it back.
 TEST(FusedKernels, TilesComeFromTheTuningCache) {

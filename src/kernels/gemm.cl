@@ -28,7 +28,15 @@
 #endif
 #define TILE_M (16 * WPTM)
 #define TILE_N (16 * WPTN)
+// The depth of a slice of K (lower/conv_select.h Variant::depth): 16; 32
+// and 64 only as forced variants, for measurements (they saved 3-8% where
+// one work-group walks a long K: docs/kernel-choices.md#the-depth-of-a-slice).
+// Split-K builds keep 16.
+#ifndef TK
 #define TK 16
+#endif
+#define LOADS_A (WPTM * TK / 16)  // a work-item's elements of each slice of A
+#define LOADS_B (WPTN * TK / 16)
 
 // 8x8 blocks a work-item (128x128 tiles, the 64x64 k-groups): NVIDIA's
 // compiler left their 64 accumulators on the stack (256 bytes,
@@ -126,32 +134,32 @@
 // LOAD_A(gm, gk) and LOAD_B(gk, gn) read one element (in range).
 #define GEMM_MAIN_LOOP(LOAD_A, LOAD_B, a_kfast, b_nfast)                          \
   {                                                                               \
-    float ra[WPTM], rb[WPTN];                                                     \
-    for (int r = 0; r < WPTM; ++r) {                                              \
+    float ra[LOADS_A], rb[LOADS_B];                                               \
+    for (int r = 0; r < LOADS_A; ++r) {                                           \
       GEMM_A_COORD(r, m, k, a_kfast)                                              \
       ra[r] = (m0 + m < M && k < K) ? (LOAD_A(m0 + m, k)) : 0.0f;                 \
     }                                                                             \
-    for (int r = 0; r < WPTN; ++r) {                                              \
+    for (int r = 0; r < LOADS_B; ++r) {                                           \
       GEMM_B_COORD(r, kb, nb, b_nfast)                                            \
       rb[r] = (kb < K && n0 + nb < N) ? (LOAD_B(kb, n0 + nb)) : 0.0f;             \
     }                                                                             \
     for (int k0 = 0; k0 < K; k0 += TK) {                                          \
-      for (int r = 0; r < WPTM; ++r) {                                            \
+      for (int r = 0; r < LOADS_A; ++r) {                                         \
         GEMM_A_COORD(r, m, k, a_kfast)                                            \
         AS(k, m) = ra[r];                                                         \
       }                                                                           \
-      for (int r = 0; r < WPTN; ++r) {                                            \
+      for (int r = 0; r < LOADS_B; ++r) {                                         \
         GEMM_B_COORD(r, kb, nb, b_nfast)                                          \
         BS(kb, nb) = rb[r];                                                       \
       }                                                                           \
       barrier(CLK_LOCAL_MEM_FENCE);                                               \
       const int k1 = k0 + TK;                                                     \
       if (k1 < K) {                                                               \
-        for (int r = 0; r < WPTM; ++r) {                                          \
+        for (int r = 0; r < LOADS_A; ++r) {                                       \
           GEMM_A_COORD(r, m, k, a_kfast)                                          \
           ra[r] = (m0 + m < M && k1 + k < K) ? (LOAD_A(m0 + m, k1 + k)) : 0.0f;   \
         }                                                                         \
-        for (int r = 0; r < WPTN; ++r) {                                          \
+        for (int r = 0; r < LOADS_B; ++r) {                                       \
           GEMM_B_COORD(r, kb, nb, b_nfast)                                        \
           rb[r] = (k1 + kb < K && n0 + nb < N) ? (LOAD_B(k1 + kb, n0 + nb)) : 0.0f; \
         }                                                                         \
@@ -251,8 +259,8 @@ void conv2d_gemm(__global const real_t* X, __global const real_t* Wt, __global c
   const bool p_in = p < N;
 #endif
   const int ih0 = oh * sh - ph, iw0 = ow * sw - pw;
-  int t_ic[WPTN], t_kh[WPTN], t_kw[WPTN];
-  for (int r = 0; r < WPTN; ++r) {
+  int t_ic[LOADS_B], t_kh[LOADS_B], t_kw[LOADS_B];
+  for (int r = 0; r < LOADS_B; ++r) {
     int k = kbeg + tid / TILE_N + r * (256 / TILE_N);
     t_ic[r] = k / KHW;
     int rem = k - t_ic[r] * KHW;
@@ -261,14 +269,14 @@ void conv2d_gemm(__global const real_t* X, __global const real_t* Wt, __global c
   }
   // TK as a mixed-radix step (ic, kh, kw).
   const int s_ic = TK / KHW, s_kh = (TK - s_ic * KHW) / KW, s_kw = TK - s_ic * KHW - s_kh * KW;
-  float ra[WPTM], rb[WPTN];
+  float ra[LOADS_A], rb[LOADS_B];
 #define CONV_LOAD_A(k0)                                                  \
-  for (int r = 0; r < WPTM; ++r) {                                       \
+  for (int r = 0; r < LOADS_A; ++r) {                                    \
     GEMM_A_COORD(r, m, k, 1)                                             \
     ra[r] = (m0 + m < M && (k0) + k < kend) ? LD(wg, (m0 + m) * K + (k0) + k) : 0.0f; \
   }
 #define CONV_LOAD_B(k0)                                                                   \
-  for (int r = 0; r < WPTN; ++r) {                                                        \
+  for (int r = 0; r < LOADS_B; ++r) {                                                     \
     int ih = ih0 + t_kh[r] * dh, iw = iw0 + t_kw[r] * dw;                                 \
     bool in = p_in && (k0) + tid / TILE_N + r * (256 / TILE_N) < kend && ih >= 0 && ih < H && \
               iw >= 0 && iw < W;                                                          \
@@ -282,11 +290,11 @@ void conv2d_gemm(__global const real_t* X, __global const real_t* Wt, __global c
   CONV_LOAD_A(kbeg)
   CONV_LOAD_B(kbeg)
   for (int k0 = kbeg; k0 < kend; k0 += TK) {
-    for (int r = 0; r < WPTM; ++r) {
+    for (int r = 0; r < LOADS_A; ++r) {
       GEMM_A_COORD(r, m, k, 1)
       AS(k, m) = ra[r];
     }
-    for (int r = 0; r < WPTN; ++r) BS(tid / TILE_N + r * (256 / TILE_N), nb) = rb[r];
+    for (int r = 0; r < LOADS_B; ++r) BS(tid / TILE_N + r * (256 / TILE_N), nb) = rb[r];
     barrier(CLK_LOCAL_MEM_FENCE);
     if (k0 + TK < kend) {
       CONV_LOAD_A(k0 + TK)

@@ -193,8 +193,9 @@ std::string shape_key(const char* kernel, std::initializer_list<int64_t> v) {
   return s;
 }
 
-Source gemm_source(const Tiles& t, const FusedTail& tail) {
-  return Source("gemm.cl", "-DWPTM=" + std::to_string(t.wptm) + " -DWPTN=" + std::to_string(t.wptn) + (t.vec ? " -DVEC" : ""),
+Source gemm_source(const Tiles& t, const FusedTail& tail, int64_t depth = 16) {
+  return Source("gemm.cl", "-DWPTM=" + std::to_string(t.wptm) + " -DWPTN=" + std::to_string(t.wptn) +
+                               (t.vec ? " -DVEC" : "") + (depth != 16 ? " -DTK=" + std::to_string(depth) : ""),
                 tail.prelude);
 }
 
@@ -257,7 +258,7 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
       launch_splitk_finish(b, Y, total, tail);
       return;
     }
-    launch_gemm_kernel(b, gemm_source(t, tail), "gemm", r, A, B, C, Y, gemm_params(g));
+    launch_gemm_kernel(b, gemm_source(t, tail, v.depth), "gemm", r, A, B, C, Y, gemm_params(g));
     tail.append_args(b);
   };
   // K-groups pay where K is long against the output: at least two of its
@@ -348,7 +349,7 @@ bool lower_conv(NodeBuilder& b, const FusedTail& fused) {
       launch_splitk_finish(b, b.arg_out(0), total, tail);
       return;
     }
-    launch_conv_kernel(b, gemm_source(t, tail), f.taps ? "conv2d_gemm_taps" : "conv2d_gemm", r, b.arg_in(1),
+    launch_conv_kernel(b, gemm_source(t, tail, v.depth), f.taps ? "conv2d_gemm_taps" : "conv2d_gemm", r, b.arg_in(1),
                        bias, conv_params(g, has_bias));
     tail.append_args(b);
   };

@@ -41,6 +41,13 @@ static const KGroups* kgroups_named(const std::string& n) {
   return nullptr;
 }
 
+// Whether two slices of A and B `depth` deep (gemm.cl GEMM_LOCALS) fit the
+// 48 KB of local memory every OpenCL GPU here gives a work-group.
+bool depth_fits(const Tiles& t, int64_t depth) {
+  const int64_t pad = t.vec ? 4 : 1;
+  return depth * (t.tm() + pad + t.tn() + pad) * 4 + 32 <= 48 * 1024;
+}
+
 // KernelChoice::conv parsed; throws Error on an unknown name.
 Forced parse_conv_variant(const std::string& variant) {
   Forced f;
@@ -84,7 +91,17 @@ Forced parse_conv_variant(const std::string& variant) {
     f.kgroups = kg->groups;
   } else if (!variant.empty() && tiles != "gpu") {
     f.taps = tiles.rfind("taps:", 0) == 0;
-    f.tiles = &tiles_named(tiles.c_str() + (f.taps ? 5 : 0));
+    std::string name = tiles.substr(f.taps ? 5 : 0);
+    if (const size_t d = name.rfind('d'); d != std::string::npos) {  // "TILESdN"
+      const std::string depth = name.substr(d + 1);
+      if (depth != "32" && depth != "64") throw Error("no slice depth d" + depth + " (d32 or d64)");
+      if (f.splits != 0) throw Error("the deep slices of " + tiles + " have no split-K form");
+      name.resize(d);
+      f.depth = std::stoll(depth);
+    }
+    f.tiles = &tiles_named(name.c_str());
+    if (!depth_fits(*f.tiles, f.depth))
+      throw Error(tiles + ": two slices " + std::to_string(f.depth) + " deep need more than 48 KB of local memory");
     if (f.taps && f.splits != 0) throw Error("the taps: baseline has no split-K variant");
   }
   return f;
@@ -323,6 +340,11 @@ Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int6
   if (f.kgroups) {  // where the GEMM does not take it, the 32x32 tiles
     Variant v{f.tiles};
     if (can_kgroups) v.kgroups = f.kgroups;
+    return v;
+  }
+  if (f.depth != 16) {
+    Variant v{f.tiles};
+    v.depth = f.depth;
     return v;
   }
   if (f.tiles || f.splits != 0) {
