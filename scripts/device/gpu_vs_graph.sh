@@ -11,23 +11,25 @@
 #   5. with time left, gpu_profile.sh -U over the models slowest against the graph
 # Each step has its own time limit, so a slow one leaves the rest their time.
 #   scripts/device/gpu_vs_graph.sh [-r ROUNDS] [-n RUNS] [-T TOTAL_SECONDS] [-t "MODELS"] [-e "EXTRA"] [-p "PROFILED"]
-#     -e: the extra models (default: the nine below); -p: the models profiled (default: the zoo's slowest)
+#                                  [-z "ZOO"]
+#     -e: the extra models (default: the nine below); -p: the models profiled (default: the zoo's slowest);
+#     -z: the zoo models of step 2 (default: all 12; "" skips the step)
 # $OUT: zoo_alternate.txt, extra_alternate.txt, tuned_alternate.txt, tuning.json,
 #       profile.md, times.txt, all.tgz
 set -uo pipefail
 ROUNDS=2 RUNS=20 TOTAL=560 TUNE=""
 EXTRA="swin_t vit_b_16 resnext50_32x4d convnext_tiny efficientnet_b3 inception_v3 densenet169 mobilenet_v3_large regnet_y_400mf"
 SLOW="bert_mini shufflenet_v2_x1_0 densenet121 resnet50 vgg16"
-while getopts "r:n:T:t:e:p:h" opt; do
+ZOO="bert_mini densenet121 efficientnet_b0 googlenet mnasnet1_0 mobilenet_v2 resnet18 resnet50 shufflenet_v2_x1_0 squeezenet1_1 unet_small vgg16"
+while getopts "r:n:T:t:e:p:z:h" opt; do
   case $opt in r) ROUNDS=$OPTARG ;; n) RUNS=$OPTARG ;; T) TOTAL=$OPTARG ;; t) TUNE=$OPTARG ;; e) EXTRA=$OPTARG ;;
-    p) SLOW=$OPTARG ;; *) sed -n '2,17p' "$0"; exit 2 ;; esac
+    p) SLOW=$OPTARG ;; z) ZOO=$OPTARG ;; *) sed -n '2,19p' "$0"; exit 2 ;; esac
 done
 cd "$(dirname "$0")/../.."
 FINAL=${OUT:-$PWD/out-gpu}
 W=$(mktemp -d)
 mkdir -p build "$FINAL" "$W/zoo" "$W/extra" "$W/tuned" "$W/profile"
 cp .dev/bin/texplan build/ 2>/dev/null
-ZOO="bert_mini densenet121 efficientnet_b0 googlenet mnasnet1_0 mobilenet_v2 resnet18 resnet50 shufflenet_v2_x1_0 squeezenet1_1 unet_small vgg16"
 t0=$(date +%s)
 left() { echo $((TOTAL - ($(date +%s) - t0))); }
 # Each step's table goes to $OUT as soon as it is done: a call cut short keeps them.
@@ -41,8 +43,9 @@ mark() {
   cp "$W/profile/profile.md" "$FINAL/profile.md" 2>/dev/null
   return 0
 }
-OUT=$W timeout 200 scripts/device/all.sh -s export -m "$ZOO $EXTRA" >"$W/export.txt" 2>&1; mark export
-OUT=$W/zoo timeout $(($(left) * 70 / 100)) scripts/device/gpu_alternate.sh -r "$ROUNDS" -n "$RUNS" "$ZOO" \
+OUT=$W timeout 200 scripts/device/all.sh -s export -m "$(echo $ZOO $EXTRA $TUNE | tr " " "\n" | sort -u | xargs)" >"$W/export.txt" 2>&1
+mark export
+[[ -n $ZOO ]] && OUT=$W/zoo timeout $(($(left) * 70 / 100)) scripts/device/gpu_alternate.sh -r "$ROUNDS" -n "$RUNS" "$ZOO" \
   "--io device --check" eager graph >"$W/zoo/log.txt" 2>&1; mark zoo
 if [[ -n $TUNE ]]; then
   source scripts/device/env.sh >/dev/null 2>&1
@@ -56,7 +59,8 @@ if [[ -n $TUNE ]]; then
   OUT=$W/tuned timeout $(($(left) * 40 / 100)) scripts/device/gpu_alternate.sh -r 1 -n "$RUNS" "$TUNE" \
     "--io device --check" "--io device --check --tuning-cache $W/tuning.json" >"$W/tuned/log.txt" 2>&1; mark tuned
 fi
-OUT=$W/extra timeout $(($(left) * 70 / 100)) scripts/device/gpu_alternate.sh -r "$ROUNDS" -n "$RUNS" "$EXTRA" \
+[[ -n $EXTRA ]] && OUT=$W/extra timeout $(($(left) * 70 / 100)) scripts/device/gpu_alternate.sh -r "$ROUNDS" -n "$RUNS" "$EXTRA" \
   "--io device --check" eager >"$W/extra/log.txt" 2>&1; mark extra
-OUT=$W/profile timeout $(($(left) - 10)) scripts/device/gpu_profile.sh -U -n "$RUNS" $SLOW >/dev/null 2>&1; mark profile
+[[ -n $SLOW ]] && OUT=$W/profile timeout $(($(left) - 10)) scripts/device/gpu_profile.sh -U -n "$RUNS" $SLOW >/dev/null 2>&1
+mark profile
 tar czf "$FINAL/all.tgz" -C "$W" .
