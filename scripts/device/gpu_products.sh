@@ -10,7 +10,7 @@
 # lower/conv_select.cpp's GEMM times come from products.json and conv1x1.json
 # (docs/kernel-choices.md#the-gemm-time-model).
 # -v VARIANTS times only those (a comma list); -o skips the 1x1 convs; -k adds
-# the K sweep: one product shape at K from 16 to 1024 and a single 32x32
+# the K sweep: one product shape at K from 1 to 1024 and a single 32x32
 # tile at K up to 4096 (steps.txt, steps.json), which tells a fixed cost per
 # launch from a cost per 16-deep step of K.
 #   scripts/device/gpu_products.sh [-n REPS] [-x] [-b] [-v VARIANTS] [-o] [-k]
