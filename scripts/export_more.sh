@@ -15,7 +15,7 @@ awk -v more="$here/more_models.py" '/^if __name__ == "__main__":/ { while ((getl
 names=()
 for n in "$@"; do
   if [[ $n == more ]]; then
-    mapfile -t -O "${#names[@]}" names < <(sed -n 's/^    "\([a-z0-9_]*\)": (lambda.*/\1/p' "$here/more_models.py")
+    mapfile -t -O "${#names[@]}" names < <(sed -n 's/^    "\([a-z0-9_]*\)": (.*/\1/p' "$here/more_models.py")
   else names+=("$n"); fi
 done
 ${PYTHON:-/usr/bin/python3} "$tmp/export_models.py" "$out" "${names[@]}"

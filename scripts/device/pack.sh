@@ -11,7 +11,7 @@
 #   .dev/models  every zoo model's .onnx and reference output (small: plan-only use and the
 #                torch bench's correctness check); for the models in -m also the weights
 #                (.onnx.data) and input, so texplan can run them
-#   .dev/tools   export_models.py (torch_bench.py builds the zoo with it)
+#   .dev/tools   export_models.py with scripts/more_models.py in it (torch_bench.py builds the zoo with it)
 #
 # The device tool sends at most 64 MiB (working tree + carried paths): the script sums
 # both and fails if over, so split the models over several runs (see README.md).
@@ -89,7 +89,12 @@ for name in $MODELS; do
   cp "$src/$name.onnx.data" "$DEV/models/$name/"
   cp "$src/test_data_set_0/input_0.pb" "$DEV/models/$name/test_data_set_0/"
 done
-cp "$SHARED/../tools/export_models.py" "$DEV/tools/"
+# With scripts/more_models.py inserted before its main block: the models
+# beyond the zoo (add_more_models.sh makes their folders) and the zoo's
+# GoogLeNet with weights whose output depends on its input.
+awk -v more="$ROOT/scripts/more_models.py" \
+  '/^if __name__ == "__main__":/ { while ((getline l < more) > 0) print l; print "" } { print }' \
+  "$SHARED/../tools/export_models.py" >"$DEV/tools/export_models.py"
 cp "$SHARED/README.md" "$DEV/models/" 2>/dev/null || true
 
 # --- what travels: the working tree (tracked + untracked, not ignored) plus .dev ---
