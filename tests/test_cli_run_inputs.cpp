@@ -154,6 +154,22 @@ TEST(CliCheck, AZeroOrConstantReferenceIsNoPassUnlessAllowed) {
   r = run_cli("run " + model_with_reference(dir, "real_head", 1, 0) + " --check");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(r.out.find("check       reference"), std::string::npos) << r.out;
+
+  // Neither zero nor constant, but the input moves it by 1e-6 of itself:
+  // the shift alone, as GoogLeNet's output was its classifier's bias.
+  const std::string bias_only = model_with_reference(dir, "bias_only", 1e-6f, 3);
+  r = run_cli("run " + bias_only + " --check --json " + (dir / "bias_only.json").string());
+  EXPECT_EQ(r.code, 5) << r.out;
+  EXPECT_NE(r.out.find("check       reference output_0.pb ('logits') is the same for another input (a second, random "
+                       "input moves it by "),
+            std::string::npos)
+      << r.out;
+  std::ifstream report(dir / "bias_only.json");
+  EXPECT_EQ(json::parse(report)["trivial_reference"].size(), 1u);
+  r = run_cli("run " + bias_only + " --check --device cpu");  // the reference executor probes too
+  EXPECT_EQ(r.code, 5) << r.out;
+  r = run_cli("run " + bias_only + " --check --allow-trivial-reference");
+  EXPECT_EQ(r.code, 0) << r.out;
 }
 
 TEST(CliRun, NamesTheNodesThatFallBackToTheCpu) {
