@@ -681,6 +681,24 @@ TEST(FusedKernels, DeepSlicesOfK) {
   EXPECT_THROW(lower::check_conv_variant("128x128vd64"), Error);  // 67 KB of local memory
 }
 
+// Tiles under 32 on a side (forced only: "16x16", "16x32", "32x16"): the
+// products, split-K, a 1x1 and a 3x3 convolution.
+TEST(FusedKernels, NarrowTiles) {
+  for (const std::string& variant : {"16x16", "16x32", "32x16"}) {
+    SCOPED_TRACE(variant);
+    const lower::KernelChoice gpu = gpu_kernels(variant);
+    FusedCase mm{"FusedMatMul", {random_tensor({33, 300}), random_tensor({66, 300}, -1, 1, 2), random_tensor({33, 66}, -1, 1, 3)},
+                 {{"program", Attribute::of_strings(kResidualRelu)}, {"transB", Attribute::of_int(1)}}, 2};
+    expect_kernels(gpu, mm, {"gemm"});
+    FusedCase split{"FusedMatMul", {random_tensor({37, 100}), random_tensor({100, 21}, -1, 1, 2), random_tensor({21}, -1, 1, 3)},
+                    {{"program", Attribute::of_strings({"Add x0 x1", "Relu t0"})}}};
+    expect_kernels(gpu_kernels(variant + "/s3"), split, kSplitGemmPasses);
+    expect_kernels(gpu, fused_conv({1, 130, 9, 7}, {67, 130, 1, 1}, {}, true, kResidualRelu, 1), {"gemm"});
+    expect_kernels(gpu, fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, {}, 0),
+                   {"conv2d_gemm"});
+  }
+}
+
 // `texplan tune` for the GPU kernels: a searching scope times every tile
 // variant once and stores the winner; a later scope reads it back.
 TEST(FusedKernels, TilesComeFromTheTuningCache) {

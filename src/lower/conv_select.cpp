@@ -18,8 +18,16 @@ static const Tiles kTiles[] = {{"32x32", 2, 2, false, 1.0},     {"64x64", 4, 4, 
                                {"128x64v", 8, 4, true, 3.2},    {"128x128", 8, 8, false, 3.0},
                                {"128x128v", 8, 8, true, 4.0}};
 
+// Tiles under 32 on a side, for measurements only (forced by name, never a
+// candidate): a work-item's 1x1 to 1x2 block, two to four times the
+// work-groups of 32x32 where a grid leaves compute units idle
+// (docs/kernel-choices.md#the-depth-of-a-slice).
+static const Tiles kNarrowTiles[] = {{"16x16", 1, 1, false, 0.25}, {"16x32", 1, 2, false, 0.5}, {"32x16", 2, 1, false, 0.5}};
+
 const Tiles& tiles_named(const char* n) {
   for (const Tiles& t : kTiles)
+    if (std::string(n) == t.name) return t;
+  for (const Tiles& t : kNarrowTiles)
     if (std::string(n) == t.name) return t;
   throw Error(std::string("no tile variant ") + n);
 }
