@@ -648,7 +648,7 @@ TEST(FusedKernels, MatMulKGroups) {
 // residual, Gemm's transposed A, a 1x1 and a 3x3 convolution (conv2d_gemm
 // and its taps baseline), the stride and grouping of a strided conv.
 TEST(FusedKernels, DeepSlicesOfK) {
-  for (const std::string& variant : {"32x32d64", "64x64vd32", "128x64vd32"}) {
+  for (const std::string variant : {"32x32d64", "64x64vd32", "128x64vd32"}) {
     SCOPED_TRACE(variant);
     const lower::KernelChoice gpu = gpu_kernels(variant);
     auto mm = [&](HostTensor a, HostTensor b, std::vector<HostTensor> extra, bool trans_b, int over) {
@@ -684,7 +684,7 @@ TEST(FusedKernels, DeepSlicesOfK) {
 // Tiles under 32 on a side (forced only: "16x16", "16x32", "32x16"): the
 // products, split-K, a 1x1 and a 3x3 convolution.
 TEST(FusedKernels, NarrowTiles) {
-  for (const std::string& variant : {"16x16", "16x32", "32x16"}) {
+  for (const std::string variant : {"16x16", "16x32", "32x16"}) {
     SCOPED_TRACE(variant);
     const lower::KernelChoice gpu = gpu_kernels(variant);
     FusedCase mm{"FusedMatMul", {random_tensor({33, 300}), random_tensor({66, 300}, -1, 1, 2), random_tensor({33, 66}, -1, 1, 3)},
