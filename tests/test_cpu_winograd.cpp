@@ -92,7 +92,7 @@ TEST(CpuWinograd, WideRowsAndFusedEpilogues) {
   const Case scalar{"FusedConv",
                     {{1, 8, 15, 21}, {16, 8, 3, 3}, {16}},
                     {{"pads", Attribute::of_ints({1, 1, 1, 1})}, {"program", Attribute::of_strings({"Sign x0"})}}};
-  for (const std::string& v : {"f2 8x16 w16 c4", "f4 8x16 w16 c4", "f4 4x8 w64 c32", "direct"}) {
+  for (const std::string v : {"f2 8x16 w16 c4", "f4 8x16 w16 c4", "f4 4x8 w64 c32", "direct"}) {
     expect_matches(residual, v);
     expect_matches(scalar, v);
   }
