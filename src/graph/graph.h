@@ -22,6 +22,7 @@ struct Error : std::runtime_error {
 enum class DataType : uint8_t { Float32, Float16, Float64, Int8, UInt8, Int32, Int64, Bool };
 size_t element_size(DataType t);
 const char* to_string(DataType t);
+inline bool is_float(DataType t) { return t == DataType::Float32 || t == DataType::Float16 || t == DataType::Float64; }
 
 using Shape = std::vector<int64_t>;
 // Number of elements; throws Error if a dim is negative or the product overflows.

@@ -442,10 +442,6 @@ Outputs Clip(const OpContext& c) {
 
 // ---- Cast ---------------------------------------------------------------------
 
-bool is_float_type(DataType t) {
-  return t == DataType::Float32 || t == DataType::Float64 || t == DataType::Float16;
-}
-
 template <class D> D from_double(double v) {
   if constexpr (std::is_floating_point_v<D>) {
     return D(v);
@@ -460,7 +456,7 @@ HostTensor cast_to(const OpContext& c, const HostTensor& x, DataType to) {
   if (x.dtype == to) return x;
   HostTensor y(to, x.shape);
   const int64_t n = x.count();
-  if (is_float_type(x.dtype)) {
+  if (is_float(x.dtype)) {
     std::vector<double> v(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i)
       v[i] = x.dtype == DataType::Float16 ? double(half_to_float(x.data<uint16_t>()[i]))

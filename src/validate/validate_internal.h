@@ -23,7 +23,6 @@ struct NodeError : Error {
   using Error::Error;
 };
 
-inline bool is_float(DataType t) { return t == DataType::Float32 || t == DataType::Float16 || t == DataType::Float64; }
 inline bool is_int(DataType t) {
   return t == DataType::Int64 || t == DataType::Int32 || t == DataType::Int8 || t == DataType::UInt8;
 }
