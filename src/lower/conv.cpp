@@ -193,9 +193,9 @@ std::string shape_key(const char* kernel, std::initializer_list<int64_t> v) {
   return s;
 }
 
-Source gemm_source(const Tiles& t, const FusedTail& tail, int64_t depth = 16) {
+Source gemm_source(const Tiles& t, const FusedTail& tail, int64_t depth = kTK) {
   return Source("gemm.cl", "-DWPTM=" + std::to_string(t.wptm) + " -DWPTN=" + std::to_string(t.wptn) +
-                               (t.vec ? " -DVEC" : "") + (depth != 16 ? " -DTK=" + std::to_string(depth) : ""),
+                               (t.vec ? " -DVEC" : "") + (depth != kTK ? " -DTK=" + std::to_string(depth) : ""),
                 tail.prelude);
 }
 

@@ -49,11 +49,12 @@ static const KGroups* kgroups_named(const std::string& n) {
   return nullptr;
 }
 
-// Whether two slices of A and B `depth` deep (gemm.cl GEMM_LOCALS) fit the
-// 48 KB of local memory every OpenCL GPU here gives a work-group.
+// Whether two slices of A and B `depth` deep (gemm.cl GEMM_LOCALS: rows of
+// the tile plus PAD, and one float4 more each) fit the 48 KB of local memory
+// every OpenCL GPU here gives a work-group.
 bool depth_fits(const Tiles& t, int64_t depth) {
   const int64_t pad = t.vec ? 4 : 1;
-  return depth * (t.tm() + pad + t.tn() + pad) * 4 + 32 <= 48 * 1024;
+  return depth * (t.tm() + pad + t.tn() + pad) * 4 + 2 * 16 <= 48 * 1024;
 }
 
 // KernelChoice::conv parsed; throws Error on an unknown name.
@@ -150,7 +151,6 @@ const Tiles& choose_tiles(const NodeBuilder& b, int64_t M, int64_t N, int64_t ba
 // applied after, in place: three launches instead of one (two without an
 // epilogue). For grids too small to fill the compute units
 // (docs/kernel-choices.md#split-k-and-its-cost).
-constexpr int64_t kTK = 16;              // gemm.cl's TK
 constexpr int64_t kMinSliceK = 4 * kTK;  // shallower slices spend more on the pipeline's fill and the adds
 
 // About `want` slices of K, rounded to whole TK; the variant has as many as
@@ -350,7 +350,7 @@ Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int6
     if (can_kgroups) v.kgroups = f.kgroups;
     return v;
   }
-  if (f.depth != 16) {
+  if (f.depth != kTK) {
     Variant v{f.tiles};
     v.depth = f.depth;
     return v;

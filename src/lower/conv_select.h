@@ -34,6 +34,8 @@ struct Tiles {
   int64_t tm() const { return 16 * wptm; }
   int64_t tn() const { return 16 * wptn; }
 };
+constexpr int64_t kTK = 16;  // gemm.cl's TK, the depth of a slice of K unless a variant names another
+
 // The tiles named `n` ("64x64v"); throws Error for another name.
 const Tiles& tiles_named(const char* n);
 // Whether tiles `t` can take slices of K `depth` deep in local memory.
@@ -52,7 +54,7 @@ struct Forced {
   bool winograd_ck8 = false;
   bool winograd_pairs = true;    // ":nopairs": no WG_PAIRS (a measurement)
   int64_t kgroups = 0;           // "32x32k4", "64x64k2"...: gemm_kgroups where the GEMM takes it
-  int64_t depth = 16;            // "32x32d64": slices of K 64 deep (unsplit tiles only)
+  int64_t depth = kTK;           // "32x32d64": slices of K 64 deep (unsplit tiles only)
 };
 // KernelChoice::conv parsed; throws Error on an unknown name.
 Forced parse_conv_variant(const std::string& variant);
@@ -73,10 +75,10 @@ struct Variant {
   // a tile (32x32 or 64x64), each walking its own slices of K; 0: the tiles' kernel.
   int64_t kgroups = 0;
   // The tiles' slices of K (gemm.cl TK): 16, or 32 and 64 unsplit ("d64").
-  int64_t depth = 16;
+  int64_t depth = kTK;
   std::string base() const {
     return tiles ? std::string(tiles->name) + (kgroups ? "k" + std::to_string(kgroups) : "") +
-                       (depth != 16 ? "d" + std::to_string(depth) : "")
+                       (depth != kTK ? "d" + std::to_string(depth) : "")
                  : wg_tiles == 16 ? "winograd:t16:db" : "winograd";
   }
   std::string name() const { return splits > 1 ? base() + "/s" + std::to_string(splits) : base(); }
