@@ -101,6 +101,12 @@ int onnx_tests_command(const OnnxTestArgs& a);
 
 // Relative error ||out - ref|| / ||ref|| over all elements (float view).
 double relative_error(const HostTensor& out, const HostTensor& ref);
+// Why a reference output cannot tell a right run from a wrong one (all
+// zeros, or every element equal), or "".
+std::string trivial_reference(const HostTensor& ref);
+// Why output `out` cannot, although neither zero nor constant: `probe`, its
+// value for a second, random input, lies within `tolerance` of it; or "".
+std::string insensitive_output(const HostTensor& out, const HostTensor& probe, double tolerance);
 
 // The median of v (the upper middle value of an even count; 0 when empty).
 double median(std::vector<double> v);

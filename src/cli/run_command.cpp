@@ -41,19 +41,6 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-double relative_error(const HostTensor& out, const HostTensor& ref) {
-  std::vector<float> a = out.as_float(), b = ref.as_float();
-  if (a.size() != b.size()) return INFINITY;
-  double num = 0, den = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    double d = double(a[i]) - double(b[i]);
-    num += d * d;
-    den += double(b[i]) * double(b[i]);
-  }
-  if (std::isnan(num)) return INFINITY;
-  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-}
-
 void add_run_options(CLI::App& app, RunArgs& a) {
   app.add_option("model", a.model, "model .onnx file or model folder")->required();
   app.add_option("--device", a.device, "pocl, gpu, opencl:N, or cpu (the reference executor)")
@@ -156,36 +143,7 @@ std::vector<std::string> test_files(const std::string& model_file, const std::st
   return files;
 }
 
-// Why a reference output cannot tell a right run from a wrong one (all
-// zeros, or every element equal: a zero classifier head), or "" when it
-// can. A single nonzero value is a fair reference.
-std::string trivial_reference(const HostTensor& ref) {
-  const std::vector<float> v = ref.as_float();
-  if (v.empty() || !std::all_of(v.begin(), v.end(), [&](float x) { return x == v[0]; })) return "";
-  if (v[0] == 0) return "all zeros";
-  if (v.size() == 1) return "";
-  std::ostringstream o;
-  o << "constant (every element " << v[0] << ")";
-  return o.str();
-}
-
 constexpr uint32_t kProbeSeed = 7;  // the second input's: any seed but --random-input's default
-
-// Why a floating-point output cannot tell a right run from a wrong one
-// although it is neither zero nor constant, or "": `probe`, the output for a
-// second, random input, is within `tolerance` of `out`. The output then
-// hardly depends on what the network computes (GoogLeNet with torchvision's
-// initialisation: its classifier's bias to 1e-12 whatever the input).
-std::string insensitive_output(const HostTensor& out, const HostTensor& probe, double tolerance) {
-  const bool floating = out.dtype == DataType::Float32 || out.dtype == DataType::Float16 || out.dtype == DataType::Float64;
-  if (!floating || out.count() < 2 || probe.dtype != out.dtype) return "";
-  const double moved = relative_error(probe, out);
-  if (!(moved <= tolerance)) return "";
-  std::ostringstream o;
-  o << "the same for another input (a second, random input moves it by " << std::scientific << std::setprecision(2)
-    << moved << " relative, within the tolerance)";
-  return o.str();
-}
 
 struct Timing {
   double min_ms = 0, median_ms = 0;
