@@ -628,6 +628,96 @@ TEST(Optimize, ChannelScalesMoveIntoPointwiseConvs) {
   expect_all(run_all(g, dev, 1, {.conv = "gpu"}));  // texplan's GPU kernels on the CPU device: they refuse the scale
 }
 
+// A BatchNormalization + Relu read only by a 1x1 convolution (DenseNet's
+// bottleneck) becomes the conv's channel program on GPUs: the conv reads the
+// unactivated tensor and the GEMM applies x * s + b and Relu as it loads it.
+// Not for a strided or 3x3 conv, an activation read twice, or an operand
+// that is not one value per channel. The same outputs on the CPU executor
+// and on texplan's GPU kernels (tiles, split-K, k-groups) on the CPU device.
+TEST(Optimize, PerChannelProgramsGoIntoOneByOneConvs) {
+  std::mt19937 rng(23);
+  int x = 0;
+  const int C = 160;  // K past two 64-deep steps: k-groups take it
+  Graph g = graph_with_input("preactivation", {1, C, 5, 6}, x);
+  const Shape xs = {1, C, 5, 6};
+  const int a = tensor(g, "a", xs), bn = tensor(g, "bn", xs), r = tensor(g, "r", xs), y1 = tensor(g, "y1", {1, 12, 5, 6}),
+            y1r = tensor(g, "y1r", {1, 12, 5, 6});
+  node(g, "Sigmoid", {x}, {a});
+  const int var = weight(g, "var", {C}, rng);
+  float* variance = g.tensors[var].value.data<float>();
+  for (int c = 0; c < C; ++c) variance[c] = std::abs(variance[c]) + 0.1f;
+  node(g, "BatchNormalization",
+       {a, weight(g, "gamma", {C}, rng), weight(g, "beta", {C}, rng), weight(g, "mean", {C}, rng), var}, {bn});
+  node(g, "Relu", {bn}, {r});
+  node(g, "Conv", {r, weight(g, "w1", {12, C, 1, 1}, rng), weight(g, "b1", {12}, rng)}, {y1});
+  node(g, "Relu", {y1}, {y1r});
+  // Strided, 3x3, read twice, an operand of X's shape: these stay apart.
+  const int m2 = tensor(g, "m2", xs), y2 = tensor(g, "y2", {1, 5, 3, 3});
+  node(g, "Mul", {a, weight(g, "s2", {1, C, 1, 1}, rng)}, {m2});
+  node(g, "Conv", {m2, weight(g, "w2", {5, C, 1, 1}, rng)}, {y2}, {{"strides", Attribute::of_ints({2, 2})}});
+  const int m3 = tensor(g, "m3", xs), y3 = tensor(g, "y3", {1, 3, 5, 6});
+  node(g, "Mul", {a, weight(g, "s3", {C, 1, 1}, rng)}, {m3});
+  node(g, "Conv", {m3, weight(g, "w3", {3, C, 3, 3}, rng)}, {y3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}});
+  const int m4 = tensor(g, "m4", xs), y4 = tensor(g, "y4", {1, 4, 5, 6}), y5 = tensor(g, "y5", xs);
+  node(g, "Add", {a, weight(g, "s4", {C, 1, 1}, rng)}, {m4});
+  node(g, "Conv", {m4, weight(g, "w4", {4, C, 1, 1}, rng)}, {y4});
+  node(g, "Neg", {m4}, {y5});
+  const int m6 = tensor(g, "m6", xs), y6 = tensor(g, "y6", {1, 4, 5, 6});
+  node(g, "Mul", {a, x}, {m6});
+  node(g, "Conv", {m6, weight(g, "w6", {4, C, 1, 1}, rng)}, {y6});
+  // Squeeze-and-excitation's scale, computed in the run, the scale first.
+  const int p7 = tensor(g, "p7", {1, C, 1, 1}), s7 = tensor(g, "s7", {1, C, 1, 1}), m7 = tensor(g, "m7", xs),
+            y7 = tensor(g, "y7", {1, 6, 5, 6});
+  node(g, "GlobalAveragePool", {a}, {p7});
+  node(g, "Sigmoid", {p7}, {s7});
+  node(g, "Mul", {s7, a}, {m7});
+  node(g, "Conv", {m7, weight(g, "w7", {6, C, 1, 1}, rng)}, {y7});
+  for (int y : {y1r, y2, y3, y4, y5, y6, y7}) g.tensors[y].is_output = true;
+  g.outputs = {y1r, y2, y3, y4, y5, y6, y7};
+  g.topological_sort();
+  const HostTensor input = random_tensor(xs, rng, -2, 2);
+  auto run_all = [&](const Graph& gr, const std::shared_ptr<runtime::Device>& dev, const lower::KernelChoice& k = {}) {
+    return run_graph(
+        gr, input, dev, [&](const runtime::Session& session) { EXPECT_TRUE(session.fallback_nodes().empty()); }, k);
+  };
+  const std::vector<HostTensor> want = run_all(g, nullptr);
+  Graph on_cpu = g;
+  ASSERT_FALSE(lower::kernel_catalog().fused_for("cpu").channel_program_conv);
+  EXPECT_EQ(optimize(on_cpu, {.device_forms = lower::kernel_catalog().fused_for("cpu")}).fused_channel_programs, 0);
+  ASSERT_TRUE(lower::kernel_catalog().fused_for("gpu").channel_program_conv);
+  const OptimizeReport rep = optimize(g, {.device_forms = lower::kernel_catalog().fused_for("gpu")});
+  EXPECT_EQ(rep.fused_channel_programs, 2);
+  int programs = 0;
+  for (const auto& n : g.nodes) {
+    const auto cp = channel_program(n);
+    if (!cp) continue;
+    ++programs;
+    if (g.tensors[n.outputs[0]].name == "y7") {
+      EXPECT_EQ(g.tensors[n.inputs[0]].name, "a") << "reads the unscaled tensor";
+      EXPECT_EQ(cp->operands, 1);
+      continue;
+    }
+    EXPECT_EQ(g.tensors[n.inputs[0]].name, "a") << "reads the tensor before BatchNormalization";
+    EXPECT_EQ(g.tensors[n.outputs[0]].name, "y1r") << "the Relu after the conv stays its epilogue";
+    EXPECT_EQ(cp->operands, 2) << "the scale and the shift";
+    ASSERT_FALSE(cp->program.empty());
+    EXPECT_EQ(cp->program.back().rfind("Relu", 0), 0u);
+    EXPECT_EQ(operand_inputs_end(n), n.inputs.size() - 2);
+  }
+  EXPECT_EQ(programs, 2);
+  auto expect_all = [&](const std::vector<HostTensor>& got) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) expect_close(got[i], want[i]);
+  };
+  expect_all(run_all(g, nullptr));
+  auto dev = runtime::open_device("pocl");
+  expect_all(run_all(g, dev));
+  for (const char* variant : {"32x32", "64x64/s3", "32x32k4"}) {
+    SCOPED_TRACE(variant);
+    expect_all(run_all(g, dev, {.conv = variant}));
+  }
+}
+
 // Squeeze-and-excitation's two fully connected layers (1x1 convs of the
 // pooled vector, SiLU between, Sigmoid after) become one FusedMlp whose
 // kernel keeps the hidden vector in local memory; not where the hidden
@@ -852,6 +942,85 @@ TEST(Optimize, ContiguousSlicesBecomeViews) {
   expect_close(session.run({input}).at(0), want);
   EXPECT_TRUE(session.guard_violations().empty());
   EXPECT_EQ(session.kernel_launches(), 4) << "Sigmoid, the Slice into the Concat, Conv, Tanh";
+}
+
+// ShuffleNet's blocks: the half a block passes through is a Slice of the
+// previous block's channel shuffle into an elided Concat. Its input's storage
+// moves into the Concat's output, so the Slice is a view and runs nothing,
+// where the other half was read for the last time before the branch's last
+// conv writes over it; where something reads it later (`late_reader`), the
+// Slice stays a copy. Outputs as the CPU executor's, guard clean.
+TEST(Optimize, SlicesThatAConcatPassesThroughBecomeViewsWhereLifetimesAllow) {
+  for (const bool late_reader : {false, true}) {
+    SCOPED_TRACE(late_reader ? "the shuffled half read again at the end" : "ShuffleNet's blocks");
+    std::mt19937 rng(24);
+    int x = 0;
+    const Shape full = {1, 8, 3, 5}, half = {1, 4, 3, 5};
+    Graph g = graph_with_input("shuffle", full, x);
+    // One block: lo and hi of `in`, hi through a 1x1 and a 3x3 conv, then Concat(lo, b).
+    auto block = [&](int in, const std::string& p) {
+      const int hi = tensor(g, p + "hi", half), lo = tensor(g, p + "lo", half), c = tensor(g, p + "c", half),
+                b = tensor(g, p + "b", half), cat = tensor(g, p + "cat", full);
+      node(g, "Slice", {in, ints(g, p + "hs", {4}), ints(g, p + "he", {8}), ints(g, p + "ha", {1})}, {hi});
+      node(g, "Slice", {in, ints(g, p + "ls", {0}), ints(g, p + "le", {4}), ints(g, p + "la", {1})}, {lo});
+      node(g, "Conv", {hi, weight(g, p + "w1", {4, 4, 1, 1}, rng)}, {c});
+      node(g, "Conv", {c, weight(g, p + "w2", {4, 4, 3, 3}, rng)}, {b}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}});
+      node(g, "Concat", {lo, b}, {cat}, {{"axis", Attribute::of_int(1)}});
+      return cat;
+    };
+    const int s = tensor(g, "s", full);
+    node(g, "Sigmoid", {x}, {s});
+    const int cat = block(s, "a_");
+    const int r5 = tensor(g, "r5", {1, 2, 4, 3, 5}), t5 = tensor(g, "t5", {1, 4, 2, 3, 5}),
+              shuffled = tensor(g, "shuffled", full);
+    node(g, "Reshape", {cat, ints(g, "to5", {1, 2, 4, 3, 5})}, {r5});
+    node(g, "Transpose", {r5}, {t5}, {{"perm", Attribute::of_ints({0, 2, 1, 3, 4})}});
+    node(g, "Reshape", {t5, ints(g, "to4", {1, 8, 3, 5})}, {shuffled});
+    const int cat2 = block(shuffled, "b_");
+    const int y = tensor(g, "y", full);
+    node(g, "Tanh", {cat2}, {y});
+    g.tensors[y].is_output = true;
+    g.outputs = {y};
+    if (late_reader) {
+      const int z = tensor(g, "z", half);
+      node(g, "Add", {g.find("b_hi"), g.find("b_b")}, {z});
+      g.tensors[z].is_output = true;
+      g.outputs.push_back(z);
+    }
+    g.topological_sort();
+    const HostTensor input = random_tensor(full, rng, -2, 2);
+    const std::vector<HostTensor> want = runtime::CpuExecutor(g, make_usage_records(g),
+                                                              plan::plan_memory(make_usage_records(g).records,
+                                                                                plan::DeviceProfile::load("pocl"), "best"))
+                                             .run({input});
+    // The Concats elided whether or not that lowers this small graph's bound.
+    OptimizeOptions no_views;
+    no_views.concat_slice_views = false;
+    optimize(g, no_views);
+    for (Node& n : g.nodes)
+      if (n.op_type == "Concat") n.decisions.elided = true;
+    const int64_t bound = graph_lower_bound(g);
+    EXPECT_EQ(slices_into_concats_to_views(g), late_reader ? 1 : 2);
+    EXPECT_LE(graph_lower_bound(g), bound);
+    const StorageSharing sh = storage_sharing(g);
+    EXPECT_EQ(sh.root[g.find("s")], sh.root[g.find("a_cat")]) << "the Sigmoid writes into the first Concat";
+    EXPECT_EQ(sh.root[g.find("shuffled")] == sh.root[g.find("b_cat")], !late_reader);
+    for (const Node& n : g.nodes)
+      if (n.op_type == "Concat") EXPECT_TRUE(n.decisions.elided) << n.name;
+    PlanInput pin = make_usage_records(g);
+    auto dev = runtime::open_device("pocl");
+    plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
+    runtime::SessionOptions o;
+    o.guard = true;
+    runtime::Session session(g, pin, plan, dev, o);
+    const std::vector<HostTensor> got = session.run({input});
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) expect_close(got[i], want[i]);
+    EXPECT_TRUE(session.guard_violations().empty());
+    // Sigmoid, two convs a block, the shuffle's Transpose, Tanh (and the Add,
+    // and the second block's Slice copy, where a late reader keeps it).
+    EXPECT_EQ(session.kernel_launches(), late_reader ? 9 : 7);
+  }
 }
 
 // Slices that are not one contiguous run stay kernels: a full axis reversed

@@ -14,6 +14,11 @@ void add_optimize_options(CLI::App& app, OptimizeOptions& o) {
                         "keep MaxPool apart from the convolution before it");
   app.add_flag_callback("--no-mlp-fusion", [&o] { o.mlp_fusion = false; },
                         "keep two fully connected 1x1 convolutions in a row apart");
+  app.add_flag_callback("--no-channel-program-fusion", [&o] { o.channel_program_fusion = false; },
+                        "keep a per-channel elementwise node (BatchNormalization + Relu) apart from the 1x1 "
+                        "convolution after it");
+  app.add_flag_callback("--no-concat-slice-views", [&o] { o.concat_slice_views = false; },
+                        "a Slice that an elided Concat passes through copies into the Concat's output");
   app.add_flag_callback("--no-strided-operands", [&o] { o.strided_operands = false; },
                         "products read operands that Slices, Gathers and Transposes cut and move as copies");
   app.add_flag_callback("--no-attention-fusion", [&o] { o.attention_fusion = false; },

@@ -246,6 +246,17 @@ std::vector<std::vector<int>> Graph::consumers() const {
 bool channel_scaled(const Node& n) { return n.op_type == "FusedConv" && n.decisions.channel_scaled; }
 void set_channel_scaled(Node& n) { n.decisions.channel_scaled = true; }
 
+std::optional<ChannelProgram> channel_program(const Node& n) {
+  if (n.op_type != "FusedConv") return std::nullopt;
+  return n.decisions.channel_program;
+}
+
+size_t operand_inputs_end(const Node& n) {
+  size_t trailing = channel_scaled(n) ? 1 : 0;
+  if (const auto p = channel_program(n)) trailing += size_t(p->operands);
+  return n.inputs.size() - std::min(trailing, n.inputs.size());
+}
+
 std::optional<AttentionForm> attention_form(const Node& n) {
   if (n.op_type != "FusedAttention") return std::nullopt;
   return n.decisions.attention;

@@ -111,6 +111,17 @@ struct AttentionForm {
   bool masked_rows_zero = false;
 };
 
+// An elementwise program that a FusedConv applies to X before the product:
+// conv(P(X, V1, ..., Vk), W) with operand x0 = X's element and x<j> = Vj at
+// its input channel. V1..Vk (one value per input channel, [C], [C, 1, 1] or
+// [1, C, 1, 1], shared by every image) are the node's last k inputs,
+// after its epilogue's (docs/fused-ops.md#channel-program-decisionschannel_program): DenseNet's
+// BatchNormalization + Relu before each 1x1 conv, its copy never stored.
+struct ChannelProgram {
+  std::vector<std::string> program;  // graph/epilogue.h's form
+  int operands = 0;                  // k
+};
+
 // What the optimizer decided about a node, for the stages after it. Only
 // code sets these, never a model file: an attribute of a similar name in a
 // model is an ordinary attribute (and import's schema check refuses it).
@@ -138,6 +149,11 @@ struct NodeDecisions {
   std::map<int, OperandView> operand_views;
   // A FusedAttention's scale and K layout (attention_form()).
   std::optional<AttentionForm> attention;
+  // A FusedConv's program over X's channels (channel_program()). Set by
+  // optimize's channel_programs_into_convs; read by the reference, the GPU
+  // GEMM lowering, half_range, and the passes that refuse it (patching,
+  // textures, offload).
+  std::optional<ChannelProgram> channel_program;
 };
 
 struct Node {
@@ -202,6 +218,13 @@ void clear_operand_view(Node& n, int input);
 // channel_scales_into_convs; docs/fused-ops.md).
 bool channel_scaled(const Node& n);
 void set_channel_scaled(Node& n);
+
+// A FusedConv's channel program (NodeDecisions::channel_program); none on
+// any other node.
+std::optional<ChannelProgram> channel_program(const Node& n);
+// Inputs of n that are operands of its own kernel, before any channel
+// scale or channel program operands at the end.
+size_t operand_inputs_end(const Node& n);
 
 // A FusedAttention's form; none on any other node (or a malformed one).
 std::optional<AttentionForm> attention_form(const Node& n);

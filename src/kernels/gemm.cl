@@ -17,6 +17,14 @@
 #define EPI(v, i) (v)
 #define EPI_PARAMS
 #endif
+// A 1x1 conv's channel program (lower/epilogue_cl.h channel_program_cl):
+// XPRO(v, c) is element v of X's input channel c through it; gemm and
+// gemm_kgroups apply it to B (that X) as they store a slice in local
+// memory, its operands passed last (XPRO_PARAMS).
+#ifndef XPRO
+#define XPRO(v, c) (v)
+#define XPRO_PARAMS
+#endif
 #ifndef WPT
 #define WPT 4
 #endif
@@ -131,8 +139,12 @@
   }
 #endif
 
-// LOAD_A(gm, gk) and LOAD_B(gk, gn) read one element (in range).
-#define GEMM_MAIN_LOOP(LOAD_A, LOAD_B, a_kfast, b_nfast)                          \
+// LOAD_A(gm, gk) and LOAD_B(gk, gn) read one element (in range);
+// STORE_B(v, gk) is what B's element v of row gk puts in local memory (after
+// the loads of the next slice have been issued: a function of v at load time
+// would wait for them there).
+#define GEMM_AS_LOADED(v, gk) (v)
+#define GEMM_MAIN_LOOP(LOAD_A, LOAD_B, a_kfast, b_nfast, STORE_B)                 \
   {                                                                               \
     float ra[LOADS_A], rb[LOADS_B];                                               \
     for (int r = 0; r < LOADS_A; ++r) {                                           \
@@ -150,7 +162,7 @@
       }                                                                           \
       for (int r = 0; r < LOADS_B; ++r) {                                         \
         GEMM_B_COORD(r, kb, nb, b_nfast)                                          \
-        BS(kb, nb) = rb[r];                                                       \
+        BS(kb, nb) = STORE_B(rb[r], k0 + kb);                                     \
       }                                                                           \
       barrier(CLK_LOCAL_MEM_FENCE);                                               \
       const int k1 = k0 + TK;                                                     \
@@ -175,7 +187,7 @@
 // MxN per batch. has_c = 0 ignores C.
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void gemm(__global const real_t* A, __global const real_t* B, __global const real_t* C, __global real_t* Y,
-          GemmParams gp EPI_PARAMS YWIN_PARAMS XWIN_PARAMS) {
+          GemmParams gp EPI_PARAMS YWIN_PARAMS XWIN_PARAMS XPRO_PARAMS) {
   GEMM_PARAMS(gp)
   GEMM_LOCALS
 #ifdef SPLITK
@@ -183,15 +195,17 @@ void gemm(__global const real_t* A, __global const real_t* B, __global const rea
   K = min(K - kbeg, kslice);
   A += kbeg * a_sk;
   B += kbeg * b_sk;
+  const int xk0 = kbeg;  // B's row 0: channel kbeg for XPRO
 #else
-  const int z = get_group_id(2);
+  const int z = get_group_id(2), xk0 = 0;
 #endif
   A += ao + strided_offset(z, batch, a_sb);
   B += bo + strided_offset(z, batch, b_sb);
   C += co + strided_offset(z, batch, c_sb);
 #define GEMM_A(m, k) LD(A, (m) * a_sm + (k) * a_sk)
 #define GEMM_B(k, n) LD(B, (k) * b_sk + XCOL(n) * b_sn)
-  GEMM_MAIN_LOOP(GEMM_A, GEMM_B, a_sk == 1, b_sn == 1)
+#define GEMM_B_STORE(v, k) ((k) < K ? XPRO((v), xk0 + (k)) : (v))  // rows past K stay 0
+  GEMM_MAIN_LOOP(GEMM_A, GEMM_B, a_sk == 1, b_sn == 1, GEMM_B_STORE)
   const int y0 = z * M * N;
   ACC_UNROLL for (int i = 0; i < WPTM; ++i) {
     int m = m0 + ROW(i);
@@ -380,7 +394,7 @@ void conv2d_gemm_taps(__global const real_t* X, __global const real_t* Wt, __glo
   __global const real_t* xg = X + xo + (img * C + g * ICg) * XPLANE(H, W);
 #define CONV_A(m, k) LD(wg, (m) * K + (k))
 #define CONV_B(k, p) conv_tap(xg, k, p, H, W, OW, KW, KHW, sh, sw, ph, pw, dh, dw, XPLANE(H, W), XROW(W))
-  GEMM_MAIN_LOOP(CONV_A, CONV_B, 1, 1)
+  GEMM_MAIN_LOOP(CONV_A, CONV_B, 1, 1, GEMM_AS_LOADED)
   const int y0 = (img * OC + g * OCg) * N;
   ACC_UNROLL for (int i = 0; i < WPTM; ++i) {
     int m = m0 + ROW(i);
@@ -409,7 +423,7 @@ void conv_transpose2d_gemm(__global const real_t* X, int xo, __global const real
   __global const real_t* xg = X + xo + (img * C + g * ICg) * N;
 #define CT_A(m, k) LD(wg, (k) * M + (m))
 #define CT_B(k, n) LD(xg, (k) * N + (n))
-  GEMM_MAIN_LOOP(CT_A, CT_B, 0, 1)
+  GEMM_MAIN_LOOP(CT_A, CT_B, 0, 1, GEMM_AS_LOADED)
   __global real_t* yg = Y + yo + (img * OC + g * OCg) * OHW;
   ACC_UNROLL for (int i = 0; i < WPTM; ++i) {
     int m = m0 + ROW(i);
@@ -478,7 +492,7 @@ void gemv(__global const real_t* Mat, int mo, __global const real_t* Vec, int vo
 #define KG_POS(t, i) (4 * ((t) + 8 * ((i) / 4)) + (i) % 4)
 __kernel __attribute__((reqd_work_group_size(64, KGROUPS, 1)))
 void gemm_kgroups(__global const real_t* A, __global const real_t* B, __global const real_t* C, __global real_t* Y,
-                  GemmParams gp EPI_PARAMS YWIN_PARAMS XWIN_PARAMS) {
+                  GemmParams gp EPI_PARAMS YWIN_PARAMS XWIN_PARAMS XPRO_PARAMS) {
   GEMM_PARAMS(gp)
   // Per group: A's slice [k][m] and B's [k][n]; after the loop the same
   // memory holds the partial tiles of the reduction's rounds.
@@ -527,7 +541,7 @@ void gemm_kgroups(__global const real_t* A, __global const real_t* B, __global c
     }
     ACC_UNROLL for (int r = 0; r < KG_LOADS; ++r) {
       KG_B_COORD(r, kb, nb)
-      Bs[kb * KG_LD + nb] = rb[r];
+      Bs[kb * KG_LD + nb] = k0 + kb < K ? XPRO(rb[r], k0 + kb) : rb[r];  // as GEMM_MAIN_LOOP's STORE_B
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     if (k0 + step - g * KG_TK < K) {

@@ -196,16 +196,17 @@ std::string shape_key(const char* kernel, std::initializer_list<int64_t> v) {
 Source gemm_source(const Tiles& t, const FusedTail& tail, int64_t depth = kTK) {
   return Source("gemm.cl", "-DWPTM=" + std::to_string(t.wptm) + " -DWPTN=" + std::to_string(t.wptn) +
                                (t.vec ? " -DVEC" : "") + (depth != kTK ? " -DTK=" + std::to_string(depth) : ""),
-                tail.prelude);
+                tail.prelude + tail.xprogram_prelude);
 }
 
 // The split-K build of gemm.cl's tiles (no epilogue: splitk_finish applies
 // it); on NVIDIA's driver the adds are PTX reductions, elsewhere (PoCL's CUDA
 // device included: NVIDIA vendor, another compiler) compare-and-swap loops.
-Source split_source(const Tiles& t, const NodeBuilder& b) {
+Source split_source(const Tiles& t, const NodeBuilder& b, const std::string& xprogram_prelude = "") {
   return Source("gemm.cl", "-DWPTM=" + std::to_string(t.wptm) + " -DWPTN=" + std::to_string(t.wptn) +
                                (t.vec ? " -DVEC" : "") + " -DSPLITK" +
-                               (accepts_inline_ptx(b.device()) ? " -DTEXPLAN_PTX" : ""));
+                               (accepts_inline_ptx(b.device()) ? " -DTEXPLAN_PTX" : ""),
+                xprogram_prelude);
 }
 
 // Prepared `gemm` launch; `batch` and the *_sb strides describe the batch.
@@ -220,11 +221,12 @@ struct GemmArgs {
 // others take register tiles chosen by choose_tiles.
 void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const TensorArg& C, const TensorArg& Y,
                  const GemmArgs& g, const FusedTail& tail) {
-  if (b.device_type() == "cpu" && !b.gpu_kernels_forced() && launch_gemm_cpu(b, A, B, C, Y, g, tail)) return;  // PoCL: lower/opencl_cpu/conv_gemm.cpp
+  if (b.device_type() == "cpu" && !b.gpu_kernels_forced() && !tail.xprogram() && launch_gemm_cpu(b, A, B, C, Y, g, tail))
+    return;  // PoCL: lower/opencl_cpu/conv_gemm.cpp
   int64_t nb = 1;
   for (int64_t d : g.batch) nb *= d;
   if (g.M == 0 || g.N == 0 || nb == 0) return;
-  if ((g.M == 1 || g.N == 1) && g.K >= 64) {
+  if ((g.M == 1 || g.N == 1) && g.K >= 64 && !tail.xprogram()) {
     bool col = g.N == 1;  // outputs run along M: rows of A times B's column
     int64_t outputs = col ? g.M : g.N;
     b.launch(Source("gemm.cl", "", tail.prelude), "gemv", group_range({size_t(outputs), size_t(nb)}, {64, 1}),
@@ -235,31 +237,35 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
     tail.append_args(b);
     return;
   }
-  if (!tail.window && !tail.xwindow && launch_gemm_mma(b, A, B, C, Y, g, tail)) return;  // --precision tf32
+  if (!tail.window && !tail.xwindow && !tail.xprogram() && launch_gemm_mma(b, A, B, C, Y, g, tail))
+    return;  // --precision tf32
   const int64_t total = nb * g.M * g.N;
   auto emit = [&](const Variant& v) {
     const Tiles& t = *v.tiles;
     if (v.kgroups) {
       const int64_t T = t.tm();  // 32 or 64
       Range r = group_range({size_t(ceil_div(g.N, T)), size_t(ceil_div(g.M, T)), size_t(nb)}, {64, size_t(v.kgroups), 1});
-      launch_gemm_kernel(b, Source("gemm.cl", "-DKGROUPS=" + std::to_string(v.kgroups) + " -DKG_T=" + std::to_string(T), tail.prelude), "gemm_kgroups", r,
+      launch_gemm_kernel(b, Source("gemm.cl", "-DKGROUPS=" + std::to_string(v.kgroups) + " -DKG_T=" + std::to_string(T), tail.prelude + tail.xprogram_prelude), "gemm_kgroups", r,
                          A, B, C, Y, gemm_params(g));
       tail.append_args(b);
+      tail.append_xprogram_args(b);
       return;
     }
     Range r = group_range({size_t(ceil_div(g.N, t.tn())), size_t(ceil_div(g.M, t.tm())), size_t(nb * v.splits)},
                           {16, 16, 1});
     if (v.splits > 1) {
-      Source split = split_source(t, b);
+      Source split = split_source(t, b, tail.xprogram_prelude);
       launch_splitk_zero(b, split, Y, total, tail);
       GemmParams p = gemm_params(g);
       p.splits = i32(v.splits), p.kslice = i32(v.kslice);
       launch_gemm_kernel(b, split, "gemm", r, A, B, C, Y, p);
+      tail.append_xprogram_args(b);
       launch_splitk_finish(b, Y, total, tail);
       return;
     }
     launch_gemm_kernel(b, gemm_source(t, tail, v.depth), "gemm", r, A, B, C, Y, gemm_params(g));
     tail.append_args(b);
+    tail.append_xprogram_args(b);
   };
   // K-groups pay where K is long against the output: at least two of its
   // 64-deep steps (docs/kernel-choices.md#k-groups).
@@ -284,6 +290,10 @@ void FusedTail::append_args(NodeBuilder& b) const {
     for (const cl_int v : {xwin_plane, xwin_row, xwin_w}) b.more_args(v);
 }
 
+void FusedTail::append_xprogram_args(NodeBuilder& b) const {
+  for (const TensorArg& a : xprogram_args) b.more_args(a);
+}
+
 bool lower_conv(NodeBuilder& b) { return lower_conv(b, FusedTail{}); }
 
 bool lower_conv(NodeBuilder& b, const FusedTail& fused) {
@@ -292,7 +302,8 @@ bool lower_conv(NodeBuilder& b, const FusedTail& fused) {
   // (for X) Winograd's GPU form writes Y through YI and reads X through XPLANE.
   window_output(b, tail);
   window_input(b, tail);
-  if (b.device_type() == "cpu" && !b.gpu_kernels_forced() && lower_conv_cpu(b, tail)) return true;  // PoCL: lower/opencl_cpu/conv_gemm.cpp
+  if (b.device_type() == "cpu" && !b.gpu_kernels_forced() && !tail.xprogram() && lower_conv_cpu(b, tail))
+    return true;  // PoCL: lower/opencl_cpu/conv_gemm.cpp
   if (channel_scaled(b.node)) return false;  // the GPU kernels do not scale X: the CPU runs it
   const Forced f = forced(b);
   ConvGeometry g;
@@ -303,8 +314,11 @@ bool lower_conv(NodeBuilder& b, const FusedTail& fused) {
   TensorArg bias = has_bias ? b.arg_in(2) : b.arg_in(0);
   int64_t ICg = g.C / g.groups, OCg = g.OC / g.groups;
   if (g.N * g.OC * g.OH * g.OW == 0) return true;
+  const bool plain_1x1 = g.KH == 1 && g.KW == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
+  // A channel program: the 1x1 GEMM's tiles only; elsewhere the CPU runs the node.
+  if (tail.xprogram() && (!plain_1x1 || g.groups != 1 || tail.xwindow || tail.window)) return false;
 
-  if (g.groups == g.C && ICg == 1) {  // depthwise
+  if (g.groups == g.C && ICg == 1 && !tail.xprogram()) {  // depthwise
     Range r = group_range({size_t(ceil_div(ceil_div(g.OW, 4), 16)), size_t(ceil_div(g.OH, 4)), size_t(g.N * g.OC)},
                           {16, 4, 1});
     launch_conv_kernel(b, Source("conv.cl", "", tail.prelude), "conv2d_depthwise", r, b.arg_in(1), bias,
@@ -312,7 +326,7 @@ bool lower_conv(NodeBuilder& b, const FusedTail& fused) {
     tail.append_args(b);
     return true;
   }
-  if (g.KH == 1 && g.KW == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0) {  // 1x1: a plain GEMM
+  if (plain_1x1) {  // 1x1: a plain GEMM
     const int64_t HW = g.H * g.W, plane = tail.xwindow ? tail.xwin_plane : HW;  // X's plane stride
     GemmArgs a{OCg, HW, ICg, ICg, 1, plane, 1};
     a.c_sm = 1, a.c_sn = 0, a.has_c = has_bias;

@@ -19,7 +19,10 @@ std::string literal(float v) {
 
 // Helpers with std::min/std::max/std::isnan meaning (as in epilogue.cpp),
 // not fmin/fmax (which differ on NaN).
+// Guarded: a kernel's prelude may hold an epilogue and a channel program.
 const char* kHelpers = R"CL(
+#ifndef TEXPLAN_EPI_HELPERS
+#define TEXPLAN_EPI_HELPERS
 inline float epi_std_min(float a, float b) { return b < a ? b : a; }
 inline float epi_std_max(float a, float b) { return a < b ? b : a; }
 inline float epi_nan_max(float a, float b) { return isnan(a) || a > b ? a : b; }
@@ -30,6 +33,7 @@ inline float epi_sigmoid(float x) {
   return e / (1.0f + e);
 }
 inline float epi_softplus(float x) { return x > 0.0f ? x + log1p(exp(-x)) : log1p(exp(x)); }
+#endif
 )CL";
 
 // OpenCL C for each op, $0 $1 $2 standing for its operands (same formulas
@@ -204,6 +208,19 @@ std::string scalar_function(const Epilogue& e, size_t reads, const std::string& 
 std::string epilogue_function_cl(const Epilogue& e, const std::string& name) {
   if (e.inputs() > 1) throw Error("epilogue " + name + " reads x" + std::to_string(e.inputs() - 1) + "; only x0 is bound");
   return scalar_function(e, 1, name);
+}
+
+std::string channel_program_cl(const Epilogue& e, int operands) {
+  if (e.inputs() > operands + 1)
+    throw Error("channel program reads x" + std::to_string(e.inputs() - 1) + " but has " + std::to_string(operands) +
+                " operands");
+  std::ostringstream o;
+  o << kHelpers << scalar_function(e, size_t(operands) + 1, "xpro_program") << "#define XPRO_PARAMS";
+  for (int k = 1; k <= operands; ++k) o << " , __global const real_t* P" << k << ", int P" << k << "o";
+  o << "\n#define XPRO(v, c) xpro_program((v)";
+  for (int k = 1; k <= operands; ++k) o << ", LD(P" << k << ", P" << k << "o + (c))";
+  o << ")\n";
+  return o.str();
 }
 
 std::string epilogue_cl(const Epilogue& e, const std::vector<EpilogueRead>& reads, const std::vector<bool>& row_constant) {

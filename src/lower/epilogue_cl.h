@@ -33,6 +33,12 @@ enum class EpilogueRead {
 std::string epilogue_cl(const Epilogue& e, const std::vector<EpilogueRead>& reads,
                         const std::vector<bool>& row_constant = {});
 
+// A conv's channel program (ChannelProgram, graph.h) as the prelude of
+// gemm.cl: XPRO_PARAMS (`__global const real_t* P<k>, int P<k>o` for
+// operands 1..`operands`, each one value per channel) and XPRO(v, c), the
+// program at X's element v of channel c. Same semantics as Epilogue::eval.
+std::string channel_program_cl(const Epilogue& e, int operands);
+
 // `inline float name(float x0)`: a program of x0 alone as an OpenCL C
 // function (FusedMlp's hidden activation), placed after epilogue_cl's text
 // (whose helpers it may call). Throws Error if it reads another operand.

@@ -115,13 +115,23 @@ bool make_tail(NodeBuilder& b, int first, bool value_x0, FusedTail& tail, int en
 
 bool lower_fused_conv(NodeBuilder& b) {
   if (b.inputs() < 2) return false;
-  // channel_scaled(): the last input scales X's channels, no operand
-  // of the program; the conv lowerings that take it read it from there.
-  const int end = b.inputs() - (channel_scaled(b.node) ? 1 : 0);
+  // channel_scaled(), channel_program(): the last inputs are X's channel
+  // scale or its program's operands, none of the epilogue's; the conv
+  // lowerings that take them read them from there.
+  const int end = int(operand_inputs_end(b.node));
   for (int i = 3; i < end; ++i)
     if (!b.has_in(i) || b.in(i).shape != b.out(0).shape) return false;  // the contract: Ej has Y's shape
   FusedTail tail;
-  return make_tail(b, 3, true, tail, end) && lower_conv(b, tail);
+  if (!make_tail(b, 3, true, tail, end)) return false;
+  if (const std::optional<ChannelProgram> cp = channel_program(b.node)) {
+    const int64_t C = b.in(0).shape.size() == 4 ? b.in(0).shape[1] : -1;
+    for (int i = end; i < b.inputs(); ++i) {
+      if (!b.has_in(i) || !float32(b.in(i)) || element_count(b.in(i).shape) != C) return false;
+      tail.xprogram_args.push_back(b.arg_in(i));
+    }
+    tail.xprogram_prelude = channel_program_cl(Epilogue::parse(cp->program), cp->operands);
+  }
+  return lower_conv(b, tail);
 }
 
 // FusedMlp (fused.cl mlp2): one work-group per image, one item on CPU

@@ -104,7 +104,14 @@ struct FusedTail {
   // redefined (common.cl), its plane and row strides and width passed last.
   bool xwindow = false;
   cl_int xwin_plane = 0, xwin_row = 0, xwin_w = 0;
-  void append_args(NodeBuilder& b) const;
+  // The conv's channel program (channel_program(), graph.h): gemm.cl's
+  // XPRO and XPRO_PARAMS (epilogue_cl.h channel_program_cl), its operands
+  // passed after everything else. Only the 1x1 GEMM's tiles take it.
+  std::string xprogram_prelude;
+  std::vector<TensorArg> xprogram_args;
+  bool xprogram() const { return !xprogram_prelude.empty(); }
+  void append_args(NodeBuilder& b) const;           // all of the above but the channel program's
+  void append_xprogram_args(NodeBuilder& b) const;  // the channel program's, after append_args' (gemm.cl XPRO_PARAMS)
 };
 // Adds Y's window to `tail` where output 0 of the node is one (else leaves
 // it as it is); the lowering then writes Y through YI.

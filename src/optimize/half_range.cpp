@@ -164,9 +164,7 @@ class Rewriter {
 
 // `program` with its operands x<j> taken from 2^-in[j] times themselves
 // first and its result multiplied by 2^out last (in.size(): the operands).
-std::vector<std::string> rescaled_program(const Node& n, const char* attr, const std::vector<int>& in, int out) {
-  Epilogue p;
-  if (auto it = n.attrs.find(attr); it != n.attrs.end()) p = Epilogue::parse(it->second.strings);
+std::vector<std::string> rescaled_program(const Epilogue& p, const std::vector<int>& in, int out) {
   Epilogue q;
   std::vector<int> temp_of(in.size(), -1);
   for (size_t j = 0; j < in.size(); ++j) {
@@ -196,6 +194,13 @@ std::vector<std::string> rescaled_program(const Node& n, const char* attr, const
     q.code.push_back(mul);
   }
   return q.to_strings();
+}
+
+// The same for the program in attribute `attr` of n (absent: the identity).
+std::vector<std::string> rescaled_program(const Node& n, const char* attr, const std::vector<int>& in, int out) {
+  Epilogue p;
+  if (auto it = n.attrs.find(attr); it != n.attrs.end()) p = Epilogue::parse(it->second.strings);
+  return rescaled_program(p, in, out);
 }
 
 int exponent_for(float largest) {
@@ -319,6 +324,15 @@ HalfRangeReport fit_half_range(Graph& g, const std::vector<float>& largest) {
     // taken back to plain by 2^-(a+d) before the program.
     const bool matmul = op == "FusedMatMul";
     int a = ex(n.inputs[0]);
+    // A channel program takes X back to plain values before the product.
+    if (auto cp = channel_program(n)) {
+      std::vector<int> xin(size_t(cp->operands) + 1, 0);
+      xin[0] = a;
+      for (int j = 0; j < cp->operands; ++j) xin[size_t(j) + 1] = ex(n.inputs[n.inputs.size() - size_t(cp->operands) + size_t(j)]);
+      cp->program = rescaled_program(Epilogue::parse(cp->program), xin, 0);
+      n.decisions.channel_program = cp;
+      a = 0;
+    }
     if (matmul && n.inputs.size() > 1) a += ex(n.inputs[1]);
     if (op == "FusedConv" && channel_scaled(n)) a += ex(n.inputs.back());
     const bool weights = !matmul || is_float_constant(g, n.inputs[1]);
@@ -338,7 +352,7 @@ HalfRangeReport fit_half_range(Graph& g, const std::vector<float>& largest) {
     // Program operands: x0 the product, x<j> input j + (matmul ? 1 : 2).
     std::vector<int> in = {a + d};
     const size_t first = matmul ? 2 : 3;
-    const size_t last = n.inputs.size() - (op == "FusedConv" && channel_scaled(n) ? 1 : 0);
+    const size_t last = operand_inputs_end(n);
     for (size_t j = first; j < last; ++j) in.push_back(ex(n.inputs[j]));
     n.attrs["program"] = Attribute::of_strings(rescaled_program(n, "program", in, out));
   }

@@ -21,6 +21,7 @@ struct Node;
 struct FusedForms {
   bool conv_maxpool = false;        // FusedConvMaxPool (OptimizeOptions::pool_fusion)
   bool channel_scaled_conv = false; // 1x1 convs scaling their input's channels (channel_scale_fusion)
+  bool channel_program_conv = false; // 1x1 convs applying a channel program to X (channel_program_fusion)
   bool mlp = false;                 // FusedMlp (mlp_fusion)
   // MatMul/FusedMatMul reading OperandViews (strided_operands; FusedAttention
   // reads them on every device).

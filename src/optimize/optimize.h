@@ -27,6 +27,12 @@ struct OptimizeOptions {
   // Squeeze-and-excitation's channel Mul into the 1x1 convolution reading
   // it (channel_scaled(), graph.h).
   bool channel_scale_fusion = true;
+  // A per-channel elementwise node (BatchNormalization + Relu) into the 1x1
+  // convolution reading it (channel_program(), graph.h).
+  bool channel_program_fusion = true;
+  // A Slice that an elided Concat passes through as a view, its input's
+  // storage moved into the Concat's output (slices_into_concats_to_views).
+  bool concat_slice_views = true;
   // Two fully connected layers of one-pixel maps (squeeze-and-excitation)
   // as one FusedMlp.
   bool mlp_fusion = true;
@@ -56,6 +62,7 @@ struct OptimizeReport {
   int folded_pads = 0;        // Pads of zeros taken into the Conv or AveragePool reading them
   int fused_pool = 0;         // FusedConvMaxPool nodes
   int fused_channel_scales = 0;  // channel Muls taken into a 1x1 convolution
+  int fused_channel_programs = 0;  // per-channel elementwise nodes taken into a 1x1 convolution
   int fused_mlps = 0;            // pairs of fully connected 1x1 convolutions made FusedMlp
   int fused_layernorm = 0;    // LayerNormalization nodes made from their decomposed form
   int fused_attention = 0;    // FusedAttention nodes (the score matrices no longer stored)

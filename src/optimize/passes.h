@@ -31,15 +31,16 @@ std::string unique_tensor_name(const Graph& g, const std::string& base);
 int add_int64_constant(Graph& g, const std::string& base, const std::vector<int64_t>& v);
 
 struct FuseCounts {
-  int conv = 0, matmul = 0, elementwise = 0, batchnorm = 0, pool = 0, channel_scales = 0, mlps = 0;
+  int conv = 0, matmul = 0, elementwise = 0, batchnorm = 0, pool = 0, channel_scales = 0, channel_programs = 0, mlps = 0;
 };
 // BatchNormalization into the preceding Conv's weights (or into Mul/Add
 // when no Conv precedes it), then each Conv/MatMul/Gemm with the chain of
 // elementwise nodes after it, then the remaining elementwise chains; with
 // `pool`, a MaxPool after a convolution without epilogue inputs too; with
-// `channel_scales`, then channel_scales_into_convs; with `mlps`, last
+// `channel_scales`, then channel_scales_into_convs; with
+// `channel_programs`, channel_programs_into_convs; with `mlps`, last
 // mlp_pairs.
-FuseCounts fuse(Graph& g, bool pool, bool channel_scales, bool mlps);
+FuseCounts fuse(Graph& g, bool pool, bool channel_scales, bool channel_programs, bool mlps);
 
 // A scalar Mul or Div whose result only a MatMul reads moves after the
 // MatMul, where fuse() takes it into the product's epilogue. Returns how many.
@@ -54,6 +55,11 @@ int reshapes_after_products(Graph& g);
 // convolution becomes that convolution's input scale
 // (set_channel_scaled, docs/fused-ops.md). Returns how many.
 int channel_scales_into_convs(Graph& g);
+
+// A FusedElementwise of per-channel operands (BatchNormalization + Relu)
+// read only by a 1x1 convolution becomes that convolution's channel program
+// (ChannelProgram, graph.h; docs/fused-ops.md). Returns how many.
+int channel_programs_into_convs(Graph& g);
 
 // Two 1x1 convolutions of one-pixel maps in a row, the first read only by
 // the second (squeeze-and-excitation's two fully connected layers), become
@@ -87,6 +93,12 @@ int elements_in_place_to_views(Graph& g);
 // Concat, get `decisions.view_offset` (bytes): storage_sharing() makes them
 // views at that offset, and they run nothing. Returns how many.
 int slices_to_views(Graph& g);
+
+// Then, one at a time, such a Slice read by an elided Concat (ShuffleNet's
+// passed-through half) becomes a view too where its input's storage can move
+// into the Concat's output (sharing.h) and the bound does not rise: the
+// Slice's copy is gone and the Concat stays elided. Returns how many.
+int slices_into_concats_to_views(Graph& g);
 
 // MatMul/FusedMatMul operands (and FusedAttention's Q, K, V) made from
 // another tensor by a chain of Slices, Gathers of one constant index,

@@ -17,7 +17,8 @@ namespace {
 // A Conv or FusedConv without channel scale that is a plain 1x1 product:
 // one output, X and W present and 4-D, W 1x1, ungrouped, unpadded.
 bool plain_1x1_conv(const Graph& g, const Node& conv) {
-  if ((conv.op_type != "Conv" && conv.op_type != "FusedConv") || channel_scaled(conv) || conv.inputs.size() < 2 ||
+  if ((conv.op_type != "Conv" && conv.op_type != "FusedConv") || channel_scaled(conv) || channel_program(conv) ||
+      conv.inputs.size() < 2 ||
       conv.outputs.size() != 1 || conv.inputs[0] < 0 || conv.inputs[1] < 0)
     return false;
   const Shape &x = g.tensors[conv.inputs[0]].shape, &w = g.tensors[conv.inputs[1]].shape;
@@ -216,6 +217,85 @@ int channel_scales_into_convs(Graph& g) {
     conv.inputs[0] = a;
     conv.inputs.push_back(sc);
     set_channel_scaled(conv);
+    erased[size_t(producer[x])] = 1;
+    ++fused;
+  }
+  if (fused) g.erase_nodes(erased);
+  return fused;
+}
+
+// A FusedElementwise (or a lone Mul, Add, Sub, Div) read only by a 1x1
+// convolution, whose inputs but one (X's shape) hold one value per channel,
+// becomes that convolution's channel program (ChannelProgram, graph.h): the
+// GEMM applies it to each element of X it stages, so that copy of X is never
+// stored and its kernel never runs. DenseNet's BatchNormalization + Relu
+// before each bottleneck's 1x1 conv (x * s + b, Relu): 61 of DenseNet-121's
+// launches; squeeze-and-excitation's Mul before the projection where the
+// channel scale (channel_scales_into_convs) is not made: EfficientNet-B0's 16.
+// Only 1x1, stride-1, unpadded, ungrouped convolutions of at least two
+// pixels and two output channels (the GEMM's tiles, not its vector form).
+int channel_programs_into_convs(Graph& g) {
+  const Links links(g);
+  const std::vector<int>&producer = links.producer, &uses = links.uses;
+  std::vector<char> erased(g.nodes.size(), 0);
+  int fused = 0;
+  for (int k = 0; k < int(g.nodes.size()); ++k) {
+    Node& conv = g.nodes[k];
+    if (!plain_1x1_conv(g, conv) || channel_program(conv)) continue;
+    const int x = conv.inputs[0];
+    const Shape& xs = g.tensors[x].shape;
+    const Shape& ws = g.tensors[conv.inputs[1]].shape;
+    if (xs[2] * xs[3] < 2 || ws[0] < 2 || !all_equal(conv.get_ints("strides", {1, 1}), 1) ||
+        !all_equal(conv.get_ints("dilations", {1, 1}), 1))
+      continue;
+    if (producer[x] < 0 || erased[size_t(producer[x])] || uses[x] != 1 || g.tensors[x].is_output ||
+        !is_f32(g.tensors[x]))
+      continue;
+    const Node& ew = g.nodes[size_t(producer[x])];
+    // A lone binary op (squeeze-and-excitation's scale on GPUs: Mul) is the
+    // program of one instruction.
+    const bool binary = (ew.op_type == "Mul" || ew.op_type == "Add" || ew.op_type == "Sub" || ew.op_type == "Div") &&
+                        ew.inputs.size() == 2 && ew.attrs.empty();
+    if ((ew.op_type != "FusedElementwise" && !binary) || ew.outputs.size() != 1) continue;
+    int data = -1;
+    bool per_channel = true;
+    for (size_t i = 0; i < ew.inputs.size() && per_channel; ++i) {
+      const int t = ew.inputs[i];
+      if (t < 0 || !is_f32(g.tensors[t])) {
+        per_channel = false;
+        break;
+      }
+      const Shape& s = g.tensors[t].shape;
+      if (s == xs && data < 0) {
+        data = int(i);
+        continue;
+      }
+      per_channel = (s.size() == 3 || (s.size() == 4 && s[0] == 1)) && s[s.size() - 3] == xs[1] &&
+                    s[s.size() - 2] == 1 && s.back() == 1;
+    }
+    if (!per_channel || data < 0) continue;
+    // The program's operands renumbered: X first, then the channel values.
+    Epilogue e = binary ? Epilogue::parse(std::vector<std::string>{ew.op_type + " x0 x1"}) : Epilogue::parse(ew);
+    std::vector<int> to(ew.inputs.size());
+    std::vector<int> operands;
+    for (size_t i = 0, next = 1; i < ew.inputs.size(); ++i) {
+      if (int(i) == data) {
+        to[i] = 0;
+      } else {
+        to[i] = int(next++);
+        operands.push_back(ew.inputs[i]);
+      }
+    }
+    for (EpilogueInstr& in : e.code)
+      for (EpilogueOperand& a : in.args)
+        if (a.kind == EpilogueOperand::Kind::Input) a.index = to.at(size_t(a.index));
+    if (conv.op_type == "Conv") {
+      conv.op_type = "FusedConv";  // with no program: the conv alone
+      if (conv.inputs.size() == 2) conv.inputs.push_back(-1);
+    }
+    conv.inputs[0] = ew.inputs[size_t(data)];
+    conv.inputs.insert(conv.inputs.end(), operands.begin(), operands.end());
+    conv.decisions.channel_program = ChannelProgram{e.to_strings(), int(operands.size())};
     erased[size_t(producer[x])] = 1;
     ++fused;
   }

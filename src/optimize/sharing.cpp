@@ -114,6 +114,57 @@ std::vector<int> concat_order(const Graph& g) {
 
 bool slice_candidate(const Tensor& t) { return !t.is_constant && !t.is_input && !t.is_output && t.producer >= 0; }
 
+// Whether storage root r (a tensor whose Slice view is input of Concat n)
+// can move into n's output at byte offset `at`, the view then at its place
+// there (ShuffleNet: the channel shuffle's output, whose first half the next
+// block passes through). r must lie inside the output, be written before
+// every other input it overlaps there, and every part of it those inputs
+// overlap must have been read for the last time before they are written.
+// `local`: the inputs' offsets in the output.
+bool adoptable(const Graph& g, Forest& f, const Node& n, int r, int64_t at, const std::vector<int64_t>& local) {
+  const Tensor& tr = g.tensors[r];
+  const Tensor& y = g.tensors[n.outputs[0]];
+  if (f.parent[r] >= 0 || !slice_candidate(tr) || tr.window || tr.dtype != y.dtype || at < 0 ||
+      at + tr.bytes() > y.bytes())
+    return false;
+  // The parts of r's storage (r and the views in it): byte range in the
+  // output, and the last node reading each.
+  struct Part {
+    int64_t begin, end;
+    int last_read;
+  };
+  std::vector<Part> parts;
+  // Steps in the graph's order; an alias or view node reads no bytes.
+  std::vector<int> last_read(g.tensors.size(), -1), written(g.tensors.size(), -1);
+  for (int k = 0; k < int(g.nodes.size()); ++k) {
+    const Node& m = g.nodes[k];
+    for (int t : m.outputs)
+      if (t >= 0) written[t] = k;
+    if (is_alias_op(m.op_type) || view_offset(m) >= 0) continue;
+    for (int t : m.inputs)
+      if (t >= 0) last_read[t] = k;
+  }
+  for (int t = 0; t < int(g.tensors.size()); ++t) {
+    const auto [rt, ot] = f.resolve(t);
+    if (rt == r) parts.push_back({at + ot, at + ot + g.tensors[t].bytes(), last_read[t]});
+  }
+  for (size_t j = 0; j < n.inputs.size(); ++j) {
+    const int t = n.inputs[j];
+    const int64_t begin = local[j], end = local[j] + g.tensors[t].bytes();
+    if (end <= at || begin >= at + tr.bytes()) continue;
+    const auto [rt, ot] = f.resolve(t);
+    if (rt == r) {
+      if (at + ot != begin) return false;  // another view of r, elsewhere than its place
+      continue;
+    }
+    const int writer = written[t];
+    if (writer <= written[r] || f.parent[t] >= 0) return false;
+    for (const Part& p : parts)
+      if (p.begin < end && begin < p.end && p.last_read >= writer) return false;
+  }
+  return true;
+}
+
 // Lays out the inputs of Concat node `k` as views of its output; false (and
 // nothing changed) when the layout does not allow it.
 bool place_concat(const Graph& g, int k, Forest& f) {
@@ -171,6 +222,7 @@ bool place_concat(const Graph& g, int k, Forest& f) {
 
   const auto [root, base] = f.resolve(out);
   std::vector<int> to_place;
+  std::vector<std::pair<int, int64_t>> adopted;  // (storage root, its offset in out)
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     const int t = n.inputs[i];
     if (f.parent[t] < 0 && t != root) {
@@ -179,11 +231,20 @@ bool place_concat(const Graph& g, int k, Forest& f) {
       continue;
     }
     const auto [r, o] = f.resolve(t);
-    if (r != root || o != base + local[i]) return false;
+    if (r == root && o == base + local[i]) continue;
+    // A view of another tensor's storage (a Slice): that whole storage
+    // moves into the output, where the view then lies at its place.
+    const int64_t at = local[i] - o;
+    if (r == root || r == out || !adoptable(g, f, n, r, at, local)) return false;
+    adopted.push_back({r, at});
   }
   for (int i : to_place) {
     f.parent[n.inputs[i]] = out;
     f.offset[n.inputs[i]] = local[i];
+  }
+  for (const auto& [r, at] : adopted) {
+    f.parent[r] = out;
+    f.offset[r] = at;
   }
   return true;
 }

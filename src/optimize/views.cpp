@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "optimize/optimize.h"
 #include "optimize/passes.h"
+#include "optimize/sharing.h"
 
 namespace texplan {
 
@@ -260,6 +262,37 @@ int elements_in_place_to_views(Graph& g) {
     n.decisions = {};
     n.inputs.push_back(id);
     ++made;
+  }
+  return made;
+}
+
+int slices_into_concats_to_views(Graph& g) {
+  const auto consumers = g.consumers();
+  int64_t best = graph_lower_bound(g);
+  int made = 0;
+  for (Node& n : g.nodes) {
+    if (n.op_type != "Slice" || n.decisions.view_offset >= 0) continue;
+    const int64_t offset = contiguous_slice_offset(g, n);
+    if (offset < 0) continue;
+    const int x = n.inputs[0], y = n.outputs[0];
+    if (g.tensors[x].is_constant || g.tensors[y].is_output) continue;
+    bool into_elided = false;
+    for (int c : consumers[size_t(y)]) {
+      const Node& m = g.nodes[size_t(c)];
+      into_elided = into_elided || (m.op_type == "Concat" && m.decisions.elided);
+    }
+    if (!into_elided) continue;
+    n.decisions.view_offset = offset;
+    bool kept = false;
+    try {
+      storage_sharing(g);  // throws where an elided Concat no longer lays out
+      const int64_t bytes = graph_lower_bound(g);
+      kept = bytes <= best;
+      if (kept) best = bytes;
+    } catch (const Error&) {
+    }
+    if (kept) ++made;
+    else n.decisions.view_offset = -1;
   }
   return made;
 }

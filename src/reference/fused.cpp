@@ -48,15 +48,56 @@ Node core_node(const Node& n, const std::string& op, const std::vector<std::stri
   return core;
 }
 
+// X with channel program `p` applied at every element, its operands the
+// inputs from `first` on (one value per channel each).
+HostTensor channel_program_applied(const OpContext& c, const ChannelProgram& p, size_t first) {
+  Epilogue e;
+  try {
+    e = Epilogue::parse(p.program);
+  } catch (const Error& err) {
+    c.fail(std::string("channel program: ") + err.what());
+  }
+  if (e.inputs() > p.operands + 1)
+    c.fail("channel program reads x" + std::to_string(e.inputs() - 1) + " but has " + std::to_string(p.operands) +
+           " operands");
+  const HostTensor& x = c.input(0);
+  if (x.shape.size() < 3) c.fail("channel program over a rank-" + std::to_string(x.shape.size()) + " X");
+  const int64_t n = x.count(), C = x.shape[1], inner = n / std::max<int64_t>(1, x.shape[0] * C);
+  std::vector<std::vector<float>> v;
+  for (int j = 0; j < p.operands; ++j) {
+    if (!c.has_input(first + size_t(j))) c.fail("channel program operand " + std::to_string(j + 1) + " missing");
+    const HostTensor& t = c.input(first + size_t(j));
+    require_dtype(c, t, DataType::Float32, "channel program operand");
+    if (t.count() != C)
+      c.fail("channel program operand " + std::to_string(j + 1) + " has " + std::to_string(t.count()) +
+             " values for " + std::to_string(C) + " channels");
+    v.push_back(t.as_float());
+  }
+  HostTensor y = x;
+  float* py = y.data<float>();
+  std::vector<float> args(size_t(p.operands) + 1);
+  for (int64_t i = 0; i < n; ++i) {
+    const size_t ch = size_t((i / inner) % C);
+    args[0] = py[i];
+    for (size_t j = 0; j < v.size(); ++j) args[j + 1] = v[j][ch];
+    py[i] = e.eval(args.data());
+  }
+  return y;
+}
+
 const std::vector<std::string> kConvAttrs = {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"};
 
 Outputs FusedConv(const OpContext& c) {
   const Epilogue e = program_of(c);
   if (c.input_count() < 2) c.fail("needs X and W");
   require_dtype(c, c.input(0), DataType::Float32, "X");
-  // channel_scaled(): the last input scales X's channels first.
+  // channel_scaled(): the last input scales X's channels first;
+  // channel_program(): the last inputs are a program's per-channel operands.
   const bool scaled = channel_scaled(c.node);
-  const size_t end = c.input_count() - (scaled ? 1 : 0);
+  const std::optional<ChannelProgram> cp = channel_program(c.node);
+  if (cp && (cp->operands < 0 || c.input_count() < 3 + size_t(cp->operands)))
+    c.fail("channel program of " + std::to_string(cp->operands) + " operands without its inputs");
+  const size_t end = c.input_count() - (scaled ? 1 : 0) - (cp ? size_t(cp->operands) : 0);
   HostTensor x_scaled;
   if (scaled) {
     if (c.input_count() < 4 || !c.has_input(end)) c.fail("channel scale without its scale input");
@@ -73,7 +114,8 @@ Outputs FusedConv(const OpContext& c) {
     const int64_t n = x.count(), C = x.shape[1], inner = n / std::max<int64_t>(1, x.shape[0] * C);
     for (int64_t i = 0; i < n; ++i) v[i] *= sv[size_t((i / inner) % C)];
   }
-  std::vector<const HostTensor*> core_in = {scaled ? &x_scaled : &c.input(0), &c.input(1),
+  if (cp) x_scaled = channel_program_applied(c, *cp, end);
+  std::vector<const HostTensor*> core_in = {scaled || cp ? &x_scaled : &c.input(0), &c.input(1),
                                             c.has_input(2) ? &c.input(2) : nullptr};
   Outputs out = evaluate(core_node(c.node, "Conv", kConvAttrs, 3), core_in);
   HostTensor& y = out[0];
