@@ -136,6 +136,11 @@ void expect_close(const HostTensor& a, const HostTensor& b) {
   EXPECT_LE(cli::relative_error(a, b), 1e-5);
 }
 
+void expect_all_close(const std::vector<HostTensor>& got, const std::vector<HostTensor>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) expect_close(got[i], want[i]);
+}
+
 // The outputs of `g` for `input`: on the CPU executor (no `dev`), or in a
 // guarded session on `dev` (no violations) with the kernels `kernels` names,
 // which `check` then inspects.
@@ -618,10 +623,7 @@ TEST(Optimize, ChannelScalesMoveIntoPointwiseConvs) {
   }
   EXPECT_EQ(scaled, 1);
   EXPECT_EQ(muls, 2) << "the Muls read by a 3x3 conv and read twice stay";
-  auto expect_all = [&](const std::vector<HostTensor>& got) {
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i) expect_close(got[i], want[i]);
-  };
+  auto expect_all = [&](const std::vector<HostTensor>& got) { expect_all_close(got, want); };
   expect_all(run_all(g, nullptr, 0));
   auto dev = runtime::open_device("pocl");
   expect_all(run_all(g, dev, 0));
@@ -705,10 +707,7 @@ TEST(Optimize, PerChannelProgramsGoIntoOneByOneConvs) {
     EXPECT_EQ(operand_inputs_end(n), n.inputs.size() - 2);
   }
   EXPECT_EQ(programs, 2);
-  auto expect_all = [&](const std::vector<HostTensor>& got) {
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i) expect_close(got[i], want[i]);
-  };
+  auto expect_all = [&](const std::vector<HostTensor>& got) { expect_all_close(got, want); };
   expect_all(run_all(g, nullptr));
   auto dev = runtime::open_device("pocl");
   expect_all(run_all(g, dev));
@@ -777,10 +776,7 @@ TEST(Optimize, FullyConnectedPairsBecomeOneMlp) {
   }
   EXPECT_EQ(mlps, 1);
   EXPECT_EQ(convs, 4) << "the pair read twice and the 30-pixel pair stay";
-  auto expect_all = [&](const std::vector<HostTensor>& got) {
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i) expect_close(got[i], want[i]);
-  };
+  auto expect_all = [&](const std::vector<HostTensor>& got) { expect_all_close(got, want); };
   expect_all(run_all(g, nullptr));
   auto dev = runtime::open_device("pocl");
   expect_all(run_all(g, dev));
@@ -989,10 +985,7 @@ TEST(Optimize, SlicesThatAConcatPassesThroughBecomeViewsWhereLifetimesAllow) {
     }
     g.topological_sort();
     const HostTensor input = random_tensor(full, rng, -2, 2);
-    const std::vector<HostTensor> want = runtime::CpuExecutor(g, make_usage_records(g),
-                                                              plan::plan_memory(make_usage_records(g).records,
-                                                                                plan::DeviceProfile::load("pocl"), "best"))
-                                             .run({input});
+    const std::vector<HostTensor> want = run_graph(g, input);
     // The Concats elided whether or not that lowers this small graph's bound.
     OptimizeOptions no_views;
     no_views.concat_slice_views = false;
@@ -1007,19 +1000,13 @@ TEST(Optimize, SlicesThatAConcatPassesThroughBecomeViewsWhereLifetimesAllow) {
     EXPECT_EQ(sh.root[g.find("shuffled")] == sh.root[g.find("b_cat")], !late_reader);
     for (const Node& n : g.nodes)
       if (n.op_type == "Concat") EXPECT_TRUE(n.decisions.elided) << n.name;
-    PlanInput pin = make_usage_records(g);
-    auto dev = runtime::open_device("pocl");
-    plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
-    runtime::SessionOptions o;
-    o.guard = true;
-    runtime::Session session(g, pin, plan, dev, o);
-    const std::vector<HostTensor> got = session.run({input});
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i) expect_close(got[i], want[i]);
-    EXPECT_TRUE(session.guard_violations().empty());
     // Sigmoid, two convs a block, the shuffle's Transpose, Tanh (and the Add,
     // and the second block's Slice copy, where a late reader keeps it).
-    EXPECT_EQ(session.kernel_launches(), late_reader ? 9 : 7);
+    expect_all_close(run_graph(g, input, runtime::open_device("pocl"),
+                               [&](const runtime::Session& session) {
+                                 EXPECT_EQ(session.kernel_launches(), late_reader ? 9 : 7);
+                               }),
+                     want);
   }
 }
 

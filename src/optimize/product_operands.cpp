@@ -4,6 +4,7 @@
 // connected layers into one FusedMlp (docs/fused-ops.md).
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -39,6 +40,54 @@ struct Links {
     }
   }
 };
+
+// The node writing X of `conv` for it alone (no other reader, no graph
+// output, float32) when conv is a plain 1x1, stride-1, undilated conv of at
+// least two pixels; -1 otherwise (or when that node is `erased`).
+int sole_writer_of_pointwise_input(const Graph& g, const Node& conv, const Links& l, const std::vector<char>& erased) {
+  if (!plain_1x1_conv(g, conv)) return -1;
+  const int x = conv.inputs[0];
+  const Shape& xs = g.tensors[x].shape;
+  if (xs[2] * xs[3] < 2 || !all_equal(conv.get_ints("strides", {1, 1}), 1) ||
+      !all_equal(conv.get_ints("dilations", {1, 1}), 1))
+    return -1;
+  const int p = l.producer[x];
+  if (p < 0 || erased[size_t(p)] || l.uses[x] != 1 || g.tensors[x].is_output || !is_f32(g.tensors[x])) return -1;
+  return p;
+}
+
+// Offers each plain 1x1 conv and the node writing its X for it alone
+// (sole_writer_of_pointwise_input) to `take`, which rewrites the conv to read
+// what that node read and returns true; those nodes are erased. Returns how
+// many were taken.
+int fuse_writers_into_pointwise_convs(Graph& g, const std::function<bool(Node& conv, const Node& writer)>& take) {
+  const Links links(g);
+  std::vector<char> erased(g.nodes.size(), 0);
+  int fused = 0;
+  for (int k = 0; k < int(g.nodes.size()); ++k) {
+    const int writer = sole_writer_of_pointwise_input(g, g.nodes[k], links, erased);
+    if (writer < 0 || !take(g.nodes[k], g.nodes[size_t(writer)])) continue;
+    erased[size_t(writer)] = 1;
+    ++fused;
+  }
+  if (fused) g.erase_nodes(erased);
+  return fused;
+}
+
+// A Conv as a FusedConv with no program (the conv alone), its bias input
+// present (-1 when none), so inputs can follow it.
+void as_fused_conv(Node& conv) {
+  if (conv.op_type != "Conv") return;
+  conv.op_type = "FusedConv";
+  if (conv.inputs.size() == 2) conv.inputs.push_back(-1);
+}
+
+// [C, 1, 1] or [1, C, 1, 1]: one value per channel of an NCHW tensor of C
+// channels, the same for every image.
+bool one_value_per_channel(const Shape& s, int64_t C) {
+  return (s.size() == 3 || (s.size() == 4 && s[0] == 1)) && s[s.size() - 3] == C && s[s.size() - 2] == 1 &&
+         s.back() == 1;
+}
 }  // namespace
 
 // A scalar Mul or Div on a MatMul's input moves after it, where the fuser
@@ -183,45 +232,24 @@ int reshapes_after_products(Graph& g) {
 // Only 1x1, stride 1, unpadded, ungrouped convolutions of more than one
 // pixel (the CPU kernels' GEMM form), with S shared by the batch.
 int channel_scales_into_convs(Graph& g) {
-  const Links links(g);
-  const std::vector<int>&producer = links.producer, &uses = links.uses;
-  std::vector<char> erased(g.nodes.size(), 0);
-  int fused = 0;
-  for (int k = 0; k < int(g.nodes.size()); ++k) {
-    Node& conv = g.nodes[k];
-    if (!plain_1x1_conv(g, conv)) continue;
-    const int x = conv.inputs[0];
-    const Shape& xs = g.tensors[x].shape;
-    if (xs[2] * xs[3] < 2 || !all_equal(conv.get_ints("strides", {1, 1}), 1) ||
-        !all_equal(conv.get_ints("dilations", {1, 1}), 1))
-      continue;
-    if (producer[x] < 0 || uses[x] != 1 || g.tensors[x].is_output || !is_f32(g.tensors[x])) continue;
-    const Node& mul = g.nodes[size_t(producer[x])];
-    if (mul.op_type != "Mul" || mul.inputs.size() != 2 || mul.inputs[0] < 0 || mul.inputs[1] < 0) continue;
+  return fuse_writers_into_pointwise_convs(g, [&](Node& conv, const Node& mul) {
+    const Shape& xs = g.tensors[conv.inputs[0]].shape;
+    if (mul.op_type != "Mul" || mul.inputs.size() != 2 || mul.inputs[0] < 0 || mul.inputs[1] < 0) return false;
     int a = -1, sc = -1;
     for (int i = 0; i < 2; ++i) {
       const Tensor& t = g.tensors[mul.inputs[size_t(i)]];
       const Tensor& o = g.tensors[mul.inputs[size_t(1 - i)]];
-      // S: [C, 1, 1] or [1, C, 1, 1] (one value per channel, the same for
-      // every image); A: X's shape.
-      const bool per_channel = (t.shape.size() == 3 || (t.shape.size() == 4 && t.shape[0] == 1)) &&
-                               t.shape[t.shape.size() - 3] == xs[1] && t.shape[t.shape.size() - 2] == 1 &&
-                               t.shape.back() == 1;
-      if (per_channel && is_f32(t) && o.shape == xs && is_f32(o)) a = mul.inputs[size_t(1 - i)], sc = mul.inputs[size_t(i)];
+      // S one value per channel, A X's shape.
+      if (one_value_per_channel(t.shape, xs[1]) && is_f32(t) && o.shape == xs && is_f32(o))
+        a = mul.inputs[size_t(1 - i)], sc = mul.inputs[size_t(i)];
     }
-    if (a < 0) continue;
-    if (conv.op_type == "Conv") {
-      conv.op_type = "FusedConv";  // with no program: the conv alone
-      if (conv.inputs.size() == 2) conv.inputs.push_back(-1);
-    }
+    if (a < 0) return false;
+    as_fused_conv(conv);
     conv.inputs[0] = a;
     conv.inputs.push_back(sc);
     set_channel_scaled(conv);
-    erased[size_t(producer[x])] = 1;
-    ++fused;
-  }
-  if (fused) g.erase_nodes(erased);
-  return fused;
+    return true;
+  });
 }
 
 // A FusedElementwise (or a lone Mul, Add, Sub, Div) read only by a 1x1
@@ -235,45 +263,23 @@ int channel_scales_into_convs(Graph& g) {
 // Only 1x1, stride-1, unpadded, ungrouped convolutions of at least two
 // pixels and two output channels (the GEMM's tiles, not its vector form).
 int channel_programs_into_convs(Graph& g) {
-  const Links links(g);
-  const std::vector<int>&producer = links.producer, &uses = links.uses;
-  std::vector<char> erased(g.nodes.size(), 0);
-  int fused = 0;
-  for (int k = 0; k < int(g.nodes.size()); ++k) {
-    Node& conv = g.nodes[k];
-    if (!plain_1x1_conv(g, conv) || channel_program(conv)) continue;
-    const int x = conv.inputs[0];
-    const Shape& xs = g.tensors[x].shape;
-    const Shape& ws = g.tensors[conv.inputs[1]].shape;
-    if (xs[2] * xs[3] < 2 || ws[0] < 2 || !all_equal(conv.get_ints("strides", {1, 1}), 1) ||
-        !all_equal(conv.get_ints("dilations", {1, 1}), 1))
-      continue;
-    if (producer[x] < 0 || erased[size_t(producer[x])] || uses[x] != 1 || g.tensors[x].is_output ||
-        !is_f32(g.tensors[x]))
-      continue;
-    const Node& ew = g.nodes[size_t(producer[x])];
+  return fuse_writers_into_pointwise_convs(g, [&](Node& conv, const Node& ew) {
+    const Shape& xs = g.tensors[conv.inputs[0]].shape;
+    if (g.tensors[conv.inputs[1]].shape[0] < 2) return false;
     // A lone binary op (squeeze-and-excitation's scale on GPUs: Mul) is the
     // program of one instruction.
     const bool binary = (ew.op_type == "Mul" || ew.op_type == "Add" || ew.op_type == "Sub" || ew.op_type == "Div") &&
                         ew.inputs.size() == 2 && ew.attrs.empty();
-    if ((ew.op_type != "FusedElementwise" && !binary) || ew.outputs.size() != 1) continue;
+    if ((ew.op_type != "FusedElementwise" && !binary) || ew.outputs.size() != 1) return false;
     int data = -1;
-    bool per_channel = true;
-    for (size_t i = 0; i < ew.inputs.size() && per_channel; ++i) {
+    for (size_t i = 0; i < ew.inputs.size(); ++i) {
       const int t = ew.inputs[i];
-      if (t < 0 || !is_f32(g.tensors[t])) {
-        per_channel = false;
-        break;
-      }
+      if (t < 0 || !is_f32(g.tensors[t])) return false;
       const Shape& s = g.tensors[t].shape;
-      if (s == xs && data < 0) {
-        data = int(i);
-        continue;
-      }
-      per_channel = (s.size() == 3 || (s.size() == 4 && s[0] == 1)) && s[s.size() - 3] == xs[1] &&
-                    s[s.size() - 2] == 1 && s.back() == 1;
+      if (s == xs && data < 0) data = int(i);
+      else if (!one_value_per_channel(s, xs[1])) return false;
     }
-    if (!per_channel || data < 0) continue;
+    if (data < 0) return false;
     // The program's operands renumbered: X first, then the channel values.
     Epilogue e = binary ? Epilogue::parse(std::vector<std::string>{ew.op_type + " x0 x1"}) : Epilogue::parse(ew);
     std::vector<int> to(ew.inputs.size());
@@ -289,18 +295,12 @@ int channel_programs_into_convs(Graph& g) {
     for (EpilogueInstr& in : e.code)
       for (EpilogueOperand& a : in.args)
         if (a.kind == EpilogueOperand::Kind::Input) a.index = to.at(size_t(a.index));
-    if (conv.op_type == "Conv") {
-      conv.op_type = "FusedConv";  // with no program: the conv alone
-      if (conv.inputs.size() == 2) conv.inputs.push_back(-1);
-    }
+    as_fused_conv(conv);
     conv.inputs[0] = ew.inputs[size_t(data)];
     conv.inputs.insert(conv.inputs.end(), operands.begin(), operands.end());
     conv.decisions.channel_program = ChannelProgram{e.to_strings(), int(operands.size())};
-    erased[size_t(producer[x])] = 1;
-    ++fused;
-  }
-  if (fused) g.erase_nodes(erased);
-  return fused;
+    return true;
+  });
 }
 
 namespace {
