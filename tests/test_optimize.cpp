@@ -998,8 +998,11 @@ TEST(Optimize, SlicesThatAConcatPassesThroughBecomeViewsWhereLifetimesAllow) {
     const StorageSharing sh = storage_sharing(g);
     EXPECT_EQ(sh.root[g.find("s")], sh.root[g.find("a_cat")]) << "the Sigmoid writes into the first Concat";
     EXPECT_EQ(sh.root[g.find("shuffled")] == sh.root[g.find("b_cat")], !late_reader);
-    for (const Node& n : g.nodes)
-      if (n.op_type == "Concat") EXPECT_TRUE(n.decisions.elided) << n.name;
+    for (const Node& n : g.nodes) {
+      if (n.op_type == "Concat") {
+        EXPECT_TRUE(n.decisions.elided) << n.name;
+      }
+    }
     // Sigmoid, two convs a block, the shuffle's Transpose, Tanh (and the Add,
     // and the second block's Slice copy, where a late reader keeps it).
     expect_all_close(run_graph(g, input, runtime::open_device("pocl"),
