@@ -113,7 +113,7 @@ struct AttentionForm {
 
 // An elementwise program that a FusedConv applies to X before the product:
 // conv(P(X, V1, ..., Vk), W) with operand x0 = X's element and x<j> = Vj at
-// its input channel. V1..Vk (one value per input channel, [C], [C, 1, 1] or
+// its input channel. V1..Vk (one value per input channel, [C, 1, 1] or
 // [1, C, 1, 1], shared by every image) are the node's last k inputs,
 // after its epilogue's (docs/fused-ops.md#channel-program-decisionschannel_program): DenseNet's
 // BatchNormalization + Relu before each 1x1 conv, its copy never stored.

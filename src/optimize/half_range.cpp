@@ -328,7 +328,7 @@ HalfRangeReport fit_half_range(Graph& g, const std::vector<float>& largest) {
     if (auto cp = channel_program(n)) {
       std::vector<int> xin(size_t(cp->operands) + 1, 0);
       xin[0] = a;
-      for (int j = 0; j < cp->operands; ++j) xin[size_t(j) + 1] = ex(n.inputs[n.inputs.size() - size_t(cp->operands) + size_t(j)]);
+      for (int j = 0; j < cp->operands; ++j) xin[size_t(j) + 1] = ex(n.inputs[operand_inputs_end(n) + size_t(j)]);
       cp->program = rescaled_program(Epilogue::parse(cp->program), xin, 0);
       n.decisions.channel_program = cp;
       a = 0;

@@ -15,7 +15,7 @@
 namespace texplan {
 namespace {
 
-// A Conv or FusedConv without channel scale that is a plain 1x1 product:
+// A Conv or FusedConv without channel scale or channel program that is a plain 1x1 product:
 // one output, X and W present and 4-D, W 1x1, ungrouped, unpadded.
 bool plain_1x1_conv(const Graph& g, const Node& conv) {
   if ((conv.op_type != "Conv" && conv.op_type != "FusedConv") || channel_scaled(conv) || channel_program(conv) ||

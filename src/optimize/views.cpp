@@ -14,7 +14,6 @@
 
 #include "optimize/optimize.h"
 #include "optimize/passes.h"
-#include "optimize/sharing.h"
 
 namespace texplan {
 
@@ -285,8 +284,7 @@ int slices_into_concats_to_views(Graph& g) {
     n.decisions.view_offset = offset;
     bool kept = false;
     try {
-      storage_sharing(g);  // throws where an elided Concat no longer lays out
-      const int64_t bytes = graph_lower_bound(g);
+      const int64_t bytes = graph_lower_bound(g);  // storage_sharing throws where an elided Concat no longer lays out
       kept = bytes <= best;
       if (kept) best = bytes;
     } catch (const Error&) {

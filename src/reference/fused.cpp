@@ -49,28 +49,29 @@ Node core_node(const Node& n, const std::string& op, const std::vector<std::stri
 }
 
 // X with channel program `p` applied at every element, its operands the
-// inputs from `first` on (one value per channel each).
-HostTensor channel_program_applied(const OpContext& c, const ChannelProgram& p, size_t first) {
+// inputs from `first` on (one value per channel each); `what` names it in
+// errors.
+HostTensor channel_program_applied(const OpContext& c, const ChannelProgram& p, size_t first, const std::string& what) {
   Epilogue e;
   try {
     e = Epilogue::parse(p.program);
   } catch (const Error& err) {
-    c.fail(std::string("channel program: ") + err.what());
+    c.fail(what + ": " + err.what());
   }
   if (e.inputs() > p.operands + 1)
-    c.fail("channel program reads x" + std::to_string(e.inputs() - 1) + " but has " + std::to_string(p.operands) +
+    c.fail(what + " reads x" + std::to_string(e.inputs() - 1) + " but has " + std::to_string(p.operands) +
            " operands");
   const HostTensor& x = c.input(0);
-  if (x.shape.size() < 3) c.fail("channel program over a rank-" + std::to_string(x.shape.size()) + " X");
+  if (x.shape.size() < 3) c.fail(what + " over a rank-" + std::to_string(x.shape.size()) + " X");
   const int64_t n = x.count(), C = x.shape[1], inner = n / std::max<int64_t>(1, x.shape[0] * C);
   std::vector<std::vector<float>> v;
   for (int j = 0; j < p.operands; ++j) {
-    if (!c.has_input(first + size_t(j))) c.fail("channel program operand " + std::to_string(j + 1) + " missing");
+    if (!c.has_input(first + size_t(j))) c.fail(what + " operand " + std::to_string(j + 1) + " missing");
     const HostTensor& t = c.input(first + size_t(j));
-    require_dtype(c, t, DataType::Float32, "channel program operand");
+    require_dtype(c, t, DataType::Float32, (what + " operand").c_str());
     if (t.count() != C)
-      c.fail("channel program operand " + std::to_string(j + 1) + " has " + std::to_string(t.count()) +
-             " values for " + std::to_string(C) + " channels");
+      c.fail(what + " operand " + std::to_string(j + 1) + " has " + std::to_string(t.count()) + " values for " +
+             std::to_string(C) + " channels");
     v.push_back(t.as_float());
   }
   HostTensor y = x;
@@ -91,31 +92,18 @@ Outputs FusedConv(const OpContext& c) {
   const Epilogue e = program_of(c);
   if (c.input_count() < 2) c.fail("needs X and W");
   require_dtype(c, c.input(0), DataType::Float32, "X");
-  // channel_scaled(): the last input scales X's channels first;
-  // channel_program(): the last inputs are a program's per-channel operands.
+  // channel_scaled(): the last input scales X's channels first, the
+  // channel program "Mul x0 x1"; channel_program(): the last inputs are a
+  // program's per-channel operands.
   const bool scaled = channel_scaled(c.node);
-  const std::optional<ChannelProgram> cp = channel_program(c.node);
+  const std::optional<ChannelProgram> cp = scaled ? ChannelProgram{{"Mul x0 x1"}, 1} : channel_program(c.node);
+  const std::string what = scaled ? "channel scale" : "channel program";
   if (cp && (cp->operands < 0 || c.input_count() < 3 + size_t(cp->operands)))
-    c.fail("channel program of " + std::to_string(cp->operands) + " operands without its inputs");
-  const size_t end = c.input_count() - (scaled ? 1 : 0) - (cp ? size_t(cp->operands) : 0);
+    c.fail(what + " of " + std::to_string(cp->operands) + " operands without its inputs");
+  const size_t end = c.input_count() - (cp ? size_t(cp->operands) : 0);
   HostTensor x_scaled;
-  if (scaled) {
-    if (c.input_count() < 4 || !c.has_input(end)) c.fail("channel scale without its scale input");
-    const HostTensor& x = c.input(0);
-    const HostTensor& s = c.input(end);
-    require_dtype(c, s, DataType::Float32, "channel scale");
-    if (x.shape.size() < 3 || int64_t(s.count()) != x.shape[1])
-      c.fail("channel scale has " + std::to_string(s.count()) + " values for " +
-             (x.shape.size() < 3 ? std::string("a rank-") + std::to_string(x.shape.size()) + " X"
-                                 : std::to_string(x.shape[1]) + " channels"));
-    x_scaled = x;
-    const std::vector<float> sv = s.as_float();
-    float* v = x_scaled.data<float>();
-    const int64_t n = x.count(), C = x.shape[1], inner = n / std::max<int64_t>(1, x.shape[0] * C);
-    for (int64_t i = 0; i < n; ++i) v[i] *= sv[size_t((i / inner) % C)];
-  }
-  if (cp) x_scaled = channel_program_applied(c, *cp, end);
-  std::vector<const HostTensor*> core_in = {scaled || cp ? &x_scaled : &c.input(0), &c.input(1),
+  if (cp) x_scaled = channel_program_applied(c, *cp, end, what);
+  std::vector<const HostTensor*> core_in = {cp ? &x_scaled : &c.input(0), &c.input(1),
                                             c.has_input(2) ? &c.input(2) : nullptr};
   Outputs out = evaluate(core_node(c.node, "Conv", kConvAttrs, 3), core_in);
   HostTensor& y = out[0];
