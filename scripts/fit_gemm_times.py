@@ -12,7 +12,8 @@ variants (the tiles, their split-K form "/s", each k-groups form) it fits
 by least squares on the relative error, per_cu taken from 1, 2, 3, 4, 6, 8,
 and prints the table for kGemmTimes, then the sums over the shapes of the
 measured time of each shape's choice: the model's, the model's refitted
-without that shape, the tile rules' ("auto") and the best variant's
+without that shape, the choice of the build measured ("auto") and the
+best variant's
 (docs/kernel-choices.md#the-gemm-time-model).
     /usr/bin/python3 scripts/fit_gemm_times.py [FILE]     (numpy: Debian's python3-numpy)
 """
@@ -24,10 +25,10 @@ import sys
 import numpy as np
 
 CU = 132
-TILES = {"32x32": (32, 32), "64x64": (64, 64), "64x64v": (64, 64), "64x128v": (64, 128), "128x64v": (128, 64)}
+TILES = {"16x16": (16, 16), "16x32": (16, 32), "32x16": (32, 16), "32x32": (32, 32), "64x64": (64, 64), "64x64v": (64, 64), "64x128v": (64, 128), "128x64v": (128, 64)}
 # The families kGemmTimes keeps: those that won a shape (128x128v, the tiles
 # without float4 reads past 64x64 and the 64x64 k-groups never did).
-FAMILIES = ["32x32", "64x64", "64x64v", "64x128v", "128x64v", "32x32/s", "64x64/s", "64x64v/s", "64x128v/s",
+FAMILIES = ["16x16", "16x32", "32x16", "32x32", "64x64", "64x64v", "64x128v", "128x64v", "32x32/s", "64x64/s", "64x64v/s", "64x128v/s",
             "128x64v/s", "32x32k2", "32x32k4", "32x32k8"]
 
 
@@ -95,11 +96,11 @@ def main():
     for fam in FAMILIES:
         err, per_cu, overhead, per_mfma = model[fam]
         print(f'{{"{fam}", {per_cu}, {overhead:.2f}, {per_mfma:.2f}}},'.ljust(36) + f"  rel. rms {err:.2f}")
-    sums = {"model": 0.0, "model, each shape left out": 0.0, "tile rules (auto)": 0.0, "best": 0.0}
+    sums = {"model": 0.0, "model, each shape left out": 0.0, "auto (the build measured)": 0.0, "best": 0.0}
     for s in shapes:
         sums["model"] += s["us"][choice(model, s)]
         sums["model, each shape left out"] += s["us"][choice(fit_all(shapes, s["shape"]), s)]
-        sums["tile rules (auto)"] += s["us"]["auto"]
+        sums["auto (the build measured)"] += s["us"]["auto"]
         sums["best"] += min(us for v, us in s["us"].items() if v != "auto")
     print(f"{len(shapes)} shapes, the measured time of each one's choice summed:")
     for k, v in sums.items():

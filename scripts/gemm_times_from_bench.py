@@ -38,7 +38,7 @@ def split_name(tiles, M, N, K):
 
 
 def mnk(shape):
-    m = re.search(r"product \S+ \S+ (\d+)x(\d+)x(\d+)", shape)
+    m = re.search(r"product (?:\S+ )+?(\d+)x(\d+)x(\d+)", shape)
     if m:
         M, K, N = map(int, m.groups())
         return M, N, K

@@ -802,7 +802,8 @@ TEST(FusedKernels, SessionRunsFusedNodesOnKernels) {
 // The GEMM time model's choices on an H200's 132 compute units, for shapes
 // texplan_conv_bench measured there (docs/kernel-choices.md#the-gemm-time-model):
 // k-groups where K is long against a grid of few tiles, the 32x32 tiles for
-// the small products, split-K where K is much longer than the output is wide.
+// the small products, split-K where K is much longer than the output is wide,
+// and tiles under 32 on a side where a 32x32 grid leaves compute units idle.
 TEST(FusedKernels, GemmVariantByMeasuredTimes) {
   EXPECT_EQ(lower::gemm_variant_by_shape(197, 2304, 768, 1, 132, true, true), "32x32k2");  // ViT qkv
   EXPECT_EQ(lower::gemm_variant_by_shape(196, 1536, 384, 1, 132, true, true), "32x32k2");  // Swin-T fc1
@@ -810,21 +811,25 @@ TEST(FusedKernels, GemmVariantByMeasuredTimes) {
   EXPECT_EQ(lower::gemm_variant_by_shape(128, 784, 512, 1, 132, true, true), "32x32k4");   // DenseNet 1x1 512->128 at 28
   EXPECT_EQ(lower::gemm_variant_by_shape(96, 12544, 16, 1, 132, true, false), "32x32");    // 1x1 16->96 at 112
   EXPECT_EQ(lower::gemm_variant_by_shape(197, 768, 3072, 1, 132, true, true), "64x128v/s11");  // ViT fc2
+  // The narrow tiles where a 32x32 grid is one small wave and K short.
+  EXPECT_EQ(lower::gemm_variant_by_shape(128, 256, 256, 1, 132, true, true), "16x16");  // BERT-mini's attention output
+  EXPECT_EQ(lower::gemm_variant_by_shape(32, 784, 192, 1, 132, true, true), "16x16");   // 1x1 192->32 at 28
   // Without k-groups or split-K, tiles only.
   EXPECT_EQ(lower::gemm_variant_by_shape(197, 2304, 768, 1, 132, false, false).find_first_of("k/"), std::string::npos);
 }
 
 // The model against the measurements it was fitted to
-// (bench/data/gemm_times_h200.json, scripts/fit_gemm_times.py): every
+// (bench/data/gemm_times_h200.json, scripts/fit_gemm_times.py): its
 // choices among each shape's measured variants sum to what
-// docs/kernel-choices.md#the-gemm-time-model says (893 us over 40 shapes,
-// against 991 us for the tile rules and 832 for the best of each), and no
-// choice is more than 1.5x its shape's best.
+// docs/kernel-choices.md#the-gemm-time-model says (869 us over 40 shapes,
+// against 894 us for the build measured, whose model had no narrow tiles,
+// and 812 for the best of each), and no choice is more than 1.5x its
+// shape's best.
 TEST(FusedKernels, GemmTimeModelAgainstItsMeasurements) {
   std::ifstream in(std::string(TEXPLAN_SOURCE_DIR) + "/bench/data/gemm_times_h200.json");
   ASSERT_TRUE(in) << "bench/data/gemm_times_h200.json";
   const nlohmann::json data = nlohmann::json::parse(in);
-  double chosen = 0, rules = 0, best = 0;
+  double chosen = 0, before = 0, best = 0;
   int shapes = 0;
   for (const nlohmann::json& s : data.at("shapes")) {
     const int64_t M = s.at("M"), N = s.at("N"), K = s.at("K");
@@ -838,10 +843,10 @@ TEST(FusedKernels, GemmTimeModelAgainstItsMeasurements) {
     for (const auto& [name, t] : us.items())
       if (name != "auto") least = std::min(least, t.get<double>());
     EXPECT_LE(us.at(v).get<double>(), 1.5 * least);
-    chosen += us.at(v).get<double>(), rules += us.at("auto").get<double>(), best += least, ++shapes;
+    chosen += us.at(v).get<double>(), before += us.at("auto").get<double>(), best += least, ++shapes;
   }
   EXPECT_EQ(shapes, 40);
-  EXPECT_NEAR(chosen, 893, 1);
-  EXPECT_NEAR(rules, 991, 1);
-  EXPECT_NEAR(best, 832, 1);
+  EXPECT_NEAR(chosen, 869, 1);
+  EXPECT_NEAR(before, 894, 1);
+  EXPECT_NEAR(best, 812, 1);
 }

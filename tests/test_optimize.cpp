@@ -711,7 +711,7 @@ TEST(Optimize, PerChannelProgramsGoIntoOneByOneConvs) {
   expect_all(run_all(g, nullptr));
   auto dev = runtime::open_device("pocl");
   expect_all(run_all(g, dev));
-  for (const char* variant : {"32x32", "64x64/s3", "32x32k4"}) {
+  for (const char* variant : {"32x32", "64x64/s3", "32x32k4", "16x32"}) {
     SCOPED_TRACE(variant);
     expect_all(run_all(g, dev, {.conv = variant}));
   }

@@ -18,10 +18,10 @@ static const Tiles kTiles[] = {{"32x32", 2, 2, false, 1.0},     {"64x64", 4, 4, 
                                {"128x64v", 8, 4, true, 3.2},    {"128x128", 8, 8, false, 3.0},
                                {"128x128v", 8, 8, true, 4.0}};
 
-// Tiles under 32 on a side, for measurements only (forced by name, never a
-// candidate): a work-item's 1x1 to 1x2 block, two to four times the
-// work-groups of 32x32 where a grid leaves compute units idle
-// (docs/kernel-choices.md#the-depth-of-a-slice).
+// Tiles under 32 on a side: a work-item's 1x1 to 1x2 block, two to four
+// times the work-groups of 32x32 where a grid leaves compute units idle.
+// Candidates of the GPU GEMM time model and of tuning, never of the tile
+// rules (docs/kernel-choices.md#the-gemm-time-model).
 static const Tiles kNarrowTiles[] = {{"16x16", 1, 1, false, 0.25}, {"16x32", 1, 2, false, 0.5}, {"32x16", 2, 1, false, 0.5}};
 
 const Tiles& tiles_named(const char* n) {
@@ -195,11 +195,12 @@ struct GemmTime {
   double overhead_us, us_per_mfma;
 };
 static const GemmTime kGemmTimes[] = {  // scripts/fit_gemm_times.py on bench/data/gemm_times_h200.json
-    {"32x32", 1, 6.49, 24.77},      {"64x64", 2, 8.08, 19.57},      {"64x64v", 1, 8.20, 13.18},
-    {"64x128v", 1, 9.93, 9.95},     {"128x64v", 1, 9.69, 9.87},     {"32x32/s", 3, 8.83, 73.70},
-    {"64x64/s", 1, 16.59, 13.35},   {"64x64v/s", 1, 13.23, 13.50},  {"64x128v/s", 1, 13.20, 13.24},
-    {"128x64v/s", 1, 13.06, 13.27}, {"32x32k2", 1, 8.02, 14.82},    {"32x32k4", 1, 7.63, 15.23},
-    {"32x32k8", 1, 7.94, 17.27}};
+    {"16x16", 1, 6.26, 44.15},      {"16x32", 1, 6.11, 33.69},      {"32x16", 1, 6.13, 34.32},
+    {"32x32", 1, 6.56, 24.79},      {"64x64", 2, 8.09, 19.62},      {"64x64v", 1, 8.30, 13.17},
+    {"64x128v", 1, 9.85, 9.98},     {"128x64v", 1, 9.81, 9.86},     {"32x32/s", 3, 9.07, 73.71},
+    {"64x64/s", 1, 12.17, 13.54},   {"64x64v/s", 1, 13.46, 13.49},  {"64x128v/s", 1, 13.43, 13.20},
+    {"128x64v/s", 1, 13.28, 13.26}, {"32x32k2", 1, 8.10, 14.86},    {"32x32k4", 1, 7.64, 15.31},
+    {"32x32k8", 1, 7.92, 17.39}};
 
 // Microseconds by kGemmTimes, or infinity for a family it lacks.
 static double gemm_time_us(const Variant& v, int64_t M, int64_t N, int64_t K, int64_t batches, int64_t cu) {
@@ -287,12 +288,14 @@ Variant forced_winograd(const Forced& f, const WinogradShape& w, bool can_split,
   return ceil_div(w.C, cslice) > 1 ? Variant{nullptr, ceil_div(w.C, cslice), cslice} : Variant{nullptr};
 }
 
-// Every tile unsplit, and where `can_split` each split to about 2 waves and
-// to 1 (half the atomic adds); where `can_kgroups` the k-groups forms.
+// Every tile unsplit (the narrow ones too), and where `can_split` each of
+// kTiles split to about 2 waves and to 1 (half the atomic adds); where
+// `can_kgroups` the k-groups forms.
 static std::vector<Variant> gemm_candidates(int64_t M, int64_t N, int64_t K, int64_t batches, int64_t cu,
                                             bool can_split, bool can_kgroups) {
   std::vector<Variant> candidates;
   for (const Tiles& t : kTiles) candidates.push_back({&t});
+  for (const Tiles& t : kNarrowTiles) candidates.push_back({&t});
   if (can_split)
     for (const Tiles& t : kTiles)
       for (int64_t waves : {2, 1})
@@ -369,6 +372,7 @@ Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int6
   if (can_split && std::any_of(candidates.begin(), candidates.end(), [](const Variant& v) { return v.splits > 1; }))
     key += " splitk";  // caches from before split-K did not measure it
   if (can_kgroups) key += " kgroups5";  // caches from before the five k-groups forms did not measure them
+  key += " narrow";  // nor the narrow tiles
   if (wino) {
     key += " winograd";  // caches from before Winograd did not measure it
     const Variant whole{nullptr}, split = can_split ? winograd_split(*wino, cu, 1) : whole;
@@ -489,6 +493,7 @@ std::optional<TiledConvMaxPool> fit_pool_tile(const ConvGeometry& g, const PoolG
 std::vector<std::string> conv_tile_variants() {
   std::vector<std::string> v;
   for (const Tiles& t : kTiles) v.push_back(t.name);
+  for (const Tiles& t : kNarrowTiles) v.push_back(t.name);
   for (const char* t : {"32x32", "64x64"}) v.push_back(std::string("taps:") + t);  // the previous kernels
   for (const Tiles& t : kTiles) v.push_back(std::string(t.name) + "/split");       // split-K, slices by shape
   return v;
