@@ -78,10 +78,15 @@ def fit_all(shapes, leave_out=None):
     return {fam: fit(p) for fam, p in points.items()}
 
 
+NARROW = ("16x16", "16x32", "32x16")
+
+
 def choice(model, s):
+    """The variant the runtime picks: the narrow tiles for products only
+    (lower/conv.cpp: in models they lost on 1x1 convs)."""
     def predicted(v):
         f = features(v, s["M"], s["N"], s["K"])
-        if not f or f[0] not in model:
+        if not f or f[0] not in model or (f[0] in NARROW and not s["shape"].startswith("product")):
             return math.inf
         _, per_cu, overhead, per_mfma = model[f[0]]
         return overhead + math.ceil(f[1] / (CU * per_cu)) * f[2] * per_mfma

@@ -215,6 +215,7 @@ struct GemmArgs {
   bool has_c = false;
   float alpha = 1, beta = 1;
   std::vector<int64_t> batch{1}, a_sb{0}, b_sb{0}, c_sb{0};
+  bool narrow_tiles = true;  // among the candidates (not for 1x1 convs: docs/kernel-choices.md#the-gemm-time-model)
 };
 
 // GEMMs with a single row or column become matrix-vector products; the
@@ -271,7 +272,7 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
   // 64-deep steps (docs/kernel-choices.md#k-groups).
   const bool can_kgroups = g.K >= 128;
   emit(pick_variant(b, shape_key("gemm", {g.M, g.N, g.K, nb, g.a_sk == 1, g.b_sn == 1}), g.M, g.N, g.K, nb,
-                    split_k_allowed(b, g.K, total, tail), emit, nullptr, can_kgroups, true));
+                    split_k_allowed(b, g.K, total, tail), emit, nullptr, can_kgroups, true, g.narrow_tiles));
 }
 
 }  // namespace
@@ -334,6 +335,7 @@ bool lower_conv(NodeBuilder& b, const FusedTail& fused) {
     a.a_sb = {0, OCg * ICg};
     a.b_sb = {g.C * plane, ICg * plane};
     a.c_sb = {0, OCg};
+    a.narrow_tiles = false;
     launch_gemm(b, b.arg_in(1), b.arg_in(0), bias, b.arg_out(0), a, tail);
     return true;
   }

@@ -20,8 +20,8 @@ static const Tiles kTiles[] = {{"32x32", 2, 2, false, 1.0},     {"64x64", 4, 4, 
 
 // Tiles under 32 on a side: a work-item's 1x1 to 1x2 block, two to four
 // times the work-groups of 32x32 where a grid leaves compute units idle.
-// Candidates of the GPU GEMM time model and of tuning, never of the tile
-// rules (docs/kernel-choices.md#the-gemm-time-model).
+// Candidates of products only (time model and tuning), never of convs nor
+// of the tile rules (docs/kernel-choices.md#the-gemm-time-model).
 static const Tiles kNarrowTiles[] = {{"16x16", 1, 1, false, 0.25}, {"16x32", 1, 2, false, 0.5}, {"32x16", 2, 1, false, 0.5}};
 
 const Tiles& tiles_named(const char* n) {
@@ -288,14 +288,15 @@ Variant forced_winograd(const Forced& f, const WinogradShape& w, bool can_split,
   return ceil_div(w.C, cslice) > 1 ? Variant{nullptr, ceil_div(w.C, cslice), cslice} : Variant{nullptr};
 }
 
-// Every tile unsplit (the narrow ones too), and where `can_split` each of
-// kTiles split to about 2 waves and to 1 (half the atomic adds); where
-// `can_kgroups` the k-groups forms.
+// Every tile unsplit (where `narrow` the narrow ones too), and where
+// `can_split` each of kTiles split to about 2 waves and to 1 (half the
+// atomic adds); where `can_kgroups` the k-groups forms.
 static std::vector<Variant> gemm_candidates(int64_t M, int64_t N, int64_t K, int64_t batches, int64_t cu,
-                                            bool can_split, bool can_kgroups) {
+                                            bool can_split, bool can_kgroups, bool narrow) {
   std::vector<Variant> candidates;
   for (const Tiles& t : kTiles) candidates.push_back({&t});
-  for (const Tiles& t : kNarrowTiles) candidates.push_back({&t});
+  if (narrow)
+    for (const Tiles& t : kNarrowTiles) candidates.push_back({&t});
   if (can_split)
     for (const Tiles& t : kTiles)
       for (int64_t waves : {2, 1})
@@ -321,9 +322,9 @@ static Variant fastest_gemm(const std::vector<Variant>& candidates, int64_t M, i
 }
 
 std::string gemm_variant_by_shape(int64_t M, int64_t N, int64_t K, int64_t batches, int compute_units, bool can_split,
-                                  bool can_kgroups, const std::vector<std::string>* among) {
+                                  bool can_kgroups, bool narrow, const std::vector<std::string>* among) {
   const int64_t cu = std::max(1, compute_units);
-  std::vector<Variant> candidates = gemm_candidates(M, N, K, batches, cu, can_split, can_kgroups);
+  std::vector<Variant> candidates = gemm_candidates(M, N, K, batches, cu, can_split, can_kgroups, narrow);
   if (among)
     candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
                                     [&](const Variant& v) {
@@ -344,7 +345,7 @@ std::string gemm_variant_by_shape(int64_t M, int64_t N, int64_t K, int64_t batch
 // candidates too, and the guess where their cost is below the direct one's.
 Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int64_t K, int64_t batches,
                      bool can_split, const std::function<void(const Variant&)>& emit,
-                     const WinogradShape* wino, bool can_kgroups, bool product) {
+                     const WinogradShape* wino, bool can_kgroups, bool product, bool narrow) {
   const Forced f = forced(b);
   const int64_t cu = std::max(1, b.compute_units());
   if (f.winograd && wino) return forced_winograd(f, *wino, can_split, cu);
@@ -363,7 +364,7 @@ Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int6
     if (!can_split || f.splits == 0 || f.splits == 1) return Variant{&t};
     return f.splits < 0 ? split_by_shape(t, M, N, K, batches, cu) : split_k(t, K, f.splits);
   }
-  std::vector<Variant> candidates = gemm_candidates(M, N, K, batches, cu, can_split, can_kgroups);
+  std::vector<Variant> candidates = gemm_candidates(M, N, K, batches, cu, can_split, can_kgroups, narrow);
   // The guess without Winograd: a product on a GPU by the measured GEMM
   // times, anything else by the tile rules.
   const Variant direct = product && b.device_type() == "gpu" ? fastest_gemm(candidates, M, N, K, batches, cu)
@@ -372,7 +373,7 @@ Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int6
   if (can_split && std::any_of(candidates.begin(), candidates.end(), [](const Variant& v) { return v.splits > 1; }))
     key += " splitk";  // caches from before split-K did not measure it
   if (can_kgroups) key += " kgroups5";  // caches from before the five k-groups forms did not measure them
-  key += " narrow";  // nor the narrow tiles
+  if (narrow) key += " narrow";  // nor the narrow tiles
   if (wino) {
     key += " winograd";  // caches from before Winograd did not measure it
     const Variant whole{nullptr}, split = can_split ? winograd_split(*wino, cu, 1) : whole;
@@ -493,7 +494,6 @@ std::optional<TiledConvMaxPool> fit_pool_tile(const ConvGeometry& g, const PoolG
 std::vector<std::string> conv_tile_variants() {
   std::vector<std::string> v;
   for (const Tiles& t : kTiles) v.push_back(t.name);
-  for (const Tiles& t : kNarrowTiles) v.push_back(t.name);
   for (const char* t : {"32x32", "64x64"}) v.push_back(std::string("taps:") + t);  // the previous kernels
   for (const Tiles& t : kTiles) v.push_back(std::string(t.name) + "/split");       // split-K, slices by shape
   return v;

@@ -115,12 +115,14 @@ bool winograd_before_tf32(const NodeBuilder& b, const WinogradShape& w, bool poo
 // The variant of a GPU GEMM for the shape named `key` (named, tuned or by
 // shape); `emit(v)` appends a candidate's launches to b.launches, `wino` (a
 // conv Winograd takes) adds Winograd's forms to the candidates,
-// `can_kgroups` (a GEMM gemm_kgroups takes) the k-groups forms. A `product`
-// (gemm.cl's gemm, not conv2d_gemm) on a GPU is guessed by the measured GEMM
-// times (docs/kernel-choices.md#the-gemm-time-model), k-groups included.
+// `can_kgroups` (a GEMM gemm_kgroups takes) the k-groups forms, `narrow`
+// the tiles under 32 on a side. A `product` (gemm.cl's gemm, not
+// conv2d_gemm) on a GPU is guessed by the measured GEMM times
+// (docs/kernel-choices.md#the-gemm-time-model), k-groups included.
 Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int64_t K, int64_t batches,
                      bool can_split, const std::function<void(const Variant&)>& emit,
-                     const WinogradShape* wino = nullptr, bool can_kgroups = false, bool product = false);
+                     const WinogradShape* wino = nullptr, bool can_kgroups = false, bool product = false,
+                     bool narrow = false);
 
 // The pool of a FusedConvMaxPool: window, strides, begin pads, dilations.
 struct PoolGeometry {

@@ -152,10 +152,11 @@ std::string winograd_variant_by_shape(int64_t C, int64_t OC, int64_t OH, int64_t
 // The variant a GPU of `compute_units` runs an MxNxK product in (gemm.cl,
 // `batches` of them) without a tuning cache: the fastest by the measured GEMM
 // times (docs/kernel-choices.md#the-gemm-time-model), split-K where
-// `can_split`, k-groups where `can_kgroups` (K >= 128); with `among`, only
-// the variants it names ("" if none): those a measurement has.
+// `can_split`, k-groups where `can_kgroups` (K >= 128), the narrow tiles
+// where `narrow` (a product, not a 1x1 conv); with `among`, only the
+// variants it names ("" if none): those a measurement has.
 std::string gemm_variant_by_shape(int64_t M, int64_t N, int64_t K, int64_t batches, int compute_units, bool can_split,
-                                  bool can_kgroups, const std::vector<std::string>* among = nullptr);
+                                  bool can_kgroups, bool narrow, const std::vector<std::string>* among = nullptr);
 // Whether Y's planned storage overlaps an input's (lower/conv.cpp): split-K
 // zeroes Y and adds into it, so it must not.
 bool output_overlaps_input(const NodeBuilder& b, int except = -1);  // input `except` not counted
