@@ -48,6 +48,8 @@ struct Spec {
   bool probs_on_right = false;     // V @ P^T-like: the probabilities are the right operand
   bool nan_guard = false;  // torch 2's boolean-mask export: Where(IsNaN(P), 0, P) before the product
   bool masked_row = false;  // a Computed mask's first row masks every key
+  std::vector<int64_t> output_perm;  // a Transpose of Y after the attention, its output the graph's
+  bool output_read_twice = false;    // Y read by another node too
 };
 
 struct Built {
@@ -165,6 +167,18 @@ Built build(const Spec& s) {
   const int y = w.tensor("y", ys);
   w.node("MatMul", {p, v}, y);
   g.outputs = {y};
+  if (!s.output_perm.empty()) {
+    Shape ts;
+    for (int64_t a : s.output_perm) ts.push_back(ys[size_t(a)]);
+    const int t = w.tensor("y_t", ts);
+    w.node("Transpose", {y}, t, {{"perm", Attribute::of_ints(s.output_perm)}});
+    g.outputs = {t};
+  }
+  if (s.output_read_twice) {
+    const int r = w.tensor("y_relu", ys);
+    w.node("Relu", {y}, r);
+    g.outputs.push_back(r);
+  }
   if (s.probs_output) g.outputs.push_back(p);
   if (s.scores_read_again) {
     const int r = w.tensor("scores_relu", g.tensors[x].shape);
@@ -474,7 +488,9 @@ TEST(FusedAttention, ReadsHeadsThroughOperandViews) {
       EXPECT_EQ(viewed.tensors[size_t(n.inputs[size_t(slot)])].name, "p") << "operand " << slot;
     }
     EXPECT_TRUE(n.decisions.attention->k_transposed);
+    EXPECT_EQ(n.decisions.attention->output_perm, (std::vector<int64_t>{1, 0, 2})) << "o_t written by the attention";
   }
+  EXPECT_EQ(count(viewed, "Transpose"), 0);
   expect_close(run_reference(viewed, feeds), want, 1e-5, "views, reference");
   expect_close(run_device(viewed, feeds), want, 1e-5, "views, cpu_attention.cl");
   expect_close(run_device(viewed, feeds, true), want, 1e-5, "views, attention.cl");
@@ -482,6 +498,53 @@ TEST(FusedAttention, ReadsHeadsThroughOperandViews) {
   Graph copies = g;
   EXPECT_EQ(optimize(copies, {.device_forms = lower::kernel_catalog().fused_for("cpu")}).fused_attention, 1);
   expect_close(run_device(copies, feeds), want, 1e-5, "copies, cpu_attention.cl");
+}
+
+// The Transpose after an attention (BERT's heads interleaved again for the
+// out-projection) goes into the attention's stores where it keeps the last
+// axis last and is the output's only reader: the same outputs on the
+// reference, and through both kernels in fp32 and fp16 storage.
+TEST(FusedAttention, WritesTheTransposeAfterIt) {
+  const std::vector<std::pair<Shape, std::vector<int64_t>>> cases = {
+      {{2, 3}, {0, 2, 1, 3}}, {{3}, {1, 0, 2}}, {{2, 3}, {2, 1, 0, 3}}};
+  for (const auto& [batch, perm] : cases) {
+    SCOPED_TRACE(to_string(Shape(perm.begin(), perm.end())));
+    Spec s;
+    s.batch = batch;
+    s.sq = 45, s.sk = 33, s.d = 32, s.dv = 48;
+    s.mask = Mask::Rows;
+    s.output_perm = perm;
+    const Built b = build(s);
+    const std::vector<HostTensor> want = run_reference(b.g, b.feeds);
+    Graph g = b.g;
+    ASSERT_EQ(optimize(g, {}).fused_attention, 1);
+    EXPECT_EQ(count(g, "Transpose"), 0);
+    EXPECT_EQ(form_of(g).output_perm, perm);
+    expect_close(run_reference(g, b.feeds), want, 1e-5, "reference executor");
+    expect_close(run_device(g, b.feeds), want, 1e-5, "cpu_attention.cl");
+    expect_close(run_device(g, b.feeds, true), want, 1e-5, "attention.cl");
+    if (perm.front() == 0) {  // BERT's form
+      expect_close(run_device(g, b.feeds, false, true), want, 1e-2, "cpu_attention.cl, fp16");
+      expect_close(run_device(g, b.feeds, true, true), want, 1e-2, "attention.cl, fp16");
+    }
+    Graph off = b.g;
+    optimize(off, {.attention_output_transposes = false});
+    EXPECT_EQ(count(off, "Transpose"), 1) << "switched off";
+  }
+  auto kept_transpose = [](const Spec& s) {
+    Graph g = build(s).g;
+    EXPECT_EQ(optimize(g, {}).fused_attention, 1);
+    EXPECT_TRUE(form_of(g).output_perm.empty());
+    return count(g, "Transpose");
+  };
+  Spec moves_last;  // each query's row would scatter
+  moves_last.output_perm = {0, 1, 3, 2};
+  EXPECT_EQ(kept_transpose(moves_last), 1);
+  Spec read_twice;
+  read_twice.output_perm = {0, 2, 1, 3};
+  read_twice.output_read_twice = true;
+  EXPECT_EQ(kept_transpose(read_twice), 1);
+  EXPECT_EQ(fused(read_twice), 1);
 }
 
 TEST(FusedAttention, BertMiniFusesEveryLayer) {

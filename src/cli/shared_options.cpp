@@ -23,6 +23,9 @@ void add_optimize_options(CLI::App& app, OptimizeOptions& o) {
                         "products read operands that Slices, Gathers and Transposes cut and move as copies");
   app.add_flag_callback("--no-attention-fusion", [&o] { o.attention_fusion = false; },
                         "keep attention's products, scale, mask and Softmax apart (the score matrix stored)");
+  app.add_flag_callback("--no-attention-output-transposes", [&o] { o.attention_output_transposes = false; },
+                        "a Transpose after a fused attention copies its output instead of the attention "
+                        "writing it transposed");
   app.add_flag_callback("--no-inplace", [&o] { o.inplace = false; }, "every node writes fresh storage");
   app.add_flag_callback("--no-concat-elision", [&o] { o.concat_elision = false; },
                         "Concat copies its inputs instead of producers writing their slice");

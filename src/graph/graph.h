@@ -109,6 +109,11 @@ struct AttentionForm {
   // A row whose every score is -inf (all its keys masked) gives zeros, not
   // NaN: torch's export of a boolean mask, Where(IsNaN(P), 0, P).
   bool masked_rows_zero = false;
+  // Y stored as Transpose(Y, output_perm) would hold it, its last axis
+  // last: the heads' rows interleaved as the out-projection reads them,
+  // the Transpose after the node dropped (optimize's
+  // transposes_into_attention_outputs). Empty: Y as computed.
+  std::vector<int64_t> output_perm;
 };
 
 // An elementwise program that a FusedConv applies to X before the product:

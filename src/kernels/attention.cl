@@ -147,6 +147,6 @@ __kernel __attribute__((reqd_work_group_size(ATT_WG, 1, 1))) void attention(
   __local const float* of = (__local const float*)o;
   for (int e = lid; e < rows * p.dv; e += ATT_WG) {
     const int rr = e / p.dv, d = e % p.dv;
-    ST(Y, p.yo + (b * p.sq + i0 + rr) * p.dv + d, of[rr * ATT_DV4 * 4 + d]);
+    ST(Y, p.yo + ATT_BATCH(p, y, b) + (i0 + rr) * p.y_si + d, of[rr * ATT_DV4 * 4 + d]);
   }
 }

@@ -35,7 +35,8 @@ typedef struct {
 // Q, K, V and the mask are read through element strides over (batch,
 // head, row, column): batch b of the flat b0 * heads + h is at b0 * s_sb +
 // h * s_sh; K's rows are keys and its columns the head dim, whichever way
-// it is stored. Y is contiguous [batches, sq, dv]. `scale` includes log2(e):
+// it is stored. Y's rows are at y_sb, y_sh, y_si, each contiguous (dv
+// long): AttentionForm::output_perm's transposes. `scale` includes log2(e):
 // the kernels take powers of two. masked_rows_zero: AttentionForm's (graph.h).
 typedef struct {
   int qo, ko, vo, mo, yo;
@@ -44,6 +45,7 @@ typedef struct {
   int k_sb, k_sh, k_sj, k_sd;
   int v_sb, v_sh, v_sj, v_sd;
   int m_sb, m_sh, m_si, m_sj;
+  int y_sb, y_sh, y_si;
   float scale;
 } AttentionParams;
 #define ATT_BATCH(p, s, b) ((b) / (p).heads * (p).s##_sb + (b) % (p).heads * (p).s##_sh)

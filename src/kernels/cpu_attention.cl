@@ -166,7 +166,7 @@ __kernel void attention_cpu(__global const real_t* Q, __global const real_t* K, 
     if (i0 + r >= p.sq) break;
     // A fully masked row: 0 * inf, NaN, as the unfused Softmax gives, or zeros.
     const float inv = p.masked_rows_zero && m[r] == -INFINITY ? 0.0f : 1.0f / l[r];
-    __global real_t* yp = Y + p.yo + (b * p.sq + i0 + r) * ATT_DV;
+    __global real_t* yp = Y + p.yo + ATT_BATCH(p, y, b) + (i0 + r) * p.y_si;
 #pragma unroll
     for (int c = 0; c < ATT_DVC; ++c) {
       const float16 y = acc[r][c] * inv;

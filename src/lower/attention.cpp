@@ -90,7 +90,19 @@ bool lower_fused_attention(NodeBuilder& b) {
     std::swap(k.strides[rank - 2], k.strides[rank - 1]);
   }
   const Shape batch(q.shape.begin(), q.shape.end() - 2);
-  const Shape& y = b.out(0).shape;
+  // Y as computed, and its strides in the output as stored.
+  Shape y = b.out(0).shape;
+  std::vector<int64_t> y_strides = contiguous_strides(y);
+  if (!form->output_perm.empty()) {
+    const std::vector<int64_t>& perm = form->output_perm;
+    if (perm.size() != rank || perm.back() != int64_t(rank) - 1) return false;
+    const Shape& stored = b.out(0).shape;
+    const std::vector<int64_t> cs = contiguous_strides(stored);
+    for (size_t d = 0; d < rank; ++d) {
+      if (perm[d] < 0 || perm[d] >= int64_t(rank)) return false;
+      y[size_t(perm[d])] = stored[d], y_strides[size_t(perm[d])] = cs[d];
+    }
+  }
   for (const Shape* s : std::initializer_list<const Shape*>{&k.shape, &v.shape, &y})
     if (s->size() != rank || !std::equal(batch.begin(), batch.end(), s->begin())) return false;
   const int64_t Sq = q.shape[rank - 2], D = q.shape[rank - 1], Sk = k.shape[rank - 2], Dv = v.shape[rank - 1];
@@ -107,6 +119,8 @@ bool lower_fused_attention(NodeBuilder& b) {
   split_strides(q.strides, p.q_sb, p.q_sh, p.q_si, p.q_sd);
   split_strides(k.strides, p.k_sb, p.k_sh, p.k_sj, p.k_sd);
   split_strides(v.strides, p.v_sb, p.v_sh, p.v_sj, p.v_sd);
+  cl_int y_sd = 0;
+  split_strides(y_strides, p.y_sb, p.y_sh, p.y_si, y_sd);
   TensorArg mask = q.arg;  // any valid buffer when there is none
   if (has_mask) {
     Shape scores = batch;

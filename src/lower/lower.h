@@ -55,6 +55,7 @@ struct AttentionParams {
   cl_int k_sb = 0, k_sh = 0, k_sj = 0, k_sd = 0;
   cl_int v_sb = 0, v_sh = 0, v_sj = 0, v_sd = 0;
   cl_int m_sb = 0, m_sh = 0, m_si = 0, m_sj = 0;
+  cl_int y_sb = 0, y_sh = 0, y_si = 0;
   cl_float scale = 1;
 };
 

@@ -250,7 +250,7 @@ class AttentionFuser {
     fused.inputs = {q, k, v};
     if (mask >= 0) fused.inputs.push_back(mask);
     fused.outputs = out.outputs;
-    fused.decisions.attention = AttentionForm{scale, k_transposed, masked_rows_zero};
+    fused.decisions.attention = AttentionForm{scale, k_transposed, masked_rows_zero, {}};
     for (int g : gone) dead_[size_t(g)] = 1;
     g_.nodes[size_t(pv)] = std::move(fused);  // at the last node's place: every input exists by then
     dead_[size_t(pv)] = 0;
@@ -271,5 +271,38 @@ class AttentionFuser {
 }  // namespace
 
 int fuse_attention(Graph& g, int64_t max_head_dim) { return AttentionFuser(g, max_head_dim).run(); }
+
+int transposes_into_attention_outputs(Graph& g) {
+  const auto consumers = g.consumers();
+  std::vector<char> erased(g.nodes.size(), 0);
+  int made = 0;
+  for (Node& n : g.nodes) {
+    if (n.op_type != "FusedAttention" || !n.decisions.attention || !n.decisions.attention->output_perm.empty() ||
+        n.outputs.size() != 1 || n.outputs[0] < 0)
+      continue;
+    const int y = n.outputs[0];
+    if (g.tensors[y].is_output || consumers[size_t(y)].size() != 1) continue;
+    const int k = consumers[size_t(y)][0];
+    const Node& t = g.nodes[size_t(k)];
+    if (t.op_type != "Transpose" || t.inputs.size() != 1 || t.outputs.size() != 1 || t.outputs[0] < 0 ||
+        g.tensors[t.outputs[0]].dtype != g.tensors[y].dtype)
+      continue;
+    const int64_t rank = int64_t(g.tensors[y].shape.size());
+    std::vector<int64_t> perm = t.get_ints("perm");
+    if (perm.empty())
+      for (int64_t d = rank - 1; d >= 0; --d) perm.push_back(d);
+    std::vector<int64_t> sorted = perm;
+    std::sort(sorted.begin(), sorted.end());
+    bool valid = rank >= 2 && rank <= 4 && int64_t(perm.size()) == rank && perm.back() == rank - 1;
+    for (int64_t d = 0; valid && d < rank; ++d) valid = sorted[size_t(d)] == d;
+    if (!valid) continue;  // the last axis must stay last: each query's row stays one contiguous store
+    n.decisions.attention->output_perm = perm;
+    n.outputs[0] = t.outputs[0];
+    erased[size_t(k)] = 1;
+    ++made;
+  }
+  if (made > 0) g.erase_nodes(erased);
+  return made;
+}
 
 }  // namespace texplan

@@ -161,6 +161,7 @@ OptimizeReport optimize(Graph& g, const OptimizeOptions& given) {
     // where the device's forms say so.
     if (opt.strided_operands || (given.strided_operands && r.fused_attention > 0))
       r.viewed_nodes += strided_operands_within_bound(g, opt.strided_operands);
+    if (opt.attention_output_transposes) r.viewed_nodes += transposes_into_attention_outputs(g);
   }
   for (auto& n : g.nodes) n.decisions.in_place = opt.inplace && may_run_in_place(n);
   const int slice_views = opt.fuse ? slices_to_views(g) : 0;

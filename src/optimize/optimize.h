@@ -44,6 +44,9 @@ struct OptimizeOptions {
   // Softmax attention (q k^T, scale, mask, Softmax, @ v) as one
   // FusedAttention: the score matrix never stored.
   bool attention_fusion = true;
+  // The Transpose after a FusedAttention into its stores
+  // (transposes_into_attention_outputs).
+  bool attention_output_transposes = true;
   enum class Order { File, Memory } order = Order::Memory;
   // The fused forms the device's kernels run (KernelCatalog::fused_for):
   // the rewrites above that make any other are off. Unset: every form, as

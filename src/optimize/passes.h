@@ -83,6 +83,13 @@ int fuse_layer_norm(Graph& g);
 // products apart. Returns how many.
 int fuse_attention(Graph& g, int64_t max_head_dim);
 
+// A FusedAttention's output read only by a Transpose that keeps the last
+// axis last (the heads' rows interleaved for the out-projection: [B, H, S,
+// D] -> [B, S, H, D]) is written that way by the attention itself
+// (AttentionForm::output_perm), and the Transpose dropped (attention.cpp).
+// Returns how many.
+int transposes_into_attention_outputs(Graph& g);
+
 // Nodes that move no element (Transposes of size-1 dims, pools of 1x1
 // windows and stride 1) become Reshapes: views of their input, no kernel
 // (views.cpp). Returns how many.

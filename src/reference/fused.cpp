@@ -185,7 +185,8 @@ Outputs FusedMatMul(const OpContext& c) {
 
 // FusedAttention (attention_form(), graph.h): softmax(scale Q K^T + M) V
 // over the last two axes, through the unfused MatMul and Softmax; Q, K and V
-// read through their operand views where they have them.
+// read through their operand views where they have them, Y transposed by
+// its output_perm where it has one.
 Outputs FusedAttention(const OpContext& c) {
   const std::optional<AttentionForm> form = attention_form(c.node);
   if (!form) c.fail("FusedAttention without its form (scale and K layout)");
@@ -229,7 +230,12 @@ Outputs FusedAttention(const OpContext& c) {
     for (int64_t i = 0; i < p[0].count(); ++i)
       if (std::isnan(pp[i])) pp[i] = 0.0f;
   }
-  return evaluate(product, {&p[0], &v});
+  Outputs y = evaluate(product, {&p[0], &v});
+  if (!form->output_perm.empty()) {
+    if (form->output_perm.size() != rank) c.fail("output_perm of another rank than Y's");
+    y[0] = transpose(c, y[0], form->output_perm);
+  }
+  return y;
 }
 
 Outputs FusedElementwise(const OpContext& c) {
