@@ -78,6 +78,32 @@ TEST(CliPlan, TexturesAutoReportsTexturePools) {
   EXPECT_TRUE(saw_view);
 }
 
+// `plan --target` optimizes as `run` on that kind of device does: a stem's
+// conv + MaxPool fuses for a GPU profile (h100), not for PoCL's (cpu), and
+// the plan's bound says so (the conv's full-size output gone on the GPU).
+TEST(CliPlan, TheTargetsDeviceTypeDecidesTheFusedForms) {
+  auto dir = texplan::test::temp_dir("cliforms");
+  texplan::test::OnnxBuilder b;
+  b.input("x", {1, 3, 32, 32}).output("y");
+  b.initializer("w", {16, 3, 3, 3}, std::vector<float>(16 * 27, 0.01f));
+  texplan::test::OnnxBuilder::attr_ints(b.node("Conv", {"x", "w"}, {"c"}), "pads", {1, 1, 1, 1});
+  b.node("Relu", {"c"}, {"r"});
+  auto* pool = b.node("MaxPool", {"r"}, {"y"});
+  texplan::test::OnnxBuilder::attr_ints(pool, "kernel_shape", {2, 2});
+  texplan::test::OnnxBuilder::attr_ints(pool, "strides", {2, 2});
+  const std::string model = b.save(dir, "stem");
+  json by_target;
+  for (const char* target : {"pocl", "h100"}) {
+    const auto out = dir / (std::string(target) + ".json");
+    Result r = run_cli("plan " + model + " --target " + target + " --strategy best --json " + out.string());
+    ASSERT_EQ(r.code, 0) << r.out;
+    by_target[target] = read_json(out);
+  }
+  EXPECT_EQ(by_target["pocl"]["optimization"]["fused_pool"], 0);
+  EXPECT_EQ(by_target["h100"]["optimization"]["fused_pool"], 1);
+  EXPECT_LT(by_target["h100"]["lower_bound_bytes"].get<int64_t>(), by_target["pocl"]["lower_bound_bytes"].get<int64_t>());
+}
+
 TEST(CliPlan, RandomGraph) {
   Result r = run_cli("plan --random-graph 2000 --seed 3 --strategy best");
   ASSERT_EQ(r.code, 0) << r.out;

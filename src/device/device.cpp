@@ -146,6 +146,7 @@ DeviceInfo describe(cl_device_id d, int index) {
   plan::DeviceProfile& p = i.profile;
   p.name = i.name;
   p.source = "clGetDeviceInfo: " + i.platform + " / " + i.name + " / " + i.driver;
+  p.device_type = i.type;
   p.image_support = device_value<cl_bool>(d, CL_DEVICE_IMAGE_SUPPORT) == CL_TRUE;
   if (p.image_support) {
     p.max_image2d_width = int64_t(device_value<size_t>(d, CL_DEVICE_IMAGE2D_MAX_WIDTH));

@@ -28,6 +28,7 @@ template <class Profile, class Visit>
 void for_each_field(Profile& d, Visit&& visit) {
   visit("name", d.name);
   visit("source", d.source);
+  visit("device_type", d.device_type);
   visit("image_support", d.image_support);
   visit("max_image2d_width", d.max_image2d_width);
   visit("max_image2d_height", d.max_image2d_height);
@@ -87,6 +88,7 @@ DeviceProfile DeviceProfile::from_json(const std::string& text) {
     }
   }
   if (d.name.empty()) throw PlanError("device profile needs a 'name'");
+  if (d.device_type.empty()) throw PlanError("device profile's 'device_type' is empty (gpu, cpu, ...)");
   return d;
 }
 

@@ -46,6 +46,10 @@ struct UsageRecord {
 struct DeviceProfile {
   std::string name;
   std::string source;  // where the numbers come from
+  // "gpu", "cpu" or another OpenCL device type: which fused forms a plan
+  // assumes (the kernels of that type run them; lower/catalog.cpp), so that
+  // `texplan plan --target` optimizes as `texplan run` on the device does.
+  std::string device_type = "gpu";
   bool image_support = true;
   int64_t max_image2d_width = 16384, max_image2d_height = 16384;
   int64_t max_image1d_buffer_pixels = 65536;  // CL_DEVICE_IMAGE_MAX_BUFFER_SIZE
