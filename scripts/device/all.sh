@@ -32,7 +32,6 @@ OUT=${OUT:-$PWD/out-gpu}
 export OUT
 mkdir -p "$OUT"
 source scripts/device/env.sh >"$OUT/env.txt" 2>&1
-syspython() { env LD_LIBRARY_PATH="$TEXPLAN_SYSTEM_LD_LIBRARY_PATH" python3 "$@"; }
 has() { [[ " $STEPS " == *" $1 "* ]]; }
 stamp() { echo "== $(date -u +%T) $*"; }
 

@@ -13,6 +13,8 @@ if [ ! -d "$TEXPLAN_DEV/lib" ]; then
   echo "env.sh: $TEXPLAN_DEV/lib missing: run scripts/device/pack.sh here first and carry .dev" >&2
   return 1 2>/dev/null || exit 1
 fi
+# Python (torch) with the machine's own libraries, not .dev/lib's.
+syspython() { env LD_LIBRARY_PATH="$TEXPLAN_SYSTEM_LD_LIBRARY_PATH" python3 "$@"; }
 if [ -z "${TEXPLAN_SYSTEM_LD_LIBRARY_PATH+set}" ]; then   # idempotent when sourced twice
   export TEXPLAN_SYSTEM_LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}
   export LD_LIBRARY_PATH=$TEXPLAN_DEV/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}

@@ -24,7 +24,6 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/out-gpu}
 mkdir -p "$OUT"
 source scripts/device/env.sh >/dev/null 2>&1
-syspython() { env LD_LIBRARY_PATH="$TEXPLAN_SYSTEM_LD_LIBRARY_PATH" python3 "$@"; }
 models=($1)
 shift
 args=("$@")

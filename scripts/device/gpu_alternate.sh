@@ -35,7 +35,6 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/out-gpu}
 mkdir -p "$OUT"
 source scripts/device/env.sh >/dev/null 2>&1
-syspython() { env LD_LIBRARY_PATH="$TEXPLAN_SYSTEM_LD_LIBRARY_PATH" python3 "$@"; }
 if [[ $1 == all ]]; then mapfile -t models < <(runnable_models); else models=($1); fi
 shift
 sides=("$@") tmp=$(mktemp -d)

@@ -27,7 +27,6 @@ OUT=${OUT:-$PWD/out-gpu}
 export OUT
 mkdir -p "$OUT"
 source scripts/device/env.sh >"$OUT/export_log.txt" 2>&1
-syspython() { env LD_LIBRARY_PATH="$TEXPLAN_SYSTEM_LD_LIBRARY_PATH" python3 "$@"; }
 stamp() { echo "== $(date -u +%T) $*"; }
 
 stamp export

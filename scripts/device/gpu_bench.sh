@@ -34,7 +34,6 @@ mkdir -p "$OUT"
 source scripts/device/env.sh
 export PYTHONUNBUFFERED=1
 # python and torch get the machine's own libraries, not .dev/lib's Debian ones
-syspython() { env LD_LIBRARY_PATH="$TEXPLAN_SYSTEM_LD_LIBRARY_PATH" python3 "$@"; }
 
 describe_machine() {
   date -u; uname -r; grep PRETTY_NAME /etc/os-release || true

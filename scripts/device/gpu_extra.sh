@@ -19,7 +19,6 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/out-gpu}
 mkdir -p "$OUT"
 source scripts/device/env.sh >/dev/null
-syspython() { env LD_LIBRARY_PATH="$TEXPLAN_SYSTEM_LD_LIBRARY_PATH" python3 "$@"; }
 
 zoo=/tmp/texplan-zoo
 mkdir -p "$zoo"

@@ -39,7 +39,6 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/out-gpu}
 mkdir -p "$OUT"
 source scripts/device/env.sh
-syspython() { env LD_LIBRARY_PATH="$TEXPLAN_SYSTEM_LD_LIBRARY_PATH" python3 "$@"; }
 
 main() {
   local models=("$@") tmp rc failed=0 n mode
