@@ -26,8 +26,9 @@
 // ATT_LOADS of them into registers before any store, so that the reads
 // overlap rather than each waiting out the one before (on the H200 bert_mini's
 // attention took 29 us a layer whatever the work-group's share of the scores,
-// 22 us with the batches: docs/performance.md#the-gemm-time-model-and-k-groups-on-the-h200-2026-12-02).
-#define ATT_LOADS 8
+// 22 us in batches of 8; batches of 32, a whole 64-key tile of K or V in two
+// for a 128-item group, ran it 1.01x faster: docs/performance.md#narrow-tiles-for-products-and-attention-writing-its-transpose-h200-2026-12-02).
+#define ATT_LOADS 32
 inline void attention_tile(__local float* dst, int c4, __global const real_t* src, int base, int sr, int sc, int n,
                            int cols, int lid) {
   const int width = c4 * 4, total = ATT_BN * width;
