@@ -257,6 +257,13 @@ size_t operand_inputs_end(const Node& n) {
   return n.inputs.size() - std::min(trailing, n.inputs.size());
 }
 
+std::vector<int64_t> transpose_perm(const Node& n, size_t rank) {
+  std::vector<int64_t> perm = n.get_ints("perm");
+  if (perm.empty())
+    for (size_t d = rank; d-- > 0;) perm.push_back(int64_t(d));
+  return perm;
+}
+
 std::optional<AttentionForm> attention_form(const Node& n) {
   if (n.op_type != "FusedAttention") return std::nullopt;
   return n.decisions.attention;

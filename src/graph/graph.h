@@ -234,6 +234,10 @@ size_t operand_inputs_end(const Node& n);
 // A FusedAttention's form; none on any other node (or a malformed one).
 std::optional<AttentionForm> attention_form(const Node& n);
 
+// A Transpose's perm attribute, or where it has none ONNX's default for an
+// input of `rank` axes: the axes reversed. Not checked to be a permutation.
+std::vector<int64_t> transpose_perm(const Node& n, size_t rank);
+
 struct Graph {
   std::string model_name;  // for messages: "resnet18"
   std::string model_path;

@@ -126,9 +126,7 @@ bool lower_split(NodeBuilder& b) {
 
 bool lower_transpose(NodeBuilder& b) {
   const Shape& in = b.in(0).shape;
-  std::vector<int64_t> perm = b.node.get_ints("perm");
-  if (perm.empty())
-    for (size_t k = in.size(); k-- > 0;) perm.push_back(int64_t(k));
+  const std::vector<int64_t> perm = transpose_perm(b.node, in.size());
   std::vector<int64_t> ist = contiguous_strides(in), src(perm.size());
   for (size_t k = 0; k < perm.size(); ++k) src[k] = ist[perm[k]];
   const Shape& out = b.out(0).shape;

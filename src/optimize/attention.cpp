@@ -85,9 +85,7 @@ class AttentionFuser {
     const Node& tr = n(p);
     if (tr.op_type != "Transpose" || tr.inputs.size() != 1 || tr.inputs[0] < 0) return -1;
     const int64_t rank = int64_t(t(tr.inputs[0]).shape.size());
-    std::vector<int64_t> perm = tr.get_ints("perm");
-    if (perm.empty())
-      for (int64_t d = rank - 1; d >= 0; --d) perm.push_back(d);
+    const std::vector<int64_t> perm = transpose_perm(tr, size_t(rank));
     if (rank < 2 || int64_t(perm.size()) != rank) return -1;
     for (int64_t d = 0; d < rank; ++d) {
       const int64_t want = d == rank - 2 ? rank - 1 : d == rank - 1 ? rank - 2 : d;
@@ -288,9 +286,7 @@ int transposes_into_attention_outputs(Graph& g) {
         g.tensors[t.outputs[0]].dtype != g.tensors[y].dtype)
       continue;
     const int64_t rank = int64_t(g.tensors[y].shape.size());
-    std::vector<int64_t> perm = t.get_ints("perm");
-    if (perm.empty())
-      for (int64_t d = rank - 1; d >= 0; --d) perm.push_back(d);
+    const std::vector<int64_t> perm = transpose_perm(t, size_t(rank));
     std::vector<int64_t> sorted = perm;
     std::sort(sorted.begin(), sorted.end());
     bool valid = rank >= 2 && rank <= 4 && int64_t(perm.size()) == rank && perm.back() == rank - 1;

@@ -26,9 +26,7 @@ bool keeps_elements(const Graph& g, const Node& n) {
   if (out.size() != in.size()) return false;
   const int64_t rank = int64_t(in.size());
   if (n.op_type == "Transpose") {
-    std::vector<int64_t> perm = n.get_ints("perm");
-    if (perm.empty())
-      for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
+    const std::vector<int64_t> perm = transpose_perm(n, in.size());
     if (int64_t(perm.size()) != rank) return false;
     int64_t last = -1;
     for (int64_t p : perm) {
@@ -142,9 +140,7 @@ bool apply_view(const Graph& g, const Node& n, OperandView& v) {
   const Shape& out = g.tensors[n.outputs[0]].shape;
   const int64_t rank = int64_t(v.shape.size());
   if (n.op_type == "Transpose") {
-    std::vector<int64_t> perm = n.get_ints("perm");
-    if (perm.empty())
-      for (int64_t d = rank - 1; d >= 0; --d) perm.push_back(d);
+    const std::vector<int64_t> perm = transpose_perm(n, v.shape.size());
     if (int64_t(perm.size()) != rank) return false;
     OperandView t = v;
     for (int64_t d = 0; d < rank; ++d) {

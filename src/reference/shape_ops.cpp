@@ -90,10 +90,7 @@ Outputs Unsqueeze(const OpContext& c) {
 
 Outputs Transpose(const OpContext& c) {
   const HostTensor& x = c.input(0);
-  std::vector<int64_t> perm = c.node.get_ints("perm");
-  if (perm.empty())
-    for (int64_t i = int64_t(x.shape.size()); i-- > 0;) perm.push_back(i);
-  return single(transpose(c, x, perm));
+  return single(transpose(c, x, transpose_perm(c.node, x.shape.size())));
 }
 
 Outputs Concat(const OpContext& c) {

@@ -84,9 +84,7 @@ void unsqueeze(NodeCheck& c) {
 void transpose(NodeCheck& c) {
   const Shape& x = c.shape(0);
   const int64_t r = int64_t(x.size());
-  std::vector<int64_t> perm = c.node().get_ints("perm");
-  if (perm.empty())
-    for (int64_t i = r; i-- > 0;) perm.push_back(i);
+  const std::vector<int64_t> perm = transpose_perm(c.node(), x.size());
   if (int64_t(perm.size()) != r)
     c.fail("perm has " + std::to_string(perm.size()) + " entries for " + c.described(0));
   std::vector<bool> seen(size_t(r), false);
