@@ -30,6 +30,25 @@ def _vit_b_16():
     return m
 
 
+def _deeplabv3():
+    """DeepLabV3 on MobileNet-V3 untrained: its activations shrink to 4e-9
+    through the backbone, so the output is the classifier's bias whatever
+    the input and a check against it passes any kernel. Its BatchNorms'
+    running statistics are measured on random images instead (cumulative
+    averages over three batches), which keeps every layer's activations
+    near unit scale."""
+    m = tvm.segmentation.deeplabv3_mobilenet_v3_large(weights=None, weights_backbone=None)
+    for b in m.modules():
+        if isinstance(b, nn.modules.batchnorm._BatchNorm):
+            b.momentum = None
+            b.reset_running_stats()
+    m.train()
+    with torch.no_grad():
+        for _ in range(3):
+            m(torch.randn(2, 3, 224, 224))
+    return m.eval()
+
+
 MORE = {
     "inception_v3": (lambda: tvm.inception_v3(aux_logits=False, init_weights=True), _image(299)),
     "densenet169": (lambda: tvm.densenet169(), _image(224)),
@@ -41,8 +60,7 @@ MORE = {
     "efficientnet_b3": (lambda: tvm.efficientnet_b3(), _image(300)),
     "vit_b_16": (_vit_b_16, _image(224)),
     "resnet50_fpn": (lambda: _FeaturePyramid(), _image(224)),
-    "deeplabv3_mobilenet_v3_large": (
-        lambda: tvm.segmentation.deeplabv3_mobilenet_v3_large(weights=None, weights_backbone=None), _image(224)),
+    "deeplabv3_mobilenet_v3_large": (_deeplabv3, _image(224)),
 }
 ZOO.update(MORE)
 
