@@ -191,6 +191,29 @@ TEST(CpuShapeOps, MaxPoolRows) {
   expect_matches({"MaxPool", {1, 2, 20, 61}, {}, pool({3, 3}, {1, 1}, {0, 2, 0, 2}, 0, {1, 2})});
 }
 
+// Resize by rows on CPU devices (resize_rows_cpu) and by element (resize_f32):
+// a segmentation head's 8x bilinear upsample, nearest with integer and
+// fractional scales, a bilinear downsample (align_corners: test_runtime.cpp,
+// whose tolerance takes its coordinates' float rounding).
+TEST(CpuShapeOps, Resize) {
+  const HostTensor roi(DataType::Float32, {0});
+  auto scales = [](float h, float w) {
+    HostTensor s(DataType::Float32, {4});
+    float* v = s.data<float>();
+    v[0] = v[1] = 1.0f, v[2] = h, v[3] = w;
+    return s;
+  };
+  auto attrs = [](const char* mode, const char* coord) {
+    return std::map<std::string, Attribute>{{"mode", Attribute::of_string(mode)},
+                                            {"coordinate_transformation_mode", Attribute::of_string(coord)}};
+  };
+  expect_matches({"Resize", {1, 3, 28, 28}, {roi, scales(8, 8)}, attrs("linear", "half_pixel")});
+  expect_matches({"Resize", {1, 2, 7, 9}, {roi, scales(2, 3)}, attrs("nearest", "asymmetric")});
+  expect_matches({"Resize", {1, 2, 7, 9}, {roi, scales(1.5f, 2.5f)}, attrs("nearest", "half_pixel")});
+  expect_matches({"Resize", {2, 3, 20, 30}, {roi, scales(0.5f, 0.5f)}, attrs("linear", "asymmetric")});
+  expect_matches({"Resize", {1, 4, 5, 6}, {roi, scales(3, 2)}, attrs("linear", "pytorch_half_pixel")});
+}
+
 TEST(CpuShapeOps, LayerNormAndScalarBinary) {
   // Rows of 256 and of 35 (a tail only), with and without bias.
   expect_matches({"LayerNormalization", {1, 7, 256}, {random_tensor({256}, -1, 1, 8), random_tensor({256}, -1, 1, 9)},
