@@ -199,9 +199,25 @@ std::vector<HostTensor> run_reference(const Graph& g, const std::vector<HostTens
 // The graph on the test device: `gpu_kernel` forces attention.cl (the GPU
 // kernels) onto a CPU device; fp16 stores every float as half.
 // `blocks`: attention.cl's blocks named (KernelChoice::attention), built
-// unoptimized.
+// unoptimized. With the GPU kernels and no blocks named, both of
+// attention.cl's kernels run (the short one where it fits, and the tiled
+// one) and must agree; the first is returned.
+std::vector<HostTensor> run_device_with(const Graph& g, const std::vector<HostTensor>& feeds, bool gpu_kernel,
+                                        bool fp16, const std::string& blocks);
 std::vector<HostTensor> run_device(const Graph& g, const std::vector<HostTensor>& feeds, bool gpu_kernel = false,
                                    bool fp16 = false, const std::string& blocks = "") {
+  std::vector<HostTensor> out = run_device_with(g, feeds, gpu_kernel, fp16, blocks);
+  if (gpu_kernel && blocks.empty()) {
+    const std::vector<HostTensor> tiled = run_device_with(g, feeds, true, fp16, "tiled");
+    EXPECT_EQ(tiled.size(), out.size());
+    for (size_t i = 0; i < std::min(tiled.size(), out.size()); ++i)
+      EXPECT_LE(rel_error(out[i], tiled[i]), fp16 ? 1e-2 : 2e-5) << "the short and tiled kernels, output " << i;
+  }
+  return out;
+}
+
+std::vector<HostTensor> run_device_with(const Graph& g, const std::vector<HostTensor>& feeds, bool gpu_kernel,
+                                        bool fp16, const std::string& blocks) {
   UsageOptions uo;
   if (fp16) uo.float_storage = runtime::float_storage(runtime::Precision::Fp16);
   PlanInput pin = make_usage_records(g, uo);
@@ -390,8 +406,20 @@ TEST(FusedAttention, SmallGridBlocks) {
       ASSERT_EQ(optimize(g, {}).fused_attention, 1);
       expect_close(run_device(g, b.feeds, true, false, blocks), want, 1e-5, "attention.cl " + blocks);
     }
+  // The short kernel named past 128 keys: two keys an item (ViT's 197).
+  for (int64_t sk : {129, 197, 256}) {
+    SCOPED_TRACE("short, " + std::to_string(sk) + " keys");
+    Spec s;
+    s.sq = 20, s.sk = sk, s.d = s.dv = 64;
+    s.mask = sk == 197 ? Mask::Rows : Mask::None;
+    const Built b = build(s);
+    const std::vector<HostTensor> want = run_reference(b.g, b.feeds);
+    Graph g = b.g;
+    ASSERT_EQ(optimize(g, {}).fused_attention, 1);
+    expect_close(run_device(g, b.feeds, true, false, "short"), want, 1e-5, "attention.cl short");
+  }
   for (const char* bad : {"4x8", "8x3", "32x32", "16", "8x16x2"}) EXPECT_THROW(lower::check_attention_blocks(bad), Error) << bad;
-  EXPECT_NO_THROW(lower::check_attention_blocks("32x4"));
+  for (const char* good : {"32x4", "short", "tiled"}) EXPECT_NO_THROW(lower::check_attention_blocks(good)) << good;
 }
 
 TEST(FusedAttention, HalfStorageWithinHalfPrecision) {

@@ -14,6 +14,114 @@
 // Built with ATT_DH4 and ATT_DV4 (the head dims of Q/K and V in float4s,
 // rounded up), ATT_BM, ATT_SPLIT and ATT_BN (a multiple of ATT_SPLIT, at
 // least ATT_BM).
+#ifdef ATT_SHORT
+// Short key sequences (Sk <= 128 * ATT_KPT, head dims up to 128: BERT's 128
+// tokens, Swin's windows), docs/kernel-choices.md#fusedattention-on-gpus-with-every-score-in-local-memory: a
+// work-group of 128 items takes AS_BM query rows of one (batch, head) and
+// holds all their scores in local memory, so the softmax needs no running
+// rescale and no partial rows to merge. Item j scores keys j, j + 128, ...
+// against every row (its key read straight from memory, Q's block
+// broadcast from local memory); 16 items a row take its maximum and sum;
+// then each item sums the probabilities times V for (row, 4 columns) pairs.
+// Three barriers in all, where the tiled kernel above walks key tiles in
+// turn and merges ATT_SPLIT partial rows one after another.
+// Built with ATT_DH4, ATT_DV4 and ATT_KPT (keys per item: 1 or 2).
+#define AS_WG 128
+#define AS_BM 8
+#define AS_KEYS (AS_WG * ATT_KPT)
+__kernel __attribute__((reqd_work_group_size(AS_WG, 1, 1))) void attention_short(
+    __global const real_t* Q, __global const real_t* K, __global const real_t* V, __global const real_t* M,
+    __global real_t* Y, AttentionParams p) {
+  __local float4 qs[AS_BM * ATT_DH4];  // the block's rows of Q, times scale
+  __local float ps[AS_BM * AS_KEYS];   // scores, then their powers, [row][key]
+  __local float red[2 * AS_BM * 16];   // each row's 16 partial maxima, then sums
+  const int lid = get_local_id(0), b = get_group_id(1), i0 = get_group_id(0) * AS_BM;
+  const int qb = p.qo + ATT_BATCH(p, q, b), kb = p.ko + ATT_BATCH(p, k, b), vb = p.vo + ATT_BATCH(p, v, b);
+  const int mb = p.mo + ATT_BATCH(p, m, b);
+  for (int e = lid; e < AS_BM * ATT_DH4 * 4; e += AS_WG) {
+    const int r = e / (ATT_DH4 * 4), c = e % (ATT_DH4 * 4);
+    const int i = min(i0 + r, p.sq - 1);  // rows past sq: a copy of the last, not stored
+    ((__local float*)qs)[e] = c < p.dh ? LD(Q, qb + i * p.q_si + c * p.q_sd) * p.scale : 0.0f;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+  for (int t = 0; t < ATT_KPT; ++t) {
+    const int j = lid + t * AS_WG;
+    float4 d[AS_BM];
+#pragma unroll
+    for (int r = 0; r < AS_BM; ++r) d[r] = (float4)(0.0f);
+    if (j < p.sk) {
+      const int kj = kb + j * p.k_sj;
+#pragma unroll 4
+      for (int c = 0; c < ATT_DH4; ++c) {
+        float x[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) x[e] = 4 * c + e < p.dh ? LD(K, kj + (4 * c + e) * p.k_sd) : 0.0f;
+        const float4 k4 = (float4)(x[0], x[1], x[2], x[3]);
+#pragma unroll
+        for (int r = 0; r < AS_BM; ++r) d[r] = fma(qs[r * ATT_DH4 + c], k4, d[r]);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < AS_BM; ++r) {
+      float x = -INFINITY;  // keys past sk
+      if (j < p.sk) {
+        x = (d[r].x + d[r].y) + (d[r].z + d[r].w);
+        if (p.has_mask) x += LD(M, mb + min(i0 + r, p.sq - 1) * p.m_si + j * p.m_sj) * M_LOG2E_F;
+      }
+      ps[r * AS_KEYS + j] = x;
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  {
+    const int r = lid / 16, u = lid % 16;  // AS_BM * 16 == AS_WG
+    float mx = -INFINITY;
+    for (int j = u; j < AS_KEYS; j += 16) mx = fmax(mx, ps[r * AS_KEYS + j]);
+    red[r * 16 + u] = mx;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float top = -INFINITY;
+#pragma unroll
+    for (int v = 0; v < 16; ++v) top = fmax(top, red[r * 16 + v]);
+    // A fully masked row: exp2(-inf - -inf) is NaN, as the unfused Softmax gives.
+    float sum = 0.0f;
+    for (int j = u; j < AS_KEYS; j += 16) {
+      const float e = j < p.sk ? exp2(ps[r * AS_KEYS + j] - top) : 0.0f;
+      ps[r * AS_KEYS + j] = e;
+      sum += e;
+    }
+    red[AS_BM * 16 + r * 16 + u] = sum;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const int yb = p.yo + ATT_BATCH(p, y, b);
+  for (int o = lid; o < AS_BM * ATT_DV4; o += AS_WG) {
+    const int r = o / ATT_DV4, c = o % ATT_DV4;
+    if (i0 + r >= p.sq) continue;
+    float top = -INFINITY, sum = 0.0f;
+#pragma unroll
+    for (int v = 0; v < 16; ++v) top = fmax(top, red[r * 16 + v]), sum += red[AS_BM * 16 + r * 16 + v];
+    float4 acc = (float4)(0.0f);
+    if (!(p.masked_rows_zero && top == -INFINITY)) {  // else zeros
+      const float4 live = (float4)(4 * c < p.dv, 4 * c + 1 < p.dv, 4 * c + 2 < p.dv, 4 * c + 3 < p.dv);
+      const int vc = vb + min(4 * c, p.dv - 1) * p.v_sd;
+#pragma unroll 8
+      for (int j = 0; j < p.sk; ++j) {
+        const int vj = vc + j * p.v_sj;
+        // Columns past dv read column dv - 1 (in range) and are not stored.
+        const float4 v4 = (float4)(LD(V, vj), LD(V, vj + (4 * c + 1 < p.dv) * p.v_sd),
+                                   LD(V, vj + (4 * c + 2 < p.dv ? 2 : 0) * p.v_sd),
+                                   LD(V, vj + (4 * c + 3 < p.dv ? 3 : 0) * p.v_sd));
+        acc = fma((float4)(ps[r * AS_KEYS + j]), v4, acc);
+      }
+      acc = acc * live / sum;
+    }
+    const int yr = yb + (i0 + r) * p.y_si + 4 * c;
+    const float out[4] = {acc.x, acc.y, acc.z, acc.w};
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      if (4 * c + e < p.dv) ST(Y, yr + e, out[e]);
+  }
+}
+#else
 #define ATT_WG (ATT_BM * ATT_SPLIT)
 #define ATT_KPT (ATT_BN / ATT_SPLIT)
 // Local floats: the K and V tiles and the mask's block; the merge reuses them.
@@ -151,3 +259,4 @@ __kernel __attribute__((reqd_work_group_size(ATT_WG, 1, 1))) void attention(
     ST(Y, p.yo + ATT_BATCH(p, y, b) + (i0 + rr) * p.y_si + d, of[rr * ATT_DV4 * 4 + d]);
   }
 }
+#endif

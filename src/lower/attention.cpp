@@ -57,6 +57,9 @@ struct GpuBlocks {
   }
 };
 
+// attention.cl's short form: a work-group of this many items, one key each (two past it).
+constexpr int64_t kShortAttentionKeys = 128;
+
 // KernelChoice::attention's "BMxSPLIT" into `g`; throws Error on another form.
 void parse_attention_blocks(const std::string& blocks, GpuBlocks& g) {
   int bm = 0, split = 0;
@@ -72,7 +75,7 @@ void parse_attention_blocks(const std::string& blocks, GpuBlocks& g) {
 
 void check_attention_blocks(const std::string& blocks) {
   GpuBlocks g;
-  if (!blocks.empty()) parse_attention_blocks(blocks, g);
+  if (!blocks.empty() && blocks != "short" && blocks != "tiled") parse_attention_blocks(blocks, g);
 }
 
 bool lower_fused_attention(NodeBuilder& b) {
@@ -141,8 +144,23 @@ bool lower_fused_attention(NodeBuilder& b) {
   if (b.device_type() == "cpu" && !b.gpu_kernels_forced()) return lower_attention_cpu(b, a);
 
   const int64_t dh4 = ceil_div(D, 4), dv4 = ceil_div(Dv, 4);
+  // Short key sequences hold all their scores in local memory
+  // (attention.cl ATT_SHORT); KernelChoice::attention "BMxSPLIT" names the
+  // tiled kernel's blocks instead, "tiled" its blocks by the grid, "short" this one.
+  const std::string& named = b.kernel_choice.attention;
+  const bool short_fits = Sk <= 2 * kShortAttentionKeys && D <= 128 && Dv <= 128;
+  // By default one key an item (Sk <= 128: BERT-mini measured 0.93x of the
+  // tiled kernel, docs/kernel-choices.md#fusedattention-on-gpus-with-every-score-in-local-memory);
+  // two keys an item (ViT's 197) when named, not yet timed on a GPU.
+  if ((named == "short" && short_fits) || (named.empty() && Sk <= kShortAttentionKeys && short_fits)) {
+    const std::string defines = "-DATT_SHORT -DATT_DH4=" + std::to_string(dh4) + " -DATT_DV4=" + std::to_string(dv4) +
+                                " -DATT_KPT=" + std::to_string(ceil_div(Sk, kShortAttentionKeys));
+    const Range r = group_range({size_t(ceil_div(Sq, 8)), size_t(batches)}, {size_t(kShortAttentionKeys), 1});
+    b.launch(Source("attention.cl", defines), "attention_short", r, a.q, a.k, a.v, a.mask, a.y, p);
+    return true;
+  }
   GpuBlocks g;
-  if (!b.kernel_choice.attention.empty()) parse_attention_blocks(b.kernel_choice.attention, g);
+  if (!named.empty() && named != "short" && named != "tiled") parse_attention_blocks(named, g);
   else g.fill(Sq, batches, std::max(1, b.compute_units()));
   g.bn = std::max(g.split, std::max(D, Dv) <= 64 ? 64 : std::max(D, Dv) <= 128 ? 32 : 16);
   while (g.bn > std::max(g.split, g.bm / 2) && g.local_bytes(dh4, dv4) > b.local_mem_bytes()) g.bn /= 2;
