@@ -52,6 +52,13 @@ for b in "$@"; do
   elif [[ -x $BUILD/$b ]]; then bins+=("$BUILD/$b")
   else echo "error: binary $b not found (as a path or in $BUILD)" >&2; exit 1; fi
 done
+# A binary older than the sources would measure code that is not the tree's (the CLI
+# is CMake's texplan_cli; `--target texplan` builds a library, not it): `make build` first.
+for b in "${bins[@]}"; do
+  if [[ $b == "$BUILD"/* ]] && newer=$(find "$ROOT/src" -newer "$b" -type f -print -quit) && [[ -n $newer ]]; then
+    echo "error: $b is older than $newer: rebuild (make build) before packing" >&2; exit 1
+  fi
+done
 command -v clinfo >/dev/null && bins+=("$(command -v clinfo)")
 [[ ${#bins[@]} -gt 0 ]] || { echo "error: no binaries to pack" >&2; exit 1; }
 cp "${bins[@]}" "$DEV/bin/"
