@@ -4,8 +4,9 @@
 // widths and heights (cut row and column blocks), strides 1 and 2 (and
 // unequal), 3x3, 5x5, 7x7 and 3x5 taps, symmetric, asymmetric and no pads,
 // multiplier 2, no bias, batch 2, rows wider than one vector copy, fused
-// epilogues (vector, residual Add, one with no vector form), and the shapes
-// left to depthwise_cpu (dilation, a tile too large for private memory).
+// epilogues (vector, residual Add, one with no vector form), dilated taps,
+// and the shapes left to depthwise_cpu (dilations past 4, a tile too large
+// for private memory).
 // Each variant is a program PoCL compiles: the forced ones are few.
 #include <gtest/gtest.h>
 
@@ -135,11 +136,29 @@ TEST(CpuDepthwise, WideRowsBatchAndEpilogues) {
                   {{"group", Attribute::of_int(6)}, {"pads", ints({2, 2, 2, 2})}, {"program", Attribute::of_strings({"Add x0 x1", "Relu t0"})}}});
 }
 
-TEST(CpuDepthwise, ShapesLeftToTheGenericKernel) {
-  // Dilation, and 7x7 on 2000-wide rows (a tile past private memory's limit).
+// Dilated taps in the tile kernel: 3x3 dilation 2 on 12x12 (every row
+// block), 5x5 dilation 2 on 14x14 (the dilated last stage of MobileNet-V3
+// in LR-ASPP and DeepLabV3: rows of 7), unequal dilations with a stride of
+// 2 along the rows and asymmetric pads.
+TEST(CpuDepthwise, DilatedTaps) {
   expect_matches({"Conv", {{1, 4, 12, 12}, {4, 1, 3, 3}, {4}},
                   {{"group", Attribute::of_int(4)}, {"dilations", ints({2, 2})}, {"pads", ints({2, 2, 2, 2})}}},
-                 {"1x8"}, "depthwise_cpu ");
+                 {"2x16", "4x16", "8x16"});
+  expect_matches({"Conv", {{1, 6, 14, 14}, {6, 1, 5, 5}, {6}},
+                  {{"group", Attribute::of_int(6)}, {"dilations", ints({2, 2})}, {"pads", ints({4, 4, 4, 4})}}},
+                 {"7x16", "2x16"});
+  expect_matches({"Conv", {{1, 3, 11, 25}, {3, 1, 3, 3}, {3}},
+                  {{"group", Attribute::of_int(3)}, {"dilations", ints({3, 2})}, {"strides", ints({1, 2})},
+                   {"pads", ints({3, 1, 2, 2})}}},
+                 {"2x16", "4x16"});
+}
+
+TEST(CpuDepthwise, ShapesLeftToTheGenericKernel) {
+  // 7x7 on 2000-wide rows (a tile past private memory's limit), and dilations
+  // past 4.
   expect_matches({"Conv", {{1, 2, 9, 2000}, {2, 1, 7, 7}, {2}}, {{"group", Attribute::of_int(2)}, {"pads", ints({3, 3, 3, 3})}}},
                  {"1x16"}, "depthwise_cpu ");
+  expect_matches({"Conv", {{1, 4, 12, 12}, {4, 1, 3, 3}, {4}},
+                  {{"group", Attribute::of_int(4)}, {"dilations", ints({5, 5})}, {"pads", ints({5, 5, 5, 5})}}},
+                 {"1x8"}, "depthwise_cpu ");
 }

@@ -42,9 +42,9 @@ __kernel void depthwise_cpu(__global const real_t* X, int xo, __global const rea
 }
 
 // Depthwise with KH x KW taps (DW_KH, DW_KW), strides DW_SH and DW_SW (1 or
-// 2), no dilation: a work-item computes OCB whole output rows of one
-// channel. It first copies the (OCB - 1) * DW_SH + DW_KH input rows the block
-// needs into a private tile, zero-padded (DW_TW floats a row, DW_TW >= the
+// 2), dilations DW_DH and DW_DW: a work-item computes OCB whole output rows
+// of one channel. It first copies the (OCB - 1) * DW_SH + (DW_KH - 1) *
+// DW_DH + 1 input rows the block needs into a private tile, zero-padded (DW_TW floats a row, DW_TW >= the
 // padded row and every column block's widest tap), so that every tap of
 // every column block is one unchecked vector load (stride 2: the even lanes
 // of two) and the weights stay in registers; one tile row is filled by
@@ -64,6 +64,12 @@ __kernel void depthwise_cpu(__global const real_t* X, int xo, __global const rea
 #ifndef DW_TW
 #define DW_TW 32
 #endif
+#ifndef DW_DH
+#define DW_DH 1
+#endif
+#ifndef DW_DW
+#define DW_DW 1
+#endif
 #if DW_SW == 1
 #define DW_TAP(p) VLOAD(0, (p))
 #elif PB == 8
@@ -71,7 +77,7 @@ __kernel void depthwise_cpu(__global const real_t* X, int xo, __global const rea
 #else
 #define DW_TAP(p) (float16)(vload16(0, (p)).even, vload16(0, (p) + 16).even)
 #endif
-#define DW_ROWS ((OCB - 1) * DW_SH + DW_KH)
+#define DW_ROWS ((OCB - 1) * DW_SH + (DW_KH - 1) * DW_DH + 1)
 
 // n floats from x to r by 16, 8, 4, 2 and 1 (n: a row, rarely a multiple of 16).
 inline void dw_copy_row(float* r, __global const real_t* x, int n) {
@@ -155,11 +161,11 @@ __kernel void depthwise_tile_cpu(__global const real_t* X, int xo, __global cons
       for (int t = 0; t < DW_ROWS; ++t)
 #pragma unroll
         for (int kw = 0; kw < DW_KW; ++kw) {
-          const VF tap = DW_TAP(tile[t] + ow0 * DW_SW + kw);
+          const VF tap = DW_TAP(tile[t] + ow0 * DW_SW + kw * DW_DW);
 #pragma unroll
           for (int q = 0; q < OCB; ++q) {
-            const int kh = t - q * DW_SH;
-            if (kh >= 0 && kh < DW_KH) acc[q] = fma((VF)(wk[kh * DW_KW + kw]), tap, acc[q]);
+            const int d = t - q * DW_SH, kh = d / DW_DH;  // tile row t is tap kh of output row q
+            if (d >= 0 && d % DW_DH == 0 && kh < DW_KH) acc[q] = fma((VF)(wk[kh * DW_KW + kw]), tap, acc[q]);
           }
         }
 #pragma unroll

@@ -10,16 +10,16 @@ bool lower_depthwise_cpu(NodeBuilder &b, const FusedTail &tail,
   if (!(c.groups == c.C && c.C == c.OC / std::max<int64_t>(1, c.OC / c.C)))
     return false;
   const std::string fused = tail.prelude.empty() ? "" : " fused";
-  if (c.dh == 1 && c.dw == 1 && (c.sw == 1 || c.sw == 2) && c.KH <= 7 &&
-      c.KW <= 7) {
+  if ((c.sw == 1 || c.sw == 2) && c.KH <= 7 && c.KW <= 7 && c.dh <= 4 &&
+      c.dw <= 4) {
     // The common shapes: OCB whole output rows per block, from a private
     // zero-padded tile of the input rows they need (cpu_depthwise.cl).
     auto tile_width = [&](const CpuVariant &v) {
-      int64_t taps = ceil_div(c.OW, int64_t(v.pb)) * v.pb * c.sw + c.KW - 1;
+      int64_t taps = ceil_div(c.OW, int64_t(v.pb)) * v.pb * c.sw + (c.KW - 1) * c.dw;
       return ceil_div(std::max(c.pw + c.W, taps), int64_t(16)) * 16;
     };
     auto tile_bytes = [&](const CpuVariant &v) {
-      return ((v.ocb - 1) * c.sh + c.KH) * (tile_width(v) + 16) * 4;
+      return ((v.ocb - 1) * c.sh + (c.KH - 1) * c.dh + 1) * (tile_width(v) + 16) * 4;
     };
     auto emit_tile = [&](const CpuVariant &v) {
       const int64_t items = ceil_div(c.OH, int64_t(v.ocb)) * c.N * c.OC;
@@ -35,6 +35,8 @@ bool lower_depthwise_cpu(NodeBuilder &b, const FusedTail &tail,
                               " -DDW_SW=" + std::to_string(c.sw) +
                               " -DDW_KH=" + std::to_string(c.KH) +
                               " -DDW_KW=" + std::to_string(c.KW) +
+                              " -DDW_DH=" + std::to_string(c.dh) +
+                              " -DDW_DW=" + std::to_string(c.dw) +
                               " -DDW_TW=" + std::to_string(tile_width(v))),
                "depthwise_tile_cpu", r, b.arg_in(0), b.arg_in(1), c.bias,
                b.arg_out(0), cl_int(c.has_bias), i32(c.C), i32(c.H), i32(c.W),
@@ -68,7 +70,7 @@ bool lower_depthwise_cpu(NodeBuilder &b, const FusedTail &tail,
       std::string key = "depthwise_tile_cpu " +
                         dims_key({c.N, c.C, c.H, c.W, c.OC, c.OH, c.OW, c.KH,
                                   c.KW, c.sh, c.sw, c.ph, c.pw}) +
-                        fused;
+                        (c.dh * c.dw > 1 ? " dilated " + dims_key({c.dh, c.dw}) : "") + fused;
       emit_tile(vs[size_t(pick_cpu_variant(b, key, vs, emit_tile))]);
       return true;
     }
