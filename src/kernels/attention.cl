@@ -25,9 +25,8 @@
 // then each item sums the probabilities times V for (row, 4 columns) pairs.
 // Three barriers in all, where the tiled kernel above walks key tiles in
 // turn and merges ATT_SPLIT partial rows one after another.
-// Built with ATT_DH4, ATT_DV4 and ATT_KPT (keys per item: 1 or 2).
-#define AS_WG 128
-#define AS_BM 8
+// Built with ATT_DH4, ATT_DV4, ATT_KPT (keys per item: 1 or 2), AS_WG (128
+// items) and AS_BM (8 rows; AS_BM * 16 == AS_WG: 16 items a row's sums).
 #define AS_KEYS (AS_WG * ATT_KPT)
 __kernel __attribute__((reqd_work_group_size(AS_WG, 1, 1))) void attention_short(
     __global const real_t* Q, __global const real_t* K, __global const real_t* V, __global const real_t* M,
@@ -101,18 +100,15 @@ __kernel __attribute__((reqd_work_group_size(AS_WG, 1, 1))) void attention_short
     for (int v = 0; v < 16; ++v) top = fmax(top, red[r * 16 + v]), sum += red[AS_BM * 16 + r * 16 + v];
     float4 acc = (float4)(0.0f);
     if (!(p.masked_rows_zero && top == -INFINITY)) {  // else zeros
-      const float4 live = (float4)(4 * c < p.dv, 4 * c + 1 < p.dv, 4 * c + 2 < p.dv, 4 * c + 3 < p.dv);
-      const int vc = vb + min(4 * c, p.dv - 1) * p.v_sd;
+      // Columns past dv read column dv - 1 (in range) and are not stored.
+      const int4 vc = vb + min((int4)(4 * c) + (int4)(0, 1, 2, 3), (int4)(p.dv - 1)) * p.v_sd;
 #pragma unroll 8
       for (int j = 0; j < p.sk; ++j) {
-        const int vj = vc + j * p.v_sj;
-        // Columns past dv read column dv - 1 (in range) and are not stored.
-        const float4 v4 = (float4)(LD(V, vj), LD(V, vj + (4 * c + 1 < p.dv) * p.v_sd),
-                                   LD(V, vj + (4 * c + 2 < p.dv ? 2 : 0) * p.v_sd),
-                                   LD(V, vj + (4 * c + 3 < p.dv ? 3 : 0) * p.v_sd));
+        const int4 vj = vc + j * p.v_sj;
+        const float4 v4 = (float4)(LD(V, vj.x), LD(V, vj.y), LD(V, vj.z), LD(V, vj.w));
         acc = fma((float4)(ps[r * AS_KEYS + j]), v4, acc);
       }
-      acc = acc * live / sum;
+      acc /= sum;
     }
     const int yr = yb + (i0 + r) * p.y_si + 4 * c;
     const float out[4] = {acc.x, acc.y, acc.z, acc.w};

@@ -241,22 +241,21 @@ __kernel void resize_f32(__global const real_t* x, int xo, __global real_t* y, i
   ST(y, yo + i, top * (1.0f - wy) + bot * wy);
 }
 
-// Resize on CPU devices: a work-item per block of RZ_ROWS output rows of a
+// Resize on CPU devices: a work-item per block of `per_block` output rows of a
 // plane. Each column's source columns and weight are the same for every
 // row, so they are found once per chunk of RZ_COLS columns (private
 // tables) and used by all the block's rows; resize_f32's arithmetic, so both
 // give the same values. resize_f32's item per element ran at 0.3 GB/s on
 // PoCL: LR-ASPP's final upsample took 13 ms
 // (docs/cpu-kernels.md#resize-by-rows).
-#define RZ_ROWS 16
 #define RZ_COLS 64
-__kernel void resize_rows_cpu(__global const real_t* x, int xo, __global real_t* y, int yo, int blocks, int IH,
-                              int IW, int OH, int OW, float scale_h, float scale_w, int coord_mode,
-                              int nearest_mode, int linear) {
+__kernel void resize_rows_cpu(__global const real_t* x, int xo, __global real_t* y, int yo, int blocks,
+                              int per_block, int IH, int IW, int OH, int OW, float scale_h, float scale_w,
+                              int coord_mode, int nearest_mode, int linear) {
   const int item = get_global_id(0);
   if (item >= blocks) return;
-  const int per_plane = (OH + RZ_ROWS - 1) / RZ_ROWS;
-  const int plane = item / per_plane, oh0 = (item % per_plane) * RZ_ROWS, oh1 = min(OH, oh0 + RZ_ROWS);
+  const int per_plane = (OH + per_block - 1) / per_block;
+  const int plane = item / per_plane, oh0 = (item % per_plane) * per_block, oh1 = min(OH, oh0 + per_block);
   __global const real_t* src = x + xo + (long)plane * IH * IW;
   const long yp = yo + (long)plane * OH * OW;
   int c0[RZ_COLS], c1[RZ_COLS];

@@ -57,8 +57,9 @@ struct GpuBlocks {
   }
 };
 
-// attention.cl's short form: a work-group of this many items, one key each (two past it).
-constexpr int64_t kShortAttentionKeys = 128;
+// attention.cl's short form: a work-group of this many items, one key each
+// (two past it), over this many query rows (its AS_WG and AS_BM).
+constexpr int64_t kShortAttentionKeys = 128, kShortAttentionRows = 8;
 
 // KernelChoice::attention's "BMxSPLIT" into `g`; throws Error on another form.
 void parse_attention_blocks(const std::string& blocks, GpuBlocks& g) {
@@ -154,8 +155,11 @@ bool lower_fused_attention(NodeBuilder& b) {
   // two keys an item (ViT's 197) when named, not yet timed on a GPU.
   if ((named == "short" && short_fits) || (named.empty() && Sk <= kShortAttentionKeys && short_fits)) {
     const std::string defines = "-DATT_SHORT -DATT_DH4=" + std::to_string(dh4) + " -DATT_DV4=" + std::to_string(dv4) +
-                                " -DATT_KPT=" + std::to_string(ceil_div(Sk, kShortAttentionKeys));
-    const Range r = group_range({size_t(ceil_div(Sq, 8)), size_t(batches)}, {size_t(kShortAttentionKeys), 1});
+                                " -DATT_KPT=" + std::to_string(ceil_div(Sk, kShortAttentionKeys)) +
+                                " -DAS_WG=" + std::to_string(kShortAttentionKeys) +
+                                " -DAS_BM=" + std::to_string(kShortAttentionRows);
+    const Range r = group_range({size_t(ceil_div(Sq, kShortAttentionRows)), size_t(batches)},
+                                {size_t(kShortAttentionKeys), 1});
     b.launch(Source("attention.cl", defines), "attention_short", r, a.q, a.k, a.v, a.mask, a.y, p);
     return true;
   }

@@ -300,11 +300,12 @@ bool lower_resize(NodeBuilder& b) {
     sh = v[2], sw = v[3];
   }
   int64_t n = element_count(out);
-  if (b.device_type() == "cpu" && !b.gpu_kernels_forced()) {  // PoCL: blocks of 16 rows (shape.cl RZ_ROWS)
-    const int64_t blocks = out[0] * out[1] * ceil_div(out[2], 16);
-    b.launch("shape.cl", "resize_rows_cpu", cpu_item_range(blocks), b.arg_in(0), b.arg_out(0), i32(blocks), i32(in[2]),
-             i32(in[3]), i32(out[2]), i32(out[3]), sh, sw, cl_int(cm - coords.begin()), cl_int(nm - nearests.begin()),
-             cl_int(mode == "linear"));
+  if (b.device_type() == "cpu" && !b.gpu_kernels_forced()) {  // PoCL: blocks of rows (docs/cpu-kernels.md#resize-by-rows)
+    constexpr int64_t per_block = 16;
+    const int64_t blocks = out[0] * out[1] * ceil_div(out[2], per_block);
+    b.launch("shape.cl", "resize_rows_cpu", cpu_item_range(blocks), b.arg_in(0), b.arg_out(0), i32(blocks),
+             i32(per_block), i32(in[2]), i32(in[3]), i32(out[2]), i32(out[3]), sh, sw, cl_int(cm - coords.begin()),
+             cl_int(nm - nearests.begin()), cl_int(mode == "linear"));
     return true;
   }
   b.launch("shape.cl", "resize_f32", linear_range(n), b.arg_in(0), b.arg_out(0), i32(n), i32(in[2]), i32(in[3]),
