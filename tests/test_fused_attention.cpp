@@ -406,7 +406,8 @@ TEST(FusedAttention, SmallGridBlocks) {
       ASSERT_EQ(optimize(g, {}).fused_attention, 1);
       expect_close(run_device(g, b.feeds, true, false, blocks), want, 1e-5, "attention.cl " + blocks);
     }
-  // The short kernel named past 128 keys: two keys an item (ViT's 197).
+  // The short kernel past 128 keys, named (the default there too): two keys
+  // an item (ViT's 197).
   for (int64_t sk : {129, 197, 256}) {
     SCOPED_TRACE("short, " + std::to_string(sk) + " keys");
     Spec s;

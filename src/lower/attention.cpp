@@ -150,10 +150,10 @@ bool lower_fused_attention(NodeBuilder& b) {
   // tiled kernel's blocks instead, "tiled" its blocks by the grid, "short" this one.
   const std::string& named = b.kernel_choice.attention;
   const bool short_fits = Sk <= 2 * kShortAttentionKeys && D <= 128 && Dv <= 128;
-  // By default one key an item (Sk <= 128: BERT-mini measured 0.93x of the
-  // tiled kernel, docs/kernel-choices.md#fusedattention-on-gpus-with-every-score-in-local-memory);
-  // two keys an item (ViT's 197) when named, not yet timed on a GPU.
-  if ((named == "short" && short_fits) || (named.empty() && Sk <= kShortAttentionKeys && short_fits)) {
+  // By default wherever it fits: one key an item up to 128 (BERT-mini 0.93x
+  // of the tiled kernel), two up to 256 (ViT-B/16's 197: its 12 attentions
+  // 0.544 -> 0.496 ms; docs/kernel-choices.md#fusedattention-on-gpus-with-every-score-in-local-memory).
+  if ((named.empty() || named == "short") && short_fits) {
     const std::string defines = "-DATT_SHORT -DATT_DH4=" + std::to_string(dh4) + " -DATT_DV4=" + std::to_string(dv4) +
                                 " -DATT_KPT=" + std::to_string(ceil_div(Sk, kShortAttentionKeys)) +
                                 " -DAS_WG=" + std::to_string(kShortAttentionKeys) +

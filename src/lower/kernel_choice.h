@@ -24,7 +24,7 @@ struct KernelChoice {
   // memory, key sequences up to 256), "tiled" (key tiles in turn, blocks by
   // the grid's size) or the tiled kernel's blocks "BMxSPLIT": BM query rows
   // per work-group, SPLIT work-items per row (BM of 8, 16 or 32; BM x SPLIT
-  // of 32 to 512); "": short up to 128 keys, else tiled.
+  // of 32 to 512); "": short up to 256 keys, else tiled.
   std::string attention{};
   // --precision tf32's tiles (mma_tile_variants()), "+FLAG" after them for a
   // diagnostic build of gemm_mma.cl; "": by shape and tuning cache.
