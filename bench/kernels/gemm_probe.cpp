@@ -1,0 +1,232 @@
+// Times bench/kernels/gemm_probe.cl's builds on product shapes, outside
+// texplan's runtime (its own context, buffers and launches), each result
+// checked against a product on the host: what a GEMM of given tiles reaches
+// on a device, to compare with texplan_conv_bench's times of gemm.cl
+// (docs/kernel-choices.md#a-standalone-gemm-faster-than-the-k-groups).
+//
+//   texplan_gemm_probe [--device gpu|cpu] [--reps N] [--kernel FILE.cl] [--verbose] SHAPES VARIANTS
+//     SHAPES    MxKxN[t],...   ("t": B stored [N,K]; N and K multiples of 4)
+//     VARIANTS  TMxTN_WMxWN_kKS[_db][_tTK],...   e.g. 32x64_8x4_k2_db: a 32x64 tile, 8x4 a
+//               work-item, two groups over K, two slices in local memory
+// Prints us (median device time of REPS launches) and TFLOP/s per shape and
+// variant, WRONG where a result is off; exits 1 if any was, 2 on bad usage.
+// --verbose adds NVIDIA's register and stack report per build (stderr).
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Shape {
+  int M = 0, K = 0, N = 0;
+  bool bt = false;
+  std::string name;
+};
+struct Variant {
+  int TM = 0, TN = 0, WM = 0, WN = 0, KS = 1, TK = 16;
+  bool db = false;
+  std::string name;
+};
+
+[[noreturn]] void fail(const std::string& what, int code = 1) {
+  std::fprintf(stderr, "texplan_gemm_probe: %s\n", what.c_str());
+  std::exit(code);
+}
+void check(cl_int e, const char* what) {
+  if (e != CL_SUCCESS) fail(std::string(what) + " failed: OpenCL error " + std::to_string(e));
+}
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> v;
+  std::stringstream ss(s);
+  for (std::string t; std::getline(ss, t, ',');) v.push_back(t);
+  return v;
+}
+
+Shape parse_shape(const std::string& s) {
+  Shape sh;
+  sh.name = s;
+  sh.bt = !s.empty() && s.back() == 't';
+  if (std::sscanf(s.c_str(), "%dx%dx%d", &sh.M, &sh.K, &sh.N) != 3 || sh.M < 1 || sh.K < 4 || sh.N < 4 ||
+      sh.K % 4 || sh.N % 4)
+    fail("shape '" + s + "' is not MxKxN[t] with N and K multiples of 4", 2);
+  return sh;
+}
+
+Variant parse_variant(const std::string& s) {
+  Variant v;
+  v.name = s;
+  if (std::sscanf(s.c_str(), "%dx%d_%dx%d_k%d", &v.TM, &v.TN, &v.WM, &v.WN, &v.KS) != 5)
+    fail("variant '" + s + "' is not TMxTN_WMxWN_kKS[_db][_tTK]", 2);
+  v.db = s.find("_db") != std::string::npos;
+  if (size_t t = s.find("_t"); t != std::string::npos) v.TK = std::atoi(s.c_str() + t + 2);
+  const int g = (v.TM / std::max(v.WM, 1)) * (v.TN / std::max(v.WN, 1));
+  if (v.WM % 4 || v.WN % 4 || v.TM % v.WM || v.TN % v.WN || v.KS < 1 || (v.KS & (v.KS - 1)) || v.TK % 4 ||
+      (v.TM * v.TK / 4) % g || (v.TN * v.TK / 4) % g)
+    fail("variant '" + s + "': WM, WN multiples of 4 dividing the tile, KS a power of two, whole float4s a work-item", 2);
+  return v;
+}
+
+cl_device_id find_device(bool gpu) {
+  cl_uint np = 0;
+  check(clGetPlatformIDs(0, nullptr, &np), "clGetPlatformIDs");
+  std::vector<cl_platform_id> ps(np);
+  check(clGetPlatformIDs(np, ps.data(), nullptr), "clGetPlatformIDs");
+  for (cl_platform_id p : ps) {
+    cl_device_id d = nullptr;
+    cl_uint nd = 0;
+    if (clGetDeviceIDs(p, gpu ? CL_DEVICE_TYPE_GPU : CL_DEVICE_TYPE_CPU, 1, &d, &nd) == CL_SUCCESS && nd) return d;
+  }
+  fail(std::string("no OpenCL ") + (gpu ? "GPU" : "CPU") + " device");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string device = "gpu", kernel_path = TEXPLAN_GEMM_PROBE_CL;
+  int reps = 20;
+  bool verbose = false;
+  std::vector<std::string> positional;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) fail(a + " needs a value", 2);
+      return argv[++i];
+    };
+    if (a == "--device") device = value();
+    else if (a == "--reps") reps = std::max(1, std::atoi(value().c_str()));
+    else if (a == "--kernel") kernel_path = value();
+    else if (a == "--verbose") verbose = true;
+    else positional.push_back(a);
+  }
+  if (positional.size() != 2 || (device != "gpu" && device != "cpu"))
+    fail("usage: texplan_gemm_probe [--device gpu|cpu] [--reps N] [--kernel FILE.cl] [--verbose] SHAPES VARIANTS", 2);
+  std::ifstream f(kernel_path);
+  if (!f) fail("cannot read " + kernel_path);
+  std::stringstream text;
+  text << f.rdbuf();
+  const std::string source = text.str();
+  std::vector<Shape> shapes;
+  for (const std::string& s : split(positional[0])) shapes.push_back(parse_shape(s));
+  std::vector<Variant> variants;
+  for (const std::string& s : split(positional[1])) variants.push_back(parse_variant(s));
+
+  cl_device_id dev = find_device(device == "gpu");
+  char name[256] = {};
+  clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, nullptr);
+  std::printf("device %s, median of %d launches, us (TFLOP/s)\n", name, reps);
+  cl_int err = CL_SUCCESS;
+  cl_context ctx = clCreateContext(nullptr, 1, &dev, nullptr, nullptr, &err);
+  check(err, "clCreateContext");
+  cl_command_queue q = clCreateCommandQueue(ctx, dev, CL_QUEUE_PROFILING_ENABLE, &err);
+  check(err, "clCreateCommandQueue");
+  std::printf("%-22s", "shape");
+  for (const Variant& v : variants) std::printf(" %18s", v.name.c_str());
+  std::printf("\n");
+
+  // One build per variant and B layout, built on first use.
+  std::vector<cl_kernel> kernels(variants.size() * 2, nullptr);
+  auto kernel_for = [&](size_t vi, bool bt) {
+    cl_kernel& k = kernels[vi * 2 + bt];
+    if (k) return k;
+    const Variant& v = variants[vi];
+    const std::string opts = std::string(verbose && device == "gpu" ? "-cl-nv-verbose " : "") +
+                             "-cl-mad-enable -DTM=" + std::to_string(v.TM) + " -DTN=" + std::to_string(v.TN) +
+                             " -DWM=" + std::to_string(v.WM) + " -DWN=" + std::to_string(v.WN) +
+                             " -DKS=" + std::to_string(v.KS) + " -DTK=" + std::to_string(v.TK) +
+                             (v.db ? " -DDB" : "") + (bt ? " -DBT" : "");
+    const char* p = source.c_str();
+    cl_program prog = clCreateProgramWithSource(ctx, 1, &p, nullptr, &err);
+    check(err, "clCreateProgramWithSource");
+    const cl_int built = clBuildProgram(prog, 1, &dev, opts.c_str(), nullptr, nullptr);
+    size_t n = 0;
+    clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
+    std::string log(n, '\0');
+    clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
+    if (built != CL_SUCCESS) fail(v.name + ": build failed (" + opts + "):\n" + log);
+    if (verbose) {
+      std::stringstream ls(log);
+      for (std::string line; std::getline(ls, line);)
+        if (line.find("registers") != std::string::npos || line.find("stack") != std::string::npos)
+          std::fprintf(stderr, "%s%s: %s\n", v.name.c_str(), bt ? " t" : "", line.c_str());
+    }
+    k = clCreateKernel(prog, "probe", &err);
+    check(err, "clCreateKernel");
+    return k;
+  };
+
+  bool wrong = false;
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (const Shape& s : shapes) {
+    std::vector<float> A(size_t(s.M) * s.K), B(size_t(s.K) * s.N), want(size_t(s.M) * s.N, 0.0f), got(want.size());
+    for (float& x : A) x = u(rng);
+    for (float& x : B) x = u(rng);
+    for (int m = 0; m < s.M; ++m)
+      for (int k = 0; k < s.K; ++k) {
+        const double a = A[size_t(m) * s.K + k];
+        for (int n = 0; n < s.N; ++n)
+          want[size_t(m) * s.N + n] += float(a * (s.bt ? B[size_t(n) * s.K + k] : B[size_t(k) * s.N + n]));
+      }
+    double scale = 0;
+    for (float w : want) scale = std::max(scale, double(std::fabs(w)));
+    cl_mem dA = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, A.size() * 4, A.data(), &err);
+    check(err, "clCreateBuffer");
+    cl_mem dB = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, B.size() * 4, B.data(), &err);
+    check(err, "clCreateBuffer");
+    cl_mem dY = clCreateBuffer(ctx, CL_MEM_READ_WRITE, got.size() * 4, nullptr, &err);
+    check(err, "clCreateBuffer");
+    std::printf("%-22s", s.name.c_str());
+    std::fflush(stdout);
+    for (size_t vi = 0; vi < variants.size(); ++vi) {
+      const Variant& v = variants[vi];
+      cl_kernel k = kernel_for(vi, s.bt);
+      check(clSetKernelArg(k, 0, sizeof dA, &dA), "clSetKernelArg");
+      check(clSetKernelArg(k, 1, sizeof dB, &dB), "clSetKernelArg");
+      check(clSetKernelArg(k, 2, sizeof dY, &dY), "clSetKernelArg");
+      check(clSetKernelArg(k, 3, sizeof s.M, &s.M), "clSetKernelArg");
+      check(clSetKernelArg(k, 4, sizeof s.N, &s.N), "clSetKernelArg");
+      check(clSetKernelArg(k, 5, sizeof s.K, &s.K), "clSetKernelArg");
+      const size_t g = size_t(v.TM / v.WM) * size_t(v.TN / v.WN);
+      const size_t local[2] = {g, size_t(v.KS)};
+      const size_t global[2] = {size_t((s.N + v.TN - 1) / v.TN) * g, size_t((s.M + v.TM - 1) / v.TM) * v.KS};
+      std::vector<double> us;
+      for (int r = 0; r < reps + 2; ++r) {  // two warm-up launches
+        cl_event ev = nullptr;
+        check(clEnqueueNDRangeKernel(q, k, 2, nullptr, global, local, 0, nullptr, &ev), "clEnqueueNDRangeKernel");
+        check(clWaitForEvents(1, &ev), "clWaitForEvents");
+        cl_ulong t0 = 0, t1 = 0;
+        clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, nullptr);
+        clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, nullptr);
+        clReleaseEvent(ev);
+        if (r >= 2) us.push_back(double(t1 - t0) * 1e-3);
+      }
+      check(clEnqueueReadBuffer(q, dY, CL_TRUE, 0, got.size() * 4, got.data(), 0, nullptr, nullptr), "read");
+      double worst = 0;
+      for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, double(std::fabs(got[i] - want[i])));
+      std::sort(us.begin(), us.end());
+      const double median = us[us.size() / 2], tflops = 2.0 * s.M * s.K * s.N / median * 1e-6;
+      // fp32 sums of K terms of magnitude <= 1: errors grow about as sqrt(K).
+      if (!(worst <= 1e-5 * std::sqrt(double(s.K)) * std::max(scale, 1.0))) {
+        wrong = true;
+        std::printf(" %11s(%5.1f)", "WRONG", tflops);
+      } else {
+        std::printf(" %11.1f(%5.1f)", median, tflops);
+      }
+      std::fflush(stdout);
+    }
+    std::printf("\n");
+    clReleaseMemObject(dA);
+    clReleaseMemObject(dB);
+    clReleaseMemObject(dY);
+  }
+  return wrong ? 1 : 0;
+}
