@@ -1,13 +1,19 @@
 // Times bench/kernels/gemm_probe.cl's builds on product shapes, outside
 // texplan's runtime (its own context, buffers and launches), each result
 // checked against a product on the host: what a GEMM of given tiles reaches
-// on a device, to compare with texplan_conv_bench's times of gemm.cl
-// (docs/kernel-choices.md#a-standalone-gemm-faster-than-the-k-groups).
+// on a device, to compare with texplan_conv_bench's times of gemm.cl, and
+// gemm.cl's own kernels launched the same way, to tell a slower kernel from
+// a slower launch (docs/kernel-choices.md#a-standalone-gemm-faster-than-the-k-groups).
 //
-//   texplan_gemm_probe [--device gpu|cpu] [--reps N] [--kernel FILE.cl] [--verbose] SHAPES VARIANTS
+//   texplan_gemm_probe [--device gpu|cpu] [--reps N] [--kernel FILE.cl] [--kernels-dir DIR]
+//                      [--verbose] SHAPES VARIANTS
 //     SHAPES    MxKxN[t],...   ("t": B stored [N,K]; N and K multiples of 4)
 //     VARIANTS  TMxTN_WMxWN_kKS[_db][_tTK],...   e.g. 32x64_8x4_k2_db: a 32x64 tile, 8x4 a
-//               work-item, two groups over K, two slices in local memory
+//               work-item, two groups over K, two slices in local memory;
+//               or gemm.cl:32x32kG / gemm.cl:64x64kG (G groups: texplan's gemm_kgroups) and
+//               gemm.cl:TMxTN[v] (its gemm, tiles of 16x16 work-items), built from
+//               DIR/common.cl and DIR/gemm.cl (default: the source tree's src/kernels) with
+//               texplan's options, launched here: the kernel without texplan's runtime
 // Prints us (median device time of REPS launches) and TFLOP/s per shape and
 // variant, WRONG where a result is off; exits 1 if any was, 2 on bad usage.
 // --verbose adds NVIDIA's register and stack report per build (stderr).
@@ -34,7 +40,20 @@ struct Shape {
 struct Variant {
   int TM = 0, TN = 0, WM = 0, WN = 0, KS = 1, TK = 16;
   bool db = false;
+  // gemm.cl's kernels: "kgroups" (gemm_kgroups, KS groups of 64 over a
+  // TM x TN tile) or "tiles" (gemm: 16x16 work-items, WM x WN each, vec).
+  std::string texplan;
+  bool vec = false;
   std::string name;
+};
+
+// gemm.cl's GemmParams (src/kernels/common.cl), as texplan's lowering fills it.
+struct GemmParams {
+  cl_int ao = 0, bo = 0, co = 0, yo = 0, m = 0, n = 0, k = 0, a_sm = 0, a_sk = 0, b_sk = 0, b_sn = 0, c_sm = 0,
+         c_sn = 0, has_c = 0;
+  cl_int splits = 1, kslice = 0;
+  cl_float alpha = 1, beta = 0;
+  cl_int batch[8] = {1, 1, 1, 1, 1, 1, 1, 1}, a_sb[8] = {}, b_sb[8] = {}, c_sb[8] = {};
 };
 
 [[noreturn]] void fail(const std::string& what, int code = 1) {
@@ -64,6 +83,21 @@ Shape parse_shape(const std::string& s) {
 Variant parse_variant(const std::string& s) {
   Variant v;
   v.name = s;
+  if (s.rfind("gemm.cl:", 0) == 0) {
+    const std::string form = s.substr(8);
+    int groups = 0;
+    if (std::sscanf(form.c_str(), "%dx%dk%d", &v.TM, &v.TN, &groups) == 3 && v.TM == v.TN &&
+        (v.TM == 32 || v.TM == 64) && (groups == 2 || groups == 4 || groups == 8)) {
+      v.texplan = "kgroups", v.KS = groups;
+      return v;
+    }
+    if (std::sscanf(form.c_str(), "%dx%d", &v.TM, &v.TN) == 2 && v.TM % 16 == 0 && v.TN % 16 == 0 && v.TM >= 16 &&
+        v.TN >= 16) {
+      v.texplan = "tiles", v.vec = form.back() == 'v', v.WM = v.TM / 16, v.WN = v.TN / 16;
+      if (!v.vec || (v.WM % 4 == 0 && v.WN % 4 == 0)) return v;
+    }
+    fail("variant '" + s + "': gemm.cl:32x32kG, gemm.cl:64x64kG (G 2, 4, 8) or gemm.cl:TMxTN[v]", 2);
+  }
   if (std::sscanf(s.c_str(), "%dx%d_%dx%d_k%d", &v.TM, &v.TN, &v.WM, &v.WN, &v.KS) != 5)
     fail("variant '" + s + "' is not TMxTN_WMxWN_kKS[_db][_tTK]", 2);
   v.db = s.find("_db") != std::string::npos;
@@ -91,7 +125,7 @@ cl_device_id find_device(bool gpu) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string device = "gpu", kernel_path = TEXPLAN_GEMM_PROBE_CL;
+  std::string device = "gpu", kernel_path = TEXPLAN_GEMM_PROBE_CL, kernels_dir = TEXPLAN_KERNELS_DIR;
   int reps = 20;
   bool verbose = false;
   std::vector<std::string> positional;
@@ -104,20 +138,29 @@ int main(int argc, char** argv) {
     if (a == "--device") device = value();
     else if (a == "--reps") reps = std::max(1, std::atoi(value().c_str()));
     else if (a == "--kernel") kernel_path = value();
+    else if (a == "--kernels-dir") kernels_dir = value();
     else if (a == "--verbose") verbose = true;
     else positional.push_back(a);
   }
   if (positional.size() != 2 || (device != "gpu" && device != "cpu"))
-    fail("usage: texplan_gemm_probe [--device gpu|cpu] [--reps N] [--kernel FILE.cl] [--verbose] SHAPES VARIANTS", 2);
-  std::ifstream f(kernel_path);
-  if (!f) fail("cannot read " + kernel_path);
-  std::stringstream text;
-  text << f.rdbuf();
-  const std::string source = text.str();
+    fail("usage: texplan_gemm_probe [--device gpu|cpu] [--reps N] [--kernel FILE.cl] [--kernels-dir DIR] [--verbose] "
+         "SHAPES VARIANTS",
+         2);
+  auto read = [](const std::string& path) {
+    std::ifstream f(path);
+    if (!f) fail("cannot read " + path);
+    std::stringstream text;
+    text << f.rdbuf();
+    return text.str();
+  };
   std::vector<Shape> shapes;
   for (const std::string& s : split(positional[0])) shapes.push_back(parse_shape(s));
   std::vector<Variant> variants;
   for (const std::string& s : split(positional[1])) variants.push_back(parse_variant(s));
+  const std::string source = read(kernel_path);
+  std::string texplan_source;  // as Device::program prepends common.cl
+  if (std::any_of(variants.begin(), variants.end(), [](const Variant& v) { return !v.texplan.empty(); }))
+    texplan_source = read(kernels_dir + "/common.cl") + "\n" + read(kernels_dir + "/gemm.cl");
 
   cl_device_id dev = find_device(device == "gpu");
   char name[256] = {};
@@ -138,12 +181,19 @@ int main(int argc, char** argv) {
     cl_kernel& k = kernels[vi * 2 + bt];
     if (k) return k;
     const Variant& v = variants[vi];
-    const std::string opts = std::string(verbose && device == "gpu" ? "-cl-nv-verbose " : "") +
-                             "-cl-mad-enable -DTM=" + std::to_string(v.TM) + " -DTN=" + std::to_string(v.TN) +
-                             " -DWM=" + std::to_string(v.WM) + " -DWN=" + std::to_string(v.WN) +
-                             " -DKS=" + std::to_string(v.KS) + " -DTK=" + std::to_string(v.TK) +
-                             (v.db ? " -DDB" : "") + (bt ? " -DBT" : "");
-    const char* p = source.c_str();
+    // texplan's kernels with the options Device::program gives them (B's
+    // layout is a kernel argument there, not a build option).
+    const std::string opts =
+        std::string(verbose && device == "gpu" ? "-cl-nv-verbose " : "") +
+        (v.texplan == "kgroups" ? "-cl-std=CL1.2 -cl-mad-enable -DKGROUPS=" + std::to_string(v.KS) +
+                                      " -DKG_T=" + std::to_string(v.TM)
+         : v.texplan == "tiles" ? "-cl-std=CL1.2 -cl-mad-enable -DWPTM=" + std::to_string(v.WM) +
+                                      " -DWPTN=" + std::to_string(v.WN) + (v.vec ? " -DVEC" : "")
+                                : "-cl-mad-enable -DTM=" + std::to_string(v.TM) + " -DTN=" + std::to_string(v.TN) +
+                                      " -DWM=" + std::to_string(v.WM) + " -DWN=" + std::to_string(v.WN) +
+                                      " -DKS=" + std::to_string(v.KS) + " -DTK=" + std::to_string(v.TK) +
+                                      (v.db ? " -DDB" : "") + (bt ? " -DBT" : ""));
+    const char* p = v.texplan.empty() ? source.c_str() : texplan_source.c_str();
     cl_program prog = clCreateProgramWithSource(ctx, 1, &p, nullptr, &err);
     check(err, "clCreateProgramWithSource");
     const cl_int built = clBuildProgram(prog, 1, &dev, opts.c_str(), nullptr, nullptr);
@@ -158,7 +208,7 @@ int main(int argc, char** argv) {
         if (line.find("registers") != std::string::npos || line.find("stack") != std::string::npos)
           std::fprintf(stderr, "%s%s: %s\n", v.name.c_str(), bt ? " t" : "", line.c_str());
     }
-    k = clCreateKernel(prog, "probe", &err);
+    k = clCreateKernel(prog, v.texplan == "kgroups" ? "gemm_kgroups" : v.texplan == "tiles" ? "gemm" : "probe", &err);
     check(err, "clCreateKernel");
     return k;
   };
@@ -188,20 +238,36 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     for (size_t vi = 0; vi < variants.size(); ++vi) {
       const Variant& v = variants[vi];
-      cl_kernel k = kernel_for(vi, s.bt);
-      check(clSetKernelArg(k, 0, sizeof dA, &dA), "clSetKernelArg");
-      check(clSetKernelArg(k, 1, sizeof dB, &dB), "clSetKernelArg");
-      check(clSetKernelArg(k, 2, sizeof dY, &dY), "clSetKernelArg");
-      check(clSetKernelArg(k, 3, sizeof s.M, &s.M), "clSetKernelArg");
-      check(clSetKernelArg(k, 4, sizeof s.N, &s.N), "clSetKernelArg");
-      check(clSetKernelArg(k, 5, sizeof s.K, &s.K), "clSetKernelArg");
-      const size_t g = size_t(v.TM / v.WM) * size_t(v.TN / v.WN);
-      const size_t local[2] = {g, size_t(v.KS)};
-      const size_t global[2] = {size_t((s.N + v.TN - 1) / v.TN) * g, size_t((s.M + v.TM - 1) / v.TM) * v.KS};
+      cl_kernel k = kernel_for(vi, v.texplan.empty() && s.bt);
+      const size_t tiles_n = size_t((s.N + v.TN - 1) / v.TN), tiles_m = size_t((s.M + v.TM - 1) / v.TM);
+      size_t local[3] = {1, 1, 1}, global[3] = {1, 1, 1};
+      if (v.texplan.empty()) {
+        check(clSetKernelArg(k, 0, sizeof dA, &dA), "clSetKernelArg");
+        check(clSetKernelArg(k, 1, sizeof dB, &dB), "clSetKernelArg");
+        check(clSetKernelArg(k, 2, sizeof dY, &dY), "clSetKernelArg");
+        check(clSetKernelArg(k, 3, sizeof s.M, &s.M), "clSetKernelArg");
+        check(clSetKernelArg(k, 4, sizeof s.N, &s.N), "clSetKernelArg");
+        check(clSetKernelArg(k, 5, sizeof s.K, &s.K), "clSetKernelArg");
+        const size_t g = size_t(v.TM / v.WM) * size_t(v.TN / v.WN);
+        local[0] = g, local[1] = size_t(v.KS);
+        global[0] = tiles_n * g, global[1] = tiles_m * v.KS;
+      } else {
+        GemmParams gp;
+        gp.m = s.M, gp.n = s.N, gp.k = s.K, gp.a_sm = s.K, gp.a_sk = 1;
+        gp.b_sk = s.bt ? 1 : s.N, gp.b_sn = s.bt ? s.K : 1;
+        check(clSetKernelArg(k, 0, sizeof dA, &dA), "clSetKernelArg");
+        check(clSetKernelArg(k, 1, sizeof dB, &dB), "clSetKernelArg");
+        check(clSetKernelArg(k, 2, sizeof dY, &dY), "clSetKernelArg");  // C, unread (has_c 0)
+        check(clSetKernelArg(k, 3, sizeof dY, &dY), "clSetKernelArg");
+        check(clSetKernelArg(k, 4, sizeof gp, &gp), "clSetKernelArg");
+        const bool kgroups = v.texplan == "kgroups";
+        local[0] = kgroups ? 64 : 16, local[1] = kgroups ? size_t(v.KS) : 16;
+        global[0] = tiles_n * local[0], global[1] = tiles_m * local[1];
+      }
       std::vector<double> us;
       for (int r = 0; r < reps + 2; ++r) {  // two warm-up launches
         cl_event ev = nullptr;
-        check(clEnqueueNDRangeKernel(q, k, 2, nullptr, global, local, 0, nullptr, &ev), "clEnqueueNDRangeKernel");
+        check(clEnqueueNDRangeKernel(q, k, 3, nullptr, global, local, 0, nullptr, &ev), "clEnqueueNDRangeKernel");
         check(clWaitForEvents(1, &ev), "clWaitForEvents");
         cl_ulong t0 = 0, t1 = 0;
         clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, nullptr);
