@@ -36,23 +36,23 @@ void probe(__global const float* A, __global const float* B, __global float* Y, 
   const int tx = l % GX, ty = l / GX;
   const int n0 = get_group_id(0) * TN, m0 = get_group_id(1) * TM;
   __local float* mine = lm + g * NBUF * SLICE;
-  // global offsets of this item's float4s for slice 0 of group g
-  int aoff[LA], ak[LA], arow[LA];
+  // This item's float4s of slice 0 of group g: their K index and offset.
+  int aoff[LA], ak[LA];
   for (int r = 0; r < LA; ++r) {
     int e = l + r * G, row = e / (TK / 4), k4 = e % (TK / 4);
-    arow[r] = row; ak[r] = 4 * k4 + g * TK;
+    ak[r] = 4 * k4 + g * TK;
     aoff[r] = min(m0 + row, M - 1) * K + ak[r];
   }
-  int boff[LB], bk[LB], bcol[LB];
+  int boff[LB], bk[LB];
   for (int r = 0; r < LB; ++r) {
     int e = l + r * G;
 #ifdef BT
     int col = e / (TK / 4), k4 = e % (TK / 4);
-    bcol[r] = col; bk[r] = 4 * k4 + g * TK;
+    bk[r] = 4 * k4 + g * TK;
     boff[r] = min(n0 + col, N - 1) * K + bk[r];
 #else
     int kk = e / (TN / 4), n4 = e % (TN / 4);
-    bcol[r] = 4 * n4; bk[r] = kk + g * TK;
+    bk[r] = kk + g * TK;
     boff[r] = bk[r] * N + min(n0 + 4 * n4, N - 4);
 #endif
   }
@@ -76,7 +76,7 @@ void probe(__global const float* A, __global const float* B, __global float* Y, 
   const int iters = (K + step - 1) / step;
   LOAD(0)
   for (int it = 0; it < iters; ++it) {
-    __local float* As = mine + (NBUF == 2 ? (it & 1) * SLICE : 0);  // unused second half when !DB
+    __local float* As = mine + (NBUF == 2 ? (it & 1) * SLICE : 0);
     __local float* Bs = As + TK * LDA;
     for (int r = 0; r < LA; ++r) {
       int e = l + r * G, row = e / (TK / 4), k4 = e % (TK / 4);

@@ -175,19 +175,26 @@ int main(int argc, char** argv) {
   for (const Variant& v : variants) std::printf(" %18s", v.name.c_str());
   std::printf("\n");
 
+  // Device::program asks for IEEE divide and sqrt where the device offers them.
+  cl_device_fp_config fp = 0;
+  clGetDeviceInfo(dev, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, nullptr);
+  const std::string correctly_rounded =
+      (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) ? "-cl-fp32-correctly-rounded-divide-sqrt " : "";
+
   // One build per variant and B layout, built on first use.
   std::vector<cl_kernel> kernels(variants.size() * 2, nullptr);
   auto kernel_for = [&](size_t vi, bool bt) {
     cl_kernel& k = kernels[vi * 2 + bt];
     if (k) return k;
     const Variant& v = variants[vi];
-    // texplan's kernels with the options Device::program gives them (B's
-    // layout is a kernel argument there, not a build option).
+    // texplan's kernels with the options Device::program (src/device/device.cpp)
+    // gives them; B's layout is a kernel argument there, not a build option.
+    const std::string texplan_options = "-cl-std=CL1.2 -cl-mad-enable " + correctly_rounded;
     const std::string opts =
         std::string(verbose && device == "gpu" ? "-cl-nv-verbose " : "") +
-        (v.texplan == "kgroups" ? "-cl-std=CL1.2 -cl-mad-enable -DKGROUPS=" + std::to_string(v.KS) +
+        (v.texplan == "kgroups" ? texplan_options + "-DKGROUPS=" + std::to_string(v.KS) +
                                       " -DKG_T=" + std::to_string(v.TM)
-         : v.texplan == "tiles" ? "-cl-std=CL1.2 -cl-mad-enable -DWPTM=" + std::to_string(v.WM) +
+         : v.texplan == "tiles" ? texplan_options + "-DWPTM=" + std::to_string(v.WM) +
                                       " -DWPTN=" + std::to_string(v.WN) + (v.vec ? " -DVEC" : "")
                                 : "-cl-mad-enable -DTM=" + std::to_string(v.TM) + " -DTN=" + std::to_string(v.TN) +
                                       " -DWM=" + std::to_string(v.WM) + " -DWN=" + std::to_string(v.WN) +
