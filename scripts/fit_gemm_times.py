@@ -31,7 +31,7 @@ TILES = {"16x16": (16, 16), "16x32": (16, 32), "32x16": (32, 16), "32x32": (32, 
 # without them won one, and fitted it took four others badly: 872 us summed
 # with it, 843 without).
 FAMILIES = ["16x16", "16x32", "32x16", "32x32", "64x64v", "64x128v", "128x64v", "32x32/s", "64x64/s", "64x64v/s", "64x128v/s",
-            "128x64v/s", "32x32k2", "32x32k4", "32x32k8"]
+            "128x64v/s", "32x32k2", "32x32k4", "32x32k8", "32x64k2", "32x64k4"]
 
 
 def cdiv(a, b):
@@ -40,9 +40,10 @@ def cdiv(a, b):
 
 def features(variant, M, N, K):
     """(family, work-groups, MFMAs of one group), or None for a variant no family covers."""
-    m = re.match(r"^(32x32)k(\d+)$", variant)
+    m = re.match(r"^(32)x(32|64)k(\d+)$", variant)
     if m:
-        return variant, cdiv(M, 32) * cdiv(N, 32), 32 * 32 * K / 1e6
+        tm, tn = int(m.group(1)), int(m.group(2))
+        return variant, cdiv(M, tm) * cdiv(N, tn), tm * tn * K / 1e6
     tiles, _, split = variant.partition("/s")
     if tiles not in TILES:
         return None

@@ -637,13 +637,17 @@ TEST(Optimize, ChannelScalesMoveIntoPointwiseConvs) {
 // that is not one value per channel. The same outputs on the CPU executor
 // and on texplan's GPU kernels (tiles, split-K, k-groups) on the CPU device.
 TEST(Optimize, PerChannelProgramsGoIntoOneByOneConvs) {
+  // Maps of 30 and 40 pixels: the GEMMs read the conv's input one element
+  // at a time, and four at a time (k-groups' KG_B4N, N a multiple of 4).
+  for (const int W : {6, 8}) {
+  SCOPED_TRACE(W);
   std::mt19937 rng(23);
   int x = 0;
   const int C = 160;  // K past two 64-deep steps: k-groups take it
-  Graph g = graph_with_input("preactivation", {1, C, 5, 6}, x);
-  const Shape xs = {1, C, 5, 6};
-  const int a = tensor(g, "a", xs), bn = tensor(g, "bn", xs), r = tensor(g, "r", xs), y1 = tensor(g, "y1", {1, 12, 5, 6}),
-            y1r = tensor(g, "y1r", {1, 12, 5, 6});
+  Graph g = graph_with_input("preactivation", {1, C, 5, W}, x);
+  const Shape xs = {1, C, 5, W};
+  const int a = tensor(g, "a", xs), bn = tensor(g, "bn", xs), r = tensor(g, "r", xs), y1 = tensor(g, "y1", {1, 12, 5, W}),
+            y1r = tensor(g, "y1r", {1, 12, 5, W});
   node(g, "Sigmoid", {x}, {a});
   const int var = weight(g, "var", {C}, rng);
   float* variance = g.tensors[var].value.data<float>();
@@ -654,22 +658,22 @@ TEST(Optimize, PerChannelProgramsGoIntoOneByOneConvs) {
   node(g, "Conv", {r, weight(g, "w1", {12, C, 1, 1}, rng), weight(g, "b1", {12}, rng)}, {y1});
   node(g, "Relu", {y1}, {y1r});
   // Strided, 3x3, read twice, an operand of X's shape: these stay apart.
-  const int m2 = tensor(g, "m2", xs), y2 = tensor(g, "y2", {1, 5, 3, 3});
+  const int m2 = tensor(g, "m2", xs), y2 = tensor(g, "y2", {1, 5, 3, (W + 1) / 2});
   node(g, "Mul", {a, weight(g, "s2", {1, C, 1, 1}, rng)}, {m2});
   node(g, "Conv", {m2, weight(g, "w2", {5, C, 1, 1}, rng)}, {y2}, {{"strides", Attribute::of_ints({2, 2})}});
-  const int m3 = tensor(g, "m3", xs), y3 = tensor(g, "y3", {1, 3, 5, 6});
+  const int m3 = tensor(g, "m3", xs), y3 = tensor(g, "y3", {1, 3, 5, W});
   node(g, "Mul", {a, weight(g, "s3", {C, 1, 1}, rng)}, {m3});
   node(g, "Conv", {m3, weight(g, "w3", {3, C, 3, 3}, rng)}, {y3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}});
-  const int m4 = tensor(g, "m4", xs), y4 = tensor(g, "y4", {1, 4, 5, 6}), y5 = tensor(g, "y5", xs);
+  const int m4 = tensor(g, "m4", xs), y4 = tensor(g, "y4", {1, 4, 5, W}), y5 = tensor(g, "y5", xs);
   node(g, "Add", {a, weight(g, "s4", {C, 1, 1}, rng)}, {m4});
   node(g, "Conv", {m4, weight(g, "w4", {4, C, 1, 1}, rng)}, {y4});
   node(g, "Neg", {m4}, {y5});
-  const int m6 = tensor(g, "m6", xs), y6 = tensor(g, "y6", {1, 4, 5, 6});
+  const int m6 = tensor(g, "m6", xs), y6 = tensor(g, "y6", {1, 4, 5, W});
   node(g, "Mul", {a, x}, {m6});
   node(g, "Conv", {m6, weight(g, "w6", {4, C, 1, 1}, rng)}, {y6});
   // Squeeze-and-excitation's scale, computed in the run, the scale first.
   const int p7 = tensor(g, "p7", {1, C, 1, 1}), s7 = tensor(g, "s7", {1, C, 1, 1}), m7 = tensor(g, "m7", xs),
-            y7 = tensor(g, "y7", {1, 6, 5, 6});
+            y7 = tensor(g, "y7", {1, 6, 5, W});
   node(g, "GlobalAveragePool", {a}, {p7});
   node(g, "Sigmoid", {p7}, {s7});
   node(g, "Mul", {s7, a}, {m7});
@@ -711,9 +715,10 @@ TEST(Optimize, PerChannelProgramsGoIntoOneByOneConvs) {
   expect_all(run_all(g, nullptr));
   auto dev = runtime::open_device("pocl");
   expect_all(run_all(g, dev));
-  for (const char* variant : {"32x32", "64x64/s3", "32x32k4", "16x32"}) {
+  for (const char* variant : {"32x32", "64x64/s3", "32x32k4", "32x64k2", "16x32"}) {
     SCOPED_TRACE(variant);
     expect_all(run_all(g, dev, {.conv = variant}));
+  }
   }
 }
 

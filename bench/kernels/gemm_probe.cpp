@@ -6,17 +6,19 @@
 // a slower launch (docs/kernel-choices.md#a-standalone-gemm-faster-than-the-k-groups).
 //
 //   texplan_gemm_probe [--device gpu|cpu] [--reps N] [--kernel FILE.cl] [--kernels-dir DIR]
-//                      [--verbose] SHAPES VARIANTS
+//                      [--verbose] [--dump DIR] SHAPES VARIANTS
 //     SHAPES    MxKxN[t],...   ("t": B stored [N,K]; N and K multiples of 4)
 //     VARIANTS  TMxTN_WMxWN_kKS[_db][_tTK],...   e.g. 32x64_8x4_k2_db: a 32x64 tile, 8x4 a
 //               work-item, two groups over K, two slices in local memory;
-//               or gemm.cl:32x32kG / gemm.cl:64x64kG (G groups: texplan's gemm_kgroups) and
+//               or gemm.cl:32x32kG / 64x64kG / 32x64kG (G groups: texplan's gemm_kgroups
+//               with float4 reads of both operands, as the lowering builds it here) and
 //               gemm.cl:TMxTN[v] (its gemm, tiles of 16x16 work-items), built from
 //               DIR/common.cl and DIR/gemm.cl (default: the source tree's src/kernels) with
 //               texplan's options, launched here: the kernel without texplan's runtime
 // Prints us (median device time of REPS launches) and TFLOP/s per shape and
 // variant, WRONG where a result is off; exits 1 if any was, 2 on bad usage.
-// --verbose adds NVIDIA's register and stack report per build (stderr).
+// --verbose adds NVIDIA's register and stack report per build (stderr);
+// --dump writes each build's binary (PTX on NVIDIA) into DIR, named by variant.
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 
@@ -86,9 +88,15 @@ Variant parse_variant(const std::string& s) {
   if (s.rfind("gemm.cl:", 0) == 0) {
     const std::string form = s.substr(8);
     int groups = 0;
-    if (std::sscanf(form.c_str(), "%dx%dk%d", &v.TM, &v.TN, &groups) == 3 && v.TM == v.TN &&
-        (v.TM == 32 || v.TM == 64) && (groups == 2 || groups == 4 || groups == 8)) {
+    // The k-groups forms of lower/conv_select.cpp's kKGroups: 32x32 (4x4 a
+    // work-item), 64x64 (8x8), 32x64 (8x4; two slices a group with 2 groups).
+    if (std::sscanf(form.c_str(), "%dx%dk%d", &v.TM, &v.TN, &groups) == 3 &&
+        ((v.TM == 32 && v.TN == 32) || (v.TM == 64 && v.TN == 64 && groups < 8) ||
+         (v.TM == 32 && v.TN == 64 && groups < 8)) &&
+        (groups == 2 || groups == 4 || groups == 8)) {
       v.texplan = "kgroups", v.KS = groups;
+      v.WM = v.TM == 32 && v.TN == 32 ? 4 : 8, v.WN = v.TN == 64 && v.TM == 64 ? 8 : 4;
+      v.db = v.TN == 64 && v.TM == 32 && groups == 2;
       return v;
     }
     if (std::sscanf(form.c_str(), "%dx%d", &v.TM, &v.TN) == 2 && v.TM % 16 == 0 && v.TN % 16 == 0 && v.TM >= 16 &&
@@ -96,7 +104,7 @@ Variant parse_variant(const std::string& s) {
       v.texplan = "tiles", v.vec = form.back() == 'v', v.WM = v.TM / 16, v.WN = v.TN / 16;
       if (!v.vec || (v.WM % 4 == 0 && v.WN % 4 == 0)) return v;
     }
-    fail("variant '" + s + "': gemm.cl:32x32kG, gemm.cl:64x64kG (G 2, 4, 8) or gemm.cl:TMxTN[v]", 2);
+    fail("variant '" + s + "': gemm.cl:32x32kG (G 2, 4, 8), gemm.cl:64x64kG, gemm.cl:32x64kG (G 2, 4) or gemm.cl:TMxTN[v]", 2);
   }
   if (std::sscanf(s.c_str(), "%dx%d_%dx%d_k%d", &v.TM, &v.TN, &v.WM, &v.WN, &v.KS) != 5)
     fail("variant '" + s + "' is not TMxTN_WMxWN_kKS[_db][_tTK]", 2);
@@ -128,6 +136,7 @@ int main(int argc, char** argv) {
   std::string device = "gpu", kernel_path = TEXPLAN_GEMM_PROBE_CL, kernels_dir = TEXPLAN_KERNELS_DIR;
   int reps = 20;
   bool verbose = false;
+  std::string dump_dir;
   std::vector<std::string> positional;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -140,11 +149,12 @@ int main(int argc, char** argv) {
     else if (a == "--kernel") kernel_path = value();
     else if (a == "--kernels-dir") kernels_dir = value();
     else if (a == "--verbose") verbose = true;
+    else if (a == "--dump") dump_dir = value();
     else positional.push_back(a);
   }
   if (positional.size() != 2 || (device != "gpu" && device != "cpu"))
     fail("usage: texplan_gemm_probe [--device gpu|cpu] [--reps N] [--kernel FILE.cl] [--kernels-dir DIR] [--verbose] "
-         "SHAPES VARIANTS",
+         "[--dump DIR] SHAPES VARIANTS",
          2);
   auto read = [](const std::string& path) {
     std::ifstream f(path);
@@ -188,12 +198,14 @@ int main(int argc, char** argv) {
     if (k) return k;
     const Variant& v = variants[vi];
     // texplan's kernels with the options Device::program (src/device/device.cpp)
-    // gives them; B's layout is a kernel argument there, not a build option.
+    // gives them; the k-groups also take the float4 reads of both operands.
     const std::string texplan_options = "-cl-std=CL1.2 -cl-mad-enable " + correctly_rounded;
     const std::string opts =
         std::string(verbose && device == "gpu" ? "-cl-nv-verbose " : "") +
         (v.texplan == "kgroups" ? texplan_options + "-DKGROUPS=" + std::to_string(v.KS) +
-                                      " -DKG_T=" + std::to_string(v.TM)
+                                      " -DKG_TM=" + std::to_string(v.TM) + " -DKG_TN=" + std::to_string(v.TN) +
+                                      " -DKG_WM=" + std::to_string(v.WM) + " -DKG_WN=" + std::to_string(v.WN) +
+                                      (v.db ? " -DKG_DB" : "") + " -DKG_A4" + (bt ? " -DKG_B4K" : " -DKG_B4N")
          : v.texplan == "tiles" ? texplan_options + "-DWPTM=" + std::to_string(v.WM) +
                                       " -DWPTN=" + std::to_string(v.WN) + (v.vec ? " -DVEC" : "")
                                 : "-cl-mad-enable -DTM=" + std::to_string(v.TM) + " -DTN=" + std::to_string(v.TN) +
@@ -214,6 +226,16 @@ int main(int argc, char** argv) {
       for (std::string line; std::getline(ls, line);)
         if (line.find("registers") != std::string::npos || line.find("stack") != std::string::npos)
           std::fprintf(stderr, "%s%s: %s\n", v.name.c_str(), bt ? " t" : "", line.c_str());
+    }
+    if (!dump_dir.empty()) {
+      size_t size = 0;
+      clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr);
+      std::vector<unsigned char> binary(size);
+      unsigned char* data = binary.data();
+      clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof data, &data, nullptr);
+      std::string name = v.name + (bt ? "_t" : "");
+      std::replace(name.begin(), name.end(), ':', '_');
+      std::ofstream(dump_dir + "/" + name + ".bin", std::ios::binary).write(reinterpret_cast<char*>(data), long(size));
     }
     k = clCreateKernel(prog, v.texplan == "kgroups" ? "gemm_kgroups" : v.texplan == "tiles" ? "gemm" : "probe", &err);
     check(err, "clCreateKernel");
@@ -245,7 +267,7 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     for (size_t vi = 0; vi < variants.size(); ++vi) {
       const Variant& v = variants[vi];
-      cl_kernel k = kernel_for(vi, v.texplan.empty() && s.bt);
+      cl_kernel k = kernel_for(vi, v.texplan != "tiles" && s.bt);  // B's layout is a build option of both
       const size_t tiles_n = size_t((s.N + v.TN - 1) / v.TN), tiles_m = size_t((s.M + v.TM - 1) / v.TM);
       size_t local[3] = {1, 1, 1}, global[3] = {1, 1, 1};
       if (v.texplan.empty()) {

@@ -22,14 +22,14 @@ if [[ -z $SHAPES ]]; then
   SHAPES=197x768x2304,197x768x768,197x768x3072,197x3072x768,128x256x768t,128x256x256t,128x256x1024t,64x256x3136
   [[ $DEVICE == cpu ]] && SHAPES=37x256x44,37x256x44t
 fi
-variants=gemm.cl:32x32k2,gemm.cl:32x32k4,32x32_4x4_k2,32x32_4x4_k4,32x32_4x4_k2_db,32x64_8x4_k2_db,32x64_8x4_k4,gemm.cl:64x64v
+variants=gemm.cl:32x32k2,gemm.cl:32x64k2,gemm.cl:32x64k4,32x32_4x4_k2,32x64_8x4_k2_db,32x64_8x4_k4
 bench=$(command -v texplan_gemm_probe || echo build/texplan_gemm_probe)
 conv=$(command -v texplan_conv_bench || echo build/texplan_conv_bench)
 "$bench" --device "$DEVICE" --reps "$REPS" --verbose --kernels-dir src/kernels --kernel bench/kernels/gemm_probe.cl \
   "$SHAPES" "$variants" >"$OUT/probe.txt" 2>"$OUT/probe_build.txt"
 echo "probe rc=$?" >>"$OUT/probe.txt"
 [[ $DEVICE == cpu ]] && dev=pocl || dev=gpu
-"$conv" --device "$dev" --reps "$REPS" --product "$SHAPES" --variants auto,32x32k2,32x32k4,64x64v >"$OUT/conv_bench.txt" 2>&1
+"$conv" --device "$dev" --reps "$REPS" --product "$SHAPES" --variants auto,32x32k2,32x64k2,32x64k4 >"$OUT/conv_bench.txt" 2>&1
 echo "conv_bench rc=$?" >>"$OUT/conv_bench.txt"
 cat "$OUT/probe.txt"
 grep -a -E "^product|^  [a-z0-9x]+ " "$OUT/conv_bench.txt"

@@ -30,7 +30,7 @@ start=$SECONDS
 stamp() { echo "$1 done at $((SECONDS - start)) s" >>"$OUT/times.txt"; }
 
 fp32="auto,32x32,64x64,64x64v,64x128v,128x64v,128x128v,32x32/split,64x64v/split,64x128v/split,128x64v/split,128x128v/split"
-fp32="$fp32,32x32k2,32x32k4,32x32k8,64x64k2,64x64k4,64x64/split,16x16,16x32,32x16"
+fp32="$fp32,32x32k2,32x32k4,32x32k8,64x64k2,64x64k4,32x64k2,32x64k4,64x64/split,16x16,16x32,32x16"
 [[ -n $ONLY ]] && fp32=$ONLY
 if ((STEPS)); then
   sweep=128x1x256t,128x16x256t,128x32x256t,128x64x256t,128x128x256t,128x256x256t,128x512x256t,128x1024x256t
@@ -49,7 +49,7 @@ stamp products
 stamp conv1x1
 # The log holds the compiler's binary noise too: grep -a.
 texplan_conv_bench --device gpu --reps 1 --filter square --build-log \
-  --variants "64x64v,64x128v,128x128v,32x32k2,64x64k2,64x64k4" 2>&1 |
+  --variants "64x64v,64x128v,128x128v,32x32k2,64x64k2,64x64k4,32x64k2,32x64k4" 2>&1 |
   grep -a -E "Compiling entry|stack frame|Used [0-9]+ registers|^product|^ +[0-9a-z/]+ +[0-9.]+ ms" >"$OUT/registers.txt"
 stamp registers
 ((BERT)) || exit 0

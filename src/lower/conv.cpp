@@ -244,10 +244,16 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
   auto emit = [&](const Variant& v) {
     const Tiles& t = *v.tiles;
     if (v.kgroups) {
-      const int64_t T = t.tm();  // 32 or 64
-      Range r = group_range({size_t(ceil_div(g.N, T)), size_t(ceil_div(g.M, T)), size_t(nb)}, {64, size_t(v.kgroups), 1});
-      launch_gemm_kernel(b, Source("gemm.cl", "-DKGROUPS=" + std::to_string(v.kgroups) + " -DKG_T=" + std::to_string(T), tail.prelude + tail.xprogram_prelude), "gemm_kgroups", r,
-                         A, B, C, Y, gemm_params(g));
+      // Operands read as float4s where four elements run contiguous along
+      // the slice's fast coordinate and whole quads stay inside K or N.
+      std::string defines = kgroups_defines(v);
+      if (g.a_sk == 1 && g.K % 4 == 0) defines += " -DKG_A4";
+      if (g.b_sn == 1 && g.N % 4 == 0 && !tail.xwindow) defines += " -DKG_B4N";
+      else if (g.b_sk == 1 && g.K % 4 == 0) defines += " -DKG_B4K";
+      Range r = group_range({size_t(ceil_div(g.N, t.tn())), size_t(ceil_div(g.M, t.tm())), size_t(nb)},
+                            {64, size_t(v.kgroups), 1});
+      launch_gemm_kernel(b, Source("gemm.cl", defines, tail.prelude + tail.xprogram_prelude), "gemm_kgroups", r, A, B,
+                         C, Y, gemm_params(g));
       tail.append_args(b);
       tail.append_xprogram_args(b);
       return;

@@ -23,25 +23,35 @@ static const Tiles kTiles[] = {{"32x32", 2, 2, false, 1.0},     {"64x64", 4, 4, 
 // Candidates of products only (time model and tuning), never of convs nor
 // of the tile rules (docs/kernel-choices.md#the-gemm-time-model).
 static const Tiles kNarrowTiles[] = {{"16x16", 1, 1, false, 0.25}, {"16x32", 1, 2, false, 0.5}, {"32x16", 2, 1, false, 0.5}};
+// A tile only the k-groups take (gemm_kgroups' own work-item blocks; its
+// wptm and wptn only name the tile's size).
+static const Tiles kKGroupTiles[] = {{"32x64", 2, 4, false, 0.0}};
 
 const Tiles& tiles_named(const char* n) {
   for (const Tiles& t : kTiles)
     if (std::string(n) == t.name) return t;
   for (const Tiles& t : kNarrowTiles)
     if (std::string(n) == t.name) return t;
+  for (const Tiles& t : kKGroupTiles)
+    if (std::string(n) == t.name) return t;
   throw Error(std::string("no tile variant ") + n);
 }
 
-// gemm_kgroups' forms: the tile (32x32: 4x4 a work-item, 64x64: 8x8) and
-// its groups of 64 work-items; 64x64 with 8 groups would need 70 KB of
-// local memory.
+// gemm_kgroups' forms: the tile, its groups of 64 work-items, a
+// work-item's block (wm x wn) and whether a group keeps two slices (db).
+// 64x64 with 8 groups would need 70 KB of local memory, 32x64 with 4 in
+// two slices 53 KB.
 struct KGroups {
   const char* name;
   const char* tiles;
   int64_t groups;
+  int wm, wn;
+  bool db;
 };
-static const KGroups kKGroups[] = {
-    {"32x32k2", "32x32", 2}, {"32x32k4", "32x32", 4}, {"32x32k8", "32x32", 8}, {"64x64k2", "64x64", 2}, {"64x64k4", "64x64", 4}};
+static const KGroups kKGroups[] = {{"32x32k2", "32x32", 2, 4, 4, false}, {"32x32k4", "32x32", 4, 4, 4, false},
+                                   {"32x32k8", "32x32", 8, 4, 4, false}, {"64x64k2", "64x64", 2, 8, 8, false},
+                                   {"64x64k4", "64x64", 4, 8, 8, false}, {"32x64k2", "32x64", 2, 8, 4, true},
+                                   {"32x64k4", "32x64", 4, 8, 4, false}};
 
 static const KGroups* kgroups_named(const std::string& n) {
   for (const KGroups& k : kKGroups)
@@ -201,8 +211,8 @@ static const GemmTime kGemmTimes[] = {  // scripts/fit_gemm_times.py on bench/da
     {"32x32", 1, 6.56, 24.79},      {"64x64v", 1, 8.30, 13.17},
     {"64x128v", 1, 9.85, 9.98},     {"128x64v", 1, 9.81, 9.86},     {"32x32/s", 3, 9.07, 73.71},
     {"64x64/s", 1, 12.17, 13.54},   {"64x64v/s", 1, 13.46, 13.49},  {"64x128v/s", 1, 13.43, 13.20},
-    {"128x64v/s", 1, 13.28, 13.26}, {"32x32k2", 1, 8.10, 14.86},    {"32x32k4", 1, 7.64, 15.31},
-    {"32x32k8", 1, 7.92, 17.39}};
+    {"128x64v/s", 1, 13.28, 13.26}, {"32x32k2", 2, 6.24, 25.21},    {"32x32k4", 1, 6.62, 14.86},
+    {"32x32k8", 1, 6.35, 15.86},    {"32x64k2", 1, 7.70, 11.18},    {"32x64k4", 1, 7.10, 10.63}};
 
 // Microseconds by kGemmTimes, or infinity for a family it lacks.
 static double gemm_time_us(const Variant& v, int64_t M, int64_t N, int64_t K, int64_t batches, int64_t cu) {
@@ -374,7 +384,7 @@ Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int6
   std::string guess = direct.name();
   if (can_split && std::any_of(candidates.begin(), candidates.end(), [](const Variant& v) { return v.splits > 1; }))
     key += " splitk";  // caches from before split-K did not measure it
-  if (can_kgroups) key += " kgroups5";  // caches from before the five k-groups forms did not measure them
+  if (can_kgroups) key += " kgroups7";  // caches from before the seven k-groups forms did not measure them
   if (narrow) key += " narrow";  // nor the narrow tiles
   if (wino) {
     key += " winograd";  // caches from before Winograd did not measure it
@@ -499,6 +509,14 @@ std::vector<std::string> conv_tile_variants() {
   for (const char* t : {"32x32", "64x64"}) v.push_back(std::string("taps:") + t);  // the previous kernels
   for (const Tiles& t : kTiles) v.push_back(std::string(t.name) + "/split");       // split-K, slices by shape
   return v;
+}
+
+std::string kgroups_defines(const Variant& v) {
+  const KGroups* k = kgroups_named(v.base());
+  if (!k) throw Error("no k-groups variant " + v.base());
+  return "-DKGROUPS=" + std::to_string(k->groups) + " -DKG_TM=" + std::to_string(v.tiles->tm()) +
+         " -DKG_TN=" + std::to_string(v.tiles->tn()) + " -DKG_WM=" + std::to_string(k->wm) +
+         " -DKG_WN=" + std::to_string(k->wn) + (k->db ? " -DKG_DB" : "");
 }
 
 std::vector<std::string> kgroups_variants() {
