@@ -43,18 +43,23 @@ PlanInput half_records(const Graph& g) {
 }
 
 // One node in an fp16 session, with the kernels `kernels` names: every node
-// on the device's half kernels.
-HostTensor run_half(const test::OneNode& n, const lower::KernelChoice& kernels = {}) {
+// on the device's half kernels; `launched` gets the OpenCL kernels it ran.
+HostTensor run_half(const test::OneNode& n, const lower::KernelChoice& kernels = {},
+                    std::vector<std::string>* launched = nullptr) {
   const PlanInput pin = half_records(n.graph);
   const plan::MemoryPlan plan = plan::plan_memory(pin.records, pocl()->info().profile, "best");
   runtime::SessionOptions o;
   o.precision = runtime::Precision::Fp16;
   o.guard = true;
   o.kernel_choice = kernels;
+  o.profile = launched != nullptr;
   runtime::Session s(n.graph, pin, plan, pocl(), o);
   EXPECT_EQ(s.precision(), runtime::Precision::Fp16);
   EXPECT_TRUE(s.fallback_nodes().empty()) << n.graph.nodes[0].op_type;
   HostTensor got = s.run(n.feeds).at(0);
+  if (launched)
+    for (const runtime::NodeTime& t : s.node_times())
+      for (const runtime::NodeTime::Kernel& k : t.kernels) launched->push_back(k.name);
   EXPECT_TRUE(s.guard_violations().empty());
   return got;
 }
@@ -176,6 +181,24 @@ TEST(Fp16, GpuKernelsWithinHalfPrecision) {
     const test::OneNode one = test::one_node(c.node, "fp16", 17, 9);
     EXPECT_LE(rel_error(run_half(one, {.conv = "gpu"}), one.want), 1e-2) << c.what;
   }
+}
+
+// gemm.cl's k-groups forms named on PoCL over half storage: their float4
+// reads (A along K, B along N or K) go through ldv_half4.
+TEST(Fp16, KGroupsWithinHalfPrecision) {
+  const std::vector<Case> cases = {
+      {{"MatMul", {{37, 260}, {260, 44}}, {}, {true, false}}, "MatMul, B along N"},
+      {{"Gemm", {{33, 300}, {66, 300}, {66}}, {{"transB", Attribute::of_int(1)}}, {true, false, false}}, "Gemm, B along K"},
+      {{"Conv", {{1, 132, 9, 8}, {40, 132, 1, 1}, {40}}, {}, {true, false, false}}, "1x1 conv"},
+      {{"MatMul", {{2, 17, 131}, {131, 40}}, {}, {true, false}}, "batched MatMul, K odd: element reads"},
+  };
+  for (const char* variant : {"32x32k4", "32x64k2"})
+    for (const Case& c : cases) {
+      const test::OneNode one = test::one_node(c.node, "fp16", 17, 9);
+      std::vector<std::string> launched;
+      EXPECT_LE(rel_error(run_half(one, {.conv = variant}, &launched), one.want), 1e-2) << variant << " " << c.what;
+      EXPECT_EQ(launched, std::vector<std::string>{"gemm_kgroups"}) << variant << " " << c.what;
+    }
 }
 
 // Textures as CL_HALF_FLOAT images: texture pools, and views (image1d_buffer
