@@ -50,9 +50,10 @@
 // compiler left their 64 accumulators on the stack (256 bytes,
 // -cl-nv-verbose) and they ran at half the 4x4 blocks' speed. clang's NVPTX
 // output keeps them in registers only with every loop over them unrolled
-// and the private rows filled component by component, not by vstore4
-// (scripts/ptx_local_memory.sh; docs/kernel-choices.md#k-groups: not yet
-// timed on a GPU). The 4x4 blocks, which had no stack, build as before.
+// and the private rows filled component by component, not by vstore4; so
+// does NVIDIA's, though their times did not move (scripts/ptx_local_memory.sh;
+// docs/kernel-choices.md#k-groups). The 4x4 blocks, which had no stack,
+// build as before.
 #if WPTM * WPTN >= 64
 #define ACC_UNROLL _Pragma("unroll")
 #define ROW4(v, q, p) ((p)[4 * (q)] = (v).x, (p)[4 * (q) + 1] = (v).y, (p)[4 * (q) + 2] = (v).z, (p)[4 * (q) + 3] = (v).w)
