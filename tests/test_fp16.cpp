@@ -184,7 +184,8 @@ TEST(Fp16, GpuKernelsWithinHalfPrecision) {
 }
 
 // gemm.cl's k-groups forms named on PoCL over half storage: their float4
-// reads (A along K, B along N or K) go through ldv_half4.
+// reads (A along K, B along N or K) go through ldv_half4 (one form: each
+// case is a build, a minute and a half for two forms on a cold PoCL).
 TEST(Fp16, KGroupsWithinHalfPrecision) {
   const std::vector<Case> cases = {
       {{"MatMul", {{37, 260}, {260, 44}}, {}, {true, false}}, "MatMul, B along N"},
@@ -192,7 +193,7 @@ TEST(Fp16, KGroupsWithinHalfPrecision) {
       {{"Conv", {{1, 132, 9, 8}, {40, 132, 1, 1}, {40}}, {}, {true, false, false}}, "1x1 conv"},
       {{"MatMul", {{2, 17, 131}, {131, 40}}, {}, {true, false}}, "batched MatMul, K odd: element reads"},
   };
-  for (const char* variant : {"32x32k4", "32x64k2"})
+  for (const char* variant : {"32x64k2"})
     for (const Case& c : cases) {
       const test::OneNode one = test::one_node(c.node, "fp16", 17, 9);
       std::vector<std::string> launched;
