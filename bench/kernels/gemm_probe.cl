@@ -3,10 +3,10 @@
 // no batch, N and K multiples of 4. KS groups of (TM/WM) x (TN/WN) = G
 // work-items share a TM x TN tile over interleaved slices of K (TK deep,
 // float4 global reads, rows and columns clamped into the operands); -DDB
-// keeps two slices in local memory (one barrier a slice). On one H200 it
-// ran ViT-B/16's and BERT-mini's products faster than gemm.cl's k-groups of
-// the same tiles (docs/kernel-choices.md#a-standalone-gemm-faster-than-the-k-groups),
-// which is what it is kept to find out.
+// keeps two slices in local memory (one barrier a slice). gemm.cl's
+// k-groups took its structure; it stays the bar their general kernel
+// (strides, batches, epilogue hooks) is measured against, 5-30% slower on
+// one H200 (docs/kernel-choices.md#a-standalone-gemm-faster-than-the-k-groups).
 #ifndef TK
 #define TK 16
 #endif
