@@ -476,8 +476,8 @@ void gemv(__global const real_t* Mat, int mo, __global const real_t* Vec, int vo
 // work-item a KG_WM x KG_WN block of the tile read from local memory as
 // float4s, so a work-group has KGROUPS times the warps of one tile's walk;
 // the groups' partial tiles are summed in local memory, halving the groups
-// each round, before group 0 applies the epilogue. One launch, where
-// split-K takes three (docs/kernel-choices.md#k-groups).
+// each round, and every group's work-items apply the epilogue to the sum.
+// One launch, where split-K takes three (docs/kernel-choices.md#k-groups).
 //
 // The lowering (lower/conv.cpp) says which operands run four elements
 // contiguous along the slice's fast coordinate: KG_A4 (A along K), KG_B4N
@@ -669,7 +669,8 @@ void gemm_kgroups(__global const real_t* A, __global const real_t* B, __global c
 #ifdef KG_DB
   barrier(CLK_LOCAL_MEM_FENCE);  // the slices become the partial tiles
 #endif
-  // Groups [h, 2h) hand their tiles to groups [0, h), h halving to 1.
+  // Groups [h, 2h) hand their tiles to groups [0, h), h halving to 1; in
+  // the last round group 0 leaves the sum in local memory (lm's first tile).
   for (int h = KGROUPS / 2; h >= 1; h /= 2) {
     __local float* part = lm + (g % h) * KG_TM * KG_TN;
     if (g >= h && g < 2 * h) {
@@ -683,22 +684,19 @@ void gemm_kgroups(__global const real_t* A, __global const real_t* B, __global c
 #pragma unroll
       for (int i = 0; i < KG_WM; ++i)
 #pragma unroll
-        for (int j = 0; j < KG_WN; ++j) acc[i][j] += part[KG_POSM(i) * KG_TN + KG_POSN(j)];
+        for (int j = 0; j < KG_WN; ++j) {
+          __local float* p = part + KG_POSM(i) * KG_TN + KG_POSN(j);
+          if (h == 1) *p = acc[i][j] + *p;
+          else acc[i][j] += *p;
+        }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-  // Group 0's sums into local memory, then every work-item applies the
-  // epilogue to its share of the tile, neighbours to neighbouring columns
-  // (coalesced). Group 0 alone, 32 values a work-item, had made the 32x64
-  // tiles' GELU and bias cost more than their product in ViT-B/16's fc1
-  // (117 us against 52 alone; docs/kernel-choices.md#k-groups).
-  if (g == 0) {
-#pragma unroll
-    for (int i = 0; i < KG_WM; ++i)
-#pragma unroll
-      for (int j = 0; j < KG_WN; ++j) lm[KG_POSM(i) * KG_TN + KG_POSN(j)] = acc[i][j];
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
+  // Every work-item applies the epilogue to its share of the sum,
+  // neighbours to neighbouring columns (coalesced). Group 0 alone, 32
+  // values a work-item, had made the 32x64 tiles' GELU and bias cost more
+  // than their product in ViT-B/16's fc1 (117 us against 52 alone;
+  // docs/kernel-choices.md#k-groups).
   const int y0 = z * M * N;
   for (int e = g * 64 + l; e < KG_TM * KG_TN; e += KGROUPS * 64) {
     const int m = m0 + e / KG_TN, n = n0 + e % KG_TN;
