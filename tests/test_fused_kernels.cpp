@@ -653,6 +653,7 @@ TEST(FusedKernels, MatMulKGroups) {
   }
   EXPECT_THROW(lower::check_conv_variant("64x64k8"), Error);  // 70 KB of local memory
   EXPECT_THROW(lower::check_conv_variant("32x64k8"), Error);  // the form is not offered
+  EXPECT_THROW(lower::check_conv_variant("32x64"), Error);    // a tile of the k-groups only
 }
 
 // Slices of K 32 and 64 deep (gemm.cl TK, forced: "32x32d64", "64x64vd32"):

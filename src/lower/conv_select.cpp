@@ -32,8 +32,6 @@ const Tiles& tiles_named(const char* n) {
     if (std::string(n) == t.name) return t;
   for (const Tiles& t : kNarrowTiles)
     if (std::string(n) == t.name) return t;
-  for (const Tiles& t : kKGroupTiles)
-    if (std::string(n) == t.name) return t;
   throw Error(std::string("no tile variant ") + n);
 }
 
@@ -52,6 +50,13 @@ static const KGroups kKGroups[] = {{"32x32k2", "32x32", 2, 4, 4, false}, {"32x32
                                    {"32x32k8", "32x32", 8, 4, 4, false}, {"64x64k2", "64x64", 2, 8, 8, false},
                                    {"64x64k4", "64x64", 4, 8, 8, false}, {"32x64k2", "32x64", 2, 8, 4, true},
                                    {"32x64k4", "32x64", 4, 8, 4, false}};
+
+// The tile k-groups form `k` shares among its groups.
+static const Tiles& kgroup_tiles(const KGroups& k) {
+  for (const Tiles& t : kKGroupTiles)
+    if (std::string(k.tiles) == t.name) return t;
+  return tiles_named(k.tiles);
+}
 
 static const KGroups* kgroups_named(const std::string& n) {
   for (const KGroups& k : kKGroups)
@@ -106,7 +111,7 @@ Forced parse_conv_variant(const std::string& variant) {
       throw Error("winograd:db8 needs :t16 (two buffers of 32 tiles exceed 48 KB of local memory)");
   } else if (const KGroups* kg = kgroups_named(tiles)) {
     if (f.splits != 0) throw Error("the k-groups variant " + tiles + " has no split-K form");
-    f.tiles = &tiles_named(kg->tiles);
+    f.tiles = &kgroup_tiles(*kg);
     f.kgroups = kg->groups;
   } else if (!variant.empty() && tiles != "gpu") {
     f.taps = tiles.rfind("taps:", 0) == 0;
@@ -317,7 +322,7 @@ static std::vector<Variant> gemm_candidates(int64_t M, int64_t N, int64_t K, int
           candidates.push_back(v);
   if (can_kgroups)
     for (const KGroups& k : kKGroups) {
-      candidates.push_back(Variant{&tiles_named(k.tiles)});
+      candidates.push_back(Variant{&kgroup_tiles(k)});
       candidates.back().kgroups = k.groups;
     }
   return candidates;
