@@ -10,13 +10,22 @@
 # private array it writes stays on the stack too: those 32-64 bytes more
 # (320 for the 8x8 gemm) are this tool's, not NVIDIA's.
 #   scripts/ptx_local_memory.sh [FILE.cl] ["DEFINES" ...]
-#   e.g. scripts/ptx_local_memory.sh gemm.cl "-DWPTM=8 -DWPTN=8 -DVEC" "-DKGROUPS=4 -DKG_TM=64 -DKG_TN=64 -DKG_WM=8 -DKG_WN=8"
+#   e.g. scripts/ptx_local_memory.sh gemm.cl "-DWPTM=8 -DWPTN=8 -DVEC"
+#        scripts/ptx_local_memory.sh gemm_kgroups.cl      (its default builds: the k-groups forms)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 file=${1:-gemm.cl}
 shift || true
 builds=("$@")
-((${#builds[@]})) || builds=("-DWPTM=4 -DWPTN=4 -DVEC" "-DWPTM=8 -DWPTN=8 -DVEC" "-DKGROUPS=2 -DKG_TM=32 -DKG_TN=32 -DKG_WM=4 -DKG_WN=4 -DKG_A4 -DKG_B4N" "-DKGROUPS=4 -DKG_TM=64 -DKG_TN=64 -DKG_WM=8 -DKG_WN=8" "-DKGROUPS=2 -DKG_TM=32 -DKG_TN=64 -DKG_WM=8 -DKG_WN=4 -DKG_DB -DKG_A4 -DKG_B4K")
+if ((${#builds[@]} == 0)); then
+  if [[ $file == gemm_kgroups.cl ]]; then
+    builds=("-DKGROUPS=2 -DKG_TM=32 -DKG_TN=32 -DKG_WM=4 -DKG_WN=4 -DKG_A4 -DKG_B4N"
+            "-DKGROUPS=4 -DKG_TM=64 -DKG_TN=64 -DKG_WM=8 -DKG_WN=8"
+            "-DKGROUPS=2 -DKG_TM=32 -DKG_TN=64 -DKG_WM=8 -DKG_WN=4 -DKG_DB -DKG_A4 -DKG_B4K")
+  else
+    builds=("-DWPTM=4 -DWPTN=4 -DVEC" "-DWPTM=8 -DWPTN=8 -DVEC")
+  fi
+fi
 clang=$(command -v clang-15 || command -v clang)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -606,7 +606,7 @@ TEST(FusedKernels, MatMulSplitK) {
   expect_kernels(gpu, gemm, {"splitk_zero", "gemm"});
 }
 
-// The k-groups forms (gemm.cl KGROUPS, forced: "32x32k4", "64x64k2"...):
+// The k-groups forms (gemm_kgroups.cl, forced: "32x32k4", "64x64k2"...):
 // groups of work-items share a tile over interleaved K slices. K past several 64-deep
 // steps with a ragged end, M and N past a tile, transB, batched with
 // broadcast batch dims, in place over a residual, Gemm's alpha, beta and

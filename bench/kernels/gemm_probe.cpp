@@ -10,10 +10,10 @@
 //     SHAPES    MxKxN[t],...   ("t": B stored [N,K]; N and K multiples of 4)
 //     VARIANTS  TMxTN_WMxWN_kKS[_db][_tTK],...   e.g. 32x64_8x4_k2_db: a 32x64 tile, 8x4 a
 //               work-item, two groups over K, two slices in local memory;
-//               or gemm.cl:32x32kG / 64x64kG / 32x64kG (G groups: texplan's gemm_kgroups
+//               or gemm.cl:32x32kG / 64x64kG / 32x64kG (G groups: texplan's gemm_kgroups.cl
 //               with float4 reads of both operands, as the lowering builds it here) and
-//               gemm.cl:TMxTN[v] (its gemm, tiles of 16x16 work-items), built from
-//               DIR/common.cl and DIR/gemm.cl (default: the source tree's src/kernels) with
+//               gemm.cl:TMxTN[v] (gemm.cl's gemm, tiles of 16x16 work-items), built from
+//               DIR/common.cl and DIR/gemm.cl or DIR/gemm_kgroups.cl (default: the source tree's src/kernels) with
 //               texplan's options, launched here: the kernel without texplan's runtime
 // Prints us (median device time of REPS launches) and TFLOP/s per shape and
 // variant, WRONG where a result is off; exits 1 if any was, 2 on bad usage.
@@ -42,8 +42,8 @@ struct Shape {
 struct Variant {
   int TM = 0, TN = 0, WM = 0, WN = 0, KS = 1, TK = 16;
   bool db = false;
-  // gemm.cl's kernels: "kgroups" (gemm_kgroups, KS groups of 64 over a
-  // TM x TN tile) or "tiles" (gemm: 16x16 work-items, WM x WN each, vec).
+  // texplan's kernels: "kgroups" (gemm_kgroups.cl, KS groups of 64 over a
+  // TM x TN tile) or "tiles" (gemm.cl's gemm: 16x16 work-items, WM x WN each, vec).
   std::string texplan;
   bool vec = false;
   std::string name;
@@ -168,9 +168,15 @@ int main(int argc, char** argv) {
   std::vector<Variant> variants;
   for (const std::string& s : split(positional[1])) variants.push_back(parse_variant(s));
   const std::string source = read(kernel_path);
-  std::string texplan_source;  // as Device::program prepends common.cl
-  if (std::any_of(variants.begin(), variants.end(), [](const Variant& v) { return !v.texplan.empty(); }))
-    texplan_source = read(kernels_dir + "/common.cl") + "\n" + read(kernels_dir + "/gemm.cl");
+  // texplan's files, common.cl prepended as Device::program does: gemm.cl's
+  // tiles, gemm_kgroups.cl's k-groups.
+  std::string tiles_source, kgroups_source;
+  for (const Variant& v : variants) {
+    if (v.texplan == "tiles" && tiles_source.empty())
+      tiles_source = read(kernels_dir + "/common.cl") + "\n" + read(kernels_dir + "/gemm.cl");
+    if (v.texplan == "kgroups" && kgroups_source.empty())
+      kgroups_source = read(kernels_dir + "/common.cl") + "\n" + read(kernels_dir + "/gemm_kgroups.cl");
+  }
 
   cl_device_id dev = find_device(device == "gpu");
   char name[256] = {};
@@ -212,7 +218,7 @@ int main(int argc, char** argv) {
                                       " -DWM=" + std::to_string(v.WM) + " -DWN=" + std::to_string(v.WN) +
                                       " -DKS=" + std::to_string(v.KS) + " -DTK=" + std::to_string(v.TK) +
                                       (v.db ? " -DDB" : "") + (bt ? " -DBT" : ""));
-    const char* p = v.texplan.empty() ? source.c_str() : texplan_source.c_str();
+    const char* p = (v.texplan == "tiles" ? tiles_source : v.texplan == "kgroups" ? kgroups_source : source).c_str();
     cl_program prog = clCreateProgramWithSource(ctx, 1, &p, nullptr, &err);
     check(err, "clCreateProgramWithSource");
     const cl_int built = clBuildProgram(prog, 1, &dev, opts.c_str(), nullptr, nullptr);

@@ -35,7 +35,7 @@ const KernelCatalog& kernel_catalog() {
                            "norm.cl",          "fused.cl",        "cpu_conv.cl",    "cpu_gemm.cl",
                            "cpu_depthwise.cl", "cpu_winograd.cl", "texture_ops.cl", "texture_conv.cl",
                            "gemm.cl",          "conv.cl",         "conv_maxpool.cl", "attention.cl",
-                           "cpu_attention.cl"};
+                           "cpu_attention.cl", "gemm_kgroups.cl"};
     return k;
   }();
   return catalog;

@@ -252,7 +252,7 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
       else if (g.b_sk == 1 && g.K % 4 == 0) defines += " -DKG_B4K";
       Range r = group_range({size_t(ceil_div(g.N, t.tn())), size_t(ceil_div(g.M, t.tm())), size_t(nb)},
                             {64, size_t(v.kgroups), 1});
-      launch_gemm_kernel(b, Source("gemm.cl", defines, tail.prelude + tail.xprogram_prelude), "gemm_kgroups", r, A, B,
+      launch_gemm_kernel(b, Source("gemm_kgroups.cl", defines, tail.prelude + tail.xprogram_prelude), "gemm_kgroups", r, A, B,
                          C, Y, gemm_params(g));
       tail.append_args(b);
       tail.append_xprogram_args(b);

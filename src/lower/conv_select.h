@@ -71,7 +71,7 @@ struct Variant {
   // Winograd's tiles per work-group: 32 (256 items), or 16 in 128-item
   // groups with 4-channel chunks in two buffers (WG_BT=16, WG_DB; fp32 only).
   int64_t wg_tiles = 32;
-  // gemm_kgroups (gemm.cl KGROUPS): this many groups of 64 work-items share
+  // gemm_kgroups (gemm_kgroups.cl): this many groups of 64 work-items share
   // a tile (32x32, 32x64 or 64x64), each walking its own slices of K; 0: the tiles' kernel.
   int64_t kgroups = 0;
   // The tiles' slices of K (gemm.cl TK): 16, or 32 and 64 unsplit ("d64").
@@ -84,7 +84,7 @@ struct Variant {
   std::string name() const { return splits > 1 ? base() + "/s" + std::to_string(splits) : base(); }
 };
 
-// gemm_kgroups' build options for k-groups variant `v` (gemm.cl KGROUPS).
+// gemm_kgroups.cl's build options for k-groups variant `v`.
 std::string kgroups_defines(const Variant& v);
 
 // The cost model of a variant of an M x N x K product (`batches` of them)

@@ -131,7 +131,7 @@ void window_input(NodeBuilder& b, FusedTail& tail);
 // with divisions; "/split" after them for split-K (K in slices added into Y
 // atomically) with the slices chosen by shape, "/sN" (named only) for N slices.
 std::vector<std::string> conv_tile_variants();
-// The k-groups forms of GEMMs with K >= 128 (gemm.cl gemm_kgroups: "32x32k4",
+// The k-groups forms of GEMMs with K >= 128 (gemm_kgroups.cl: "32x32k4",
 // "64x64k2"...: the tile and its groups of 64 work-items over slices of K);
 // elsewhere, named, the tile alone.
 std::vector<std::string> kgroups_variants();
