@@ -12,6 +12,7 @@
 #   eager-io                  PyTorch eager timed from the input in host memory to the output
 #                             back in it, as texplan's latency is (eager's input stays on the GPU)
 #   graph                     the forward captured in a CUDA graph and replayed, PyTorch's defaults
+#   graph-fp32                the same with TF32 off (exact fp32 on both sides)
 # A texplan side runs one process per model; a PyTorch side one torch_bench.py
 # process for all the models. $OUT/alternate.txt gets one line per round and
 # side, then per model each side's median of its round medians and its ratio
@@ -27,10 +28,10 @@
 set -uo pipefail
 RUNS=20 ROUNDS=4 DEVICE=gpu
 while getopts "n:r:d:h" opt; do
-  case $opt in n) RUNS=$OPTARG ;; r) ROUNDS=$OPTARG ;; d) DEVICE=$OPTARG ;; *) sed -n '2,22p' "$0"; exit 2 ;; esac
+  case $opt in n) RUNS=$OPTARG ;; r) ROUNDS=$OPTARG ;; d) DEVICE=$OPTARG ;; *) sed -n '2,23p' "$0"; exit 2 ;; esac
 done
 shift $((OPTIND - 1))
-(($# >= 3)) || { sed -n '2,22p' "$0"; exit 2; }
+(($# >= 3)) || { sed -n '2,23p' "$0"; exit 2; }
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/out-gpu}
 mkdir -p "$OUT"
@@ -43,11 +44,12 @@ sides=("$@") tmp=$(mktemp -d)
 side_once() {  # SIDE_INDEX ROUND: every model once, appended to $tmp/times
   local i=$1 r=$2 side=${sides[$1]} m
   case $side in
-    eager | eager-fp32 | eager-io | graph)
+    eager | eager-fp32 | eager-io | graph | graph-fp32)
       local flags=(--no-graph) key=median_ms
       [[ $side == eager-fp32 ]] && flags+=(--tf32 off)
       [[ $side == eager-io ]] && flags+=(--host-io)
       [[ $side == graph ]] && flags=() key=graph_ms
+      [[ $side == graph-fp32 ]] && flags=(--tf32 off) key=graph_ms
       rm -f "$tmp/t.json"
       timeout $((60 + 20 * ${#models[@]})) env LD_LIBRARY_PATH="$TEXPLAN_SYSTEM_LD_LIBRARY_PATH" \
         python3 bench/peers/torch_bench.py "${flags[@]}" --zoo .dev/tools/export_models.py --models .dev/models \

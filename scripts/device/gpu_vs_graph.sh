@@ -11,19 +11,20 @@
 #   5. with time left, gpu_profile.sh -U over the models slowest against the graph
 # Each step has its own time limit, so a slow one leaves the rest their time.
 #   scripts/device/gpu_vs_graph.sh [-r ROUNDS] [-n RUNS] [-T TOTAL_SECONDS] [-t "MODELS"] [-e "EXTRA"] [-p "PROFILED"]
-#                                  [-z "ZOO"]
+#                                  [-z "ZOO"] [-g "PEERS"]
 #     -e: the extra models (default: the nine below); -p: the models profiled (default: the zoo's slowest);
-#     -z: the zoo models of step 2 (default: all 12; "" skips the step)
+#     -z: the zoo models of step 2 (default: all 12; "" skips the step);
+#     -g: step 2's PyTorch sides (default "eager graph"; e.g. "eager graph graph-fp32")
 # $OUT: zoo_alternate.txt, extra_alternate.txt, tuned_alternate.txt, tuning.json,
 #       profile.md, times.txt, all.tgz
 set -uo pipefail
-ROUNDS=2 RUNS=20 TOTAL=560 TUNE=""
+ROUNDS=2 RUNS=20 TOTAL=560 TUNE="" PEERS="eager graph"
 EXTRA="swin_t vit_b_16 resnext50_32x4d convnext_tiny efficientnet_b3 inception_v3 densenet169 mobilenet_v3_large regnet_y_400mf"
 SLOW="bert_mini shufflenet_v2_x1_0 densenet121 resnet50 vgg16"
 ZOO="bert_mini densenet121 efficientnet_b0 googlenet mnasnet1_0 mobilenet_v2 resnet18 resnet50 shufflenet_v2_x1_0 squeezenet1_1 unet_small vgg16"
-while getopts "r:n:T:t:e:p:z:h" opt; do
+while getopts "r:n:T:t:e:p:z:g:h" opt; do
   case $opt in r) ROUNDS=$OPTARG ;; n) RUNS=$OPTARG ;; T) TOTAL=$OPTARG ;; t) TUNE=$OPTARG ;; e) EXTRA=$OPTARG ;;
-    p) SLOW=$OPTARG ;; z) ZOO=$OPTARG ;; *) sed -n '2,19p' "$0"; exit 2 ;; esac
+    p) SLOW=$OPTARG ;; z) ZOO=$OPTARG ;; g) PEERS=$OPTARG ;; *) sed -n '2,20p' "$0"; exit 2 ;; esac
 done
 cd "$(dirname "$0")/../.."
 FINAL=${OUT:-$PWD/out-gpu}
@@ -46,7 +47,7 @@ mark() {
 OUT=$W timeout 200 scripts/device/all.sh -s export -m "$(echo $ZOO $EXTRA $TUNE | tr " " "\n" | sort -u | xargs)" >"$W/export.txt" 2>&1
 mark export
 [[ -n $ZOO ]] && OUT=$W/zoo timeout $(($(left) * 70 / 100)) scripts/device/gpu_alternate.sh -r "$ROUNDS" -n "$RUNS" "$ZOO" \
-  "--io device --check" eager graph >"$W/zoo/log.txt" 2>&1; mark zoo
+  "--io device --check" $PEERS >"$W/zoo/log.txt" 2>&1; mark zoo
 if [[ -n $TUNE ]]; then
   source scripts/device/env.sh >/dev/null 2>&1
   end=$(($(date +%s) + $(left) * 40 / 100))
