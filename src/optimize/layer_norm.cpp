@@ -146,4 +146,81 @@ class LayerNormFuser {
 
 int fuse_layer_norm(Graph& g) { return LayerNormFuser(g).run(); }
 
+int layer_norms_into_products(Graph& g, int64_t max_n, int64_t max_nk) {
+  const std::vector<std::vector<int>> cons = g.consumers();
+  std::vector<char> dead(g.nodes.size(), 0);
+  auto f32 = [&](int t) { return t >= 0 && g.tensors[size_t(t)].dtype == DataType::Float32; };
+  int made = 0;
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    const Node& p = g.nodes[k];
+    if (p.op_type != "FusedMatMul" || p.inputs.size() < 2 || p.outputs.size() != 1 || !f32(p.outputs[0]) ||
+        !f32(p.inputs[0]) || !f32(p.inputs[1]) || !p.decisions.operand_views.empty())
+      continue;
+    const int y = p.outputs[0];
+    const Tensor& ty = g.tensors[size_t(y)];
+    const Shape& a = g.tensors[size_t(p.inputs[0])].shape;
+    const Shape& w = g.tensors[size_t(p.inputs[1])].shape;
+    const bool trans_b = p.get_int("transB", 0) != 0;
+    if (ty.is_output || cons[size_t(y)].size() != 1 || w.size() != 2 || a.empty() || ty.shape.empty()) continue;
+    const int64_t K = trans_b ? w[1] : w[0], N = trans_b ? w[0] : w[1];
+    if (a.back() != K || ty.shape.back() != N || N < 1 || N > max_n || N * K > max_nk) continue;
+    // Reshapes between that keep the rows (a 2-D Gemm's [tokens, N] read
+    // as [tokens, 1, N]: BERT's output projection) stay, after the fused
+    // node: the last one writes the LayerNorm's output.
+    std::vector<int> reshapes;
+    int read = y;
+    for (;;) {
+      const Node& c = g.nodes[size_t(cons[size_t(read)][0])];
+      const bool reshape = c.op_type == "Reshape" || c.op_type == "Flatten" || c.op_type == "Squeeze" ||
+                           c.op_type == "Unsqueeze";
+      if (!reshape || c.outputs.size() != 1 || c.inputs.empty() || c.inputs[0] != read) break;
+      const int out = c.outputs[0];
+      if (out < 0 || g.tensors[size_t(out)].is_output || cons[size_t(out)].size() != 1 ||
+          g.tensors[size_t(out)].shape.empty() || g.tensors[size_t(out)].shape.back() != N)
+        break;
+      reshapes.push_back(cons[size_t(read)][0]);
+      read = out;
+    }
+    const size_t at = size_t(cons[size_t(read)][0]);
+    Node& ln = g.nodes[at];
+    if (ln.op_type != "LayerNormalization" || ln.inputs.size() < 2 || ln.inputs[0] != read || ln.outputs.empty() ||
+        !f32(ln.outputs[0]))
+      continue;
+    const int64_t rank = int64_t(g.tensors[size_t(read)].shape.size());
+    int64_t axis = ln.get_int("axis", -1);
+    if (axis < 0) axis += rank;
+    if (axis != rank - 1 || ln.get_int("stash_type", 1) != 1) continue;
+    bool stats_used = false;
+    for (size_t o = 1; o < ln.outputs.size(); ++o) {
+      const int t = ln.outputs[o];
+      stats_used = stats_used || (t >= 0 && (g.tensors[size_t(t)].is_output || !cons[size_t(t)].empty()));
+    }
+    const int scale = ln.inputs[1], shift = ln.inputs.size() > 2 ? ln.inputs[2] : -1;
+    auto vector_n = [&](int t) { return f32(t) && element_count(g.tensors[size_t(t)].shape) == N; };
+    if (stats_used || !vector_n(scale) || (shift >= 0 && !vector_n(shift))) continue;
+    // The fused node at the product's place (the LayerNorm's scale and
+    // shift are constants or inputs of the graph: they exist by then).
+    if (!g.tensors[size_t(scale)].is_constant && !g.tensors[size_t(scale)].is_input) continue;
+    if (shift >= 0 && !g.tensors[size_t(shift)].is_constant && !g.tensors[size_t(shift)].is_input) continue;
+    const int out = ln.outputs[0];
+    Node& fused = g.nodes[k];
+    fused.name = ln.name;
+    fused.op_type = "FusedMatMulLayerNorm";
+    fused.inputs.push_back(scale);
+    fused.inputs.push_back(shift);
+    fused.decisions.layer_norm_product = LayerNormProduct{ln.get_float("epsilon", 1e-5f)};
+    if (reshapes.empty()) {
+      fused.outputs = {out};
+      g.tensors[size_t(out)].producer = int(k);
+    } else {
+      g.nodes[size_t(reshapes.back())].outputs = {out};
+      g.tensors[size_t(out)].producer = reshapes.back();
+    }
+    dead[at] = 1;
+    ++made;
+  }
+  if (made > 0) g.erase_nodes(dead);
+  return made;
+}
+
 }  // namespace texplan
