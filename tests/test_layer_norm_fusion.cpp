@@ -10,7 +10,6 @@
 
 #include "cli/commands.h"
 #include "import/onnx_import.h"
-#include "lower/lower.h"
 #include "optimize/optimize.h"
 #include "optimize/usage.h"
 #include "plan/memory_plan.h"
@@ -185,125 +184,7 @@ TEST(LayerNormFusion, BertMiniBoundNoWorse) {
   Graph g = import_onnx(resolve_model_file(path));
   const OptimizeReport r = optimize(g, {});
   EXPECT_EQ(r.fused_layernorm, 8);
-  // Each after a product whose rows it normalizes (every fused form here).
-  EXPECT_EQ(r.fused_layer_norm_products, 8);
-  EXPECT_EQ(count(g, "LayerNormalization") + count(g, "FusedMatMulLayerNorm"), 8);
+  EXPECT_EQ(count(g, "LayerNormalization"), 8);
   EXPECT_EQ(count(g, "ReduceMean"), 0);
   EXPECT_LE(r.lower_bound_bytes, 917504);  // 896 KiB, the bound before this rewrite
-}
-
-namespace {
-
-// A post-norm block's end: LayerNorm(x W + b + r) over the last axis, as a
-// MatMul with its bias and residual Adds or as a Gemm with transB.
-struct ProductSpec {
-  int64_t M = 37, K = 70, N = 300;
-  bool gemm = false;            // Gemm (2-D, transB, bias as C) instead of MatMul + Add
-  bool shift = true;            // the LayerNorm's bias
-  bool sum_is_output = false;   // the sum before the LayerNorm a graph output too
-  bool reshaped = false;        // the Gemm's [M, N] read as [M, 1, N] (nn.MultiheadAttention's export)
-};
-
-test::GraphBuilder product_norm(const ProductSpec& s, std::vector<HostTensor>& feeds) {
-  test::GraphBuilder b("post_norm");
-  const Shape ps = s.gemm ? Shape{s.M, s.N} : Shape{1, s.M, s.N}, ys = s.reshaped ? Shape{s.M, 1, s.N} : ps;
-  const int x = b.input(s.gemm ? Shape{s.M, s.K} : Shape{1, s.M, s.K}), r = b.input(ys);
-  feeds = {random_tensor(b.g.tensors[x].shape, -2, 2, 5), random_tensor(ys, -1, 1, 6)};
-  int p;
-  if (s.gemm) {
-    p = b.node("Gemm", {x, b.constant({s.N, s.K}, -0.2f, 0.2f), b.constant({s.N})}, ps,
-               {{"transB", Attribute::of_int(1)}});
-    if (s.reshaped) {
-      HostTensor shape(DataType::Int64, {3});
-      const int64_t dims[3] = {s.M, 1, s.N};
-      std::copy(dims, dims + 3, shape.data<int64_t>());
-      const int to = b.g.add_tensor(Tensor{.name = "shape", .dtype = DataType::Int64, .shape = {3},
-                                           .is_constant = true, .value = shape, .has_data = true});
-      p = b.node("Reshape", {p, to}, ys);
-    }
-  } else {
-    const int w = b.constant({s.K, s.N}, -0.2f, 0.2f);
-    p = b.node("Add", {b.node("MatMul", {x, w}, ys), b.constant({s.N})}, ys);
-  }
-  const int sum = b.node("Add", {p, r}, ys);
-  std::vector<int> in = {sum, b.constant({s.N}, 0.5f, 1.5f)};
-  if (s.shift) in.push_back(b.constant({s.N}));
-  b.output(b.node("LayerNormalization", in, ys, {{"axis", Attribute::of_int(-1)}, {"epsilon", Attribute::of_float(1e-5f)}}));
-  if (s.sum_is_output) b.output(sum);
-  b.g.topological_sort();
-  return b;
-}
-
-// Optimizes the spec's graph with `forms`; checks its outputs (on the
-// reference executor, and where it fused on the test device) against the
-// graph as built, and returns how many FusedMatMulLayerNorm it made.
-int fused_with_products(const ProductSpec& s, const FusedForms& forms) {
-  std::vector<HostTensor> feeds;
-  test::GraphBuilder b = product_norm(s, feeds);
-  const std::vector<HostTensor> want = run_reference(b.g, feeds);
-  Graph g = b.g;
-  const OptimizeReport r = optimize(g, {.device_forms = forms});
-  EXPECT_EQ(r.fused_layer_norm_products, count(g, "FusedMatMulLayerNorm"));
-  std::vector<std::vector<HostTensor>> runs = {run_reference(g, feeds)};
-  if (r.fused_layer_norm_products > 0) runs.push_back(run_device(g, feeds));
-  for (const auto& got : runs) {
-    EXPECT_EQ(got.size(), want.size());
-    for (size_t k = 0; k < std::min(got.size(), want.size()); ++k)
-      EXPECT_LE(cli::relative_error(got[k], want[k]), 1e-5) << "output " << k;
-  }
-  if (r.fused_layer_norm_products > 0) {
-    EXPECT_EQ(count(g, "LayerNormalization") + count(g, "FusedMatMul"), 0);
-  }
-  return r.fused_layer_norm_products;
-}
-
-}  // namespace
-
-// A product whose only reader is a LayerNorm over its rows (the residual
-// sum of a post-norm transformer: BERT's) runs as one FusedMatMulLayerNorm
-// on GPUs (gemm_norm.cl, here on the test device): rows not a multiple of
-// a work-group's 4, K past a staged chunk of 128 and not a multiple of 4,
-// N past 256 (two quads of columns a work-item), a multiple of 4 (B read
-// as float4s) and not, B transposed (float4s along K) and its product
-// reshaped before the residual Add, no shift (each case a PoCL build of
-// 15 s when cold). Not on
-// CPU devices, past the row limit or the size limit, nor where the sum is
-// read again.
-TEST(LayerNormFusion, ProductsTakeTheirLayerNorm) {
-  const FusedForms gpu = lower::kernel_catalog().fused_for("gpu");
-  ASSERT_EQ(gpu.layer_norm_product_n, 512);
-  EXPECT_EQ(fused_with_products({}, gpu), 1);
-  EXPECT_EQ(fused_with_products({.M = 8, .K = 256, .N = 256, .gemm = true, .shift = false, .reshaped = true}, gpu), 1);
-  EXPECT_EQ(fused_with_products({.M = 5, .K = 131, .N = 510}, gpu), 1);
-  EXPECT_EQ(fused_with_products({}, lower::kernel_catalog().fused_for("cpu")), 0);
-  EXPECT_EQ(fused_with_products({.M = 2, .K = 8, .N = 513}, gpu), 0);
-  EXPECT_EQ(fused_with_products({.M = 2, .K = 1025, .N = 256}, gpu), 0);  // N x K past 256 x 1024
-  EXPECT_EQ(fused_with_products({.sum_is_output = true}, gpu), 0);
-}
-
-// gemm_norm.cl in fp16 storage (it is among the half kernel files): its
-// kernel runs, not the CPU fallback, within half precision.
-TEST(LayerNormFusion, ProductsTakeTheirLayerNormInHalfPrecision) {
-  std::vector<HostTensor> feeds;
-  test::GraphBuilder b = product_norm({}, feeds);
-  const std::vector<HostTensor> want = run_reference(b.g, feeds);
-  Graph g = b.g;
-  ASSERT_EQ(optimize(g, {.device_forms = lower::kernel_catalog().fused_for("gpu")}).fused_layer_norm_products, 1);
-  UsageOptions uo;
-  uo.float_storage = runtime::float_storage(runtime::Precision::Fp16);
-  const PlanInput pin = make_usage_records(g, uo);
-  auto dev = test::test_device();
-  const plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
-  runtime::SessionOptions o;
-  o.precision = runtime::Precision::Fp16;
-  o.profile = true;
-  runtime::Session s(g, pin, plan, dev, o);
-  EXPECT_TRUE(s.fallback_nodes().empty());
-  const std::vector<HostTensor> got = s.run(feeds);
-  ASSERT_EQ(got.size(), 1u);
-  EXPECT_LE(cli::relative_error(got[0], want[0]), 1e-2);
-  std::vector<std::string> launched;
-  for (const runtime::NodeTime& t : s.node_times())
-    for (const runtime::NodeTime::Kernel& k : t.kernels) launched.push_back(k.name);
-  EXPECT_EQ(launched, std::vector<std::string>{"gemm_layer_norm"});
 }

@@ -26,8 +26,6 @@ void add_optimize_options(CLI::App& app, OptimizeOptions& o) {
   app.add_flag_callback("--no-attention-output-transposes", [&o] { o.attention_output_transposes = false; },
                         "a Transpose after a fused attention copies its output instead of the attention "
                         "writing it transposed");
-  app.add_flag_callback("--no-matmul-layer-norm-fusion", [&o] { o.matmul_layer_norm_fusion = false; },
-                        "keep a LayerNormalization apart from the matrix product whose rows it normalizes");
   app.add_flag_callback("--no-inplace", [&o] { o.inplace = false; }, "every node writes fresh storage");
   app.add_flag_callback("--no-concat-elision", [&o] { o.concat_elision = false; },
                         "Concat copies its inputs instead of producers writing their slice");

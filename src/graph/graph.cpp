@@ -269,11 +269,6 @@ std::optional<AttentionForm> attention_form(const Node& n) {
   return n.decisions.attention;
 }
 
-std::optional<LayerNormProduct> layer_norm_product(const Node& n) {
-  if (n.op_type != "FusedMatMulLayerNorm") return std::nullopt;
-  return n.decisions.layer_norm_product;
-}
-
 std::optional<OperandView> operand_view(const Node& n, int input) {
   auto it = n.decisions.operand_views.find(input);
   if (it == n.decisions.operand_views.end()) return std::nullopt;

@@ -127,16 +127,6 @@ struct ChannelProgram {
   int operands = 0;                  // k
 };
 
-// A FusedMatMulLayerNorm's LayerNormalization (layer_norm_product()): Y =
-// LayerNorm(program(A B, x1..xk)) over the last axis, scaled and shifted
-// by the node's last two inputs (the shift -1 where absent), A B as a
-// FusedMatMul's (its transB and program attributes). Set by optimize's
-// layer_norms_into_products; read by the reference, the lowering and
-// profile (docs/fused-ops.md#fusedmatmullayernorm).
-struct LayerNormProduct {
-  float epsilon = 1e-5f;
-};
-
 // What the optimizer decided about a node, for the stages after it. Only
 // code sets these, never a model file: an attribute of a similar name in a
 // model is an ordinary attribute (and import's schema check refuses it).
@@ -169,8 +159,6 @@ struct NodeDecisions {
   // GEMM lowering, half_range, and the passes that refuse it (patching,
   // textures, offload).
   std::optional<ChannelProgram> channel_program;
-  // A FusedMatMulLayerNorm's epsilon (layer_norm_product()).
-  std::optional<LayerNormProduct> layer_norm_product;
 };
 
 struct Node {
@@ -245,9 +233,6 @@ size_t operand_inputs_end(const Node& n);
 
 // A FusedAttention's form; none on any other node (or a malformed one).
 std::optional<AttentionForm> attention_form(const Node& n);
-
-// A FusedMatMulLayerNorm's LayerNormalization; none on any other node.
-std::optional<LayerNormProduct> layer_norm_product(const Node& n);
 
 // A Transpose's perm attribute, or where it has none ONNX's default for an
 // input of `rank` axes: the axes reversed. Not checked to be a permutation.

@@ -26,14 +26,8 @@ const KernelCatalog& kernel_catalog() {
     // - Strided product operands off CPU devices: they leave the CPU
     //   kernels' contiguous GEMM (docs/kernel-choices.md#strided-product-operands).
     // - FusedAttention everywhere: attention.cl on GPUs, cpu_attention.cl on CPU devices.
-    // - FusedMatMulLayerNorm on GPUs, for products whose rows are short
-    //   (N x K up to 256 x 1024: a post-norm encoder's at width 256), where
-    //   the launch it saves is worth more than the tiled product's speed
-    //   (docs/kernel-choices.md#products-with-their-layernorm); CPU devices
-    //   keep their GEMM and LayerNorm kernels.
     k.fused_forms["gpu"] = {.conv_maxpool = conv_maxpool, .channel_program_conv = true, .strided_operands = true,
-                            .attention_head_dim = kMaxAttentionHeadDim, .layer_norm_product_n = kMaxLayerNormProductN,
-                            .layer_norm_product_nk = 256 * 1024};
+                            .attention_head_dim = kMaxAttentionHeadDim};
     k.fused_forms["cpu"] = {.channel_scaled_conv = true, .mlp = true, .attention_head_dim = kMaxAttentionHeadDim};
     k.other_devices = {.strided_operands = true, .attention_head_dim = kMaxAttentionHeadDim};
     // Files whose float tensors go through common.cl's real_t, LD and ST.
@@ -41,7 +35,7 @@ const KernelCatalog& kernel_catalog() {
                            "norm.cl",          "fused.cl",        "cpu_conv.cl",    "cpu_gemm.cl",
                            "cpu_depthwise.cl", "cpu_winograd.cl", "texture_ops.cl", "texture_conv.cl",
                            "gemm.cl",          "conv.cl",         "conv_maxpool.cl", "attention.cl",
-                           "cpu_attention.cl", "gemm_kgroups.cl", "gemm_norm.cl"};
+                           "cpu_attention.cl", "gemm_kgroups.cl"};
     return k;
   }();
   return catalog;

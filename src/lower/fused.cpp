@@ -174,47 +174,6 @@ bool lower_fused_matmul(NodeBuilder& b) {
   return make_tail(b, 2, true, tail) && lower_matmul(b, b.node.get_int("transB", 0) != 0, tail);
 }
 
-// FusedMatMulLayerNorm (gemm_norm.cl): inputs A, B (2-D, [N, K] under
-// transB), the epilogue's operands, then the LayerNorm's scale and bias
-// (layer_norm_product(), graph.h); one work-group per GN_ROWS rows of the
-// product, so a row of N is one work-group's (kMaxLayerNormProductN).
-bool lower_fused_matmul_layer_norm(NodeBuilder& b) {
-  const std::optional<LayerNormProduct> f = layer_norm_product(b.node);
-  const int n_in = b.inputs();
-  if (!f || n_in < 4 || !b.has_in(0) || !b.has_in(1) || !b.has_in(n_in - 2)) return false;
-  const Shape &a = b.in(0).shape, &w = b.in(1).shape, &y = b.out(0).shape;
-  if (!float32(b.in(0)) || !float32(b.in(1)) || w.size() != 2 || a.empty() || y.empty()) return false;
-  const bool trans_b = b.node.get_int("transB", 0) != 0;
-  const int64_t K = a.back(), N = trans_b ? w[0] : w[1];
-  if ((trans_b ? w[1] : w[0]) != K || y.back() != N || N < 1 || N > kMaxLayerNormProductN || K < 1) return false;
-  const int64_t M = element_count(a) / K;
-  if (element_count(y) != M * N) return false;
-  for (int i : {n_in - 2, n_in - 1})
-    if (b.has_in(i) && (!float32(b.in(i)) || element_count(b.in(i).shape) != N)) return false;
-  FusedTail tail;
-  if (!make_tail(b, 2, true, tail, n_in - 2) || tail.window || tail.xwindow) return false;
-  if (M == 0) return true;
-  constexpr int64_t kRows = 4;  // rows a work-group: BERT-mini's 128 tokens in 32 groups
-  std::string defines = "-DGN_ROWS=" + std::to_string(kRows) + " -DGN_NQ=" + std::to_string(ceil_div(N, 256));
-  if (!trans_b && N % 4 == 0) defines += " -DGN_B4N";
-  else if (trans_b && K % 4 == 0) defines += " -DGN_B4K";
-  GemmParams p;
-  p.m = i32(M), p.n = i32(N), p.k = i32(K), p.a_sm = i32(K), p.a_sk = 1;
-  p.b_sk = i32(trans_b ? 1 : N), p.b_sn = i32(trans_b ? K : 1);
-  const TensorArg A = b.arg_in(0), B = b.arg_in(1), Y = b.arg_out(0), G = b.arg_in(n_in - 2);
-  p.ao = A.offset, p.bo = B.offset, p.co = A.offset, p.yo = Y.offset;
-  Range r;
-  r.dims = 1;
-  r.has_local = true;
-  r.local[0] = 256;
-  r.global[0] = size_t(ceil_div(M, kRows)) * 256;
-  b.launch(Source("gemm_norm.cl", defines, tail.prelude),
-           "gemm_layer_norm", r, MemArg{A.mem}, MemArg{B.mem}, MemArg{A.mem}, MemArg{Y.mem}, p, G,
-           b.has_in(n_in - 1) ? b.arg_in(n_in - 1) : G, cl_int(b.has_in(n_in - 1)), f->epsilon);
-  tail.append_args(b);
-  return true;
-}
-
 bool lower_fused_elementwise(NodeBuilder& b) {
   if (b.inputs() < 1) return false;
   FusedTail tail;

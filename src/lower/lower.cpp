@@ -249,7 +249,6 @@ const std::map<std::string, Lowering>& table() {
       {"Slice", lower_slice}, {"Expand", lower_expand}, {"Tile", lower_tile},
       {"Gather", lower_gather}, {"Pad", lower_pad}, {"Resize", lower_resize},
       {"FusedConv", lower_fused_conv}, {"FusedMatMul", lower_fused_matmul},
-      {"FusedMatMulLayerNorm", lower_fused_matmul_layer_norm},
       {"FusedElementwise", lower_fused_elementwise},
       {"FusedConvMaxPool", lower_fused_conv_maxpool},
       {"FusedMlp", lower_fused_mlp},

@@ -193,7 +193,6 @@ bool lower_matmul(NodeBuilder& b);
 bool lower_matmul(NodeBuilder& b, bool trans_b, const FusedTail& tail);  // FusedMatMul
 bool lower_fused_conv(NodeBuilder& b);         // lower/fused.cpp
 bool lower_fused_matmul(NodeBuilder& b);
-bool lower_fused_matmul_layer_norm(NodeBuilder& b);
 bool lower_fused_elementwise(NodeBuilder& b);
 bool lower_fused_mlp(NodeBuilder& b);
 // FusedAttention (lower/attention.cpp): attention.cl's blocks of query rows
@@ -204,10 +203,6 @@ void check_attention_blocks(const std::string& blocks);
 // The head dims (Q/K's and V's last dims) its kernels take: the fused forms'
 // attention_head_dim (lower/catalog.cpp).
 constexpr int kMaxAttentionHeadDim = 256;
-// FusedMatMulLayerNorm's rows (N) that gemm_norm.cl holds in one
-// work-group: two quads of columns a work-item, its slices' sums in 32 KB
-// of local memory.
-constexpr int kMaxLayerNormProductN = 512;
 // A FusedAttention's buffers and scalars as its kernels take them.
 struct AttentionLaunch {
   MemArg q, k, v, mask, y;

@@ -29,11 +29,6 @@ struct FusedForms {
   // FusedAttention with head dims (Q/K's and V's last dims) up to this;
   // 0: none (attention_fusion).
   int attention_head_dim = 0;
-  // FusedMatMulLayerNorm with rows (the product's N) up to
-  // layer_norm_product_n and N x K up to layer_norm_product_nk; 0: none
-  // (matmul_layer_norm_fusion).
-  int layer_norm_product_n = 0;
-  int64_t layer_norm_product_nk = 0;
 };
 
 struct KernelCatalog {

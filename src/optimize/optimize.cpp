@@ -131,7 +131,6 @@ OptimizeOptions runnable(OptimizeOptions o) {
   o.mlp_fusion = o.mlp_fusion && f.mlp;
   o.strided_operands = o.strided_operands && f.strided_operands;
   o.attention_fusion = o.attention_fusion && f.attention_head_dim > 0;
-  o.matmul_layer_norm_fusion = o.matmul_layer_norm_fusion && f.layer_norm_product_n > 0;
   return o;
 }
 
@@ -158,11 +157,6 @@ OptimizeReport optimize(Graph& g, const OptimizeOptions& given) {
     r.fused_channel_scales = c.channel_scales;
     r.fused_channel_programs = c.channel_programs;
     r.fused_mlps = c.mlps;
-    if (opt.matmul_layer_norm_fusion) {
-      const FusedForms every{.layer_norm_product_n = INT32_MAX, .layer_norm_product_nk = INT64_MAX};
-      const FusedForms& f = opt.device_forms ? *opt.device_forms : every;
-      r.fused_layer_norm_products = layer_norms_into_products(g, f.layer_norm_product_n, f.layer_norm_product_nk);
-    }
     // FusedAttention's kernels read strides on every device; products' only
     // where the device's forms say so.
     if (opt.strided_operands || (given.strided_operands && r.fused_attention > 0))

@@ -47,11 +47,6 @@ struct OptimizeOptions {
   // The Transpose after a FusedAttention into its stores
   // (transposes_into_attention_outputs).
   bool attention_output_transposes = true;
-  // A FusedMatMul whose only reader is a LayerNormalization over its rows
-  // (a post-norm transformer's residual sum) and that LayerNorm as one
-  // FusedMatMulLayerNorm (layer_norms_into_products), where the device's
-  // forms take the product's shape.
-  bool matmul_layer_norm_fusion = true;
   enum class Order { File, Memory } order = Order::Memory;
   // The fused forms the device's kernels run (KernelCatalog::fused_for):
   // the rewrites above that make any other are off. Unset: every form, as
@@ -74,7 +69,6 @@ struct OptimizeReport {
   int fused_mlps = 0;            // pairs of fully connected 1x1 convolutions made FusedMlp
   int fused_layernorm = 0;    // LayerNormalization nodes made from their decomposed form
   int fused_attention = 0;    // FusedAttention nodes (the score matrices no longer stored)
-  int fused_layer_norm_products = 0;  // FusedMatMul + LayerNormalization pairs made FusedMatMulLayerNorm
   int inplace = 0;            // nodes whose output shares an input's storage
   int elided_concats = 0;     // Concat nodes whose inputs are views of the output
   int viewed_nodes = 0;       // Transposes of size-1 dims, 1x1 stride-1 pools: made Reshapes (views)

@@ -76,15 +76,6 @@ int pads_into_windows(Graph& g);
 // fuse(), which would otherwise split the pattern. Returns how many.
 int fuse_layer_norm(Graph& g);
 
-// A FusedMatMul read only by a LayerNormalization over the last axis (its
-// mean and deviation outputs unused; Reshapes keeping the last axis may
-// come between, and stay after it), B a 2-D weight of N columns with N up
-// to `max_n` and N x K up to `max_nk`, becomes with it one
-// FusedMatMulLayerNorm (layer_norm.cpp; LayerNormProduct, graph.h): a
-// post-norm transformer's x + W a + b and its LayerNorm in one launch.
-// Runs after fuse(). Returns how many.
-int layer_norms_into_products(Graph& g, int64_t max_n, int64_t max_nk);
-
 // Softmax attention, [scale] q @ k^T [scale] [+ mask] -> Softmax -> @ v,
 // becomes one FusedAttention (attention.cpp; AttentionForm, graph.h) where
 // the pattern is exact and its head dims are at most `max_head_dim`: the

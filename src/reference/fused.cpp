@@ -183,28 +183,6 @@ Outputs FusedMatMul(const OpContext& c) {
   return out;
 }
 
-// FusedMatMulLayerNorm (layer_norm_product(), graph.h): the FusedMatMul of
-// all inputs but the last two, then LayerNormalization over the last axis
-// scaled and shifted by those two.
-Outputs FusedMatMulLayerNorm(const OpContext& c) {
-  const std::optional<LayerNormProduct> form = layer_norm_product(c.node);
-  if (!form) c.fail("FusedMatMulLayerNorm without its LayerNorm's epsilon");
-  if (c.input_count() < 4) c.fail("needs A, B, the LayerNorm's scale and its shift");
-  const size_t product_inputs = c.input_count() - 2;
-  Node product = c.node;
-  product.op_type = "FusedMatMul";
-  product.inputs.resize(product_inputs);
-  std::vector<const HostTensor*> in;
-  for (size_t i = 0; i < product_inputs; ++i) in.push_back(c.has_input(i) ? &c.input(i) : nullptr);
-  Outputs y = FusedMatMul(OpContext(product, in));
-  Node norm = core_node(c.node, "LayerNormalization", {}, 0);
-  norm.attrs["axis"] = Attribute::of_int(-1);
-  norm.attrs["epsilon"] = Attribute::of_float(form->epsilon);
-  norm.inputs = {0, 1, 2};
-  return evaluate(norm, {&y[0], &c.input(product_inputs),
-                         c.has_input(product_inputs + 1) ? &c.input(product_inputs + 1) : nullptr});
-}
-
 // FusedAttention (attention_form(), graph.h): softmax(scale Q K^T + M) V
 // over the last two axes, through the unfused MatMul and Softmax; Q, K and V
 // read through their operand views where they have them, Y transposed by
@@ -291,7 +269,6 @@ void register_fused(OpTable& t) {
   conv_attrs.push_back("program");
   t["FusedConv"] = {FusedConv, conv_attrs};
   t["FusedMatMul"] = {FusedMatMul, {"transB", "program"}};
-  t["FusedMatMulLayerNorm"] = {FusedMatMulLayerNorm, {"transB", "program"}};
   for (const char* a : {"pool_kernel_shape", "pool_strides", "pool_pads", "pool_dilations", "pool_ceil_mode"})
     conv_attrs.push_back(a);
   t["FusedConvMaxPool"] = {FusedConvMaxPool, conv_attrs};

@@ -22,7 +22,6 @@ json optimize_json(const OptimizeReport& r, const std::vector<OptimizationShare>
          {"fused_mlps", r.fused_mlps},
          {"fused_layernorm", r.fused_layernorm},
          {"fused_attention", r.fused_attention},
-         {"fused_layer_norm_products", r.fused_layer_norm_products},
          {"inplace", r.inplace},
          {"elided_concats", r.elided_concats},
          {"viewed_nodes", r.viewed_nodes},
@@ -42,10 +41,7 @@ void print_optimize_summary(const json& o, std::ostream& out) {
       << " FusedConv, " << o["fused_matmul"] << " FusedMatMul, " << o["fused_elementwise"] << " FusedElementwise, "
       << o["fused_pool"] << " FusedConvMaxPool, " << o["fused_channel_scales"] << " channel scales into convs, "
       << o["fused_channel_programs"] << " channel programs into convs, "
-      << o["fused_mlps"] << " FusedMlp, " << o["fused_attention"] << " FusedAttention, ";
-  if (o.value("fused_layer_norm_products", 0) > 0)
-    out << o["fused_layer_norm_products"] << " FusedMatMulLayerNorm, ";
-  out
+      << o["fused_mlps"] << " FusedMlp, " << o["fused_attention"] << " FusedAttention, "
       << o["fused_layernorm"] << " LayerNormalization, " << o["folded_batchnorm"] << " BatchNormalization folded), " << o["inplace"] << " in place, "
       << o["elided_concats"] << " concats elided, " << o["viewed_nodes"] << " made views, order "
       << o["order"].get<std::string>() << "\n";
