@@ -3,8 +3,8 @@
 // no batch, N and K multiples of 4. KS groups of (TM/WM) x (TN/WN) = G
 // work-items share a TM x TN tile over interleaved slices of K (TK deep,
 // float4 global reads, rows and columns clamped into the operands); -DDB
-// keeps two slices in local memory (one barrier a slice). gemm.cl's
-// k-groups took its structure; it stays the bar their general kernel
+// keeps two slices in local memory (one barrier a slice). gemm_kgroups.cl
+// took its structure; it stays the bar their general kernel
 // (strides, batches, epilogue hooks) is measured against, 5-30% slower on
 // one H200 (docs/kernel-choices.md#a-standalone-gemm-faster-than-the-k-groups).
 #ifndef TK

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Runs THERE (pack HERE with `scripts/device/pack.sh -m "" texplan_conv_bench
-# texplan_gemm_probe`): whether gemm.cl's k-groups are slower than the
+# texplan_gemm_probe`): whether the k-groups (gemm_kgroups.cl) are slower than the
 # standalone GEMM because of their code or of texplan's launch
 # (docs/kernel-choices.md#a-standalone-gemm-faster-than-the-k-groups). On
 # ViT-B/16's and BERT-mini's products and a 1x1 conv's GEMM, in one call:
-#   probe.txt       texplan_gemm_probe: its own kernel's forms and gemm.cl's kernels
+#   probe.txt       texplan_gemm_probe: its own kernel's forms and texplan's (gemm.cl, gemm_kgroups.cl)
 #                   (source tree's src/kernels) launched by it, registers on stderr (probe_build.txt)
 #   conv_bench.txt  texplan_conv_bench: the same gemm.cl forms through texplan's runtime
 #   scripts/device/gpu_gemm_probe.sh [-n REPS] [-d gpu|cpu] [-s SHAPES]

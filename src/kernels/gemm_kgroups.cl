@@ -63,7 +63,7 @@
 #else
 #define KG_NB (KG_TN * KG_TK / 64)
 #endif
-#define KG_XPRO(v, gk) ((gk) < K ? XPRO((v), (gk)) : (v))  // rows past K stay 0, as GEMM_MAIN_LOOP's STORE_B
+#define KG_XPRO(v, gk) ((gk) < K ? XPRO((v), (gk)) : (v))  // rows past K stay 0, as gemm.cl's STORE_B
 __kernel __attribute__((reqd_work_group_size(64, KGROUPS, 1)))
 void gemm_kgroups(__global const real_t* A, __global const real_t* B, __global const real_t* C, __global real_t* Y,
                   GemmParams gp EPI_PARAMS YWIN_PARAMS XWIN_PARAMS XPRO_PARAMS) {
