@@ -91,6 +91,10 @@ bool make_tail(NodeBuilder& b, int first, bool value_x0, FusedTail& tail, int en
           tail.inputs[k].strided && !c.strides[k + 1].empty() && c.strides[k + 1].back() == 0;
     }
   }
+  // A product's program that is the identity (a projection's folded
+  // BatchNormalization, no activation) needs no prelude: the kernels' EPI
+  // default stores the value, and split-K needs no pass after its slices.
+  if (value_x0 && e.code.empty() && reads.size() == 1) return true;
   tail.prelude = epilogue_cl(e, reads, row_constant);
   tail.transcendental = e.transcendental();
   // The residual form (FusedTail::residual_prelude): one Add of a leading
