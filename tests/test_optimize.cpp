@@ -15,6 +15,7 @@
 #include "optimize/optimize.h"
 #include "optimize/passes.h"
 #include "optimize/sharing.h"
+#include "optimize/usage.h"
 #include "reference/reference_ops.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/session.h"
@@ -724,6 +725,126 @@ TEST(Optimize, PerChannelProgramsGoIntoOneByOneConvs) {
     expect_all(run_all(g, dev, {.conv = variant}));
   }
   }
+}
+
+// A depthwise conv (its BatchNormalization folded, Clip or Relu after) read
+// only by a 1x1 convolution becomes that convolution's depthwise input on
+// GPUs: the conv reads the depthwise conv's input, its GEMM computes each
+// depthwise sum as it loads X, and the depthwise output is never stored
+// (a lower bound). 3x3 stride 1 with a bias and 5x5 stride 2 without, on
+// odd maps; not a depthwise output read twice, a channel multiplier of 2,
+// or a strided 1x1. The same outputs on the CPU executor and on texplan's
+// GPU kernels (tiles, split-K, the k-groups' fallback) on the CPU device.
+TEST(Optimize, DepthwiseConvsGoIntoOneByOneConvs) {
+  std::mt19937 rng(24);
+  int x = 0;
+  const int C = 24;
+  const Shape xs = {1, C, 9, 11};
+  Graph g = graph_with_input("separable", xs, x);
+  const int a = tensor(g, "a", xs);
+  node(g, "Sigmoid", {x}, {a});
+  auto dw = [&](const std::string& name, int in, int64_t k, int64_t s, int64_t oh, int64_t ow, bool bias,
+                int64_t multiplier = 1) {
+    const int out = tensor(g, name, {1, C * multiplier, oh, ow});
+    std::vector<int> ins = {in, weight(g, name + "_w", {C * multiplier, 1, k, k}, rng)};
+    if (bias) ins.push_back(weight(g, name + "_b", {C * multiplier}, rng));
+    node(g, "Conv", ins, {out},
+         {{"group", Attribute::of_int(C)}, {"kernel_shape", Attribute::of_ints({k, k})},
+          {"strides", Attribute::of_ints({s, s})}, {"pads", Attribute::of_ints({k / 2, k / 2, k / 2, k / 2})}});
+    return out;
+  };
+  // 3x3, stride 1, with bias, then BatchNormalization and Relu6 (Clip).
+  const int d1 = dw("d1", a, 3, 1, 9, 11, true), bn1 = tensor(g, "bn1", xs), r1 = tensor(g, "r1", xs),
+            y1 = tensor(g, "y1", {1, 16, 9, 11});
+  const int var = weight(g, "var", {C}, rng);
+  for (int c = 0; c < C; ++c) g.tensors[var].value.data<float>()[c] = std::abs(g.tensors[var].value.data<float>()[c]) + 0.1f;
+  node(g, "BatchNormalization",
+       {d1, weight(g, "gamma", {C}, rng), weight(g, "beta", {C}, rng), weight(g, "mean", {C}, rng), var}, {bn1});
+  node(g, "Clip", {bn1, scalar(g, "lo", 0.0f), scalar(g, "hi", 0.25f)}, {r1});
+  node(g, "Conv", {r1, weight(g, "w1", {16, C, 1, 1}, rng), weight(g, "b1", {16}, rng)}, {y1});
+  // 5x5, stride 2, no bias, Relu; the 1x1 with a Relu of its own.
+  const int d2 = dw("d2", a, 5, 2, 5, 6, false), r2 = tensor(g, "r2", {1, C, 5, 6}),
+            y2 = tensor(g, "y2", {1, 40, 5, 6}), y2r = tensor(g, "y2r", {1, 40, 5, 6});
+  node(g, "Relu", {d2}, {r2});
+  node(g, "Conv", {r2, weight(g, "w2", {40, C, 1, 1}, rng)}, {y2});
+  node(g, "Relu", {y2}, {y2r});
+  // Read twice; a channel multiplier of 2; a strided 1x1: these stay apart.
+  const int d3 = dw("d3", a, 3, 1, 9, 11, true), y3 = tensor(g, "y3", {1, 8, 9, 11}), n3 = tensor(g, "n3", xs);
+  node(g, "Conv", {d3, weight(g, "w3", {8, C, 1, 1}, rng)}, {y3});
+  node(g, "Neg", {d3}, {n3});
+  const int d4 = dw("d4", a, 3, 1, 9, 11, true, 2), y4 = tensor(g, "y4", {1, 8, 9, 11});
+  node(g, "Conv", {d4, weight(g, "w4", {8, 2 * C, 1, 1}, rng)}, {y4});
+  const int d5 = dw("d5", a, 3, 1, 9, 11, true), y5 = tensor(g, "y5", {1, 8, 5, 6});
+  node(g, "Conv", {d5, weight(g, "w5", {8, C, 1, 1}, rng)}, {y5}, {{"strides", Attribute::of_ints({2, 2})}});
+  for (int y : {y1, y2r, y3, n3, y4, y5}) g.tensors[y].is_output = true;
+  g.outputs = {y1, y2r, y3, n3, y4, y5};
+  g.topological_sort();
+  const HostTensor input = random_tensor(xs, rng, -2, 2);
+  auto run_all = [&](const Graph& gr, const std::shared_ptr<runtime::Device>& dev, const lower::KernelChoice& k = {}) {
+    return run_graph(
+        gr, input, dev, [&](const runtime::Session& session) { EXPECT_TRUE(session.fallback_nodes().empty()); }, k);
+  };
+  const std::vector<HostTensor> want = run_all(g, nullptr);
+  Graph on_cpu = g, apart = g;
+  ASSERT_FALSE(lower::kernel_catalog().fused_for("cpu").depthwise_input_conv);
+  EXPECT_EQ(optimize(on_cpu, {.device_forms = lower::kernel_catalog().fused_for("cpu")}).fused_depthwise_inputs, 0);
+  ASSERT_TRUE(lower::kernel_catalog().fused_for("gpu").depthwise_input_conv);
+  const OptimizeReport off =
+      optimize(apart, {.depthwise_input_fusion = false, .device_forms = lower::kernel_catalog().fused_for("gpu")});
+  EXPECT_EQ(off.fused_depthwise_inputs, 0);
+  const OptimizeReport rep = optimize(g, {.device_forms = lower::kernel_catalog().fused_for("gpu")});
+  EXPECT_EQ(rep.fused_depthwise_inputs, 2);
+  EXPECT_EQ(g.nodes.size() + 2, apart.nodes.size());
+  int fused = 0;
+  for (const auto& n : g.nodes) {
+    const auto cp = channel_program(n);
+    if (!cp) continue;
+    ASSERT_TRUE(cp->depthwise);
+    ++fused;
+    EXPECT_EQ(g.tensors[n.inputs[0]].name, "a") << "reads the depthwise conv's input";
+    const std::string& y = g.tensors[n.outputs[0]].name;
+    if (y == "y1") {
+      EXPECT_EQ(cp->depthwise->kh, 3);
+      EXPECT_EQ(cp->depthwise->sh, 1);
+      EXPECT_EQ(cp->operands, 1) << "the depthwise bias (BatchNormalization folded into it)";
+      ASSERT_EQ(cp->program.size(), 2u);
+      EXPECT_EQ(cp->program[0], "Add x0 x1");
+      EXPECT_EQ(cp->program[1].rfind("Clip t0", 0), 0u) << cp->program[1];
+      EXPECT_EQ(g.tensors[n.inputs.back()].name.rfind("d1_w", 0), 0u) << "the depthwise weights last";
+    } else {
+      EXPECT_EQ(y, "y2r") << "the Relu after the 1x1 stays its epilogue";
+      EXPECT_EQ(cp->depthwise->kw, 5);
+      EXPECT_EQ(cp->depthwise->sw, 2);
+      EXPECT_EQ(cp->depthwise->pads[3], 2);
+      EXPECT_EQ(cp->operands, 0);
+      EXPECT_EQ(cp->program, std::vector<std::string>{"Relu x0"});
+    }
+    EXPECT_EQ(operand_inputs_end(n), n.inputs.size() - size_t(cp->operands) - 1);
+  }
+  EXPECT_EQ(fused, 2);
+  EXPECT_LT(rep.lower_bound_bytes, off.lower_bound_bytes) << "the depthwise outputs are never stored";
+  expect_all_close(run_all(g, nullptr), want);
+  expect_all_close(run_all(apart, nullptr), want);
+  auto dev = runtime::open_device("pocl");
+  for (const char* variant : {"", "32x32", "32x16", "64x64/s3", "32x32k4"}) {
+    SCOPED_TRACE(variant);
+    expect_all_close(run_all(g, dev, {.conv = variant}), want);
+  }
+  // Half storage: the taps and the depthwise weights read as half.
+  UsageOptions uo;
+  uo.float_storage = runtime::float_storage(runtime::Precision::Fp16);
+  const PlanInput hpin = make_usage_records(g, uo);
+  const plan::MemoryPlan hplan = plan::plan_memory(hpin.records, dev->info().profile, "best");
+  runtime::SessionOptions ho;
+  ho.precision = runtime::Precision::Fp16;
+  ho.guard = true;
+  ho.kernel_choice = {.conv = "gpu"};
+  runtime::Session half(g, hpin, hplan, dev, ho);
+  EXPECT_TRUE(half.fallback_nodes().empty());
+  const std::vector<HostTensor> got = half.run({input});
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_LE(test::rel_error(got[i], want[i]), 1e-2) << i;
+  EXPECT_TRUE(half.guard_violations().empty());
 }
 
 // Squeeze-and-excitation's two fully connected layers (1x1 convs of the

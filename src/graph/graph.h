@@ -122,9 +122,21 @@ struct AttentionForm {
 // [1, C, 1, 1], shared by every image) are the node's last k inputs,
 // after its epilogue's (docs/fused-ops.md#channel-program-decisionschannel_program): DenseNet's
 // BatchNormalization + Relu before each 1x1 conv, its copy never stored.
+//
+// With `depthwise`, X itself is first a depthwise convolution of input 0
+// (one filter per channel, weights [C, 1, KH, KW] the last input, after
+// V1..Vk), the program then over its sums: a MobileNet block's depthwise
+// conv with its bias and activation (x0 + V1, Clip) taken into the
+// projection, its output never stored (docs/fused-ops.md#depthwise-input-channelprogramdepthwise).
+// The conv's own X is the depthwise output; input 0 is that conv's input.
+struct ChannelDepthwise {
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
+  int64_t pads[4] = {0, 0, 0, 0};  // ONNX's order: top, left, bottom, right
+};
 struct ChannelProgram {
   std::vector<std::string> program;  // graph/epilogue.h's form
   int operands = 0;                  // k
+  std::optional<ChannelDepthwise> depthwise;
 };
 
 // What the optimizer decided about a node, for the stages after it. Only
@@ -228,7 +240,7 @@ void set_channel_scaled(Node& n);
 // any other node.
 std::optional<ChannelProgram> channel_program(const Node& n);
 // Inputs of n that are operands of its own kernel, before any channel
-// scale or channel program operands at the end.
+// scale or channel program operands (and depthwise weights) at the end.
 size_t operand_inputs_end(const Node& n);
 
 // A FusedAttention's form; none on any other node (or a malformed one).

@@ -20,7 +20,9 @@
 // A 1x1 conv's channel program (lower/epilogue_cl.h channel_program_cl):
 // XPRO(v, c) is element v of X's input channel c through it; gemm (and
 // gemm_kgroups.cl) apply it to B (that X) as they store a slice in local
-// memory, its operands passed last (XPRO_PARAMS).
+// memory, its operands passed last (XPRO_PARAMS). With a depthwise input
+// the prelude defines XLOAD, XLOAD_TAPS, xdw_fetch and xdw_sum too: gemm's
+// B element (k, n) is then the depthwise sum of channel k at output pixel n.
 #ifndef XPRO
 #define XPRO(v, c) (v)
 #define XPRO_PARAMS
@@ -144,18 +146,28 @@
 // STORE_B(v, gk) is what B's element v of row gk puts in local memory (after
 // the loads of the next slice have been issued: a function of v at load time
 // would wait for them there).
+// B_SUMS(k1) finishes B's values of the slice at k1 after the slice before
+// it is multiplied (a depthwise input's sums over taps loaded before it:
+// their loads' latency hides behind the arithmetic); GEMM_NO_SUMS: none.
 #define GEMM_AS_LOADED(v, gk) (v)
-#define GEMM_MAIN_LOOP(LOAD_A, LOAD_B, a_kfast, b_nfast, STORE_B)                 \
+#define GEMM_NO_SUMS(k1)
+#ifdef XLOAD
+#define B_FETCH_UNROLL _Pragma("unroll")
+#else
+#define B_FETCH_UNROLL
+#endif
+#define GEMM_MAIN_LOOP(LOAD_A, LOAD_B, a_kfast, b_nfast, STORE_B, B_SUMS)         \
   {                                                                               \
     float ra[LOADS_A], rb[LOADS_B];                                               \
     for (int r = 0; r < LOADS_A; ++r) {                                           \
       GEMM_A_COORD(r, m, k, a_kfast)                                              \
       ra[r] = (m0 + m < M && k < K) ? (LOAD_A(m0 + m, k)) : 0.0f;                 \
     }                                                                             \
-    for (int r = 0; r < LOADS_B; ++r) {                                           \
+    B_FETCH_UNROLL for (int r = 0; r < LOADS_B; ++r) {                            \
       GEMM_B_COORD(r, kb, nb, b_nfast)                                            \
       rb[r] = (kb < K && n0 + nb < N) ? (LOAD_B(kb, n0 + nb)) : 0.0f;             \
     }                                                                             \
+    B_SUMS(0)                                                                     \
     for (int k0 = 0; k0 < K; k0 += TK) {                                          \
       for (int r = 0; r < LOADS_A; ++r) {                                         \
         GEMM_A_COORD(r, m, k, a_kfast)                                            \
@@ -172,12 +184,15 @@
           GEMM_A_COORD(r, m, k, a_kfast)                                          \
           ra[r] = (m0 + m < M && k1 + k < K) ? (LOAD_A(m0 + m, k1 + k)) : 0.0f;   \
         }                                                                         \
-        for (int r = 0; r < LOADS_B; ++r) {                                       \
+        B_FETCH_UNROLL for (int r = 0; r < LOADS_B; ++r) {                        \
           GEMM_B_COORD(r, kb, nb, b_nfast)                                        \
           rb[r] = (k1 + kb < K && n0 + nb < N) ? (LOAD_B(k1 + kb, n0 + nb)) : 0.0f; \
         }                                                                         \
       }                                                                           \
       GEMM_MULTIPLY_SLICE                                                         \
+      if (k1 < K) {                                                               \
+        B_SUMS(k1)                                                                \
+      }                                                                           \
       barrier(CLK_LOCAL_MEM_FENCE);                                               \
     }                                                                             \
   }
@@ -204,9 +219,24 @@ void gemm(__global const real_t* A, __global const real_t* B, __global const rea
   B += bo + strided_offset(z, batch, b_sb);
   C += co + strided_offset(z, batch, c_sb);
 #define GEMM_A(m, k) LD(A, (m) * a_sm + (k) * a_sk)
-#define GEMM_B(k, n) LD(B, (k) * b_sk + XCOL(n) * b_sn)
 #define GEMM_B_STORE(v, k) ((k) < K ? XPRO((v), xk0 + (k)) : (v))  // rows past K stay 0
-  GEMM_MAIN_LOOP(GEMM_A, GEMM_B, a_sk == 1, b_sn == 1, GEMM_B_STORE)
+#ifdef XLOAD
+  // A depthwise input: B's element (k, n) is the depthwise sum of channel k
+  // at pixel n. The prefetch loads its taps into xt (GEMM_B's value is 0),
+  // GEMM_XDW_SUMS sums them after the multiply.
+  float xt[LOADS_B][XLOAD_TAPS];
+#define GEMM_B(k, n) xdw_fetch(xt[r], B + (k) * b_sk, (n), xdw)
+#define GEMM_XDW_SUMS(k1)                                                                     \
+  _Pragma("unroll") for (int r = 0; r < LOADS_B; ++r) {                                       \
+    GEMM_B_COORD(r, kb, nb, b_sn == 1)                                                        \
+    rb[r] = ((k1) + kb < K && n0 + nb < N) ? xdw_sum(xt[r], DW + DWo + (xk0 + (k1) + kb) * XLOAD_TAPS) \
+                                           : 0.0f;                                            \
+  }
+  GEMM_MAIN_LOOP(GEMM_A, GEMM_B, a_sk == 1, b_sn == 1, GEMM_B_STORE, GEMM_XDW_SUMS)
+#else
+#define GEMM_B(k, n) LD(B, (k) * b_sk + XCOL(n) * b_sn)
+  GEMM_MAIN_LOOP(GEMM_A, GEMM_B, a_sk == 1, b_sn == 1, GEMM_B_STORE, GEMM_NO_SUMS)
+#endif
   const int y0 = z * M * N;
   ACC_UNROLL for (int i = 0; i < WPTM; ++i) {
     int m = m0 + ROW(i);
@@ -395,7 +425,7 @@ void conv2d_gemm_taps(__global const real_t* X, __global const real_t* Wt, __glo
   __global const real_t* xg = X + xo + (img * C + g * ICg) * XPLANE(H, W);
 #define CONV_A(m, k) LD(wg, (m) * K + (k))
 #define CONV_B(k, p) conv_tap(xg, k, p, H, W, OW, KW, KHW, sh, sw, ph, pw, dh, dw, XPLANE(H, W), XROW(W))
-  GEMM_MAIN_LOOP(CONV_A, CONV_B, 1, 1, GEMM_AS_LOADED)
+  GEMM_MAIN_LOOP(CONV_A, CONV_B, 1, 1, GEMM_AS_LOADED, GEMM_NO_SUMS)
   const int y0 = (img * OC + g * OCg) * N;
   ACC_UNROLL for (int i = 0; i < WPTM; ++i) {
     int m = m0 + ROW(i);
@@ -424,7 +454,7 @@ void conv_transpose2d_gemm(__global const real_t* X, int xo, __global const real
   __global const real_t* xg = X + xo + (img * C + g * ICg) * N;
 #define CT_A(m, k) LD(wg, (k) * M + (m))
 #define CT_B(k, n) LD(xg, (k) * N + (n))
-  GEMM_MAIN_LOOP(CT_A, CT_B, 0, 1, GEMM_AS_LOADED)
+  GEMM_MAIN_LOOP(CT_A, CT_B, 0, 1, GEMM_AS_LOADED, GEMM_NO_SUMS)
   __global real_t* yg = Y + yo + (img * OC + g * OCg) * OHW;
   ACC_UNROLL for (int i = 0; i < WPTM; ++i) {
     int m = m0 + ROW(i);

@@ -21,12 +21,15 @@ const KernelCatalog& kernel_catalog() {
     //   only, whose 1x1 GEMM kernel scales its input rows.
     // - Channel programs (channel_program(), graph.h) on GPUs only, whose
     //   GEMM tiles apply them as they load X; the CPU kernels' GEMM does not.
+    //   So are depthwise inputs (ChannelProgram::depthwise), the GEMM
+    //   computing each depthwise sum as it loads it.
     // - FusedMlp on CPU devices only: its one work-group per image loses to
     //   two wide GEMVs on GPUs (docs/kernel-choices.md#fusedmlp-on-gpus).
     // - Strided product operands off CPU devices: they leave the CPU
     //   kernels' contiguous GEMM (docs/kernel-choices.md#strided-product-operands).
     // - FusedAttention everywhere: attention.cl on GPUs, cpu_attention.cl on CPU devices.
-    k.fused_forms["gpu"] = {.conv_maxpool = conv_maxpool, .channel_program_conv = true, .strided_operands = true,
+    k.fused_forms["gpu"] = {.conv_maxpool = conv_maxpool, .channel_program_conv = true,
+                            .depthwise_input_conv = true, .strided_operands = true,
                             .attention_head_dim = kMaxAttentionHeadDim};
     k.fused_forms["cpu"] = {.channel_scaled_conv = true, .mlp = true, .attention_head_dim = kMaxAttentionHeadDim};
     k.other_devices = {.strided_operands = true, .attention_head_dim = kMaxAttentionHeadDim};

@@ -276,6 +276,14 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
   };
   // K-groups pay where K is long against the output: at least two of its
   // 64-deep steps (docs/kernel-choices.md#k-groups).
+  if (tail.xdepthwise) {
+    // Split only where it adds one launch at most (zeroing Y, or the
+    // epilogue after): the two kernels apart were two.
+    const bool onto = splits_onto_residual(b, tail);
+    const int passes = (onto ? 0 : 1) + ((onto ? tail.residual_prelude : tail.prelude).empty() ? 0 : 1);
+    emit(depthwise_input_variant(b, g.M, g.N, g.K, nb, split_k_allowed(b, g.K, total, tail) && passes <= 1));
+    return;
+  }
   const bool can_kgroups = g.K >= 128;
   emit(pick_variant(b, shape_key("gemm", {g.M, g.N, g.K, nb, g.a_sk == 1, g.b_sn == 1}), g.M, g.N, g.K, nb,
                     split_k_allowed(b, g.K, total, tail), emit, nullptr, can_kgroups, true, g.narrow_tiles));
@@ -298,7 +306,10 @@ void FusedTail::append_args(NodeBuilder& b) const {
 }
 
 void FusedTail::append_xprogram_args(NodeBuilder& b) const {
-  for (const TensorArg& a : xprogram_args) b.more_args(a);
+  for (size_t k = 0; k < xprogram_args.size(); ++k) {
+    b.more_args(xprogram_args[k]);
+    if (k == 0 && xdepthwise) b.more_args(xdepthwise_dims);
+  }
 }
 
 bool lower_conv(NodeBuilder& b) { return lower_conv(b, FusedTail{}); }
@@ -334,7 +345,9 @@ bool lower_conv(NodeBuilder& b, const FusedTail& fused) {
     return true;
   }
   if (plain_1x1) {  // 1x1: a plain GEMM
-    const int64_t HW = g.H * g.W, plane = tail.xwindow ? tail.xwin_plane : HW;  // X's plane stride
+    // Y's pixels; X's plane stride (with a depthwise input, X is the
+    // depthwise conv's input, its pixels not Y's).
+    const int64_t HW = g.OH * g.OW, plane = tail.xwindow ? tail.xwin_plane : g.H * g.W;
     GemmArgs a{OCg, HW, ICg, ICg, 1, plane, 1};
     a.c_sm = 1, a.c_sn = 0, a.has_c = has_bias;
     a.batch = {g.N, g.groups};

@@ -127,6 +127,16 @@ Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int6
                      const WinogradShape* wino = nullptr, bool can_kgroups = false, bool product = false,
                      bool narrow = false);
 
+// The variant of a GEMM with a depthwise input (ChannelProgram::depthwise)
+// unless one is forced: 32x32 tiles, K split (where `can_split`) until the
+// grid is two waves of the compute units (slices down to 32 deep); unsplit,
+// 32x16 tiles where 32x32 leave compute units idle. Its work-groups compute
+// the depthwise sums as they load B, so one per compute unit, as the GEMM
+// time model would have it for a small grid, spent 3-4x the two kernels
+// apart (docs/fused-ops.md#depthwise-input-channelprogramdepthwise).
+Variant depthwise_input_variant(const NodeBuilder& b, int64_t M, int64_t N, int64_t K, int64_t batches,
+                                bool can_split);
+
 // The pool of a FusedConvMaxPool: window, strides, begin pads, dilations.
 struct PoolGeometry {
   int64_t PH = 0, PW = 0, kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;

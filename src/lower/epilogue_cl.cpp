@@ -210,12 +210,42 @@ std::string epilogue_function_cl(const Epilogue& e, const std::string& name) {
   return scalar_function(e, 1, name);
 }
 
-std::string channel_program_cl(const Epilogue& e, int operands) {
+std::string channel_program_cl(const Epilogue& e, int operands, const std::optional<ChannelDepthwise>& depthwise) {
   if (e.inputs() > operands + 1)
     throw Error("channel program reads x" + std::to_string(e.inputs() - 1) + " but has " + std::to_string(operands) +
                 " operands");
   std::ostringstream o;
-  o << kHelpers << scalar_function(e, size_t(operands) + 1, "xpro_program") << "#define XPRO_PARAMS";
+  o << kHelpers << scalar_function(e, size_t(operands) + 1, "xpro_program");
+  if (depthwise) {
+    // The taps unrolled (the geometry is compiled in) and loaded without
+    // branches (a tap in the padding reads the plane's first element and
+    // counts 0), all of a slice's at once; gemm.cl sums them after the
+    // multiply before (docs/fused-ops.md#depthwise-input-channelprogramdepthwise).
+    const ChannelDepthwise& d = *depthwise;
+    const int64_t taps = d.kh * d.kw;
+    o << "#define XLOAD 1\n#define XLOAD_TAPS " << taps << "\n"
+      << "inline float xdw_fetch(__private float* x, __global const real_t* E, int n, Dims xdw) {\n"
+      << "  const int H = xdw.d[MAXR - 3], W = xdw.d[MAXR - 2], OW = xdw.d[MAXR - 1];\n"
+      << "  const int oh = n / OW, ow = n - oh * OW;\n"
+      << "  const int ih0 = oh * " << d.sh << " - " << d.pads[0] << ", iw0 = ow * " << d.sw << " - " << d.pads[1]
+      << ";\n"
+      << "  _Pragma(\"unroll\") for (int t = 0; t < " << taps << "; ++t) {\n"
+      << "    const int ih = ih0 + (t / " << d.kw << ") * " << d.dh << ", iw = iw0 + (t % " << d.kw << ") * " << d.dw
+      << ";\n"
+      << "    const bool in = ih >= 0 && ih < H && iw >= 0 && iw < W;\n"
+      << "    const float v = LD(E, in ? ih * W + iw : 0);\n"
+      << "    x[t] = in ? v : 0.0f;\n"
+      << "  }\n"
+      << "  return 0.0f;\n"
+      << "}\n"
+      << "inline float xdw_sum(__private const float* x, __global const real_t* w) {\n"
+      << "  float s = 0.0f;\n"
+      << "  _Pragma(\"unroll\") for (int t = 0; t < " << taps << "; ++t) s += LD(w, t) * x[t];\n"
+      << "  return s;\n"
+      << "}\n";
+  }
+  o << "#define XPRO_PARAMS";
+  if (depthwise) o << " , __global const real_t* DW, int DWo, Dims xdw";
   for (int k = 1; k <= operands; ++k) o << " , __global const real_t* P" << k << ", int P" << k << "o";
   o << "\n#define XPRO(v, c) xpro_program((v)";
   for (int k = 1; k <= operands; ++k) o << ", LD(P" << k << ", P" << k << "o + (c))";

@@ -37,7 +37,14 @@ std::string epilogue_cl(const Epilogue& e, const std::vector<EpilogueRead>& read
 // gemm.cl: XPRO_PARAMS (`__global const real_t* P<k>, int P<k>o` for
 // operands 1..`operands`, each one value per channel) and XPRO(v, c), the
 // program at X's element v of channel c. Same semantics as Epilogue::eval.
-std::string channel_program_cl(const Epilogue& e, int operands);
+// With `depthwise` (ChannelProgram::depthwise) XPRO_PARAMS begins with the
+// depthwise weights and their dims (`__global const real_t* DW, int DWo,
+// Dims xdw`: the input's H, W and the output's width in its last three),
+// and XLOAD, XLOAD_TAPS, xdw_fetch(x, E, n, xdw) (the taps of output pixel
+// n in E's plane into x) and xdw_sum(x, w) (their sum with a channel's
+// weights) are defined, the stage's geometry compiled in (gemm.cl).
+std::string channel_program_cl(const Epilogue& e, int operands,
+                               const std::optional<ChannelDepthwise>& depthwise = std::nullopt);
 
 // `inline float name(float x0)`: a program of x0 alone as an OpenCL C
 // function (FusedMlp's hidden activation), placed after epilogue_cl's text

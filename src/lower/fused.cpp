@@ -129,11 +129,28 @@ bool lower_fused_conv(NodeBuilder& b) {
   if (!make_tail(b, 3, true, tail, end)) return false;
   if (const std::optional<ChannelProgram> cp = channel_program(b.node)) {
     const int64_t C = b.in(0).shape.size() == 4 ? b.in(0).shape[1] : -1;
-    for (int i = end; i < b.inputs(); ++i) {
+    const int operands_end = b.inputs() - (cp->depthwise ? 1 : 0);
+    if (cp->depthwise) {
+      // ChannelProgram::depthwise: input 0 is the depthwise conv's input; the
+      // last input its weights [C, 1, KH, KW]; Y's pixels its output's.
+      const ChannelDepthwise& d = *cp->depthwise;
+      const Shape &e = b.in(0).shape, &y = b.out(0).shape;
+      if (!b.has_in(operands_end) || !float32(b.in(operands_end)) || C < 1 || y.size() != 4 ||
+          b.in(operands_end).shape != Shape{C, 1, d.kh, d.kw})
+        return false;
+      for (int k = 0; k < 2; ++k)
+        if (y[2 + k] != (e[2 + k] + d.pads[k] + d.pads[2 + k] - (k ? d.dw * (d.kw - 1) : d.dh * (d.kh - 1)) - 1) /
+                                (k ? d.sw : d.sh) + 1)
+          return false;
+      tail.xdepthwise = true;
+      tail.xprogram_args.push_back(b.arg_in(operands_end));
+      tail.xdepthwise_dims = to_dims({e[2], e[3], y[3]}, 0);
+    }
+    for (int i = end; i < operands_end; ++i) {
       if (!b.has_in(i) || !float32(b.in(i)) || element_count(b.in(i).shape) != C) return false;
       tail.xprogram_args.push_back(b.arg_in(i));
     }
-    tail.xprogram_prelude = channel_program_cl(Epilogue::parse(cp->program), cp->operands);
+    tail.xprogram_prelude = channel_program_cl(Epilogue::parse(cp->program), cp->operands, cp->depthwise);
   }
   return lower_conv(b, tail);
 }

@@ -107,8 +107,13 @@ struct FusedTail {
   // The conv's channel program (channel_program(), graph.h): gemm.cl's
   // XPRO and XPRO_PARAMS (epilogue_cl.h channel_program_cl), its operands
   // passed after everything else. Only the 1x1 GEMM's tiles take it.
+  // With a depthwise input (ChannelProgram::depthwise) the prelude defines
+  // XLOAD too, the depthwise weights lead xprogram_args and `xdepthwise_dims`
+  // (X's H, W and the output's width) follows them.
   std::string xprogram_prelude;
   std::vector<TensorArg> xprogram_args;
+  bool xdepthwise = false;
+  Dims xdepthwise_dims{};
   bool xprogram() const { return !xprogram_prelude.empty(); }
   void append_args(NodeBuilder& b) const;           // all of the above but the channel program's
   void append_xprogram_args(NodeBuilder& b) const;  // the channel program's, after append_args' (gemm.cl XPRO_PARAMS)

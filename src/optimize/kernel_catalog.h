@@ -22,6 +22,7 @@ struct FusedForms {
   bool conv_maxpool = false;        // FusedConvMaxPool (OptimizeOptions::pool_fusion)
   bool channel_scaled_conv = false; // 1x1 convs scaling their input's channels (channel_scale_fusion)
   bool channel_program_conv = false; // 1x1 convs applying a channel program to X (channel_program_fusion)
+  bool depthwise_input_conv = false; // 1x1 convs whose X is a depthwise conv they compute (depthwise_input_fusion)
   bool mlp = false;                 // FusedMlp (mlp_fusion)
   // MatMul/FusedMatMul reading OperandViews (strided_operands; FusedAttention
   // reads them on every device).

@@ -31,16 +31,18 @@ std::string unique_tensor_name(const Graph& g, const std::string& base);
 int add_int64_constant(Graph& g, const std::string& base, const std::vector<int64_t>& v);
 
 struct FuseCounts {
-  int conv = 0, matmul = 0, elementwise = 0, batchnorm = 0, pool = 0, channel_scales = 0, channel_programs = 0, mlps = 0;
+  int conv = 0, matmul = 0, elementwise = 0, batchnorm = 0, pool = 0, channel_scales = 0, channel_programs = 0,
+      depthwise_inputs = 0, mlps = 0;
 };
 // BatchNormalization into the preceding Conv's weights (or into Mul/Add
 // when no Conv precedes it), then each Conv/MatMul/Gemm with the chain of
 // elementwise nodes after it, then the remaining elementwise chains; with
 // `pool`, a MaxPool after a convolution without epilogue inputs too; with
 // `channel_scales`, then channel_scales_into_convs; with
-// `channel_programs`, channel_programs_into_convs; with `mlps`, last
+// `channel_programs`, channel_programs_into_convs; with
+// `depthwise_inputs`, depthwise_into_pointwise_convs; with `mlps`, last
 // mlp_pairs.
-FuseCounts fuse(Graph& g, bool pool, bool channel_scales, bool channel_programs, bool mlps);
+FuseCounts fuse(Graph& g, bool pool, bool channel_scales, bool channel_programs, bool depthwise_inputs, bool mlps);
 
 // A scalar Mul or Div whose result only a MatMul reads moves after the
 // MatMul, where fuse() takes it into the product's epilogue. Returns how many.
@@ -60,6 +62,12 @@ int channel_scales_into_convs(Graph& g);
 // read only by a 1x1 convolution becomes that convolution's channel program
 // (ChannelProgram, graph.h; docs/fused-ops.md). Returns how many.
 int channel_programs_into_convs(Graph& g);
+
+// A depthwise convolution (one filter per channel, no epilogue inputs) read
+// only by a 1x1 convolution becomes that convolution's depthwise input, its
+// bias and program the channel program (ChannelProgram::depthwise, graph.h;
+// docs/fused-ops.md#depthwise-input-channelprogramdepthwise). Returns how many.
+int depthwise_into_pointwise_convs(Graph& g);
 
 // Two 1x1 convolutions of one-pixel maps in a row, the first read only by
 // the second (squeeze-and-excitation's two fully connected layers), become

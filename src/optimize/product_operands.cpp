@@ -303,6 +303,62 @@ int channel_programs_into_convs(Graph& g) {
   });
 }
 
+// A depthwise convolution (Conv or FusedConv, one filter per channel, no
+// epilogue inputs, explicit pads) read only by a 1x1 convolution: the
+// conv reads the depthwise conv's input and computes each depthwise sum as
+// its GEMM loads X, then the depthwise bias and program as its channel
+// program (x0 + V1, then the activation), so the expanded map after the
+// depthwise conv is never stored and its kernel never runs: MobileNet-V2's,
+// MNASNet's and ShuffleNet's blocks end in these two convs.
+int depthwise_into_pointwise_convs(Graph& g) {
+  return fuse_writers_into_pointwise_convs(g, [&](Node& conv, const Node& dw) {
+    if ((dw.op_type != "Conv" && dw.op_type != "FusedConv") || channel_scaled(dw) || channel_program(dw) ||
+        dw.outputs.size() != 1 || dw.inputs.size() < 2 || dw.inputs.size() > 3 || dw.inputs[0] < 0 || dw.inputs[1] < 0)
+      return false;
+    if (g.tensors[conv.inputs[1]].shape[0] < 2) return false;
+    const Tensor &x = g.tensors[dw.inputs[0]], &w = g.tensors[dw.inputs[1]], &y = g.tensors[dw.outputs[0]];
+    const int64_t C = x.shape.size() == 4 ? x.shape[1] : -1;
+    if (C < 1 || !is_f32(x) || !is_f32(w) || w.shape != Shape{C, 1, w.shape.size() == 4 ? w.shape[2] : 0,
+                                                               w.shape.size() == 4 ? w.shape[3] : 0} ||
+        dw.get_int("group", 1) != C || y.shape.size() != 4 || y.shape[1] != C)
+      return false;
+    const int bias = dw.inputs.size() == 3 ? dw.inputs[2] : -1;
+    if (bias >= 0 && (!is_f32(g.tensors[bias]) || g.tensors[bias].shape != Shape{C})) return false;
+    const std::string auto_pad = dw.get_string("auto_pad", "NOTSET");
+    const std::vector<int64_t> s = dw.get_ints("strides", {1, 1}), d = dw.get_ints("dilations", {1, 1}),
+                               p = dw.get_ints("pads", {0, 0, 0, 0});
+    if ((auto_pad != "NOTSET" && auto_pad != "VALID") || s.size() != 2 || d.size() != 2 || p.size() != 4) return false;
+    ChannelDepthwise stage{w.shape[2], w.shape[3], s[0], s[1], d[0], d[1]};
+    for (int k = 0; k < 4 && auto_pad == "NOTSET"; ++k) stage.pads[k] = p[size_t(k)];
+    Epilogue e;
+    try {
+      e = Epilogue::parse(dw);
+    } catch (const Error&) {
+      return false;
+    }
+    if (e.inputs() > 1) return false;
+    // Program: the bias as operand x1 first (t0 = x0 + x1), then the
+    // depthwise conv's program on t0.
+    if (bias >= 0) {
+      Epilogue with_bias;
+      with_bias.code.push_back({"Add", {{EpilogueOperand::Kind::Input, 0, 0}, {EpilogueOperand::Kind::Input, 1, 0}}});
+      for (EpilogueInstr in : e.code) {
+        for (EpilogueOperand& a : in.args)
+          if (a.kind == EpilogueOperand::Kind::Input) a = {EpilogueOperand::Kind::Temp, 0, 0};
+          else if (a.kind == EpilogueOperand::Kind::Temp) ++a.index;
+        with_bias.code.push_back(in);
+      }
+      e = with_bias;
+    }
+    as_fused_conv(conv);
+    conv.inputs[0] = dw.inputs[0];
+    if (bias >= 0) conv.inputs.push_back(bias);
+    conv.inputs.push_back(dw.inputs[1]);  // the depthwise weights last
+    conv.decisions.channel_program = ChannelProgram{e.to_strings(), bias >= 0 ? 1 : 0, stage};
+    return true;
+  });
+}
+
 namespace {
 
 // A Conv or FusedConv that is a fully connected layer: a 1x1 conv of a

@@ -48,10 +48,11 @@ Node core_node(const Node& n, const std::string& op, const std::vector<std::stri
   return core;
 }
 
-// X with channel program `p` applied at every element, its operands the
+// `x` with channel program `p` applied at every element, its operands the
 // inputs from `first` on (one value per channel each); `what` names it in
 // errors.
-HostTensor channel_program_applied(const OpContext& c, const ChannelProgram& p, size_t first, const std::string& what) {
+HostTensor channel_program_applied(const OpContext& c, const HostTensor& x, const ChannelProgram& p, size_t first,
+                                   const std::string& what) {
   Epilogue e;
   try {
     e = Epilogue::parse(p.program);
@@ -61,7 +62,6 @@ HostTensor channel_program_applied(const OpContext& c, const ChannelProgram& p, 
   if (e.inputs() > p.operands + 1)
     c.fail(what + " reads x" + std::to_string(e.inputs() - 1) + " but has " + std::to_string(p.operands) +
            " operands");
-  const HostTensor& x = c.input(0);
   if (x.shape.size() < 3) c.fail(what + " over a rank-" + std::to_string(x.shape.size()) + " X");
   const int64_t n = x.count(), C = x.shape[1], inner = n / std::max<int64_t>(1, x.shape[0] * C);
   std::vector<std::vector<float>> v;
@@ -98,11 +98,31 @@ Outputs FusedConv(const OpContext& c) {
   const bool scaled = channel_scaled(c.node);
   const std::optional<ChannelProgram> cp = scaled ? ChannelProgram{{"Mul x0 x1"}, 1} : channel_program(c.node);
   const std::string what = scaled ? "channel scale" : "channel program";
-  if (cp && (cp->operands < 0 || c.input_count() < 3 + size_t(cp->operands)))
+  const size_t depthwise = cp && cp->depthwise ? 1 : 0;  // its weights the last input
+  if (cp && (cp->operands < 0 || c.input_count() < 3 + size_t(cp->operands) + depthwise))
     c.fail(what + " of " + std::to_string(cp->operands) + " operands without its inputs");
-  const size_t end = c.input_count() - (cp ? size_t(cp->operands) : 0);
+  const size_t end = c.input_count() - (cp ? size_t(cp->operands) + depthwise : 0);
   HostTensor x_scaled;
-  if (cp) x_scaled = channel_program_applied(c, *cp, end, what);
+  if (cp && cp->depthwise) {
+    // ChannelProgram::depthwise: X is the depthwise conv of input 0, the
+    // program over its sums.
+    const ChannelDepthwise& d = *cp->depthwise;
+    const HostTensor& x = c.input(0);
+    if (x.shape.size() != 4) c.fail("depthwise input over a rank-" + std::to_string(x.shape.size()) + " X");
+    Node dw;
+    dw.name = c.node.name;
+    dw.op_type = "Conv";
+    dw.attrs["group"] = Attribute::of_int(x.shape[1]);
+    dw.attrs["kernel_shape"] = Attribute::of_ints({d.kh, d.kw});
+    dw.attrs["strides"] = Attribute::of_ints({d.sh, d.sw});
+    dw.attrs["dilations"] = Attribute::of_ints({d.dh, d.dw});
+    dw.attrs["pads"] = Attribute::of_ints({d.pads[0], d.pads[1], d.pads[2], d.pads[3]});
+    const HostTensor* none = nullptr;
+    x_scaled = evaluate(dw, {&x, &c.input(c.input_count() - 1), none})[0];
+    x_scaled = channel_program_applied(c, x_scaled, *cp, end, what);
+  } else if (cp) {
+    x_scaled = channel_program_applied(c, c.input(0), *cp, end, what);
+  }
   std::vector<const HostTensor*> core_in = {cp ? &x_scaled : &c.input(0), &c.input(1),
                                             c.has_input(2) ? &c.input(2) : nullptr};
   Outputs out = evaluate(core_node(c.node, "Conv", kConvAttrs, 3), core_in);

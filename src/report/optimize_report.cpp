@@ -19,6 +19,7 @@ json optimize_json(const OptimizeReport& r, const std::vector<OptimizationShare>
          {"fused_pool", r.fused_pool},
          {"fused_channel_scales", r.fused_channel_scales},
          {"fused_channel_programs", r.fused_channel_programs},
+         {"fused_depthwise_inputs", r.fused_depthwise_inputs},
          {"fused_mlps", r.fused_mlps},
          {"fused_layernorm", r.fused_layernorm},
          {"fused_attention", r.fused_attention},
@@ -40,7 +41,8 @@ void print_optimize_summary(const json& o, std::ostream& out) {
   out << "optimized: " << o["nodes_before"] << " -> " << o["nodes_after"] << " nodes (" << o["fused_conv"]
       << " FusedConv, " << o["fused_matmul"] << " FusedMatMul, " << o["fused_elementwise"] << " FusedElementwise, "
       << o["fused_pool"] << " FusedConvMaxPool, " << o["fused_channel_scales"] << " channel scales into convs, "
-      << o["fused_channel_programs"] << " channel programs into convs, "
+      << o["fused_channel_programs"] << " channel programs into convs, " << o["fused_depthwise_inputs"]
+      << " depthwise convs into 1x1s, "
       << o["fused_mlps"] << " FusedMlp, " << o["fused_attention"] << " FusedAttention, "
       << o["fused_layernorm"] << " LayerNormalization, " << o["folded_batchnorm"] << " BatchNormalization folded), " << o["inplace"] << " in place, "
       << o["elided_concats"] << " concats elided, " << o["viewed_nodes"] << " made views, order "

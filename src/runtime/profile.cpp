@@ -30,6 +30,10 @@ NodeCost node_cost(const Graph& g, const Node& n) {
   const std::string& op = n.op_type;
   if (op == "Conv" || op == "FusedConv") {
     c.flops = 2 * tail(*y, 0) * tail(*b, 1);  // W: [OC, C/groups, k...]
+    // A depthwise input's sums, one per input channel at each of Y's pixels.
+    if (const std::optional<ChannelProgram> p = channel_program(n); p && p->depthwise && y->size() == 4)
+      c.flops += 2 * double((*y)[0]) * double((*b)[1]) * double((*y)[2]) * double((*y)[3]) *
+                 double(p->depthwise->kh * p->depthwise->kw);
   } else if (op == "FusedConvMaxPool" && a->size() == b->size() && a->size() >= 3) {
     // The conv's work at each of its output pixels (never stored: Y is the
     // pool's), sizes from the conv attributes as Conv's shape inference.
