@@ -531,6 +531,10 @@ TEST(FusedKernels, ConvSplitK) {
                   {random_tensor({1, 40, 6, 6}), random_tensor({24, 40, 3, 3}, -1, 1, 2), random_tensor({24}, -1, 1, 3)},
                   {}};
   expect_kernels(gpu, plain, {"splitk_zero", "conv2d_gemm"});
+  // A FusedConv whose program is the identity (a projection's folded
+  // BatchNormalization): no pass after the slices either.
+  expect_kernels(gpu, fused_conv({1, 40, 6, 6}, {24, 40, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, {}, 0),
+                 {"splitk_zero", "conv2d_gemm"});
   // Y over the residual (in place, ResNet's blocks): the slices add onto the
   // residual Y already holds, then the rest of the program (Relu) in place.
   FusedCase in_place = fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1);
