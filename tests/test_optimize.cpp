@@ -165,6 +165,14 @@ std::vector<HostTensor> run_graph(const Graph& g, const HostTensor& input,
   return out;
 }
 
+// run_graph with no node left to the CPU fallback.
+std::vector<HostTensor> run_on_device_kernels(const Graph& g, const HostTensor& input,
+                                              const std::shared_ptr<runtime::Device>& dev,
+                                              const lower::KernelChoice& kernels) {
+  return run_graph(
+      g, input, dev, [](const runtime::Session& session) { EXPECT_TRUE(session.fallback_nodes().empty()); }, kernels);
+}
+
 }  // namespace
 
 TEST(Optimize, EveryCombinationComputesTheSameOutput) {
@@ -684,8 +692,7 @@ TEST(Optimize, PerChannelProgramsGoIntoOneByOneConvs) {
   g.topological_sort();
   const HostTensor input = random_tensor(xs, rng, -2, 2);
   auto run_all = [&](const Graph& gr, const std::shared_ptr<runtime::Device>& dev, const lower::KernelChoice& k = {}) {
-    return run_graph(
-        gr, input, dev, [&](const runtime::Session& session) { EXPECT_TRUE(session.fallback_nodes().empty()); }, k);
+    return run_on_device_kernels(gr, input, dev, k);
   };
   const std::vector<HostTensor> want = run_all(g, nullptr);
   Graph on_cpu = g;
@@ -781,8 +788,7 @@ TEST(Optimize, DepthwiseConvsGoIntoOneByOneConvs) {
   g.topological_sort();
   const HostTensor input = random_tensor(xs, rng, -2, 2);
   auto run_all = [&](const Graph& gr, const std::shared_ptr<runtime::Device>& dev, const lower::KernelChoice& k = {}) {
-    return run_graph(
-        gr, input, dev, [&](const runtime::Session& session) { EXPECT_TRUE(session.fallback_nodes().empty()); }, k);
+    return run_on_device_kernels(gr, input, dev, k);
   };
   const std::vector<HostTensor> want = run_all(g, nullptr);
   Graph on_cpu = g, apart = g;
@@ -879,8 +885,7 @@ TEST(Optimize, FullyConnectedPairsBecomeOneMlp) {
   g.topological_sort();
   const HostTensor input = random_tensor({1, C, 5, 6}, rng, -2, 2);
   auto run_all = [&](const Graph& gr, const std::shared_ptr<runtime::Device>& dev, const lower::KernelChoice& k = {}) {
-    return run_graph(
-        gr, input, dev, [&](const runtime::Session& session) { EXPECT_TRUE(session.fallback_nodes().empty()); }, k);
+    return run_on_device_kernels(gr, input, dev, k);
   };
   const std::vector<HostTensor> want = run_all(g, nullptr);
   Graph unfused = g;
