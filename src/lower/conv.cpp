@@ -34,6 +34,10 @@ SpatialPad spatial_pad(const Node& n, size_t dim, size_t rank, int64_t in, int64
   return {pads[dim], pads[rank + dim]};
 }
 
+int64_t conv_out_extent(int64_t in, int64_t pad_total, int64_t k, int64_t stride, int64_t dilation) {
+  return (in + pad_total - dilation * (k - 1) - 1) / stride + 1;
+}
+
 namespace {
 
 // Output size of a (forward) convolution's spatial dim `k` of `rank`.
@@ -42,7 +46,7 @@ int64_t conv_out_size(const Node& n, size_t k, size_t rank, int64_t in, int64_t 
   if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") return ceil_div(in, st);
   std::vector<int64_t> pads = n.get_ints("pads");
   int64_t total = auto_pad == "VALID" || pads.size() != 2 * rank ? 0 : pads[k] + pads[rank + k];
-  return (in + total - dl * (kk - 1) - 1) / st + 1;
+  return conv_out_extent(in, total, kk, st, dl);
 }
 
 // `conv_out`: the convolution's output shape when Y is not it (a fused pool).
@@ -274,8 +278,6 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
     tail.append_args(b);
     tail.append_xprogram_args(b);
   };
-  // K-groups pay where K is long against the output: at least two of its
-  // 64-deep steps (docs/kernel-choices.md#k-groups).
   if (tail.xdepthwise) {
     // Split only where it adds one launch at most (zeroing Y, or the
     // epilogue after): the two kernels apart were two.
@@ -284,6 +286,8 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
     emit(depthwise_input_variant(b, g.M, g.N, g.K, nb, split_k_allowed(b, g.K, total, tail) && passes <= 1));
     return;
   }
+  // K-groups pay where K is long against the output: at least two of its
+  // 64-deep steps (docs/kernel-choices.md#k-groups).
   const bool can_kgroups = g.K >= 128;
   emit(pick_variant(b, shape_key("gemm", {g.M, g.N, g.K, nb, g.a_sk == 1, g.b_sn == 1}), g.M, g.N, g.K, nb,
                     split_k_allowed(b, g.K, total, tail), emit, nullptr, can_kgroups, true, g.narrow_tiles));
@@ -306,10 +310,11 @@ void FusedTail::append_args(NodeBuilder& b) const {
 }
 
 void FusedTail::append_xprogram_args(NodeBuilder& b) const {
-  for (size_t k = 0; k < xprogram_args.size(); ++k) {
-    b.more_args(xprogram_args[k]);
-    if (k == 0 && xdepthwise) b.more_args(xdepthwise_dims);
+  if (xdepthwise) {
+    b.more_args(xdepthwise_weights);
+    b.more_args(xdepthwise_dims);
   }
+  for (const TensorArg& a : xprogram_args) b.more_args(a);
 }
 
 bool lower_conv(NodeBuilder& b) { return lower_conv(b, FusedTail{}); }

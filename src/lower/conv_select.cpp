@@ -352,6 +352,27 @@ std::string gemm_variant_by_shape(int64_t M, int64_t N, int64_t K, int64_t batch
   return fastest_gemm(candidates, M, N, K, batches, cu).name();
 }
 
+// `t` split as forced: unsplit where `can_split` is false or no split is
+// forced, else f.splits slices (-1: by shape).
+static Variant forced_splits(const Forced& f, const Tiles& t, int64_t M, int64_t N, int64_t K, int64_t batches,
+                             int64_t cu, bool can_split) {
+  if (!can_split || f.splits == 0 || f.splits == 1) return Variant{&t};
+  return f.splits < 0 ? split_by_shape(t, M, N, K, batches, cu) : split_k(t, K, f.splits);
+}
+
+Variant depthwise_input_variant(const NodeBuilder& b, int64_t M, int64_t N, int64_t K, int64_t batches,
+                                bool can_split) {
+  const Forced f = forced(b);
+  if (f.tiles || f.splits != 0 || f.kgroups || f.depth != kTK) {  // as pick_variant takes them (no k-groups)
+    return forced_splits(f, f.tiles ? *f.tiles : kTiles[0], M, N, K, batches, std::max(1, b.compute_units()),
+                         can_split);
+  }
+  const Tiles& t = kTiles[0];
+  const int64_t cu = std::max(1, b.compute_units()), groups = ceil_div(M, t.tm()) * ceil_div(N, t.tn()) * batches;
+  if (!can_split) return Variant{groups < cu ? &kNarrowTiles[2] : &t};  // 32x16: twice the groups, the same sums
+  return split_k(t, K, std::min(ceil_div(2 * cu, groups), K / (2 * kTK)));
+}
+
 // The variant of a GPU GEMM whose launches `emit(v)` appends to b.launches,
 // for the shape named `key`: forced, else the tuning cache's choice
 // (texplan tune times every candidate once: each tile unsplit, and where
@@ -360,21 +381,6 @@ std::string gemm_variant_by_shape(int64_t M, int64_t N, int64_t K, int64_t batch
 //
 // `wino` (a conv Winograd takes, on a GPU): "winograd" and its splits are
 // candidates too, and the guess where their cost is below the direct one's.
-Variant depthwise_input_variant(const NodeBuilder& b, int64_t M, int64_t N, int64_t K, int64_t batches,
-                                bool can_split) {
-  const Forced f = forced(b);
-  if (f.tiles || f.splits != 0 || f.kgroups || f.depth != kTK) {  // as pick_variant takes them (no k-groups)
-    const Tiles& t = f.tiles ? *f.tiles : kTiles[0];
-    if (!can_split || f.splits == 0 || f.splits == 1) return Variant{&t};
-    const int64_t cu = std::max(1, b.compute_units());
-    return f.splits < 0 ? split_by_shape(t, M, N, K, batches, cu) : split_k(t, K, f.splits);
-  }
-  const Tiles& t = kTiles[0];
-  const int64_t cu = std::max(1, b.compute_units()), groups = ceil_div(M, t.tm()) * ceil_div(N, t.tn()) * batches;
-  if (!can_split) return Variant{groups < cu ? &kNarrowTiles[2] : &t};  // 32x16: twice the groups, the same sums
-  return split_k(t, K, std::min(ceil_div(2 * cu, groups), K / (2 * kTK)));
-}
-
 Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int64_t K, int64_t batches,
                      bool can_split, const std::function<void(const Variant&)>& emit,
                      const WinogradShape* wino, bool can_kgroups, bool product, bool narrow) {
@@ -391,11 +397,7 @@ Variant pick_variant(NodeBuilder& b, std::string key, int64_t M, int64_t N, int6
     v.depth = f.depth;
     return v;
   }
-  if (f.tiles || f.splits != 0) {
-    const Tiles& t = choose_tiles(b, M, N, batches);
-    if (!can_split || f.splits == 0 || f.splits == 1) return Variant{&t};
-    return f.splits < 0 ? split_by_shape(t, M, N, K, batches, cu) : split_k(t, K, f.splits);
-  }
+  if (f.tiles || f.splits != 0) return forced_splits(f, choose_tiles(b, M, N, batches), M, N, K, batches, cu, can_split);
   std::vector<Variant> candidates = gemm_candidates(M, N, K, batches, cu, can_split, can_kgroups, narrow);
   // The guess without Winograd: a product on a GPU by the measured GEMM
   // times, anything else by the tile rules.

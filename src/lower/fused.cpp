@@ -138,12 +138,11 @@ bool lower_fused_conv(NodeBuilder& b) {
       if (!b.has_in(operands_end) || !float32(b.in(operands_end)) || C < 1 || y.size() != 4 ||
           b.in(operands_end).shape != Shape{C, 1, d.kh, d.kw})
         return false;
-      for (int k = 0; k < 2; ++k)
-        if (y[2 + k] != (e[2 + k] + d.pads[k] + d.pads[2 + k] - (k ? d.dw * (d.kw - 1) : d.dh * (d.kh - 1)) - 1) /
-                                (k ? d.sw : d.sh) + 1)
-          return false;
+      if (y[2] != conv_out_extent(e[2], d.pads[0] + d.pads[2], d.kh, d.sh, d.dh) ||
+          y[3] != conv_out_extent(e[3], d.pads[1] + d.pads[3], d.kw, d.sw, d.dw))
+        return false;
       tail.xdepthwise = true;
-      tail.xprogram_args.push_back(b.arg_in(operands_end));
+      tail.xdepthwise_weights = b.arg_in(operands_end);
       tail.xdepthwise_dims = to_dims({e[2], e[3], y[3]}, 0);
     }
     for (int i = end; i < operands_end; ++i) {

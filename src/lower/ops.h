@@ -50,6 +50,10 @@ GemmParams gemm_params(const G& g) {
   return p;
 }
 
+// A convolution's output extent along one axis: `in` pixels padded by
+// `pad_total`, a kernel of `k` taps `dilation` apart, `stride`.
+int64_t conv_out_extent(int64_t in, int64_t pad_total, int64_t k, int64_t stride, int64_t dilation);
+
 // Begin and end padding of spatial dim `dim` of a Conv/Pool-like node, from
 // pads or auto_pad (the output size `out` is known from the static shapes).
 struct SpatialPad {
@@ -108,11 +112,12 @@ struct FusedTail {
   // XPRO and XPRO_PARAMS (epilogue_cl.h channel_program_cl), its operands
   // passed after everything else. Only the 1x1 GEMM's tiles take it.
   // With a depthwise input (ChannelProgram::depthwise) the prelude defines
-  // XLOAD too, the depthwise weights lead xprogram_args and `xdepthwise_dims`
-  // (X's H, W and the output's width) follows them.
+  // XLOAD too, and the depthwise weights and `xdepthwise_dims` (X's H, W
+  // and the output's width) are passed before the operands.
   std::string xprogram_prelude;
-  std::vector<TensorArg> xprogram_args;
+  std::vector<TensorArg> xprogram_args;  // the program's operands
   bool xdepthwise = false;
+  TensorArg xdepthwise_weights{};
   Dims xdepthwise_dims{};
   bool xprogram() const { return !xprogram_prelude.empty(); }
   void append_args(NodeBuilder& b) const;           // all of the above but the channel program's

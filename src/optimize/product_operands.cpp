@@ -318,8 +318,7 @@ int depthwise_into_pointwise_convs(Graph& g) {
     if (g.tensors[conv.inputs[1]].shape[0] < 2) return false;
     const Tensor &x = g.tensors[dw.inputs[0]], &w = g.tensors[dw.inputs[1]], &y = g.tensors[dw.outputs[0]];
     const int64_t C = x.shape.size() == 4 ? x.shape[1] : -1;
-    if (C < 1 || !is_f32(x) || !is_f32(w) || w.shape != Shape{C, 1, w.shape.size() == 4 ? w.shape[2] : 0,
-                                                               w.shape.size() == 4 ? w.shape[3] : 0} ||
+    if (C < 1 || !is_f32(x) || !is_f32(w) || w.shape.size() != 4 || w.shape[0] != C || w.shape[1] != 1 ||
         dw.get_int("group", 1) != C || y.shape.size() != 4 || y.shape[1] != C)
       return false;
     const int bias = dw.inputs.size() == 3 ? dw.inputs[2] : -1;

@@ -102,7 +102,7 @@ Outputs FusedConv(const OpContext& c) {
   if (cp && (cp->operands < 0 || c.input_count() < 3 + size_t(cp->operands) + depthwise))
     c.fail(what + " of " + std::to_string(cp->operands) + " operands without its inputs");
   const size_t end = c.input_count() - (cp ? size_t(cp->operands) + depthwise : 0);
-  HostTensor x_scaled;
+  HostTensor x_scaled, sums;
   if (cp && cp->depthwise) {
     // ChannelProgram::depthwise: X is the depthwise conv of input 0, the
     // program over its sums.
@@ -118,11 +118,9 @@ Outputs FusedConv(const OpContext& c) {
     dw.attrs["dilations"] = Attribute::of_ints({d.dh, d.dw});
     dw.attrs["pads"] = Attribute::of_ints({d.pads[0], d.pads[1], d.pads[2], d.pads[3]});
     const HostTensor* none = nullptr;
-    x_scaled = evaluate(dw, {&x, &c.input(c.input_count() - 1), none})[0];
-    x_scaled = channel_program_applied(c, x_scaled, *cp, end, what);
-  } else if (cp) {
-    x_scaled = channel_program_applied(c, c.input(0), *cp, end, what);
+    sums = evaluate(dw, {&x, &c.input(c.input_count() - 1), none})[0];
   }
+  if (cp) x_scaled = channel_program_applied(c, cp->depthwise ? sums : c.input(0), *cp, end, what);
   std::vector<const HostTensor*> core_in = {cp ? &x_scaled : &c.input(0), &c.input(1),
                                             c.has_input(2) ? &c.input(2) : nullptr};
   Outputs out = evaluate(core_node(c.node, "Conv", kConvAttrs, 3), core_in);
