@@ -121,6 +121,88 @@ inline void split_add(__global float* p, float v) {
   }
 }
 #endif
+
+// Split-K in one launch (docs/kernel-choices.md#split-k-in-one-launch): the
+// slices of one output tile meet at its semaphore, three ints of SEM (the
+// slices that started, whether the tile is zeroed, the slices done) that
+// start at 0 and are left at 0 for the next run. The first slice to start
+// zeroes the tile while the others run their part of K, so Y needs no
+// zeroing pass; every slice adds its sums once the zeros are out (a wait
+// only where a slice finished K before the first one zeroed); the last one
+// done applies the epilogue to the tile (SPLITK_FINISH), so no pass
+// follows. Nothing waits for a work-group that has not started: a slice
+// waits only for the first one, which started, and that one waits for
+// nobody. SPLITK_ONTO: Y already holds the residual, and nothing is zeroed.
+#define SPLIT_PARAMS , __global volatile int* SEM
+inline void split_fence(void) {
+#ifdef TEXPLAN_PTX
+  asm volatile("membar.gl;" ::: "memory");
+#else
+  mem_fence(CLK_GLOBAL_MEM_FENCE);
+#endif
+}
+inline bool split_lead(void) { return get_local_id(0) == 0 && get_local_id(1) == 0 && get_local_id(2) == 0; }
+// The semaphore of this work-group's tile: grid z is batch * splits + slice.
+inline __global volatile int* split_semaphore(__global volatile int* sem, int splits) {
+  const int z = get_group_id(2) / splits;
+  return sem + 3 * (get_group_id(0) + get_num_groups(0) * (get_group_id(1) + get_num_groups(1) * z));
+}
+// At the start: whether this work-group zeroes the tile (it started first);
+// it then calls split_zeroed after its stores of 0.
+inline bool split_start(__global volatile int* s, __local int* flag) {
+#ifdef SPLITK_ONTO
+  return false;
+#else
+  if (split_lead()) *flag = atomic_inc(&s[0]) == 0;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return *flag != 0;
+#endif
+}
+inline void split_zeroed(__global volatile int* s) {
+  split_fence();
+  barrier(CLK_GLOBAL_MEM_FENCE);
+  if (split_lead()) atomic_xchg(&s[1], 1);
+}
+// Before the adds: the tile's zeros are out.
+inline void split_wait_zeroed(__global volatile int* s) {
+#ifndef SPLITK_ONTO
+  if (split_lead())
+    while (atomic_or(&s[1], 0) == 0) {
+    }
+  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+#endif
+}
+// After the adds: whether this work-group is the tile's last (it then
+// finishes the tile, reading Y with split_get).
+inline bool split_leave(__global volatile int* s, __local int* flag, int splits) {
+#ifdef SPLITK_FINISH
+  split_fence();  // the adds performed before the count says so
+#endif
+  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+  if (split_lead()) {
+    const int last = atomic_inc(&s[2]) == splits - 1;
+    if (last) {
+      atomic_xchg(&s[0], 0);
+      atomic_xchg(&s[1], 0);
+      atomic_xchg(&s[2], 0);
+    }
+    *flag = last;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+#ifdef SPLITK_FINISH
+  split_fence();
+#endif
+  return *flag != 0;
+}
+// Y's sum as the other slices left it (past this compute unit's cache).
+inline float split_get(__global float* p) { return *(volatile __global float*)p; }
+#ifdef SPLITK_FINISH
+#define SPLIT_FINISH(p, i) (*(p) = EPI(split_get(p), (i)))
+#else
+#define SPLIT_FINISH(p, i)
+#endif
+#else
+#define SPLIT_PARAMS
 #endif
 
 // Storage of float tensors (activations, weights, packed weights): fp32, or

@@ -92,8 +92,8 @@ std::vector<float> winograd_weights(const HostTensor& weights, int64_t OC, int64
   return p;
 }
 
-// conv_winograd.cl's launches for variant `v` (whole, or split over the
-// input channels with gemm.cl's zero and finish passes); PH, PW > 0: the
+// conv_winograd.cl's launch for variant `v` (whole, or split over the
+// input channels); PH, PW > 0: the
 // 2x2 stride-2 max pool of the output (POOL2, never split).
 void launch_winograd(NodeBuilder& b, const ConvGeometry& g, bool has_bias, const TensorArg& bias, const FusedTail& tail,
                      const Variant& v, int64_t PH = 0, int64_t PW = 0) {
@@ -105,7 +105,7 @@ void launch_winograd(NodeBuilder& b, const ConvGeometry& g, bool has_bias, const
   const bool halves = !mma && v.wg_tiles == 16;
   const int64_t bt = mma ? 32 : halves ? 16 : f.winograd_tiles;
   const bool db = !mma && (halves || f.winograd_db);
-  const int64_t tiles = ceil_div(g.OH, 2) * ceil_div(g.OW, 2), total = g.N * g.OC * g.OH * g.OW;
+  const int64_t tiles = ceil_div(g.OH, 2) * ceil_div(g.OW, 2);
   Range r = group_range({size_t(ceil_div(tiles, bt)), size_t(ceil_div(g.OC, 32)), size_t(g.N * v.splits)},
                         {size_t(8 * bt), 1, 1});
   const bool pre = f.winograd_weights != "raw";
@@ -114,12 +114,10 @@ void launch_winograd(NodeBuilder& b, const ConvGeometry& g, bool has_bias, const
   const std::string build = f.winograd_build + (bt != 32 ? " -DWG_BT=" + std::to_string(bt) : "") +
                             (db ? " -DWG_DB" : "") + (db && f.winograd_ck8 ? " -DWG_CK=8" : "") +
                             (pairs ? std::string(" -DWG_PAIRS=") + (g.pw % 2 ? "1" : "2") : "");
-  // TEXPLAN_PTX on NVIDIA: split-K's red.global.add (common.cl split_add); nothing else reads it here.
   auto source = [&](const std::string& defines, const std::string& prelude) {
     const std::string form = defines + build + (pre ? " -DWG_PRE" : "");
     if (mma) return mma_build(b, "conv_winograd.cl", form + " -DWG_MMA", prelude);
-    return Source("conv_winograd.cl", form + (accepts_inline_ptx(b.device()) ? " -DTEXPLAN_PTX" : ""),
-                  prelude);
+    return Source("conv_winograd.cl", form, prelude);
   };
   const MemArg weights = b.packed(pre ? "winograd u" : "winograd g", [&] {
     return winograd_weights(*b.constant(1), g.OC, g.C, pre);
@@ -134,10 +132,9 @@ void launch_winograd(NodeBuilder& b, const ConvGeometry& g, bool has_bias, const
     args(source("-DPOOL2", tail.prelude));
     tail.append_args(b);
   } else if (v.splits > 1) {
-    launch_splitk_zero(b, Source("gemm.cl", "-DSPLITK"), b.arg_out(0), total, tail);
     p.splits = i32(v.splits), p.kslice = i32(v.kslice);
-    args(source("-DSPLITK", ""));
-    launch_splitk_finish(b, b.arg_out(0), total, tail);
+    args(source(split_k_defines(b, tail), split_k_prelude(b, tail)));
+    append_split_k_args(b, tail, r, v.splits);
   } else {
     args(source("", tail.prelude));
     tail.append_args(b);
@@ -163,24 +160,27 @@ bool output_overlaps_input(const NodeBuilder& b, int except) {
   return false;
 }
 
-// Split-K's passes around the slices' launch (prepared between them): Y's
-// `total` elements zeroed, and after the slices the epilogue in place, where
-// there is one.
-// With Y over its residual (FusedTail::residual), nothing is zeroed
-// and the finish pass runs the program after the residual Add.
+// With Y over its residual (FusedTail::residual) the slices add onto it.
 bool splits_onto_residual(const NodeBuilder& b, const FusedTail& tail) {
   return tail.residual && output_overlaps_input(b);
 }
-void launch_splitk_zero(NodeBuilder& b, const Source& split, const TensorArg& Y, int64_t total, const FusedTail& tail) {
-  b.used_split_k = true;  // every split lowering starts here
-  if (splits_onto_residual(b, tail)) return;
-  b.launch(split, "splitk_zero", linear_range(total), Y, i32(total));
+const std::string& split_k_prelude(const NodeBuilder& b, const FusedTail& tail) {
+  return splits_onto_residual(b, tail) ? tail.residual_prelude : tail.prelude;
 }
-void launch_splitk_finish(NodeBuilder& b, const TensorArg& Y, int64_t total, const FusedTail& tail) {
-  const std::string& prelude = splits_onto_residual(b, tail) ? tail.residual_prelude : tail.prelude;
-  if (prelude.empty()) return;
-  b.launch(Source("gemm.cl", "", prelude), "splitk_finish", linear_range(total), Y, i32(total));
-  tail.append_args(b);
+std::string split_k_defines(NodeBuilder& b, const FusedTail& tail) {
+  b.used_split_k = true;  // every split lowering builds its slices here
+  // On NVIDIA's driver the adds are PTX reductions, elsewhere (PoCL's CUDA
+  // device included: NVIDIA vendor, another compiler) compare-and-swap loops.
+  return std::string(" -DSPLITK") + (splits_onto_residual(b, tail) ? " -DSPLITK_ONTO" : "") +
+         (split_k_prelude(b, tail).empty() ? "" : " -DSPLITK_FINISH") +
+         (accepts_inline_ptx(b.device()) ? " -DTEXPLAN_PTX" : "");
+}
+void append_split_k_args(NodeBuilder& b, const FusedTail& tail, const Range& r, int64_t splits, bool xprogram) {
+  if (!split_k_prelude(b, tail).empty()) tail.append_args(b);
+  if (xprogram) tail.append_xprogram_args(b);
+  size_t tiles = 1;
+  for (cl_uint d = 0; d < r.dims; ++d) tiles *= r.global[d] / r.local[d];
+  b.more_args(b.semaphores(3 * tiles / size_t(splits)));
 }
 
 namespace {
@@ -203,14 +203,11 @@ Source gemm_source(const Tiles& t, const FusedTail& tail, int64_t depth = kTK) {
                 tail.prelude + tail.xprogram_prelude);
 }
 
-// The split-K build of gemm.cl's tiles (no epilogue: splitk_finish applies
-// it); on NVIDIA's driver the adds are PTX reductions, elsewhere (PoCL's CUDA
-// device included: NVIDIA vendor, another compiler) compare-and-swap loops.
-Source split_source(const Tiles& t, const NodeBuilder& b, const std::string& xprogram_prelude = "") {
+// The split-K build of gemm.cl's tiles, the epilogue in its last slices.
+Source split_source(const Tiles& t, NodeBuilder& b, const FusedTail& tail) {
   return Source("gemm.cl", "-DWPTM=" + std::to_string(t.wptm) + " -DWPTN=" + std::to_string(t.wptn) +
-                               (t.vec ? " -DVEC" : "") + " -DSPLITK" +
-                               (accepts_inline_ptx(b.device()) ? " -DTEXPLAN_PTX" : ""),
-                xprogram_prelude);
+                               (t.vec ? " -DVEC" : "") + split_k_defines(b, tail),
+                split_k_prelude(b, tail) + tail.xprogram_prelude);
 }
 
 // Prepared `gemm` launch; `batch` and the *_sb strides describe the batch.
@@ -265,13 +262,10 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
     Range r = group_range({size_t(ceil_div(g.N, t.tn())), size_t(ceil_div(g.M, t.tm())), size_t(nb * v.splits)},
                           {16, 16, 1});
     if (v.splits > 1) {
-      Source split = split_source(t, b, tail.xprogram_prelude);
-      launch_splitk_zero(b, split, Y, total, tail);
       GemmParams p = gemm_params(g);
       p.splits = i32(v.splits), p.kslice = i32(v.kslice);
-      launch_gemm_kernel(b, split, "gemm", r, A, B, C, Y, p);
-      tail.append_xprogram_args(b);
-      launch_splitk_finish(b, Y, total, tail);
+      launch_gemm_kernel(b, split_source(t, b, tail), "gemm", r, A, B, C, Y, p);
+      append_split_k_args(b, tail, r, v.splits, true);
       return;
     }
     launch_gemm_kernel(b, gemm_source(t, tail, v.depth), "gemm", r, A, B, C, Y, gemm_params(g));
@@ -279,11 +273,7 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
     tail.append_xprogram_args(b);
   };
   if (tail.xdepthwise) {
-    // Split only where it adds one launch at most (zeroing Y, or the
-    // epilogue after): the two kernels apart were two.
-    const bool onto = splits_onto_residual(b, tail);
-    const int passes = (onto ? 0 : 1) + ((onto ? tail.residual_prelude : tail.prelude).empty() ? 0 : 1);
-    emit(depthwise_input_variant(b, g.M, g.N, g.K, nb, split_k_allowed(b, g.K, total, tail) && passes <= 1));
+    emit(depthwise_input_variant(b, g.M, g.N, g.K, nb, split_k_allowed(b, g.K, total, tail)));
     return;
   }
   // K-groups pay where K is long against the output: at least two of its
@@ -381,12 +371,10 @@ bool lower_conv(NodeBuilder& b, const FusedTail& fused) {
                            size_t(g.N * g.groups * v.splits)},
                           {16, 16, 1});
     if (v.splits > 1) {
-      Source split = split_source(t, b);
-      launch_splitk_zero(b, split, b.arg_out(0), total, tail);
       ConvParams p = conv_params(g, has_bias);
       p.splits = i32(v.splits), p.kslice = i32(v.kslice);
-      launch_conv_kernel(b, split, "conv2d_gemm", r, b.arg_in(1), bias, p);
-      launch_splitk_finish(b, b.arg_out(0), total, tail);
+      launch_conv_kernel(b, split_source(t, b, tail), "conv2d_gemm", r, b.arg_in(1), bias, p);
+      append_split_k_args(b, tail, r, v.splits);
       return;
     }
     launch_conv_kernel(b, gemm_source(t, tail, v.depth), f.taps ? "conv2d_gemm_taps" : "conv2d_gemm", r, b.arg_in(1),

@@ -97,6 +97,16 @@ MemArg NodeBuilder::upload(const void* data, size_t bytes) {
   return {m};
 }
 
+MemArg NodeBuilder::semaphores(size_t count) {
+  const std::vector<cl_int> zeros(std::max<size_t>(count, 1), 0);
+  cl_int s = CL_SUCCESS;
+  cl_mem m = clCreateBuffer(dev_.context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, zeros.size() * sizeof(cl_int),
+                            const_cast<cl_int*>(zeros.data()), &s);
+  if (s != CL_SUCCESS) throw Error("allocating " + std::to_string(count) + " split-K semaphores: " + runtime::cl_error_name(s));
+  buffers.push_back(m);
+  return {m};
+}
+
 MemArg NodeBuilder::upload_floats(const float* data, size_t count) {
   if (!half) return upload(data, count * sizeof(float));
   std::vector<uint16_t> h(count);

@@ -91,7 +91,8 @@ void Session::Impl::prepare(const Graph& g) {
         if (b.used_tf32) tf32_nodes.push_back(node.name + " (" + node.op_type + ")");
         if (b.used_split_k) split_k_nodes.push_back(node.name + " (" + node.op_type + ")");
         // Weights the lowering packed (textures, Winograd) count as
-        // weights; those only a tuning candidate read are dropped.
+        // weights, and so do split-K's semaphores (a few KiB); those only a
+        // tuning candidate read are dropped.
         for (cl_mem m : b.buffers) {
           if (!reads(step.launches, m)) {
             clReleaseMemObject(m);
