@@ -94,17 +94,12 @@ bool run_on_device(const FusedCase& c, HostTensor& out, const Shape& out_shape,
     b.tf32 = c.tf32;
     // FusedConvMaxPool is not in lower_node's table yet (ops.h says why).
     lowered = c.op == "FusedConvMaxPool" ? lower::lower_fused_conv_maxpool(b) : lower::lower_node(b);
-    for (const lower::Launch& l : b.launches)
-      if (kernels) kernels->push_back(l.name + (b.used_split_k ? "/split" : ""));
-    // Split-K twice where Y holds no input: the second run finds the tiles'
-    // semaphores as the first found them (common.cl split_arrive).
-    const int runs = b.used_split_k && c.output_over < 0 ? 2 : 1;
-    for (int run = 0; run < runs; ++run)
-      for (const lower::Launch& l : b.launches) {
-        s = clEnqueueNDRangeKernel(dev->queue(), l.kernel, l.dims, nullptr, l.global,
-                                   l.has_local ? l.local : nullptr, 0, nullptr, nullptr);
-        EXPECT_EQ(s, CL_SUCCESS) << l.name;
-      }
+    for (const lower::Launch& l : b.launches) {
+      if (kernels) kernels->push_back(l.name);
+      s = clEnqueueNDRangeKernel(dev->queue(), l.kernel, l.dims, nullptr, l.global, l.has_local ? l.local : nullptr,
+                                 0, nullptr, nullptr);
+      EXPECT_EQ(s, CL_SUCCESS) << l.name;
+    }
   }
   out = HostTensor(DataType::Float32, out_shape);
   clEnqueueReadBuffer(dev->queue(), pool, CL_TRUE, size_t(offset.back()) * 4, out.bytes.size(), out.bytes.data(), 0,
@@ -498,10 +493,8 @@ TEST(FusedKernels, MatMul) {
 // ---------------------------------------------------------------- split-K
 
 namespace {
-// Split-K is one launch: its slices store or add, the last of each tile
-// applies the epilogue.
-const std::vector<std::string> kSplitPasses = {"conv2d_gemm/split"};
-const std::vector<std::string> kSplitGemmPasses = {"gemm/split"};
+const std::vector<std::string> kSplitPasses = {"splitk_zero", "conv2d_gemm", "splitk_finish"};
+const std::vector<std::string> kSplitGemmPasses = {"splitk_zero", "gemm", "splitk_finish"};
 
 // The case against the reference, and the kernels it ran.
 void expect_kernels(const lower::KernelChoice& choice, const FusedCase& c, const std::vector<std::string>& expected) {
@@ -512,9 +505,9 @@ void expect_kernels(const lower::KernelChoice& choice, const FusedCase& c, const
 }  // namespace
 
 // Split-K (gemm.cl SPLITK, forced: "TILES/sN"), on the portable
-// compare-and-swap adds here (PTX reductions on NVIDIA), in one launch: K not
-// a multiple of S x TK, bias or not, Relu, residual Add, grouped, strided,
-// batched; never where Y shares an input's storage but the residual's.
+// compare-and-swap adds here (PTX reductions on NVIDIA): K not a multiple of
+// S x TK, bias or not, Relu, residual Add, grouped, strided, batched; never
+// where Y shares an input's storage.
 TEST(FusedKernels, ConvSplitK) {
   for (const std::string v : {"32x32/s3", "128x64v/s4"}) {
     SCOPED_TRACE(v);
@@ -537,20 +530,20 @@ TEST(FusedKernels, ConvSplitK) {
   FusedCase plain{"Conv",
                   {random_tensor({1, 40, 6, 6}), random_tensor({24, 40, 3, 3}, -1, 1, 2), random_tensor({24}, -1, 1, 3)},
                   {}};
-  expect_kernels(gpu, plain, kSplitPasses);
+  expect_kernels(gpu, plain, {"splitk_zero", "conv2d_gemm"});
   // A FusedConv whose program is the identity (a projection's folded
-  // BatchNormalization).
+  // BatchNormalization): no pass after the slices either.
   expect_kernels(gpu, fused_conv({1, 40, 6, 6}, {24, 40, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, {}, 0),
-                 kSplitPasses);
+                 {"splitk_zero", "conv2d_gemm"});
   // Y over the residual (in place, ResNet's blocks): the slices add onto the
-  // residual Y already holds, the last ones then apply the rest of the program (Relu).
+  // residual Y already holds, then the rest of the program (Relu) in place.
   FusedCase in_place = fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1);
   in_place.output_over = 3;
-  expect_kernels(gpu, in_place, kSplitPasses);
-  // Nothing after the residual Add.
+  expect_kernels(gpu, in_place, {"conv2d_gemm", "splitk_finish"});
+  // Nothing after the residual Add: the slices alone.
   FusedCase add_only = fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, {"Add x1 x0"}, 1);
   add_only.output_over = 3;
-  expect_kernels(gpu, add_only, kSplitPasses);
+  expect_kernels(gpu, add_only, {"conv2d_gemm"});
   // The residual read again after the Add (Y no longer holds it): not split.
   FusedCase reread = fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, {"Add x0 x1", "Mul t0 x1"}, 1);
   reread.output_over = 3;
@@ -566,7 +559,7 @@ TEST(FusedKernels, ConvSplitK) {
 }
 
 // tf32's split-K (gemm_mma.cl, the mma emulated here) onto the residual Y
-// holds in place, as the fp32 kernels do, and apart from it: one launch.
+// holds in place, as the fp32 kernels do: no zeroing, the Relu after.
 TEST(FusedKernels, Tf32SplitKOntoTheResidual) {
   const lower::KernelChoice gpu = {.conv = "gpu", .tf32_emulation = true, .tf32_splits = 3, .unoptimized_programs = true};
   FusedCase in_place = fused_conv({1, 20, 12, 13}, {70, 20, 3, 3}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}, true, kResidualRelu, 1);
@@ -574,7 +567,7 @@ TEST(FusedKernels, Tf32SplitKOntoTheResidual) {
   in_place.tf32 = true;
   std::vector<std::string> kernels;
   expect_matches_reference(gpu, in_place, 5e-3, &kernels);
-  EXPECT_EQ(kernels, kSplitPasses);
+  EXPECT_EQ(kernels, (std::vector<std::string>{"conv2d_gemm", "splitk_finish"}));
   FusedCase apart = in_place;
   apart.output_over = -1;
   kernels.clear();
@@ -597,24 +590,24 @@ TEST(FusedKernels, MatMulSplitK) {
   mm(random_tensor({37, 100}), random_tensor({100, 21}, -1, 1, 2), {random_tensor({37, 21}, -1, 1, 3)}, {"Add x0 x1", "Relu t0"},
      kSplitGemmPasses);
   mm(random_tensor({37, 100}), random_tensor({100, 21}, -1, 1, 2), {random_tensor({37, 21}, -1, 1, 3)}, {"Add x0 x1", "Relu t0"},
-     kSplitGemmPasses, 2);
+     {"gemm", "splitk_finish"}, 2);
   // A Linear's bias, then the residual in place (a transformer's MLP output,
-  // x0 + b + r): the slices add onto the residual, the last ones add the bias;
-  // nothing after the sum but the bias: the same.
+  // x0 + b + r): the slices add onto the residual, the finish adds the bias;
+  // nothing after the sum but the bias: the same two passes.
   mm(random_tensor({37, 100}), random_tensor({100, 21}, -1, 1, 2), {random_tensor({21}, -1, 1, 3), random_tensor({37, 21}, -1, 1, 4)},
-     {"Add x0 x1", "Add t0 x2", "Relu t1"}, kSplitGemmPasses, 3);
+     {"Add x0 x1", "Add t0 x2", "Relu t1"}, {"gemm", "splitk_finish"}, 3);
   mm(random_tensor({37, 100}), random_tensor({100, 21}, -1, 1, 2), {random_tensor({21}, -1, 1, 3), random_tensor({37, 21}, -1, 1, 4)},
-     {"Add x1 x0", "Add x2 t0"}, kSplitGemmPasses, 3);
+     {"Add x1 x0", "Add x2 t0"}, {"gemm", "splitk_finish"}, 3);
   // The value before the residual read after it: not the residual form, not split.
   mm(random_tensor({37, 100}), random_tensor({100, 21}, -1, 1, 2), {random_tensor({21}, -1, 1, 3), random_tensor({37, 21}, -1, 1, 4)},
      {"Add x0 x1", "Add t0 x2", "Mul t1 t0"}, {"gemm"}, 3);
-  // Plain MatMul: nothing to finish.
+  // Plain MatMul: no finishing pass.
   FusedCase plain{"MatMul", {random_tensor({9, 64}), random_tensor({64, 11}, -1, 1, 2)}, {}};
-  expect_kernels(gpu, plain, kSplitGemmPasses);
+  expect_kernels(gpu, plain, {"splitk_zero", "gemm"});
   // Gemm: alpha on the slices, beta * broadcast C with slice 0, transposed A.
   FusedCase gemm{"Gemm", {random_tensor({50, 13}), random_tensor({50, 17}, -1, 1, 2), random_tensor({17}, -1, 1, 3)},
                  {{"alpha", Attribute::of_float(0.75f)}, {"beta", Attribute::of_float(-1.5f)}, {"transA", Attribute::of_int(1)}}};
-  expect_kernels(gpu, gemm, kSplitGemmPasses);
+  expect_kernels(gpu, gemm, {"splitk_zero", "gemm"});
 }
 
 // The k-groups forms (gemm_kgroups.cl, forced: "32x32k4", "64x64k2"...):

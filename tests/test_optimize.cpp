@@ -836,6 +836,46 @@ TEST(Optimize, DepthwiseConvsGoIntoOneByOneConvs) {
     SCOPED_TRACE(variant);
     expect_all_close(run_all(g, dev, {.conv = variant}), want);
   }
+  {
+    // Split over K (64 channels) in 3 slices, over poisoned pools: a 1x1
+    // whose Relu runs after its sums with no residual under them goes in one
+    // launch (gemm.cl SPLITK_ONE), one with nothing after its sums with its
+    // zeroing pass. Run twice: the second run finds the semaphores as the
+    // first did.
+    const Shape ws = {1, 64, 7, 5};
+    int wx = 0;
+    Graph w = graph_with_input("wide", ws, wx);
+    const int wd = tensor(w, "wd", ws), wr = tensor(w, "wr", ws), wy = tensor(w, "wy", {1, 32, 7, 5}),
+              wyr = tensor(w, "wyr", {1, 32, 7, 5}), we = tensor(w, "we", ws), wz = tensor(w, "wz", {1, 16, 7, 5});
+    node(w, "Conv", {wx, weight(w, "wd_w", {64, 1, 3, 3}, rng)}, {wd},
+         {{"group", Attribute::of_int(64)}, {"kernel_shape", Attribute::of_ints({3, 3})},
+          {"pads", Attribute::of_ints({1, 1, 1, 1})}});
+    node(w, "Relu", {wd}, {wr});
+    node(w, "Conv", {wr, weight(w, "wy_w", {32, 64, 1, 1}, rng)}, {wy});
+    node(w, "Relu", {wy}, {wyr});
+    node(w, "Conv", {wx, weight(w, "we_w", {64, 1, 3, 3}, rng)}, {we},
+         {{"group", Attribute::of_int(64)}, {"kernel_shape", Attribute::of_ints({3, 3})},
+          {"pads", Attribute::of_ints({1, 1, 1, 1})}});
+    node(w, "Conv", {we, weight(w, "wz_w", {16, 64, 1, 1}, rng)}, {wz});
+    for (int y : {wyr, wz}) w.tensors[y].is_output = true;
+    w.outputs = {wyr, wz};
+    w.topological_sort();
+    const HostTensor wide_input = random_tensor(ws, rng, -2, 2);
+    const std::vector<HostTensor> wide_want = run_graph(w, wide_input);
+    EXPECT_EQ(optimize(w, {.device_forms = lower::kernel_catalog().fused_for("gpu")}).fused_depthwise_inputs, 2);
+    const PlanInput pin = make_usage_records(w);
+    const plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
+    runtime::SessionOptions o;
+    o.guard = true;
+    o.kernel_choice = {.conv = "64x64/s3"};
+    runtime::Session split(w, pin, plan, dev, o);
+    o.kernel_choice = {.conv = "64x64"};
+    const runtime::Session whole(w, pin, plan, dev, o);
+    EXPECT_EQ(split.split_k_nodes().size(), 2u) << ::testing::PrintToString(split.split_k_nodes());
+    EXPECT_EQ(split.kernel_launches(), whole.kernel_launches() + 1) << "wz's zeroing pass only";
+    for (int run = 0; run < 2; ++run) expect_all_close(split.run({wide_input}), wide_want);
+    EXPECT_TRUE(split.guard_violations().empty());
+  }
   // Half storage: the taps and the depthwise weights read as half.
   UsageOptions uo;
   uo.float_storage = runtime::float_storage(runtime::Precision::Fp16);

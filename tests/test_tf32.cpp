@@ -37,7 +37,7 @@ struct Case {
 HostTensor run_case(const Case& c, runtime::Precision precision, const lower::KernelChoice& kernels, HostTensor& expected,
                     runtime::Precision* used = nullptr, int* launches = nullptr,
                     std::shared_ptr<runtime::Device> dev = nullptr, lower::TuningCache* tuning = nullptr,
-                    bool search = false, int* tf32_nodes = nullptr, bool* split = nullptr) {
+                    bool search = false, int* tf32_nodes = nullptr) {
   Node n;
   n.name = c.name;
   n.op_type = c.op;
@@ -80,11 +80,6 @@ HostTensor run_case(const Case& c, runtime::Precision precision, const lower::Ke
   else EXPECT_EQ(s.tf32_nodes().size(), s.precision() == runtime::Precision::Tf32 ? 1u : 0u) << c.name;
   if (launches) *launches = s.kernel_launches();
   EXPECT_TRUE(s.fallback_nodes().empty()) << c.name;
-  if (split) {
-    // A split node's second run finds its semaphores as the first did.
-    *split = !s.split_k_nodes().empty();
-    s.run(c.inputs);
-  }
   return s.run(c.inputs)[0];
 }
 
@@ -152,19 +147,14 @@ TEST(Tf32, TheShapeChoiceRunsToo) {
 }
 
 TEST(Tf32, SplitKMatchesTheReferenceWithinTf32Error) {
-  // K in up to 3 slices stored and added into Y, the last applying the epilogue (one launch).
+  // K in up to 3 slices added into Y (splitk_zero, the slices, splitk_finish's epilogue).
   const lower::KernelChoice split = emulated(3);
   for (const Case& c : cases()) {
     HostTensor expected;
     int launches = 0;
-    bool was_split = false;
-    EXPECT_LE(rel_error(run_case(c, runtime::Precision::Tf32, split, expected, nullptr, &launches, nullptr, nullptr,
-                                 false, nullptr, &was_split),
-                        expected),
-              5e-3)
+    EXPECT_LE(rel_error(run_case(c, runtime::Precision::Tf32, split, expected, nullptr, &launches), expected), 5e-3)
         << c.name;
-    EXPECT_EQ(launches, 1) << c.name;
-    EXPECT_EQ(was_split, c.op != "FusedConvMaxPool") << c.name;  // a max does not split
+    if (c.op != "FusedConvMaxPool") EXPECT_GE(launches, 2) << c.name << ": not split";  // a max does not split
   }
 }
 

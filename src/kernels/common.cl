@@ -122,8 +122,9 @@ inline void split_add(__global float* p, float v) {
 }
 #endif
 
-// Split-K in one launch (docs/kernel-choices.md#split-k-in-one-launch): the
-// slices of one output tile meet at its semaphore, three ints of SEM (the
+// Split-K in one launch (SPLITK_ONE;
+// docs/kernel-choices.md#split-k-in-one-launch-tried-kept-for-depthwise-inputs):
+// the slices of one output tile meet at its semaphore, three ints of SEM (the
 // slices that started, whether the tile is zeroed, the slices done) that
 // start at 0 and are left at 0 for the next run. The first slice to start
 // zeroes the tile while the others run their part of K, so Y needs no
@@ -133,7 +134,11 @@ inline void split_add(__global float* p, float v) {
 // follows. Nothing waits for a work-group that has not started: a slice
 // waits only for the first one, which started, and that one waits for
 // nobody. SPLITK_ONTO: Y already holds the residual, and nothing is zeroed.
+// gemm.cl's gemm only, for depthwise inputs that would not split otherwise
+// (lower/conv.cpp); without SPLITK_ONE these are no-ops around split_add.
+#ifdef SPLITK_ONE
 #define SPLIT_PARAMS , __global volatile int* SEM
+#define SPLIT_SEM(splits) split_semaphore(SEM, splits)
 inline void split_fence(void) {
 #ifdef TEXPLAN_PTX
   asm volatile("membar.gl;" ::: "memory");
@@ -199,6 +204,15 @@ inline float split_get(__global float* p) { return *(volatile __global float*)p;
 #ifdef SPLITK_FINISH
 #define SPLIT_FINISH(p, i) (*(p) = EPI(split_get(p), (i)))
 #else
+#define SPLIT_FINISH(p, i)
+#endif
+#else
+#define SPLIT_PARAMS
+#define SPLIT_SEM(splits) ((__global volatile int*)0)
+inline bool split_start(__global volatile int* s, __local int* flag) { return false; }
+inline void split_zeroed(__global volatile int* s) {}
+inline void split_wait_zeroed(__global volatile int* s) {}
+inline bool split_leave(__global volatile int* s, __local int* flag, int splits) { return false; }
 #define SPLIT_FINISH(p, i)
 #endif
 #else

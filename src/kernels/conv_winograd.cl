@@ -21,9 +21,9 @@
 // POOL2 (FusedConvMaxPool, 2x2 windows of stride 2): output tile t is pool
 // window t, so the store is the max of its four values (PH x PW pooled).
 // SPLITK: grid z = image * splits + slice, slice s sums channels
-// [s * kslice, +kslice) and adds its partial outputs into Y
-// (slice 0 with the bias) once the tile's first slice zeroed it, the last
-// applying the epilogue (common.cl split_start, split_leave: one launch).
+// [s * kslice, +kslice) and adds its partial outputs into Y (split_add,
+// common.cl; slice 0 with the bias); the host zeroes Y before and applies the
+// epilogue after (gemm.cl's splitk_zero / splitk_finish).
 //
 // WG_BT=16 with WG_DB, the fp32 build's 16-tile form (lower/conv.cpp takes it
 // where 32-tile groups leave the last wave half empty and 16-tile ones fill
@@ -95,21 +95,10 @@
 #if defined(SPLITK) && defined(POOL2)
 #error "SPLITK and POOL2 do not combine"
 #endif
-// STMT for each output o (in image img's planes from yi) of this
-// work-group's BM channels x BT tiles, spread over its items.
-#define WG_TILE_EACH(STMT)                                                        \
-  for (int p = tid; p < BM * BT * 4; p += NT) {                                   \
-    const int oc = m0 + p / (BT * 4), tile = t0 + (p / 4) % BT, k = p % 4;        \
-    const int oh = 2 * (tile / TW) + (k >> 1), ow = 2 * (tile % TW) + (k & 1);    \
-    if (oc < OC && tile < T && oh < OH && ow < OW) {                              \
-      const int o = oc * OHW + oh * OW + ow;                                      \
-      STMT;                                                                       \
-    }                                                                             \
-  }
 
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void conv2d_winograd(__global const float* X, __global const float* Wt, __global const float* Bias, __global float* Y,
-                     ConvParams cp EPI_PARAMS YWIN_PARAMS XWIN_PARAMS SPLIT_PARAMS) {
+                     ConvParams cp EPI_PARAMS YWIN_PARAMS XWIN_PARAMS) {
   CONV_PARAMS(cp)  // Wt: packed at load, read from its start (wo unused); slices of kslice channels
   // Us[e][c][m], Vs[e][c][t]; after the loop, the products of 16 output
   // channels at a time, Ms[e][m][t] (16 x 16 x BT), in the same memory.
@@ -129,16 +118,8 @@ void conv2d_winograd(__global const float* X, __global const float* Wt, __global
   const int TW = (OW + 1) >> 1, T = ((OH + 1) >> 1) * TW;
   const int t0 = get_group_id(0) * BT, m0 = get_group_id(1) * BM;
 #ifdef SPLITK
-  __local int split_flag;
   const int img = get_group_id(2) / splits, slice = get_group_id(2) - img * splits;
   const int cbeg = slice * kslice, cend = min(C, cbeg + kslice);
-  const int OHW = OH * OW;
-  __global float* yi = Y + yo + (size_t)img * OC * OHW;
-  __global volatile int* sem = split_semaphore(SEM, splits);
-  if (split_start(sem, &split_flag)) {
-    WG_TILE_EACH(yi[o] = 0.0f)
-    split_zeroed(sem);
-  }
 #else
   const int img = get_group_id(2), cbeg = 0, cend = C;
 #endif
@@ -415,12 +396,9 @@ void conv2d_winograd(__global const float* X, __global const float* Wt, __global
 #ifdef POOL2
   const int PHW = PH * PW;
   __global float* yi = Y + yo + (size_t)img * OC * PHW;
-#elif !defined(SPLITK)
+#else
   const int OHW = OH * OW;
   __global float* yi = Y + yo + (size_t)img * OC * OHW;
-#endif
-#ifdef SPLITK
-  split_wait_zeroed(sem);
 #endif
 #ifdef WG_MMA
 #pragma unroll  // else acc[s][hf] is indexed at run time, and acc lives on the stack
@@ -502,7 +480,4 @@ void conv2d_winograd(__global const float* X, __global const float* Wt, __global
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-#ifdef SPLITK
-  if (split_leave(sem, &split_flag, splits)) WG_TILE_EACH(SPLIT_FINISH(yi + o, img * OC * OHW + o))
-#endif
 }

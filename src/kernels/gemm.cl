@@ -67,24 +67,26 @@
 // Split-K (-DSPLITK; gemm and conv2d_gemm): grid z enumerates (batch, slice)
 // as batch * splits + slice, a work-group multiplies K range [slice * kslice,
 // +kslice) (kslice a multiple of TK) and adds its partial tile into Y, which
-// the tile's first slice zeroed; slice 0 adds beta*C (a conv's bias) too, and
-// the tile's last slice applies the epilogue in place (common.cl
-// split_start, split_leave: one launch). For small grids (deep layers at
-// 7x7, 14x14) that would leave most compute units idle.
+// the host zeroed first (splitk_zero); slice 0 adds beta*C (a conv's bias)
+// too, and the epilogue comes after, in place (splitk_finish). For small
+// grids (deep layers at 7x7, 14x14) that would leave most compute units idle.
+// split_add (common.cl) adds into Y. With SPLITK_ONE (gemm only) the tile's
+// first slice zeroes it and its last applies the epilogue, in the one launch
+// (common.cl split_start).
 #if defined(SPLITK) && defined(POOL2)
 #error "SPLITK and POOL2 do not combine: a max of partial sums is not their sum's"
 #endif
 // STMT for each output (m, n) of this work-item in the tile (acc[i][j]).
-#define TILE_EACH(STMT)                                  \
-  ACC_UNROLL for (int i = 0; i < WPTM; ++i) {            \
-    const int m = m0 + ROW(i);                           \
-    if (m >= M) continue;                                \
-    ACC_UNROLL for (int j = 0; j < WPTN; ++j) {          \
-      const int n = n0 + COL(j);                         \
-      if (n < N) {                                       \
-        STMT;                                            \
-      }                                                  \
-    }                                                    \
+#define TILE_EACH(STMT)                         \
+  ACC_UNROLL for (int i = 0; i < WPTM; ++i) {   \
+    const int m = m0 + ROW(i);                  \
+    if (m >= M) continue;                       \
+    ACC_UNROLL for (int j = 0; j < WPTN; ++j) { \
+      const int n = n0 + COL(j);                \
+      if (n < N) {                              \
+        STMT;                                   \
+      }                                         \
+    }                                           \
   }
 
 // Two layouts of the tiles in local memory and of a work-item's outputs:
@@ -233,7 +235,7 @@ void gemm(__global const real_t* A, __global const real_t* B, __global const rea
   C += co + strided_offset(z, batch, c_sb);
   const int y0 = z * M * N;
 #ifdef SPLITK
-  __global volatile int* sem = split_semaphore(SEM, splits);
+  __global volatile int* sem = SPLIT_SEM(splits);
   if (split_start(sem, &split_flag)) {
     TILE_EACH(Y[yo + y0 + m * N + n] = 0.0f)
     split_zeroed(sem);
@@ -283,11 +285,10 @@ void gemm(__global const real_t* A, __global const real_t* B, __global const rea
 // group are one window, which its work-item reduces at the store.
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void conv2d_gemm(__global const real_t* X, __global const real_t* Wt, __global const real_t* Bias, __global real_t* Y,
-                 ConvParams cp EPI_PARAMS YWIN_PARAMS XWIN_PARAMS SPLIT_PARAMS) {
+                 ConvParams cp EPI_PARAMS YWIN_PARAMS XWIN_PARAMS) {
   CONV_PARAMS(cp)
   GEMM_LOCALS
 #ifdef SPLITK
-  __local int split_flag;
   const int z = get_group_id(2) / splits, slice = get_group_id(2) - z * splits;
 #else
   const int z = get_group_id(2);
@@ -307,14 +308,6 @@ void conv2d_gemm(__global const real_t* X, __global const real_t* Wt, __global c
 #endif
   __global const real_t* wg = Wt + wo + g * OCg * K;
   __global const real_t* xg = X + xo + (img * C + g * ICg) * XPLANE(H, W);
-#ifdef SPLITK
-  const int y0 = (img * OC + g * OCg) * N;
-  __global volatile int* sem = split_semaphore(SEM, splits);
-  if (split_start(sem, &split_flag)) {
-    TILE_EACH(Y[yo + y0 + m * N + n] = 0.0f)
-    split_zeroed(sem);
-  }
-#endif
   // B loader state: pixel nb = tid % TILE_N, rows kb_r = tid / TILE_N + r * (256 / TILE_N).
   const int nb = tid % TILE_N, p = n0 + nb;
 #ifdef POOL2
@@ -387,10 +380,16 @@ void conv2d_gemm(__global const real_t* X, __global const real_t* Wt, __global c
     }
   }
 #elif defined(SPLITK)
-  split_wait_zeroed(sem);
-  TILE_EACH(split_add(Y + yo + y0 + m * N + n,
-                      acc[i][j] + (has_bias && kbeg == 0 ? LD(Bias, bo + g * OCg + m) : 0.0f)))
-  if (split_leave(sem, &split_flag, splits)) TILE_EACH(SPLIT_FINISH(Y + yo + y0 + m * N + n, y0 + m * N + n))
+  const int y0 = (img * OC + g * OCg) * N;
+  ACC_UNROLL for (int i = 0; i < WPTM; ++i) {
+    int m = m0 + ROW(i);
+    if (m >= M) continue;
+    float bias = has_bias && kbeg == 0 ? LD(Bias, bo + g * OCg + m) : 0.0f;
+    ACC_UNROLL for (int j = 0; j < WPTN; ++j) {
+      int q = n0 + COL(j);
+      if (q < N) split_add(Y + yo + y0 + m * N + q, acc[i][j] + bias);
+    }
+  }
 #else
   const int y0 = (img * OC + g * OCg) * N;
   ACC_UNROLL for (int i = 0; i < WPTM; ++i) {
@@ -403,6 +402,18 @@ void conv2d_gemm(__global const real_t* X, __global const real_t* Wt, __global c
     }
   }
 #endif
+}
+
+// Split-K's passes around the slices over Y's `total` elements: zeroed
+// before them, the epilogue applied in place after.
+__kernel void splitk_zero(__global real_t* Y, int yo, int total) {
+  const int i = get_global_id(0);
+  if (i < total) ST(Y, yo + i, 0.0f);
+}
+
+__kernel void splitk_finish(__global real_t* Y, int yo, int total EPI_PARAMS) {
+  const int i = get_global_id(0);
+  if (i < total) ST(Y, yo + i, EPI(LD(Y, yo + i), i));
 }
 
 // Input pixel under tap k = (ic, kh, kw) of output pixel p = (oh, ow).

@@ -45,23 +45,10 @@
 // Split-K (-DSPLITK, not with POOL2), gemm.cl's protocol: grid z enumerates
 // (batch, slice) as batch * splits + slice; a work-group multiplies K range
 // [slice * kslice, +kslice) (kslice a multiple of BK) and adds its partial
-// tile into Y once the tile's first slice zeroed it; slice 0 adds beta*C (a
-// conv's bias) too; the tile's last slice applies the epilogue (common.cl
-// split_start, split_leave).
-// MMA_TILE_EACH(STMT): STMT for each output (m, n) of this work-item's
-// fragments in the tile (acc[i][j][o]).
-#define MMA_TILE_EACH(STMT)                                                                       \
-  UNROLL for (int i = 0; i < FM; ++i)                                                             \
-    UNROLL for (int j = 0; j < FN; ++j)                                                           \
-      UNROLL for (int o = 0; o < 4; ++o) {                                                        \
-        const int m = m0 + wm0 + 16 * i + fg + 8 * (o >> 1), n = n0 + wn0 + 8 * j + 2 * ft + (o & 1); \
-        if (m < M && n < N) {                                                                     \
-          STMT;                                                                                   \
-        }                                                                                         \
-      }
+// tile into Y, which splitk_zero (gemm.cl) zeroed; slice 0 adds beta*C (a
+// conv's bias) too; splitk_finish applies the epilogue after.
 #ifdef SPLITK
 #define SPLIT_Z                                                        \
-  __local int split_flag;                                              \
   const int z = get_group_id(2) / splits, slice = get_group_id(2) - z * splits; \
   const int kbeg = slice * kslice, kend = min(K, kbeg + kslice);
 #else
@@ -126,21 +113,13 @@
 
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void gemm(__global const float* A, __global const float* B, __global const float* C, __global float* Y,
-          GemmParams gp EPI_PARAMS SPLIT_PARAMS) {
+          GemmParams gp EPI_PARAMS) {
   GEMM_PARAMS(gp)
   MMA_LOCALS
   SPLIT_Z
   A += ao + strided_offset(z, batch, a_sb);
   B += bo + strided_offset(z, batch, b_sb);
   C += co + strided_offset(z, batch, c_sb);
-  const int y0 = z * M * N;
-#ifdef SPLITK
-  __global volatile int* sem = split_semaphore(SEM, splits);
-  if (split_start(sem, &split_flag)) {
-    MMA_TILE_EACH(Y[yo + y0 + m * N + n] = 0.0f)
-    split_zeroed(sem);
-  }
-#endif
   const bool a_kfast = a_sk == 1, b_nfast = b_sn == 1;
   float ra[A_PER], rb[B_PER];
 #define MMA_GEMM_LOAD(k0)                                                                  \
@@ -169,15 +148,21 @@ void gemm(__global const float* A, __global const float* B, __global const float
     MMA_MULTIPLY_SLICE
     barrier(CLK_LOCAL_MEM_FENCE);
   }
+  const int y0 = z * M * N;
+  UNROLL for (int i = 0; i < FM; ++i)
+    UNROLL for (int j = 0; j < FN; ++j)
+      UNROLL for (int o = 0; o < 4; ++o) {
+        const int m = m0 + wm0 + 16 * i + fg + 8 * (o >> 1), n = n0 + wn0 + 8 * j + 2 * ft + (o & 1);
+        if (m >= M || n >= N) continue;
+        float v = alpha * acc[i][j][o];
 #ifdef SPLITK
-  split_wait_zeroed(sem);
-  MMA_TILE_EACH(split_add(Y + yo + y0 + m * N + n,
-                          alpha * acc[i][j][o] + (has_c && kbeg == 0 ? beta * C[m * c_sm + n * c_sn] : 0.0f)))
-  if (split_leave(sem, &split_flag, splits)) MMA_TILE_EACH(SPLIT_FINISH(Y + yo + y0 + m * N + n, y0 + m * N + n))
+        if (has_c && kbeg == 0) v += beta * C[m * c_sm + n * c_sn];
+        split_add(Y + yo + y0 + m * N + n, v);
 #else
-  MMA_TILE_EACH(Y[yo + y0 + m * N + n] =
-                    EPI(alpha * acc[i][j][o] + (has_c ? beta * C[m * c_sm + n * c_sn] : 0.0f), y0 + m * N + n))
+        if (has_c) v += beta * C[m * c_sm + n * c_sn];
+        Y[yo + y0 + m * N + n] = EPI(v, y0 + m * N + n);
 #endif
+      }
 }
 
 // 2D convolution as an implicit GEMM per (image, group), as gemm.cl's
@@ -192,7 +177,7 @@ void gemm(__global const float* A, __global const float* B, __global const float
 // with no exchange between lanes.
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void conv2d_gemm(__global const float* X, __global const float* Wt, __global const float* Bias, __global float* Y,
-                 ConvParams cp EPI_PARAMS SPLIT_PARAMS) {
+                 ConvParams cp EPI_PARAMS) {
   CONV_PARAMS(cp)
   MMA_LOCALS
   const int ICg = C / groups, OCg = OC / groups, K = ICg * KH * KW;
@@ -206,14 +191,6 @@ void conv2d_gemm(__global const float* X, __global const float* Wt, __global con
   const int M = OCg, KHW = KH * KW;
   __global const float* wg = Wt + wo + g * OCg * K;
   __global const float* xg = X + xo + (img * C + g * ICg) * H * W;
-#ifdef SPLITK
-  const int y0 = (img * OC + g * OCg) * N;
-  __global volatile int* sem = split_semaphore(SEM, splits);
-  if (split_start(sem, &split_flag)) {
-    MMA_TILE_EACH(Y[yo + y0 + m * N + n] = 0.0f)
-    split_zeroed(sem);
-  }
-#endif
   // B staging: pixel nb = lid % BN, rows kb_r = lid / BN + r * (NT / BN).
   const int nb = lid % BN, p = n0 + nb;
 #ifdef POOL2
@@ -292,13 +269,21 @@ void conv2d_gemm(__global const float* X, __global const float* Wt, __global con
         Y[yo + y0 + m * PHW + pp] = best;
       }
     }
-#elif defined(SPLITK)
-  split_wait_zeroed(sem);
-  MMA_TILE_EACH(split_add(Y + yo + y0 + m * N + n,
-                          acc[i][j][o] + (has_bias && kbeg == 0 ? Bias[bo + g * OCg + m] : 0.0f)))
-  if (split_leave(sem, &split_flag, splits)) MMA_TILE_EACH(SPLIT_FINISH(Y + yo + y0 + m * N + n, y0 + m * N + n))
 #else
   const int y0 = (img * OC + g * OCg) * N;
-  MMA_TILE_EACH(Y[yo + y0 + m * N + n] = EPI(acc[i][j][o] + (has_bias ? Bias[bo + g * OCg + m] : 0.0f), y0 + m * N + n))
+  UNROLL for (int i = 0; i < FM; ++i)
+    UNROLL for (int o = 0; o < 4; ++o) {
+      const int m = m0 + wm0 + 16 * i + fg + 8 * (o >> 1);
+      if (m >= M) continue;
+      const float bias = has_bias && kbeg == 0 ? Bias[bo + g * OCg + m] : 0.0f;
+      UNROLL for (int j = 0; j < FN; ++j) {
+        const int q = n0 + wn0 + 8 * j + 2 * ft + (o & 1);
+#ifdef SPLITK
+        if (q < N) split_add(Y + yo + y0 + m * N + q, acc[i][j][o] + bias);
+#else
+        if (q < N) Y[yo + y0 + m * N + q] = EPI(acc[i][j][o] + bias, y0 + m * N + q);
+#endif
+      }
+    }
 #endif
 }

@@ -92,8 +92,8 @@ std::vector<float> winograd_weights(const HostTensor& weights, int64_t OC, int64
   return p;
 }
 
-// conv_winograd.cl's launch for variant `v` (whole, or split over the
-// input channels); PH, PW > 0: the
+// conv_winograd.cl's launches for variant `v` (whole, or split over the
+// input channels with gemm.cl's zero and finish passes); PH, PW > 0: the
 // 2x2 stride-2 max pool of the output (POOL2, never split).
 void launch_winograd(NodeBuilder& b, const ConvGeometry& g, bool has_bias, const TensorArg& bias, const FusedTail& tail,
                      const Variant& v, int64_t PH = 0, int64_t PW = 0) {
@@ -105,7 +105,7 @@ void launch_winograd(NodeBuilder& b, const ConvGeometry& g, bool has_bias, const
   const bool halves = !mma && v.wg_tiles == 16;
   const int64_t bt = mma ? 32 : halves ? 16 : f.winograd_tiles;
   const bool db = !mma && (halves || f.winograd_db);
-  const int64_t tiles = ceil_div(g.OH, 2) * ceil_div(g.OW, 2);
+  const int64_t tiles = ceil_div(g.OH, 2) * ceil_div(g.OW, 2), total = g.N * g.OC * g.OH * g.OW;
   Range r = group_range({size_t(ceil_div(tiles, bt)), size_t(ceil_div(g.OC, 32)), size_t(g.N * v.splits)},
                         {size_t(8 * bt), 1, 1});
   const bool pre = f.winograd_weights != "raw";
@@ -114,10 +114,12 @@ void launch_winograd(NodeBuilder& b, const ConvGeometry& g, bool has_bias, const
   const std::string build = f.winograd_build + (bt != 32 ? " -DWG_BT=" + std::to_string(bt) : "") +
                             (db ? " -DWG_DB" : "") + (db && f.winograd_ck8 ? " -DWG_CK=8" : "") +
                             (pairs ? std::string(" -DWG_PAIRS=") + (g.pw % 2 ? "1" : "2") : "");
+  // TEXPLAN_PTX on NVIDIA: split-K's red.global.add (common.cl split_add); nothing else reads it here.
   auto source = [&](const std::string& defines, const std::string& prelude) {
     const std::string form = defines + build + (pre ? " -DWG_PRE" : "");
     if (mma) return mma_build(b, "conv_winograd.cl", form + " -DWG_MMA", prelude);
-    return Source("conv_winograd.cl", form, prelude);
+    return Source("conv_winograd.cl", form + (accepts_inline_ptx(b.device()) ? " -DTEXPLAN_PTX" : ""),
+                  prelude);
   };
   const MemArg weights = b.packed(pre ? "winograd u" : "winograd g", [&] {
     return winograd_weights(*b.constant(1), g.OC, g.C, pre);
@@ -132,9 +134,10 @@ void launch_winograd(NodeBuilder& b, const ConvGeometry& g, bool has_bias, const
     args(source("-DPOOL2", tail.prelude));
     tail.append_args(b);
   } else if (v.splits > 1) {
+    launch_splitk_zero(b, Source("gemm.cl", "-DSPLITK"), b.arg_out(0), total, tail);
     p.splits = i32(v.splits), p.kslice = i32(v.kslice);
-    args(source(split_k_defines(b, tail), split_k_prelude(b, tail)));
-    append_split_k_args(b, tail, r, v.splits);
+    args(source("-DSPLITK", ""));
+    launch_splitk_finish(b, b.arg_out(0), total, tail);
   } else {
     args(source("", tail.prelude));
     tail.append_args(b);
@@ -160,27 +163,31 @@ bool output_overlaps_input(const NodeBuilder& b, int except) {
   return false;
 }
 
-// With Y over its residual (FusedTail::residual) the slices add onto it.
+// Split-K's passes around the slices' launch (prepared between them): Y's
+// `total` elements zeroed, and after the slices the epilogue in place, where
+// there is one.
+// With Y over its residual (FusedTail::residual), nothing is zeroed
+// and the finish pass runs the program after the residual Add.
 bool splits_onto_residual(const NodeBuilder& b, const FusedTail& tail) {
   return tail.residual && output_overlaps_input(b);
 }
-const std::string& split_k_prelude(const NodeBuilder& b, const FusedTail& tail) {
+void launch_splitk_zero(NodeBuilder& b, const Source& split, const TensorArg& Y, int64_t total, const FusedTail& tail) {
+  b.used_split_k = true;  // every split lowering starts here but SPLITK_ONE's
+  if (splits_onto_residual(b, tail)) return;
+  b.launch(split, "splitk_zero", linear_range(total), Y, i32(total));
+}
+// The epilogue after the slices: the tail's program, or over the residual the program after its Add.
+const std::string& splitk_finish_prelude(const NodeBuilder& b, const FusedTail& tail) {
   return splits_onto_residual(b, tail) ? tail.residual_prelude : tail.prelude;
 }
-std::string split_k_defines(NodeBuilder& b, const FusedTail& tail) {
-  b.used_split_k = true;  // every split lowering builds its slices here
-  // On NVIDIA's driver the adds are PTX reductions, elsewhere (PoCL's CUDA
-  // device included: NVIDIA vendor, another compiler) compare-and-swap loops.
-  return std::string(" -DSPLITK") + (splits_onto_residual(b, tail) ? " -DSPLITK_ONTO" : "") +
-         (split_k_prelude(b, tail).empty() ? "" : " -DSPLITK_FINISH") +
-         (accepts_inline_ptx(b.device()) ? " -DTEXPLAN_PTX" : "");
+void launch_splitk_finish(NodeBuilder& b, const TensorArg& Y, int64_t total, const FusedTail& tail) {
+  const std::string& prelude = splitk_finish_prelude(b, tail);
+  if (prelude.empty()) return;
+  b.launch(Source("gemm.cl", "", prelude), "splitk_finish", linear_range(total), Y, i32(total));
+  tail.append_args(b);
 }
-void append_split_k_args(NodeBuilder& b, const FusedTail& tail, const Range& r, int64_t splits, bool xprogram) {
-  if (!split_k_prelude(b, tail).empty()) tail.append_args(b);
-  if (xprogram) tail.append_xprogram_args(b);
-  size_t tiles = 1;
-  for (cl_uint d = 0; d < r.dims; ++d) tiles *= r.global[d] / r.local[d];
-  b.more_args(b.semaphores(3 * tiles / size_t(splits)));
+bool splitk_takes_both_passes(const NodeBuilder& b, const FusedTail& tail) {
+  return !splits_onto_residual(b, tail) && !splitk_finish_prelude(b, tail).empty();
 }
 
 namespace {
@@ -203,11 +210,15 @@ Source gemm_source(const Tiles& t, const FusedTail& tail, int64_t depth = kTK) {
                 tail.prelude + tail.xprogram_prelude);
 }
 
-// The split-K build of gemm.cl's tiles, the epilogue in its last slices.
-Source split_source(const Tiles& t, NodeBuilder& b, const FusedTail& tail) {
+// The split-K build of gemm.cl's tiles (no epilogue but in SPLITK_ONE's
+// `prelude`: splitk_finish applies it); on NVIDIA's driver the adds are PTX
+// reductions, elsewhere (PoCL's CUDA device included: NVIDIA vendor, another
+// compiler) compare-and-swap loops.
+Source split_source(const Tiles& t, const NodeBuilder& b, const std::string& prelude = "") {
   return Source("gemm.cl", "-DWPTM=" + std::to_string(t.wptm) + " -DWPTN=" + std::to_string(t.wptn) +
-                               (t.vec ? " -DVEC" : "") + split_k_defines(b, tail),
-                split_k_prelude(b, tail) + tail.xprogram_prelude);
+                               (t.vec ? " -DVEC" : "") + " -DSPLITK" +
+                               (accepts_inline_ptx(b.device()) ? " -DTEXPLAN_PTX" : ""),
+                prelude);
 }
 
 // Prepared `gemm` launch; `batch` and the *_sb strides describe the batch.
@@ -242,6 +253,7 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
   if (!tail.window && !tail.xwindow && !tail.xprogram() && launch_gemm_mma(b, A, B, C, Y, g, tail))
     return;  // --precision tf32
   const int64_t total = nb * g.M * g.N;
+  bool one_launch = false;  // split-K in one launch (SPLITK_ONE)
   auto emit = [&](const Variant& v) {
     const Tiles& t = *v.tiles;
     if (v.kgroups) {
@@ -261,11 +273,28 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
     }
     Range r = group_range({size_t(ceil_div(g.N, t.tn())), size_t(ceil_div(g.M, t.tm())), size_t(nb * v.splits)},
                           {16, 16, 1});
-    if (v.splits > 1) {
+    if (v.splits > 1 && one_launch) {
+      // SPLITK_ONE: the slices zero and finish the tiles themselves (common.cl split_start).
+      b.used_split_k = true;
+      const std::string& finish = splitk_finish_prelude(b, tail);
+      Source split = split_source(t, b, finish + tail.xprogram_prelude);
+      split.defines += " -DSPLITK_ONE" + std::string(finish.empty() ? "" : " -DSPLITK_FINISH");
       GemmParams p = gemm_params(g);
       p.splits = i32(v.splits), p.kslice = i32(v.kslice);
-      launch_gemm_kernel(b, split_source(t, b, tail), "gemm", r, A, B, C, Y, p);
-      append_split_k_args(b, tail, r, v.splits, true);
+      launch_gemm_kernel(b, split, "gemm", r, A, B, C, Y, p);
+      if (!finish.empty()) tail.append_args(b);
+      tail.append_xprogram_args(b);
+      b.more_args(b.semaphores(3 * size_t(r.global[0] / r.local[0]) * size_t(r.global[1] / r.local[1]) * size_t(nb)));
+      return;
+    }
+    if (v.splits > 1) {
+      Source split = split_source(t, b, tail.xprogram_prelude);
+      launch_splitk_zero(b, split, Y, total, tail);
+      GemmParams p = gemm_params(g);
+      p.splits = i32(v.splits), p.kslice = i32(v.kslice);
+      launch_gemm_kernel(b, split, "gemm", r, A, B, C, Y, p);
+      tail.append_xprogram_args(b);
+      launch_splitk_finish(b, Y, total, tail);
       return;
     }
     launch_gemm_kernel(b, gemm_source(t, tail, v.depth), "gemm", r, A, B, C, Y, gemm_params(g));
@@ -273,6 +302,11 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
     tail.append_xprogram_args(b);
   };
   if (tail.xdepthwise) {
+    // Split with one pass at most (zeroing Y, or the epilogue after) where
+    // that is all it takes; where it would take both, in one launch, which
+    // then beats the unsplit tiles
+    // (docs/kernel-choices.md#split-k-in-one-launch-tried-kept-for-depthwise-inputs).
+    one_launch = splitk_takes_both_passes(b, tail);
     emit(depthwise_input_variant(b, g.M, g.N, g.K, nb, split_k_allowed(b, g.K, total, tail)));
     return;
   }
@@ -371,10 +405,12 @@ bool lower_conv(NodeBuilder& b, const FusedTail& fused) {
                            size_t(g.N * g.groups * v.splits)},
                           {16, 16, 1});
     if (v.splits > 1) {
+      Source split = split_source(t, b);
+      launch_splitk_zero(b, split, b.arg_out(0), total, tail);
       ConvParams p = conv_params(g, has_bias);
       p.splits = i32(v.splits), p.kslice = i32(v.kslice);
-      launch_conv_kernel(b, split_source(t, b, tail), "conv2d_gemm", r, b.arg_in(1), bias, p);
-      append_split_k_args(b, tail, r, v.splits);
+      launch_conv_kernel(b, split, "conv2d_gemm", r, b.arg_in(1), bias, p);
+      launch_splitk_finish(b, b.arg_out(0), total, tail);
       return;
     }
     launch_conv_kernel(b, gemm_source(t, tail, v.depth), f.taps ? "conv2d_gemm_taps" : "conv2d_gemm", r, b.arg_in(1),

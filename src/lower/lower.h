@@ -176,7 +176,7 @@ class NodeBuilder {
   // (SessionOptions::precision; set only where the device has them): lower/mma.h.
   bool tf32 = false;
   bool used_tf32 = false;  // set by a lowering that prepared tf32 kernels
-  bool used_split_k = false;  // set by a lowering that split a product over K (split_k_defines)
+  bool used_split_k = false;  // set by a lowering that split a product over K (launch_splitk_zero, SPLITK_ONE)
   // Float32 tensors (activations, weights, packed weights) are stored as
   // IEEE half (Precision::Fp16): kernels are built with -DTEXPLAN_HALF
   // (common.cl's real_t, LD, ST), and a kernel file without that form
@@ -227,7 +227,7 @@ class NodeBuilder {
   // launches it takes read.
   MemArg packed(const std::string& key, const std::function<std::vector<float>()>& make);
   // A read-write device buffer of `count` ints, all 0, that the kernels
-  // leave at 0 (split-K's semaphores, common.cl split_arrive), owned by
+  // leave at 0 (split-K's semaphores, common.cl split_start), owned by
   // `buffers` too.
   MemArg semaphores(size_t count);
   std::vector<cl_mem> buffers;

@@ -60,11 +60,11 @@ ForcedMma parse_mma_variant(const std::string& variant) {
   return f;
 }
 
-Source mma_source(const NodeBuilder& b, const MmaTiles& t, const std::string& extra, const std::string& prelude) {
+Source mma_source(const NodeBuilder& b, const MmaTiles& t, const std::string& extra, const FusedTail& tail) {
   std::string d = "-DBM=" + std::to_string(t.bm) + " -DBN=" + std::to_string(t.bn) + " -DWM=" + std::to_string(t.wm) +
                   " -DWN=" + std::to_string(t.wn);
   if (const ForcedMma f = parse_mma_variant(b.kernel_choice.mma); f.tiles == t.name) d += f.build;
-  return mma_build(b, "gemm_mma.cl", d + extra, prelude);
+  return mma_build(b, "gemm_mma.cl", d + extra, tail.prelude);
 }
 
 constexpr int64_t kBK = 32;               // gemm_mma.cl's BK
@@ -116,22 +116,20 @@ const MmaTiles* choose_mma_tiles(const NodeBuilder& b, int64_t M, int64_t N, int
   return best && 4 * best_groups < cu && !emulate ? nullptr : best;
 }
 
-// The launch of one variant: the product, split over K or whole.
+// The launches of one variant: splitk_zero, the slices and splitk_finish
+// (gemm.cl) around a split product, or the product alone.
 struct MmaLaunch {
-  // Prepares the launch; returns its range (the arguments after its own are appended after).
-  std::function<Range(const Source&, int64_t splits, int64_t kslice)> product;
+  std::function<void(const Source&, int64_t splits, int64_t kslice)> product;  // appends its arguments
   int64_t M, N, K, batches, total;
+  TensorArg Y;
 };
 void emit_variant(NodeBuilder& b, const MmaTiles& t, const MmaLaunch& l, const std::string& defines,
                   const FusedTail& tail) {
   int64_t kslice = l.K, splits = split_k(b, t, l.M, l.N, l.K, l.batches, l.total, kslice, tail.residual);
-  if (splits <= 1) {
-    l.product(mma_source(b, t, defines, tail.prelude), 1, l.K);
-    tail.append_args(b);
-    return;
-  }
-  const Range r = l.product(mma_source(b, t, defines + split_k_defines(b, tail), split_k_prelude(b, tail)), splits, kslice);
-  append_split_k_args(b, tail, r, splits);
+  if (splits <= 1) return l.product(mma_source(b, t, defines, tail), 1, l.K);
+  launch_splitk_zero(b, Source("gemm.cl"), l.Y, l.total, tail);
+  l.product(mma_source(b, t, defines + " -DSPLITK", FusedTail{}), splits, kslice);
+  launch_splitk_finish(b, l.Y, l.total, tail);
 }
 
 
@@ -218,9 +216,9 @@ bool launch_conv_mma(NodeBuilder& b, const MmaConv& g, bool has_bias, const Tens
                   if (pool) p.pool_h = i32(PH), p.pool_w = i32(PW);
                   p.splits = i32(splits), p.kslice = i32(kslice);
                   launch_conv_kernel(b, src, "conv2d_gemm", r, b.arg_in(1), bias, p);
-                  return r;
+                  if (splits == 1) tail.append_args(b);
                 },
-                OCg, N, K, batches, pool ? -1 : g.N * g.OC * g.OH * g.OW};
+                OCg, N, K, batches, pool ? -1 : g.N * g.OC * g.OH * g.OW, b.arg_out(0)};
     emit_variant(b, t, l, pool ? " -DPOOL2" : "", tail);
   };
   std::string key = key_of(pool ? "conv2d_gemm_pool2_tf32" : "conv2d_gemm_tf32",
@@ -242,9 +240,9 @@ bool launch_gemm_mma(NodeBuilder& b, const TensorArg& A, const TensorArg& B, con
                   GemmParams p = gemm_params(g);
                   p.splits = i32(splits), p.kslice = i32(kslice);
                   launch_gemm_kernel(b, src, "gemm", r, A, B, C, Y, p);
-                  return r;
+                  if (splits == 1) tail.append_args(b);
                 },
-                g.M, g.N, g.K, nb, nb * g.M * g.N};
+                g.M, g.N, g.K, nb, nb * g.M * g.N, Y};
     emit_variant(b, t, l, "", tail);
   };
   return emit_tuned(b, key_of("gemm_tf32", {g.M, g.N, g.K, nb, g.a_sk == 1, g.b_sn == 1}), g.M, g.N, g.K, nb,

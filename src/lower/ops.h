@@ -167,23 +167,17 @@ std::string winograd_variant_by_shape(int64_t C, int64_t OC, int64_t OH, int64_t
 // variants it names ("" if none): those a measurement has.
 std::string gemm_variant_by_shape(int64_t M, int64_t N, int64_t K, int64_t batches, int compute_units, bool can_split,
                                   bool can_kgroups, bool narrow, const std::vector<std::string>* among = nullptr);
-// Whether Y's planned storage overlaps an input's (lower/conv.cpp): split-K's
-// slices store and add into Y while others still read the inputs, so it must not.
+// Whether Y's planned storage overlaps an input's (lower/conv.cpp): split-K
+// zeroes Y and adds into it, so it must not.
 bool output_overlaps_input(const NodeBuilder& b, int except = -1);  // input `except` not counted
-// Whether split-K's slices add onto the residual Y already holds
-// (FusedTail::residual; lower/conv.cpp): then the program after its Add is
-// what the last slices apply.
+// Split-K's passes around the slices (lower/conv.cpp; gemm.cl and gemm_mma.cl):
+// Y zeroed, then the epilogue in place; onto the residual Y already holds
+// (FusedTail::residual) nothing is zeroed and the program after its Add runs.
 bool splits_onto_residual(const NodeBuilder& b, const FusedTail& tail);
-// Split-K in one launch (common.cl split_arrive, split_leave): the slices'
-// build defines, and the epilogue the last slice of each tile applies (the
-// tail's program; with Y over its residual, the program after the residual
-// Add; empty: none) before the build's own prelude.
-std::string split_k_defines(NodeBuilder& b, const FusedTail& tail);
-const std::string& split_k_prelude(const NodeBuilder& b, const FusedTail& tail);
-// After the slices' own arguments: the epilogue's operands (where there is
-// one), the channel program's with `xprogram`, then the tiles' semaphores
-// (3 ints a tile of `r`'s work-groups over `splits` slices).
-void append_split_k_args(NodeBuilder& b, const FusedTail& tail, const Range& r, int64_t splits, bool xprogram = false);
+void launch_splitk_zero(NodeBuilder& b, const Source& split, const TensorArg& Y, int64_t total, const FusedTail& tail);
+void launch_splitk_finish(NodeBuilder& b, const TensorArg& Y, int64_t total, const FusedTail& tail);
+// Whether split-K over Y would take both passes (zeroing and finishing).
+bool splitk_takes_both_passes(const NodeBuilder& b, const FusedTail& tail);
 // FusedConvMaxPool with overlapping windows (KernelChoice::conv_maxpool):
 // "direct" (conv2d_maxpool, one work-item per pooled output) or
 // "tiled:<tile>" (conv2d_maxpool_tiled with that tile, the direct kernel
