@@ -274,15 +274,15 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
     Range r = group_range({size_t(ceil_div(g.N, t.tn())), size_t(ceil_div(g.M, t.tm())), size_t(nb * v.splits)},
                           {16, 16, 1});
     if (v.splits > 1 && one_launch) {
-      // SPLITK_ONE: the slices zero and finish the tiles themselves (common.cl split_start).
+      // SPLITK_ONE: the slices zero the tiles and apply the epilogue
+      // (Y over no residual: the tail's whole program) themselves (common.cl split_start).
       b.used_split_k = true;
-      const std::string& finish = splitk_finish_prelude(b, tail);
-      Source split = split_source(t, b, finish + tail.xprogram_prelude);
-      split.defines += " -DSPLITK_ONE" + std::string(finish.empty() ? "" : " -DSPLITK_FINISH");
+      Source split = split_source(t, b, tail.prelude + tail.xprogram_prelude);
+      split.defines += " -DSPLITK_ONE -DSPLITK_FINISH";
       GemmParams p = gemm_params(g);
       p.splits = i32(v.splits), p.kslice = i32(v.kslice);
       launch_gemm_kernel(b, split, "gemm", r, A, B, C, Y, p);
-      if (!finish.empty()) tail.append_args(b);
+      tail.append_args(b);
       tail.append_xprogram_args(b);
       b.more_args(b.semaphores(3 * size_t(r.global[0] / r.local[0]) * size_t(r.global[1] / r.local[1]) * size_t(nb)));
       return;
