@@ -72,9 +72,91 @@
 // grids (deep layers at 7x7, 14x14) that would leave most compute units idle.
 // split_add (common.cl) adds into Y. With SPLITK_ONE (gemm only) the tile's
 // first slice zeroes it and its last applies the epilogue, in the one launch
-// (common.cl split_start).
+// (split_start below).
 #if defined(SPLITK) && defined(POOL2)
 #error "SPLITK and POOL2 do not combine: a max of partial sums is not their sum's"
+#endif
+
+// Split-K in one launch (SPLITK_ONE, gemm only;
+// docs/kernel-choices.md#split-k-in-one-launch-tried-kept-for-depthwise-inputs):
+// the slices of one output tile meet at its semaphore, three ints of SEM (the
+// slices that started, whether the tile is zeroed, the slices done) that
+// start at 0 and are left at 0 for the next run. The first slice to start
+// zeroes the tile while the others run their part of K, so Y needs no
+// zeroing pass; every slice adds its sums once the zeros are out (a wait
+// only where a slice finished K before the first one zeroed); the last one
+// done applies the epilogue to the tile, so no pass follows. Nothing waits
+// for a work-group that has not started: a slice waits only for the first
+// one, which started, and that one waits for nobody. lower/conv.cpp builds
+// it for depthwise inputs whose split would need both passes (no residual in
+// Y, an epilogue to apply); without SPLITK_ONE these are no-ops around
+// split_add.
+#ifdef SPLITK_ONE
+#define SPLIT_PARAMS , __global volatile int* SEM
+#define SPLIT_SEM(splits) split_semaphore(SEM, splits)
+// This item's global writes visible to every compute unit before its later
+// ones (NVIDIA's mem_fence is the work-group's: membar.cta).
+inline void split_fence(void) {
+#ifdef TEXPLAN_PTX
+  asm volatile("membar.gl;" ::: "memory");
+#else
+  mem_fence(CLK_GLOBAL_MEM_FENCE);
+#endif
+}
+inline bool split_lead(void) { return get_local_id(0) == 0 && get_local_id(1) == 0 && get_local_id(2) == 0; }
+// Y's sum as the other slices left it (past this compute unit's cache).
+inline float split_get(__global float* p) { return *(volatile __global float*)p; }
+// The semaphore of this work-group's tile: grid z is batch * splits + slice.
+inline __global volatile int* split_semaphore(__global volatile int* sem, int splits) {
+  const int z = get_group_id(2) / splits;
+  return sem + 3 * (get_group_id(0) + get_num_groups(0) * (get_group_id(1) + get_num_groups(1) * z));
+}
+// At the start: whether this work-group zeroes the tile (it started first);
+// it then calls split_zeroed after its stores of 0.
+inline bool split_start(__global volatile int* s, __local int* flag) {
+  if (split_lead()) *flag = atomic_inc(&s[0]) == 0;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return *flag != 0;
+}
+inline void split_zeroed(__global volatile int* s) {
+  split_fence();
+  barrier(CLK_GLOBAL_MEM_FENCE);
+  if (split_lead()) atomic_xchg(&s[1], 1);
+}
+// Before the adds: the tile's zeros are out.
+inline void split_wait_zeroed(__global volatile int* s) {
+  if (split_lead())
+    while (atomic_or(&s[1], 0) == 0) {
+    }
+  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+}
+// After the adds: whether this work-group is the tile's last (it then
+// applies the epilogue, SPLIT_FINISH).
+inline bool split_leave(__global volatile int* s, __local int* flag, int splits) {
+  split_fence();  // the adds performed before the count says so
+  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+  if (split_lead()) {
+    const int last = atomic_inc(&s[2]) == splits - 1;
+    if (last) {
+      atomic_xchg(&s[0], 0);
+      atomic_xchg(&s[1], 0);
+      atomic_xchg(&s[2], 0);
+    }
+    *flag = last;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+  split_fence();
+  return *flag != 0;
+}
+#define SPLIT_FINISH(p, i) (*(p) = EPI(split_get(p), (i)))
+#else
+#define SPLIT_PARAMS
+#define SPLIT_SEM(splits) ((__global volatile int*)0)
+inline bool split_start(__global volatile int* s, __local int* flag) { return false; }
+inline void split_zeroed(__global volatile int* s) {}
+inline void split_wait_zeroed(__global volatile int* s) {}
+inline bool split_leave(__global volatile int* s, __local int* flag, int splits) { return false; }
+#define SPLIT_FINISH(p, i)
 #endif
 // STMT for each output (m, n) of this work-item in the tile (acc[i][j]).
 #define TILE_EACH(STMT)                         \

@@ -275,10 +275,10 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
                           {16, 16, 1});
     if (v.splits > 1 && one_launch) {
       // SPLITK_ONE: the slices zero the tiles and apply the epilogue
-      // (Y over no residual: the tail's whole program) themselves (common.cl split_start).
+      // (Y over no residual: the tail's whole program) themselves (gemm.cl split_start).
       b.used_split_k = true;
       Source split = split_source(t, b, tail.prelude + tail.xprogram_prelude);
-      split.defines += " -DSPLITK_ONE -DSPLITK_FINISH";
+      split.defines += " -DSPLITK_ONE";
       GemmParams p = gemm_params(g);
       p.splits = i32(v.splits), p.kslice = i32(v.kslice);
       launch_gemm_kernel(b, split, "gemm", r, A, B, C, Y, p);

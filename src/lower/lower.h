@@ -227,7 +227,7 @@ class NodeBuilder {
   // launches it takes read.
   MemArg packed(const std::string& key, const std::function<std::vector<float>()>& make);
   // A read-write device buffer of `count` ints, all 0, that the kernels
-  // leave at 0 (split-K's semaphores, common.cl split_start), owned by
+  // leave at 0 (split-K's semaphores, gemm.cl split_start), owned by
   // `buffers` too.
   MemArg semaphores(size_t count);
   std::vector<cl_mem> buffers;
