@@ -163,13 +163,20 @@ TEST(CpuShapeOps, SoftmaxAndReductions) {
   expect_matches({"Softmax", {6, 1}, {}, {}});
   expect_matches({"LogSoftmax", {3, 53}, {}, {{"axis", Attribute::of_int(1)}}});
   expect_matches({"Softmax", {3, 7, 5}, {}, {{"axis", Attribute::of_int(1)}}});
-  // Contiguous rows of 49 (shufflenet's spatial mean), 256 and 3, every op.
+  // Contiguous rows of 49 (shufflenet's spatial mean), 256 and 3, every op;
+  // long rows, whose GPU groups grow past 64 items (3136: 256 items, 12
+  // elements each), and 1003 (64 items, four loads in flight and a tail).
   for (const char* op : {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"}) {
     expect_matches({op, {1, 24, 7, 7}, {}, {{"axes", perm({2, 3})}, {"keepdims", Attribute::of_int(0)}}});
     expect_matches({op, {1, 13, 256}, {}, {{"axes", perm({-1})}}});
     expect_matches({op, {11, 3}, {}, {{"axes", perm({1})}}});
+    expect_matches({op, {2, 3, 56, 56}, {}, {{"axes", perm({2, 3})}}});
+    expect_matches({op, {5, 1003}, {}, {{"axes", perm({-1})}}});
   }
   expect_matches({"GlobalMaxPool", {1, 19, 5, 7}, {}, {}});
+  // EfficientNet-B0's first squeeze: rows of 12544, 1024 items a group.
+  expect_matches({"GlobalAveragePool", {1, 3, 112, 112}, {}, {}});
+  expect_matches({"GlobalMaxPool", {1, 2, 112, 112}, {}, {}});
 }
 
 // MaxPool's CPU kernel (max_pool2d_rows): rows of 16 and more outputs take

@@ -134,6 +134,7 @@ DeviceInfo describe(cl_device_id d, int index) {
                                                : "other";
   i.compute_units = int(device_value<cl_uint>(d, CL_DEVICE_MAX_COMPUTE_UNITS));
   i.local_mem_bytes = int64_t(device_value<cl_ulong>(d, CL_DEVICE_LOCAL_MEM_SIZE));
+  i.max_group_items = int64_t(device_value<size_t>(d, CL_DEVICE_MAX_WORK_GROUP_SIZE));
   i.native_float_width = std::max(1, int(device_value<cl_uint>(d, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT)));
   std::istringstream ext(device_string(d, CL_DEVICE_EXTENSIONS));
   for (std::string e; ext >> e;) i.extensions.push_back(e);

@@ -49,6 +49,7 @@ struct DeviceInfo {
   std::string type;  // "gpu", "cpu", "accelerator", "other"
   int compute_units = 0;
   int64_t local_mem_bytes = 0;  // per work-group (CL_DEVICE_LOCAL_MEM_SIZE)
+  int64_t max_group_items = 0;  // work-items per work-group (CL_DEVICE_MAX_WORK_GROUP_SIZE)
   // Floats per native SIMD register (CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT):
   // PoCL says 8 on AVX2 CPUs, 16 with AVX-512; the CPU lowerings size their
   // register blocks by it.

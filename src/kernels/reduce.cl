@@ -1,8 +1,11 @@
 // Reductions and Softmax. `_rows` kernels give each contiguous row to one
-// work-group of 64 (tree reduction in local memory); the strided kernels
-// give each output to one work-item.
+// work-group of RG (tree reduction in local memory); the strided kernels
+// give each output to one work-item. RG is 64 but for reduce_rows of long
+// rows (lower/reduce.cpp launch_reduce_rows).
 
+#ifndef RG
 #define RG 64
+#endif
 // op: 0 sum, 1 mean, 2 max, 3 min
 inline float reduce_init(int op) { return op == 2 ? -INFINITY : op == 3 ? INFINITY : 0.0f; }
 inline float reduce_step(int op, float a, float v) { return op == 2 ? fmax(a, v) : op == 3 ? fmin(a, v) : a + v; }
@@ -27,9 +30,17 @@ void reduce_rows(__global const real_t* x, int xo, __global real_t* y, int yo, i
   __local float s[RG];
   int row = get_group_id(0), l = get_local_id(0);
   __global const real_t* xr = x + xo + row * R;
-  float a = reduce_init(op);
-  for (int r = l; r < R; r += RG) a = reduce_step(op, a, LD(xr, r));
-  a = group_reduce(s, a, op);
+  // Four loads in flight per item before their adds.
+  float a0 = reduce_init(op), a1 = a0, a2 = a0, a3 = a0;
+  int r = l;
+  for (; r + 3 * RG < R; r += 4 * RG) {
+    a0 = reduce_step(op, a0, LD(xr, r));
+    a1 = reduce_step(op, a1, LD(xr, r + RG));
+    a2 = reduce_step(op, a2, LD(xr, r + 2 * RG));
+    a3 = reduce_step(op, a3, LD(xr, r + 3 * RG));
+  }
+  for (; r < R; r += RG) a0 = reduce_step(op, a0, LD(xr, r));
+  float a = group_reduce(s, reduce_step(op, reduce_step(op, a0, a1), reduce_step(op, a2, a3)), op);
   if (l == 0) ST(y, yo + row, op == 1 ? a / (float)R : a);
 }
 
