@@ -27,6 +27,10 @@
 // turn and merges ATT_SPLIT partial rows one after another.
 // Built with ATT_DH4, ATT_DV4, ATT_KPT (keys per item: 1 or 2), AS_WG (128
 // items) and AS_BM (8 rows; AS_BM * 16 == AS_WG: 16 items a row's sums).
+// AS_VLOCAL (V of up to 128 keys x 64 columns, 32 KB): the group first
+// copies V's block into local memory, so the last step's sums over the keys
+// read it there instead of waiting on global memory once per few keys
+// (BERT-mini: docs/kernel-choices.md#fusedattention-on-gpus-with-every-score-in-local-memory).
 #define AS_KEYS (AS_WG * ATT_KPT)
 __kernel __attribute__((reqd_work_group_size(AS_WG, 1, 1))) void attention_short(
     __global const real_t* Q, __global const real_t* K, __global const real_t* V, __global const real_t* M,
@@ -37,6 +41,14 @@ __kernel __attribute__((reqd_work_group_size(AS_WG, 1, 1))) void attention_short
   const int lid = get_local_id(0), b = get_group_id(1), i0 = get_group_id(0) * AS_BM;
   const int qb = p.qo + ATT_BATCH(p, q, b), kb = p.ko + ATT_BATCH(p, k, b), vb = p.vo + ATT_BATCH(p, v, b);
   const int mb = p.mo + ATT_BATCH(p, m, b);
+#ifdef AS_VLOCAL
+  __local float4 vs[AS_KEYS * ATT_DV4];  // V's block [key][columns], zeros past sk and dv
+#pragma unroll 16
+  for (int e = lid; e < AS_KEYS * ATT_DV4 * 4; e += AS_WG) {
+    const int j = e / (ATT_DV4 * 4), c = e % (ATT_DV4 * 4);
+    ((__local float*)vs)[e] = j < p.sk && c < p.dv ? LD(V, vb + j * p.v_sj + c * p.v_sd) : 0.0f;
+  }
+#endif
   for (int e = lid; e < AS_BM * ATT_DH4 * 4; e += AS_WG) {
     const int r = e / (ATT_DH4 * 4), c = e % (ATT_DH4 * 4);
     const int i = min(i0 + r, p.sq - 1);  // rows past sq: a copy of the last, not stored
@@ -100,6 +112,10 @@ __kernel __attribute__((reqd_work_group_size(AS_WG, 1, 1))) void attention_short
     for (int v = 0; v < 16; ++v) top = fmax(top, red[r * 16 + v]), sum += red[AS_BM * 16 + r * 16 + v];
     float4 acc = (float4)(0.0f);
     if (!(p.masked_rows_zero && top == -INFINITY)) {  // else zeros
+#ifdef AS_VLOCAL
+#pragma unroll 8
+      for (int j = 0; j < p.sk; ++j) acc = fma((float4)(ps[r * AS_KEYS + j]), vs[j * ATT_DV4 + c], acc);
+#else
       // Columns past dv read column dv - 1 (in range) and are not stored.
       const int4 vc = vb + min((int4)(4 * c) + (int4)(0, 1, 2, 3), (int4)(p.dv - 1)) * p.v_sd;
 #pragma unroll 8
@@ -108,6 +124,7 @@ __kernel __attribute__((reqd_work_group_size(AS_WG, 1, 1))) void attention_short
         const float4 v4 = (float4)(LD(V, vj.x), LD(V, vj.y), LD(V, vj.z), LD(V, vj.w));
         acc = fma((float4)(ps[r * AS_KEYS + j]), v4, acc);
       }
+#endif
       acc /= sum;
     }
     const int yr = yb + (i0 + r) * p.y_si + 4 * c;

@@ -154,10 +154,15 @@ bool lower_fused_attention(NodeBuilder& b) {
   // of the tiled kernel), two up to 256 (ViT-B/16's 197: its 12 attentions
   // 0.544 -> 0.496 ms; docs/kernel-choices.md#fusedattention-on-gpus-with-every-score-in-local-memory).
   if ((named.empty() || named == "short") && short_fits) {
+    const int64_t kpt = ceil_div(Sk, kShortAttentionKeys);
+    // V's block in local memory where it takes at most 32 KB (the kernel's
+    // other arrays take up to 11 KB more).
+    const bool v_local = kpt * kShortAttentionKeys * dv4 * 16 <= 32768 &&
+                         kpt * kShortAttentionKeys * dv4 * 16 + 12288 <= b.local_mem_bytes();
     const std::string defines = "-DATT_SHORT -DATT_DH4=" + std::to_string(dh4) + " -DATT_DV4=" + std::to_string(dv4) +
-                                " -DATT_KPT=" + std::to_string(ceil_div(Sk, kShortAttentionKeys)) +
+                                " -DATT_KPT=" + std::to_string(kpt) +
                                 " -DAS_WG=" + std::to_string(kShortAttentionKeys) +
-                                " -DAS_BM=" + std::to_string(kShortAttentionRows);
+                                " -DAS_BM=" + std::to_string(kShortAttentionRows) + (v_local ? " -DAS_VLOCAL" : "");
     const Range r = group_range({size_t(ceil_div(Sq, kShortAttentionRows)), size_t(batches)},
                                 {size_t(kShortAttentionKeys), 1});
     b.launch(Source("attention.cl", defines), "attention_short", r, a.q, a.k, a.v, a.mask, a.y, p);
