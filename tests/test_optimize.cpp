@@ -897,65 +897,70 @@ TEST(Optimize, DepthwiseConvsGoIntoOneByOneConvs) {
 // pooled vector, SiLU between, Sigmoid after) become one FusedMlp whose
 // kernel keeps the hidden vector in local memory; not where the hidden
 // vector is read twice, nor for a 1x1 conv of a map of more than one pixel.
-// The same outputs on the CPU executor, PoCL's kernels and the GPU kernels.
+// The same outputs on the CPU executor, PoCL's kernels and the form for
+// other devices (256 items a group), at EfficientNet's smallest shape and at
+// one of two images whose layers are longer than a group (300 outputs, 70
+// hidden rows, neither a multiple of 4).
 TEST(Optimize, FullyConnectedPairsBecomeOneMlp) {
-  std::mt19937 rng(22);
-  int x = 0;
-  const int C = 12, H = 5;
-  Graph g = graph_with_input("excitation", {1, C, 5, 6}, x);
-  const int p = tensor(g, "p", {1, C, 1, 1}), r = tensor(g, "r", {1, H, 1, 1}), rs = tensor(g, "rs", {1, H, 1, 1}),
-            rm = tensor(g, "rm", {1, H, 1, 1}), e = tensor(g, "e", {1, C, 1, 1}), s = tensor(g, "s", {1, C, 1, 1});
-  node(g, "GlobalAveragePool", {x}, {p});
-  node(g, "Conv", {p, weight(g, "w1", {H, C, 1, 1}, rng), weight(g, "b1", {H}, rng)}, {r});
-  node(g, "Sigmoid", {r}, {rs});
-  node(g, "Mul", {r, rs}, {rm});  // SiLU
-  node(g, "Conv", {rm, weight(g, "w2", {C, H, 1, 1}, rng), weight(g, "b2", {C}, rng)}, {e});
-  node(g, "Sigmoid", {e}, {s});
-  // The hidden vector read twice: both convs stay.
-  const int r2 = tensor(g, "r2", {1, 3, 1, 1}), e2 = tensor(g, "e2", {1, 7, 1, 1}), n2 = tensor(g, "n2", {1, 3, 1, 1});
-  node(g, "Conv", {p, weight(g, "w3", {3, C, 1, 1}, rng)}, {r2});
-  node(g, "Conv", {r2, weight(g, "w4", {7, 3, 1, 1}, rng)}, {e2});
-  node(g, "Neg", {r2}, {n2});
-  // A map of 30 pixels: not fully connected layers.
-  const int m = tensor(g, "m", {1, 4, 5, 6}), y = tensor(g, "y", {1, 2, 5, 6});
-  node(g, "Conv", {x, weight(g, "w5", {4, C, 1, 1}, rng)}, {m});
-  node(g, "Conv", {m, weight(g, "w6", {2, 4, 1, 1}, rng)}, {y});
-  for (int t : {s, e2, n2, y}) g.tensors[t].is_output = true;
-  g.outputs = {s, e2, n2, y};
-  g.topological_sort();
-  const HostTensor input = random_tensor({1, C, 5, 6}, rng, -2, 2);
-  auto run_all = [&](const Graph& gr, const std::shared_ptr<runtime::Device>& dev, const lower::KernelChoice& k = {}) {
-    return run_on_device_kernels(gr, input, dev, k);
-  };
-  const std::vector<HostTensor> want = run_all(g, nullptr);
-  Graph unfused = g;
-  OptimizeOptions off;
-  off.mlp_fusion = false;
-  EXPECT_EQ(optimize(unfused, off).fused_mlps, 0);
   EXPECT_FALSE(lower::kernel_catalog().fused_for("gpu").mlp);
   ASSERT_TRUE(lower::kernel_catalog().fused_for("cpu").mlp);
-  const OptimizeReport rep = optimize(g, {.device_forms = lower::kernel_catalog().fused_for("cpu")});
-  EXPECT_EQ(rep.fused_mlps, 1);
-  int mlps = 0, convs = 0;
-  for (const auto& n : g.nodes) {
-    convs += n.op_type == "Conv" || n.op_type == "FusedConv";
-    if (n.op_type != "FusedMlp") continue;
-    ++mlps;
-    EXPECT_EQ(g.tensors[n.inputs[0]].name, "p");
-    EXPECT_EQ(g.tensors[n.inputs[3]].name, "w2");
-    EXPECT_EQ(g.tensors[n.outputs[0]].name, "s") << "the Sigmoid stays its program";
-    EXPECT_EQ(Epilogue::parse(n).code.size(), 1u);
-    Node hidden;
-    hidden.attrs["program"] = n.attrs.at("hidden_program");
-    EXPECT_EQ(Epilogue::parse(hidden).code.size(), 2u) << "SiLU: Sigmoid, Mul";
-  }
-  EXPECT_EQ(mlps, 1);
-  EXPECT_EQ(convs, 4) << "the pair read twice and the 30-pixel pair stay";
-  auto expect_all = [&](const std::vector<HostTensor>& got) { expect_all_close(got, want); };
-  expect_all(run_all(g, nullptr));
   auto dev = runtime::open_device("pocl");
-  expect_all(run_all(g, dev));
-  expect_all(run_all(g, dev, {.conv = "gpu"}));  // the form for other devices: 256 items per group
+  for (const auto& [N, C, H] : {std::array<int64_t, 3>{1, 12, 5}, std::array<int64_t, 3>{2, 300, 70}}) {
+    SCOPED_TRACE(C);
+    std::mt19937 rng(22);
+    int x = 0;
+    Graph g = graph_with_input("excitation", {N, C, 5, 6}, x);
+    const int p = tensor(g, "p", {N, C, 1, 1}), r = tensor(g, "r", {N, H, 1, 1}), rs = tensor(g, "rs", {N, H, 1, 1}),
+              rm = tensor(g, "rm", {N, H, 1, 1}), e = tensor(g, "e", {N, C, 1, 1}), s = tensor(g, "s", {N, C, 1, 1});
+    node(g, "GlobalAveragePool", {x}, {p});
+    node(g, "Conv", {p, weight(g, "w1", {H, C, 1, 1}, rng), weight(g, "b1", {H}, rng)}, {r});
+    node(g, "Sigmoid", {r}, {rs});
+    node(g, "Mul", {r, rs}, {rm});  // SiLU
+    node(g, "Conv", {rm, weight(g, "w2", {C, H, 1, 1}, rng), weight(g, "b2", {C}, rng)}, {e});
+    node(g, "Sigmoid", {e}, {s});
+    // The hidden vector read twice: both convs stay.
+    const int r2 = tensor(g, "r2", {N, 3, 1, 1}), e2 = tensor(g, "e2", {N, 7, 1, 1}), n2 = tensor(g, "n2", {N, 3, 1, 1});
+    node(g, "Conv", {p, weight(g, "w3", {3, C, 1, 1}, rng)}, {r2});
+    node(g, "Conv", {r2, weight(g, "w4", {7, 3, 1, 1}, rng)}, {e2});
+    node(g, "Neg", {r2}, {n2});
+    // A map of 30 pixels: not fully connected layers.
+    const int m = tensor(g, "m", {N, 4, 5, 6}), y = tensor(g, "y", {N, 2, 5, 6});
+    node(g, "Conv", {x, weight(g, "w5", {4, C, 1, 1}, rng)}, {m});
+    node(g, "Conv", {m, weight(g, "w6", {2, 4, 1, 1}, rng)}, {y});
+    for (int t : {s, e2, n2, y}) g.tensors[t].is_output = true;
+    g.outputs = {s, e2, n2, y};
+    g.topological_sort();
+    const HostTensor input = random_tensor({N, C, 5, 6}, rng, -2, 2);
+    auto run_all = [&](const Graph& gr, const std::shared_ptr<runtime::Device>& d, const lower::KernelChoice& k = {}) {
+      return run_on_device_kernels(gr, input, d, k);
+    };
+    const std::vector<HostTensor> want = run_all(g, nullptr);
+    Graph unfused = g;
+    OptimizeOptions off;
+    off.mlp_fusion = false;
+    EXPECT_EQ(optimize(unfused, off).fused_mlps, 0);
+    const OptimizeReport rep = optimize(g, {.device_forms = lower::kernel_catalog().fused_for("cpu")});
+    EXPECT_EQ(rep.fused_mlps, 1);
+    int mlps = 0, convs = 0;
+    for (const auto& n : g.nodes) {
+      convs += n.op_type == "Conv" || n.op_type == "FusedConv";
+      if (n.op_type != "FusedMlp") continue;
+      ++mlps;
+      EXPECT_EQ(g.tensors[n.inputs[0]].name, "p");
+      EXPECT_EQ(g.tensors[n.inputs[3]].name, "w2");
+      EXPECT_EQ(g.tensors[n.outputs[0]].name, "s") << "the Sigmoid stays its program";
+      EXPECT_EQ(Epilogue::parse(n).code.size(), 1u);
+      Node hidden;
+      hidden.attrs["program"] = n.attrs.at("hidden_program");
+      EXPECT_EQ(Epilogue::parse(hidden).code.size(), 2u) << "SiLU: Sigmoid, Mul";
+    }
+    EXPECT_EQ(mlps, 1);
+    EXPECT_EQ(convs, 4) << "the pair read twice and the 30-pixel pair stay";
+    auto expect_all = [&](const std::vector<HostTensor>& got) { expect_all_close(got, want); };
+    expect_all(run_all(g, nullptr));
+    expect_all(run_all(g, dev));
+    expect_all(run_all(g, dev, {.conv = "gpu"}));
+  }
 }
 
 // BERT's attention as torch exports it: q, k and v cut from one projection
