@@ -264,6 +264,20 @@ std::vector<int64_t> transpose_perm(const Node& n, size_t rank) {
   return perm;
 }
 
+int64_t conv_out_extent(int64_t in, int64_t pad_total, int64_t k, int64_t stride, int64_t dilation) {
+  return (in + pad_total - dilation * (k - 1) - 1) / std::max<int64_t>(1, stride) + 1;
+}
+
+int64_t conv_out_extent(const Node& n, size_t axis, size_t rank, int64_t in, int64_t k, int64_t stride,
+                        int64_t dilation) {
+  const std::string auto_pad = n.get_string("auto_pad", "NOTSET");
+  stride = std::max<int64_t>(1, stride);
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") return (in + stride - 1) / stride;
+  const std::vector<int64_t> pads = n.get_ints("pads");
+  const int64_t total = auto_pad == "VALID" || pads.size() != 2 * rank ? 0 : pads[axis] + pads[rank + axis];
+  return conv_out_extent(in, total, k, stride, dilation);
+}
+
 std::optional<AttentionForm> attention_form(const Node& n) {
   if (n.op_type != "FusedAttention") return std::nullopt;
   return n.decisions.attention;

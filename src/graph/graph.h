@@ -250,6 +250,15 @@ std::optional<AttentionForm> attention_form(const Node& n);
 // input of `rank` axes: the axes reversed. Not checked to be a permutation.
 std::vector<int64_t> transpose_perm(const Node& n, size_t rank);
 
+// A convolution's output extent along one axis: `in` pixels padded by
+// `pad_total`, a kernel of `k` taps `dilation` apart, `stride`.
+int64_t conv_out_extent(int64_t in, int64_t pad_total, int64_t k, int64_t stride, int64_t dilation);
+// The same for spatial axis `axis` of `rank` of conv node `n`, its padding
+// from the node's auto_pad and pads: ONNX's output size (the lowering, the
+// profile's FLOPs and patching's windows agree on it). Stride at least 1.
+int64_t conv_out_extent(const Node& n, size_t axis, size_t rank, int64_t in, int64_t k, int64_t stride,
+                        int64_t dilation);
+
 struct Graph {
   std::string model_name;  // for messages: "resnet18"
   std::string model_path;

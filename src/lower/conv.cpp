@@ -34,20 +34,7 @@ SpatialPad spatial_pad(const Node& n, size_t dim, size_t rank, int64_t in, int64
   return {pads[dim], pads[rank + dim]};
 }
 
-int64_t conv_out_extent(int64_t in, int64_t pad_total, int64_t k, int64_t stride, int64_t dilation) {
-  return (in + pad_total - dilation * (k - 1) - 1) / stride + 1;
-}
-
 namespace {
-
-// Output size of a (forward) convolution's spatial dim `k` of `rank`.
-int64_t conv_out_size(const Node& n, size_t k, size_t rank, int64_t in, int64_t kk, int64_t st, int64_t dl) {
-  std::string auto_pad = n.get_string("auto_pad", "NOTSET");
-  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") return ceil_div(in, st);
-  std::vector<int64_t> pads = n.get_ints("pads");
-  int64_t total = auto_pad == "VALID" || pads.size() != 2 * rank ? 0 : pads[k] + pads[rank + k];
-  return conv_out_extent(in, total, kk, st, dl);
-}
 
 // `conv_out`: the convolution's output shape when Y is not it (a fused pool).
 bool conv_geometry(const NodeBuilder& b, bool transposed, ConvGeometry& g, const Shape* conv_out = nullptr) {
@@ -439,8 +426,8 @@ bool lower_fused_conv_maxpool(NodeBuilder& b) {
   if (x.size() != 4 || w.size() != 4 || y.size() != 4 || b.inputs() > 3) return false;
   std::vector<int64_t> s = n.get_ints("strides", {1, 1}), d = n.get_ints("dilations", {1, 1});
   if (s.size() != 2 || d.size() != 2) return false;
-  Shape conv_out = {x[0], y[1], conv_out_size(n, 0, 2, x[2], w[2], s[0], d[0]),
-                    conv_out_size(n, 1, 2, x[3], w[3], s[1], d[1])};
+  Shape conv_out = {x[0], y[1], conv_out_extent(n, 0, 2, x[2], w[2], s[0], d[0]),
+                    conv_out_extent(n, 1, 2, x[3], w[3], s[1], d[1])};
   ConvGeometry g;
   if (!conv_geometry(b, false, g, &conv_out) || g.OH <= 0 || g.OW <= 0) return false;
   std::vector<int64_t> pk = n.get_ints("pool_kernel_shape"), ps = n.get_ints("pool_strides", {1, 1}),

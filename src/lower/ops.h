@@ -50,9 +50,6 @@ GemmParams gemm_params(const G& g) {
   return p;
 }
 
-// A convolution's output extent along one axis: `in` pixels padded by
-// `pad_total`, a kernel of `k` taps `dilation` apart, `stride`.
-int64_t conv_out_extent(int64_t in, int64_t pad_total, int64_t k, int64_t stride, int64_t dilation);
 
 // Begin and end padding of spatial dim `dim` of a Conv/Pool-like node, from
 // pads or auto_pad (the output size `out` is known from the static shapes).

@@ -119,15 +119,7 @@ Windows windows(const Graph& g, const Node& n) {
     const Shape& wt = g.tensors[n.inputs[1]].shape;
     fill(w.inner, "", {wt[2], wt[3]});
     for (size_t k = 0; k < 2; ++k) {
-      const std::string auto_pad = n.get_string("auto_pad", "NOTSET");
-      int64_t out = 0;
-      if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-        out = (x[2 + k] + w.inner[k].s - 1) / w.inner[k].s;
-      } else {
-        const std::vector<int64_t> pads = n.get_ints("pads");
-        const int64_t total = auto_pad == "VALID" || pads.size() != 4 ? 0 : pads[k] + pads[2 + k];
-        out = (x[2 + k] + total - w.inner[k].d * (w.inner[k].k - 1) - 1) / w.inner[k].s + 1;
-      }
+      const int64_t out = conv_out_extent(n, k, 2, x[2 + k], w.inner[k].k, w.inner[k].s, w.inner[k].d);
       w.inner_out[k] = n.op_type == "FusedConvMaxPool" ? out : y[2 + k];
       w.inner[k].pad = begin_pad(n, "", k, x[2 + k], w.inner_out[k], w.inner[k]);
     }

@@ -38,17 +38,11 @@ NodeCost node_cost(const Graph& g, const Node& n) {
     // The conv's work at each of its output pixels (never stored: Y is the
     // pool's), sizes from the conv attributes as Conv's shape inference.
     const size_t rank = a->size() - 2;
-    const std::string auto_pad = n.get_string("auto_pad", "NOTSET");
     const std::vector<int64_t> s = n.get_ints("strides", std::vector<int64_t>(rank, 1)),
-                               d = n.get_ints("dilations", std::vector<int64_t>(rank, 1)), p = n.get_ints("pads");
+                               d = n.get_ints("dilations", std::vector<int64_t>(rank, 1));
     double pixels = 1;
-    for (size_t k = 0; k < rank && s.size() == rank && d.size() == rank; ++k) {
-      const int64_t in = (*a)[2 + k], st = std::max<int64_t>(1, s[k]);
-      const int64_t pad = auto_pad != "NOTSET" || p.size() != 2 * rank ? 0 : p[k] + p[rank + k];
-      pixels *= double(auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER"
-                           ? (in + st - 1) / st
-                           : std::max<int64_t>(0, (in + pad - d[k] * ((*b)[2 + k] - 1) - 1) / st + 1));
-    }
+    for (size_t k = 0; k < rank && s.size() == rank && d.size() == rank; ++k)
+      pixels *= double(std::max<int64_t>(0, conv_out_extent(n, k, rank, (*a)[2 + k], (*b)[2 + k], s[k], d[k])));
     c.flops = 2 * double((*y)[0]) * double((*y)[1]) * pixels * tail(*b, 1);
   } else if (op == "ConvTranspose") {
     c.flops = 2 * tail(*a, 0) * tail(*b, 1);  // W: [C, OC/groups, k...]: every input pixel hits every tap
