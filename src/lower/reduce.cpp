@@ -22,9 +22,9 @@ int64_t product(const Shape& s, size_t from, size_t to) {
   return p;
 }
 // reduce.cl's reduce_rows over `rows` contiguous rows of R: a work-group a
-// row, of 64 items, or for long rows as many (to 1024) as give each item
-// about 8 elements. EfficientNet-B0's first squeeze, 32 rows of 12544 in
-// groups of 64, took 43 us on the H200 (a chain of 196 loads per item).
+// row, of 64 items, or for long rows as many (to 1024 and the device's
+// limit) as give each item 8-16 elements: in groups of 64 each item's loads
+// are a long chain (docs/kernel-choices.md#reductions-of-long-rows-on-gpus).
 void launch_reduce_rows(NodeBuilder& b, int64_t rows, int64_t R, cl_int op) {
   size_t group = 64;
   while (group < 1024 && int64_t(group) * 2 <= b.device().info().max_group_items && int64_t(group) * 16 <= R)
