@@ -278,6 +278,19 @@ int64_t conv_out_extent(const Node& n, size_t axis, size_t rank, int64_t in, int
   return conv_out_extent(in, total, k, stride, dilation);
 }
 
+SpatialPad conv_axis_pad(const Node& n, size_t axis, size_t rank, int64_t in, int64_t out, int64_t k, int64_t stride,
+                         int64_t dilation, const std::string& prefix) {
+  const std::string auto_pad = n.get_string(prefix + "auto_pad", "NOTSET");
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    const int64_t total = std::max<int64_t>(0, (out - 1) * stride + (k - 1) * dilation + 1 - in);
+    const int64_t begin = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+    return {begin, total - begin};
+  }
+  const std::vector<int64_t> pads = n.get_ints(prefix + "pads");
+  if (auto_pad == "VALID" || pads.size() != 2 * rank) return {0, 0};
+  return {pads[axis], pads[rank + axis]};
+}
+
 std::optional<AttentionForm> attention_form(const Node& n) {
   if (n.op_type != "FusedAttention") return std::nullopt;
   return n.decisions.attention;

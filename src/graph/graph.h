@@ -258,6 +258,15 @@ int64_t conv_out_extent(int64_t in, int64_t pad_total, int64_t k, int64_t stride
 // profile's FLOPs and patching's windows agree on it). Stride at least 1.
 int64_t conv_out_extent(const Node& n, size_t axis, size_t rank, int64_t in, int64_t k, int64_t stride,
                         int64_t dilation);
+// Padding before and after one spatial axis.
+struct SpatialPad {
+  int64_t begin = 0, end = 0;
+};
+// A conv or pool node's padding along spatial axis `axis` of `rank`, from its
+// `prefix`auto_pad and `prefix`pads: SAME_UPPER and SAME_LOWER pad what makes
+// `out` outputs of `in`, the odd pixel at the end (UPPER) or the beginning.
+SpatialPad conv_axis_pad(const Node& n, size_t axis, size_t rank, int64_t in, int64_t out, int64_t k, int64_t stride,
+                         int64_t dilation, const std::string& prefix = "");
 
 struct Graph {
   std::string model_name;  // for messages: "resnet18"

@@ -24,14 +24,7 @@ SpatialPad spatial_pad(const Node& n, size_t dim, size_t rank, int64_t in, int64
     int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
     return auto_pad == "SAME_UPPER" ? SpatialPad{half, total - half} : SpatialPad{total - half, half};
   }
-  if (same) {
-    int64_t total = std::max<int64_t>(0, (out - 1) * s + (k - 1) * d + 1 - in);
-    int64_t begin = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-    return {begin, total - begin};
-  }
-  std::vector<int64_t> pads = n.get_ints("pads");
-  if (auto_pad == "VALID" || pads.size() != 2 * rank) return {0, 0};
-  return {pads[dim], pads[rank + dim]};
+  return conv_axis_pad(n, dim, rank, in, out, k, s, d);
 }
 
 namespace {

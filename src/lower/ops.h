@@ -52,10 +52,8 @@ GemmParams gemm_params(const G& g) {
 
 
 // Begin and end padding of spatial dim `dim` of a Conv/Pool-like node, from
-// pads or auto_pad (the output size `out` is known from the static shapes).
-struct SpatialPad {
-  int64_t begin = 0, end = 0;
-};
+// pads or auto_pad (the output size `out` is known from the static shapes);
+// `transposed`: a ConvTranspose's, else graph.h's conv_axis_pad.
 SpatialPad spatial_pad(const Node& n, size_t dim, size_t rank, int64_t in, int64_t out, int64_t k, int64_t s,
                        int64_t d, bool transposed = false, int64_t out_pad = 0);
 

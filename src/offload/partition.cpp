@@ -94,12 +94,11 @@ Match match_conv(const Graph& g, const Node& n, const MatchContext& cx) {
   std::vector<int64_t> s = n.get_ints("strides", {1, 1}), d = n.get_ints("dilations", {1, 1});
   if (s.size() != 2 || d.size() != 2) return r.no("strides or dilations not 2-D");
   int64_t kh = wt[2], kw = wt[3];
-  lower::SpatialPad ph = lower::spatial_pad(n, 0, 2, H, OH, kh, s[0], d[0]);
-  lower::SpatialPad pw = lower::spatial_pad(n, 1, 2, W, OW, kw, s[1], d[1]);
+  const SpatialPad ph = conv_axis_pad(n, 0, 2, H, OH, kh, s[0], d[0]);
+  const SpatialPad pw = conv_axis_pad(n, 1, 2, W, OW, kw, s[1], d[1]);
   // CLBlast pads both sides alike: its output size must be ours.
-  auto out = [](int64_t in, int64_t p, int64_t k, int64_t st, int64_t dl) { return (in + 2 * p - (dl * (k - 1) + 1)) / st + 1; };
-  if (ph.begin != ph.end || pw.begin != pw.end || out(H, ph.begin, kh, s[0], d[0]) != OH ||
-      out(W, pw.begin, kw, s[1], d[1]) != OW)
+  if (ph.begin != ph.end || pw.begin != pw.end || conv_out_extent(H, 2 * ph.begin, kh, s[0], d[0]) != OH ||
+      conv_out_extent(W, 2 * pw.begin, kw, s[1], d[1]) != OW)
     return r.no("asymmetric padding");
   NodeWork& w = r.work;
   const int64_t K = Cg * kh * kw, P = OH * OW;

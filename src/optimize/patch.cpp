@@ -74,14 +74,7 @@ struct Window {
 
 // Begin padding of spatial dim `dim` (0: rows, 1: columns) as ONNX defines it.
 int64_t begin_pad(const Node& n, const std::string& prefix, size_t dim, int64_t in, int64_t out, const Window& w) {
-  const std::string auto_pad = n.get_string(prefix + "auto_pad", "NOTSET");
-  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-    const int64_t total = std::max<int64_t>(0, (out - 1) * w.s + (w.k - 1) * w.d + 1 - in);
-    return auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-  }
-  if (auto_pad == "VALID") return 0;
-  const std::vector<int64_t> pads = n.get_ints(prefix + "pads");
-  return pads.size() == 4 ? pads[dim] : 0;
+  return conv_axis_pad(n, dim, 2, in, out, w.k, w.s, w.d, prefix).begin;
 }
 
 // What output span [a, b) of a window reads of an input of `in` elements:
