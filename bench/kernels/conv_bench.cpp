@@ -16,7 +16,9 @@
 //
 //   texplan_conv_bench --device gpu --filter '512 7 3x3' --variants 32x32,64x64v/split,128x64v/split,128x64v/s16
 //
-// Stems whose conv feeds an overlapping MaxPool ("stem ..." shapes) are timed
+// Stems whose conv feeds an overlapping MaxPool ("stem ..." shapes), and
+// VGG's convs before its 2x2 pools ("pooled ...", with the Winograd forms
+// "conv:winograd" and "conv:winograd4" too), are timed
 // as one FusedConvMaxPool node with each of its kernels (lower/ops.h
 // conv_maxpool_variants: the tiled kernel per tile, the direct one) and as
 // the unfused pair FusedConv(Relu) + MaxPool, the conv's GFLOP/s throughout:
@@ -345,6 +347,11 @@ std::vector<StemShape> stem_shapes() {
       {"stem resnet 3->64 224 7x7 s2 + maxpool 3x3 s2 p1", 3, 224, 64, 7, 2, 3, 3, 2, 1, 0},
       {"stem googlenet 3->64 224 7x7 s2 + maxpool 3x3 s2 ceil", 3, 224, 64, 7, 2, 3, 3, 2, 0, 1},
       {"stem squeezenet1.1 3->64 224 3x3 s2 + maxpool 3x3 s2 ceil", 3, 224, 64, 3, 2, 0, 3, 2, 0, 1},
+      // VGG-16's convs before its pools (2x2 windows: Winograd's pooled forms, "conv:" variants)
+      {"pooled vgg16 64->64 224 3x3 + maxpool 2x2 s2", 64, 224, 64, 3, 1, 1, 2, 2, 0, 0},
+      {"pooled vgg16 128->128 112 3x3 + maxpool 2x2 s2", 128, 112, 128, 3, 1, 1, 2, 2, 0, 0},
+      {"pooled vgg16 256->256 56 3x3 + maxpool 2x2 s2", 256, 56, 256, 3, 1, 1, 2, 2, 0, 0},
+      {"pooled vgg16 512->512 28 3x3 + maxpool 2x2 s2", 512, 28, 512, 3, 1, 1, 2, 2, 0, 0},
   };
 }
 
@@ -527,6 +534,8 @@ int main(int argc, char** argv) {
       if (!products.empty() || (!filter.empty() && c.name.find(filter) == std::string::npos)) continue;
       std::vector<std::string> names = {"unfused", "auto"};
       for (const std::string& v : lower::conv_maxpool_variants()) names.push_back(v);
+      if (c.pool_k == 2 && c.pool_s == 2)  // Winograd's tiles hold whole 2x2 windows
+        for (const char* v : {"conv:winograd", "conv:winograd4"}) names.push_back(v);
       std::vector<double> ms(names.size(), NAN);
       std::vector<int> launches(names.size(), 0);
       std::vector<std::vector<float>> outs(names.size());
@@ -534,7 +543,9 @@ int main(int argc, char** argv) {
         try {
           std::vector<HostTensor> feeds;
           Graph g = stem_graph(c, names[v] != "unfused", feeds);
-          const lower::KernelChoice k{.conv_maxpool = names[v] == "unfused" || names[v] == "auto" ? "" : names[v]};
+          const bool conv = names[v].rfind("conv:", 0) == 0;
+          const lower::KernelChoice k{.conv = conv ? names[v].substr(5) : "",
+                                      .conv_maxpool = conv || names[v] == "unfused" || names[v] == "auto" ? "" : names[v]};
           ms[v] = time_node(g, feeds, dev, reps, outs[v], runtime::Precision::Fp32, k, launches[v]);
         } catch (const Error& e) {
           std::cerr << c.name << " / " << names[v] << ": " << e.what() << "\n";
