@@ -152,8 +152,7 @@ void expect_winograd(const std::string& variant, Shape x, int64_t oc, int64_t pa
   } else {
     EXPECT_LE(e, 1e-5);
   }
-  const char* kernel = variant.rfind("winograd4", 0) == 0 ? "conv2d_winograd4" : "conv2d_winograd";
-  EXPECT_NE(std::find(kernels.begin(), kernels.end(), kernel), kernels.end());
+  EXPECT_NE(std::find(kernels.begin(), kernels.end(), "conv2d_winograd"), kernels.end());
   // Split-K zeroes Y first, except over the residual, and applies the rest
   // of the program after, where there is one.
   const bool nothing_around = in_place && prog.size() == 1;
@@ -182,26 +181,6 @@ TEST(Winograd, ConvMatchesTheReference) {
 
 // The weights packed untransformed (":raw", a measurement's form): the
 // kernel transforms them per chunk, with the same results.
-// F(4x4, 3x3) (conv_winograd4.cl): ragged tiles and chunks, pads 0..2,
-// rows as float4s (W a multiple of 4, pad 1) or not, batch 2, epilogues,
-// split-K and the pool of its tiles' 2x2 windows.
-TEST(Winograd, FourByFourTiles) {
-  expect_winograd("winograd4", {1, 5, 9, 11}, 7, 1, true);
-  expect_winograd("winograd4", {1, 13, 16, 16}, 40, 1, false);  // float4 rows
-  expect_winograd("winograd4", {2, 9, 7, 6}, 33, 0, true);      // no pad, batch 2
-  expect_winograd("winograd4", {1, 3, 5, 8}, 4, 2, true);       // pad 2: output larger than the input
-  expect_winograd("winograd4", {1, 64, 14, 14}, 64, 1, true);
-  expect_winograd("winograd4", {1, 70, 28, 20}, 70, 1, true, {"Relu x0"});  // 2 channel blocks, 35 tiles
-  expect_winograd("winograd4", {1, 12, 10, 12}, 12, 1, true, {"Add x0 x1", "Relu t0"}, 1);
-  expect_winograd("winograd4/s3", {1, 21, 9, 9}, 36, 1, true, {"Add x0 x1", "Relu t0"}, 1);
-  expect_winograd("winograd4/s2", {2, 44, 14, 16}, 70, 1, true, {"Relu x0"});
-  expect_winograd("winograd4/s4", {1, 32, 7, 7}, 32, 1, true, {"Add x0 x1", "Relu t0"}, 1, false, false, true);
-  expect_winograd("winograd4", {1, 6, 10, 12}, 35, 1, true, {"Relu x0"}, 0, true);        // pooled
-  expect_winograd("winograd4", {1, 6, 9, 11}, 8, 1, false, {"Relu x0"}, 0, true, true);   // ceil_mode: ragged windows
-  expect_winograd("winograd4", {1, 6, 9, 11}, 8, 1, true, {}, 0, true);                   // floor: last row dropped
-  expect_winograd("winograd4", {1, 16, 12, 16}, 64, 1, true, {"Relu x0"}, 0, false, false, false, true);  // tf32 asked: fp32
-}
-
 TEST(Winograd, RawPackedWeights) {
   expect_winograd("winograd:raw", {1, 5, 9, 11}, 7, 1, true);
   expect_winograd("winograd:raw", {1, 13, 16, 16}, 70, 1, true);

@@ -53,22 +53,21 @@ bool conv_geometry(const NodeBuilder& b, bool transposed, ConvGeometry& g, const
 
 Dims batch_dims(std::vector<int64_t> v) { return to_dims(v, 1); }
 
-// conv_winograd.cl's and conv_winograd4.cl's weights, packed once so that a
-// chunk of `chunk` input channels is one contiguous block: [OC / 32][CP][taps][32],
-// zeros past OC and C (CP: C rounded up to the chunk), with taps the
-// (m + 2)^2 values of G g G^T for F(m x m, 3x3) (m 2 or 4: 16/9 or 4 times
-// the weights' bytes) or, m 0, the 9 raw ones.
-std::vector<float> winograd_weights(const HostTensor& weights, int64_t OC, int64_t C, int m, int64_t chunk) {
+// conv_winograd.cl's weights, packed once so that a chunk of kWinogradCK
+// input channels is one contiguous block: [OC / 32][CP][taps][32], zeros
+// past OC and C (CP: C rounded up to the chunk), with taps the 16 values of
+// G g G^T (`transformed`, 16/9 of the weights' bytes) or the 9 raw ones.
+std::vector<float> winograd_weights(const HostTensor& weights, int64_t OC, int64_t C, bool transformed) {
   const std::vector<float> w = weights.as_float();
-  const int64_t CP = ceil_div(C, chunk) * chunk, taps = m ? (m + 2) * (m + 2) : 9;
+  const int64_t CP = ceil_div(C, kWinogradCK) * kWinogradCK, taps = transformed ? 16 : 9;
   std::vector<float> p(size_t(ceil_div(OC, 32) * CP * taps * 32), 0.0f);
-  double u[36];
+  double u[16];
   for (int64_t oc = 0; oc < OC; ++oc)
     for (int64_t c = 0; c < C; ++c) {
       const float* g = w.data() + (oc * C + c) * 9;
-      if (m) winograd_filter_transform(g, m, u);
+      if (transformed) winograd_filter_transform(g, 2, u);
       for (int64_t k = 0; k < taps; ++k)
-        p[size_t((((oc / 32) * CP + c) * taps + k) * 32 + oc % 32)] = m ? float(u[k]) : g[k];
+        p[size_t((((oc / 32) * CP + c) * taps + k) * 32 + oc % 32)] = transformed ? float(u[k]) : g[k];
     }
   return p;
 }
@@ -78,49 +77,36 @@ std::vector<float> winograd_weights(const HostTensor& weights, int64_t OC, int64
 // 2x2 stride-2 max pool of the output (POOL2, never split).
 void launch_winograd(NodeBuilder& b, const ConvGeometry& g, bool has_bias, const TensorArg& bias, const FusedTail& tail,
                      const Variant& v, int64_t PH = 0, int64_t PW = 0) {
-  const int64_t total = g.N * g.OC * g.OH * g.OW;
+  // --precision tf32: the transforms' products on the tensor cores (WG_MMA).
+  const bool mma = b.tf32 && tf32_runs(b);
+  // Tiles per work-group (BT): 32, or 16 in 128-item groups (fp32 only;
+  // the variant's form double-buffered, forced forms as forced).
   const Forced f = forced(b);
-  const bool f4 = v.wg_out == 4;
-  // --precision tf32: the transforms' products on the tensor cores (WG_MMA; F(2x2) only).
-  const bool mma = !f4 && b.tf32 && tf32_runs(b);
-  Range r;
-  std::string build;
-  const char* file = f4 ? "conv_winograd4.cl" : "conv_winograd.cl";
-  bool pre = true;
-  if (f4) {
-    const int64_t tiles = ceil_div(g.OH, 4) * ceil_div(g.OW, 4);
-    r = group_range({size_t(ceil_div(tiles, 16)), size_t(ceil_div(g.OC, 32)), size_t(g.N * v.splits)}, {288, 1, 1});
-    // W4_VEC: a patch row's middle four columns as one aligned float4.
-    if (g.W % 4 == 0 && b.arg_in(0).offset % 4 == 0 && g.pw % 4 == 1) build = " -DW4_VEC";
-  } else {
-    // Tiles per work-group (BT): 32, or 16 in 128-item groups (fp32 only;
-    // the variant's form double-buffered, forced forms as forced).
-    const bool halves = !mma && v.wg_tiles == 16;
-    const int64_t bt = mma ? 32 : halves ? 16 : f.winograd_tiles;
-    const bool db = !mma && (halves || f.winograd_db);
-    const int64_t tiles = ceil_div(g.OH, 2) * ceil_div(g.OW, 2);
-    r = group_range({size_t(ceil_div(tiles, bt)), size_t(ceil_div(g.OC, 32)), size_t(g.N * v.splits)},
-                    {size_t(8 * bt), 1, 1});
-    pre = f.winograd_weights != "raw";
-    // WG_PAIRS: input rows as aligned float2s, where W and X's offset are even.
-    const bool pairs = f.winograd_pairs && g.W % 2 == 0 && b.arg_in(0).offset % 2 == 0;
-    build = f.winograd_build + (bt != 32 ? " -DWG_BT=" + std::to_string(bt) : "") + (db ? " -DWG_DB" : "") +
-            (db && f.winograd_ck8 ? " -DWG_CK=8" : "") +
-            (pairs ? std::string(" -DWG_PAIRS=") + (g.pw % 2 ? "1" : "2") : "") + (pre ? " -DWG_PRE" : "");
-  }
+  const bool halves = !mma && v.wg_tiles == 16;
+  const int64_t bt = mma ? 32 : halves ? 16 : f.winograd_tiles;
+  const bool db = !mma && (halves || f.winograd_db);
+  const int64_t tiles = ceil_div(g.OH, 2) * ceil_div(g.OW, 2), total = g.N * g.OC * g.OH * g.OW;
+  Range r = group_range({size_t(ceil_div(tiles, bt)), size_t(ceil_div(g.OC, 32)), size_t(g.N * v.splits)},
+                        {size_t(8 * bt), 1, 1});
+  const bool pre = f.winograd_weights != "raw";
+  // WG_PAIRS: input rows as aligned float2s, where W and X's offset are even.
+  const bool pairs = f.winograd_pairs && g.W % 2 == 0 && b.arg_in(0).offset % 2 == 0;
+  const std::string build = f.winograd_build + (bt != 32 ? " -DWG_BT=" + std::to_string(bt) : "") +
+                            (db ? " -DWG_DB" : "") + (db && f.winograd_ck8 ? " -DWG_CK=8" : "") +
+                            (pairs ? std::string(" -DWG_PAIRS=") + (g.pw % 2 ? "1" : "2") : "");
   // TEXPLAN_PTX on NVIDIA: split-K's red.global.add (common.cl split_add); nothing else reads it here.
   auto source = [&](const std::string& defines, const std::string& prelude) {
-    if (mma) return mma_build(b, file, defines + build + " -DWG_MMA", prelude);
-    return Source(file, defines + build + (accepts_inline_ptx(b.device()) ? " -DTEXPLAN_PTX" : ""), prelude);
+    const std::string form = defines + build + (pre ? " -DWG_PRE" : "");
+    if (mma) return mma_build(b, "conv_winograd.cl", form + " -DWG_MMA", prelude);
+    return Source("conv_winograd.cl", form + (accepts_inline_ptx(b.device()) ? " -DTEXPLAN_PTX" : ""),
+                  prelude);
   };
-  const MemArg weights = b.packed(f4 ? "winograd4 u" : pre ? "winograd u" : "winograd g", [&] {
-    return f4 ? winograd_weights(*b.constant(1), g.OC, g.C, 4, kWinograd4CK)
-              : winograd_weights(*b.constant(1), g.OC, g.C, pre ? 2 : 0, kWinogradCK);
+  const MemArg weights = b.packed(pre ? "winograd u" : "winograd g", [&] {
+    return winograd_weights(*b.constant(1), g.OC, g.C, pre);
   });
-  const char* kernel = f4 ? "conv2d_winograd4" : "conv2d_winograd";
   ConvParams p = conv_params(g, has_bias);
   auto args = [&](const Source& src) {
-    launch_conv_kernel(b, src, kernel, r, TensorArg{weights.mem, 0}, bias, p);
+    launch_conv_kernel(b, src, "conv2d_winograd", r, TensorArg{weights.mem, 0}, bias, p);
   };
   if (mma) b.used_tf32 = true;
   if (PH > 0) {
@@ -456,7 +442,7 @@ bool lower_fused_conv_maxpool(NodeBuilder& b) {
                      pp == std::vector<int64_t>{0, 0, 0, 0} && pd == std::vector<int64_t>{1, 1};
   const std::optional<WinogradShape> wino = pairs ? winograd_shape(b, g) : std::nullopt;
   if (wino && winograd_before_tf32(b, *wino, true)) {
-    launch_winograd(b, g, has_bias, bias, tail, forced_winograd(forced(b), *wino, false, 1), PH, PW);
+    launch_winograd(b, g, has_bias, bias, tail, Variant{nullptr}, PH, PW);
     return true;
   }
   if (pairs && !tail.window && !tail.xwindow && launch_conv_mma(b, g, has_bias, bias, tail, PH, PW)) return true;  // --precision tf32
@@ -467,14 +453,14 @@ bool lower_fused_conv_maxpool(NodeBuilder& b) {
       const Tiles& c = choose_tiles(b, OCg, PH * PW * 4, g.N * g.groups);
       t = &tiles_named(c.wptm == 2 ? "64x64v" : (std::string(c.name) + (c.vec ? "" : "v")).c_str());
     }
-    // Winograd's output tiles hold whole pool windows: forced, or where its
-    // cost is below these tiles' (never split: a max of partial sums).
+    // Winograd's 2x2 output tiles are the pool's windows: forced, or where
+    // its cost is below these tiles' (never split: a max of partial sums).
     if (const auto& w = wino) {
       const int64_t cu = std::max(1, b.compute_units());
-      const Variant v = f.winograd ? forced_winograd(f, *w, false, cu) : Variant{nullptr};
       if (f.winograd || ((w->OC >= 64 || w->groups() >= cu) &&
-                         winograd_cost(v, *w, cu) < variant_cost(Variant{t}, OCg, PH * PW * 4, g.C * 9, g.N, cu))) {
-        launch_winograd(b, g, has_bias, bias, tail, v, PH, PW);
+                                winograd_cost(Variant{nullptr}, *w, cu) <
+                                    variant_cost(Variant{t}, OCg, PH * PW * 4, g.C * 9, g.N, cu))) {
+        launch_winograd(b, g, has_bias, bias, tail, Variant{nullptr}, PH, PW);
         return true;
       }
     }

@@ -87,10 +87,7 @@ Forced parse_conv_variant(const std::string& variant) {
       f.splits = std::max<int64_t>(1, std::stoll(split.substr(1)));
     }
   }
-  if (tiles == "winograd4") {  // F(4x4, 3x3): no build forms
-    f.winograd = true;
-    f.winograd_out = 4;
-  } else if (tiles == "winograd" || tiles.rfind("winograd:", 0) == 0) {
+  if (tiles == "winograd" || tiles.rfind("winograd:", 0) == 0) {
     f.winograd = true;  // where it applies; the GPU kernels' choice by shape elsewhere
     // Diagnostic builds, for measurements (wrong results): ":dng" no global
     // reads, ":dnm" no products, to time the rest. The build forms tried and
@@ -259,72 +256,53 @@ constexpr int64_t kWinogradMinSlice = 32;  // input channels per split-K slice, 
 // Winograd's slices: grids under half a wave (of one work-group per compute
 // unit) split to about `waves` waves (rounded to the nearest whole number of
 // slices); larger ones stay whole (docs/kernel-choices.md#winograd-slices).
-// `out`: the output tiles' side (2 or 4), which sets the grid and the chunk.
-static Variant winograd_split(const WinogradShape& w, int64_t cu, int64_t waves, int64_t out = 2) {
-  Variant whole{nullptr};
-  whole.wg_out = out;
-  const int64_t groups = out == 4 ? w.groups4() : w.groups(), ck = out == 4 ? kWinograd4CK : kWinogradCK;
-  if (2 * groups >= cu) return whole;
-  int64_t want = std::min((waves * cu + groups / 2) / groups, w.C / kWinogradMinSlice);
-  int64_t cslice = ceil_div(ceil_div(w.C, std::max<int64_t>(1, want)), ck) * ck;
+static Variant winograd_split(const WinogradShape& w, int64_t cu, int64_t waves) {
+  if (2 * w.groups() >= cu) return Variant{nullptr};
+  int64_t want = std::min((waves * cu + w.groups() / 2) / w.groups(), w.C / kWinogradMinSlice);
+  int64_t cslice = ceil_div(ceil_div(w.C, std::max<int64_t>(1, want)), kWinogradCK) * kWinogradCK;
   int64_t splits = ceil_div(w.C, cslice);
-  if (splits < 2) return whole;
-  Variant v{nullptr, splits, cslice};
-  v.wg_out = out;
-  return v;
+  return splits > 1 ? Variant{nullptr, splits, cslice} : Variant{nullptr};
 }
 
 // variant_cost's units for Winograd: 16 x 32 x 32 FMAs per input channel and
 // work-group; kWinogradSpeed against 32x32's 1.0. The 16-tile form does half
 // a group's work at 0.87 of its speed, several groups per compute unit
-// (docs/kernel-choices.md#winograds-speed-in-the-cost-model). F(4x4, 3x3):
-// 36 x 32 x 16 FMAs at kWinograd4Speed (docs/kernel-choices.md#winograd-f4x4-3x3-tried-not-kept).
-constexpr double kWinogradSpeed = 2.8, kWinogradT16Speed = 0.87 * kWinogradSpeed, kWinograd4Speed = 2.0;
+// (docs/kernel-choices.md#winograds-speed-in-the-cost-model).
+constexpr double kWinogradSpeed = 2.8, kWinogradT16Speed = 0.87 * kWinogradSpeed;
 double winograd_cost(const Variant& v, const WinogradShape& w, int64_t cu) {
-  const bool f4 = v.wg_out == 4;
-  const double speed = f4 ? kWinograd4Speed : v.wg_tiles == 16 ? kWinogradT16Speed : kWinogradSpeed;
-  const double per_channel = f4 ? 36.0 * 32 * 16 : 16.0 * 32 * double(v.wg_tiles);
-  double work = per_channel * double(v.splits > 1 ? v.kslice : w.C) / speed;
+  const double speed = v.wg_tiles == 16 ? kWinogradT16Speed : kWinogradSpeed;
+  double work = 16.0 * 32 * double(v.wg_tiles) * double(v.splits > 1 ? v.kslice : w.C) / speed;
   double split = v.splits > 1 ? 150e3 + 0.25 * double(w.OC * w.tiles * 4 * w.images * v.splits) : 0.0;
-  const int64_t groups = f4 ? w.groups4() : w.groups(v.wg_tiles);
-  return double(ceil_div(groups * v.splits, cu)) * work + split;
+  return double(ceil_div(w.groups(v.wg_tiles) * v.splits, cu)) * work + split;
 }
 
 // The Winograd form by shape: split where `can_split` and winograd_split's
 // slices cost a fifth less than the whole grid (the margin of
-// choose_by_shape). Else, where `fp32`, the 16-tile form where it costs a
-// tenth less than the whole grid: where whole groups leave the last wave
-// half empty and halves fill it. Not for 2x2-pooled convs, where it ran
-// slower (docs/kernel-choices.md#winograd-split-or-in-16-tile-groups).
-// F(4x4, 3x3) runs forced only: it ran slower on every shape measured.
-Variant winograd_by_shape(const WinogradShape& w, bool can_split, int64_t cu, bool fp32) {
+// choose_by_shape). Else, where `t16` (the fp32 build), the 16-tile form
+// where it costs a tenth less than the whole grid: where whole groups leave
+// the last wave half empty and halves fill it. Not for 2x2-pooled convs,
+// where it ran slower (docs/kernel-choices.md#winograd-split-or-in-16-tile-groups).
+Variant winograd_by_shape(const WinogradShape& w, bool can_split, int64_t cu, bool t16) {
   const Variant whole{nullptr}, split = can_split ? winograd_split(w, cu, 1) : whole;
   if (split.splits > 1 && winograd_cost(split, w, cu) < 0.8 * winograd_cost(whole, w, cu)) return split;
   Variant halves{nullptr};
   halves.wg_tiles = 16;
-  return fp32 && winograd_cost(halves, w, cu) < 0.9 * winograd_cost(whole, w, cu) ? halves : whole;
+  return t16 && winograd_cost(halves, w, cu) < 0.9 * winograd_cost(whole, w, cu) ? halves : whole;
 }
 
 std::string winograd_variant_by_shape(int64_t C, int64_t OC, int64_t OH, int64_t OW, int64_t images,
                                       int compute_units, bool can_split, bool fp32) {
-  const WinogradShape w{C, OC, ceil_div(OH, 2) * ceil_div(OW, 2), images, ceil_div(OH, 4) * ceil_div(OW, 4)};
+  const WinogradShape w{C, OC, ceil_div(OH, 2) * ceil_div(OW, 2), images};
   return winograd_by_shape(w, can_split, std::max(1, compute_units), fp32).name();
 }
 
 
 // KernelChoice::conv's "winograd", "winograd/split" or "winograd/sN" (`f`).
 Variant forced_winograd(const Forced& f, const WinogradShape& w, bool can_split, int64_t cu) {
-  const int64_t out = f.winograd_out, ck = out == 4 ? kWinograd4CK : kWinogradCK;
-  Variant v{nullptr};
-  v.wg_out = out;
-  if (!can_split || f.splits == 1 || f.splits == 0) return v;
-  if (f.splits < 0) {  // split
-    const int64_t groups = out == 4 ? w.groups4() : w.groups();
-    return winograd_split(w, std::max<int64_t>(cu, 2 * groups + 1), 1, out);
-  }
-  int64_t cslice = ceil_div(ceil_div(w.C, f.splits), ck) * ck;
-  if (ceil_div(w.C, cslice) > 1) v.splits = ceil_div(w.C, cslice), v.kslice = cslice;
-  return v;
+  if (!can_split || f.splits == 1 || f.splits == 0) return Variant{nullptr};
+  if (f.splits < 0) return winograd_split(w, std::max<int64_t>(cu, 2 * w.groups() + 1), 1);  // split
+  int64_t cslice = ceil_div(ceil_div(w.C, f.splits), kWinogradCK) * kWinogradCK;
+  return ceil_div(w.C, cslice) > 1 ? Variant{nullptr, ceil_div(w.C, cslice), cslice} : Variant{nullptr};
 }
 
 // Every tile unsplit (where `narrow` the narrow ones too), and where
@@ -473,7 +451,7 @@ std::optional<WinogradShape> winograd_shape(const NodeBuilder& b, const ConvGeom
   if (!weights || weights->dtype != DataType::Float32) return std::nullopt;  // packed at load: constant only
   const Forced f = forced(b);
   if (f.taps || f.tiles) return std::nullopt;
-  const WinogradShape w{g.C, g.OC, ceil_div(g.OH, 2) * ceil_div(g.OW, 2), g.N, ceil_div(g.OH, 4) * ceil_div(g.OW, 4)};
+  const WinogradShape w{g.C, g.OC, ceil_div(g.OH, 2) * ceil_div(g.OW, 2), g.N};
   if (!f.winograd && (b.device_type() != "gpu" || g.C < 32 || g.OC < 32 || w.tiles * w.images < 32))
     return std::nullopt;
   return w;

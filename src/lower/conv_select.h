@@ -53,7 +53,6 @@ struct Forced {
   bool winograd_db = false;      // ":db": chunks in two buffers (WG_DB); ":db8" with 8-channel chunks
   bool winograd_ck8 = false;
   bool winograd_pairs = true;    // ":nopairs": no WG_PAIRS (a measurement)
-  int64_t winograd_out = 2;      // "winograd4": F(4x4, 3x3) (conv_winograd4.cl)
   int64_t kgroups = 0;           // "32x32k4", "64x64k2"...: gemm_kgroups where the GEMM takes it
   int64_t depth = kTK;           // "32x32d64": slices of K 64 deep (unsplit tiles only)
 };
@@ -72,9 +71,6 @@ struct Variant {
   // Winograd's tiles per work-group: 32 (256 items), or 16 in 128-item
   // groups with 4-channel chunks in two buffers (WG_BT=16, WG_DB; fp32 only).
   int64_t wg_tiles = 32;
-  // Winograd's output tiles: 2 (F(2x2, 3x3), conv_winograd.cl) or 4
-  // (F(4x4, 3x3), conv_winograd4.cl: 32 channels x 16 tiles a group, fp32 only).
-  int64_t wg_out = 2;
   // gemm_kgroups (gemm_kgroups.cl): this many groups of 64 work-items share
   // a tile (32x32, 32x64 or 64x64), each walking its own slices of K; 0: the tiles' kernel.
   int64_t kgroups = 0;
@@ -83,9 +79,7 @@ struct Variant {
   std::string base() const {
     return tiles ? std::string(tiles->name) + (kgroups ? "k" + std::to_string(kgroups) : "") +
                        (depth != kTK ? "d" + std::to_string(depth) : "")
-                 : wg_out == 4   ? "winograd4"
-                 : wg_tiles == 16 ? "winograd:t16:db"
-                                  : "winograd";
+                 : wg_tiles == 16 ? "winograd:t16:db" : "winograd";
   }
   std::string name() const { return splits > 1 ? base() + "/s" + std::to_string(splits) : base(); }
 };
@@ -103,20 +97,17 @@ bool split_k_allowed(const NodeBuilder& b, int64_t K, int64_t total, const Fused
 // Winograd F(2x2, 3x3) (conv_winograd.cl) of a 3x3 stride-1 conv with one
 // group: a work-group computes 32 output channels x 32 2x2 tiles, all 16
 // transform elements, over K = C input channels in chunks of 8 (kWinogradCK).
-// F(4x4, 3x3) (conv_winograd4.cl): 32 output channels x 16 4x4 tiles (`tiles4`
-// of them), 36 elements, chunks of 4 (kWinograd4CK).
 struct WinogradShape {
-  int64_t C = 0, OC = 0, tiles = 0, images = 0, tiles4 = 0;
+  int64_t C = 0, OC = 0, tiles = 0, images = 0;
   int64_t groups(int64_t per_group = 32) const { return ceil_div(OC, 32) * ceil_div(tiles, per_group) * images; }
-  int64_t groups4() const { return ceil_div(OC, 32) * ceil_div(tiles4, 16) * images; }
 };
-constexpr int64_t kWinogradCK = 8, kWinograd4CK = 4;
+constexpr int64_t kWinogradCK = 8;
 
 // Winograd's cost in variant_cost's units.
 double winograd_cost(const Variant& v, const WinogradShape& w, int64_t cu);
-// The Winograd form by shape (whole, split where `can_split`, or where
-// `fp32` the 16-tile form).
-Variant winograd_by_shape(const WinogradShape& w, bool can_split, int64_t cu, bool fp32);
+// The Winograd form by shape (whole, split where `can_split`, or the 16-tile
+// form where `t16`).
+Variant winograd_by_shape(const WinogradShape& w, bool can_split, int64_t cu, bool t16);
 // The Winograd form KernelChoice::conv names (`f`).
 Variant forced_winograd(const Forced& f, const WinogradShape& w, bool can_split, int64_t cu);
 // The Winograd shape of a conv it takes, where it may run; none elsewhere.

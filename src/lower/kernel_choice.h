@@ -9,14 +9,13 @@
 namespace texplan::lower {
 
 struct KernelChoice {
-  // The GPU conv and GEMM kernels (gemm.cl, conv.cl, conv_winograd*.cl) on
+  // The GPU conv and GEMM kernels (gemm.cl, conv.cl, conv_winograd.cl) on
   // every device, CPUs included: "gpu" with the tiles chosen by shape or
   // tuning; tiles "MxN" ("v" after them for float4 local reads, "taps:" in
   // front for the baseline conv, conv_tile_variants()); "/split" after them
   // for split-K with the slices by shape, "/sN" for N slices; "winograd",
   // "winograd/split", "winograd/sN" and ":form"s (ops.h) for conv_winograd.cl
-  // on the 3x3 stride-1 single-group convs, "winograd4[/sN]" for its F(4x4, 3x3)
-  // (conv_winograd4.cl). "": the choice by shape and device.
+  // on the 3x3 stride-1 single-group convs. "": the choice by shape and device.
   std::string conv{};
   // FusedConvMaxPool with overlapping windows: "direct" or "tiled:<tile>"
   // (conv_maxpool_variants()); "": by shape and tuning cache.

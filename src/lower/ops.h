@@ -146,8 +146,7 @@ std::vector<std::string> kgroups_variants();
 // "winograd", "winograd/split", "winograd/sN" (conv_winograd.cl for the 3x3
 // stride-1 single-group convs, the GPU kernels' choice elsewhere) with
 // ":form"s after "winograd" (:raw, :pf2, :db, :db8, :t16, :nopairs, and the
-// diagnostic builds :dng, :dnm), or "winograd4", "winograd4/sN"
-// (conv_winograd4.cl's F(4x4, 3x3)).
+// diagnostic builds :dng, :dnm).
 void check_conv_variant(const std::string& variant);
 // The Winograd form a 3x3 stride-1 conv (C -> OC channels, OH x OW output,
 // `images`) takes by shape on a GPU of `compute_units`, untuned: "winograd",
