@@ -373,3 +373,30 @@ TEST_P(PatchRunZoo, WithoutWeightsMatchesUnpatched) {
 
 INSTANTIATE_TEST_SUITE_P(Models, PatchRunZoo, ::testing::Values("resnet18", "googlenet", "densenet121"),
                          [](const auto& info) { return std::string(info.param); });
+
+// graph.h's one padding rule, which patching's windows, the lowering and the
+// CLBlast partition read: SAME_UPPER puts the odd pixel at the end,
+// SAME_LOWER at the beginning, pads as given, VALID none; `prefix` reads a
+// fused pool's attributes.
+TEST(Patch, AxisPaddingFollowsOnnx) {
+  Node n;
+  n.op_type = "Conv";
+  n.attrs["auto_pad"] = Attribute::of_string("SAME_UPPER");
+  EXPECT_EQ(conv_axis_pad(n, 0, 2, 8, 4, 3, 2, 1).begin, 0);  // total 1
+  EXPECT_EQ(conv_axis_pad(n, 0, 2, 8, 4, 3, 2, 1).end, 1);
+  EXPECT_EQ(conv_axis_pad(n, 1, 2, 7, 4, 3, 2, 1).begin, 1);  // total 2
+  EXPECT_EQ(conv_axis_pad(n, 1, 2, 5, 5, 3, 1, 2).end, 2);    // dilation 2: total 4
+  n.attrs["auto_pad"] = Attribute::of_string("SAME_LOWER");
+  EXPECT_EQ(conv_axis_pad(n, 0, 2, 8, 4, 3, 2, 1).begin, 1);
+  EXPECT_EQ(conv_axis_pad(n, 0, 2, 8, 4, 3, 2, 1).end, 0);
+  n.attrs["auto_pad"] = Attribute::of_string("NOTSET");
+  n.attrs["pads"] = Attribute::of_ints({1, 2, 3, 4});
+  EXPECT_EQ(conv_axis_pad(n, 1, 2, 8, 8, 3, 1, 1).begin, 2);
+  EXPECT_EQ(conv_axis_pad(n, 1, 2, 8, 8, 3, 1, 1).end, 4);
+  n.attrs["auto_pad"] = Attribute::of_string("VALID");
+  EXPECT_EQ(conv_axis_pad(n, 1, 2, 8, 6, 3, 1, 1).begin, 0);
+  n.attrs["pool_pads"] = Attribute::of_ints({0, 1, 0, 1});
+  EXPECT_EQ(conv_axis_pad(n, 1, 2, 8, 5, 2, 2, 1, "pool_").begin, 1);
+  n.attrs["pool_auto_pad"] = Attribute::of_string("SAME_UPPER");
+  EXPECT_EQ(conv_axis_pad(n, 1, 2, 7, 4, 2, 2, 1, "pool_").end, 1);  // total 1
+}
