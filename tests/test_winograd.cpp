@@ -230,6 +230,12 @@ TEST(Winograd, FormByShape) {
   // Unsplittable under a wave: halves run more groups at once (0.078 ms
   // against 0.084).
   EXPECT_EQ(lower::winograd_variant_by_shape(512, 512, 14, 14, 1, 132, false, true), "winograd:t16:db");
+  // Unsplit, as the 2x2-pooled convs take it: VGG's pooled 256->256 at
+  // 56x56 in 16 tiles, its others whole.
+  EXPECT_EQ(lower::winograd_variant_by_shape(256, 256, 56, 56, 1, 132, false, true), "winograd:t16:db");
+  EXPECT_EQ(lower::winograd_variant_by_shape(64, 64, 224, 224, 1, 132, false, true), "winograd");
+  EXPECT_EQ(lower::winograd_variant_by_shape(128, 128, 112, 112, 1, 132, false, true), "winograd");
+  EXPECT_EQ(lower::winograd_variant_by_shape(512, 512, 28, 28, 1, 132, false, true), "winograd");
 }
 
 // In a session the packed weights replace the originals, which are never

@@ -18,7 +18,7 @@
 //
 // Stems whose conv feeds an overlapping MaxPool ("stem ..." shapes), and
 // VGG's convs before its 2x2 pools ("pooled ...", with Winograd's pooled
-// form "conv:winograd" too), are timed
+// forms "conv:winograd" and "conv:winograd:t16:db" too), are timed
 // as one FusedConvMaxPool node with each of its kernels (lower/ops.h
 // conv_maxpool_variants: the tiled kernel per tile, the direct one) and as
 // the unfused pair FusedConv(Relu) + MaxPool, the conv's GFLOP/s throughout:
@@ -535,7 +535,7 @@ int main(int argc, char** argv) {
       std::vector<std::string> names = {"unfused", "auto"};
       for (const std::string& v : lower::conv_maxpool_variants()) names.push_back(v);
       if (c.pool_k == 2 && c.pool_s == 2)  // Winograd's tiles hold whole 2x2 windows
-        names.push_back("conv:winograd");
+        for (const char* v : {"conv:winograd", "conv:winograd:t16:db"}) names.push_back(v);
       std::vector<double> ms(names.size(), NAN);
       std::vector<int> launches(names.size(), 0);
       std::vector<std::vector<float>> outs(names.size());

@@ -453,14 +453,15 @@ bool lower_fused_conv_maxpool(NodeBuilder& b) {
       const Tiles& c = choose_tiles(b, OCg, PH * PW * 4, g.N * g.groups);
       t = &tiles_named(c.wptm == 2 ? "64x64v" : (std::string(c.name) + (c.vec ? "" : "v")).c_str());
     }
-    // Winograd's 2x2 output tiles are the pool's windows: forced, or where
-    // its cost is below these tiles' (never split: a max of partial sums).
+    // Winograd's 2x2 output tiles are the pool's windows: forced, or in its
+    // form by shape where that costs less than these tiles (never split: a
+    // max of partial sums).
     if (const auto& w = wino) {
       const int64_t cu = std::max(1, b.compute_units());
+      const Variant v = f.winograd ? Variant{nullptr} : winograd_by_shape(*w, false, cu, !b.tf32);
       if (f.winograd || ((w->OC >= 64 || w->groups() >= cu) &&
-                                winograd_cost(Variant{nullptr}, *w, cu) <
-                                    variant_cost(Variant{t}, OCg, PH * PW * 4, g.C * 9, g.N, cu))) {
-        launch_winograd(b, g, has_bias, bias, tail, Variant{nullptr}, PH, PW);
+                         winograd_cost(v, *w, cu) < variant_cost(Variant{t}, OCg, PH * PW * 4, g.C * 9, g.N, cu))) {
+        launch_winograd(b, g, has_bias, bias, tail, v, PH, PW);
         return true;
       }
     }

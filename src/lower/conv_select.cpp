@@ -280,8 +280,8 @@ double winograd_cost(const Variant& v, const WinogradShape& w, int64_t cu) {
 // slices cost a fifth less than the whole grid (the margin of
 // choose_by_shape). Else, where `t16` (the fp32 build), the 16-tile form
 // where it costs a tenth less than the whole grid: where whole groups leave
-// the last wave half empty and halves fill it. Not for 2x2-pooled convs,
-// where it ran slower (docs/kernel-choices.md#winograd-split-or-in-16-tile-groups).
+// the last wave half empty and halves fill it, 2x2-pooled convs too
+// (docs/kernel-choices.md#winograd-split-or-in-16-tile-groups).
 Variant winograd_by_shape(const WinogradShape& w, bool can_split, int64_t cu, bool t16) {
   const Variant whole{nullptr}, split = can_split ? winograd_split(w, cu, 1) : whole;
   if (split.splits > 1 && winograd_cost(split, w, cu) < 0.8 * winograd_cost(whole, w, cu)) return split;
