@@ -157,8 +157,8 @@ bool lower_fused_attention(NodeBuilder& b) {
     const int64_t kpt = ceil_div(Sk, kShortAttentionKeys);
     // V's block in local memory where it takes at most 32 KB (the kernel's
     // other arrays take up to 11 KB more).
-    const bool v_local = kpt * kShortAttentionKeys * dv4 * 16 <= 32768 &&
-                         kpt * kShortAttentionKeys * dv4 * 16 + 12288 <= b.local_mem_bytes();
+    const int64_t v_bytes = kpt * kShortAttentionKeys * dv4 * 16;
+    const bool v_local = v_bytes <= 32768 && v_bytes + 12288 <= b.local_mem_bytes();
     const std::string defines = "-DATT_SHORT -DATT_DH4=" + std::to_string(dh4) + " -DATT_DV4=" + std::to_string(dv4) +
                                 " -DATT_KPT=" + std::to_string(kpt) +
                                 " -DAS_WG=" + std::to_string(kShortAttentionKeys) +
