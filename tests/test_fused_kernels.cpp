@@ -490,6 +490,36 @@ TEST(FusedKernels, MatMul) {
   mm(random_tensor({4, 8}), random_tensor({8, 3}, -1, 1, 2), {}, {});
 }
 
+// Matrix-vector products (gemm.cl gemv) over contiguous and strided rows:
+// K short of and past the work-group's 64, outputs along either operand,
+// batches, Gemm's alpha, beta and C (a classifier's bias).
+TEST(FusedKernels, MatrixVector) {
+  const lower::KernelChoice gpu = gpu_kernels();
+  auto run = [&](FusedCase c) {
+    std::vector<std::string> kernels;
+    expect_matches_reference(gpu, c, 1e-4, &kernels);
+    EXPECT_EQ(kernels, std::vector<std::string>{"gemv"}) << c.op;
+  };
+  auto mm = [&](HostTensor a, HostTensor w, bool trans_b, std::vector<std::string> prog, std::vector<HostTensor> extra) {
+    FusedCase c{"FusedMatMul", {std::move(a), std::move(w)}, {{"program", Attribute::of_strings(std::move(prog))}}};
+    if (trans_b) c.attrs["transB"] = Attribute::of_int(1);
+    for (auto& e : extra) c.inputs.push_back(std::move(e));
+    return c;
+  };
+  for (int64_t K : {64, 100, 1000, 4096})
+    for (int64_t O : {1, 37}) {
+      SCOPED_TRACE("K " + std::to_string(K) + ", O " + std::to_string(O));
+      run(mm(random_tensor({1, K}), random_tensor({O, K}, -1, 1, 2), true, {"Add x0 x1", "Relu t0"},
+             {random_tensor({O}, -1, 1, 3)}));
+      run(mm(random_tensor({1, K}), random_tensor({K, O}, -1, 1, 2), false, {}, {}));  // strided rows
+      run(mm(random_tensor({O, K}), random_tensor({K, 1}, -1, 1, 2), false, {}, {}));  // outputs along M
+    }
+  run(mm(random_tensor({3, 21, 96}), random_tensor({3, 96, 1}, -1, 1, 2), false, {}, {}));  // batched
+  run(FusedCase{"Gemm",
+                {random_tensor({1, 512}), random_tensor({45, 512}, -1, 1, 2), random_tensor({45}, -1, 1, 3)},
+                {{"transB", Attribute::of_int(1)}, {"alpha", Attribute::of_float(0.5f)}, {"beta", Attribute::of_float(2.0f)}}});
+}
+
 // ---------------------------------------------------------------- split-K
 
 namespace {
