@@ -39,6 +39,11 @@
 // Times are the medians (--min: the minima, steadier where other jobs share
 // the CPU) over --reps runs of the node's device time
 // (Session profile mode; the pair: both nodes), after one warm-up run.
+// Between runs the weights stay in the GPU's L2 cache (50 MB on an H100)
+// where they fit; in a model the layers between evict them. --cold reads
+// 256 MB before each run, so weights come from memory as they do there:
+//
+//   texplan_conv_bench --device gpu --cold --filter "512->512 14"
 //
 // For kernel work, --build-log prints every kernel build's log on stderr
 // (NVIDIA: with -cl-nv-verbose, ptxas's registers and spills per kernel;
@@ -60,6 +65,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -302,6 +308,56 @@ Graph product_graph(const ProductShape& c, std::vector<HostTensor>& feeds) {
 // compared for agreement, and the node's kernel launches (split-K: 2 or 3).
 // `kernels`: the variants the session runs instead of its own choice.
 bool take_min = false;  // --min
+bool cold = false;      // --cold
+
+// Reads 256 MB on the device's queue and waits: the L2 cache then holds
+// none of a node's data, and nothing dirty to write back during its run (a
+// fill would leave 50 MB of it).
+class CacheEvictor {
+ public:
+  explicit CacheEvictor(runtime::Device& dev) : dev_(dev) {
+    static const char* src =
+        "__kernel void evict(__global const float4* p, __global float* out) {\n"
+        "  const float4 v = p[get_global_id(0)];\n"
+        "  if (v.x == 1.0f) out[0] = v.y;  /* never: the buffer holds zeros */\n"
+        "}\n";
+    cl_int s = CL_SUCCESS;
+    buf_ = clCreateBuffer(dev.context(), CL_MEM_READ_WRITE, kBytes, nullptr, &s);
+    check(s, "a 256 MB buffer");
+    const cl_uint zero = 0;
+    check(clEnqueueFillBuffer(dev.queue(), buf_, &zero, sizeof zero, 0, kBytes, 0, nullptr, nullptr), "filling it");
+    prog_ = clCreateProgramWithSource(dev.context(), 1, &src, nullptr, &s);
+    check(s, "its program");
+    cl_device_id id = dev.id();
+    check(clBuildProgram(prog_, 1, &id, "", nullptr, nullptr), "building its program");
+    kernel_ = clCreateKernel(prog_, "evict", &s);
+    check(s, "its kernel");
+    check(clSetKernelArg(kernel_, 0, sizeof buf_, &buf_), "its arguments");
+    check(clSetKernelArg(kernel_, 1, sizeof buf_, &buf_), "its arguments");
+  }
+  ~CacheEvictor() {
+    if (kernel_) clReleaseKernel(kernel_);
+    if (prog_) clReleaseProgram(prog_);
+    if (buf_) clReleaseMemObject(buf_);
+  }
+  CacheEvictor(const CacheEvictor&) = delete;
+  CacheEvictor& operator=(const CacheEvictor&) = delete;
+  void run() {
+    const size_t global = kBytes / 16, local = 256;
+    check(clEnqueueNDRangeKernel(dev_.queue(), kernel_, 1, nullptr, &global, &local, 0, nullptr, nullptr), "reading");
+    check(clFinish(dev_.queue()), "reading");
+  }
+
+ private:
+  static constexpr size_t kBytes = size_t(256) << 20;
+  static void check(cl_int s, const char* what) {
+    if (s != CL_SUCCESS) throw Error(std::string("--cold: ") + what + " failed (OpenCL error " + std::to_string(s) + ")");
+  }
+  runtime::Device& dev_;
+  cl_mem buf_ = nullptr;
+  cl_program prog_ = nullptr;
+  cl_kernel kernel_ = nullptr;
+};
 
 double time_node(const Graph& g, const std::vector<HostTensor>& feeds, std::shared_ptr<runtime::Device> dev, int reps,
                  std::vector<float>& output, runtime::Precision precision, const lower::KernelChoice& kernels,
@@ -316,8 +372,11 @@ double time_node(const Graph& g, const std::vector<HostTensor>& feeds, std::shar
   if (s.precision() != precision) throw Error("this device has no tf32 tensor cores");
   output = s.run(feeds)[0].as_float();
   launches = s.kernel_launches();
+  std::optional<CacheEvictor> evictor;
+  if (cold) evictor.emplace(*dev);
   std::vector<double> ms;
   for (int r = 0; r < reps; ++r) {
+    if (evictor) evictor->run();
     s.run(feeds);
     double t = 0;
     for (const auto& nt : s.node_times()) t += nt.ms;
@@ -400,7 +459,7 @@ Graph stem_graph(const StemShape& c, bool fused, std::vector<HostTensor>& feeds)
 int usage(const char* argv0) {
   std::cerr << "usage: " << argv0
             << " [--device SPEC] [--reps N] [--filter TEXT] [--variants a,b,...] [--json FILE] [--list] [--min]\n"
-               "       [--build-log] [--build-dump DIR] [--product MxKxN[t],...]\n"
+               "       [--cold] [--build-log] [--build-dump DIR] [--product MxKxN[t],...]\n"
                "  SPEC: gpu, pocl, opencl:N (default gpu); variants default to all of --list\n";
   return 2;
 }
@@ -427,6 +486,7 @@ int main(int argc, char** argv) {
       else if (a == "--json") json_path = value();
       else if (a == "--list") list = true;
       else if (a == "--min") take_min = true;
+      else if (a == "--cold") cold = true;
       else if (a == "--build-log") diagnostics.log = true;
       else if (a == "--build-dump") diagnostics.dump_dir = value();
       else if (a == "--product") {
@@ -455,7 +515,8 @@ int main(int argc, char** argv) {
   try {
     auto dev = runtime::open_device(device);
     std::cout << "device: " << dev->info().platform << " / " << dev->info().name << " (" << dev->info().type << ", "
-              << dev->info().compute_units << " compute units), " << reps << " reps, median device ms\n";
+              << dev->info().compute_units << " compute units), " << reps << " reps, median device ms"
+              << (cold ? ", caches evicted before each rep" : "") << "\n";
     nlohmann::json rows = nlohmann::json::array();
     // The convolutions, then the matrix products: name, GFLOP, graph, and
     // whether only "auto" is timed (depthwise has one kernel).
