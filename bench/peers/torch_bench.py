@@ -21,7 +21,9 @@ i.e. what eager needs besides weights: every intermediate, the output, the input
 library workspaces allocated during the run (cuDNN). Persistent allocations made by
 earlier runs (e.g. cuBLAS workspaces) are reported apart as persistent_other_bytes.
 graph_ms: median replay time of the same forward captured in a CUDA graph (no launch
-overhead), or null with graph_error. Settings (TF32, cudnn.benchmark) are PyTorch's
+overhead), or null with graph_error. --kernels: each CUDA kernel of one forward (the kernels a
+graph replays), the median of its device time over 5 runs from torch.profiler, printed and in
+the JSON as "kernels" (name, us), to hold a model's layers against texplan's --profile. Settings (TF32, cudnn.benchmark) are PyTorch's
 defaults unless flags say otherwise, and are written into the JSON.
 """
 import argparse, importlib.util, json, os, statistics, struct, sys, time, types
@@ -141,6 +143,12 @@ def bench(zoo, name, a, dev):
         r["peak_activation_bytes"] = torch.cuda.max_memory_allocated() - before + input_bytes
         r["persistent_other_bytes"] = before - weight_bytes - input_bytes
         del y
+    if a.kernels and cuda:
+        try:
+            r["kernels"] = kernel_times(model, x, sync)
+        except Exception as e:  # report, keep the timings
+            r["kernels_error"] = f"{type(e).__name__}: {e}"
+            print(f"{name}: --kernels failed: {r['kernels_error']}", flush=True)
     if a.graph:
         try:
             with torch.inference_mode():
@@ -163,6 +171,23 @@ def bench(zoo, name, a, dev):
     return r
 
 
+def kernel_times(model, x, sync, runs=5):
+    """Per CUDA kernel of one forward, in launch order: its name and median device us over `runs`."""
+    from torch.profiler import ProfilerActivity, profile
+    with torch.inference_mode(), profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(runs):
+            model(x)
+        sync()
+    ev = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
+                 and "memcpy" not in e.name.lower() and "memset" not in e.name.lower()),
+                key=lambda e: e.time_range.start)
+    if not ev or len(ev) % runs:
+        return [dict(name=e.name, us=e.time_range.elapsed_us()) for e in ev]
+    per = len(ev) // runs
+    return [dict(name=ev[i].name, us=statistics.median(ev[i + k * per].time_range.elapsed_us() for k in range(runs)))
+            for i in range(per)]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("names", nargs="*", help="models (default: all of the zoo)")
@@ -173,6 +198,7 @@ def main():
     p.add_argument("--json")
     p.add_argument("--device", default="cuda")
     p.add_argument("--no-graph", dest="graph", action="store_false")
+    p.add_argument("--kernels", action="store_true", help="print each CUDA kernel's device time (torch.profiler)")
     p.add_argument("--tf32", choices=["default", "on", "off"], default="default",
                    help="TF32 for convolutions and matmuls (default: PyTorch's, conv on, matmul off)")
     p.add_argument("--cudnn-benchmark", action="store_true", help="torch.backends.cudnn.benchmark = True")
@@ -209,6 +235,10 @@ def main():
               f"{f(r['peak_activation_bytes'] and r['peak_activation_bytes'] / 2**20, '{:9.2f}'):>9} "
               f"{r['weight_bytes'] / 2**20:8.2f}  {f(r['rel_error'], '{:.2e}')}"
               + (f"  (graph: {r['graph_error']})" if "graph_error" in r else ""), flush=True)
+        if r.get("kernels"):
+            print(f"  {len(r['kernels'])} kernels, {sum(k['us'] for k in r['kernels']) / 1e3:.3f} ms:")
+            for k in r["kernels"]:
+                print(f"  {k['us']:9.1f} us  {k['name'][:110]}")
     if a.json:
         with open(a.json, "w") as fh:
             json.dump(results, fh, indent=2)
