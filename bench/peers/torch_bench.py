@@ -21,10 +21,11 @@ i.e. what eager needs besides weights: every intermediate, the output, the input
 library workspaces allocated during the run (cuDNN). Persistent allocations made by
 earlier runs (e.g. cuBLAS workspaces) are reported apart as persistent_other_bytes.
 graph_ms: median replay time of the same forward captured in a CUDA graph (no launch
-overhead), or null with graph_error. --kernels: each CUDA kernel of one forward (the kernels a
-graph replays), the median of its device time over 5 runs from torch.profiler, printed and in
-the JSON as "kernels" (name, us), to hold a model's layers against texplan's --profile. Settings (TF32, cudnn.benchmark) are PyTorch's
-defaults unless flags say otherwise, and are written into the JSON.
+overhead), or null with graph_error. --kernels: each CUDA kernel of one forward (the
+kernels a graph replays), the median of its device time over 5 runs from torch.profiler,
+printed and in the JSON as "kernels" (name, us), to hold a model's layers against texplan's
+--profile. Settings (TF32, cudnn.benchmark) are PyTorch's defaults unless flags say
+otherwise, and are written into the JSON.
 """
 import argparse, importlib.util, json, os, statistics, struct, sys, time, types
 
