@@ -382,14 +382,36 @@ void conv2d_winograd(__global const float* X, __global const float* Wt, __global
   }
 #else
   // One chunk in flight: its loads are issued before this chunk's products.
+  // Diagnostic builds (wrong results, to time the rest): WG_DIAG_NO_TRANSFORM
+  // stores nothing in local memory (the loaded values summed into one
+  // register, so the loads stay), WG_DIAG_NO_BARRIER has no barriers in the loop.
+#ifdef WG_DIAG_NO_TRANSFORM
+#ifndef WG_PRE
+#error "WG_DIAG_NO_TRANSFORM reads the transformed weights' float4s"
+#endif
+  float sink = 0.0f;
+#undef WG_TRANSFORM
+#define WG_TRANSFORM(D, GR) sink += D[0] + D[4 * WG_ROWS - 1] + GR[0].x + GR[G_PER - 1].w;
+#endif
+#ifdef WG_DIAG_NO_BARRIER
+#define WG_LOOP_BARRIER
+#else
+#define WG_LOOP_BARRIER barrier(CLK_LOCAL_MEM_FENCE);
+#endif
   WG_LOAD(cbeg, d, gr)
   for (int c0 = cbeg; c0 < cend; c0 += CK) {
     WG_TRANSFORM(d, gr)
-    barrier(CLK_LOCAL_MEM_FENCE);
+    WG_LOOP_BARRIER
     if (c0 + CK < cend) WG_LOAD(c0 + CK, d, gr)
     WG_PRODUCTS
-    barrier(CLK_LOCAL_MEM_FENCE);
+    WG_LOOP_BARRIER
   }
+#ifdef WG_DIAG_NO_TRANSFORM
+  acc[0][0] += sink;
+#endif
+#ifdef WG_DIAG_NO_BARRIER
+  barrier(CLK_LOCAL_MEM_FENCE);  // the last products read Us and Vs, which Ms reuses
+#endif
 #endif
   // acc[i][j]: element e of output channel m0 + 4 tm + 4 TMN (i / 4) + i % 4,
   // tile t0 + 4 tt + 4 TTN (j / 4) + j % 4.

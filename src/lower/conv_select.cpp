@@ -90,12 +90,15 @@ Forced parse_conv_variant(const std::string& variant) {
   if (tiles == "winograd" || tiles.rfind("winograd:", 0) == 0) {
     f.winograd = true;  // where it applies; the GPU kernels' choice by shape elsewhere
     // Diagnostic builds, for measurements (wrong results): ":dng" no global
-    // reads, ":dnm" no products, to time the rest. The build forms tried and
+    // reads, ":dnm" no products, ":dnt" no transforms, ":dnb" no barriers
+    // in the chunk loop, to time the rest. The build forms tried and
     // not kept: docs/kernel-choices.md#winograd-builds-tried-and-not-kept.
     std::stringstream opts(tiles.substr(8));
     for (std::string o; std::getline(opts, o, ':');) {
       if (o == "dng") f.winograd_build += " -DWG_DIAG_NO_GLOBAL";
       else if (o == "dnm") f.winograd_build += " -DWG_DIAG_NO_GEMM";
+      else if (o == "dnt") f.winograd_build += " -DWG_DIAG_NO_TRANSFORM";  // the chunks' transforms and stores
+      else if (o == "dnb") f.winograd_build += " -DWG_DIAG_NO_BARRIER";    // the chunk loop's barriers
       else if (o == "raw") f.winograd_weights = o;
       else if (o == "pf2") f.winograd_build += " -DWG_PREFETCH2";  // two chunks in flight in the fp32 build
       else if (o == "db") f.winograd_db = true;  // 4-channel chunks in two buffers (fp32 build)
@@ -103,7 +106,7 @@ Forced parse_conv_variant(const std::string& variant) {
       else if (o == "t16") f.winograd_tiles = 16;
       else if (o == "nopairs") f.winograd_pairs = false;  // input rows read a float at a time
       else if (!o.empty())
-        throw Error("no Winograd build variant :" + o + " (:dng, :dnm, :raw, :pf2, :db, :db8, :t16, :nopairs)");
+        throw Error("no Winograd build variant :" + o + " (:dng, :dnm, :dnt, :dnb, :raw, :pf2, :db, :db8, :t16, :nopairs)");
     }
     if (f.winograd_weights == "raw" && (f.winograd_tiles != 32 || f.winograd_db))
       throw Error("winograd:raw takes neither :db nor :t16");
