@@ -91,7 +91,8 @@ Forced parse_conv_variant(const std::string& variant) {
     f.winograd = true;  // where it applies; the GPU kernels' choice by shape elsewhere
     // Diagnostic builds, for measurements (wrong results): ":dng" no global
     // reads, ":dnm" no products, ":dnt" no transforms, ":dnb" no barriers
-    // in the chunk loop, to time the rest. The build forms tried and
+    // in the chunk loop (these two in the 32-tile fp32 build only), to time
+    // the rest. The build forms tried and
     // not kept: docs/kernel-choices.md#winograd-builds-tried-and-not-kept.
     std::stringstream opts(tiles.substr(8));
     for (std::string o; std::getline(opts, o, ':');) {
