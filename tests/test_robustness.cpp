@@ -378,6 +378,44 @@ TEST(HostileModel, NegativeDims) {
   w.node("Add", {"x", "w"}, {"y"});
   expect_plan_refuses(w.save(dir, "neg_weight"), "neg_weight", "initializer 'w': negative dimension in shape -1x4");
   EXPECT_NE(import_error(dir / "neg_weight", {.load_weights = true}).find("negative dimension"), std::string::npos);
+  // A negative size made by ConstantOfShape, alone and read by GatherND,
+  // whose ONNX inference indexed dimensions before the first with it
+  // (fuzz/regressions/shapes/onnx-gathernd-negative-index-depth).
+  OnnxBuilder fill;
+  fill.input("x", {1}).output("y");
+  fill.initializer_i64("shape", {1}, {-1});
+  fill.node("ConstantOfShape", {"shape"}, {"y"}, "fill");
+  expect_plan_refuses(fill.save(dir, "neg_fill"), "neg_fill", "node name: fill): [ShapeInferenceError] shape value -1 is negative");
+  OnnxBuilder gnd;
+  gnd.input("x", {1}).output("y");
+  gnd.initializer_i64("shape", {1}, {-1});
+  gnd.node("ConstantOfShape", {"shape"}, {"k"}, "fill");
+  gnd.node("Cast", {"k"}, {"i"}, "cast");
+  gnd.m.mutable_graph()->mutable_node(1)->add_attribute()->set_name("to");
+  gnd.m.mutable_graph()->mutable_node(1)->mutable_attribute(0)->set_type(onnx::AttributeProto::INT);
+  gnd.m.mutable_graph()->mutable_node(1)->mutable_attribute(0)->set_i(onnx::TensorProto::INT64);
+  gnd.node("GatherND", {"k", "i"}, {"y"}, "gather");
+  expect_plan_refuses(gnd.save(dir, "neg_gathernd"), "neg_gathernd", "shape value -1 is negative");
+}
+
+// GatherND's index depth (the indices' last dimension) must lie in
+// [1, rank of data - batch_dims], and both ranks be 1 or more: ONNX's
+// inference assumed it.
+TEST(HostileModel, GatherNdIndexDepth) {
+  auto dir = test::temp_dir("gathernd");
+  auto model = [&](const std::string& name, const std::vector<int64_t>& data, const std::vector<int64_t>& indices) {
+    OnnxBuilder b;
+    b.input("x", data).output("y");
+    int64_t n = 1;
+    for (int64_t d : indices) n *= d;
+    b.initializer_i64("i", indices, std::vector<int64_t>(size_t(n), 0));
+    b.node("GatherND", {"x", "i"}, {"y"}, "gather");
+    return b.save(dir, name);
+  };
+  expect_plan_refuses(model("too_deep", {2, 3}, {4, 3}), "too_deep", "indices' last dimension 3 is not in [1, 2]");
+  expect_plan_refuses(model("zero_deep", {2, 3}, {4, 0}), "zero_deep", "indices' last dimension 0 is not in [1, 2]");
+  expect_plan_refuses(model("scalar_indices", {2, 3}, {}), "scalar_indices", "rank of 1 or more");
+  EXPECT_EQ(cli("plan " + model("fine", {2, 3}, {4, 2})).code, 0);
 }
 
 // A zero-sized tensor is legal: it plans to zero bytes and runs.

@@ -3,6 +3,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -31,9 +32,41 @@ int rank_of(const onnx::TypeProto* t) {
 
 void check_for_inference(const std::string& op, onnx::InferenceContext& c) {
   auto ints = [&](const char* name) -> const onnx::AttributeProto* { return c.getAttribute(name); };
+  // A negative size, which ConstantOfShape's inference makes of a negative
+  // value in its shape input; GatherND's then indexed dims before the first.
+  for (size_t i = 0; i < c.getNumInputs(); ++i) {
+    const onnx::TypeProto* t = c.getInputType(i);
+    if (rank_of(t) < 1) continue;
+    for (const auto& d : t->tensor_type().shape().dim())
+      if (d.has_dim_value() && d.dim_value() < 0)
+        fail_shape_inference("input ", i, " has a dimension of size ", d.dim_value());
+  }
+  if (op == "ConstantOfShape" && c.getNumInputs() > 0) {
+    if (const onnx::TensorProto* t = c.getInputData(0); t && t->data_type() == onnx::TensorProto::INT64) {
+      std::vector<int64_t> v(t->int64_data().begin(), t->int64_data().end());
+      if (t->has_raw_data()) {
+        const std::string& raw = t->raw_data();
+        if (raw.size() % sizeof(int64_t) != 0)
+          fail_shape_inference("shape input holds ", raw.size(), " bytes, not a whole number of int64 values");
+        v.resize(raw.size() / sizeof(int64_t));
+        std::memcpy(v.data(), raw.data(), raw.size());
+      }
+      for (int64_t x : v)
+        if (x < 0) fail_shape_inference("shape value ", x, " is negative");
+    }
+  }
   if (op == "GatherND") {
-    if (const auto* a = c.getAttribute("batch_dims"); a && a->i() < 0)
-      fail_shape_inference("batch_dims ", a->i(), " must be >= 0");
+    const auto* a = c.getAttribute("batch_dims");
+    const int64_t b = a ? a->i() : 0;
+    if (b < 0) fail_shape_inference("batch_dims ", b, " must be >= 0");
+    const int r = rank_of(c.getInputType(0)), q = c.getNumInputs() > 1 ? rank_of(c.getInputType(1)) : -1;
+    if (r == 0 || q == 0) fail_shape_inference("data and indices need a rank of 1 or more");
+    if (r > 0 && q > 0) {
+      if (b >= std::min(r, q)) fail_shape_inference("batch_dims ", b, " must be below both ranks, ", r, " and ", q);
+      const auto& last = c.getInputType(1)->tensor_type().shape().dim(q - 1);
+      if (last.has_dim_value() && (last.dim_value() < 1 || last.dim_value() > r - b))
+        fail_shape_inference("indices' last dimension ", last.dim_value(), " is not in [1, ", r - b, "]");
+    }
   }
   if (op == "DepthToSpace" || op == "SpaceToDepth") {  // ONNX squares it: overflow, then a division by 0
     if (const auto* a = c.getAttribute("blocksize"); a && (a->i() < 1 || a->i() > 65536))
