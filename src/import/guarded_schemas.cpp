@@ -49,7 +49,7 @@ void check_for_inference(const std::string& op, onnx::InferenceContext& c) {
         if (raw.size() % sizeof(int64_t) != 0)
           fail_shape_inference("shape input holds ", raw.size(), " bytes, not a whole number of int64 values");
         v.resize(raw.size() / sizeof(int64_t));
-        std::memcpy(v.data(), raw.data(), raw.size());
+        if (!raw.empty()) std::memcpy(v.data(), raw.data(), raw.size());
       }
       for (int64_t x : v)
         if (x < 0) fail_shape_inference("shape value ", x, " is negative");
