@@ -1,9 +1,9 @@
 #include "import/guarded_schemas.h"
 
+#include <onnx/defs/tensor_proto_util.h>
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -32,8 +32,9 @@ int rank_of(const onnx::TypeProto* t) {
 
 void check_for_inference(const std::string& op, onnx::InferenceContext& c) {
   auto ints = [&](const char* name) -> const onnx::AttributeProto* { return c.getAttribute(name); };
-  // A negative size, which ConstantOfShape's inference makes of a negative
-  // value in its shape input; GatherND's then indexed dims before the first.
+  // A negative size: ConstantOfShape's inference makes one of a negative
+  // value in its shape input (refused below), and GatherND's then indexed
+  // dims before the first with it.
   for (size_t i = 0; i < c.getNumInputs(); ++i) {
     const onnx::TypeProto* t = c.getInputType(i);
     if (rank_of(t) < 1) continue;
@@ -42,18 +43,9 @@ void check_for_inference(const std::string& op, onnx::InferenceContext& c) {
         fail_shape_inference("input ", i, " has a dimension of size ", d.dim_value());
   }
   if (op == "ConstantOfShape" && c.getNumInputs() > 0) {
-    if (const onnx::TensorProto* t = c.getInputData(0); t && t->data_type() == onnx::TensorProto::INT64) {
-      std::vector<int64_t> v(t->int64_data().begin(), t->int64_data().end());
-      if (t->has_raw_data()) {
-        const std::string& raw = t->raw_data();
-        if (raw.size() % sizeof(int64_t) != 0)
-          fail_shape_inference("shape input holds ", raw.size(), " bytes, not a whole number of int64 values");
-        v.resize(raw.size() / sizeof(int64_t));
-        if (!raw.empty()) std::memcpy(v.data(), raw.data(), raw.size());
-      }
-      for (int64_t x : v)
+    if (const onnx::TensorProto* t = c.getInputData(0); t && t->data_type() == onnx::TensorProto::INT64)
+      for (int64_t x : onnx::ParseData<int64_t>(t))
         if (x < 0) fail_shape_inference("shape value ", x, " is negative");
-    }
   }
   if (op == "GatherND") {
     const auto* a = c.getAttribute("batch_dims");
