@@ -390,10 +390,7 @@ TEST(HostileModel, NegativeDims) {
   gnd.input("x", {1}).output("y");
   gnd.initializer_i64("shape", {1}, {-1});
   gnd.node("ConstantOfShape", {"shape"}, {"k"}, "fill");
-  gnd.node("Cast", {"k"}, {"i"}, "cast");
-  gnd.m.mutable_graph()->mutable_node(1)->add_attribute()->set_name("to");
-  gnd.m.mutable_graph()->mutable_node(1)->mutable_attribute(0)->set_type(onnx::AttributeProto::INT);
-  gnd.m.mutable_graph()->mutable_node(1)->mutable_attribute(0)->set_i(onnx::TensorProto::INT64);
+  OnnxBuilder::attr_int(gnd.node("Cast", {"k"}, {"i"}, "cast"), "to", onnx::TensorProto::INT64);
   gnd.node("GatherND", {"k", "i"}, {"y"}, "gather");
   expect_plan_refuses(gnd.save(dir, "neg_gathernd"), "neg_gathernd", "shape value -1 is negative");
 }
