@@ -7,6 +7,14 @@ __kernel void stream_copy(__global const float4* a, __global float4* b) {
   b[i] = a[i];
 }
 
+// Streaming read: each work-item reads one float4, kept live by a store that
+// never happens on a buffer of zeros. texplan_conv_bench --cold empties the
+// caches with it without leaving dirty lines behind.
+__kernel void stream_read(__global const float4* a, __global float* out) {
+  const float4 v = a[get_global_id(0)];
+  if (v.x == 1.0f) out[0] = v.y;
+}
+
 // 8 independent FMA chains of FMA_W-wide vectors per work-item (CPU
 // compilers vectorize explicit vectors, not loops across work-items),
 // 16 * FMA_W FLOPs per iteration.
