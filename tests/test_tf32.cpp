@@ -28,8 +28,9 @@ namespace {
 
 struct Case {
   std::string name, op;
-  std::vector<HostTensor> inputs;  // every input fed (weights too)
+  std::vector<HostTensor> inputs;  // every input fed (weights too, unless constant_weights)
   std::map<std::string, Attribute> attrs;
+  bool constant_weights = false;  // input 1 a constant of the graph (weights packed at load)
 };
 
 // The node alone in a graph, run in a session with `precision` and the
@@ -37,7 +38,7 @@ struct Case {
 HostTensor run_case(const Case& c, runtime::Precision precision, const lower::KernelChoice& kernels, HostTensor& expected,
                     runtime::Precision* used = nullptr, int* launches = nullptr,
                     std::shared_ptr<runtime::Device> dev = nullptr, lower::TuningCache* tuning = nullptr,
-                    bool search = false, int* tf32_nodes = nullptr) {
+                    bool search = false, int* tf32_nodes = nullptr, int64_t* weight_bytes = nullptr) {
   Node n;
   n.name = c.name;
   n.op_type = c.op;
@@ -50,12 +51,20 @@ HostTensor run_case(const Case& c, runtime::Precision precision, const lower::Ke
   Graph g;
   g.model_name = "tf32_test";
   g.opset = 17;
+  std::vector<HostTensor> feeds;
   for (size_t i = 0; i < c.inputs.size(); ++i) {
     Tensor t;
     t.name = "in" + std::to_string(i);
     t.shape = c.inputs[i].shape;
+    if (c.constant_weights && i == 1) {
+      t.is_constant = t.has_data = true;
+      t.value = c.inputs[i];
+      g.add_tensor(t);
+      continue;
+    }
     t.is_input = true;
     g.inputs.push_back(g.add_tensor(t));
+    feeds.push_back(c.inputs[i]);
   }
   Tensor y;
   y.name = "y";
@@ -79,8 +88,9 @@ HostTensor run_case(const Case& c, runtime::Precision precision, const lower::Ke
   if (tf32_nodes) *tf32_nodes = int(s.tf32_nodes().size());
   else EXPECT_EQ(s.tf32_nodes().size(), s.precision() == runtime::Precision::Tf32 ? 1u : 0u) << c.name;
   if (launches) *launches = s.kernel_launches();
+  if (weight_bytes) *weight_bytes = s.weight_bytes();
   EXPECT_TRUE(s.fallback_nodes().empty()) << c.name;
-  return s.run(c.inputs)[0];
+  return s.run(feeds)[0];
 }
 
 std::vector<Case> cases() {
@@ -139,6 +149,39 @@ TEST(Tf32, EveryTileVariantMatchesTheReferenceWithinTf32Error) {
   }
 }
 
+// conv2d_mma_taps (the taps tiles) reads weights packed at load, so it runs
+// where they are constants: every tile on every conv case, whole and split.
+// The session keeps the packed weights alone: [OC][KH x KW][C rounded up to
+// 16], and the bias.
+TEST(Tf32, TapsTilesOverConstantWeightsMatchTheReference) {
+  for (const std::string& tiles : lower::mma_tile_variants()) {
+    if (tiles.rfind("taps", 0) != 0) continue;
+    SCOPED_TRACE(tiles);
+    for (Case c : cases()) {
+      if (c.op.find("Conv") == std::string::npos || c.name == "conv1x1") continue;  // 1x1: the GEMM
+      c.constant_weights = true;
+      const Shape& w = c.inputs[1].shape;
+      const int64_t packed = w[0] * w[2] * w[3] * ((w[1] + 15) / 16 * 16) * 4;
+      for (int splits : {0, 3}) {
+        HostTensor expected;
+        int launches = 0;
+        int64_t weight_bytes = 0;
+        HostTensor out = run_case(c, runtime::Precision::Tf32, emulated(splits, tiles), expected, nullptr, &launches,
+                                  nullptr, nullptr, false, nullptr, &weight_bytes);
+        double e = rel_error(out, expected);
+        EXPECT_LE(e, 5e-3) << c.name << " splits " << splits;
+        EXPECT_GT(e, 1e-6) << c.name << ": no tf32 rounding, so not the tensor-core kernel";
+        if (splits && c.op != "FusedConvMaxPool") {
+          EXPECT_GE(launches, 2) << c.name << ": not split";
+        }
+        // Split-K adds its semaphores' few bytes at most.
+        EXPECT_GE(weight_bytes, packed) << c.name << ": not the packed weights";
+        EXPECT_LT(weight_bytes, packed + int64_t(c.inputs[1].shape[0]) * 4 + 4096) << c.name;
+      }
+    }
+  }
+}
+
 TEST(Tf32, TheShapeChoiceRunsToo) {
   for (const Case& c : cases()) {
     HostTensor expected;
@@ -154,7 +197,9 @@ TEST(Tf32, SplitKMatchesTheReferenceWithinTf32Error) {
     int launches = 0;
     EXPECT_LE(rel_error(run_case(c, runtime::Precision::Tf32, split, expected, nullptr, &launches), expected), 5e-3)
         << c.name;
-    if (c.op != "FusedConvMaxPool") EXPECT_GE(launches, 2) << c.name << ": not split";  // a max does not split
+    if (c.op != "FusedConvMaxPool") {  // a max does not split
+      EXPECT_GE(launches, 2) << c.name << ": not split";
+    }
   }
 }
 

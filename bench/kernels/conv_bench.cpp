@@ -11,7 +11,7 @@
 //   texplan_conv_bench --device gpu --reps 20 --json conv_bench.json
 //
 // "TILES/split" is split-K (K cut into slices added into Y atomically) with
-// the slices chosen by shape; "TILES/sN" (in --variants) N slices. For the
+// the slices chosen by shape; "TILES/sN" and "tf32:TILES/sN" (in --variants) N slices. For the
 // small grids of ResNet's 512->512 7x7, 256->256 14x14 and VGG's 512 14x14:
 //
 //   texplan_conv_bench --device gpu --filter '512 7 3x3' --variants 32x32,64x64v/split,128x64v/split,128x64v/s16
@@ -547,6 +547,8 @@ int main(int argc, char** argv) {
           const bool tf32_wino = names[v].rfind("tf32:winograd", 0) == 0;
           k.conv = tf32_wino ? names[v].substr(5) : (names[v] == "auto" || tf32 || cpu || block ? "" : names[v]);
           k.mma = names[v].rfind("tf32:", 0) == 0 && !tf32_wino ? names[v].substr(5) : "";
+          if (const size_t at = k.mma.rfind("/s"); at != std::string::npos)  // "tf32:<tiles>/sN": N slices of K
+            k.tf32_splits = std::stoi(k.mma.substr(at + 2)), k.mma.resize(at);
           ms[v] = time_node(g, feeds, dev, reps, outs[v], tf32 ? runtime::Precision::Tf32 : runtime::Precision::Fp32,
                             k, launches[v]);
         } catch (const Error& e) {

@@ -16,6 +16,9 @@
 // and t+4 a lane needs are neighbours (one 64-bit load for a0/a2 and one for
 // a1/a3); Bs[k][n] with a row stride of BN + 8.
 //
+// -DMMA_TAPS builds conv2d_mma_taps instead (a convolution over weights
+// packed at load, its slices copied asynchronously: below).
+//
 // The mma and the tf32 rounding: mma_common.cl (prepended).
 #ifndef EPI
 #define EPI(v, i) (v)
@@ -33,11 +36,16 @@
 #ifndef WN
 #define WN 32
 #endif
+#ifdef MMA_TAPS  // conv2d_mma_taps (below): shallower slices, several in flight
+#define BK 16
+#define SA (BK + 4)
+#else
 #define BK 32
+#define SA (BK + 8)
+#endif
 #define NT ((BM / WM) * (BN / WN) * 32)
 #define FM (WM / 16)
 #define FN (WN / 8)
-#define SA (BK + 8)
 #define SB (BN + 8)
 #define A_PER (BM * BK / NT)  // A elements each work-item stages per slice
 #define B_PER (BK * BN / NT)
@@ -60,9 +68,12 @@
 // Position of tap k of a slice inside its As row.
 #define KPOS(k) (((k) & ~7) | (((k) & 3) << 1) | (((k) >> 2) & 1))
 
-#define MMA_LOCALS                                                   \
-  __local uint As[BM * SA];                                          \
-  __local uint Bs[BK * SB];                                          \
+#define MMA_LOCALS        \
+  __local uint As[BM * SA]; \
+  __local uint Bs[BK * SB]; \
+  MMA_WARP_TILE
+// The work-item's place in the tile and its accumulators.
+#define MMA_WARP_TILE                                                \
   MMA_SCRATCH                                                        \
   const int lid = get_local_id(0);                                   \
   const int lane = lid & 31, warp = lid >> 5;                        \
@@ -111,6 +122,7 @@
   const int kb = (nfast) ? e##kb / BN : ((e##kb) & 7) + 8 * ((e##kb >> 3) / BN); \
   const int nb = (nfast) ? e##kb % BN : (e##kb >> 3) % BN;
 
+#ifndef MMA_TAPS
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void gemm(__global const float* A, __global const float* B, __global const float* C, __global float* Y,
           GemmParams gp EPI_PARAMS) {
@@ -165,16 +177,80 @@ void gemm(__global const float* A, __global const float* B, __global const float
       }
 }
 
+#endif  // !MMA_TAPS
+
+// The output pixel column nb = lid % BN of a conv tile stages (and its
+// input window's corner ih0, iw0), N the tile columns of the image: output
+// pixels, or with POOL2 (FusedConvMaxPool, 2x2 stride-2 windows) tile
+// column c holding window position (wy, wx) = ((c >> 3) & 1, c & 1) of
+// pooled pixel 4 (c >> 4) + ((c >> 1) & 3), so the lane holding d0/d1 of
+// fragments 2j and 2j+1 holds one whole window (rows g and g+8: d2/d3) and
+// stores its max with no exchange between lanes.
+#ifdef POOL2
+#define MMA_CONV_PIXEL                                                                             \
+  const int N = ((PH * PW + 3) / 4) * 16;                                                          \
+  const int nb = lid % BN, p = n0 + nb;                                                            \
+  const int pooled = (p >> 4) * 4 + ((p >> 1) & 3);                                                \
+  const int oh = (pooled / PW) * 2 + ((p >> 3) & 1), ow = (pooled % PW) * 2 + (p & 1);             \
+  const bool p_in = pooled < PH * PW && oh < OH && ow < OW; /* ceil_mode windows may run past the conv output */ \
+  const int ih0 = oh * sh - ph, iw0 = ow * sw - pw;
+#else
+#define MMA_CONV_PIXEL                         \
+  const int N = OH * OW;                       \
+  const int nb = lid % BN, p = n0 + nb;        \
+  const int oh = p / OW, ow = p - oh * OW;     \
+  const bool p_in = p < N;                     \
+  const int ih0 = oh * sh - ph, iw0 = ow * sw - pw;
+#endif
+
+// Stores acc (+ bias on K's first slice) for output channels m0 + ... of
+// group g of image img: pooled maxima with POOL2, split-K's adds with SPLITK.
+#ifdef POOL2
+#define MMA_CONV_STORE                                                                                   \
+  const int PHW = PH * PW, y0 = (img * OC + g * OCg) * PHW;                                              \
+  UNROLL for (int i = 0; i < FM; ++i)                                                                    \
+    UNROLL for (int h = 0; h < 2; ++h) { /* rows fg, fg + 8 */                                           \
+      const int m = m0 + wm0 + 16 * i + fg + 8 * h;                                                      \
+      if (m >= M) continue;                                                                              \
+      const float bias = has_bias ? Bias[bo + g * OCg + m] : 0.0f;                                       \
+      UNROLL for (int j = 0; j < FN; j += 2) {                                                           \
+        const int q = n0 + wn0 + 8 * j; /* a multiple of 16: 4 windows */                               \
+        const int pp = (q >> 4) * 4 + ft;                                                                \
+        if (pp >= PHW) continue;                                                                         \
+        const int py = pp / PW, px = pp - py * PW;                                                       \
+        float best = -INFINITY; /* padding never wins */                                                 \
+        /* (wy, wx) = (c >> 1, c & 1): fragment j + wy, register 2h + wx */                              \
+        UNROLL for (int c = 0; c < 4; ++c)                                                               \
+          if (py * 2 + (c >> 1) < OH && px * 2 + (c & 1) < OW)                                           \
+            best = fmax(best, EPI(acc[i][j + (c >> 1)][2 * h + (c & 1)] + bias, y0 + m * PHW + pp));     \
+        Y[yo + y0 + m * PHW + pp] = best;                                                                \
+      }                                                                                                  \
+    }
+#else
+#ifdef SPLITK
+#define MMA_CONV_PUT(q, v) split_add(Y + yo + y0 + m * N + (q), v)
+#else
+#define MMA_CONV_PUT(q, v) Y[yo + y0 + m * N + (q)] = EPI(v, y0 + m * N + (q))
+#endif
+#define MMA_CONV_STORE                                                              \
+  const int y0 = (img * OC + g * OCg) * N;                                          \
+  UNROLL for (int i = 0; i < FM; ++i)                                               \
+    UNROLL for (int o = 0; o < 4; ++o) {                                            \
+      const int m = m0 + wm0 + 16 * i + fg + 8 * (o >> 1);                          \
+      if (m >= M) continue;                                                         \
+      const float bias = has_bias && kbeg == 0 ? Bias[bo + g * OCg + m] : 0.0f;     \
+      UNROLL for (int j = 0; j < FN; ++j) {                                         \
+        const int q = n0 + wn0 + 8 * j + 2 * ft + (o & 1);                          \
+        if (q < N) MMA_CONV_PUT(q, acc[i][j][o] + bias);                            \
+      }                                                                             \
+    }
+#endif
+
+#ifndef MMA_TAPS
 // 2D convolution as an implicit GEMM per (image, group), as gemm.cl's
 // conv2d_gemm: M = output channels of the group, N = output pixels, K =
 // input channels of the group x KH x KW; each work-item stages B for one
 // fixed pixel, its taps advanced by BK with mixed-radix carries.
-//
-// POOL2 (FusedConvMaxPool, 2x2 stride-2 windows): tile column c holds
-// window position (wy, wx) = ((c >> 3) & 1, c & 1) of pooled pixel
-// 4 (c >> 4) + ((c >> 1) & 3), so the lane holding d0/d1 of fragments 2j
-// and 2j+1 holds one whole window (rows g and g+8: d2/d3) and stores its max
-// with no exchange between lanes.
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void conv2d_gemm(__global const float* X, __global const float* Wt, __global const float* Bias, __global float* Y,
                  ConvParams cp EPI_PARAMS) {
@@ -183,25 +259,12 @@ void conv2d_gemm(__global const float* X, __global const float* Wt, __global con
   const int ICg = C / groups, OCg = OC / groups, K = ICg * KH * KW;
   SPLIT_Z
   const int img = z / groups, g = z % groups;
-#ifdef POOL2
-  const int N = ((PH * PW + 3) / 4) * 16;
-#else
-  const int N = OH * OW;
-#endif
   const int M = OCg, KHW = KH * KW;
   __global const float* wg = Wt + wo + g * OCg * K;
   __global const float* xg = X + xo + (img * C + g * ICg) * H * W;
-  // B staging: pixel nb = lid % BN, rows kb_r = lid / BN + r * (NT / BN).
-  const int nb = lid % BN, p = n0 + nb;
-#ifdef POOL2
-  const int pooled = (p >> 4) * 4 + ((p >> 1) & 3);
-  const int oh = (pooled / PW) * 2 + ((p >> 3) & 1), ow = (pooled % PW) * 2 + (p & 1);
-  const bool p_in = pooled < PH * PW && oh < OH && ow < OW;  // ceil_mode windows may run past the conv output
-#else
-  const int oh = p / OW, ow = p - oh * OW;
-  const bool p_in = p < N;
-#endif
-  const int ih0 = oh * sh - ph, iw0 = ow * sw - pw, pix0 = ih0 * W + iw0;
+  // B staging: pixel nb, rows kb_r = lid / BN + r * (NT / BN).
+  MMA_CONV_PIXEL
+  const int pix0 = ih0 * W + iw0;
   // The taps of the slice being loaded, decoded once per slice by BK
   // work-items: (kh * dh, kw * dw, offset in the group's input); past K a
   // row offset beyond any image, so the tap reads nothing. A warp's lanes
@@ -250,40 +313,120 @@ void conv2d_gemm(__global const float* X, __global const float* Wt, __global con
     MMA_MULTIPLY_SLICE
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-#ifdef POOL2
-  const int PHW = PH * PW, y0 = (img * OC + g * OCg) * PHW;
-  UNROLL for (int i = 0; i < FM; ++i)
-    UNROLL for (int h = 0; h < 2; ++h) {  // rows fg, fg + 8
-      const int m = m0 + wm0 + 16 * i + fg + 8 * h;
-      if (m >= M) continue;
-      const float bias = has_bias ? Bias[bo + g * OCg + m] : 0.0f;
-      UNROLL for (int j = 0; j < FN; j += 2) {
-        const int q = n0 + wn0 + 8 * j;  // a multiple of 16: 4 windows
-        const int pp = (q >> 4) * 4 + ft;
-        if (pp >= PHW) continue;
-        const int py = pp / PW, px = pp - py * PW;
-        float best = -INFINITY;  // padding never wins
-        UNROLL for (int c = 0; c < 4; ++c)  // (wy, wx) = (c >> 1, c & 1): fragment j + wy, register 2h + wx
-          if (py * 2 + (c >> 1) < OH && px * 2 + (c & 1) < OW)
-            best = fmax(best, EPI(acc[i][j + (c >> 1)][2 * h + (c & 1)] + bias, y0 + m * PHW + pp));
-        Y[yo + y0 + m * PHW + pp] = best;
-      }
-    }
-#else
-  const int y0 = (img * OC + g * OCg) * N;
-  UNROLL for (int i = 0; i < FM; ++i)
-    UNROLL for (int o = 0; o < 4; ++o) {
-      const int m = m0 + wm0 + 16 * i + fg + 8 * (o >> 1);
-      if (m >= M) continue;
-      const float bias = has_bias && kbeg == 0 ? Bias[bo + g * OCg + m] : 0.0f;
-      UNROLL for (int j = 0; j < FN; ++j) {
-        const int q = n0 + wn0 + 8 * j + 2 * ft + (o & 1);
-#ifdef SPLITK
-        if (q < N) split_add(Y + yo + y0 + m * N + q, acc[i][j][o] + bias);
-#else
-        if (q < N) Y[yo + y0 + m * N + q] = EPI(acc[i][j][o] + bias, y0 + m * N + q);
-#endif
-      }
-    }
-#endif
+  MMA_CONV_STORE
 }
+
+#else  // MMA_TAPS
+
+// The same convolution with K tap-major over weights packed at load
+// (lower/mma.cpp's tap_weights: [OC][KH x KW][CP], CP = C per group rounded
+// up to BK, zeros past C, values already rounded to tf32), so that a slice
+// of BK taps is one filter tap over BK input channels: a work-item's pixel
+// is in or out of the image for the whole slice, and its BK rows are one
+// plane apart. Slices are copied into local memory asynchronously
+// (cp.async, sm_80+), STAGES of them in flight: the copies of slice s +
+// STAGES - 1 run while slice s is multiplied, with no registers held for
+// them and one barrier per slice. Weights go in 16-byte copies, input
+// pixels in 4-byte ones, zero-filled where the pixel is padding or past C.
+//
+// Local layouts: As[m][k] with a row stride of BK + 4 words (a warp's
+// fragment loads hit 32 distinct banks), Bs[k][n] as in conv2d_gemm; the
+// input is rounded to tf32 as its fragments are loaded.
+#ifndef STAGES
+#define STAGES 3
+#endif
+#define A_CHUNKS (BM * BK / 4 / NT)  // 16-byte weight copies per work-item per slice
+
+#if defined(TEXPLAN_PTX) && !defined(MMA_DIAG_SYNC_COPY)  // the diagnostic: plain copies, to time what cp.async buys
+// The destination's address in PTX's .shared state space: a __local
+// pointer's integer value is one, unless the compiler made it a generic
+// address (isspacep tells), which cvta converts.
+#define COPY_ASYNC(kind, bytes, dst, src, in)                                                   \
+  asm volatile("{ .reg .pred g; .reg .u64 s;\n\t"                                              \
+               "isspacep.shared g, %0;\n\t"                                                    \
+               "@g cvta.to.shared.u64 s, %0;\n\t"                                              \
+               "@!g mov.b64 s, %0;\n\t"                                                        \
+               "cp.async." kind ".shared.global [s], [%1], " #bytes ", %2; }" ::"l"((ulong)(size_t)(dst)), \
+               "l"((ulong)(size_t)(src)), "r"((in) ? bytes : 0)                                  \
+               : "memory")
+inline void copy_async16(__local uint* dst, __global const float* src, bool in) { COPY_ASYNC("cg", 16, dst, src, in); }
+inline void copy_async4(__local uint* dst, __global const float* src, bool in) { COPY_ASYNC("ca", 4, dst, src, in); }
+#define COPY_COMMIT() asm volatile("cp.async.commit_group;" ::: "memory")
+#define COPY_WAIT(n) asm volatile("cp.async.wait_group %0;" ::"n"(n) : "memory")
+#else  // plain copies, complete when issued
+inline void copy_async16(__local uint* dst, __global const float* src, bool in) {
+  vstore4(in ? as_uint4(vload4(0, src)) : (uint4)(0), 0, dst);
+}
+inline void copy_async4(__local uint* dst, __global const float* src, bool in) { *dst = in ? as_uint(*src) : 0u; }
+#define COPY_COMMIT()
+#define COPY_WAIT(n)
+#endif
+
+// Multiplies the slice at as/bs into acc (A already tf32, B rounded here).
+#define MMA_MULTIPLY_TAPS(as, bs)                                                            \
+  UNROLL for (int kk = 0; kk < BK; kk += 8) {                                                \
+    uint af[FM][4], bf[FN][2];                                                               \
+    UNROLL for (int i = 0; i < FM; ++i) {                                                    \
+      __local const uint* a = (as) + (wm0 + 16 * i + fg) * SA + kk + ft;                     \
+      af[i][0] = a[0], af[i][1] = a[8 * SA], af[i][2] = a[4], af[i][3] = a[8 * SA + 4];      \
+    }                                                                                        \
+    UNROLL for (int j = 0; j < FN; ++j) {                                                    \
+      __local const uint* q = (bs) + (kk + ft) * SB + wn0 + 8 * j + fg;                      \
+      bf[j][0] = to_tf32(as_float(q[0])), bf[j][1] = to_tf32(as_float(q[4 * SB]));           \
+    }                                                                                        \
+    UNROLL for (int i = 0; i < FM; ++i)                                                      \
+      UNROLL for (int j = 0; j < FN; ++j) MMA(acc[i][j], af[i], bf[j]);                      \
+  }
+
+__kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
+void conv2d_mma_taps(__global const float* X, __global const float* Wt, __global const float* Bias, __global float* Y,
+                     ConvParams cp EPI_PARAMS) {
+  CONV_PARAMS(cp)
+  __local uint As[STAGES * BM * SA] __attribute__((aligned(16)));  // cp.async's 16-byte copies
+  __local uint Bs[STAGES * BK * SB] __attribute__((aligned(16)));
+  MMA_WARP_TILE
+  const int ICg = C / groups, OCg = OC / groups, CP = (ICg + BK - 1) / BK * BK, K = KH * KW * CP;
+  SPLIT_Z
+  const int img = z / groups, g = z % groups;
+  const int M = OCg, HW = H * W, CS = CP / BK;  // CS: slices per tap
+  __global const float* wg = Wt + wo + g * OCg * K;
+  __global const float* xg = X + xo + (img * C + g * ICg) * HW;
+  MMA_CONV_PIXEL
+  // Copies slice kt (K range [kt BK, +BK)) into stage st.
+#define TAPS_LOAD(kt, st)                                                                          \
+  {                                                                                                \
+    const int tap = (kt) / CS, c0 = ((kt) - tap * CS) * BK, kh = tap / KW, kw = tap - kh * KW;     \
+    const int ih = ih0 + kh * dh, iw = iw0 + kw * dw;                                              \
+    const bool pin = p_in && (uint)ih < (uint)H && (uint)iw < (uint)W;                             \
+    __global const float* xp = xg + (pin ? ih * W + iw : 0);                                       \
+    __local uint* as = As + (st) * (BM * SA);                                                      \
+    __local uint* bs = Bs + (st) * (BK * SB);                                                      \
+    UNROLL for (int r = 0; r < A_CHUNKS; ++r) {                                                    \
+      const int e = lid + r * NT, m = e / (BK / 4), q = e - m * (BK / 4);                          \
+      const bool in = m0 + m < M;                                                                  \
+      copy_async16(as + m * SA + 4 * q, wg + (in ? (m0 + m) * K + (kt) * BK + 4 * q : 0), in);     \
+    }                                                                                              \
+    UNROLL for (int r = 0; r < B_PER; ++r) {                                                       \
+      const int kb = lid / BN + r * (NT / BN);                                                     \
+      const bool in = pin && c0 + kb < ICg;                                                        \
+      copy_async4(bs + kb * SB + nb, in ? xp + (c0 + kb) * HW : xg, in);                           \
+    }                                                                                              \
+  }
+  const int kt0 = kbeg / BK, kt1 = (kend + BK - 1) / BK;
+  UNROLL for (int s = 0; s < STAGES - 1; ++s) {
+    if (kt0 + s < kt1) TAPS_LOAD(kt0 + s, s)
+    COPY_COMMIT();
+  }
+  int st = 0;  // the stage of slice kt
+  for (int kt = kt0; kt < kt1; ++kt) {
+    COPY_WAIT(STAGES - 2);  // this work-item's copies of slice kt are done
+    barrier(CLK_LOCAL_MEM_FENCE);  // everyone's are, and slice kt - 1's stage is free
+    const int ld = st == 0 ? STAGES - 1 : st - 1;
+    if (kt + STAGES - 1 < kt1) TAPS_LOAD(kt + STAGES - 1, ld)
+    COPY_COMMIT();
+    MMA_MULTIPLY_TAPS(As + st * (BM * SA), Bs + st * (BK * SB))
+    st = st == STAGES - 1 ? 0 : st + 1;
+  }
+  MMA_CONV_STORE
+}
+#endif  // MMA_TAPS

@@ -40,8 +40,8 @@ struct KernelChoice {
   // in OpenCL C (no inline PTX), so PoCL checks their data layouts; with
   // Precision::Tf32 a session then runs tf32 anywhere.
   bool tf32_emulation = false;
-  // With tf32_emulation: split-K into this many slices wherever it is
-  // allowed (0: by shape).
+  // The tf32 tiles' split-K into this many slices wherever it is allowed
+  // (0: by shape; tests and texplan_conv_bench's "tf32:TILES/sN").
   int tf32_splits = 0;
   // Programs built with -cl-opt-disable: for tests that check the GPU
   // kernels' results on PoCL, whose code generation for their unrolled tiles

@@ -2,6 +2,8 @@
 #include "lower/mma.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 
 #include "kernels/kernel_sources.h"
 #include "lower/tuning.h"
@@ -13,11 +15,15 @@ namespace {
 // Register tiles of gemm_mma.cl: a BM x BN block per work-group, WM x WN per
 // warp. `speed`: expected throughput per work-group relative to 64x64 (more
 // mma per local-memory read); bigger tiles leave compute units idle on small
-// problems, as in lower/conv_select.cpp's choose_tiles.
+// problems, as in lower/conv_select.cpp's choose_tiles. `stages` > 0:
+// conv2d_mma_taps (convolutions with constant weights only) with that many
+// slices in flight, each stage BM x (16 + 4) + 16 x (BN + 8) words of local
+// memory, at most 48 KB in all.
 struct MmaTiles {
   const char* name;
   int bm, bn, wm, wn;
   double speed;
+  int stages = 0;
   int threads() const { return (bm / wm) * (bn / wn) * 32; }
 };
 // Speeds as texplan_conv_bench found them on a GPU; 4-warp tiles of
@@ -30,7 +36,14 @@ const MmaTiles kMmaTiles[] = {{"mma64x64w8", 64, 64, 32, 16, 1.02},  // first: t
                               {"mma64x128", 64, 128, 32, 64, 0.85},
                               {"mma128x128", 128, 128, 64, 32, 1.3},
                               // 8 warps of smaller blocks: fewer registers per work-item
-                              {"mma128x64w8", 128, 64, 32, 32, 1.1}};
+                              {"mma128x64w8", 128, 64, 32, 32, 1.1},
+                              {"taps128x64", 128, 64, 64, 32, 2.0, 3},
+                              {"taps128x64w8", 128, 64, 32, 32, 1.8, 3},
+                              {"taps64x64", 64, 64, 32, 32, 1.5, 4},
+                              {"taps64x64w8", 64, 64, 32, 16, 1.2, 4},
+                              {"taps32x64", 32, 64, 32, 32, 0.9, 4},
+                              {"taps128x128", 128, 128, 64, 32, 1.9, 2}};
+constexpr int64_t kTapsBK = 16;  // gemm_mma.cl's BK with MMA_TAPS
 
 int64_t groups(const MmaTiles& t, int64_t M, int64_t N, int64_t batches) {
   return ceil_div(M, t.bm) * ceil_div(N, t.bn) * batches;
@@ -44,13 +57,13 @@ struct ForcedMma {
 };
 ForcedMma parse_mma_variant(const std::string& variant) {
   // Build flags for measurements (gemm_mma.cl's MMA_* macros), "+" after the tiles.
-  static const char* const kFlags[] = {"DIAG_NO_GLOBAL", "DIAG_NO_MMA"};
+  static const char* const kFlags[] = {"DIAG_NO_GLOBAL", "DIAG_NO_MMA", "DIAG_SYNC_COPY"};
   ForcedMma f{variant.substr(0, variant.find('+')), ""};
   for (size_t at = variant.find('+'); at != std::string::npos;) {
     const size_t next = variant.find('+', at + 1);
     const std::string flag = variant.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
     if (std::none_of(std::begin(kFlags), std::end(kFlags), [&](const char* k) { return flag == k; }))
-      throw Error("no tf32 build flag +" + flag + " (+DIAG_NO_GLOBAL, +DIAG_NO_MMA)");
+      throw Error("no tf32 build flag +" + flag + " (+DIAG_NO_GLOBAL, +DIAG_NO_MMA, +DIAG_SYNC_COPY)");
     f.build += " -DMMA_" + flag;
     at = next;
   }
@@ -63,6 +76,7 @@ ForcedMma parse_mma_variant(const std::string& variant) {
 Source mma_source(const NodeBuilder& b, const MmaTiles& t, const std::string& extra, const FusedTail& tail) {
   std::string d = "-DBM=" + std::to_string(t.bm) + " -DBN=" + std::to_string(t.bn) + " -DWM=" + std::to_string(t.wm) +
                   " -DWN=" + std::to_string(t.wn);
+  if (t.stages) d += " -DMMA_TAPS -DSTAGES=" + std::to_string(t.stages);
   if (const ForcedMma f = parse_mma_variant(b.kernel_choice.mma); f.tiles == t.name) d += f.build;
   return mma_build(b, "gemm_mma.cl", d + extra, tail.prelude);
 }
@@ -80,7 +94,7 @@ int64_t split_k(const NodeBuilder& b, const MmaTiles& t, int64_t M, int64_t N, i
   const int64_t cu = std::max(1, b.compute_units()), gr = groups(t, M, N, batches);
   kslice = K;
   if (total < 0) return 1;  // POOL2: a max of partial sums is not their sum's
-  if (const KernelChoice& c = b.kernel_choice; c.tf32_emulation && c.tf32_splits > 0) {  // tests: this many slices
+  if (const KernelChoice& c = b.kernel_choice; c.tf32_splits > 0) {  // tests and benchmarks: this many slices
     kslice = ceil_div(ceil_div(K, c.tf32_splits), kBK) * kBK;
   } else {
     const int64_t want = std::min(cu / gr, K / kMinSliceK);
@@ -99,16 +113,18 @@ int64_t split_k(const NodeBuilder& b, const MmaTiles& t, int64_t M, int64_t N, i
 // (BERT's attention, small FC layers) are latency-bound, and the fp32
 // kernels' small tiles serve them better.
 const MmaTiles* choose_mma_tiles(const NodeBuilder& b, int64_t M, int64_t N, int64_t K, int64_t batches,
-                                 int64_t total, bool onto_residual) {
+                                 int64_t total, bool onto_residual, int64_t taps_K) {
   const int64_t cu = std::max(1, b.compute_units());
   const bool emulate = b.kernel_choice.tf32_emulation;
   const MmaTiles* best = nullptr;
   double best_cost = 1e300;
   int64_t best_groups = 0;
   for (const MmaTiles& t : kMmaTiles) {
+    if (t.stages && !taps_K) continue;
     double area = double(ceil_div(M, t.bm) * t.bm) * double(ceil_div(N, t.bn) * t.bn);
     if (double(M) * double(N) < 0.75 * area && !(emulate && &t == &kMmaTiles[0])) continue;
-    int64_t kslice = K, splits = split_k(b, t, M, N, K, batches, total, kslice, onto_residual), g = groups(t, M, N, batches) * splits;
+    const int64_t tk = t.stages ? taps_K : K;
+    int64_t kslice = tk, splits = split_k(b, t, M, N, tk, batches, total, kslice, onto_residual), g = groups(t, M, N, batches) * splits;
     double cost = double(ceil_div(g, cu)) * double(t.bm * t.bn) * double(kslice) / t.speed +
                   (splits > 1 ? 150e3 + 0.25 * double(M * N * batches * splits) : 0.0);
     if (cost < best_cost) best = &t, best_cost = cost, best_groups = g;
@@ -122,11 +138,13 @@ struct MmaLaunch {
   std::function<void(const Source&, int64_t splits, int64_t kslice)> product;  // appends its arguments
   int64_t M, N, K, batches, total;
   TensorArg Y;
+  int64_t taps_K = 0;  // conv2d_mma_taps's K (padded channels x taps); 0: no taps tiles
 };
 void emit_variant(NodeBuilder& b, const MmaTiles& t, const MmaLaunch& l, const std::string& defines,
                   const FusedTail& tail) {
-  int64_t kslice = l.K, splits = split_k(b, t, l.M, l.N, l.K, l.batches, l.total, kslice, tail.residual);
-  if (splits <= 1) return l.product(mma_source(b, t, defines, tail), 1, l.K);
+  const int64_t K = t.stages ? l.taps_K : l.K;
+  int64_t kslice = K, splits = split_k(b, t, l.M, l.N, K, l.batches, l.total, kslice, tail.residual);
+  if (splits <= 1) return l.product(mma_source(b, t, defines, tail), 1, K);
   launch_splitk_zero(b, Source("gemm.cl"), l.Y, l.total, tail);
   l.product(mma_source(b, t, defines + " -DSPLITK", FusedTail{}), splits, kslice);
   launch_splitk_finish(b, l.Y, l.total, tail);
@@ -144,25 +162,29 @@ bool mma_pays(int64_t M, int64_t N, int64_t K, int64_t batches, bool emulate) {
 
 // Emits the launch with the tiles forced, cached by `key` (texplan tune
 // measures every variant and the fp32 lowering), or chosen by shape (where
-// mma_pays); false (nothing emitted) where the fp32 kernels take it.
+// mma_pays); false (nothing emitted) where the fp32 kernels take it. The
+// taps tiles are candidates where taps_K > 0 only.
 bool emit_tuned(NodeBuilder& b, const std::string& key, int64_t M, int64_t N, int64_t K, int64_t batches,
-                int64_t total, bool onto_residual, const std::function<void(const MmaTiles&)>& emit) {
-  const std::string forced = parse_mma_variant(b.kernel_choice.mma).tiles;
+                int64_t total, bool onto_residual, int64_t taps_K, const std::function<void(const MmaTiles&)>& emit) {
+  std::vector<const MmaTiles*> tiles;
   for (const MmaTiles& t : kMmaTiles)
-    if (forced == t.name) return emit(t), b.used_tf32 = true;
-  const MmaTiles* chosen = choose_mma_tiles(b, M, N, K, batches, total, onto_residual);
+    if (!t.stages || taps_K) tiles.push_back(&t);
+  const std::string forced = parse_mma_variant(b.kernel_choice.mma).tiles;
+  for (const MmaTiles* t : tiles)
+    if (forced == t->name) return emit(*t), b.used_tf32 = true;
+  const MmaTiles* chosen = choose_mma_tiles(b, M, N, K, batches, total, onto_residual, taps_K);
   if (!chosen) return false;
-  const MmaTiles& guess = *chosen;
   // The candidates: every tile, and the node's exact fp32 lowering, so that
   // `texplan tune --precision tf32` keeps in fp32 the nodes tf32 makes
   // slower (depthwise nets' thin 1x1 convs).
   std::vector<std::string> names;
-  for (const MmaTiles& t : kMmaTiles) names.push_back(t.name);
+  for (const MmaTiles* t : tiles) names.push_back(t->name);
   const int fp32 = int(names.size());
   names.push_back("fp32");
-  int i = choose_variant(key, names, mma_pays(M, N, K, batches, b.kernel_choice.tf32_emulation) ? int(&guess - kMmaTiles) : fp32, [&](int v) {
+  const int guess = int(std::find(tiles.begin(), tiles.end(), chosen) - tiles.begin());
+  int i = choose_variant(key, names, mma_pays(M, N, K, batches, b.kernel_choice.tf32_emulation) ? guess : fp32, [&](int v) {
     return time_candidate(b, [&] {
-      if (v != fp32) return emit(kMmaTiles[v]), true;
+      if (v != fp32) return emit(*tiles[size_t(v)]), true;
       b.tf32 = false;  // lower_node's fp32 path for this node, as a run without tf32 would
       bool lowered = lower_node(b);
       b.tf32 = true;
@@ -170,8 +192,31 @@ bool emit_tuned(NodeBuilder& b, const std::string& key, int64_t M, int64_t N, in
     });
   });
   if (i == fp32) return false;  // the caller goes on with its fp32 kernels
-  emit(kMmaTiles[i]);
+  emit(*tiles[size_t(i)]);
   return b.used_tf32 = true;
+}
+
+// conv2d_mma_taps's weights: [OC][KH x KW][CP] (CP: the group's input
+// channels rounded up to the slice, zeros past them), rounded to tf32 as
+// cvt.rna would (to nearest, ties away from zero) so the kernel copies them
+// to local memory untouched.
+std::vector<float> tap_weights(const HostTensor& weights, const MmaConv& g, int64_t CP) {
+  const std::vector<float> w = weights.as_float();
+  const int64_t ICg = g.C / g.groups, taps = g.KH * g.KW;
+  std::vector<float> p(size_t(g.OC * taps * CP), 0.0f);
+  for (int64_t oc = 0; oc < g.OC; ++oc)
+    for (int64_t c = 0; c < ICg; ++c)
+      for (int64_t t = 0; t < taps; ++t) {
+        float v = w[size_t((oc * ICg + c) * taps + t)];
+        if (std::isfinite(v)) {
+          uint32_t u;
+          std::memcpy(&u, &v, 4);
+          u = (u + 0x1000u) & 0xffffe000u;
+          std::memcpy(&v, &u, 4);
+        }
+        p[size_t((oc * taps + t) * CP + c)] = v;
+      }
+  return p;
 }
 
 std::string key_of(const char* kernel, std::initializer_list<int64_t> v) {
@@ -208,6 +253,10 @@ bool launch_conv_mma(NodeBuilder& b, const MmaConv& g, bool has_bias, const Tens
   const int64_t OCg = g.OC / g.groups, N = pool ? ceil_div(PH * PW, 4) * 16 : g.OH * g.OW, batches = g.N * g.groups;
   const int64_t K = (g.C / g.groups) * g.KH * g.KW;
   if (OCg < 16 || K < 8) return false;  // too thin for a tensor-core tile: the fp32 kernels
+  // conv2d_mma_taps reads weights packed at load: constant ones only.
+  const HostTensor* weights = b.constant(1);
+  const int64_t CP = ceil_div(g.C / g.groups, kTapsBK) * kTapsBK;
+  const int64_t taps_K = weights && weights->dtype == DataType::Float32 && !b.half ? g.KH * g.KW * CP : 0;
   auto emit = [&](const MmaTiles& t) {
     MmaLaunch l{[&](const Source& src, int64_t splits, int64_t kslice) {
                   Range r = group_range({size_t(ceil_div(N, t.bn)), size_t(ceil_div(OCg, t.bm)), size_t(batches * splits)},
@@ -215,16 +264,21 @@ bool launch_conv_mma(NodeBuilder& b, const MmaConv& g, bool has_bias, const Tens
                   ConvParams p = conv_params(g, has_bias);
                   if (pool) p.pool_h = i32(PH), p.pool_w = i32(PW);
                   p.splits = i32(splits), p.kslice = i32(kslice);
-                  launch_conv_kernel(b, src, "conv2d_gemm", r, b.arg_in(1), bias, p);
+                  if (t.stages) {
+                    const MemArg packed = b.packed("mma taps", [&] { return tap_weights(*weights, g, CP); });
+                    launch_conv_kernel(b, src, "conv2d_mma_taps", r, TensorArg{packed.mem, 0}, bias, p);
+                  } else {
+                    launch_conv_kernel(b, src, "conv2d_gemm", r, b.arg_in(1), bias, p);
+                  }
                   if (splits == 1) tail.append_args(b);
                 },
-                OCg, N, K, batches, pool ? -1 : g.N * g.OC * g.OH * g.OW, b.arg_out(0)};
+                OCg, N, K, batches, pool ? -1 : g.N * g.OC * g.OH * g.OW, b.arg_out(0), taps_K};
     emit_variant(b, t, l, pool ? " -DPOOL2" : "", tail);
   };
   std::string key = key_of(pool ? "conv2d_gemm_pool2_tf32" : "conv2d_gemm_tf32",
                            {g.N, g.C, g.H, g.W, g.OC, g.OH, g.OW, g.KH, g.KW, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw,
                             g.groups});
-  return emit_tuned(b, key, OCg, N, K, batches, pool ? -1 : g.N * g.OC * g.OH * g.OW, tail.residual, emit);
+  return emit_tuned(b, key, OCg, N, K, batches, pool ? -1 : g.N * g.OC * g.OH * g.OW, tail.residual, taps_K, emit);
 }
 
 bool launch_gemm_mma(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const TensorArg& C, const TensorArg& Y,
@@ -246,7 +300,7 @@ bool launch_gemm_mma(NodeBuilder& b, const TensorArg& A, const TensorArg& B, con
     emit_variant(b, t, l, "", tail);
   };
   return emit_tuned(b, key_of("gemm_tf32", {g.M, g.N, g.K, nb, g.a_sk == 1, g.b_sn == 1}), g.M, g.N, g.K, nb,
-                    nb * g.M * g.N, tail.residual, emit);
+                    nb * g.M * g.N, tail.residual, 0, emit);
 }
 
 }  // namespace texplan::lower

@@ -24,7 +24,8 @@ Source mma_build(const NodeBuilder& b, const char* file, const std::string& defi
 struct MmaConv {
   int64_t N, C, H, W, OC, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw, groups;
 };
-// conv2d_gemm in tf32; PH, PW > 0: FusedConvMaxPool's 2x2 stride-2 form
+// conv2d_gemm in tf32, or with constant weights conv2d_mma_taps (its
+// weights packed at load); PH, PW > 0: FusedConvMaxPool's 2x2 stride-2 form
 // (Y is the PH x PW pooled output).
 bool launch_conv_mma(NodeBuilder& b, const MmaConv& c, bool has_bias, const TensorArg& bias, const FusedTail& tail,
                      int64_t PH = 0, int64_t PW = 0);
