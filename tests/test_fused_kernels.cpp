@@ -34,12 +34,13 @@ struct FusedCase {
   std::map<std::string, Attribute> attrs;
   int output_over = -1;  // in-place: the output shares this input's storage
   bool tf32 = false;     // --precision tf32's kernels (emulated off NVIDIA: KernelChoice::tf32_emulation)
+  bool aligned = false;  // every tensor 16-byte aligned, as a plan places them (the float4 forms)
 };
 
 bool omitted(const HostTensor& t) { return t.bytes.empty() && t.shape.empty(); }
 
 // Lowers the node with every tensor at an odd element offset of one pool
-// buffer, runs its launches, and returns the output (and whether it lowered);
+// buffer (c.aligned: at multiples of 4 elements), runs its launches, and returns the output (and whether it lowered);
 // `kernels` receives the names of the launches; `choice` names variants.
 bool run_on_device(const FusedCase& c, HostTensor& out, const Shape& out_shape,
                    std::vector<std::string>* kernels = nullptr, const lower::KernelChoice& choice = {}) {
@@ -52,7 +53,7 @@ bool run_on_device(const FusedCase& c, HostTensor& out, const Shape& out_shape,
   n.op_type = c.op;
   n.attrs = c.attrs;
   std::vector<int64_t> offset;  // per tensor, in floats
-  int64_t next = 3;             // odd: offsets are not aligned to anything
+  int64_t next = c.aligned ? 0 : 3;  // odd: offsets are not aligned to anything
   for (size_t i = 0; i < c.inputs.size(); ++i) {
     if (omitted(c.inputs[i])) {
       n.inputs.push_back(-1);
@@ -64,6 +65,7 @@ bool run_on_device(const FusedCase& c, HostTensor& out, const Shape& out_shape,
     n.inputs.push_back(g.add_tensor(t));
     offset.push_back(next);
     next += std::max<int64_t>(1, c.inputs[i].count()) + 5;
+    if (c.aligned) next = (next + 3) / 4 * 4;
   }
   Tensor y;
   y.name = "out";
@@ -491,8 +493,9 @@ TEST(FusedKernels, MatMul) {
 }
 
 // Matrix-vector products (gemm.cl gemv) over contiguous and strided rows:
-// K short of and past the work-group's 64, outputs along either operand,
-// batches, Gemm's alpha, beta and C (a classifier's bias).
+// K short of and past the work-group's 64, a multiple of 4 (float4 loads
+// where the rows are contiguous: GV_VEC4) or not, outputs along either
+// operand, batches, Gemm's alpha, beta and C (a classifier's bias).
 TEST(FusedKernels, MatrixVector) {
   const lower::KernelChoice gpu = gpu_kernels();
   auto run = [&](FusedCase c) {
@@ -506,11 +509,15 @@ TEST(FusedKernels, MatrixVector) {
     for (auto& e : extra) c.inputs.push_back(std::move(e));
     return c;
   };
-  for (int64_t K : {64, 100, 1000, 4096})
+  for (int64_t K : {64, 66, 100, 1000, 4096})
     for (int64_t O : {1, 37}) {
       SCOPED_TRACE("K " + std::to_string(K) + ", O " + std::to_string(O));
-      run(mm(random_tensor({1, K}), random_tensor({O, K}, -1, 1, 2), true, {"Add x0 x1", "Relu t0"},
-             {random_tensor({O}, -1, 1, 3)}));
+      for (bool aligned : {false, true}) {
+        FusedCase c = mm(random_tensor({1, K}), random_tensor({O, K}, -1, 1, 2), true, {"Add x0 x1", "Relu t0"},
+                         {random_tensor({O}, -1, 1, 3)});
+        c.aligned = aligned;
+        run(c);
+      }
       run(mm(random_tensor({1, K}), random_tensor({K, O}, -1, 1, 2), false, {}, {}));  // strided rows
       run(mm(random_tensor({O, K}), random_tensor({K, 1}, -1, 1, 2), false, {}, {}));  // outputs along M
     }

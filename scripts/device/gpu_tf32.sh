@@ -24,7 +24,7 @@ mkdir -p "$OUT/tf32"
 source scripts/device/env.sh >/dev/null 2>&1
 if ((CONV)); then
   variants=tf32,$(.dev/bin/texplan_conv_bench --list | grep '^tf32:' | paste -sd,)
-  timeout 70 .dev/bin/texplan_conv_bench --device gpu --reps 5 --variants "$variants" ${FILTER:+--filter "$FILTER"} \
+  timeout 240 .dev/bin/texplan_conv_bench --device gpu --reps 5 --variants "$variants" ${FILTER:+--filter "$FILTER"} \
     --json "$OUT/tf32/conv_bench.json" >"$OUT/conv_tf32.txt" 2>&1 || echo "conv bench: exit $?" >>"$OUT/conv_tf32.txt"
 fi
 for m in "$@"; do

@@ -222,9 +222,15 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
   if ((g.M == 1 || g.N == 1) && g.K >= 64 && !tail.xprogram()) {
     bool col = g.N == 1;  // outputs run along M: rows of A times B's column
     int64_t outputs = col ? g.M : g.N;
-    b.launch(Source("gemm.cl", "", tail.prelude), "gemv", group_range({size_t(outputs), size_t(nb)}, {64, 1}),
-             col ? A : B, col ? B : A, C, Y, i32(outputs), i32(g.K), i32(col ? g.a_sm : g.b_sn),
-             i32(col ? g.a_sk : g.b_sk), i32(col ? g.b_sk : g.a_sk), i32(col ? g.c_sm : g.c_sn), cl_int(g.has_c),
+    const TensorArg &mat = col ? A : B, &vec = col ? B : A;
+    const int64_t m_so = col ? g.a_sm : g.b_sn, m_sk = col ? g.a_sk : g.b_sk, v_sk = col ? g.b_sk : g.a_sk;
+    bool vec4 = !b.half && m_sk == 1 && v_sk == 1 && g.K % 4 == 0 && mat.offset % 4 == 0 && vec.offset % 4 == 0 &&
+                m_so % 4 == 0;
+    for (int64_t st : col ? g.a_sb : g.b_sb) vec4 = vec4 && st % 4 == 0;
+    for (int64_t st : col ? g.b_sb : g.a_sb) vec4 = vec4 && st % 4 == 0;
+    b.launch(Source("gemm.cl", vec4 ? "-DGV_VEC4" : "", tail.prelude), "gemv", group_range({size_t(outputs), size_t(nb)}, {64, 1}),
+             mat, vec, C, Y, i32(outputs), i32(g.K), i32(m_so), i32(m_sk), i32(v_sk), i32(col ? g.c_sm : g.c_sn),
+             cl_int(g.has_c),
              g.alpha, g.beta, batch_dims(g.batch), to_dims(col ? g.a_sb : g.b_sb, 0),
              to_dims(col ? g.b_sb : g.a_sb, 0), to_dims(g.c_sb, 0));
     tail.append_args(b);

@@ -170,6 +170,9 @@ bool emit_tuned(NodeBuilder& b, const std::string& key, int64_t M, int64_t N, in
   for (const MmaTiles& t : kMmaTiles)
     if (!t.stages || taps_K) tiles.push_back(&t);
   const std::string forced = parse_mma_variant(b.kernel_choice.mma).tiles;
+  for (const MmaTiles& t : kMmaTiles)
+    if (forced == t.name && t.stages && !taps_K)  // benchmarks: not a silent stand-in
+      throw Error(forced + " takes convolutions with constant weights only, not " + b.node.op_type);
   for (const MmaTiles* t : tiles)
     if (forced == t->name) return emit(*t), b.used_tf32 = true;
   const MmaTiles* chosen = choose_mma_tiles(b, M, N, K, batches, total, onto_residual, taps_K);
