@@ -1193,6 +1193,59 @@ TEST(Optimize, SlicesThatAConcatPassesThroughBecomeViewsWhereLifetimesAllow) {
   }
 }
 
+// A Gather of one constant index along an axis with only 1s before it (a
+// batch-1 sequence's [CLS] row, scalar or one-element index) is a view of
+// its input at that row's offset: it runs nothing, and the node after it
+// reads the row in place (products read such Gathers through strides
+// instead: the test above). A batch of two, or an axis with a dim above 1
+// before it, moves data: a kernel.
+TEST(Optimize, GathersOfOneRowAreViews) {
+  std::mt19937 rng(7);  // the input's values
+  for (auto [shape, axis, index, scalar_index, view] :
+       {std::tuple<Shape, int64_t, int64_t, bool, bool>{{1, 5, 8}, 1, 2, true, true},
+        {{1, 5, 8}, 1, -1, false, true},
+        {{1, 5, 8}, -2, 0, true, true},
+        {{2, 5, 8}, 1, 2, true, false},
+        {{1, 5, 8}, 2, 3, true, false}}) {
+    SCOPED_TRACE("axis " + std::to_string(axis) + " index " + std::to_string(index));
+    int x = 0;
+    Graph g = graph_with_input("gather_views", shape, x);
+    const int r = tensor(g, "r", shape);
+    node(g, "Relu", {x}, {r});
+    const int64_t a = axis < 0 ? axis + int64_t(shape.size()) : axis;
+    Shape row = shape;
+    if (scalar_index) row.erase(row.begin() + a);
+    else row[size_t(a)] = 1;
+    const int idx = ints(g, "idx", {index});
+    if (scalar_index) g.tensors[idx].shape = {}, g.tensors[idx].value.shape = {};
+    const int picked = tensor(g, "picked", row);
+    node(g, "Gather", {r, idx}, {picked}, {{"axis", Attribute::of_int(axis)}});
+    const int y = tensor(g, "y", row);
+    node(g, "Sigmoid", {picked}, {y});
+    g.tensors[y].is_output = true;
+    g.outputs = {y};
+    g.topological_sort();
+    const HostTensor input = random_tensor(shape, rng, -2, 2);
+    const std::vector<HostTensor> want = run_graph(g, input);
+    optimize(g, OptimizeOptions{});
+    const Node* gather = nullptr;
+    for (const Node& n : g.nodes)
+      if (n.op_type == "Gather") gather = &n;
+    ASSERT_NE(gather, nullptr);
+    const int64_t dim = shape[size_t(a)], i = index < 0 ? index + dim : index;
+    int64_t row_bytes = 4;
+    for (size_t d = size_t(a) + 1; d < shape.size(); ++d) row_bytes *= shape[d];
+    EXPECT_EQ(gather->decisions.view_offset, view ? i * row_bytes : -1);
+    const StorageSharing sh = storage_sharing(g);
+    EXPECT_EQ(sh.root[size_t(picked)] == sh.root[size_t(r)], view);
+    expect_all_close(run_graph(g, input, runtime::open_device("pocl"),
+                               [&](const runtime::Session& session) {
+                                 EXPECT_EQ(session.kernel_launches(), view ? 2 : 3);  // Relu, (Gather,) Sigmoid
+                               }),
+                     want);
+  }
+}
+
 // Slices that are not one contiguous run stay kernels: a full axis reversed
 // (step -1, same shape), a cut after a dim that is not 1, a cut with step 2.
 TEST(Optimize, SlicesThatMoveDataAreNotViews) {

@@ -152,7 +152,7 @@ struct NodeDecisions {
   // Set by optimize (may_run_in_place) and patching (PatchWrite), dropped by
   // storage assignment (texture form); read by sharing and storage.
   bool in_place = false;
-  // A Slice whose output is a view of its input at this byte offset; -1:
+  // A Slice or Gather whose output is a view of its input at this byte offset; -1:
   // none. Set by optimize's slices_to_views (kept where the bound does not
   // rise); read by sharing.
   int64_t view_offset = -1;

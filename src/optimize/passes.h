@@ -104,9 +104,10 @@ int transposes_into_attention_outputs(Graph& g);
 int elements_in_place_to_views(Graph& g);
 
 // Slices whose output is one contiguous run of their input's bytes (one axis
-// cut with step 1, only 1s before it: a batch-1 channel range), read by no
-// Concat, get `decisions.view_offset` (bytes): storage_sharing() makes them
-// views at that offset, and they run nothing. Returns how many.
+// cut with step 1, only 1s before it: a batch-1 channel range), and Gathers
+// of one constant index likewise (a batch-1 sequence's [CLS] row), read by
+// no Concat, get `decisions.view_offset` (bytes): storage_sharing() makes
+// them views at that offset, and they run nothing. Returns how many.
 int slices_to_views(Graph& g);
 
 // Then, one at a time, such a Slice read by an elided Concat (ShuffleNet's

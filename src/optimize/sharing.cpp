@@ -57,9 +57,11 @@ struct Forest {
   }
 };
 
-// A Slice the optimizer marked as a view (optimize/views.cpp): its output's
-// byte offset in its input, else -1.
-int64_t view_offset(const Node& n) { return n.op_type == "Slice" ? n.decisions.view_offset : -1; }
+// A Slice or Gather the optimizer marked as a view (optimize/views.cpp): its
+// output's byte offset in its input, else -1.
+int64_t view_offset(const Node& n) {
+  return n.op_type == "Slice" || n.op_type == "Gather" ? n.decisions.view_offset : -1;
+}
 
 void place_windows(const Graph& g, Forest& f) {
   for (size_t t = 0; t < g.tensors.size(); ++t) {

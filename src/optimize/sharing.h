@@ -2,7 +2,7 @@
 // another tensor's bytes (docs/fused-ops.md "Shared storage"). Three kinds,
 // all read from the graph as it stands (node order included):
 //   - aliases: the output of Identity/Reshape/Flatten/Squeeze/Unsqueeze is
-//     its input's bytes, that of a Slice with a `decisions.view_offset` a
+//     its input's bytes, that of a Slice or Gather with a `decisions.view_offset` a
 //     contiguous run of them at that offset (optimize/views.cpp);
 //   - zero-copy concat: a Concat marked `decisions.elided` has every input
 //     as a view at its byte offset in the output (an earlier concat whose
