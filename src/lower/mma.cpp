@@ -152,12 +152,14 @@ void emit_variant(NodeBuilder& b, const MmaTiles& t, const MmaLaunch& l, const s
 
 
 // Whether the guess (no tuning cache) takes the tensor cores for an M x N x
-// K product (`batches` of them): 64 rows or more, 256 deep or more and 40M
+// K product (`batches` of them): 64 rows or more, min_K deep or more and 40M
 // FMAs or more; products below any of these bounds ran slower in tf32 than
-// in fp32 (docs/kernel-choices.md#when-the-tf32-guess-takes-the-tensor-cores).
+// in fp32: convolutions under 256 deep, GEMMs (1x1 convs, MatMul, Gemm)
+// under 1024 (docs/kernel-choices.md#when-the-tf32-guess-takes-the-tensor-cores).
 // Tuning measures them all the same. `emulate` (tests): always.
-bool mma_pays(int64_t M, int64_t N, int64_t K, int64_t batches, bool emulate) {
-  return emulate || (M >= 64 && K >= 256 && double(M) * double(N) * double(K) * double(batches) >= 40e6);
+constexpr int64_t kConvMinK = 256, kGemmMinK = 1024;
+bool mma_pays(int64_t M, int64_t N, int64_t K, int64_t batches, int64_t min_K, bool emulate) {
+  return emulate || (M >= 64 && K >= min_K && double(M) * double(N) * double(K) * double(batches) >= 40e6);
 }
 
 // Emits the launch with the tiles forced, cached by `key` (texplan tune
@@ -165,7 +167,8 @@ bool mma_pays(int64_t M, int64_t N, int64_t K, int64_t batches, bool emulate) {
 // mma_pays); false (nothing emitted) where the fp32 kernels take it. The
 // taps tiles are candidates where taps_K > 0 only.
 bool emit_tuned(NodeBuilder& b, const std::string& key, int64_t M, int64_t N, int64_t K, int64_t batches,
-                int64_t total, bool onto_residual, int64_t taps_K, const std::function<void(const MmaTiles&)>& emit) {
+                int64_t total, bool onto_residual, int64_t taps_K, int64_t min_K,
+                const std::function<void(const MmaTiles&)>& emit) {
   std::vector<const MmaTiles*> tiles;
   for (const MmaTiles& t : kMmaTiles)
     if (!t.stages || taps_K) tiles.push_back(&t);
@@ -185,7 +188,7 @@ bool emit_tuned(NodeBuilder& b, const std::string& key, int64_t M, int64_t N, in
   const int fp32 = int(names.size());
   names.push_back("fp32");
   const int guess = int(std::find(tiles.begin(), tiles.end(), chosen) - tiles.begin());
-  int i = choose_variant(key, names, mma_pays(M, N, K, batches, b.kernel_choice.tf32_emulation) ? guess : fp32, [&](int v) {
+  int i = choose_variant(key, names, mma_pays(M, N, K, batches, min_K, b.kernel_choice.tf32_emulation) ? guess : fp32, [&](int v) {
     return time_candidate(b, [&] {
       if (v != fp32) return emit(*tiles[size_t(v)]), true;
       b.tf32 = false;  // lower_node's fp32 path for this node, as a run without tf32 would
@@ -281,7 +284,7 @@ bool launch_conv_mma(NodeBuilder& b, const MmaConv& g, bool has_bias, const Tens
   std::string key = key_of(pool ? "conv2d_gemm_pool2_tf32" : "conv2d_gemm_tf32",
                            {g.N, g.C, g.H, g.W, g.OC, g.OH, g.OW, g.KH, g.KW, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw,
                             g.groups});
-  return emit_tuned(b, key, OCg, N, K, batches, pool ? -1 : g.N * g.OC * g.OH * g.OW, tail.residual, taps_K, emit);
+  return emit_tuned(b, key, OCg, N, K, batches, pool ? -1 : g.N * g.OC * g.OH * g.OW, tail.residual, taps_K, kConvMinK, emit);
 }
 
 bool launch_gemm_mma(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const TensorArg& C, const TensorArg& Y,
@@ -303,7 +306,7 @@ bool launch_gemm_mma(NodeBuilder& b, const TensorArg& A, const TensorArg& B, con
     emit_variant(b, t, l, "", tail);
   };
   return emit_tuned(b, key_of("gemm_tf32", {g.M, g.N, g.K, nb, g.a_sk == 1, g.b_sn == 1}), g.M, g.N, g.K, nb,
-                    nb * g.M * g.N, tail.residual, 0, emit);
+                    nb * g.M * g.N, tail.residual, 0, kGemmMinK, emit);
 }
 
 }  // namespace texplan::lower
