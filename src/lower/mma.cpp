@@ -45,6 +45,10 @@ const MmaTiles kMmaTiles[] = {{"mma64x64w8", 64, 64, 32, 16, 1.02},  // first: t
                               {"taps128x128", 128, 128, 64, 32, 1.9, 2}};
 constexpr int64_t kTapsBK = 16;  // gemm_mma.cl's BK with MMA_TAPS
 
+// The depth tile t multiplies: the product's K, or for the taps tiles
+// conv2d_mma_taps's (channels padded to kTapsBK, times the taps).
+int64_t tile_depth(const MmaTiles& t, int64_t K, int64_t taps_K) { return t.stages ? taps_K : K; }
+
 int64_t groups(const MmaTiles& t, int64_t M, int64_t N, int64_t batches) {
   return ceil_div(M, t.bm) * ceil_div(N, t.bn) * batches;
 }
@@ -123,7 +127,7 @@ const MmaTiles* choose_mma_tiles(const NodeBuilder& b, int64_t M, int64_t N, int
     if (t.stages && !taps_K) continue;
     double area = double(ceil_div(M, t.bm) * t.bm) * double(ceil_div(N, t.bn) * t.bn);
     if (double(M) * double(N) < 0.75 * area && !(emulate && &t == &kMmaTiles[0])) continue;
-    const int64_t tk = t.stages ? taps_K : K;
+    const int64_t tk = tile_depth(t, K, taps_K);
     int64_t kslice = tk, splits = split_k(b, t, M, N, tk, batches, total, kslice, onto_residual), g = groups(t, M, N, batches) * splits;
     double cost = double(ceil_div(g, cu)) * double(t.bm * t.bn) * double(kslice) / t.speed +
                   (splits > 1 ? 150e3 + 0.25 * double(M * N * batches * splits) : 0.0);
@@ -142,7 +146,7 @@ struct MmaLaunch {
 };
 void emit_variant(NodeBuilder& b, const MmaTiles& t, const MmaLaunch& l, const std::string& defines,
                   const FusedTail& tail) {
-  const int64_t K = t.stages ? l.taps_K : l.K;
+  const int64_t K = tile_depth(t, l.K, l.taps_K);
   int64_t kslice = K, splits = split_k(b, t, l.M, l.N, K, l.batches, l.total, kslice, tail.residual);
   if (splits <= 1) return l.product(mma_source(b, t, defines, tail), 1, K);
   launch_splitk_zero(b, Source("gemm.cl"), l.Y, l.total, tail);
@@ -173,11 +177,12 @@ bool emit_tuned(NodeBuilder& b, const std::string& key, int64_t M, int64_t N, in
   for (const MmaTiles& t : kMmaTiles)
     if (!t.stages || taps_K) tiles.push_back(&t);
   const std::string forced = parse_mma_variant(b.kernel_choice.mma).tiles;
-  for (const MmaTiles& t : kMmaTiles)
-    if (forced == t.name && t.stages && !taps_K)  // benchmarks: not a silent stand-in
+  for (const MmaTiles& t : kMmaTiles) {
+    if (forced != t.name) continue;
+    if (t.stages && !taps_K)  // benchmarks: not a silent stand-in
       throw Error(forced + " takes convolutions with constant weights only, not " + b.node.op_type);
-  for (const MmaTiles* t : tiles)
-    if (forced == t->name) return emit(*t), b.used_tf32 = true;
+    return emit(t), b.used_tf32 = true;
+  }
   const MmaTiles* chosen = choose_mma_tiles(b, M, N, K, batches, total, onto_residual, taps_K);
   if (!chosen) return false;
   // The candidates: every tile, and the node's exact fp32 lowering, so that
