@@ -1198,7 +1198,7 @@ TEST(Optimize, SlicesThatAConcatPassesThroughBecomeViewsWhereLifetimesAllow) {
 // its input at that row's offset: it runs nothing, and the node after it
 // reads the row in place (products read such Gathers through strides
 // instead: the test above). A batch of two, or an axis with a dim above 1
-// before it, moves data: a kernel.
+// before it, moves data: a kernel, which takes the Sigmoid after it.
 TEST(Optimize, GathersOfOneRowAreViews) {
   std::mt19937 rng(7);  // the input's values
   for (auto [shape, axis, index, scalar_index, view] :
@@ -1228,21 +1228,97 @@ TEST(Optimize, GathersOfOneRowAreViews) {
     const HostTensor input = random_tensor(shape, rng, -2, 2);
     const std::vector<HostTensor> want = run_graph(g, input);
     optimize(g, OptimizeOptions{});
+    // A view stays a Gather; else the Sigmoid joins it (FusedGather).
     const Node* gather = nullptr;
     for (const Node& n : g.nodes)
-      if (n.op_type == "Gather") gather = &n;
+      if (n.op_type == (view ? "Gather" : "FusedGather")) gather = &n;
     ASSERT_NE(gather, nullptr);
-    const int64_t dim = shape[size_t(a)], i = index < 0 ? index + dim : index;
-    int64_t row_bytes = 4;
-    for (size_t d = size_t(a) + 1; d < shape.size(); ++d) row_bytes *= shape[d];
-    EXPECT_EQ(gather->decisions.view_offset, view ? i * row_bytes : -1);
-    const StorageSharing sh = storage_sharing(g);
-    EXPECT_EQ(sh.root[size_t(picked)] == sh.root[size_t(r)], view);
+    if (view) {
+      const int64_t dim = shape[size_t(a)], i = index < 0 ? index + dim : index;
+      int64_t row_bytes = 4;
+      for (size_t d = size_t(a) + 1; d < shape.size(); ++d) row_bytes *= shape[d];
+      EXPECT_EQ(gather->decisions.view_offset, i * row_bytes);
+      const StorageSharing sh = storage_sharing(g);
+      EXPECT_EQ(sh.root[size_t(picked)], sh.root[size_t(r)]);
+    }
     expect_all_close(run_graph(g, input, runtime::open_device("pocl"),
                                [&](const runtime::Session& session) {
-                                 EXPECT_EQ(session.kernel_launches(), view ? 2 : 3);  // Relu, (Gather,) Sigmoid
+                                 EXPECT_EQ(session.kernel_launches(), 2);  // Relu, Sigmoid or FusedGather
                                }),
                      want);
+  }
+}
+
+// An embedding lookup with the position embeddings added to it (BERT's
+// first nodes) becomes one FusedGather that computes what the nodes did, on
+// the CPU executor and on PoCL with its row kernel and with the GPU kernels;
+// an index out of range is refused naming the node. A Gather whose output is
+// read elsewhere too, or whose data are not floats, stays apart.
+TEST(Optimize, GathersTakeTheElementwiseChainAfterThem) {
+  std::mt19937 rng(3);
+  for (const bool gpu_kernels : {false, true}) {
+    SCOPED_TRACE(gpu_kernels ? "GPU kernels" : "PoCL's kernels");
+    int ids = 0;
+    Graph g = graph_with_input("embedding", {1, 6}, ids);
+    g.tensors[ids].dtype = DataType::Int64;
+    const int table = weight(g, "table", {10, 32}, rng), pos = weight(g, "pos", {1, 6, 32}, rng);
+    const int e = tensor(g, "e", {1, 6, 32}), s = tensor(g, "s", {1, 6, 32}), y = tensor(g, "y", {1, 6, 32});
+    node(g, "Gather", {table, ids}, {e});
+    node(g, "Add", {e, pos}, {s});
+    node(g, "Tanh", {s}, {y});
+    g.tensors[y].is_output = true;
+    g.outputs = {y};
+    g.topological_sort();
+    HostTensor input(DataType::Int64, {1, 6});
+    const std::vector<int64_t> picks = {3, 0, 9, -1, 5, 3};
+    std::copy(picks.begin(), picks.end(), input.data<int64_t>());
+    const std::vector<HostTensor> want = run_graph(g, input);
+    const OptimizeReport r = optimize(g, OptimizeOptions{});
+    EXPECT_EQ(r.fused_gather, 1);
+    ASSERT_EQ(g.nodes.size(), 1u);
+    EXPECT_EQ(g.nodes[0].op_type, "FusedGather");
+    EXPECT_EQ(g.nodes[0].attrs.at("program").strings, (std::vector<std::string>{"Add x0 x1", "Tanh t0"}));
+    expect_all_close(run_graph(g, input), want);
+    lower::KernelChoice kernels;
+    if (gpu_kernels) kernels.conv = "gpu";
+    const auto dev = runtime::open_device("pocl");
+    expect_all_close(run_graph(
+                         g, input, dev,
+                         [](const runtime::Session& session) {
+                           EXPECT_EQ(session.kernel_launches(), 1);
+                           EXPECT_TRUE(session.fallback_nodes().empty());
+                         },
+                         kernels),
+                     want);
+    input.data<int64_t>()[2] = 10;
+    try {
+      run_graph(g, input, dev, {}, kernels);
+      ADD_FAILURE() << "index 10 of 10 rows ran";
+    } catch (const Error& err) {
+      EXPECT_NE(std::string(err.what()).find("index 10 is out of range for axis 0 of size 10"), std::string::npos)
+          << err.what();
+      EXPECT_NE(std::string(err.what()).find("FusedGather"), std::string::npos) << err.what();
+    }
+  }
+  for (const bool shared : {true, false}) {
+    int ids = 0;
+    Graph g = graph_with_input("embedding_apart", {4}, ids);
+    g.tensors[ids].dtype = DataType::Int64;
+    const int table = shared ? weight(g, "table", {10, 8}, rng) : ints(g, "table", {1, 2, 3, 4, 5, 6, 7, 8, 9, 10});
+    const Shape out = shared ? Shape{4, 8} : Shape{4};
+    const int e = tensor(g, "e", out), y = tensor(g, "y", out);
+    if (!shared) g.tensors[e].dtype = g.tensors[y].dtype = DataType::Int64;
+    node(g, "Gather", {table, ids}, {e});
+    node(g, "Neg", {e}, {y});
+    g.tensors[y].is_output = true;
+    g.outputs = {y};
+    if (shared) {
+      g.tensors[e].is_output = true;  // read outside the chain
+      g.outputs.push_back(e);
+    }
+    g.topological_sort();
+    EXPECT_EQ(optimize(g, OptimizeOptions{}).fused_gather, 0) << (shared ? "output read elsewhere" : "int64 data");
+    EXPECT_EQ(g.nodes.size(), 2u);
   }
 }
 

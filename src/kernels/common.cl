@@ -172,3 +172,15 @@ inline float hsum16(float16 v) {
   float2 c = b.lo + b.hi;
   return c.x + c.y;
 }
+
+// Kernels whose indices are data report the first index out of range of a
+// run (kernels run in order) in the session's fault flags: fault[0] = node
+// + 1, fault[1], fault[2] = the index's low and high words; the session
+// reads them with the outputs and raises. Null `fault`: constant indices,
+// checked on the host.
+inline void index_fault(__global int* fault, int node, long k) {
+  if (fault && atomic_cmpxchg(fault, 0, node + 1) == 0) {
+    fault[1] = (int)k;
+    fault[2] = (int)(k >> 32);
+  }
+}

@@ -72,18 +72,6 @@ TRANSPOSE_TILES(transpose_tiles_b2, ushort, ushort16)
 TRANSPOSE_TILES(transpose_tiles_b4, uint, uint16)
 TRANSPOSE_TILES(transpose_tiles_b8, ulong, ulong16)
 
-// Kernels whose indices are data report the first index out of range of a
-// run (kernels run in order) in the session's fault flags: fault[0] = node
-// + 1, fault[1], fault[2] = the index's low and high words; the session
-// reads them with the outputs and raises. Null `fault`: constant indices,
-// checked on the host.
-inline void index_fault(__global int* fault, int node, long k) {
-  if (fault && atomic_cmpxchg(fault, 0, node + 1) == 0) {
-    fault[1] = (int)k;
-    fault[2] = (int)(k >> 32);
-  }
-}
-
 // x viewed as [outer, axis_len, inner], indices flattened to [nidx]:
 // y[o, j, r] = x[o, idx[j], r]. Negative indices count from the end; an out
 // of range one gives 0 and is reported in `fault` (never read past x).

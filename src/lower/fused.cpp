@@ -194,6 +194,31 @@ bool lower_fused_matmul(NodeBuilder& b) {
   return make_tail(b, 2, true, tail) && lower_matmul(b, b.node.get_int("transB", 0) != 0, tail);
 }
 
+// FusedGather (fused.cl fused_gather): a Gather of floats, the program over
+// each gathered element, one work-item per element.
+bool lower_fused_gather(NodeBuilder& b) {
+  if (b.inputs() < 2 || !b.has_in(0) || !b.has_in(1) || !float32(b.in(0))) return false;
+  const std::optional<GatherGeometry> g = gather_geometry(b);
+  if (!g) return false;
+  FusedTail tail;
+  if (!make_tail(b, 2, true, tail)) return false;
+  window_output(b, tail);
+  const int64_t n = g->count();
+  if (n == 0) return true;
+  const Source src("fused.cl", std::string("-DGATHER_INDEX=") + (g->int64_indices ? "long" : "int"), tail.prelude);
+  const MemArg faults{g->faults.mem};
+  if (g->inner >= 16 && b.device_type() == "cpu" && !b.gpu_kernels_forced()) {  // PoCL: a row per work-item
+    const int64_t rows = g->outer * g->nidx;
+    b.launch(src, "fused_gather_rows", cpu_item_range(rows), b.arg_in(0), b.arg_in(1), b.arg_out(0), i32(rows),
+             i32(g->axis_len), i32(g->nidx), i32(g->inner), faults, g->faults.node);
+  } else {
+    b.launch(src, "fused_gather", linear_range(n), b.arg_in(0), b.arg_in(1), b.arg_out(0), i32(n), i32(g->axis_len),
+             i32(g->nidx), i32(g->inner), faults, g->faults.node);
+  }
+  tail.append_args(b);
+  return true;
+}
+
 bool lower_fused_elementwise(NodeBuilder& b) {
   if (b.inputs() < 1) return false;
   FusedTail tail;

@@ -259,7 +259,7 @@ const std::map<std::string, Lowering>& table() {
       {"Slice", lower_slice}, {"Expand", lower_expand}, {"Tile", lower_tile},
       {"Gather", lower_gather}, {"Pad", lower_pad}, {"Resize", lower_resize},
       {"FusedConv", lower_fused_conv}, {"FusedMatMul", lower_fused_matmul},
-      {"FusedElementwise", lower_fused_elementwise},
+      {"FusedElementwise", lower_fused_elementwise}, {"FusedGather", lower_fused_gather},
       {"FusedConvMaxPool", lower_fused_conv_maxpool},
       {"FusedMlp", lower_fused_mlp},
       {"FusedAttention", lower_fused_attention},

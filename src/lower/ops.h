@@ -5,6 +5,7 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -201,6 +202,7 @@ bool lower_matmul(NodeBuilder& b, bool trans_b, const FusedTail& tail);  // Fuse
 bool lower_fused_conv(NodeBuilder& b);         // lower/fused.cpp
 bool lower_fused_matmul(NodeBuilder& b);
 bool lower_fused_elementwise(NodeBuilder& b);
+bool lower_fused_gather(NodeBuilder& b);
 bool lower_fused_mlp(NodeBuilder& b);
 // FusedAttention (lower/attention.cpp): attention.cl's blocks of query rows
 // with K and V tiles in local memory; on CPU devices lower_attention_cpu.
@@ -237,6 +239,18 @@ bool lower_slice(NodeBuilder& b);
 bool lower_expand(NodeBuilder& b);
 bool lower_tile(NodeBuilder& b);
 bool lower_gather(NodeBuilder& b);
+// A Gather node's geometry (inputs 0 and 1, attribute axis): data viewed as
+// [outer, axis_len, inner], the indices flattened to nidx; constant indices
+// checked (Error when out of range), data indices given the session's fault
+// flags. Empty where its kernels cannot run it (indices neither int64 nor
+// int32, data indices outside a session).
+struct GatherGeometry {
+  int64_t outer = 1, axis_len = 0, nidx = 0, inner = 1;
+  bool int64_indices = true;
+  NodeBuilder::FaultFlags faults;
+  int64_t count() const { return outer * nidx * inner; }
+};
+std::optional<GatherGeometry> gather_geometry(NodeBuilder& b);
 bool lower_pad(NodeBuilder& b);
 bool lower_resize(NodeBuilder& b);
 // ---- texture kernels (texture.cpp), one per family of ops ----

@@ -200,39 +200,50 @@ bool lower_tile(NodeBuilder& b) {
   return true;
 }
 
-bool lower_gather(NodeBuilder& b) {
+std::optional<GatherGeometry> gather_geometry(NodeBuilder& b) {
   const Shape& data = b.in(0).shape;
-  int64_t axis = norm_axis(b.node.get_int("axis", 0), data.size());
-  size_t es = b.stored_size(b.in(0).dtype);
-  DataType it = b.in(1).dtype;
-  if ((es != 2 && es != 4 && es != 8) || (it != DataType::Int64 && it != DataType::Int32)) return false;
-  int64_t outer = 1, inner = 1;
-  for (int64_t k = 0; k < axis; ++k) outer *= data[k];
-  for (size_t k = axis + 1; k < data.size(); ++k) inner *= data[k];
-  int64_t nidx = element_count(b.in(1).shape), n = outer * nidx * inner;
-  if (n == 0) return true;
+  const int64_t axis = norm_axis(b.node.get_int("axis", 0), data.size());
+  const DataType it = b.in(1).dtype;
+  if (it != DataType::Int64 && it != DataType::Int32) return std::nullopt;
+  GatherGeometry g;
+  g.int64_indices = it == DataType::Int64;
+  g.axis_len = data[axis];
+  for (int64_t k = 0; k < axis; ++k) g.outer *= data[k];
+  for (size_t k = axis + 1; k < data.size(); ++k) g.inner *= data[k];
+  g.nidx = element_count(b.in(1).shape);
+  if (g.count() == 0) return g;
   // Constant indices are checked here (folding may have made them so after
   // import's validation); data indices by the kernel, into the fault flags.
-  NodeBuilder::FaultFlags faults;
   if (const HostTensor* c = b.constant(1)) {
     for (int64_t k : c->as_int64())
       if (k < -data[axis] || k >= data[axis])
         throw Error("index " + std::to_string(k) + " is out of range for axis " + std::to_string(axis) + " of size " +
                     std::to_string(data[axis]));
   } else {
-    if (!b.index_faults) return false;
-    faults = b.index_faults();
+    if (!b.index_faults) return std::nullopt;
+    g.faults = b.index_faults();
   }
-  std::string suffix = std::to_string(es) + (it == DataType::Int64 ? "_i64" : "_i32");
-  if (inner >= 16 && b.device_type() == "cpu" && !b.gpu_kernels_forced()) {  // PoCL: a row per work-item
-    const int64_t rows = outer * nidx;
+  return g;
+}
+
+bool lower_gather(NodeBuilder& b) {
+  const size_t es = b.stored_size(b.in(0).dtype);
+  if (es != 2 && es != 4 && es != 8) return false;
+  const std::optional<GatherGeometry> g = gather_geometry(b);
+  if (!g) return false;
+  const int64_t n = g->count();
+  if (n == 0) return true;
+  const MemArg faults{g->faults.mem};
+  std::string suffix = std::to_string(es) + (g->int64_indices ? "_i64" : "_i32");
+  if (g->inner >= 16 && b.device_type() == "cpu" && !b.gpu_kernels_forced()) {  // PoCL: a row per work-item
+    const int64_t rows = g->outer * g->nidx;
     b.launch("shape.cl", ("gather_rows_b" + suffix).c_str(), cpu_item_range(rows), b.arg_in(0), b.arg_in(1),
-             b.arg_out(0), i32(rows), i32(data[axis]), i32(nidx), i32(inner), MemArg{faults.mem}, faults.node);
+             b.arg_out(0), i32(rows), i32(g->axis_len), i32(g->nidx), i32(g->inner), faults, g->faults.node);
     return true;
   }
   std::string k = "gather_b" + suffix;
   b.launch("shape.cl", k.c_str(), linear_range(n), b.arg_in(0), b.arg_in(1), b.arg_out(0), i32(n),
-           i32(data[axis]), i32(nidx), i32(inner), MemArg{faults.mem}, faults.node);
+           i32(g->axis_len), i32(g->nidx), i32(g->inner), faults, g->faults.node);
   return true;
 }
 

@@ -46,7 +46,7 @@ const std::set<std::string>& binary_ops() {
   return ops;
 }
 
-enum class Mode { Conv, MatMul, Elementwise };
+enum class Mode { Conv, MatMul, Gather, Elementwise };
 
 struct Region {
   Mode mode = Mode::Elementwise;
@@ -76,6 +76,8 @@ class Fuser {
       const std::string& op = g_.nodes[k].op_type;
       if (op == "Conv" || op == "MatMul" || op == "Gemm")
         grow_core(k);
+      else if (op == "Gather")
+        grow_gather(k);
       else
         grow_elementwise(k);
     }
@@ -498,6 +500,33 @@ class Fuser {
     for (int t : best.extra) fused.inputs.push_back(t);
     commit(best, k, std::move(fused));
     ++(r.mode == Mode::Conv ? counts_.conv : counts_.matmul);
+  }
+
+  // A Gather of floats with the elementwise chain after it: an embedding
+  // lookup and the position embeddings added to it (BERT, GPT) in one kernel.
+  void grow_gather(int k) {
+    const Node& n = g_.nodes[k];
+    if (n.inputs.size() != 2 || n.outputs.size() != 1 || n.outputs[0] < 0 || n.inputs[0] < 0 || n.inputs[1] < 0)
+      return;
+    const int y = n.outputs[0];
+    if (!is_f32(g_.tensors[y]) || !is_f32(g_.tensors[n.inputs[0]])) return;
+    if (contiguous_gather_offset(g_, n) >= 0) return;  // a view (slices_to_views): no kernel to save
+    Region r;
+    r.mode = Mode::Gather;
+    r.shape = g_.tensors[y].shape;
+    r.value[y] = "x0";
+    r.last_value = y;
+    Region best = grow(r, k);
+    if (best.nodes.empty()) return;
+    Node fused;
+    fused.name = n.name;
+    fused.op_type = "FusedGather";
+    fused.attrs = n.attrs;
+    fused.attrs["program"] = Attribute::of_strings(best.program);
+    fused.inputs = {n.inputs[0], n.inputs[1]};
+    for (int t : best.extra) fused.inputs.push_back(t);
+    commit(best, k, std::move(fused));
+    ++counts_.gathers;
   }
 
   void grow_elementwise(int k) {

@@ -154,6 +154,7 @@ OptimizeReport optimize(Graph& g, const OptimizeOptions& given) {
     r.fused_conv = c.conv;
     r.fused_matmul = c.matmul;
     r.fused_elementwise = c.elementwise;
+    r.fused_gather = c.gathers;
     r.folded_batchnorm = c.batchnorm;
     r.fused_pool = c.pool;
     r.fused_channel_scales = c.channel_scales;
@@ -236,7 +237,7 @@ std::vector<OptimizationShare> optimization_shares(const Graph& imported, const 
     shares.push_back({name, r.lower_bound_bytes, r.lower_bound_bytes - optimized_lower_bound});
   };
   const OptimizeReport& r = optimized;
-  const bool fused = r.fused_conv || r.fused_matmul || r.fused_elementwise || r.folded_batchnorm || r.fused_pool ||
+  const bool fused = r.fused_conv || r.fused_matmul || r.fused_elementwise || r.fused_gather || r.folded_batchnorm || r.fused_pool ||
                      r.fused_channel_scales || r.fused_channel_programs || r.fused_depthwise_inputs || r.fused_mlps || r.fused_layernorm || r.fused_attention || r.viewed_nodes ||
                      r.nodes_after != r.nodes_before;
   const bool concats = std::any_of(imported.nodes.begin(), imported.nodes.end(),

@@ -65,6 +65,7 @@ struct OptimizeReport {
   int64_t lower_bound_bytes = 0;      // after the rewrites (buffers only)
   int nodes_before = 0, nodes_after = 0;
   int fused_conv = 0, fused_matmul = 0, fused_elementwise = 0;  // fused nodes made
+  int fused_gather = 0;       // Gathers with the elementwise chain after them (FusedGather)
   int folded_batchnorm = 0;   // BatchNormalization folded into a convolution's weights
   int folded_pads = 0;        // Pads of zeros taken into the Conv or AveragePool reading them
   int fused_pool = 0;         // FusedConvMaxPool nodes

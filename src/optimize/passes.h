@@ -32,11 +32,12 @@ int add_int64_constant(Graph& g, const std::string& base, const std::vector<int6
 
 struct FuseCounts {
   int conv = 0, matmul = 0, elementwise = 0, batchnorm = 0, pool = 0, channel_scales = 0, channel_programs = 0,
-      depthwise_inputs = 0, mlps = 0;
+      depthwise_inputs = 0, mlps = 0, gathers = 0;
 };
 // BatchNormalization into the preceding Conv's weights (or into Mul/Add
-// when no Conv precedes it), then each Conv/MatMul/Gemm with the chain of
-// elementwise nodes after it, then the remaining elementwise chains; with
+// when no Conv precedes it), then each Conv/MatMul/Gemm (and each Gather
+// of floats: FusedGather) with the chain of elementwise nodes after it, then
+// the remaining elementwise chains; with
 // `pool`, a MaxPool after a convolution without epilogue inputs too; with
 // `channel_scales`, then channel_scales_into_convs; with
 // `channel_programs`, channel_programs_into_convs; with
@@ -109,6 +110,9 @@ int elements_in_place_to_views(Graph& g);
 // no Concat, get `decisions.view_offset` (bytes): storage_sharing() makes
 // them views at that offset, and they run nothing. Returns how many.
 int slices_to_views(Graph& g);
+// The byte offset of Gather n's output in its input where it is such a view
+// (one constant index, only 1s before its axis); -1 otherwise.
+int64_t contiguous_gather_offset(const Graph& g, const Node& n);
 
 // Then, one at a time, such a Slice read by an elided Concat (ShuffleNet's
 // passed-through half) becomes a view too where its input's storage can move

@@ -94,27 +94,6 @@ int64_t contiguous_slice_offset(const Graph& g, const Node& n) {
   return start * inner;
 }
 
-// The byte offset of a Gather's output in its input when it picks one
-// constant index along an axis with only 1s before it (BERT's [CLS] row of a
-// batch-1 sequence): one contiguous run of the input's bytes; -1 otherwise.
-int64_t contiguous_gather_offset(const Graph& g, const Node& n) {
-  if (n.inputs.size() != 2 || n.outputs.size() != 1 || n.inputs[0] < 0 || n.outputs[0] < 0) return -1;
-  const Tensor& x = g.tensors[n.inputs[0]];
-  const Tensor& y = g.tensors[n.outputs[0]];
-  std::vector<int64_t> index;
-  if (x.dtype != y.dtype || !constant_ints(g, n, 1, index) || index.size() != 1) return -1;
-  const int64_t rank = int64_t(x.shape.size()), axis = n.get_int("axis", 0), a = axis < 0 ? axis + rank : axis;
-  if (a < 0 || a >= rank) return -1;
-  for (int64_t d = 0; d < a; ++d)
-    if (x.shape[size_t(d)] != 1) return -1;
-  const int64_t dim = x.shape[size_t(a)], i = index[0] < 0 ? index[0] + dim : index[0];
-  if (i < 0 || i >= dim || dim == 1) return -1;  // out of range: the kernel's error; one row: the whole input
-  int64_t inner = int64_t(element_size(x.dtype));
-  for (int64_t d = a + 1; d < rank; ++d) inner *= x.shape[size_t(d)];
-  if (y.bytes() != inner) return -1;
-  return i * inner;
-}
-
 // Reads n's view-op parameters: the operand view `v` of its input becomes
 // that of its output; false where strides cannot express it.
 bool reshape_view(OperandView& v, const Shape& out) {
@@ -214,6 +193,27 @@ bool view_op(const Graph& g, const Node& n) {
 }
 
 }  // namespace
+
+// The byte offset of a Gather's output in its input when it picks one
+// constant index along an axis with only 1s before it (BERT's [CLS] row of a
+// batch-1 sequence): one contiguous run of the input's bytes; -1 otherwise.
+int64_t contiguous_gather_offset(const Graph& g, const Node& n) {
+  if (n.inputs.size() != 2 || n.outputs.size() != 1 || n.inputs[0] < 0 || n.outputs[0] < 0) return -1;
+  const Tensor& x = g.tensors[n.inputs[0]];
+  const Tensor& y = g.tensors[n.outputs[0]];
+  std::vector<int64_t> index;
+  if (x.dtype != y.dtype || !constant_ints(g, n, 1, index) || index.size() != 1) return -1;
+  const int64_t rank = int64_t(x.shape.size()), axis = n.get_int("axis", 0), a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank) return -1;
+  for (int64_t d = 0; d < a; ++d)
+    if (x.shape[size_t(d)] != 1) return -1;
+  const int64_t dim = x.shape[size_t(a)], i = index[0] < 0 ? index[0] + dim : index[0];
+  if (i < 0 || i >= dim || dim == 1) return -1;  // out of range: the kernel's error; one row: the whole input
+  int64_t inner = int64_t(element_size(x.dtype));
+  for (int64_t d = a + 1; d < rank; ++d) inner *= x.shape[size_t(d)];
+  if (y.bytes() != inner) return -1;
+  return i * inner;
+}
 
 int strided_product_operands(Graph& g, const OperandViewKeep& keep) {
   std::vector<int> producer(g.tensors.size(), -1);

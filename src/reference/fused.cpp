@@ -1,5 +1,5 @@
 // Fused operators of the optimizer (docs/fused-ops.md): FusedConv,
-// FusedConvMaxPool, FusedMlp, FusedMatMul, FusedAttention, FusedElementwise. Each runs its unfused core (Conv, MatMul)
+// FusedConvMaxPool, FusedMlp, FusedMatMul, FusedAttention, FusedElementwise, FusedGather. Each runs its unfused core (Conv, MatMul, Gather)
 // through the reference table, then the epilogue program elementwise, so the
 // fused result means exactly what the unfused ONNX ops mean.
 #include "graph/epilogue.h"
@@ -256,6 +256,28 @@ Outputs FusedAttention(const OpContext& c) {
   return y;
 }
 
+// FusedGather: the Gather, then the program over its output (x0) and the
+// epilogue inputs 2.., each broadcast to it.
+Outputs FusedGather(const OpContext& c) {
+  const Epilogue e = program_of(c);
+  if (c.input_count() < 2) c.fail("needs data and indices");
+  require_dtype(c, c.input(0), DataType::Float32, "data");
+  Outputs out = evaluate(core_node(c.node, "Gather", {"axis"}, 2), {&c.input(0), &c.input(1)});
+  HostTensor& y = out[0];
+  std::vector<HostTensor> extra;
+  for (size_t j = 2; j < c.input_count(); ++j) {
+    const HostTensor& t = c.input(j);
+    require_dtype(c, t, DataType::Float32, "epilogue input");
+    if (broadcast_shapes(c, {t.shape, y.shape}) != y.shape)
+      c.fail("epilogue input " + std::to_string(j - 1) + " of shape " + to_string(t.shape) +
+             " does not broadcast to Y's " + to_string(y.shape));
+    extra.push_back(broadcast_to(c, t, y.shape));
+  }
+  check_operands(c, e, extra.size());
+  apply_epilogue(e, y, extra);
+  return out;
+}
+
 Outputs FusedElementwise(const OpContext& c) {
   const Epilogue e = program_of(c);
   if (c.input_count() == 0) c.fail("needs at least one input");
@@ -291,6 +313,7 @@ void register_fused(OpTable& t) {
     conv_attrs.push_back(a);
   t["FusedConvMaxPool"] = {FusedConvMaxPool, conv_attrs};
   t["FusedElementwise"] = {FusedElementwise, {"program"}};
+  t["FusedGather"] = {FusedGather, {"axis", "program"}};
   t["FusedMlp"] = {FusedMlp, {"hidden_program", "program"}};
   t["FusedAttention"] = {FusedAttention, {}};
 }

@@ -14,6 +14,7 @@ json optimize_json(const OptimizeReport& r, const std::vector<OptimizationShare>
          {"fused_conv", r.fused_conv},
          {"fused_matmul", r.fused_matmul},
          {"fused_elementwise", r.fused_elementwise},
+         {"fused_gather", r.fused_gather},
          {"folded_batchnorm", r.folded_batchnorm},
          {"folded_pads", r.folded_pads},
          {"fused_pool", r.fused_pool},
@@ -40,6 +41,7 @@ json optimize_json(const OptimizeReport& r, const std::vector<OptimizationShare>
 void print_optimize_summary(const json& o, std::ostream& out) {
   out << "optimized: " << o["nodes_before"] << " -> " << o["nodes_after"] << " nodes (" << o["fused_conv"]
       << " FusedConv, " << o["fused_matmul"] << " FusedMatMul, " << o["fused_elementwise"] << " FusedElementwise, "
+      << o["fused_gather"] << " FusedGather, "
       << o["fused_pool"] << " FusedConvMaxPool, " << o["fused_channel_scales"] << " channel scales into convs, "
       << o["fused_channel_programs"] << " channel programs into convs, " << o["fused_depthwise_inputs"]
       << " depthwise convs into 1x1s, "
