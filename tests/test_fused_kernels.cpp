@@ -610,6 +610,16 @@ TEST(FusedKernels, Tf32SplitKOntoTheResidual) {
   kernels.clear();
   expect_matches_reference(gpu, apart, 5e-3, &kernels);
   EXPECT_EQ(kernels, kSplitPasses);
+  // A Linear's bias then the residual in place: the first slice adds the bias.
+  FusedCase linear{"FusedMatMul",
+                   {random_tensor({64, 96}), random_tensor({96, 40}, -1, 1, 2), random_tensor({40}, -1, 1, 3),
+                    random_tensor({64, 40}, -1, 1, 4)},
+                   {{"program", Attribute::of_strings({"Add x0 x1", "Add t0 x2"})}},
+                   3};
+  linear.tf32 = true;
+  kernels.clear();
+  expect_matches_reference(gpu, linear, 5e-3, &kernels);
+  EXPECT_EQ(kernels, (std::vector<std::string>{"gemm"}));
 }
 
 TEST(FusedKernels, MatMulSplitK) {
@@ -629,12 +639,18 @@ TEST(FusedKernels, MatMulSplitK) {
   mm(random_tensor({37, 100}), random_tensor({100, 21}, -1, 1, 2), {random_tensor({37, 21}, -1, 1, 3)}, {"Add x0 x1", "Relu t0"},
      {"gemm", "splitk_finish"}, 2);
   // A Linear's bias, then the residual in place (a transformer's MLP output,
-  // x0 + b + r): the slices add onto the residual, the finish adds the bias;
-  // nothing after the sum but the bias: the same two passes.
+  // x0 + b + r): the slices add onto the residual, the finish adds the bias
+  // and the Relu; with nothing after the sum but the bias, the first slice
+  // adds it as the product's C and no pass follows (batched too).
   mm(random_tensor({37, 100}), random_tensor({100, 21}, -1, 1, 2), {random_tensor({21}, -1, 1, 3), random_tensor({37, 21}, -1, 1, 4)},
      {"Add x0 x1", "Add t0 x2", "Relu t1"}, {"gemm", "splitk_finish"}, 3);
   mm(random_tensor({37, 100}), random_tensor({100, 21}, -1, 1, 2), {random_tensor({21}, -1, 1, 3), random_tensor({37, 21}, -1, 1, 4)},
-     {"Add x1 x0", "Add x2 t0"}, {"gemm", "splitk_finish"}, 3);
+     {"Add x1 x0", "Add x2 t0"}, {"gemm"}, 3);
+  mm(random_tensor({2, 3, 37, 100}), random_tensor({3, 100, 21}, -1, 1, 2),
+     {random_tensor({1, 1, 1, 21}, -1, 1, 3), random_tensor({2, 3, 37, 21}, -1, 1, 4)}, {"Add x0 x1", "Add t0 x2"}, {"gemm"}, 3);
+  // A bias along another dim than the last: the finishing pass adds it.
+  mm(random_tensor({37, 100}), random_tensor({100, 21}, -1, 1, 2), {random_tensor({37, 1}, -1, 1, 3), random_tensor({37, 21}, -1, 1, 4)},
+     {"Add x0 x1", "Add t0 x2"}, {"gemm", "splitk_finish"}, 3);
   // The value before the residual read after it: not the residual form, not split.
   mm(random_tensor({37, 100}), random_tensor({100, 21}, -1, 1, 2), {random_tensor({21}, -1, 1, 3), random_tensor({37, 21}, -1, 1, 4)},
      {"Add x0 x1", "Add t0 x2", "Mul t1 t0"}, {"gemm"}, 3);

@@ -166,6 +166,12 @@ void launch_splitk_finish(NodeBuilder& b, const TensorArg& Y, int64_t total, con
   b.launch(Source("gemm.cl", "", prelude), "splitk_finish", linear_range(total), Y, i32(total));
   tail.append_args(b);
 }
+bool splits_add_bias(const NodeBuilder& b, const FusedTail& tail, GemmParams& p, TensorArg& C) {
+  if (!splits_onto_residual(b, tail) || !tail.residual_bias || p.has_c) return false;
+  C = *tail.residual_bias;
+  p.has_c = 1, p.beta = 1, p.c_sm = 0, p.c_sn = 1, p.c_sb = Dims{};
+  return true;
+}
 bool splitk_takes_both_passes(const NodeBuilder& b, const FusedTail& tail) {
   return !splits_onto_residual(b, tail) && !splitk_finish_prelude(b, tail).empty();
 }
@@ -278,9 +284,11 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
       launch_splitk_zero(b, split, Y, total, tail);
       GemmParams p = gemm_params(g);
       p.splits = i32(v.splits), p.kslice = i32(v.kslice);
-      launch_gemm_kernel(b, split, "gemm", r, A, B, C, Y, p);
+      TensorArg c = C;
+      const bool bias = splits_add_bias(b, tail, p, c);
+      launch_gemm_kernel(b, split, "gemm", r, A, B, c, Y, p);
       tail.append_xprogram_args(b);
-      launch_splitk_finish(b, Y, total, tail);
+      if (!bias) launch_splitk_finish(b, Y, total, tail);
       return;
     }
     launch_gemm_kernel(b, gemm_source(t, tail, v.depth), "gemm", r, A, B, C, Y, gemm_params(g));

@@ -109,6 +109,18 @@ bool make_tail(NodeBuilder& b, int first, bool value_x0, FusedTail& tail, int en
       if (x.mem == y.mem && x.offset == y.offset && !output_overlaps_input(b, first + j - 1)) {
         tail.residual = true;
         if (!rest.empty()) tail.residual_prelude = epilogue_cl(Epilogue{rest}, reads, row_constant);
+        // rest = x0 + xk with xk a vector along Y's last dim.
+        using K = EpilogueOperand::Kind;
+        if (rest.size() == 1 && rest[0].op == "Add" && rest[0].args.size() == 2) {
+          const EpilogueOperand &p = rest[0].args[0], &q = rest[0].args[1];
+          const EpilogueOperand* v = p.kind == K::Input && p.index == 0 ? &q : &p;
+          const EpilogueOperand* x0 = v == &q ? &p : &q;
+          if (x0->kind == K::Input && x0->index == 0 && v->kind == K::Input && v->index > 0) {
+            const Shape &s = b.in(first + v->index - 1).shape, &ys = b.out(0).shape;
+            if (!ys.empty() && !s.empty() && s.back() == ys.back() && element_count(s) == ys.back())
+              tail.residual_bias = b.arg_in(first + v->index - 1);
+          }
+        }
       }
     }
   }

@@ -93,6 +93,10 @@ struct FusedTail {
   // (empty: nothing follows the Add).
   bool residual = false;
   std::string residual_prelude;
+  // Over the residual, when the program after its Add is only a bias along
+  // Y's last dim (x0 + bias, a Linear's): that vector, which split-K's first
+  // slice adds as the product's C (splits_add_bias), so no pass follows.
+  std::optional<TensorArg> residual_bias;
   // Y is a window of a larger tensor (patch-based execution: graph.h
   // TensorWindow): the prelude redefines common.cl's YI(i) (where Y's
   // element i is stored), YRUN(i, n) (whether elements [i, i+n) are
@@ -172,6 +176,10 @@ bool output_overlaps_input(const NodeBuilder& b, int except = -1);  // input `ex
 bool splits_onto_residual(const NodeBuilder& b, const FusedTail& tail);
 void launch_splitk_zero(NodeBuilder& b, const Source& split, const TensorArg& Y, int64_t total, const FusedTail& tail);
 void launch_splitk_finish(NodeBuilder& b, const TensorArg& Y, int64_t total, const FusedTail& tail);
+// Onto the residual with only a bias after it (FusedTail::residual_bias):
+// that bias as the product's C in `p` and `C`, which the first slice adds;
+// true where taken, and then no finishing pass is launched.
+bool splits_add_bias(const NodeBuilder& b, const FusedTail& tail, GemmParams& p, TensorArg& C);
 // Whether split-K over Y would take both passes (zeroing and finishing).
 bool splitk_takes_both_passes(const NodeBuilder& b, const FusedTail& tail);
 // FusedConvMaxPool with overlapping windows (KernelChoice::conv_maxpool):
