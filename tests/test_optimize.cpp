@@ -1300,6 +1300,26 @@ TEST(Optimize, GathersTakeTheElementwiseChainAfterThem) {
       EXPECT_NE(std::string(err.what()).find("FusedGather"), std::string::npos) << err.what();
     }
   }
+  // Along axis 1 with int32 indices and a broadcast operand.
+  for (const bool gpu_kernels : {false, true}) {
+    int ids = 0;
+    Graph g = graph_with_input("gather_axis1", {3}, ids);
+    g.tensors[ids].dtype = DataType::Int32;
+    const int data = weight(g, "data", {2, 10, 16}, rng), bias = weight(g, "bias", {16}, rng);
+    const int e = tensor(g, "e", {2, 3, 16}), y = tensor(g, "y", {2, 3, 16});
+    node(g, "Gather", {data, ids}, {e}, {{"axis", Attribute::of_int(1)}});
+    node(g, "Sub", {e, bias}, {y});
+    g.tensors[y].is_output = true;
+    g.outputs = {y};
+    g.topological_sort();
+    HostTensor input(DataType::Int32, {3});
+    input.data<int32_t>()[0] = 7, input.data<int32_t>()[1] = -10, input.data<int32_t>()[2] = 2;
+    const std::vector<HostTensor> want = run_graph(g, input);
+    EXPECT_EQ(optimize(g, OptimizeOptions{}).fused_gather, 1);
+    lower::KernelChoice kernels;
+    if (gpu_kernels) kernels.conv = "gpu";
+    expect_all_close(run_on_device_kernels(g, input, runtime::open_device("pocl"), kernels), want);
+  }
   for (const bool shared : {true, false}) {
     int ids = 0;
     Graph g = graph_with_input("embedding_apart", {4}, ids);

@@ -210,6 +210,7 @@ bool lower_fused_matmul(NodeBuilder& b) {
 // each gathered element, one work-item per element.
 bool lower_fused_gather(NodeBuilder& b) {
   if (b.inputs() < 2 || !b.has_in(0) || !b.has_in(1) || !float32(b.in(0))) return false;
+  if (b.in_window(0) || b.in_window(1)) return false;  // read as whole tensors
   const std::optional<GatherGeometry> g = gather_geometry(b);
   if (!g) return false;
   FusedTail tail;
