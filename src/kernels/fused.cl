@@ -14,21 +14,22 @@ __kernel void fused_elementwise(__global real_t* y, int yo, int n EPI_PARAMS YWI
 // [outer, axis_len, inner], indices of type GATHER_INDEX flattened to
 // [nidx]), then the program. An index out of range gathers 0 and is
 // reported in `fault` (common.cl index_fault).
+// GATHER_ROW(t): row t = (o, j) of the output; `row` is where its data
+// start in x (the first row when the index is out of range: `in` false).
+#define GATHER_ROW(t)                                               \
+  const int j = (t) % nidx, o = (t) / nidx;                         \
+  long k = idx[io + j];                                             \
+  if (k < 0) k += axis_len;                                         \
+  const bool in = k >= 0 && k < axis_len;                           \
+  if (!in) index_fault(fault, node, idx[io + j]);                   \
+  const int row = xo + (o * axis_len + (in ? (int)k : 0)) * inner;
 __kernel void fused_gather(__global const real_t* x, int xo, __global const GATHER_INDEX* idx, int io,
                            __global real_t* y, int yo, int n, int axis_len, int nidx, int inner,
                            __global int* fault, int node EPI_PARAMS YWIN_PARAMS XWIN_PARAMS) {
   int i = get_global_id(0);
   if (i >= n) return;
-  int r = i % inner, t = i / inner;
-  int j = t % nidx, o = t / nidx;
-  long k = idx[io + j];
-  if (k < 0) k += axis_len;
-  float v = 0.0f;
-  if (k >= 0 && k < axis_len)
-    v = LD(x, xo + (o * axis_len + (int)k) * inner + r);
-  else
-    index_fault(fault, node, idx[io + j]);
-  ST(y, yo + YI(i), EPI(v, i));
+  GATHER_ROW(i / inner)
+  ST(y, yo + YI(i), EPI(in ? LD(x, row + i % inner) : 0.0f, i));
 }
 
 // CPU devices: one work-item per gathered row of `inner` elements, the index
@@ -38,13 +39,8 @@ __kernel void fused_gather_rows(__global const real_t* x, int xo, __global const
                                 __global int* fault, int node EPI_PARAMS YWIN_PARAMS XWIN_PARAMS) {
   int q = get_global_id(0);
   if (q >= rows) return;
-  int j = q % nidx, o = q / nidx;
-  long k = idx[io + j];
-  if (k < 0) k += axis_len;
-  const bool in = k >= 0 && k < axis_len;
-  if (!in) index_fault(fault, node, idx[io + j]);
-  const int src = xo + (o * axis_len + (in ? (int)k : 0)) * inner;
-  for (int r = 0, i = q * inner; r < inner; ++r, ++i) ST(y, yo + YI(i), EPI(in ? LD(x, src + r) : 0.0f, i));
+  GATHER_ROW(q)
+  for (int r = 0, i = q * inner; r < inner; ++r, ++i) ST(y, yo + YI(i), EPI(in ? LD(x, row + r) : 0.0f, i));
 }
 #endif
 

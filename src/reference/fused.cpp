@@ -35,6 +35,22 @@ void apply_epilogue(const Epilogue& e, HostTensor& y, const std::vector<HostTens
   }
 }
 
+// The program over y with node inputs `first`.. as E1.., each broadcast
+// (numpy) to y's shape.
+void apply_broadcast_epilogue(const OpContext& c, const Epilogue& e, size_t first, HostTensor& y) {
+  std::vector<HostTensor> extra;
+  for (size_t j = first; j < c.input_count(); ++j) {
+    const HostTensor& t = c.input(j);
+    require_dtype(c, t, DataType::Float32, "epilogue input");
+    if (broadcast_shapes(c, {t.shape, y.shape}) != y.shape)
+      c.fail("epilogue input " + std::to_string(j - first + 1) + " of shape " + to_string(t.shape) +
+             " does not broadcast to Y's " + to_string(y.shape));
+    extra.push_back(broadcast_to(c, t, y.shape));
+  }
+  check_operands(c, e, extra.size());
+  apply_epilogue(e, y, extra);
+}
+
 // A node like `n` with another op type, only the named attributes and the
 // given inputs (the unfused core).
 Node core_node(const Node& n, const std::string& op, const std::vector<std::string>& keep, size_t input_count) {
@@ -187,17 +203,7 @@ Outputs FusedMatMul(const OpContext& c) {
   }
   Outputs out = evaluate(core_node(c.node, "MatMul", {}, 2), {&a, trans_b ? &b_t : &b0});
   HostTensor& y = out[0];
-  std::vector<HostTensor> extra;
-  for (size_t j = 2; j < c.input_count(); ++j) {
-    const HostTensor& t = c.input(j);
-    require_dtype(c, t, DataType::Float32, "epilogue input");
-    if (broadcast_shapes(c, {t.shape, y.shape}) != y.shape)
-      c.fail("epilogue input " + std::to_string(j - 1) + " of shape " + to_string(t.shape) +
-             " does not broadcast to Y's " + to_string(y.shape));
-    extra.push_back(broadcast_to(c, t, y.shape));
-  }
-  check_operands(c, e, extra.size());
-  apply_epilogue(e, y, extra);
+  apply_broadcast_epilogue(c, e, 2, y);
   return out;
 }
 
@@ -264,17 +270,7 @@ Outputs FusedGather(const OpContext& c) {
   require_dtype(c, c.input(0), DataType::Float32, "data");
   Outputs out = evaluate(core_node(c.node, "Gather", {"axis"}, 2), {&c.input(0), &c.input(1)});
   HostTensor& y = out[0];
-  std::vector<HostTensor> extra;
-  for (size_t j = 2; j < c.input_count(); ++j) {
-    const HostTensor& t = c.input(j);
-    require_dtype(c, t, DataType::Float32, "epilogue input");
-    if (broadcast_shapes(c, {t.shape, y.shape}) != y.shape)
-      c.fail("epilogue input " + std::to_string(j - 1) + " of shape " + to_string(t.shape) +
-             " does not broadcast to Y's " + to_string(y.shape));
-    extra.push_back(broadcast_to(c, t, y.shape));
-  }
-  check_operands(c, e, extra.size());
-  apply_epilogue(e, y, extra);
+  apply_broadcast_epilogue(c, e, 2, y);
   return out;
 }
 
