@@ -1,5 +1,5 @@
 // Epilogue programs: the elementwise tail of a fused node (FusedConv,
-// FusedMatMul, FusedElementwise), as described in docs/fused-ops.md. One
+// FusedMatMul, FusedElementwise, FusedGather), as described in docs/fused-ops.md. One
 // parser and one scalar meaning, shared by the CPU reference (which evaluates
 // it) and the runtime (which turns it into OpenCL C).
 #pragma once
