@@ -110,15 +110,14 @@ bool make_tail(NodeBuilder& b, int first, bool value_x0, FusedTail& tail, int en
         tail.residual = true;
         if (!rest.empty()) tail.residual_prelude = epilogue_cl(Epilogue{rest}, reads, row_constant);
         // rest = x0 + xk with xk a vector along Y's last dim.
-        using K = EpilogueOperand::Kind;
+        auto input = [](const EpilogueOperand& o) { return o.kind == EpilogueOperand::Kind::Input ? o.index : -1; };
         if (rest.size() == 1 && rest[0].op == "Add" && rest[0].args.size() == 2) {
-          const EpilogueOperand &p = rest[0].args[0], &q = rest[0].args[1];
-          const EpilogueOperand* v = p.kind == K::Input && p.index == 0 ? &q : &p;
-          const EpilogueOperand* x0 = v == &q ? &p : &q;
-          if (x0->kind == K::Input && x0->index == 0 && v->kind == K::Input && v->index > 0) {
-            const Shape &s = b.in(first + v->index - 1).shape, &ys = b.out(0).shape;
-            if (!ys.empty() && !s.empty() && s.back() == ys.back() && element_count(s) == ys.back())
-              tail.residual_bias = b.arg_in(first + v->index - 1);
+          const int a = input(rest[0].args[0]), c = input(rest[0].args[1]), k = a == 0 ? c : c == 0 ? a : -1;
+          const Shape& ys = b.out(0).shape;
+          if (k > 0 && !ys.empty()) {
+            const Shape& s = b.in(first + k - 1).shape;
+            if (!s.empty() && s.back() == ys.back() && element_count(s) == ys.back())
+              tail.residual_bias = b.arg_in(first + k - 1);
           }
         }
       }
@@ -220,7 +219,7 @@ bool lower_fused_gather(NodeBuilder& b) {
   if (n == 0) return true;
   const Source src("fused.cl", std::string("-DGATHER_INDEX=") + (g->int64_indices ? "long" : "int"), tail.prelude);
   const MemArg faults{g->faults.mem};
-  if (g->inner >= 16 && b.device_type() == "cpu" && !b.gpu_kernels_forced()) {  // PoCL: a row per work-item
+  if (g->by_rows) {
     const int64_t rows = g->outer * g->nidx;
     b.launch(src, "fused_gather_rows", cpu_item_range(rows), b.arg_in(0), b.arg_in(1), b.arg_out(0), i32(rows),
              i32(g->axis_len), i32(g->nidx), i32(g->inner), faults, g->faults.node);

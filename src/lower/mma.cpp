@@ -139,22 +139,23 @@ const MmaTiles* choose_mma_tiles(const NodeBuilder& b, int64_t M, int64_t N, int
 // The launches of one variant: splitk_zero, the slices and splitk_finish
 // (gemm.cl) around a split product, or the product alone.
 struct MmaLaunch {
-  // Appends its arguments; `bias`: the split slices add FusedTail::residual_bias (splits_add_bias).
-  std::function<void(const Source&, int64_t splits, int64_t kslice, bool bias)> product;
+  // Appends its arguments; returns whether its slices took FusedTail::residual_bias (splits_add_bias).
+  std::function<bool(const Source&, int64_t splits, int64_t kslice)> product;
   int64_t M, N, K, batches, total;
   TensorArg Y;
   int64_t taps_K = 0;  // conv2d_mma_taps's K (padded channels x taps); 0: no taps tiles
-  bool takes_bias = false;  // a product without C of its own: FusedTail::residual_bias can be it
 };
 void emit_variant(NodeBuilder& b, const MmaTiles& t, const MmaLaunch& l, const std::string& defines,
                   const FusedTail& tail) {
   const int64_t K = tile_depth(t, l.K, l.taps_K);
   int64_t kslice = K, splits = split_k(b, t, l.M, l.N, K, l.batches, l.total, kslice, tail.residual);
-  if (splits <= 1) return l.product(mma_source(b, t, defines, tail), 1, K, false);
+  if (splits <= 1) {
+    l.product(mma_source(b, t, defines, tail), 1, K);
+    return;
+  }
   launch_splitk_zero(b, Source("gemm.cl"), l.Y, l.total, tail);
-  const bool bias = l.takes_bias && splits_onto_residual(b, tail) && tail.residual_bias;
-  l.product(mma_source(b, t, defines + " -DSPLITK", FusedTail{}), splits, kslice, bias);
-  if (!bias) launch_splitk_finish(b, l.Y, l.total, tail);
+  if (!l.product(mma_source(b, t, defines + " -DSPLITK", FusedTail{}), splits, kslice))
+    launch_splitk_finish(b, l.Y, l.total, tail);
 }
 
 
@@ -272,7 +273,7 @@ bool launch_conv_mma(NodeBuilder& b, const MmaConv& g, bool has_bias, const Tens
   const int64_t CP = ceil_div(g.C / g.groups, kTapsBK) * kTapsBK;
   const int64_t taps_K = weights && weights->dtype == DataType::Float32 && !b.half ? g.KH * g.KW * CP : 0;
   auto emit = [&](const MmaTiles& t) {
-    MmaLaunch l{[&](const Source& src, int64_t splits, int64_t kslice, bool) {
+    MmaLaunch l{[&](const Source& src, int64_t splits, int64_t kslice) {
                   Range r = group_range({size_t(ceil_div(N, t.bn)), size_t(ceil_div(OCg, t.bm)), size_t(batches * splits)},
                                         {size_t(t.threads()), 1, 1});
                   ConvParams p = conv_params(g, has_bias);
@@ -285,6 +286,7 @@ bool launch_conv_mma(NodeBuilder& b, const MmaConv& g, bool has_bias, const Tens
                     launch_conv_kernel(b, src, "conv2d_gemm", r, b.arg_in(1), bias, p);
                   }
                   if (splits == 1) tail.append_args(b);
+                  return false;  // a conv adds its own bias with slice 0
                 },
                 OCg, N, K, batches, pool ? -1 : g.N * g.OC * g.OH * g.OW, b.arg_out(0), taps_K};
     emit_variant(b, t, l, pool ? " -DPOOL2" : "", tail);
@@ -302,17 +304,18 @@ bool launch_gemm_mma(NodeBuilder& b, const TensorArg& A, const TensorArg& B, con
   for (int64_t d : g.batch) nb *= d;
   if (g.M < 16 || g.N < 8 || g.K < 8) return false;  // thin products: the fp32 kernels
   auto emit = [&](const MmaTiles& t) {
-    MmaLaunch l{[&](const Source& src, int64_t splits, int64_t kslice, bool bias) {
+    MmaLaunch l{[&](const Source& src, int64_t splits, int64_t kslice) {
                   Range r = group_range({size_t(ceil_div(g.N, t.bn)), size_t(ceil_div(g.M, t.bm)), size_t(nb * splits)},
                                         {size_t(t.threads()), 1, 1});
                   GemmParams p = gemm_params(g);
                   p.splits = i32(splits), p.kslice = i32(kslice);
                   TensorArg c = C;
-                  if (bias) splits_add_bias(b, tail, p, c);
+                  const bool bias = splits > 1 && splits_add_bias(b, tail, p, c);
                   launch_gemm_kernel(b, src, "gemm", r, A, B, c, Y, p);
                   if (splits == 1) tail.append_args(b);
+                  return bias;
                 },
-                g.M, g.N, g.K, nb, nb * g.M * g.N, Y, 0, !g.has_c};
+                g.M, g.N, g.K, nb, nb * g.M * g.N, Y};
     emit_variant(b, t, l, "", tail);
   };
   return emit_tuned(b, key_of("gemm_tf32", {g.M, g.N, g.K, nb, g.a_sk == 1, g.b_sn == 1}), g.M, g.N, g.K, nb,
