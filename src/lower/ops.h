@@ -255,6 +255,7 @@ bool lower_gather(NodeBuilder& b);
 struct GatherGeometry {
   int64_t outer = 1, axis_len = 0, nidx = 0, inner = 1;
   bool int64_indices = true;
+  bool by_rows = false;  // CPU devices, rows of 16 or more: a gathered row per work-item
   NodeBuilder::FaultFlags faults;
   int64_t count() const { return outer * nidx * inner; }
 };

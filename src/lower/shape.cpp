@@ -211,6 +211,7 @@ std::optional<GatherGeometry> gather_geometry(NodeBuilder& b) {
   for (int64_t k = 0; k < axis; ++k) g.outer *= data[k];
   for (size_t k = axis + 1; k < data.size(); ++k) g.inner *= data[k];
   g.nidx = element_count(b.in(1).shape);
+  g.by_rows = g.inner >= 16 && b.device_type() == "cpu" && !b.gpu_kernels_forced();  // PoCL
   if (g.count() == 0) return g;
   // Constant indices are checked here (folding may have made them so after
   // import's validation); data indices by the kernel, into the fault flags.
@@ -235,7 +236,7 @@ bool lower_gather(NodeBuilder& b) {
   if (n == 0) return true;
   const MemArg faults{g->faults.mem};
   std::string suffix = std::to_string(es) + (g->int64_indices ? "_i64" : "_i32");
-  if (g->inner >= 16 && b.device_type() == "cpu" && !b.gpu_kernels_forced()) {  // PoCL: a row per work-item
+  if (g->by_rows) {
     const int64_t rows = g->outer * g->nidx;
     b.launch("shape.cl", ("gather_rows_b" + suffix).c_str(), cpu_item_range(rows), b.arg_in(0), b.arg_in(1),
              b.arg_out(0), i32(rows), i32(g->axis_len), i32(g->nidx), i32(g->inner), faults, g->faults.node);
