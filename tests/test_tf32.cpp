@@ -155,10 +155,18 @@ TEST(Tf32, EveryTileVariantMatchesTheReferenceWithinTf32Error) {
 // The session keeps the packed weights alone: [OC][KH x KW][C rounded up to
 // 16], and the bias.
 TEST(Tf32, TapsTilesOverConstantWeightsMatchTheReference) {
+  // Channels over several slices (40: three per tap, the last one part
+  // padding), so the slices carry from channels into taps and a split
+  // starts its range inside a tap.
+  std::vector<Case> convs = cases();
+  uint32_t seed = 100;
+  auto r = [&](Shape s) { return random_tensor(std::move(s), -1, 1, seed++); };
+  convs.push_back({"conv3x3_c40", "Conv", {r({1, 40, 9, 11}), r({70, 40, 3, 3}), r({70})},
+                   {{"pads", Attribute::of_ints({1, 1, 1, 1})}}});
   for (const std::string& tiles : lower::mma_tile_variants()) {
     if (tiles.rfind("taps", 0) != 0) continue;
     SCOPED_TRACE(tiles);
-    for (Case c : cases()) {
+    for (Case c : convs) {
       if (c.op.find("Conv") == std::string::npos || c.name == "conv1x1") continue;  // 1x1: the GEMM
       c.constant_weights = true;
       const Shape& w = c.inputs[1].shape;

@@ -38,7 +38,7 @@
 #endif
 #ifdef MMA_TAPS  // conv2d_mma_taps (below): shallower slices, several in flight
 #define BK 16
-#define SA (BK + 4)
+#define SA BK
 #else
 #define BK 32
 #define SA (BK + 8)
@@ -329,60 +329,92 @@ void conv2d_gemm(__global const float* X, __global const float* Wt, __global con
 // them and one barrier per slice. Weights go in 16-byte copies, input
 // pixels in 4-byte ones, zero-filled where the pixel is padding or past C.
 //
-// Local layouts: As[m][k] with a row stride of BK + 4 words (a warp's
-// fragment loads hit 32 distinct banks), Bs[k][n] as in conv2d_gemm; the
-// input is rounded to tf32 as its fragments are loaded.
+// Local layouts: As[m][k'] unpadded, each slice's 16 channels packed in
+// the order 0 4 8 12 1 5 9 13 ... (tap_weights), so that the four values
+// a lane's fragments take from a row over the slice's two mma steps (k = t,
+// t + 4, t + 8, t + 12) are one 16-byte load, and a quarter warp's loads
+// (two rows, 16 words apart) hit 32 distinct banks; Bs[k][n] as in
+// conv2d_gemm, rounded to tf32 as its fragments are loaded. Per slice a
+// work-item issues few instructions besides its mma: the tap advances by
+// carries, not divisions, and the copies address local memory from one
+// base (docs/kernel-choices.md#tap-major-tiles-with-asynchronous-copies).
 #ifndef STAGES
 #define STAGES 3
 #endif
 #define A_CHUNKS (BM * BK / 4 / NT)  // 16-byte weight copies per work-item per slice
+// Diagnostic builds (wrong results), to time one kind of copy alone:
+// MMA_DIAG_NO_WEIGHTS copies no weights, MMA_DIAG_NO_INPUT no input.
+#ifdef MMA_DIAG_NO_WEIGHTS
+#define TAPS_A_CHUNKS 0
+#else
+#define TAPS_A_CHUNKS A_CHUNKS
+#endif
+#ifdef MMA_DIAG_NO_INPUT
+#define TAPS_B_PER 0
+#else
+#define TAPS_B_PER B_PER
+#endif
 
 #if defined(TEXPLAN_PTX) && !defined(MMA_DIAG_SYNC_COPY)  // the diagnostic: plain copies, to time what cp.async buys
-// The destination's address in PTX's .shared state space: a __local
-// pointer's integer value is one, unless the compiler made it a generic
-// address (isspacep tells), which cvta converts.
-#define COPY_ASYNC(kind, bytes, dst, src, in)                                                   \
-  asm volatile("{ .reg .pred g; .reg .u64 s;\n\t"                                              \
-               "isspacep.shared g, %0;\n\t"                                                    \
-               "@g cvta.to.shared.u64 s, %0;\n\t"                                              \
-               "@!g mov.b64 s, %0;\n\t"                                                        \
-               "cp.async." kind ".shared.global [s], [%1], " #bytes ", %2; }" ::"l"((ulong)(size_t)(dst)), \
-               "l"((ulong)(size_t)(src)), "r"((in) ? bytes : 0)                                  \
-               : "memory")
-inline void copy_async16(__local uint* dst, __global const float* src, bool in) { COPY_ASYNC("cg", 16, dst, src, in); }
-inline void copy_async4(__local uint* dst, __global const float* src, bool in) { COPY_ASYNC("ca", 4, dst, src, in); }
+// A __local array's address in PTX's .shared window: its integer value is
+// one, unless the compiler made it a generic address (isspacep tells),
+// which cvta converts. The copies then address local memory as that base
+// plus a byte offset.
+#define SHARED_BASE(var, p)                                                                  \
+  uint var;                                                                                  \
+  {                                                                                          \
+    ulong s_;                                                                                \
+    asm("{ .reg .pred g;\n\t"                                                               \
+        "isspacep.shared g, %1;\n\t"                                                         \
+        "@g cvta.to.shared.u64 %0, %1;\n\t"                                                  \
+        "@!g mov.b64 %0, %1; }" : "=l"(s_) : "l"((ulong)(size_t)(p)));                       \
+    var = (uint)s_;                                                                          \
+  }
+#define COPY16(lp, sa, src, in) \
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(sa), "l"((ulong)(size_t)(src)), "r"((in) ? 16 : 0) : "memory")
+#define COPY4(lp, sa, src, in) \
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(sa), "l"((ulong)(size_t)(src)), "r"((in) ? 4 : 0) : "memory")
 #define COPY_COMMIT() asm volatile("cp.async.commit_group;" ::: "memory")
 #define COPY_WAIT(n) asm volatile("cp.async.wait_group %0;" ::"n"(n) : "memory")
 #else  // plain copies, complete when issued
-inline void copy_async16(__local uint* dst, __global const float* src, bool in) {
-  vstore4(in ? as_uint4(vload4(0, src)) : (uint4)(0), 0, dst);
-}
-inline void copy_async4(__local uint* dst, __global const float* src, bool in) { *dst = in ? as_uint(*src) : 0u; }
+#define SHARED_BASE(var, p) const uint var = 0u;
+#define COPY16(lp, sa, src, in) vstore4((in) ? as_uint4(vload4(0, (src))) : (uint4)(0), 0, (lp))
+#define COPY4(lp, sa, src, in) (*(lp) = (in) ? as_uint(*(src)) : 0u)
 #define COPY_COMMIT()
 #define COPY_WAIT(n)
 #endif
 
-// Multiplies the slice at as/bs into acc (A already tf32, B rounded here).
-#define MMA_MULTIPLY_TAPS(as, bs)                                                            \
-  UNROLL for (int kk = 0; kk < BK; kk += 8) {                                                \
-    uint af[FM][4], bf[FN][2];                                                               \
-    UNROLL for (int i = 0; i < FM; ++i) {                                                    \
-      __local const uint* a = (as) + (wm0 + 16 * i + fg) * SA + kk + ft;                     \
-      af[i][0] = a[0], af[i][1] = a[8 * SA], af[i][2] = a[4], af[i][3] = a[8 * SA + 4];      \
-    }                                                                                        \
-    UNROLL for (int j = 0; j < FN; ++j) {                                                    \
-      __local const uint* q = (bs) + (kk + ft) * SB + wn0 + 8 * j + fg;                      \
-      bf[j][0] = to_tf32(as_float(q[0])), bf[j][1] = to_tf32(as_float(q[4 * SB]));           \
-    }                                                                                        \
-    UNROLL for (int i = 0; i < FM; ++i)                                                      \
-      UNROLL for (int j = 0; j < FN; ++j) MMA(acc[i][j], af[i], bf[j]);                      \
+// Multiplies the slice at as/bs into acc (A already tf32, B rounded here);
+// with MMA_DIAG_NO_MMA (wrong results) nothing, to time the copies alone.
+#ifdef MMA_DIAG_NO_MMA
+#define MMA_MULTIPLY_TAPS(as, bs)
+#else
+#define MMA_MULTIPLY_TAPS(as, bs)                                                                \
+  {                                                                                              \
+    uint af[2][FM][4];                                                                           \
+    UNROLL for (int i = 0; i < FM; ++i) {                                                        \
+      const uint4 lo = vload4(0, (as) + (wm0 + 16 * i + fg) * SA + 4 * ft);                      \
+      const uint4 hi = vload4(0, (as) + (wm0 + 16 * i + fg + 8) * SA + 4 * ft);                  \
+      af[0][i][0] = lo.x, af[0][i][1] = hi.x, af[0][i][2] = lo.y, af[0][i][3] = hi.y;            \
+      af[1][i][0] = lo.z, af[1][i][1] = hi.z, af[1][i][2] = lo.w, af[1][i][3] = hi.w;            \
+    }                                                                                            \
+    UNROLL for (int s = 0; s < 2; ++s) {                                                         \
+      uint bf[FN][2];                                                                            \
+      UNROLL for (int j = 0; j < FN; ++j) {                                                      \
+        __local const uint* q = (bs) + (8 * s + ft) * SB + wn0 + 8 * j + fg;                     \
+        bf[j][0] = to_tf32(as_float(q[0])), bf[j][1] = to_tf32(as_float(q[4 * SB]));             \
+      }                                                                                          \
+      UNROLL for (int i = 0; i < FM; ++i)                                                        \
+        UNROLL for (int j = 0; j < FN; ++j) MMA(acc[i][j], af[s][i], bf[j]);                     \
+    }                                                                                            \
   }
+#endif
 
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void conv2d_mma_taps(__global const float* X, __global const float* Wt, __global const float* Bias, __global float* Y,
                      ConvParams cp EPI_PARAMS) {
   CONV_PARAMS(cp)
-  __local uint As[STAGES * BM * SA] __attribute__((aligned(16)));  // cp.async's 16-byte copies
+  __local uint As[STAGES * BM * SA] __attribute__((aligned(16)));  // cp.async's 16-byte copies, 16-byte loads
   __local uint Bs[STAGES * BK * SB] __attribute__((aligned(16)));
   MMA_WARP_TILE
   const int ICg = C / groups, OCg = OC / groups, CP = (ICg + BK - 1) / BK * BK, K = KH * KW * CP;
@@ -392,37 +424,52 @@ void conv2d_mma_taps(__global const float* X, __global const float* Wt, __global
   __global const float* wg = Wt + wo + g * OCg * K;
   __global const float* xg = X + xo + (img * C + g * ICg) * HW;
   MMA_CONV_PIXEL
-  // Copies slice kt (K range [kt BK, +BK)) into stage st.
-#define TAPS_LOAD(kt, st)                                                                          \
-  {                                                                                                \
-    const int tap = (kt) / CS, c0 = ((kt) - tap * CS) * BK, kh = tap / KW, kw = tap - kh * KW;     \
-    const int ih = ih0 + kh * dh, iw = iw0 + kw * dw;                                              \
-    const bool pin = p_in && (uint)ih < (uint)H && (uint)iw < (uint)W;                             \
-    __global const float* xp = xg + (pin ? ih * W + iw : 0);                                       \
-    __local uint* as = As + (st) * (BM * SA);                                                      \
-    __local uint* bs = Bs + (st) * (BK * SB);                                                      \
-    UNROLL for (int r = 0; r < A_CHUNKS; ++r) {                                                    \
-      const int e = lid + r * NT, m = e / (BK / 4), q = e - m * (BK / 4);                          \
-      const bool in = m0 + m < M;                                                                  \
-      copy_async16(as + m * SA + 4 * q, wg + (in ? (m0 + m) * K + (kt) * BK + 4 * q : 0), in);     \
-    }                                                                                              \
-    UNROLL for (int r = 0; r < B_PER; ++r) {                                                       \
-      const int kb = lid / BN + r * (NT / BN);                                                     \
-      const bool in = pin && c0 + kb < ICg;                                                        \
-      copy_async4(bs + kb * SB + nb, in ? xp + (c0 + kb) * HW : xg, in);                           \
-    }                                                                                              \
-  }
+  SHARED_BASE(as_sh, As)
+  SHARED_BASE(bs_sh, Bs)
+  // This work-item's copies: weight chunk (am + r * NT / 4 rows, aq) and
+  // input rows kb0 + r * (NT / BN) of pixel nb, at stage offsets.
+  const int am = lid / (BK / 4), aq = lid % (BK / 4), kb0 = lid / BN;
+  __global const float* wrow = wg + (m0 + am) * K + 4 * aq;
+  // The next slice to copy: tap (kh, kw), channels c0.., its stage; advanced
+  // by carries (one division at the start of a split's range).
   const int kt0 = kbeg / BK, kt1 = (kend + BK - 1) / BK;
+  int ld_kt = kt0, ld_st = 0;
+  int ld_tap = kt0 / CS, ld_c0 = (kt0 - ld_tap * CS) * BK, ld_kh = ld_tap / KW, ld_kw = ld_tap - ld_kh * KW;
+#define TAPS_LOAD()                                                                                 \
+  {                                                                                                 \
+    const int ih = ih0 + ld_kh * dh, iw = iw0 + ld_kw * dw;                                        \
+    const bool pin = p_in && (uint)ih < (uint)H && (uint)iw < (uint)W;                             \
+    __global const float* xp = xg + (pin ? ih * W + iw : 0) + (ld_c0 + kb0) * HW;                   \
+    const int wk = ld_kt * BK;                                                                      \
+    __local uint* as = As + ld_st * (BM * SA);                                                      \
+    __local uint* bs = Bs + ld_st * (BK * SB);                                                      \
+    const uint as_s = as_sh + 4u * (uint)(ld_st * (BM * SA) + am * SA + 4 * aq);                   \
+    const uint bs_s = bs_sh + 4u * (uint)(ld_st * (BK * SB) + kb0 * SB + nb);                      \
+    UNROLL for (int r = 0; r < TAPS_A_CHUNKS; ++r) {                                                \
+      const bool in = m0 + am + r * (NT * 4 / BK) < M;                                     \
+      COPY16(as + (am + r * (NT * 4 / BK)) * SA + 4 * aq, as_s + 4u * (uint)(r * (NT * 4 / BK) * SA), \
+             in ? wrow + r * (NT * 4 / BK) * K + wk : wg, in);                                      \
+    }                                                                                               \
+    UNROLL for (int r = 0; r < TAPS_B_PER; ++r) {                                                   \
+      const bool in = pin && ld_c0 + kb0 + r * (NT / BN) < ICg;                                     \
+      COPY4(bs + (kb0 + r * (NT / BN)) * SB + nb, bs_s + 4u * (uint)(r * (NT / BN) * SB),           \
+            in ? xp + r * (NT / BN) * HW : xg, in);                                                 \
+    }                                                                                               \
+    ++ld_kt, ld_st = ld_st == STAGES - 1 ? 0 : ld_st + 1;                                          \
+    if ((ld_c0 += BK) == CP) {                                                                      \
+      ld_c0 = 0;                                                                                    \
+      if (++ld_kw == KW) ld_kw = 0, ++ld_kh;                                                        \
+    }                                                                                               \
+  }
   UNROLL for (int s = 0; s < STAGES - 1; ++s) {
-    if (kt0 + s < kt1) TAPS_LOAD(kt0 + s, s)
+    if (ld_kt < kt1) TAPS_LOAD()
     COPY_COMMIT();
   }
   int st = 0;  // the stage of slice kt
   for (int kt = kt0; kt < kt1; ++kt) {
     COPY_WAIT(STAGES - 2);  // this work-item's copies of slice kt are done
     barrier(CLK_LOCAL_MEM_FENCE);  // everyone's are, and slice kt - 1's stage is free
-    const int ld = st == 0 ? STAGES - 1 : st - 1;
-    if (kt + STAGES - 1 < kt1) TAPS_LOAD(kt + STAGES - 1, ld)
+    if (ld_kt < kt1) TAPS_LOAD()
     COPY_COMMIT();
     MMA_MULTIPLY_TAPS(As + st * (BM * SA), Bs + st * (BK * SB))
     st = st == STAGES - 1 ? 0 : st + 1;

@@ -17,7 +17,7 @@ namespace {
 // mma per local-memory read); bigger tiles leave compute units idle on small
 // problems, as in lower/conv_select.cpp's choose_tiles. `stages` > 0:
 // conv2d_mma_taps (convolutions with constant weights only) with that many
-// slices in flight, each stage BM x (16 + 4) + 16 x (BN + 8) words of local
+// slices in flight, each stage BM x 16 + 16 x (BN + 8) words of local
 // memory, at most 48 KB in all.
 struct MmaTiles {
   const char* name;
@@ -61,13 +61,15 @@ struct ForcedMma {
 };
 ForcedMma parse_mma_variant(const std::string& variant) {
   // Build flags for measurements (gemm_mma.cl's MMA_* macros), "+" after the tiles.
-  static const char* const kFlags[] = {"DIAG_NO_GLOBAL", "DIAG_NO_MMA", "DIAG_SYNC_COPY"};
+  static const char* const kFlags[] = {"DIAG_NO_GLOBAL", "DIAG_NO_MMA", "DIAG_SYNC_COPY", "DIAG_NO_WEIGHTS",
+                                       "DIAG_NO_INPUT"};
   ForcedMma f{variant.substr(0, variant.find('+')), ""};
   for (size_t at = variant.find('+'); at != std::string::npos;) {
     const size_t next = variant.find('+', at + 1);
     const std::string flag = variant.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
     if (std::none_of(std::begin(kFlags), std::end(kFlags), [&](const char* k) { return flag == k; }))
-      throw Error("no tf32 build flag +" + flag + " (+DIAG_NO_GLOBAL, +DIAG_NO_MMA, +DIAG_SYNC_COPY)");
+      throw Error("no tf32 build flag +" + flag +
+                  " (+DIAG_NO_GLOBAL, +DIAG_NO_MMA, +DIAG_SYNC_COPY, +DIAG_NO_WEIGHTS, +DIAG_NO_INPUT)");
     f.build += " -DMMA_" + flag;
     at = next;
   }
@@ -214,7 +216,8 @@ bool emit_tuned(NodeBuilder& b, const std::string& key, int64_t M, int64_t N, in
 // conv2d_mma_taps's weights: [OC][KH x KW][CP] (CP: the group's input
 // channels rounded up to the slice, zeros past them), rounded to tf32 as
 // cvt.rna would (to nearest, ties away from zero) so the kernel copies them
-// to local memory untouched.
+// to local memory untouched; each slice's channels in the order 0 4 8 12 1
+// 5 9 13 ..., so that a lane's fragments over the slice are one 16-byte load.
 std::vector<float> tap_weights(const HostTensor& weights, const MmaConv& g, int64_t CP) {
   const std::vector<float> w = weights.as_float();
   const int64_t ICg = g.C / g.groups, taps = g.KH * g.KW;
@@ -229,7 +232,8 @@ std::vector<float> tap_weights(const HostTensor& weights, const MmaConv& g, int6
           u = (u + 0x1000u) & 0xffffe000u;
           std::memcpy(&v, &u, 4);
         }
-        p[size_t((oc * taps + t) * CP + c)] = v;
+        const int64_t k = c % kTapsBK, slot = (c - k) + 4 * (k % 4) + k / 4;
+        p[size_t((oc * taps + t) * CP + slot)] = v;
       }
   return p;
 }
