@@ -6,7 +6,7 @@
 // a slower launch (docs/kernel-choices.md#a-standalone-gemm-faster-than-the-k-groups).
 //
 //   texplan_gemm_probe [--device gpu|cpu] [--reps N] [--kernel FILE.cl] [--kernels-dir DIR]
-//                      [--verbose] [--dump DIR] SHAPES VARIANTS
+//                      [--verbose] [--dump DIR] [--tol T] [--sm90a] SHAPES VARIANTS
 //     SHAPES    MxKxN[t],...   ("t": B stored [N,K]; N and K multiples of 4)
 //     VARIANTS  TMxTN_WMxWN_kKS[_db][_tTK],...   e.g. 32x64_8x4_k2_db: a 32x64 tile, 8x4 a
 //               work-item, two groups over K, two slices in local memory;
@@ -19,6 +19,14 @@
 // variant, WRONG where a result is off; exits 1 if any was, 2 on bad usage.
 // --verbose adds NVIDIA's register and stack report per build (stderr);
 // --dump writes each build's binary (PTX on NVIDIA) into DIR, named by variant.
+// --tol: the error allowed per sqrt(K) relative to the largest output (1e-5:
+// fp32 sums; about 2e-3 for kernels that round their inputs to tf32).
+// --sm90a (NVIDIA, --kernel builds): Hopper's sm_90a-only instructions
+// (wgmma) in a kernel NVIDIA's OpenCL compiler targets at sm_90, which
+// ptxas refuses: the kernel is built with -DSM90A_PATCH, under which it
+// writes those instructions as PTX comments "// @@..."; the PTX is then
+// uncommented, retargeted to sm_90a and built again as a binary
+// (bench/kernels/wgmma_probe.cl).
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 
@@ -26,6 +34,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -136,6 +145,8 @@ int main(int argc, char** argv) {
   std::string device = "gpu", kernel_path = TEXPLAN_GEMM_PROBE_CL, kernels_dir = TEXPLAN_KERNELS_DIR;
   int reps = 20;
   bool verbose = false;
+  double tol = 1e-5;
+  bool sm90a = false;
   std::string dump_dir;
   std::vector<std::string> positional;
   for (int i = 1; i < argc; ++i) {
@@ -150,11 +161,13 @@ int main(int argc, char** argv) {
     else if (a == "--kernels-dir") kernels_dir = value();
     else if (a == "--verbose") verbose = true;
     else if (a == "--dump") dump_dir = value();
+    else if (a == "--tol") tol = std::atof(value().c_str());
+    else if (a == "--sm90a") sm90a = true;
     else positional.push_back(a);
   }
   if (positional.size() != 2 || (device != "gpu" && device != "cpu"))
     fail("usage: texplan_gemm_probe [--device gpu|cpu] [--reps N] [--kernel FILE.cl] [--kernels-dir DIR] [--verbose] "
-         "[--dump DIR] SHAPES VARIANTS",
+         "[--dump DIR] [--tol T] [--sm90a] SHAPES VARIANTS",
          2);
   auto read = [](const std::string& path) {
     std::ifstream f(path);
@@ -218,15 +231,46 @@ int main(int argc, char** argv) {
                                       " -DWM=" + std::to_string(v.WM) + " -DWN=" + std::to_string(v.WN) +
                                       " -DKS=" + std::to_string(v.KS) + " -DTK=" + std::to_string(v.TK) +
                                       (v.db ? " -DDB" : "") + (bt ? " -DBT" : ""));
+    const bool patch = sm90a && v.texplan.empty();
+    const std::string build_opts = opts + (patch ? " -DSM90A_PATCH" : "");
     const char* p = (v.texplan == "tiles" ? tiles_source : v.texplan == "kgroups" ? kgroups_source : source).c_str();
     cl_program prog = clCreateProgramWithSource(ctx, 1, &p, nullptr, &err);
     check(err, "clCreateProgramWithSource");
-    const cl_int built = clBuildProgram(prog, 1, &dev, opts.c_str(), nullptr, nullptr);
-    size_t n = 0;
-    clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
-    std::string log(n, '\0');
-    clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
-    if (built != CL_SUCCESS) fail(v.name + ": build failed (" + opts + "):\n" + log);
+    auto build_log = [&](cl_program pr) {
+      size_t n = 0;
+      clGetProgramBuildInfo(pr, dev, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
+      std::string text(n, '\0');
+      clGetProgramBuildInfo(pr, dev, CL_PROGRAM_BUILD_LOG, n, text.data(), nullptr);
+      return text;
+    };
+    cl_int built = clBuildProgram(prog, 1, &dev, build_opts.c_str(), nullptr, nullptr);
+    std::string log = build_log(prog);
+    if (built != CL_SUCCESS) fail(v.name + ": build failed (" + build_opts + "):\n" + log);
+    if (patch) {
+      size_t size = 0;
+      clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr);
+      std::string ptx(size, '\0');
+      char* data = ptx.data();
+      clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof data, &data, nullptr);
+      ptx.resize(std::strlen(ptx.c_str()));
+      size_t patched = 0;
+      for (size_t at; (at = ptx.find("// @@")) != std::string::npos; ++patched) ptx.erase(at, 5);
+      const size_t t = ptx.find(".target sm_90");
+      if (t == std::string::npos || patched == 0) fail(v.name + ": --sm90a: no sm_90 target or no // @@ lines in the PTX");
+      if (ptx.compare(t, 14, ".target sm_90a") != 0) ptx.insert(t + 13, "a");
+      const size_t ver = ptx.find(".version");
+      std::fprintf(stderr, "%s: %zu lines uncommented, %s\n", v.name.c_str(), patched,
+                   ptx.substr(ver, ptx.find('\n', ver) - ver).c_str());
+      clReleaseProgram(prog);
+      const unsigned char* bin = reinterpret_cast<const unsigned char*>(ptx.c_str());
+      const size_t bin_size = ptx.size() + 1;
+      cl_int status = CL_SUCCESS;
+      prog = clCreateProgramWithBinary(ctx, 1, &dev, &bin_size, &bin, &status, &err);
+      check(err, "clCreateProgramWithBinary");
+      built = clBuildProgram(prog, 1, &dev, verbose ? "-cl-nv-verbose" : "", nullptr, nullptr);
+      log = build_log(prog);
+      if (built != CL_SUCCESS) fail(v.name + ": the sm_90a PTX did not build:\n" + log);
+    }
     if (verbose) {
       std::stringstream ls(log);
       for (std::string line; std::getline(ls, line);)
@@ -316,7 +360,7 @@ int main(int argc, char** argv) {
       std::sort(us.begin(), us.end());
       const double median = us[us.size() / 2], tflops = 2.0 * s.M * s.K * s.N / median * 1e-6;
       // fp32 sums of K terms of magnitude <= 1: errors grow about as sqrt(K).
-      if (!(worst <= 1e-5 * std::sqrt(double(s.K)) * std::max(scale, 1.0))) {
+      if (!(worst <= tol * std::sqrt(double(s.K)) * std::max(scale, 1.0))) {
         wrong = true;
         std::printf(" %11s(%5.1f)", "WRONG", tflops);
       } else {
