@@ -734,6 +734,98 @@ TEST(Optimize, PerChannelProgramsGoIntoOneByOneConvs) {
   }
 }
 
+// Squeeze-and-excitation (GlobalAveragePool, fc1 + SiLU, fc2 + a gate
+// activation, the scale Mul, the projection): on GPUs fc2 becomes the
+// gate of the projection's channel program, its kernel gone, with a bias
+// and Sigmoid (EfficientNet) or without a bias and HardSigmoid
+// (MobileNet-V3). Not where fc2's output is read twice, over more channels
+// than the kernels hold or more weights than a work-group should read. The same outputs on the CPU
+// executor and on texplan's GPU kernels (tiles, split-K, k-groups) on the
+// CPU device.
+TEST(Optimize, SqueezeExcitationGatesGoIntoTheProjection) {
+  std::mt19937 rng(29);
+  int x = 0;
+  const int C = 72, J = 10, W = 6;  // K past the k-groups' two 32-deep steps
+  const Shape xs = {1, C, 5, W};
+  Graph g = graph_with_input("squeeze_excite_gates", xs, x);
+  const int a = tensor(g, "a", xs), p = tensor(g, "p", {1, C, 1, 1});
+  node(g, "Sigmoid", {x}, {a});
+  node(g, "GlobalAveragePool", {a}, {p});
+  // One block: fc1 + SiLU, fc2 + bias + Sigmoid, the scale, the projection.
+  auto block = [&](const std::string& name, bool bias, const char* gate_op, bool read_twice) {
+    const int r = tensor(g, name + "_r", {1, J, 1, 1}), rs = tensor(g, name + "_rs", {1, J, 1, 1}),
+              h = tensor(g, name + "_h", {1, J, 1, 1}), e = tensor(g, name + "_e", {1, C, 1, 1}),
+              sc = tensor(g, name + "_s", {1, C, 1, 1}), m = tensor(g, name + "_m", xs),
+              y = tensor(g, name + "_y", {1, 12, 5, W});
+    node(g, "Conv", {p, weight(g, name + "_w1", {J, C, 1, 1}, rng), weight(g, name + "_b1", {J}, rng)}, {r});
+    node(g, "Sigmoid", {r}, {rs});
+    node(g, "Mul", {r, rs}, {h});
+    std::vector<int> fc2 = {h, weight(g, name + "_w2", {C, J, 1, 1}, rng)};
+    if (bias) fc2.push_back(weight(g, name + "_b2", {C}, rng));
+    node(g, "Conv", fc2, {e});
+    node(g, gate_op, {e}, {sc});
+    node(g, "Mul", {a, sc}, {m});
+    node(g, "Conv", {m, weight(g, name + "_w3", {12, C, 1, 1}, rng), weight(g, name + "_b3", {12}, rng)}, {y});
+    g.tensors[y].is_output = true;
+    g.outputs.push_back(y);
+    if (read_twice) {
+      g.tensors[sc].is_output = true;
+      g.outputs.push_back(sc);
+    }
+  };
+  block("effnet", true, "Sigmoid", false);
+  block("mbv3", false, "HardSigmoid", false);
+  block("twice", true, "Sigmoid", true);
+  g.topological_sort();
+  const HostTensor input = random_tensor(xs, rng, -2, 2);
+  auto run_all = [&](const Graph& gr, const std::shared_ptr<runtime::Device>& dev, const lower::KernelChoice& k = {}) {
+    return run_on_device_kernels(gr, input, dev, k);
+  };
+  const std::vector<HostTensor> want = run_all(g, nullptr);
+  const FusedForms gpu = lower::kernel_catalog().fused_for("gpu");
+  ASSERT_GE(gpu.channel_gate_channels, C);
+  ASSERT_GE(gpu.channel_gate_weights, C * J);
+  {
+    Graph few = g;
+    FusedForms small = gpu;
+    small.channel_gate_channels = C - 1;
+    EXPECT_EQ(optimize(few, {.device_forms = small}).fused_channel_gates, 0) << "more channels than the kernels hold";
+    Graph heavy = g;
+    small = gpu;
+    small.channel_gate_weights = C * J - 1;
+    EXPECT_EQ(optimize(heavy, {.device_forms = small}).fused_channel_gates, 0) << "more weights than a gate may read";
+    Graph off = g;
+    EXPECT_EQ(optimize(off, {.channel_gate_fusion = false, .device_forms = gpu}).fused_channel_gates, 0);
+  }
+  const OptimizeReport rep = optimize(g, {.device_forms = gpu});
+  EXPECT_EQ(rep.fused_channel_programs, 3);
+  EXPECT_EQ(rep.fused_channel_gates, 2) << "fc2's output read twice keeps its node";
+  int gates = 0;
+  for (const auto& n : g.nodes) {
+    const auto cp = channel_program(n);
+    if (!cp || !cp->gate) continue;
+    ++gates;
+    const std::string y = g.tensors[n.outputs[0]].name;
+    const bool bias = y == "effnet_y";
+    EXPECT_EQ(cp->gate->bias, bias) << y;
+    EXPECT_EQ(cp->operands, 1) << y;
+    ASSERT_EQ(n.inputs.size(), operand_inputs_end(n) + (bias ? 3 : 2)) << y;
+    const size_t at = operand_inputs_end(n);
+    EXPECT_EQ(g.tensors[n.inputs[at]].shape, (Shape{1, J, 1, 1})) << y << ": h, fc1's output";
+    EXPECT_EQ(g.tensors[n.inputs[at + 1]].shape, (Shape{C, J, 1, 1})) << y << ": fc2's weights";
+    ASSERT_EQ(cp->gate->program.size(), 1u) << y;
+    EXPECT_EQ(cp->gate->program[0].rfind(bias ? "Sigmoid" : "HardSigmoid", 0), 0u) << y;
+  }
+  EXPECT_EQ(gates, 2);
+  auto expect_all = [&](const std::vector<HostTensor>& got) { expect_all_close(got, want); };
+  expect_all(run_all(g, nullptr));
+  auto dev = runtime::open_device("pocl");
+  for (const char* variant : {"", "32x32", "64x64/s3", "32x32k4", "32x64k2"}) {
+    SCOPED_TRACE(variant);
+    expect_all(run_all(g, dev, {.conv = variant}));
+  }
+}
+
 // A depthwise conv (its BatchNormalization folded, Clip or Relu after) read
 // only by a 1x1 convolution becomes that convolution's depthwise input on
 // GPUs: the conv reads the depthwise conv's input, its GEMM computes each

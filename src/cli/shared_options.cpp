@@ -19,6 +19,9 @@ void add_optimize_options(CLI::App& app, OptimizeOptions& o) {
   app.add_flag_callback("--no-channel-program-fusion", [&o] { o.channel_program_fusion = false; },
                         "keep a per-channel elementwise node (BatchNormalization + Relu) apart from the 1x1 "
                         "convolution after it");
+  app.add_flag_callback("--no-channel-gate-fusion", [&o] { o.channel_gate_fusion = false; },
+                        "keep squeeze-and-excitation's second fully connected layer apart from the 1x1 "
+                        "convolution its scale feeds (GPUs)");
   app.add_flag_callback("--no-concat-slice-views", [&o] { o.concat_slice_views = false; },
                         "a Slice that an elided Concat passes through copies into the Concat's output");
   app.add_flag_callback("--no-strided-operands", [&o] { o.strided_operands = false; },

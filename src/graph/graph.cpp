@@ -253,7 +253,7 @@ std::optional<ChannelProgram> channel_program(const Node& n) {
 
 size_t operand_inputs_end(const Node& n) {
   size_t trailing = channel_scaled(n) ? 1 : 0;
-  if (const auto p = channel_program(n)) trailing += size_t(p->operands) + (p->depthwise ? 1 : 0);
+  if (const auto p = channel_program(n)) trailing += p->trailing_inputs();
   return n.inputs.size() - std::min(trailing, n.inputs.size());
 }
 

@@ -133,10 +133,26 @@ struct ChannelDepthwise {
   int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
   int64_t pads[4] = {0, 0, 0, 0};  // ONNX's order: top, left, bottom, right
 };
+// With `gate`, the last operand Vk is no input but computed in the conv's
+// kernel from three (two without a bias): h [1, J, 1, 1], W [C, J, 1, 1]
+// and b [C] in its place, Vk[c] = G(sum_j W[c, j] h[j] + b[c]) with G the
+// gate's program (over x0): squeeze-and-excitation's second fully connected
+// layer and its Sigmoid, taken into the projection that its scale feeds,
+// so that layer's kernel never runs (docs/fused-ops.md#channel-gates).
+struct ChannelGate {
+  std::vector<std::string> program;  // graph/epilogue.h's form, over x0
+  bool bias = true;
+};
 struct ChannelProgram {
   std::vector<std::string> program;  // graph/epilogue.h's form
   int operands = 0;                  // k
   std::optional<ChannelDepthwise> depthwise;
+  std::optional<ChannelGate> gate;
+  // The node's inputs after its epilogue's: the operands, the gate's in
+  // place of the last, the depthwise weights.
+  size_t trailing_inputs() const {
+    return size_t(operands) + (gate ? (gate->bias ? 2 : 1) : 0) + (depthwise ? 1 : 0);
+  }
 };
 
 // What the optimizer decided about a node, for the stages after it. Only

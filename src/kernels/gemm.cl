@@ -27,6 +27,9 @@
 #define XPRO(v, c) (v)
 #define XPRO_PARAMS
 #endif
+#ifndef XPRO_SETUP  // a channel gate's values, computed before any XPRO (epilogue_cl.h)
+#define XPRO_SETUP
+#endif
 #ifndef WPT
 #define WPT 4
 #endif
@@ -302,6 +305,7 @@ void gemm(__global const real_t* A, __global const real_t* B, __global const rea
           GemmParams gp EPI_PARAMS YWIN_PARAMS XWIN_PARAMS XPRO_PARAMS SPLIT_PARAMS) {
   GEMM_PARAMS(gp)
   GEMM_LOCALS
+  XPRO_SETUP
 #ifdef SPLITK
   __local int split_flag;
   const int z = get_group_id(2) / splits, kbeg = (get_group_id(2) - z * splits) * kslice;

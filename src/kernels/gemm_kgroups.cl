@@ -13,6 +13,9 @@
 #define XPRO(v, c) (v)
 #define XPRO_PARAMS
 #endif
+#ifndef XPRO_SETUP
+#define XPRO_SETUP
+#endif
 
 // Products with few output tiles and a long K (transformers' projections
 // and MLPs at a few hundred tokens, 1x1 convs of small maps): KGROUPS
@@ -72,6 +75,7 @@ void gemm_kgroups(__global const real_t* A, __global const real_t* B, __global c
   // after the loop the same memory holds the reduction's partial tiles.
   __local float4 lm4[(KG_TILES > KG_PARTS ? KG_TILES : KG_PARTS) / 4];
   __local float* lm = (__local float*)lm4;
+  XPRO_SETUP
   const int l = get_local_id(0), g = get_local_id(1);
   const int tx = l % KG_GX, ty = l / KG_GX;
   const int n0 = get_group_id(0) * KG_TN, m0 = get_group_id(1) * KG_TM, z = get_group_id(2);

@@ -22,7 +22,8 @@ const KernelCatalog& kernel_catalog() {
     // - Channel programs (channel_program(), graph.h) on GPUs only, whose
     //   GEMM tiles apply them as they load X; the CPU kernels' GEMM does not.
     //   So are depthwise inputs (ChannelProgram::depthwise), the GEMM
-    //   computing each depthwise sum as it loads it.
+    //   computing each depthwise sum as it loads it, and channel gates
+    //   (ChannelProgram::gate), computed once per work-group.
     // - FusedMlp on CPU devices only: its one work-group per image loses to
     //   two wide GEMVs on GPUs (docs/kernel-choices.md#fusedmlp-on-gpus).
     // - Strided product operands off CPU devices: they leave the CPU
@@ -30,7 +31,9 @@ const KernelCatalog& kernel_catalog() {
     // - FusedAttention everywhere: attention.cl on GPUs, cpu_attention.cl on CPU devices.
     k.fused_forms["gpu"] = {.conv_maxpool = conv_maxpool, .channel_program_conv = true,
                             .depthwise_input_conv = true, .strided_operands = true,
-                            .attention_head_dim = kMaxAttentionHeadDim};
+                            .attention_head_dim = kMaxAttentionHeadDim,
+                            .channel_gate_channels = kMaxGateChannels,
+                            .channel_gate_weights = kMaxGateWeights};
     k.fused_forms["cpu"] = {.channel_scaled_conv = true, .mlp = true, .attention_head_dim = kMaxAttentionHeadDim};
     k.other_devices = {.strided_operands = true, .attention_head_dim = kMaxAttentionHeadDim};
     // Files whose float tensors go through common.cl's real_t, LD and ST.

@@ -210,7 +210,8 @@ std::string epilogue_function_cl(const Epilogue& e, const std::string& name) {
   return scalar_function(e, 1, name);
 }
 
-std::string channel_program_cl(const Epilogue& e, int operands, const std::optional<ChannelDepthwise>& depthwise) {
+std::string channel_program_cl(const Epilogue& e, int operands, const std::optional<ChannelDepthwise>& depthwise,
+                               const std::optional<ChannelGateShape>& gate) {
   if (e.inputs() > operands + 1)
     throw Error("channel program reads x" + std::to_string(e.inputs() - 1) + " but has " + std::to_string(operands) +
                 " operands");
@@ -244,11 +245,34 @@ std::string channel_program_cl(const Epilogue& e, int operands, const std::optio
       << "  return s;\n"
       << "}\n";
   }
+  const int passed = gate ? operands - 1 : operands;  // operands read from buffers
+  if (gate) {
+    if (operands < 1) throw Error("a channel gate without its operand");
+    if (gate->program.inputs() > 1)
+      throw Error("channel gate reads x" + std::to_string(gate->program.inputs() - 1) + "; only x0 is bound");
+    // A macro, not a function: it declares the kernel's local array, and an
+    // OpenCL C function the driver does not inline fails to link on NVIDIA's.
+    o << scalar_function(gate->program, 1, "xgate_program") << "#define XPRO_SETUP \\\n"
+      << "  __local float xgate[" << gate->channels << "]; \\\n"
+      << "  for (int c_ = get_local_id(0) + get_local_size(0) * get_local_id(1); c_ < " << gate->channels
+      << "; c_ += get_local_size(0) * get_local_size(1)) { \\\n"
+      << "    float s_ = " << (gate->bias ? "LD(GB, GBo + c_)" : "0.0f") << "; \\\n"
+      << "    for (int j_ = 0; j_ < " << gate->inputs << "; ++j_) s_ += LD(GW, GWo + c_ * " << gate->inputs
+      << " + j_) * LD(GH, GHo + j_); \\\n"
+      << "    xgate[c_] = xgate_program(s_); \\\n"
+      << "  } \\\n"
+      << "  barrier(CLK_LOCAL_MEM_FENCE);\n";
+  }
   o << "#define XPRO_PARAMS";
   if (depthwise) o << " , __global const real_t* DW, int DWo, Dims xdw";
-  for (int k = 1; k <= operands; ++k) o << " , __global const real_t* P" << k << ", int P" << k << "o";
+  for (int k = 1; k <= passed; ++k) o << " , __global const real_t* P" << k << ", int P" << k << "o";
+  if (gate) {
+    o << " , __global const real_t* GH, int GHo, __global const real_t* GW, int GWo";
+    if (gate->bias) o << " , __global const real_t* GB, int GBo";
+  }
   o << "\n#define XPRO(v, c) xpro_program((v)";
-  for (int k = 1; k <= operands; ++k) o << ", LD(P" << k << ", P" << k << "o + (c))";
+  for (int k = 1; k <= passed; ++k) o << ", LD(P" << k << ", P" << k << "o + (c))";
+  if (gate) o << ", xgate[(c)]";
   o << ")\n";
   return o.str();
 }

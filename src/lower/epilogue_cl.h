@@ -43,8 +43,20 @@ std::string epilogue_cl(const Epilogue& e, const std::vector<EpilogueRead>& read
 // and XLOAD, XLOAD_TAPS, xdw_fetch(x, E, n, xdw) (the taps of output pixel
 // n in E's plane into x) and xdw_sum(x, w) (their sum with a channel's
 // weights) are defined, the stage's geometry compiled in (gemm.cl).
+//
+// With `gate` (ChannelProgram::gate) the last operand is computed, not
+// passed: XPRO_PARAMS ends with the gate's `GH, GHo, GW, GWo` (and `GB,
+// GBo` with its bias) in its place, and XPRO_SETUP, placed by the kernel at
+// its top scope before any XPRO, fills `__local float xgate[C]` with
+// G(W h + b) per channel, each work-item some channels, and waits for all.
+struct ChannelGateShape {
+  Epilogue program;  // over x0
+  int64_t channels = 0, inputs = 0;  // C, J
+  bool bias = true;
+};
 std::string channel_program_cl(const Epilogue& e, int operands,
-                               const std::optional<ChannelDepthwise>& depthwise = std::nullopt);
+                               const std::optional<ChannelDepthwise>& depthwise = std::nullopt,
+                               const std::optional<ChannelGateShape>& gate = std::nullopt);
 
 // `inline float name(float x0)`: a program of x0 alone as an OpenCL C
 // function (FusedMlp's hidden activation), placed after epilogue_cl's text

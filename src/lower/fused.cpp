@@ -156,11 +156,26 @@ bool lower_fused_conv(NodeBuilder& b) {
       tail.xdepthwise_weights = b.arg_in(operands_end);
       tail.xdepthwise_dims = to_dims({e[2], e[3], y[3]}, 0);
     }
-    for (int i = end; i < operands_end; ++i) {
+    const int gate_inputs = cp->gate ? (cp->gate->bias ? 3 : 2) : 0;
+    for (int i = end; i < operands_end - gate_inputs; ++i) {
       if (!b.has_in(i) || !float32(b.in(i)) || element_count(b.in(i).shape) != C) return false;
       tail.xprogram_args.push_back(b.arg_in(i));
     }
-    tail.xprogram_prelude = channel_program_cl(Epilogue::parse(cp->program), cp->operands, cp->depthwise);
+    std::optional<ChannelGateShape> gate;
+    if (cp->gate) {
+      // ChannelProgram::gate: h, W (and b) in place of the last operand;
+      // the kernel keeps its C values in local memory.
+      const int at = operands_end - gate_inputs;
+      for (int i = at; i < operands_end; ++i)
+        if (!b.has_in(i) || !float32(b.in(i))) return false;
+      const int64_t J = element_count(b.in(at).shape);
+      if (cp->depthwise || C < 1 || C > kMaxGateChannels || J < 1 || element_count(b.in(at + 1).shape) != C * J ||
+          (cp->gate->bias && element_count(b.in(at + 2).shape) != C))
+        return false;
+      for (int i = at; i < operands_end; ++i) tail.xprogram_args.push_back(b.arg_in(i));
+      gate = ChannelGateShape{Epilogue::parse(cp->gate->program), C, J, cp->gate->bias};
+    }
+    tail.xprogram_prelude = channel_program_cl(Epilogue::parse(cp->program), cp->operands, cp->depthwise, gate);
   }
   return lower_conv(b, tail);
 }

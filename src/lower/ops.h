@@ -220,6 +220,14 @@ void check_attention_blocks(const std::string& blocks);
 // The head dims (Q/K's and V's last dims) its kernels take: the fused forms'
 // attention_head_dim (lower/catalog.cpp).
 constexpr int kMaxAttentionHeadDim = 256;
+// The channels a channel gate (ChannelProgram::gate) may have: gemm.cl and
+// gemm_kgroups.cl keep its values in local memory (8 KiB at most), beside
+// their tiles. The fused forms' channel_gate_channels (lower/catalog.cpp).
+constexpr int64_t kMaxGateChannels = 2048;
+// And the weights (channels x inputs) a gate may have: each work-group
+// reads them all and computes every channel's sum, which cost more than the
+// kernel they save beyond 16K (docs/fused-ops.md#channel-gates).
+constexpr int64_t kMaxGateWeights = 16384;
 // A FusedAttention's buffers and scalars as its kernels take them.
 struct AttentionLaunch {
   MemArg q, k, v, mask, y;

@@ -551,12 +551,14 @@ class Fuser {
 
 }  // namespace
 
-FuseCounts fuse(Graph& g, bool pool, bool channel_scales, bool channel_programs, bool depthwise_inputs, bool mlps) {
+FuseCounts fuse(Graph& g, bool pool, bool channel_scales, bool channel_programs, GateBounds gates,
+                bool depthwise_inputs, bool mlps) {
   scales_after_products(g);
   reshapes_after_products(g);
   FuseCounts c = Fuser(g, pool).run();
   if (channel_scales) c.channel_scales = channel_scales_into_convs(g);
   if (channel_programs) c.channel_programs = channel_programs_into_convs(g);
+  if (channel_programs && gates.channels > 0 && gates.weights > 0) c.channel_gates = channel_gates_into_convs(g, gates);
   if (depthwise_inputs) c.depthwise_inputs = depthwise_into_pointwise_convs(g);
   if (mlps) c.mlps = mlp_pairs(g);
   return c;

@@ -326,6 +326,9 @@ HalfRangeReport fit_half_range(Graph& g, const std::vector<float>& largest) {
     int a = ex(n.inputs[0]);
     // A channel program takes X back to plain values before the product.
     if (auto cp = channel_program(n)) {
+      // A gate's sums would need h's exponent taken out of W: the pipeline
+      // makes none in half storage (lower_to_records).
+      if (cp->gate) throw Error(n.name + ": a channel gate in half storage");
       std::vector<int> xin(size_t(cp->operands) + 1, 0);
       xin[0] = a;
       for (int j = 0; j < cp->operands; ++j) xin[size_t(j) + 1] = ex(n.inputs[operand_inputs_end(n) + size_t(j)]);

@@ -30,6 +30,10 @@ struct FusedForms {
   // FusedAttention with head dims (Q/K's and V's last dims) up to this;
   // 0: none (attention_fusion).
   int attention_head_dim = 0;
+  // Channel gates (ChannelProgram::gate) over up to this many channels and
+  // this many weights (channels x inputs: every work-group of the conv
+  // reads them all); 0: none (channel_gate_fusion).
+  int64_t channel_gate_channels = 0, channel_gate_weights = 0;
 };
 
 struct KernelCatalog {

@@ -128,6 +128,7 @@ OptimizeOptions runnable(OptimizeOptions o) {
   o.pool_fusion = o.pool_fusion && f.conv_maxpool;
   o.channel_scale_fusion = o.channel_scale_fusion && f.channel_scaled_conv;
   o.channel_program_fusion = o.channel_program_fusion && f.channel_program_conv;
+  o.channel_gate_fusion = o.channel_gate_fusion && o.channel_program_fusion && f.channel_gate_channels > 0;
   o.depthwise_input_fusion = o.depthwise_input_fusion && f.depthwise_input_conv;
   o.mlp_fusion = o.mlp_fusion && f.mlp;
   o.strided_operands = o.strided_operands && f.strided_operands;
@@ -149,7 +150,12 @@ OptimizeReport optimize(Graph& g, const OptimizeOptions& given) {
     r.fused_layernorm = fuse_layer_norm(g);
     if (opt.attention_fusion)
       r.fused_attention = fuse_attention(g, opt.device_forms ? opt.device_forms->attention_head_dim : INT64_MAX);
-    const FuseCounts c = fuse(g, opt.pool_fusion, opt.channel_scale_fusion, opt.channel_program_fusion,
+    // Gates: the device's bounds, none, or (the CPU executor) any.
+    GateBounds gates{0, 0};
+    if (opt.channel_gate_fusion)
+      gates = opt.device_forms ? GateBounds{opt.device_forms->channel_gate_channels, opt.device_forms->channel_gate_weights}
+                               : GateBounds{INT64_MAX, INT64_MAX};
+    const FuseCounts c = fuse(g, opt.pool_fusion, opt.channel_scale_fusion, opt.channel_program_fusion, gates,
                               opt.depthwise_input_fusion, opt.mlp_fusion);
     r.fused_conv = c.conv;
     r.fused_matmul = c.matmul;
@@ -159,6 +165,7 @@ OptimizeReport optimize(Graph& g, const OptimizeOptions& given) {
     r.fused_pool = c.pool;
     r.fused_channel_scales = c.channel_scales;
     r.fused_channel_programs = c.channel_programs;
+    r.fused_channel_gates = c.channel_gates;
     r.fused_depthwise_inputs = c.depthwise_inputs;
     r.fused_mlps = c.mlps;
     // FusedAttention's kernels read strides on every device; products' only
@@ -238,7 +245,7 @@ std::vector<OptimizationShare> optimization_shares(const Graph& imported, const 
   };
   const OptimizeReport& r = optimized;
   const bool fused = r.fused_conv || r.fused_matmul || r.fused_elementwise || r.fused_gather || r.folded_batchnorm || r.fused_pool ||
-                     r.fused_channel_scales || r.fused_channel_programs || r.fused_depthwise_inputs || r.fused_mlps || r.fused_layernorm || r.fused_attention || r.viewed_nodes ||
+                     r.fused_channel_scales || r.fused_channel_programs || r.fused_channel_gates || r.fused_depthwise_inputs || r.fused_mlps || r.fused_layernorm || r.fused_attention || r.viewed_nodes ||
                      r.nodes_after != r.nodes_before;
   const bool concats = std::any_of(imported.nodes.begin(), imported.nodes.end(),
                                    [](const Node& n) { return n.op_type == "Concat"; });

@@ -30,6 +30,10 @@ struct OptimizeOptions {
   // A per-channel elementwise node (BatchNormalization + Relu) into the 1x1
   // convolution reading it (channel_program(), graph.h).
   bool channel_program_fusion = true;
+  // Squeeze-and-excitation's second fully connected layer and its Sigmoid
+  // into the channel program its scale feeds (ChannelProgram::gate,
+  // graph.h): that layer's kernel never runs.
+  bool channel_gate_fusion = true;
   // A depthwise convolution (with its bias and activation) into the 1x1
   // convolution reading it: a MobileNet block's last two convs as one
   // (ChannelProgram::depthwise, graph.h).
@@ -71,6 +75,7 @@ struct OptimizeReport {
   int fused_pool = 0;         // FusedConvMaxPool nodes
   int fused_channel_scales = 0;  // channel Muls taken into a 1x1 convolution
   int fused_channel_programs = 0;  // per-channel elementwise nodes taken into a 1x1 convolution
+  int fused_channel_gates = 0;     // fully connected 1x1 convolutions computed as a channel program's gate
   int fused_depthwise_inputs = 0;  // depthwise convolutions taken into the 1x1 convolution reading them
   int fused_mlps = 0;            // pairs of fully connected 1x1 convolutions made FusedMlp
   int fused_layernorm = 0;    // LayerNormalization nodes made from their decomposed form

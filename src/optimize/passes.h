@@ -32,7 +32,7 @@ int add_int64_constant(Graph& g, const std::string& base, const std::vector<int6
 
 struct FuseCounts {
   int conv = 0, matmul = 0, elementwise = 0, batchnorm = 0, pool = 0, channel_scales = 0, channel_programs = 0,
-      depthwise_inputs = 0, mlps = 0, gathers = 0;
+      channel_gates = 0, depthwise_inputs = 0, mlps = 0, gathers = 0;
 };
 // BatchNormalization into the preceding Conv's weights (or into Mul/Add
 // when no Conv precedes it), then each Conv/MatMul/Gemm (and each Gather
@@ -40,10 +40,15 @@ struct FuseCounts {
 // the remaining elementwise chains; with
 // `pool`, a MaxPool after a convolution without epilogue inputs too; with
 // `channel_scales`, then channel_scales_into_convs; with
-// `channel_programs`, channel_programs_into_convs; with
+// `channel_programs`, channel_programs_into_convs, then
+// channel_gates_into_convs within `gates` (none where a bound is 0); with
 // `depthwise_inputs`, depthwise_into_pointwise_convs; with `mlps`, last
 // mlp_pairs.
-FuseCounts fuse(Graph& g, bool pool, bool channel_scales, bool channel_programs, bool depthwise_inputs, bool mlps);
+struct GateBounds {
+  int64_t channels = 0, weights = 0;  // FusedForms::channel_gate_channels, channel_gate_weights
+};
+FuseCounts fuse(Graph& g, bool pool, bool channel_scales, bool channel_programs, GateBounds gates,
+                bool depthwise_inputs, bool mlps);
 
 // A scalar Mul or Div whose result only a MatMul reads moves after the
 // MatMul, where fuse() takes it into the product's epilogue. Returns how many.
@@ -63,6 +68,13 @@ int channel_scales_into_convs(Graph& g);
 // read only by a 1x1 convolution becomes that convolution's channel program
 // (ChannelProgram, graph.h; docs/fused-ops.md). Returns how many.
 int channel_programs_into_convs(Graph& g);
+
+// A 1x1 convolution of a one-pixel map of one image (squeeze-and-excitation's
+// second fully connected layer, its Sigmoid its program), read only as a
+// channel program's last operand, becomes that program's gate
+// (ChannelProgram::gate, graph.h; docs/fused-ops.md#channel-gates): the
+// conv reading the program computes it. Within `bounds`. Returns how many.
+int channel_gates_into_convs(Graph& g, GateBounds bounds);
 
 // A depthwise convolution (one filter per channel, no epilogue inputs) read
 // only by a 1x1 convolution becomes that convolution's depthwise input, its

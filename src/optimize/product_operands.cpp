@@ -298,9 +298,60 @@ int channel_programs_into_convs(Graph& g) {
     as_fused_conv(conv);
     conv.inputs[0] = ew.inputs[size_t(data)];
     conv.inputs.insert(conv.inputs.end(), operands.begin(), operands.end());
-    conv.decisions.channel_program = ChannelProgram{e.to_strings(), int(operands.size())};
+    conv.decisions.channel_program = ChannelProgram{e.to_strings(), int(operands.size()), std::nullopt, std::nullopt};
     return true;
   });
+}
+
+// Squeeze-and-excitation's second fully connected layer, fc2: a 1x1 Conv
+// or FusedConv (its Sigmoid the program) of a one-pixel map of one image,
+// whose output is the last operand of a 1x1 conv's channel program and
+// read nowhere else. The conv takes fc2's input, weights and bias in place
+// of that operand and computes G(W h + b) for its channels itself
+// (ChannelProgram::gate; gemm.cl's XPRO_SETUP), so fc2's kernel never
+// runs. Every work-group of the conv computes all C sums, so only small
+// layers go (bounds.weights: EfficientNet-B0's first 9 of 16).
+int channel_gates_into_convs(Graph& g, GateBounds bounds) {
+  const Links links(g);
+  std::vector<char> erased(g.nodes.size(), 0);
+  int fused = 0;
+  for (Node& conv : g.nodes) {
+    std::optional<ChannelProgram> cp = channel_program(conv);
+    if (!cp || cp->depthwise || cp->gate || cp->operands < 1 || conv.inputs.empty() || conv.inputs[0] < 0) continue;
+    const Shape& xs = g.tensors[conv.inputs[0]].shape;
+    const int64_t C = xs.size() == 4 ? xs[1] : -1;
+    const size_t at = operand_inputs_end(conv) + size_t(cp->operands) - 1;
+    const int s = at < conv.inputs.size() ? conv.inputs[at] : -1;
+    if (C < 1 || C > bounds.channels || s < 0 || links.uses[size_t(s)] != 1 || g.tensors[size_t(s)].is_output)
+      continue;
+    const int p = links.producer[size_t(s)];
+    if (p < 0 || erased[size_t(p)]) continue;
+    const Node& fc = g.nodes[size_t(p)];
+    if ((fc.op_type != "Conv" && fc.op_type != "FusedConv") || channel_scaled(fc) || channel_program(fc) ||
+        fc.outputs.size() != 1 || fc.inputs.size() < 2 || fc.inputs.size() > 3 || fc.inputs[0] < 0 || fc.inputs[1] < 0)
+      continue;
+    const Tensor &h = g.tensors[size_t(fc.inputs[0])], &w = g.tensors[size_t(fc.inputs[1])];
+    const int bias = fc.inputs.size() == 3 ? fc.inputs[2] : -1;
+    const int64_t J = h.shape.size() == 4 ? h.shape[1] : -1;
+    const std::string auto_pad = fc.get_string("auto_pad", "NOTSET");
+    if (J < 1 || C * J > bounds.weights || h.shape != Shape{1, J, 1, 1} || w.shape != Shape{C, J, 1, 1} ||
+        !is_f32(h) || !is_f32(w) || g.tensors[size_t(s)].shape != Shape{1, C, 1, 1} || fc.get_int("group", 1) != 1 ||
+        !all_equal(fc.get_ints("pads", {0, 0, 0, 0}), 0) || (auto_pad != "NOTSET" && auto_pad != "VALID") ||
+        (bias >= 0 && (!is_f32(g.tensors[size_t(bias)]) || g.tensors[size_t(bias)].shape != Shape{C})))
+      continue;
+    const Epilogue program = Epilogue::parse(fc);
+    if (program.inputs() > 1) continue;  // a residual or other operand: not a gate
+    std::vector<int> gate_inputs = {fc.inputs[0], fc.inputs[1]};
+    if (bias >= 0) gate_inputs.push_back(bias);
+    conv.inputs.erase(conv.inputs.begin() + long(at));
+    conv.inputs.insert(conv.inputs.begin() + long(at), gate_inputs.begin(), gate_inputs.end());
+    cp->gate = ChannelGate{program.to_strings(), bias >= 0};
+    conv.decisions.channel_program = cp;
+    erased[size_t(p)] = 1;
+    ++fused;
+  }
+  if (fused) g.erase_nodes(erased);
+  return fused;
 }
 
 // A depthwise convolution (Conv or FusedConv, one filter per channel, no
@@ -353,7 +404,7 @@ int depthwise_into_pointwise_convs(Graph& g) {
     conv.inputs[0] = dw.inputs[0];
     if (bias >= 0) conv.inputs.push_back(bias);
     conv.inputs.push_back(dw.inputs[1]);  // the depthwise weights last
-    conv.decisions.channel_program = ChannelProgram{e.to_strings(), bias >= 0 ? 1 : 0, stage};
+    conv.decisions.channel_program = ChannelProgram{e.to_strings(), bias >= 0 ? 1 : 0, stage, std::nullopt};
     return true;
   });
 }

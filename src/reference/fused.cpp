@@ -81,7 +81,8 @@ HostTensor channel_program_applied(const OpContext& c, const HostTensor& x, cons
   if (x.shape.size() < 3) c.fail(what + " over a rank-" + std::to_string(x.shape.size()) + " X");
   const int64_t n = x.count(), C = x.shape[1], inner = n / std::max<int64_t>(1, x.shape[0] * C);
   std::vector<std::vector<float>> v;
-  for (int j = 0; j < p.operands; ++j) {
+  const int read = p.gate ? p.operands - 1 : p.operands;  // operands that are inputs
+  for (int j = 0; j < read; ++j) {
     if (!c.has_input(first + size_t(j))) c.fail(what + " operand " + std::to_string(j + 1) + " missing");
     const HostTensor& t = c.input(first + size_t(j));
     require_dtype(c, t, DataType::Float32, (what + " operand").c_str());
@@ -89,6 +90,40 @@ HostTensor channel_program_applied(const OpContext& c, const HostTensor& x, cons
       c.fail(what + " operand " + std::to_string(j + 1) + " has " + std::to_string(t.count()) + " values for " +
              std::to_string(C) + " channels");
     v.push_back(t.as_float());
+  }
+  if (p.gate) {
+    // ChannelProgram::gate: Vk[c] = G(sum_j W[c, j] h[j] + b[c]).
+    const size_t at = first + size_t(read);
+    for (size_t i = at; i < at + (p.gate->bias ? 3 : 2); ++i)
+      if (!c.has_input(i)) c.fail(what + ": the gate's inputs missing");
+    const HostTensor &h = c.input(at), &w = c.input(at + 1);
+    for (const HostTensor* t : {&h, &w}) require_dtype(c, *t, DataType::Float32, (what + " gate").c_str());
+    const int64_t J = h.count();
+    if (J < 1 || w.count() != C * J)
+      c.fail(what + ": a gate of " + std::to_string(J) + " inputs has " + std::to_string(w.count()) +
+             " weights for " + std::to_string(C) + " channels");
+    std::vector<float> b(static_cast<size_t>(C), 0.0f);
+    if (p.gate->bias) {
+      const HostTensor& bt = c.input(at + 2);
+      require_dtype(c, bt, DataType::Float32, (what + " gate bias").c_str());
+      if (bt.count() != C) c.fail(what + ": a gate bias of " + std::to_string(bt.count()) + " values");
+      b = bt.as_float();
+    }
+    Epilogue g;
+    try {
+      g = Epilogue::parse(p.gate->program);
+    } catch (const Error& err) {
+      c.fail(what + " gate: " + err.what());
+    }
+    if (g.inputs() > 1) c.fail(what + " gate reads x" + std::to_string(g.inputs() - 1) + "; only x0 is bound");
+    const std::vector<float> hv = h.as_float(), wv = w.as_float();
+    std::vector<float> gate(static_cast<size_t>(C));
+    for (int64_t ch = 0; ch < C; ++ch) {
+      float s = b[size_t(ch)];
+      for (int64_t j = 0; j < J; ++j) s += wv[size_t(ch * J + j)] * hv[size_t(j)];
+      gate[size_t(ch)] = g.eval(&s);
+    }
+    v.push_back(std::move(gate));
   }
   HostTensor y = x;
   float* py = y.data<float>();
@@ -112,12 +147,12 @@ Outputs FusedConv(const OpContext& c) {
   // channel program "Mul x0 x1"; channel_program(): the last inputs are a
   // program's per-channel operands.
   const bool scaled = channel_scaled(c.node);
-  const std::optional<ChannelProgram> cp = scaled ? ChannelProgram{{"Mul x0 x1"}, 1} : channel_program(c.node);
+  const std::optional<ChannelProgram> cp =
+      scaled ? ChannelProgram{{"Mul x0 x1"}, 1, std::nullopt, std::nullopt} : channel_program(c.node);
   const std::string what = scaled ? "channel scale" : "channel program";
-  const size_t depthwise = cp && cp->depthwise ? 1 : 0;  // its weights the last input
-  if (cp && (cp->operands < 0 || c.input_count() < 3 + size_t(cp->operands) + depthwise))
+  if (cp && (cp->operands < (cp->gate ? 1 : 0) || c.input_count() < 3 + cp->trailing_inputs()))
     c.fail(what + " of " + std::to_string(cp->operands) + " operands without its inputs");
-  const size_t end = c.input_count() - (cp ? size_t(cp->operands) + depthwise : 0);
+  const size_t end = c.input_count() - (cp ? cp->trailing_inputs() : 0);
   HostTensor x_scaled, sums;
   if (cp && cp->depthwise) {
     // ChannelProgram::depthwise: X is the depthwise conv of input 0, the

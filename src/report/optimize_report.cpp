@@ -20,6 +20,7 @@ json optimize_json(const OptimizeReport& r, const std::vector<OptimizationShare>
          {"fused_pool", r.fused_pool},
          {"fused_channel_scales", r.fused_channel_scales},
          {"fused_channel_programs", r.fused_channel_programs},
+         {"fused_channel_gates", r.fused_channel_gates},
          {"fused_depthwise_inputs", r.fused_depthwise_inputs},
          {"fused_mlps", r.fused_mlps},
          {"fused_layernorm", r.fused_layernorm},
@@ -43,7 +44,8 @@ void print_optimize_summary(const json& o, std::ostream& out) {
       << " FusedConv, " << o["fused_matmul"] << " FusedMatMul, " << o["fused_elementwise"] << " FusedElementwise, "
       << o["fused_gather"] << " FusedGather, "
       << o["fused_pool"] << " FusedConvMaxPool, " << o["fused_channel_scales"] << " channel scales into convs, "
-      << o["fused_channel_programs"] << " channel programs into convs, " << o["fused_depthwise_inputs"]
+      << o["fused_channel_programs"] << " channel programs into convs, " << o["fused_channel_gates"]
+      << " channel gates, " << o["fused_depthwise_inputs"]
       << " depthwise convs into 1x1s, "
       << o["fused_mlps"] << " FusedMlp, " << o["fused_attention"] << " FusedAttention, "
       << o["fused_layernorm"] << " LayerNormalization, " << o["folded_batchnorm"] << " BatchNormalization folded), " << o["inplace"] << " in place, "
