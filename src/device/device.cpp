@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -361,6 +362,29 @@ cl_program build_from_binary(cl_context context, cl_device_id device, const std:
   return prog;
 }
 
+// `prog` (built with -DSM90A_PATCH, its sm_90a lines PTX comments "// @@")
+// rebuilt from its PTX with those lines uncommented and the target
+// sm_90a: NVIDIA's OpenCL compiler targets sm_90, where ptxas refuses
+// Hopper's wgmma (docs/kernel-choices.md#wgmma-through-ptx-retargeted-to-sm_90a).
+// Releases `prog`; throws Error naming `what` if the driver refuses.
+cl_program retarget_sm90a(cl_context context, cl_device_id device, cl_program prog, const std::string& options,
+                          const std::string& what) {
+  const std::vector<unsigned char> bin = program_binary(prog);
+  clReleaseProgram(prog);
+  std::string ptx(bin.begin(), bin.end());
+  ptx.resize(std::strlen(ptx.c_str()));
+  size_t uncommented = 0;
+  for (size_t at; (at = ptx.find("// @@")) != std::string::npos; ++uncommented) ptx.erase(at, 5);
+  const size_t target = ptx.find(".target sm_90");
+  if (target == std::string::npos || uncommented == 0)
+    throw Error("building kernels " + what + ": no sm_90 PTX with sm_90a lines to retarget");
+  if (ptx.compare(target, 14, ".target sm_90a") != 0) ptx.insert(target + 13, "a");
+  const std::vector<unsigned char> patched(ptx.c_str(), ptx.c_str() + ptx.size() + 1);
+  cl_program out = build_from_binary(context, device, patched, options);
+  if (!out) throw Error("building kernels " + what + ": the driver refused its PTX retargeted to sm_90a");
+  return out;
+}
+
 // Tells a scope a build began and, also when it throws, that it ended.
 struct BuildNotice {
   KernelBuildScope::BuildCallback* on_build;
@@ -450,6 +474,7 @@ cl_program Device::program(const std::string& file, const std::string& defines, 
       for (const auto& line : message_lines(driver_output)) scope->on_message_(program_name, line);
       for (const auto& line : message_lines(build_log())) scope->on_message_(program_name, line);
     }
+    if (defines.find("-DSM90A_PATCH") != std::string::npos) prog = retarget_sm90a(context_, id_, prog, options, key);
     ++stats_.compiled;
     if (cache_key) unstored_.push_back({prog, *cache_key});
   }
@@ -540,6 +565,18 @@ plan::DeviceProfile load_profile(const std::string& target) {
 bool accepts_inline_ptx(const Device& dev) {
   const DeviceInfo& d = dev.info();
   return d.vendor.find("NVIDIA") != std::string::npos && d.platform.find("NVIDIA") != std::string::npos;
+}
+
+bool sm90a_supported(const Device& dev) {
+  if (dev.info().type != "gpu" || !accepts_inline_ptx(dev)) return false;
+  const auto& ext = dev.info().extensions;
+  if (std::find(ext.begin(), ext.end(), "cl_nv_device_attribute_query") == ext.end()) return false;
+  const cl_device_info kComputeCapabilityMajorNV = 0x4000, kComputeCapabilityMinorNV = 0x4001;
+  cl_uint major = 0, minor = 0;
+  if (clGetDeviceInfo(dev.id(), kComputeCapabilityMajorNV, sizeof major, &major, nullptr) != CL_SUCCESS ||
+      clGetDeviceInfo(dev.id(), kComputeCapabilityMinorNV, sizeof minor, &minor, nullptr) != CL_SUCCESS)
+    return false;
+  return major == 9 && minor == 0;
 }
 
 bool tf32_supported(const Device& dev) {

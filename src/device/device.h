@@ -175,5 +175,9 @@ bool accepts_inline_ptx(const Device& dev);
 // asking for it runs fp32, unless KernelChoice::tf32_emulation): an NVIDIA
 // GPU of compute capability 8.0+ under NVIDIA's driver.
 bool tf32_supported(const Device& dev);
+// Whether `dev` runs Hopper's sm_90a instructions (wgmma) in programs built
+// with -DSM90A_PATCH (Device::program retargets their PTX): an NVIDIA GPU of
+// compute capability 9.0 under NVIDIA's driver.
+bool sm90a_supported(const Device& dev);
 
 }  // namespace texplan::runtime

@@ -410,6 +410,7 @@ void conv2d_gemm(__global const float* X, __global const float* Wt, __global con
   }
 #endif
 
+#ifndef MMA_WGMMA
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void conv2d_mma_taps(__global const float* X, __global const float* Wt, __global const float* Bias, __global float* Y,
                      ConvParams cp EPI_PARAMS) {
@@ -476,4 +477,146 @@ void conv2d_mma_taps(__global const float* X, __global const float* Wt, __global
   }
   MMA_CONV_STORE
 }
+#else  // MMA_WGMMA
+
+// conv2d_wgmma_taps: the tap-major convolution on Hopper's warpgroup
+// instruction, wgmma.mma_async (tf32, m64nBNk8), which reads both operands
+// from local memory itself: no fragment loads, and one warpgroup keeps the
+// tensor cores busy. A work-group is one warpgroup (128 items) computing
+// 64 output channels x BN pixels (BM 64, WM 16, WN BN: warp w holds rows
+// 16w.. of every column, the fragments of mma.sync's m16n8 in order, so the
+// stores are conv2d_gemm's). Slices as conv2d_mma_taps (16 channels of one
+// tap, STAGES in flight by cp.async), both operands in wgmma's canonical
+// K-major layout without swizzle (WG_CORE): core matrices of 8 rows x 4
+// words, the two of an 8-deep step 128 bytes apart (the descriptor's
+// leading offset), 8-row groups 256 bytes apart (its stride offset), the
+// second step after the first. The weights are packed at load in that
+// layout per 64-row block and slice (lower/mma.cpp wgmma_weights), so a
+// slice's A is one 4 KB copy; input pixels are copied element-wise into
+// it, and each work-item rounds the values it copied to tf32 once they
+// land. NVIDIA's compiler targets sm_90, where ptxas refuses wgmma: the
+// instructions are written behind P90, which SM90A_PATCH makes PTX
+// comments that Device::program uncomments in the PTX it retargets to
+// sm_90a (docs/kernel-choices.md#wgmma-through-ptx-retargeted-to-sm_90a).
+// Without TEXPLAN_PTX each work-item computes its accumulators from local
+// memory (tests check the layouts on PoCL with it).
+#define WG_CORE(r, k, R) ((((k) >> 3) * (R) * 8) + (((r) >> 3) * 64) + ((((k) >> 2) & 1) * 32) + (((r) & 7) * 4) + ((k) & 3))
+#ifdef SM90A_PATCH
+#define P90 "// @@"
+#else
+#define P90 ""
+#endif
+#ifdef TEXPLAN_PTX
+// Matrix descriptor: start address / 16, leading byte offset 128 / 16,
+// stride byte offset 256 / 16, no swizzle.
+#define WG_DESC(a) ((((ulong)(a) & 0x3FFFFul) >> 4) | (8ul << 16) | (16ul << 32))
+#if BN == 64
+#define WGMMA_STEP(d, da, db)                                                                  \
+  asm volatile(P90 "{ .reg .pred p; setp.ne.b32 p, %34, 0;\n\t"                                 \
+               P90 "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33, p, 1, 1; }" \
+               : "+f"((d)[0][0]), "+f"((d)[0][1]), "+f"((d)[0][2]), "+f"((d)[0][3]), "+f"((d)[1][0]), "+f"((d)[1][1]), "+f"((d)[1][2]), "+f"((d)[1][3]), "+f"((d)[2][0]), "+f"((d)[2][1]), "+f"((d)[2][2]), "+f"((d)[2][3]), "+f"((d)[3][0]), "+f"((d)[3][1]), "+f"((d)[3][2]), "+f"((d)[3][3]), "+f"((d)[4][0]), "+f"((d)[4][1]), "+f"((d)[4][2]), "+f"((d)[4][3]), "+f"((d)[5][0]), "+f"((d)[5][1]), "+f"((d)[5][2]), "+f"((d)[5][3]), "+f"((d)[6][0]), "+f"((d)[6][1]), "+f"((d)[6][2]), "+f"((d)[6][3]), "+f"((d)[7][0]), "+f"((d)[7][1]), "+f"((d)[7][2]), "+f"((d)[7][3]) \
+               : "l"(da), "l"(db), "r"(1) : "memory")
+#elif BN == 128
+#define WGMMA_STEP(d, da, db)                                                                  \
+  asm volatile(P90 "{ .reg .pred p; setp.ne.b32 p, %66, 0;\n\t"                                 \
+               P90 "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, %64, %65, p, 1, 1; }" \
+               : "+f"((d)[0][0]), "+f"((d)[0][1]), "+f"((d)[0][2]), "+f"((d)[0][3]), "+f"((d)[1][0]), "+f"((d)[1][1]), "+f"((d)[1][2]), "+f"((d)[1][3]), "+f"((d)[2][0]), "+f"((d)[2][1]), "+f"((d)[2][2]), "+f"((d)[2][3]), "+f"((d)[3][0]), "+f"((d)[3][1]), "+f"((d)[3][2]), "+f"((d)[3][3]), "+f"((d)[4][0]), "+f"((d)[4][1]), "+f"((d)[4][2]), "+f"((d)[4][3]), "+f"((d)[5][0]), "+f"((d)[5][1]), "+f"((d)[5][2]), "+f"((d)[5][3]), "+f"((d)[6][0]), "+f"((d)[6][1]), "+f"((d)[6][2]), "+f"((d)[6][3]), "+f"((d)[7][0]), "+f"((d)[7][1]), "+f"((d)[7][2]), "+f"((d)[7][3]), "+f"((d)[8][0]), "+f"((d)[8][1]), "+f"((d)[8][2]), "+f"((d)[8][3]), "+f"((d)[9][0]), "+f"((d)[9][1]), "+f"((d)[9][2]), "+f"((d)[9][3]), "+f"((d)[10][0]), "+f"((d)[10][1]), "+f"((d)[10][2]), "+f"((d)[10][3]), "+f"((d)[11][0]), "+f"((d)[11][1]), "+f"((d)[11][2]), "+f"((d)[11][3]), "+f"((d)[12][0]), "+f"((d)[12][1]), "+f"((d)[12][2]), "+f"((d)[12][3]), "+f"((d)[13][0]), "+f"((d)[13][1]), "+f"((d)[13][2]), "+f"((d)[13][3]), "+f"((d)[14][0]), "+f"((d)[14][1]), "+f"((d)[14][2]), "+f"((d)[14][3]), "+f"((d)[15][0]), "+f"((d)[15][1]), "+f"((d)[15][2]), "+f"((d)[15][3]) \
+               : "l"(da), "l"(db), "r"(1) : "memory")
+#else
+#error "conv2d_wgmma_taps: BN 64 or 128"
+#endif
+#define WGMMA_SLICE(as_s, bs_s)                                                      \
+  asm volatile(P90 "wgmma.fence.sync.aligned;" ::: "memory");                        \
+  WGMMA_STEP(acc[0], WG_DESC(as_s), WG_DESC(bs_s));                                  \
+  WGMMA_STEP(acc[0], WG_DESC((as_s) + BM * 32u), WG_DESC((bs_s) + BN * 32u));        \
+  asm volatile(P90 "wgmma.commit_group.sync.aligned;" ::: "memory")
+#define WGMMA_WAIT() asm volatile(P90 "wgmma.wait_group.sync.aligned 0;" ::: "memory")
+#define WG_FENCE() asm volatile("fence.proxy.async.shared::cta;" ::: "memory")  // the tensor cores read through the async proxy
+#else
+#define WGMMA_SLICE(as_s, bs_s)                                                                       \
+  UNROLL for (int j = 0; j < FN; ++j)                                                                 \
+    UNROLL for (int o = 0; o < 4; ++o) {                                                              \
+      const int r = wm0 + fg + 8 * (o >> 1), c = 8 * j + 2 * ft + (o & 1);                            \
+      float s = acc[0][j][o];                                                                         \
+      for (int k = 0; k < BK; ++k)                                                                    \
+        s += as_float(as[WG_CORE(r, k, BM)]) * as_float(bs[WG_CORE(c, k, BN)]);                        \
+      acc[0][j][o] = s;                                                                               \
+    }
+#define WGMMA_WAIT()
+#define WG_FENCE()
+#endif
+
+__kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
+void conv2d_wgmma_taps(__global const float* X, __global const float* Wt, __global const float* Bias, __global float* Y,
+                       ConvParams cp EPI_PARAMS) {
+  CONV_PARAMS(cp)
+  __local uint As[STAGES * BM * BK] __attribute__((aligned(128)));
+  __local uint Bs[STAGES * BN * BK] __attribute__((aligned(128)));
+  MMA_WARP_TILE
+  const int ICg = C / groups, OCg = OC / groups, CP = (ICg + BK - 1) / BK * BK, K = KH * KW * CP;
+  SPLIT_Z
+  const int img = z / groups, g = z % groups;
+  const int M = OCg, HW = H * W, CS = CP / BK, KT = K / BK;  // CS: slices per tap, KT: slices
+  // The group's packed weights: [OCg / 64 blocks][KT slices][64 x 16 words].
+  __global const float* wblock = Wt + wo + (g * ((OCg + BM - 1) / BM) + m0 / BM) * KT * (BM * BK);
+  __global const float* xg = X + xo + (img * C + g * ICg) * HW;
+  MMA_CONV_PIXEL
+  SHARED_BASE(as_sh, As)
+  SHARED_BASE(bs_sh, Bs)
+  const int kb0 = lid / BN;
+  const int kt0 = kbeg / BK, kt1 = (kend + BK - 1) / BK;
+  int ld_kt = kt0, ld_st = 0;
+  int ld_tap = kt0 / CS, ld_c0 = (kt0 - ld_tap * CS) * BK, ld_kh = ld_tap / KW, ld_kw = ld_tap - ld_kh * KW;
+#define WG_LOAD()                                                                                  \
+  {                                                                                                \
+    const int ih = ih0 + ld_kh * dh, iw = iw0 + ld_kw * dw;                                       \
+    const bool pin = p_in && (uint)ih < (uint)H && (uint)iw < (uint)W;                            \
+    __global const float* xp = xg + (pin ? ih * W + iw : 0) + (ld_c0 + kb0) * HW;                  \
+    __local uint* as = As + ld_st * (BM * BK);                                                     \
+    __local uint* bs = Bs + ld_st * (BN * BK);                                                     \
+    UNROLL for (int r = 0; r < BM * BK / 4 / NT; ++r) {                                            \
+      const int q = lid + r * NT;                                                                  \
+      COPY16(as + 4 * q, as_sh + 4u * (uint)(ld_st * (BM * BK) + 4 * q), wblock + ld_kt * (BM * BK) + 4 * q, true); \
+    }                                                                                              \
+    UNROLL for (int r = 0; r < B_PER; ++r) {                                                       \
+      const int kb = kb0 + r * (NT / BN);                                                          \
+      const bool in = pin && ld_c0 + kb < ICg;                                                     \
+      const int at = WG_CORE(nb, kb, BN);                                                          \
+      COPY4(bs + at, bs_sh + 4u * (uint)(ld_st * (BN * BK) + at), in ? xp + r * (NT / BN) * HW : xg, in); \
+    }                                                                                              \
+    ++ld_kt, ld_st = ld_st == STAGES - 1 ? 0 : ld_st + 1;                                         \
+    if ((ld_c0 += BK) == CP) {                                                                     \
+      ld_c0 = 0;                                                                                   \
+      if (++ld_kw == KW) ld_kw = 0, ++ld_kh;                                                       \
+    }                                                                                              \
+  }
+  UNROLL for (int s = 0; s < STAGES - 1; ++s) {
+    if (ld_kt < kt1) WG_LOAD()
+    COPY_COMMIT();
+  }
+  int st = 0;  // the stage of slice kt
+  for (int kt = kt0; kt < kt1; ++kt) {
+    WGMMA_WAIT();                  // slice kt - 1's products have read their stage
+    COPY_WAIT(STAGES - 2);         // this work-item's copies of slice kt are done
+    // Its input values rounded to tf32 in place (the tensor cores would
+    // drop their low bits: errors 4-9x cvt.rna's in VGG-16 and ResNet-50).
+    UNROLL for (int r = 0; r < B_PER; ++r) {
+      __local uint* q = Bs + st * (BN * BK) + WG_CORE(nb, kb0 + r * (NT / BN), BN);
+      *q = to_tf32(as_float(*q));
+    }
+    WG_FENCE();
+    barrier(CLK_LOCAL_MEM_FENCE);  // everyone's are, and slice kt - 1's stage is free
+    if (ld_kt < kt1) WG_LOAD()
+    COPY_COMMIT();
+    {
+      __local const uint* as = As + st * (BM * BK);
+      __local const uint* bs = Bs + st * (BN * BK);
+      WGMMA_SLICE(as_sh + 4u * (uint)(st * (BM * BK)), bs_sh + 4u * (uint)(st * (BN * BK)));
+    }
+    st = st == STAGES - 1 ? 0 : st + 1;
+  }
+  WGMMA_WAIT();
+  MMA_CONV_STORE
+}
+#endif  // MMA_WGMMA
 #endif  // MMA_TAPS

@@ -24,6 +24,7 @@ struct MmaTiles {
   int bm, bn, wm, wn;
   double speed;
   int stages = 0;
+  bool wgmma = false;  // conv2d_wgmma_taps (sm_90a): one warpgroup, 64 x bn
   int threads() const { return (bm / wm) * (bn / wn) * 32; }
 };
 // Speeds as texplan_conv_bench found them on a GPU; 4-warp tiles of
@@ -42,7 +43,11 @@ const MmaTiles kMmaTiles[] = {{"mma64x64w8", 64, 64, 32, 16, 1.02},  // first: t
                               {"taps64x64", 64, 64, 32, 32, 1.5, 4},
                               {"taps64x64w8", 64, 64, 32, 16, 1.2, 4},
                               {"taps32x64", 32, 64, 32, 32, 0.9, 4},
-                              {"taps128x128", 128, 128, 64, 32, 1.9, 2}};
+                              {"taps128x128", 128, 128, 64, 32, 1.9, 2},
+                              // Hopper's warpgroup instruction (sm_90a): slower than taps while it
+                              // rounds its input in a pass of its own (docs/kernel-choices.md#warpgroup-tiles)
+                              {"wgmma64x128", 64, 128, 16, 128, 1.0, 3, true},
+                              {"wgmma64x64", 64, 64, 16, 64, 1.1, 4, true}};
 constexpr int64_t kTapsBK = 16;  // gemm_mma.cl's BK with MMA_TAPS
 
 // The depth tile t multiplies: the product's K, or for the taps tiles
@@ -83,6 +88,7 @@ Source mma_source(const NodeBuilder& b, const MmaTiles& t, const std::string& ex
   std::string d = "-DBM=" + std::to_string(t.bm) + " -DBN=" + std::to_string(t.bn) + " -DWM=" + std::to_string(t.wm) +
                   " -DWN=" + std::to_string(t.wn);
   if (t.stages) d += " -DMMA_TAPS -DSTAGES=" + std::to_string(t.stages);
+  if (t.wgmma) d += std::string(" -DMMA_WGMMA") + (b.kernel_choice.tf32_emulation ? "" : " -DSM90A_PATCH");
   if (const ForcedMma f = parse_mma_variant(b.kernel_choice.mma); f.tiles == t.name) d += f.build;
   return mma_build(b, "gemm_mma.cl", d + extra, tail.prelude);
 }
@@ -111,6 +117,10 @@ int64_t split_k(const NodeBuilder& b, const MmaTiles& t, int64_t M, int64_t N, i
   return ceil_div(K, kslice);
 }
 
+// Whether conv2d_wgmma_taps runs: on sm_90a under NVIDIA's driver, or
+// emulated (tests).
+bool wgmma_runs(const NodeBuilder& b) { return b.kernel_choice.tf32_emulation || sm90a_supported(b.device()); }
+
 // The tiles that waste at most a quarter of their area on the edges (none:
 // the fp32 kernels' smaller tiles), each split as split_k would, scored by waves of
 // work-groups over the compute units times one work-group's work over the
@@ -126,7 +136,7 @@ const MmaTiles* choose_mma_tiles(const NodeBuilder& b, int64_t M, int64_t N, int
   double best_cost = 1e300;
   int64_t best_groups = 0;
   for (const MmaTiles& t : kMmaTiles) {
-    if (t.stages && !taps_K) continue;
+    if ((t.stages && !taps_K) || (t.wgmma && !wgmma_runs(b))) continue;
     double area = double(ceil_div(M, t.bm) * t.bm) * double(ceil_div(N, t.bn) * t.bn);
     if (double(M) * double(N) < 0.75 * area && !(emulate && &t == &kMmaTiles[0])) continue;
     const int64_t tk = tile_depth(t, K, taps_K);
@@ -181,12 +191,13 @@ bool emit_tuned(NodeBuilder& b, const std::string& key, int64_t M, int64_t N, in
                 const std::function<void(const MmaTiles&)>& emit) {
   std::vector<const MmaTiles*> tiles;
   for (const MmaTiles& t : kMmaTiles)
-    if (!t.stages || taps_K) tiles.push_back(&t);
+    if ((!t.stages || taps_K) && (!t.wgmma || wgmma_runs(b))) tiles.push_back(&t);
   const std::string forced = parse_mma_variant(b.kernel_choice.mma).tiles;
   for (const MmaTiles& t : kMmaTiles) {
     if (forced != t.name) continue;
     if (t.stages && !taps_K)  // benchmarks: not a silent stand-in
       throw Error(forced + " takes convolutions with constant weights only, not " + b.node.op_type);
+    if (t.wgmma && !wgmma_runs(b)) throw Error(forced + " needs a compute capability 9.0 GPU (sm_90a), not " + b.device().info().name);
     return emit(t), b.used_tf32 = true;
   }
   const MmaTiles* chosen = choose_mma_tiles(b, M, N, K, batches, total, onto_residual, taps_K);
@@ -238,6 +249,35 @@ std::vector<float> tap_weights(const HostTensor& weights, const MmaConv& g, int6
   return p;
 }
 
+// conv2d_wgmma_taps's weights: per group, block of 64 output channels and
+// slice of 16 (one tap, channels c0..c0 + 15 of CP), the 64 x 16 values in
+// wgmma's K-major core-matrix layout (gemm_mma.cl WG_CORE), rounded to tf32
+// as tap_weights does; zeros past OC and C.
+std::vector<float> wgmma_weights(const HostTensor& weights, const MmaConv& g, int64_t CP) {
+  const std::vector<float> w = weights.as_float();
+  const int64_t ICg = g.C / g.groups, OCg = g.OC / g.groups, taps = g.KH * g.KW, CS = CP / kTapsBK;
+  const int64_t blocks = ceil_div(OCg, int64_t(64)), KT = taps * CS;
+  auto core = [](int64_t r, int64_t k) {  // WG_CORE(r, k, 64)
+    return (k >> 3) * 64 * 8 + (r >> 3) * 64 + ((k >> 2) & 1) * 32 + (r & 7) * 4 + (k & 3);
+  };
+  std::vector<float> p(size_t(g.groups * blocks * KT * 64 * kTapsBK), 0.0f);
+  for (int64_t grp = 0; grp < g.groups; ++grp)
+    for (int64_t oc = 0; oc < OCg; ++oc)
+      for (int64_t c = 0; c < ICg; ++c)
+        for (int64_t t = 0; t < taps; ++t) {
+          float v = w[size_t(((grp * OCg + oc) * ICg + c) * taps + t)];
+          if (std::isfinite(v)) {
+            uint32_t u;
+            std::memcpy(&u, &v, 4);
+            u = (u + 0x1000u) & 0xffffe000u;
+            std::memcpy(&v, &u, 4);
+          }
+          const int64_t kt = t * CS + c / kTapsBK;
+          p[size_t(((grp * blocks + oc / 64) * KT + kt) * 64 * kTapsBK + core(oc % 64, c % kTapsBK))] = v;
+        }
+  return p;
+}
+
 std::string key_of(const char* kernel, std::initializer_list<int64_t> v) {
   std::string s = kernel;
   char sep = ' ';
@@ -283,7 +323,10 @@ bool launch_conv_mma(NodeBuilder& b, const MmaConv& g, bool has_bias, const Tens
                   ConvParams p = conv_params(g, has_bias);
                   if (pool) p.pool_h = i32(PH), p.pool_w = i32(PW);
                   p.splits = i32(splits), p.kslice = i32(kslice);
-                  if (t.stages) {
+                  if (t.wgmma) {
+                    const MemArg packed = b.packed("mma wgmma", [&] { return wgmma_weights(*weights, g, CP); });
+                    launch_conv_kernel(b, src, "conv2d_wgmma_taps", r, TensorArg{packed.mem, 0}, bias, p);
+                  } else if (t.stages) {
                     const MemArg packed = b.packed("mma taps", [&] { return tap_weights(*weights, g, CP); });
                     launch_conv_kernel(b, src, "conv2d_mma_taps", r, TensorArg{packed.mem, 0}, bias, p);
                   } else {
