@@ -23,10 +23,11 @@
 // fp32 sums; about 2e-3 for kernels that round their inputs to tf32).
 // --sm90a (NVIDIA, --kernel builds): Hopper's sm_90a-only instructions
 // (wgmma) in a kernel NVIDIA's OpenCL compiler targets at sm_90, which
-// ptxas refuses: the kernel is built with -DSM90A_PATCH, under which it
+// ptxas refuses: the kernel is built after texplan's mma_common.cl
+// (SHARED_BASE, to_tf32) with -DTEXPLAN_PTX -DSM90A_PATCH, under which it
 // writes those instructions as PTX comments "// @@..."; the PTX is then
 // uncommented, retargeted to sm_90a and built again as a binary
-// (bench/kernels/wgmma_probe.cl).
+// (bench/kernels/wgmma_probe.cl), as texplan's Device::program does.
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 
@@ -180,7 +181,7 @@ int main(int argc, char** argv) {
   for (const std::string& s : split(positional[0])) shapes.push_back(parse_shape(s));
   std::vector<Variant> variants;
   for (const std::string& s : split(positional[1])) variants.push_back(parse_variant(s));
-  const std::string source = read(kernel_path);
+  const std::string source = (sm90a ? read(kernels_dir + "/mma_common.cl") + "\n" : std::string()) + read(kernel_path);
   // texplan's files, common.cl prepended as Device::program does: gemm.cl's
   // tiles, gemm_kgroups.cl's k-groups.
   std::string tiles_source, kgroups_source;
@@ -232,7 +233,7 @@ int main(int argc, char** argv) {
                                       " -DKS=" + std::to_string(v.KS) + " -DTK=" + std::to_string(v.TK) +
                                       (v.db ? " -DDB" : "") + (bt ? " -DBT" : ""));
     const bool patch = sm90a && v.texplan.empty();
-    const std::string build_opts = opts + (patch ? " -DSM90A_PATCH" : "");
+    const std::string build_opts = opts + (patch ? " -DTEXPLAN_PTX -DSM90A_PATCH" : "");
     const char* p = (v.texplan == "tiles" ? tiles_source : v.texplan == "kgroups" ? kgroups_source : source).c_str();
     cl_program prog = clCreateProgramWithSource(ctx, 1, &p, nullptr, &err);
     check(err, "clCreateProgramWithSource");

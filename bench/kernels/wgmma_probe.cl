@@ -1,6 +1,7 @@
 // A GEMM on Hopper's warpgroup tensor-core instruction (wgmma.mma_async,
 // tf32, both operands read from local memory through matrix descriptors),
-// for bench/kernels/gemm_probe.cpp (--kernel, --tol 2e-3, --sm90a): whether
+// for bench/kernels/gemm_probe.cpp (--kernel, --tol 2e-3, --sm90a: built
+// after src/kernels/mma_common.cl, its SHARED_BASE and to_tf32): whether
 // NVIDIA's OpenCL driver runs the instruction, and which descriptor layout
 // is right, before a texplan kernel is built on it. The driver's compiler
 // targets sm_90, where ptxas refuses wgmma, so the kernel is built with
@@ -26,17 +27,6 @@
 #define P90 ""
 #endif
 #define CORE(r, k) ((((r) >> 3) * 2 + ((k) >> 2)) * 32 + ((r) & 7) * 4 + ((k) & 3))
-#define TF32(u, x) asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(u) : "f"(x))
-#define SHARED_BASE(var, p)                                                            \
-  uint var;                                                                            \
-  {                                                                                    \
-    ulong s_;                                                                          \
-    asm("{ .reg .pred g;\n\t"                                                         \
-        "isspacep.shared g, %1;\n\t"                                                   \
-        "@g cvta.to.shared.u64 %0, %1;\n\t"                                            \
-        "@!g mov.b64 %0, %1; }" : "=l"(s_) : "l"((ulong)(size_t)(p)));                 \
-    var = (uint)s_;                                                                    \
-  }
 #ifdef DB
 #define LBO 256ul
 #define SBO 128ul
@@ -75,9 +65,7 @@ void probe(__global const float* A, __global const float* B, __global float* Y, 
     for (int e = lid; e < 64 * 8; e += NT) {
       const int r = e >> 3, k = e & 7;
       const float v = m0 + r < M && k0 + k < K ? A[(m0 + r) * K + k0 + k] : 0.0f;
-      uint u;
-      TF32(u, v);
-      As[CORE(r, k)] = u;
+      As[CORE(r, k)] = to_tf32(v);
     }
     for (int e = lid; e < TN * 8; e += NT) {
       const int n = e >> 3, k = e & 7;
@@ -86,9 +74,7 @@ void probe(__global const float* A, __global const float* B, __global float* Y, 
 #else
       const float v = n0 + n < N && k0 + k < K ? B[(k0 + k) * N + n0 + n] : 0.0f;
 #endif
-      uint u;
-      TF32(u, v);
-      Bs[CORE(n, k)] = u;
+      Bs[CORE(n, k)] = to_tf32(v);
     }
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the tensor cores read through the async proxy
     barrier(CLK_LOCAL_MEM_FENCE);

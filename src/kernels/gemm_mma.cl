@@ -355,21 +355,9 @@ void conv2d_gemm(__global const float* X, __global const float* Wt, __global con
 #define TAPS_B_PER B_PER
 #endif
 
+// The copies address local memory as a .shared base (SHARED_BASE,
+// mma_common.cl) plus a byte offset.
 #if defined(TEXPLAN_PTX) && !defined(MMA_DIAG_SYNC_COPY)  // the diagnostic: plain copies, to time what cp.async buys
-// A __local array's address in PTX's .shared window: its integer value is
-// one, unless the compiler made it a generic address (isspacep tells),
-// which cvta converts. The copies then address local memory as that base
-// plus a byte offset.
-#define SHARED_BASE(var, p)                                                                  \
-  uint var;                                                                                  \
-  {                                                                                          \
-    ulong s_;                                                                                \
-    asm("{ .reg .pred g;\n\t"                                                               \
-        "isspacep.shared g, %1;\n\t"                                                         \
-        "@g cvta.to.shared.u64 %0, %1;\n\t"                                                  \
-        "@!g mov.b64 %0, %1; }" : "=l"(s_) : "l"((ulong)(size_t)(p)));                       \
-    var = (uint)s_;                                                                          \
-  }
 #define COPY16(lp, sa, src, in) \
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(sa), "l"((ulong)(size_t)(src)), "r"((in) ? 16 : 0) : "memory")
 #define COPY4(lp, sa, src, in) \
@@ -377,12 +365,30 @@ void conv2d_gemm(__global const float* X, __global const float* Wt, __global con
 #define COPY_COMMIT() asm volatile("cp.async.commit_group;" ::: "memory")
 #define COPY_WAIT(n) asm volatile("cp.async.wait_group %0;" ::"n"(n) : "memory")
 #else  // plain copies, complete when issued
-#define SHARED_BASE(var, p) const uint var = 0u;
 #define COPY16(lp, sa, src, in) vstore4((in) ? as_uint4(vload4(0, (src))) : (uint4)(0), 0, (lp))
 #define COPY4(lp, sa, src, in) (*(lp) = (in) ? as_uint(*(src)) : 0u)
 #define COPY_COMMIT()
 #define COPY_WAIT(n)
 #endif
+
+// The next slice to copy (shared by both tap-major kernels): tap (kh, kw),
+// channels c0.., its stage; advanced by carries (one division at the start
+// of a split's range); the first STAGES - 1 copied before the loop.
+#define TAPS_CURSOR                                                                                     \
+  const int kt0 = kbeg / BK, kt1 = (kend + BK - 1) / BK;                                                \
+  int ld_kt = kt0, ld_st = 0;                                                                           \
+  int ld_tap = kt0 / CS, ld_c0 = (kt0 - ld_tap * CS) * BK, ld_kh = ld_tap / KW, ld_kw = ld_tap - ld_kh * KW;
+#define TAPS_ADVANCE()                                  \
+  ++ld_kt, ld_st = ld_st == STAGES - 1 ? 0 : ld_st + 1; \
+  if ((ld_c0 += BK) == CP) {                            \
+    ld_c0 = 0;                                          \
+    if (++ld_kw == KW) ld_kw = 0, ++ld_kh;              \
+  }
+#define TAPS_PROLOGUE(LOAD)                      \
+  UNROLL for (int s = 0; s < STAGES - 1; ++s) { \
+    if (ld_kt < kt1) LOAD()                      \
+    COPY_COMMIT();                               \
+  }
 
 // Multiplies the slice at as/bs into acc (A already tf32, B rounded here);
 // with MMA_DIAG_NO_MMA (wrong results) nothing, to time the copies alone.
@@ -431,11 +437,7 @@ void conv2d_mma_taps(__global const float* X, __global const float* Wt, __global
   // input rows kb0 + r * (NT / BN) of pixel nb, at stage offsets.
   const int am = lid / (BK / 4), aq = lid % (BK / 4), kb0 = lid / BN;
   __global const float* wrow = wg + (m0 + am) * K + 4 * aq;
-  // The next slice to copy: tap (kh, kw), channels c0.., its stage; advanced
-  // by carries (one division at the start of a split's range).
-  const int kt0 = kbeg / BK, kt1 = (kend + BK - 1) / BK;
-  int ld_kt = kt0, ld_st = 0;
-  int ld_tap = kt0 / CS, ld_c0 = (kt0 - ld_tap * CS) * BK, ld_kh = ld_tap / KW, ld_kw = ld_tap - ld_kh * KW;
+  TAPS_CURSOR
 #define TAPS_LOAD()                                                                                 \
   {                                                                                                 \
     const int ih = ih0 + ld_kh * dh, iw = iw0 + ld_kw * dw;                                        \
@@ -456,16 +458,9 @@ void conv2d_mma_taps(__global const float* X, __global const float* Wt, __global
       COPY4(bs + (kb0 + r * (NT / BN)) * SB + nb, bs_s + 4u * (uint)(r * (NT / BN) * SB),           \
             in ? xp + r * (NT / BN) * HW : xg, in);                                                 \
     }                                                                                               \
-    ++ld_kt, ld_st = ld_st == STAGES - 1 ? 0 : ld_st + 1;                                          \
-    if ((ld_c0 += BK) == CP) {                                                                      \
-      ld_c0 = 0;                                                                                    \
-      if (++ld_kw == KW) ld_kw = 0, ++ld_kh;                                                        \
-    }                                                                                               \
+    TAPS_ADVANCE()                                                                                  \
   }
-  UNROLL for (int s = 0; s < STAGES - 1; ++s) {
-    if (ld_kt < kt1) TAPS_LOAD()
-    COPY_COMMIT();
-  }
+  TAPS_PROLOGUE(TAPS_LOAD)
   int st = 0;  // the stage of slice kt
   for (int kt = kt0; kt < kt1; ++kt) {
     COPY_WAIT(STAGES - 2);  // this work-item's copies of slice kt are done
@@ -564,9 +559,7 @@ void conv2d_wgmma_taps(__global const float* X, __global const float* Wt, __glob
   SHARED_BASE(as_sh, As)
   SHARED_BASE(bs_sh, Bs)
   const int kb0 = lid / BN;
-  const int kt0 = kbeg / BK, kt1 = (kend + BK - 1) / BK;
-  int ld_kt = kt0, ld_st = 0;
-  int ld_tap = kt0 / CS, ld_c0 = (kt0 - ld_tap * CS) * BK, ld_kh = ld_tap / KW, ld_kw = ld_tap - ld_kh * KW;
+  TAPS_CURSOR
 #define WG_LOAD()                                                                                  \
   {                                                                                                \
     const int ih = ih0 + ld_kh * dh, iw = iw0 + ld_kw * dw;                                       \
@@ -584,16 +577,9 @@ void conv2d_wgmma_taps(__global const float* X, __global const float* Wt, __glob
       const int at = WG_CORE(nb, kb, BN);                                                          \
       COPY4(bs + at, bs_sh + 4u * (uint)(ld_st * (BN * BK) + at), in ? xp + r * (NT / BN) * HW : xg, in); \
     }                                                                                              \
-    ++ld_kt, ld_st = ld_st == STAGES - 1 ? 0 : ld_st + 1;                                         \
-    if ((ld_c0 += BK) == CP) {                                                                     \
-      ld_c0 = 0;                                                                                   \
-      if (++ld_kw == KW) ld_kw = 0, ++ld_kh;                                                       \
-    }                                                                                              \
+    TAPS_ADVANCE()                                                                                 \
   }
-  UNROLL for (int s = 0; s < STAGES - 1; ++s) {
-    if (ld_kt < kt1) WG_LOAD()
-    COPY_COMMIT();
-  }
+  TAPS_PROLOGUE(WG_LOAD)
   int st = 0;  // the stage of slice kt
   for (int kt = kt0; kt < kt1; ++kt) {
     WGMMA_WAIT();                  // slice kt - 1's products have read their stage

@@ -25,6 +25,20 @@ inline uint to_tf32(float x) {
   return u;
 }
 #define MMA_SCRATCH
+// `uint var`: __local array p's address in PTX's .shared window, for
+// cp.async and wgmma's descriptors. A __local pointer's integer value is
+// one, unless the compiler made it a generic address (isspacep tells),
+// which cvta converts.
+#define SHARED_BASE(var, p)                                                    \
+  uint var;                                                                    \
+  {                                                                            \
+    ulong s_;                                                                  \
+    asm("{ .reg .pred g;\n\t"                                                 \
+        "isspacep.shared g, %1;\n\t"                                           \
+        "@g cvta.to.shared.u64 %0, %1;\n\t"                                    \
+        "@!g mov.b64 %0, %1; }" : "=l"(s_) : "l"((ulong)(size_t)(p)));         \
+    var = (uint)s_;                                                            \
+  }
 // volatile: without it the times did not change
 // (docs/kernel-choices.md#the-mma-instruction-stays-volatile).
 #define MMA(d, a, b)                                                                                         \
@@ -42,6 +56,7 @@ inline uint to_tf32(float x) {
 // every lane publishes its registers, then computes its four outputs. Called
 // in uniform control flow only (it has barriers).
 #define MMA_SCRATCH __local uint mma_scratch[NT * 6];
+#define SHARED_BASE(var, p) const uint var = 0u;  // no .shared window: the emulation addresses local memory by pointer
 inline void mma_emulated(float* d, const uint* a, const uint* b, __local uint* scratch, int lid) {
   __local uint* warp = scratch + (lid & ~31) * 6;
   const int lane = lid & 31, g = lane >> 2, t = lane & 3;
