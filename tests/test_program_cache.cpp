@@ -15,6 +15,7 @@
 
 #include "device/device.h"
 #include "device/program_cache.h"
+#include "device/ptx_sm90a.h"
 #include "onnx_builder.h"
 #include "one_node.h"
 
@@ -260,4 +261,22 @@ TEST(ProgramCache, FolderStaysUnderItsSize) {
   auto again = device_on(dir, max_bytes);
   again->program("ceiling.cl", "-DTEXPLAN_CACHE_TEST=6");
   EXPECT_EQ(again->program_stats().from_cache, 1);
+}
+
+// A kernel's sm_90a lines, written as "// @@" comments in the PTX NVIDIA's
+// compiler targets at sm_90, come back uncommented under an sm_90a target;
+// PTX without such lines or without that target is refused.
+TEST(ProgramCache, PtxRetargetedToSm90aUncommentsItsLines) {
+  const std::string ptx =
+      ".version 9.0\n.target sm_90, texmode_independent\n\t// @@wgmma.fence.sync.aligned;\n"
+      "\tmov.u32 %r1, 0;\n\t// @@wgmma.commit_group.sync.aligned;\n";
+  size_t lines = 0;
+  const std::optional<std::string> out = texplan::ptx_for_sm90a(ptx, &lines);
+  ASSERT_TRUE(out);
+  EXPECT_EQ(lines, 2u);
+  EXPECT_EQ(*out,
+            ".version 9.0\n.target sm_90a, texmode_independent\n\twgmma.fence.sync.aligned;\n"
+            "\tmov.u32 %r1, 0;\n\twgmma.commit_group.sync.aligned;\n");
+  EXPECT_EQ(texplan::ptx_for_sm90a(*out), std::nullopt) << "no commented lines left";
+  EXPECT_EQ(texplan::ptx_for_sm90a(".target sm_80\n// @@wgmma.fence.sync.aligned;\n"), std::nullopt);
 }

@@ -37,10 +37,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "device/ptx_sm90a.h"
 
 namespace {
 
@@ -255,10 +258,9 @@ int main(int argc, char** argv) {
       clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof data, &data, nullptr);
       ptx.resize(std::strlen(ptx.c_str()));
       size_t patched = 0;
-      for (size_t at; (at = ptx.find("// @@")) != std::string::npos; ++patched) ptx.erase(at, 5);
-      const size_t t = ptx.find(".target sm_90");
-      if (t == std::string::npos || patched == 0) fail(v.name + ": --sm90a: no sm_90 target or no // @@ lines in the PTX");
-      if (ptx.compare(t, 14, ".target sm_90a") != 0) ptx.insert(t + 13, "a");
+      const std::optional<std::string> retargeted = texplan::ptx_for_sm90a(ptx, &patched);
+      if (!retargeted) fail(v.name + ": --sm90a: no sm_90 target or no // @@ lines in the PTX");
+      ptx = *retargeted;
       const size_t ver = ptx.find(".version");
       std::fprintf(stderr, "%s: %zu lines uncommented, %s\n", v.name.c_str(), patched,
                    ptx.substr(ver, ptx.find('\n', ver) - ver).c_str());

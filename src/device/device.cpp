@@ -17,8 +17,10 @@
 #include <optional>
 #include <sstream>
 #include <tuple>
+#include <utility>
 
 #include "device/program_cache.h"
+#include "device/ptx_sm90a.h"
 #include "kernels/kernel_sources.h"
 
 // cl_khr_image2d_from_buffer queries (OpenCL 2.0 core names, same values).
@@ -362,24 +364,18 @@ cl_program build_from_binary(cl_context context, cl_device_id device, const std:
   return prog;
 }
 
-// `prog` (built with -DSM90A_PATCH, its sm_90a lines PTX comments "// @@")
-// rebuilt from its PTX with those lines uncommented and the target
-// sm_90a: NVIDIA's OpenCL compiler targets sm_90, where ptxas refuses
-// Hopper's wgmma (docs/kernel-choices.md#wgmma-through-ptx-retargeted-to-sm_90a).
-// Releases `prog`; throws Error naming `what` if the driver refuses.
+// `prog` (built with -DSM90A_PATCH) rebuilt from its PTX retargeted to
+// sm_90a (device/ptx_sm90a.h). Releases `prog`; throws Error naming `what`
+// if the driver refuses.
 cl_program retarget_sm90a(cl_context context, cl_device_id device, cl_program prog, const std::string& options,
                           const std::string& what) {
   const std::vector<unsigned char> bin = program_binary(prog);
   clReleaseProgram(prog);
-  std::string ptx(bin.begin(), bin.end());
-  ptx.resize(std::strlen(ptx.c_str()));
-  size_t uncommented = 0;
-  for (size_t at; (at = ptx.find("// @@")) != std::string::npos; ++uncommented) ptx.erase(at, 5);
-  const size_t target = ptx.find(".target sm_90");
-  if (target == std::string::npos || uncommented == 0)
-    throw Error("building kernels " + what + ": no sm_90 PTX with sm_90a lines to retarget");
-  if (ptx.compare(target, 14, ".target sm_90a") != 0) ptx.insert(target + 13, "a");
-  const std::vector<unsigned char> patched(ptx.c_str(), ptx.c_str() + ptx.size() + 1);
+  std::string text(bin.begin(), bin.end());
+  text.resize(std::strlen(text.c_str()));
+  const std::optional<std::string> ptx = ptx_for_sm90a(std::move(text));
+  if (!ptx) throw Error("building kernels " + what + ": no sm_90 PTX with sm_90a lines to retarget");
+  const std::vector<unsigned char> patched(ptx->c_str(), ptx->c_str() + ptx->size() + 1);
   cl_program out = build_from_binary(context, device, patched, options);
   if (!out) throw Error("building kernels " + what + ": the driver refused its PTX retargeted to sm_90a");
   return out;
@@ -567,26 +563,31 @@ bool accepts_inline_ptx(const Device& dev) {
   return d.vendor.find("NVIDIA") != std::string::npos && d.platform.find("NVIDIA") != std::string::npos;
 }
 
-bool sm90a_supported(const Device& dev) {
-  if (dev.info().type != "gpu" || !accepts_inline_ptx(dev)) return false;
+namespace {
+// An NVIDIA GPU's compute capability (major, minor) under NVIDIA's driver;
+// none where the driver does not say (no cl_nv_device_attribute_query).
+std::optional<std::pair<cl_uint, cl_uint>> nv_compute_capability(const Device& dev) {
+  if (dev.info().type != "gpu" || !accepts_inline_ptx(dev)) return std::nullopt;
   const auto& ext = dev.info().extensions;
-  if (std::find(ext.begin(), ext.end(), "cl_nv_device_attribute_query") == ext.end()) return false;
+  if (std::find(ext.begin(), ext.end(), "cl_nv_device_attribute_query") == ext.end()) return std::nullopt;
   const cl_device_info kComputeCapabilityMajorNV = 0x4000, kComputeCapabilityMinorNV = 0x4001;
   cl_uint major = 0, minor = 0;
   if (clGetDeviceInfo(dev.id(), kComputeCapabilityMajorNV, sizeof major, &major, nullptr) != CL_SUCCESS ||
       clGetDeviceInfo(dev.id(), kComputeCapabilityMinorNV, sizeof minor, &minor, nullptr) != CL_SUCCESS)
-    return false;
-  return major == 9 && minor == 0;
+    return std::nullopt;
+  return std::make_pair(major, minor);
+}
+}  // namespace
+
+bool sm90a_supported(const Device& dev) {
+  const auto cc = nv_compute_capability(dev);
+  return cc && cc->first == 9 && cc->second == 0;
 }
 
 bool tf32_supported(const Device& dev) {
   if (dev.info().type != "gpu" || !accepts_inline_ptx(dev)) return false;
-  const auto& ext = dev.info().extensions;
-  if (std::find(ext.begin(), ext.end(), "cl_nv_device_attribute_query") == ext.end()) return true;
-  const cl_device_info kComputeCapabilityMajorNV = 0x4000;
-  cl_uint major = 0;
-  if (clGetDeviceInfo(dev.id(), kComputeCapabilityMajorNV, sizeof major, &major, nullptr) != CL_SUCCESS) return true;
-  return major >= 8;  // tf32 mma: Ampere and later
+  const auto cc = nv_compute_capability(dev);
+  return !cc || cc->first >= 8;  // tf32 mma: Ampere and later; assumed where the driver does not say
 }
 
 }  // namespace texplan::runtime

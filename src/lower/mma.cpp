@@ -121,6 +121,13 @@ int64_t split_k(const NodeBuilder& b, const MmaTiles& t, int64_t M, int64_t N, i
 // emulated (tests).
 bool wgmma_runs(const NodeBuilder& b) { return b.kernel_choice.tf32_emulation || sm90a_supported(b.device()); }
 
+// Whether tiles t are a candidate: the taps and warpgroup tiles take
+// convolutions with constant weights only (taps_K > 0), the warpgroup
+// tiles where they run.
+bool tile_runs(const NodeBuilder& b, const MmaTiles& t, int64_t taps_K) {
+  return (!t.stages || taps_K) && (!t.wgmma || wgmma_runs(b));
+}
+
 // The tiles that waste at most a quarter of their area on the edges (none:
 // the fp32 kernels' smaller tiles), each split as split_k would, scored by waves of
 // work-groups over the compute units times one work-group's work over the
@@ -136,7 +143,7 @@ const MmaTiles* choose_mma_tiles(const NodeBuilder& b, int64_t M, int64_t N, int
   double best_cost = 1e300;
   int64_t best_groups = 0;
   for (const MmaTiles& t : kMmaTiles) {
-    if ((t.stages && !taps_K) || (t.wgmma && !wgmma_runs(b))) continue;
+    if (!tile_runs(b, t, taps_K)) continue;
     double area = double(ceil_div(M, t.bm) * t.bm) * double(ceil_div(N, t.bn) * t.bn);
     if (double(M) * double(N) < 0.75 * area && !(emulate && &t == &kMmaTiles[0])) continue;
     const int64_t tk = tile_depth(t, K, taps_K);
@@ -191,13 +198,14 @@ bool emit_tuned(NodeBuilder& b, const std::string& key, int64_t M, int64_t N, in
                 const std::function<void(const MmaTiles&)>& emit) {
   std::vector<const MmaTiles*> tiles;
   for (const MmaTiles& t : kMmaTiles)
-    if ((!t.stages || taps_K) && (!t.wgmma || wgmma_runs(b))) tiles.push_back(&t);
+    if (tile_runs(b, t, taps_K)) tiles.push_back(&t);
   const std::string forced = parse_mma_variant(b.kernel_choice.mma).tiles;
   for (const MmaTiles& t : kMmaTiles) {
     if (forced != t.name) continue;
     if (t.stages && !taps_K)  // benchmarks: not a silent stand-in
       throw Error(forced + " takes convolutions with constant weights only, not " + b.node.op_type);
-    if (t.wgmma && !wgmma_runs(b)) throw Error(forced + " needs a compute capability 9.0 GPU (sm_90a), not " + b.device().info().name);
+    if (t.wgmma && !wgmma_runs(b))
+      throw Error(forced + " needs a compute capability 9.0 GPU (sm_90a), not " + b.device().info().name);
     return emit(t), b.used_tf32 = true;
   }
   const MmaTiles* chosen = choose_mma_tiles(b, M, N, K, batches, total, onto_residual, taps_K);
@@ -224,15 +232,13 @@ bool emit_tuned(NodeBuilder& b, const std::string& key, int64_t M, int64_t N, in
   return b.used_tf32 = true;
 }
 
-// conv2d_mma_taps's weights: [OC][KH x KW][CP] (CP: the group's input
-// channels rounded up to the slice, zeros past them), rounded to tf32 as
-// cvt.rna would (to nearest, ties away from zero) so the kernel copies them
-// to local memory untouched; each slice's channels in the order 0 4 8 12 1
-// 5 9 13 ..., so that a lane's fragments over the slice are one 16-byte load.
-std::vector<float> tap_weights(const HostTensor& weights, const MmaConv& g, int64_t CP) {
+// Calls place(oc, c, tap, v) for every weight of a conv, v rounded to tf32
+// as cvt.rna would (to nearest, ties away from zero), so that the taps
+// kernels copy their packed weights to local memory untouched.
+void for_each_tf32_weight(const HostTensor& weights, const MmaConv& g,
+                          const std::function<void(int64_t oc, int64_t c, int64_t tap, float v)>& place) {
   const std::vector<float> w = weights.as_float();
   const int64_t ICg = g.C / g.groups, taps = g.KH * g.KW;
-  std::vector<float> p(size_t(g.OC * taps * CP), 0.0f);
   for (int64_t oc = 0; oc < g.OC; ++oc)
     for (int64_t c = 0; c < ICg; ++c)
       for (int64_t t = 0; t < taps; ++t) {
@@ -243,38 +249,39 @@ std::vector<float> tap_weights(const HostTensor& weights, const MmaConv& g, int6
           u = (u + 0x1000u) & 0xffffe000u;
           std::memcpy(&v, &u, 4);
         }
-        const int64_t k = c % kTapsBK, slot = (c - k) + 4 * (k % 4) + k / 4;
-        p[size_t((oc * taps + t) * CP + slot)] = v;
+        place(oc, c, t, v);
       }
+}
+
+// conv2d_mma_taps's weights: [OC][KH x KW][CP] (CP: the group's input
+// channels rounded up to the slice, zeros past them), rounded to tf32; each
+// slice's channels in the order 0 4 8 12 1 5 9 13 ..., so that a lane's
+// fragments over the slice are one 16-byte load.
+std::vector<float> tap_weights(const HostTensor& weights, const MmaConv& g, int64_t CP) {
+  const int64_t taps = g.KH * g.KW;
+  std::vector<float> p(size_t(g.OC * taps * CP), 0.0f);
+  for_each_tf32_weight(weights, g, [&](int64_t oc, int64_t c, int64_t t, float v) {
+    const int64_t k = c % kTapsBK, slot = (c - k) + 4 * (k % 4) + k / 4;
+    p[size_t((oc * taps + t) * CP + slot)] = v;
+  });
   return p;
 }
 
 // conv2d_wgmma_taps's weights: per group, block of 64 output channels and
 // slice of 16 (one tap, channels c0..c0 + 15 of CP), the 64 x 16 values in
-// wgmma's K-major core-matrix layout (gemm_mma.cl WG_CORE), rounded to tf32
-// as tap_weights does; zeros past OC and C.
+// wgmma's K-major core-matrix layout (gemm_mma.cl WG_CORE), rounded to
+// tf32; zeros past OC and C.
 std::vector<float> wgmma_weights(const HostTensor& weights, const MmaConv& g, int64_t CP) {
-  const std::vector<float> w = weights.as_float();
-  const int64_t ICg = g.C / g.groups, OCg = g.OC / g.groups, taps = g.KH * g.KW, CS = CP / kTapsBK;
-  const int64_t blocks = ceil_div(OCg, int64_t(64)), KT = taps * CS;
+  const int64_t OCg = g.OC / g.groups, CS = CP / kTapsBK;
+  const int64_t blocks = ceil_div(OCg, int64_t(64)), KT = g.KH * g.KW * CS;
   auto core = [](int64_t r, int64_t k) {  // WG_CORE(r, k, 64)
     return (k >> 3) * 64 * 8 + (r >> 3) * 64 + ((k >> 2) & 1) * 32 + (r & 7) * 4 + (k & 3);
   };
   std::vector<float> p(size_t(g.groups * blocks * KT * 64 * kTapsBK), 0.0f);
-  for (int64_t grp = 0; grp < g.groups; ++grp)
-    for (int64_t oc = 0; oc < OCg; ++oc)
-      for (int64_t c = 0; c < ICg; ++c)
-        for (int64_t t = 0; t < taps; ++t) {
-          float v = w[size_t(((grp * OCg + oc) * ICg + c) * taps + t)];
-          if (std::isfinite(v)) {
-            uint32_t u;
-            std::memcpy(&u, &v, 4);
-            u = (u + 0x1000u) & 0xffffe000u;
-            std::memcpy(&v, &u, 4);
-          }
-          const int64_t kt = t * CS + c / kTapsBK;
-          p[size_t(((grp * blocks + oc / 64) * KT + kt) * 64 * kTapsBK + core(oc % 64, c % kTapsBK))] = v;
-        }
+  for_each_tf32_weight(weights, g, [&](int64_t oc, int64_t c, int64_t t, float v) {
+    const int64_t grp = oc / OCg, r = oc % OCg, kt = t * CS + c / kTapsBK;
+    p[size_t(((grp * blocks + r / 64) * KT + kt) * 64 * kTapsBK + core(r % 64, c % kTapsBK))] = v;
+  });
   return p;
 }
 
