@@ -174,7 +174,9 @@ TEST(Tf32, TapsTilesOverConstantWeightsMatchTheReference) {
       // conv2d_wgmma_taps packs each group's output channels in blocks of 64.
       const int64_t groups = c.name == "conv_groups" ? 2 : 1, OCg = w[0] / groups;
       const int64_t rows = wgmma ? groups * ((OCg + 63) / 64 * 64) : w[0];
-      const int64_t packed = rows * w[2] * w[3] * ((w[1] + 15) / 16 * 16) * 4;
+      // Slices of 16 input channels, or of 32 for the k32 tiles.
+      const int64_t slice = tiles.find("k32") != std::string::npos ? 32 : 16, ICg = w[1];
+      const int64_t packed = rows * w[2] * w[3] * ((ICg + slice - 1) / slice * slice) * 4;
       for (int splits : {0, 3}) {
         HostTensor expected;
         int launches = 0;

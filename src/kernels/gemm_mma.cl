@@ -37,7 +37,14 @@
 #define WN 32
 #endif
 #ifdef MMA_TAPS  // conv2d_mma_taps (below): shallower slices, several in flight
+#ifdef TAPS_BK  // conv2d_wgmma_taps: deeper slices, fewer barriers
+#define BK TAPS_BK
+#else
 #define BK 16
+#endif
+#if BK != 16 && !defined(MMA_WGMMA)
+#error "conv2d_mma_taps packs slices of 16 channels"
+#endif
 #define SA BK
 #else
 #define BK 32
@@ -179,29 +186,38 @@ void gemm(__global const float* A, __global const float* B, __global const float
 
 #endif  // !MMA_TAPS
 
-// The output pixel column nb = lid % BN of a conv tile stages (and its
-// input window's corner ih0, iw0), N the tile columns of the image: output
-// pixels, or with POOL2 (FusedConvMaxPool, 2x2 stride-2 windows) tile
-// column c holding window position (wy, wx) = ((c >> 3) & 1, c & 1) of
-// pooled pixel 4 (c >> 4) + ((c >> 1) & 3), so the lane holding d0/d1 of
-// fragments 2j and 2j+1 holds one whole window (rows g and g+8: d2/d3) and
-// stores its max with no exchange between lanes.
+// Tile column p of a conv (and its input window's corner ih0, iw0): an
+// output pixel, or with POOL2 (FusedConvMaxPool, 2x2 stride-2 windows)
+// window position (wy, wx) = ((p >> 3) & 1, p & 1) of pooled pixel
+// 4 (p >> 4) + ((p >> 1) & 3), so the lane holding d0/d1 of fragments 2j
+// and 2j+1 holds one whole window (rows g and g+8: d2/d3) and stores its
+// max with no exchange between lanes. Returns whether it is one (ceil_mode
+// windows may run past the conv output).
+inline bool mma_conv_column(int p, int OH, int OW, int PH, int PW, int sh, int sw, int ph, int pw, int* ih0,
+                            int* iw0) {
 #ifdef POOL2
-#define MMA_CONV_PIXEL                                                                             \
-  const int N = ((PH * PW + 3) / 4) * 16;                                                          \
-  const int nb = lid % BN, p = n0 + nb;                                                            \
-  const int pooled = (p >> 4) * 4 + ((p >> 1) & 3);                                                \
-  const int oh = (pooled / PW) * 2 + ((p >> 3) & 1), ow = (pooled % PW) * 2 + (p & 1);             \
-  const bool p_in = pooled < PH * PW && oh < OH && ow < OW; /* ceil_mode windows may run past the conv output */ \
-  const int ih0 = oh * sh - ph, iw0 = ow * sw - pw;
+  const int pooled = (p >> 4) * 4 + ((p >> 1) & 3);
+  const int oh = (pooled / PW) * 2 + ((p >> 3) & 1), ow = (pooled % PW) * 2 + (p & 1);
+  *ih0 = oh * sh - ph, *iw0 = ow * sw - pw;
+  return pooled < PH * PW && oh < OH && ow < OW;
 #else
-#define MMA_CONV_PIXEL                         \
-  const int N = OH * OW;                       \
-  const int nb = lid % BN, p = n0 + nb;        \
-  const int oh = p / OW, ow = p - oh * OW;     \
-  const bool p_in = p < N;                     \
-  const int ih0 = oh * sh - ph, iw0 = ow * sw - pw;
+  const int oh = p / OW, ow = p - oh * OW;
+  *ih0 = oh * sh - ph, *iw0 = ow * sw - pw;
+  return p < OH * OW;
 #endif
+}
+// N, the tile columns of the image, and the column nb = lid % BN a
+// work-item stages (p in the image).
+#ifdef POOL2
+#define MMA_CONV_COLUMNS (((PH * PW + 3) / 4) * 16)
+#else
+#define MMA_CONV_COLUMNS (OH * OW)
+#endif
+#define MMA_CONV_PIXEL                                                                \
+  const int N = MMA_CONV_COLUMNS;                                                     \
+  const int nb = lid % BN, p = n0 + nb;                                               \
+  int ih0, iw0;                                                                       \
+  const bool p_in = mma_conv_column(p, OH, OW, PH, PW, sh, sw, ph, pw, &ih0, &iw0);
 
 // Stores acc (+ bias on K's first slice) for output channels m0 + ... of
 // group g of image img: pooled maxima with POOL2, split-K's adds with SPLITK.
@@ -477,25 +493,29 @@ void conv2d_mma_taps(__global const float* X, __global const float* Wt, __global
 // conv2d_wgmma_taps: the tap-major convolution on Hopper's warpgroup
 // instruction, wgmma.mma_async (tf32, m64nBNk8), which reads both operands
 // from local memory itself: no fragment loads, and one warpgroup keeps the
-// tensor cores busy. A work-group is one warpgroup (128 items) computing
-// 64 output channels x BN pixels (BM 64, WM 16, WN BN: warp w holds rows
+// tensor cores busy. A work-group is BM / 64 warpgroups (128 items each)
+// computing BM output channels x BN pixels (WM 16, WN BN: warp w holds rows
 // 16w.. of every column, the fragments of mma.sync's m16n8 in order, so the
-// stores are conv2d_gemm's). Slices as conv2d_mma_taps (16 channels of one
-// tap, STAGES in flight by cp.async), both operands in wgmma's canonical
-// K-major layout without swizzle (WG_CORE): core matrices of 8 rows x 4
-// words, the two of an 8-deep step 128 bytes apart (the descriptor's
-// leading offset), 8-row groups 256 bytes apart (its stride offset), the
-// second step after the first. The weights are packed at load in that
-// layout per 64-row block and slice (lower/mma.cpp wgmma_weights), so a
-// slice's A is one 4 KB copy; input pixels are copied element-wise into
-// it, and each work-item rounds the values it copied to tf32 once they
-// land. NVIDIA's compiler targets sm_90, where ptxas refuses wgmma: the
+// stores are conv2d_gemm's); warpgroup i multiplies rows 64i.. by the
+// slice's input, which they share. Slices as conv2d_mma_taps (BK = TAPS_BK
+// channels of one tap, 16 or 32, STAGES in flight by cp.async), both
+// operands in wgmma's canonical K-major layout without swizzle (WG_CORE):
+// core matrices of 8 rows x 4 words, the two of an 8-deep step 128 bytes
+// apart (the descriptor's leading offset), 8-row groups 256 bytes apart
+// (its stride offset), each step after the one before. The weights are
+// packed at load in that layout per 64-row block and slice (lower/mma.cpp
+// wgmma_weights), so a slice's A is one copy of 64 x BK words per block; input pixels
+// are copied element-wise into it, and each work-item rounds the values it
+// copied to tf32 once they land, while the slice before is multiplied. A
+// slice's products are issued before the next copies, so that the tensor
+// cores start right after the barrier. NVIDIA's compiler targets sm_90, where ptxas refuses wgmma: the
 // instructions are written behind P90, which SM90A_PATCH makes PTX
 // comments that Device::program uncomments in the PTX it retargets to
 // sm_90a (docs/kernel-choices.md#wgmma-through-ptx-retargeted-to-sm_90a).
 // Without TEXPLAN_PTX each work-item computes its accumulators from local
 // memory (tests check the layouts on PoCL with it).
 #define WG_CORE(r, k, R) ((((k) >> 3) * (R) * 8) + (((r) >> 3) * 64) + ((((k) >> 2) & 1) * 32) + (((r) & 7) * 4) + ((k) & 3))
+#define WG_A(r, k) (((r) >> 6) * (64 * BK) + WG_CORE((r) & 63, k, 64))  // A: 64-row blocks, one after the other
 #ifdef SM90A_PATCH
 #define P90 "// @@"
 #else
@@ -520,11 +540,15 @@ void conv2d_mma_taps(__global const float* X, __global const float* Wt, __global
 #else
 #error "conv2d_wgmma_taps: BN 64 or 128"
 #endif
-#define WGMMA_SLICE(as_s, bs_s)                                                      \
-  asm volatile(P90 "wgmma.fence.sync.aligned;" ::: "memory");                        \
-  WGMMA_STEP(acc[0], WG_DESC(as_s), WG_DESC(bs_s));                                  \
-  WGMMA_STEP(acc[0], WG_DESC((as_s) + BM * 32u), WG_DESC((bs_s) + BN * 32u));        \
+#ifdef MMA_DIAG_NO_MMA  // the diagnostic build: copies alone
+#define WGMMA_SLICE(as_s, bs_s)
+#else
+#define WGMMA_SLICE(as_s, bs_s)                                                                      \
+  asm volatile(P90 "wgmma.fence.sync.aligned;" ::: "memory");                                        \
+  UNROLL for (int s_ = 0; s_ < BK / 8; ++s_)                                                         \
+    WGMMA_STEP(acc[0], WG_DESC((as_s) + (uint)s_ * (64 * 32u)), WG_DESC((bs_s) + (uint)s_ * (BN * 32u))); \
   asm volatile(P90 "wgmma.commit_group.sync.aligned;" ::: "memory")
+#endif
 #define WGMMA_WAIT() asm volatile(P90 "wgmma.wait_group.sync.aligned 0;" ::: "memory")
 #define WG_FENCE() asm volatile("fence.proxy.async.shared::cta;" ::: "memory")  // the tensor cores read through the async proxy
 #else
@@ -534,7 +558,7 @@ void conv2d_mma_taps(__global const float* X, __global const float* Wt, __global
       const int r = wm0 + fg + 8 * (o >> 1), c = 8 * j + 2 * ft + (o & 1);                            \
       float s = acc[0][j][o];                                                                         \
       for (int k = 0; k < BK; ++k)                                                                    \
-        s += as_float(as[WG_CORE(r, k, BM)]) * as_float(bs[WG_CORE(c, k, BN)]);                        \
+        s += as_float(as[WG_A(r, k)]) * as_float(bs[WG_CORE(c, k, BN)]);                                \
       acc[0][j][o] = s;                                                                               \
     }
 #define WGMMA_WAIT()
@@ -552,53 +576,78 @@ void conv2d_wgmma_taps(__global const float* X, __global const float* Wt, __glob
   SPLIT_Z
   const int img = z / groups, g = z % groups;
   const int M = OCg, HW = H * W, CS = CP / BK, KT = K / BK;  // CS: slices per tap, KT: slices
-  // The group's packed weights: [OCg / 64 blocks][KT slices][64 x 16 words].
-  __global const float* wblock = Wt + wo + (g * ((OCg + BM - 1) / BM) + m0 / BM) * KT * (BM * BK);
+  // The group's packed weights: [OCg / 64 blocks][KT slices][64 x BK words];
+  // this work-group's start at block m0 / 64, of which `blocks` exist.
+  const int blocks = (OCg + 63) / 64 - m0 / 64;
+  __global const float* wblock = Wt + wo + (g * ((OCg + 63) / 64) + m0 / 64) * KT * (64 * BK);
   __global const float* xg = X + xo + (img * C + g * ICg) * HW;
-  MMA_CONV_PIXEL
+  const int N = MMA_CONV_COLUMNS;
   SHARED_BASE(as_sh, As)
   SHARED_BASE(bs_sh, Bs)
-  const int kb0 = lid / BN;
+  // The input copies: a work-item copies channels kq, kq + 4, ... (kq =
+  // lane / 8) of tile columns (lane & 7) + 8 (warp + NW i), so that the 32
+  // copies of one instruction are 8 columns x 4 channels of one core
+  // matrix, in 32 distinct banks (columns 32 apart, as lid % BN gave them,
+  // share banks: 4-way conflicts on every copy and rounding, which doubled
+  // the kernel's time).
+#define WG_NW (NT / 32)
+#define WG_PP (BN / (8 * WG_NW))  // columns per work-item
+#define WG_KQ (BK / 4)            // channels per column per work-item
+#define WG_PP_COPIED (TAPS_B_PER ? WG_PP : 0)  // none in the diagnostic build MMA_DIAG_NO_INPUT
+  const int kq = lane >> 3;
+  int wg_col[WG_PP], wg_ih0[WG_PP], wg_iw0[WG_PP];
+  bool wg_in[WG_PP];
+  UNROLL for (int i = 0; i < WG_PP; ++i) {
+    wg_col[i] = (lane & 7) + 8 * (warp + WG_NW * i);
+    wg_in[i] = mma_conv_column(n0 + wg_col[i], OH, OW, PH, PW, sh, sw, ph, pw, &wg_ih0[i], &wg_iw0[i]);
+  }
   TAPS_CURSOR
 #define WG_LOAD()                                                                                  \
   {                                                                                                \
-    const int ih = ih0 + ld_kh * dh, iw = iw0 + ld_kw * dw;                                       \
-    const bool pin = p_in && (uint)ih < (uint)H && (uint)iw < (uint)W;                            \
-    __global const float* xp = xg + (pin ? ih * W + iw : 0) + (ld_c0 + kb0) * HW;                  \
     __local uint* as = As + ld_st * (BM * BK);                                                     \
     __local uint* bs = Bs + ld_st * (BN * BK);                                                     \
-    UNROLL for (int r = 0; r < BM * BK / 4 / NT; ++r) {                                            \
+    UNROLL for (int r = 0; r < TAPS_A_CHUNKS; ++r) {                                               \
       const int q = lid + r * NT;                                                                  \
-      COPY16(as + 4 * q, as_sh + 4u * (uint)(ld_st * (BM * BK) + 4 * q), wblock + ld_kt * (BM * BK) + 4 * q, true); \
+      const int qb = q / (16 * BK), qi = q - qb * (16 * BK); /* 64-row block, 16-byte chunk in it */ \
+      COPY16(as + 4 * q, as_sh + 4u * (uint)(ld_st * (BM * BK) + 4 * q),                         \
+             qb < blocks ? wblock + (qb * KT + ld_kt) * (64 * BK) + 4 * qi : wblock, qb < blocks);        \
     }                                                                                              \
-    UNROLL for (int r = 0; r < B_PER; ++r) {                                                       \
-      const int kb = kb0 + r * (NT / BN);                                                          \
-      const bool in = pin && ld_c0 + kb < ICg;                                                     \
-      const int at = WG_CORE(nb, kb, BN);                                                          \
-      COPY4(bs + at, bs_sh + 4u * (uint)(ld_st * (BN * BK) + at), in ? xp + r * (NT / BN) * HW : xg, in); \
+    UNROLL for (int i = 0; i < WG_PP_COPIED; ++i) {                                                \
+      const int ih = wg_ih0[i] + ld_kh * dh, iw = wg_iw0[i] + ld_kw * dw;                          \
+      const bool pin = wg_in[i] && (uint)ih < (uint)H && (uint)iw < (uint)W;                       \
+      __global const float* xp = xg + (pin ? ih * W + iw : 0) + (ld_c0 + kq) * HW;                 \
+      UNROLL for (int j = 0; j < WG_KQ; ++j) {                                                     \
+        const bool in = pin && ld_c0 + kq + 4 * j < ICg;                                           \
+        const int at = WG_CORE(wg_col[i], kq + 4 * j, BN);                                         \
+        COPY4(bs + at, bs_sh + 4u * (uint)(ld_st * (BN * BK) + at), in ? xp + 4 * j * HW : xg, in); \
+      }                                                                                            \
     }                                                                                              \
     TAPS_ADVANCE()                                                                                 \
   }
   TAPS_PROLOGUE(WG_LOAD)
   int st = 0;  // the stage of slice kt
   for (int kt = kt0; kt < kt1; ++kt) {
-    WGMMA_WAIT();                  // slice kt - 1's products have read their stage
-    COPY_WAIT(STAGES - 2);         // this work-item's copies of slice kt are done
+    COPY_WAIT(STAGES - 2);  // this work-item's copies of slice kt are done
     // Its input values rounded to tf32 in place (the tensor cores would
-    // drop their low bits: errors 4-9x cvt.rna's in VGG-16 and ResNet-50).
-    UNROLL for (int r = 0; r < B_PER; ++r) {
-      __local uint* q = Bs + st * (BN * BK) + WG_CORE(nb, kb0 + r * (NT / BN), BN);
-      *q = to_tf32(as_float(*q));
-    }
+    // drop their low bits: errors 4-9x cvt.rna's in VGG-16 and ResNet-50),
+    // while slice kt - 1's products run.
+    UNROLL for (int i = 0; i < WG_PP_COPIED; ++i)
+      UNROLL for (int j = 0; j < WG_KQ; ++j) {
+        __local uint* q = Bs + st * (BN * BK) + WG_CORE(wg_col[i], kq + 4 * j, BN);
+        *q = to_tf32(as_float(*q));
+      }
     WG_FENCE();
-    barrier(CLK_LOCAL_MEM_FENCE);  // everyone's are, and slice kt - 1's stage is free
-    if (ld_kt < kt1) WG_LOAD()
-    COPY_COMMIT();
+    WGMMA_WAIT();                  // slice kt - 1's products have read their stage
+    barrier(CLK_LOCAL_MEM_FENCE);  // everyone's slice kt is rounded, and slice kt - 1's stage is free
     {
       __local const uint* as = As + st * (BM * BK);
       __local const uint* bs = Bs + st * (BN * BK);
-      WGMMA_SLICE(as_sh + 4u * (uint)(st * (BM * BK)), bs_sh + 4u * (uint)(st * (BN * BK)));
+      WGMMA_SLICE(as_sh + 4u * (uint)(st * (BM * BK) + (warp >> 2) * (64 * BK)), bs_sh + 4u * (uint)(st * (BN * BK)));
     }
+    // The copies of slice kt + STAGES - 1 into slice kt - 1's stage, issued
+    // behind the products.
+    if (ld_kt < kt1) WG_LOAD()
+    COPY_COMMIT();
     st = st == STAGES - 1 ? 0 : st + 1;
   }
   WGMMA_WAIT();

@@ -464,15 +464,17 @@ std::optional<WinogradShape> winograd_shape(const NodeBuilder& b, const ConvGeom
 // --precision tf32: Winograd first wherever the fp32 guess would consider
 // it, its products on the tensor cores (conv_winograd.cl WG_MMA), which beat
 // the mma.sync tiles on every 3x3 shape timed
-// (docs/kernel-choices.md#winograd-before-the-tf32-tiles), and the
-// warpgroup tiles too once they round their input
-// (docs/kernel-choices.md#warpgroup-tiles). The pooled form cannot split:
+// (docs/kernel-choices.md#winograd-before-the-tf32-tiles), except on the
+// big convolutions the warpgroup tiles run faster (wgmma_before_winograd).
+// The pooled form cannot split:
 // under half a wave of work-groups the tf32 tiles keep it. Forced tiles
 // (benchmarks) run as forced.
 bool winograd_before_tf32(const NodeBuilder& b, const WinogradShape& w, bool pooled) {
   const int64_t cu = std::max(1, b.compute_units());
   if (!b.tf32 || mma_tiles_forced(b)) return false;
-  return forced(b).winograd || ((w.OC >= 64 || w.groups() >= cu) && (!pooled || 2 * w.groups() >= cu));
+  if (forced(b).winograd) return true;
+  if (wgmma_before_winograd(b, w.C, w.OC, 4 * w.tiles, w.images, pooled)) return false;
+  return (w.OC >= 64 || w.groups() >= cu) && (!pooled || 2 * w.groups() >= cu);
 }
 
 // Whether a GEMM of depth K into Y (total elements) may be split: K deep

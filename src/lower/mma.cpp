@@ -18,13 +18,15 @@ namespace {
 // problems, as in lower/conv_select.cpp's choose_tiles. `stages` > 0:
 // conv2d_mma_taps (convolutions with constant weights only) with that many
 // slices in flight, each stage BM x 16 + 16 x (BN + 8) words of local
-// memory, at most 48 KB in all.
+// memory, at most 48 KB in all; `slice`: the channels of a tap a slice
+// takes (conv2d_wgmma_taps: 16 or 32, stages of (BM + BN) x slice words).
 struct MmaTiles {
   const char* name;
   int bm, bn, wm, wn;
   double speed;
   int stages = 0;
-  bool wgmma = false;  // conv2d_wgmma_taps (sm_90a): one warpgroup, 64 x bn
+  bool wgmma = false;  // conv2d_wgmma_taps (sm_90a): bm / 64 warpgroups, bm x bn
+  int slice = 16;
   int threads() const { return (bm / wm) * (bn / wn) * 32; }
 };
 // Speeds as texplan_conv_bench found them on a GPU; 4-warp tiles of
@@ -44,15 +46,31 @@ const MmaTiles kMmaTiles[] = {{"mma64x64w8", 64, 64, 32, 16, 1.02},  // first: t
                               {"taps64x64w8", 64, 64, 32, 16, 1.2, 4},
                               {"taps32x64", 32, 64, 32, 32, 0.9, 4},
                               {"taps128x128", 128, 128, 64, 32, 1.9, 2},
-                              // Hopper's warpgroup instruction (sm_90a): slower than taps while it
-                              // rounds its input in a pass of its own (docs/kernel-choices.md#warpgroup-tiles)
-                              {"wgmma64x128", 64, 128, 16, 128, 1.0, 3, true},
-                              {"wgmma64x64", 64, 64, 16, 64, 1.1, 4, true}};
-constexpr int64_t kTapsBK = 16;  // gemm_mma.cl's BK with MMA_TAPS
+                              // Hopper's warpgroup instruction (sm_90a), guessed only against each
+                              // other (wgmma_before_winograd); their speeds: a work-group's time per
+                              // slice hardly depends on its tile, so they go with the area
+                              // (VGG-16's 256->256 56x56 on the H200, docs/kernel-choices.md#warpgroup-tiles)
+                              {"wgmma64x128", 64, 128, 16, 128, 2.07, 3, true},
+                              {"wgmma64x64", 64, 64, 16, 64, 1.0, 4, true},
+                              {"wgmma64x64k32", 64, 64, 16, 64, 1.0, 3, true, 32},
+                              {"wgmma64x128k32", 64, 128, 16, 128, 1.8, 2, true, 32},
+                              // two warpgroups sharing the slice's input
+                              {"wgmma128x64", 128, 64, 16, 64, 2.6, 3, true},
+                              {"wgmma128x64k32", 128, 64, 16, 64, 2.0, 2, true, 32},
+                              {"wgmma128x128", 128, 128, 16, 128, 5.4, 3, true}};
+constexpr int64_t kTapsBK = 16;  // gemm_mma.cl's BK with MMA_TAPS, unless a tile says otherwise
+
+// A convolution as the taps tiles see it: taps (KH x KW) over the group's
+// input channels; none (taps 0) where its weights are not constants.
+struct TapsShape {
+  int64_t taps = 0, channels = 0;
+  // Its K as the tiles of `slice` channels walk it: the channels padded.
+  int64_t depth(int64_t slice) const { return taps * ceil_div(channels, slice) * slice; }
+};
 
 // The depth tile t multiplies: the product's K, or for the taps tiles
-// conv2d_mma_taps's (channels padded to kTapsBK, times the taps).
-int64_t tile_depth(const MmaTiles& t, int64_t K, int64_t taps_K) { return t.stages ? taps_K : K; }
+// conv2d_mma_taps's (channels padded to the slice, times the taps).
+int64_t tile_depth(const MmaTiles& t, int64_t K, const TapsShape& taps) { return t.stages ? taps.depth(t.slice) : K; }
 
 int64_t groups(const MmaTiles& t, int64_t M, int64_t N, int64_t batches) {
   return ceil_div(M, t.bm) * ceil_div(N, t.bn) * batches;
@@ -88,6 +106,7 @@ Source mma_source(const NodeBuilder& b, const MmaTiles& t, const std::string& ex
   std::string d = "-DBM=" + std::to_string(t.bm) + " -DBN=" + std::to_string(t.bn) + " -DWM=" + std::to_string(t.wm) +
                   " -DWN=" + std::to_string(t.wn);
   if (t.stages) d += " -DMMA_TAPS -DSTAGES=" + std::to_string(t.stages);
+  if (t.slice != kTapsBK) d += " -DTAPS_BK=" + std::to_string(t.slice);
   if (t.wgmma) d += std::string(" -DMMA_WGMMA") + (b.kernel_choice.tf32_emulation ? "" : " -DSM90A_PATCH");
   if (const ForcedMma f = parse_mma_variant(b.kernel_choice.mma); f.tiles == t.name) d += f.build;
   return mma_build(b, "gemm_mma.cl", d + extra, tail.prelude);
@@ -122,34 +141,39 @@ int64_t split_k(const NodeBuilder& b, const MmaTiles& t, int64_t M, int64_t N, i
 bool wgmma_runs(const NodeBuilder& b) { return b.kernel_choice.tf32_emulation || sm90a_supported(b.device()); }
 
 // Whether tiles t are a candidate: the taps and warpgroup tiles take
-// convolutions with constant weights only (taps_K > 0), the warpgroup
+// convolutions with constant weights only (taps.taps > 0), the warpgroup
 // tiles where they run.
-bool tile_runs(const NodeBuilder& b, const MmaTiles& t, int64_t taps_K) {
-  return (!t.stages || taps_K) && (!t.wgmma || wgmma_runs(b));
+bool tile_runs(const NodeBuilder& b, const MmaTiles& t, const TapsShape& taps) {
+  return (!t.stages || taps.taps) && (!t.wgmma || wgmma_runs(b));
 }
 
 // The tiles that waste at most a quarter of their area on the edges (none:
-// the fp32 kernels' smaller tiles), each split as split_k would, scored by waves of
+// the fp32 kernels' smaller tiles), the warpgroup tiles or the others, each
+// split as split_k would, scored by waves of
 // work-groups over the compute units times one work-group's work over the
 // tile's speed, plus split-K's adds (gemm.cl's cost model). Null where even
 // the best leaves three quarters of the compute units idle: such products
 // (BERT's attention, small FC layers) are latency-bound, and the fp32
 // kernels' small tiles serve them better.
 const MmaTiles* choose_mma_tiles(const NodeBuilder& b, int64_t M, int64_t N, int64_t K, int64_t batches,
-                                 int64_t total, bool onto_residual, int64_t taps_K) {
+                                 int64_t total, bool onto_residual, const TapsShape& taps, bool warpgroup) {
   const int64_t cu = std::max(1, b.compute_units());
   const bool emulate = b.kernel_choice.tf32_emulation;
   const MmaTiles* best = nullptr;
   double best_cost = 1e300;
   int64_t best_groups = 0;
   for (const MmaTiles& t : kMmaTiles) {
-    if (!tile_runs(b, t, taps_K)) continue;
+    if (!tile_runs(b, t, taps) || t.wgmma != warpgroup) continue;
     double area = double(ceil_div(M, t.bm) * t.bm) * double(ceil_div(N, t.bn) * t.bn);
     if (double(M) * double(N) < 0.75 * area && !(emulate && &t == &kMmaTiles[0])) continue;
-    const int64_t tk = tile_depth(t, K, taps_K);
+    const int64_t tk = tile_depth(t, K, taps);
     int64_t kslice = tk, splits = split_k(b, t, M, N, tk, batches, total, kslice, onto_residual), g = groups(t, M, N, batches) * splits;
     double cost = double(ceil_div(g, cu)) * double(t.bm * t.bn) * double(kslice) / t.speed +
                   (splits > 1 ? 150e3 + 0.25 * double(M * N * batches * splits) : 0.0);
+    // The warpgroup tiles: the fastest whose grid (split included) fills
+    // half the compute units; under that they ran up to 1.45x slower
+    // (docs/kernel-choices.md#warpgroup-tiles).
+    if (warpgroup) cost = (2 * g >= cu ? 0.0 : 1e6) - t.speed;
     if (cost < best_cost) best = &t, best_cost = cost, best_groups = g;
   }
   return best && 4 * best_groups < cu && !emulate ? nullptr : best;
@@ -162,11 +186,11 @@ struct MmaLaunch {
   std::function<bool(const Source&, int64_t splits, int64_t kslice)> product;
   int64_t M, N, K, batches, total;
   TensorArg Y;
-  int64_t taps_K = 0;  // conv2d_mma_taps's K (padded channels x taps); 0: no taps tiles
+  TapsShape taps;  // none: no taps tiles
 };
 void emit_variant(NodeBuilder& b, const MmaTiles& t, const MmaLaunch& l, const std::string& defines,
                   const FusedTail& tail) {
-  const int64_t K = tile_depth(t, l.K, l.taps_K);
+  const int64_t K = tile_depth(t, l.K, l.taps);
   int64_t kslice = K, splits = split_k(b, t, l.M, l.N, K, l.batches, l.total, kslice, tail.residual);
   if (splits <= 1) {
     l.product(mma_source(b, t, defines, tail), 1, K);
@@ -192,23 +216,23 @@ bool mma_pays(int64_t M, int64_t N, int64_t K, int64_t batches, int64_t min_K, b
 // Emits the launch with the tiles forced, cached by `key` (texplan tune
 // measures every variant and the fp32 lowering), or chosen by shape (where
 // mma_pays); false (nothing emitted) where the fp32 kernels take it. The
-// taps tiles are candidates where taps_K > 0 only.
+// taps tiles are candidates where `taps` has taps only.
 bool emit_tuned(NodeBuilder& b, const std::string& key, int64_t M, int64_t N, int64_t K, int64_t batches,
-                int64_t total, bool onto_residual, int64_t taps_K, int64_t min_K,
+                int64_t total, bool onto_residual, const TapsShape& taps, int64_t min_K, bool warpgroup,
                 const std::function<void(const MmaTiles&)>& emit) {
   std::vector<const MmaTiles*> tiles;
   for (const MmaTiles& t : kMmaTiles)
-    if (tile_runs(b, t, taps_K)) tiles.push_back(&t);
+    if (tile_runs(b, t, taps)) tiles.push_back(&t);
   const std::string forced = parse_mma_variant(b.kernel_choice.mma).tiles;
   for (const MmaTiles& t : kMmaTiles) {
     if (forced != t.name) continue;
-    if (t.stages && !taps_K)  // benchmarks: not a silent stand-in
+    if (t.stages && !taps.taps)  // benchmarks: not a silent stand-in
       throw Error(forced + " takes convolutions with constant weights only, not " + b.node.op_type);
     if (t.wgmma && !wgmma_runs(b))
       throw Error(forced + " needs a compute capability 9.0 GPU (sm_90a), not " + b.device().info().name);
     return emit(t), b.used_tf32 = true;
   }
-  const MmaTiles* chosen = choose_mma_tiles(b, M, N, K, batches, total, onto_residual, taps_K);
+  const MmaTiles* chosen = choose_mma_tiles(b, M, N, K, batches, total, onto_residual, taps, warpgroup);
   if (!chosen) return false;
   // The candidates: every tile, and the node's exact fp32 lowering, so that
   // `texplan tune --precision tf32` keeps in fp32 the nodes tf32 makes
@@ -268,19 +292,19 @@ std::vector<float> tap_weights(const HostTensor& weights, const MmaConv& g, int6
 }
 
 // conv2d_wgmma_taps's weights: per group, block of 64 output channels and
-// slice of 16 (one tap, channels c0..c0 + 15 of CP), the 64 x 16 values in
-// wgmma's K-major core-matrix layout (gemm_mma.cl WG_CORE), rounded to
+// slice (one tap, channels c0..c0 + slice - 1 of CP), the 64 x slice values
+// in wgmma's K-major core-matrix layout (gemm_mma.cl WG_CORE), rounded to
 // tf32; zeros past OC and C.
-std::vector<float> wgmma_weights(const HostTensor& weights, const MmaConv& g, int64_t CP) {
-  const int64_t OCg = g.OC / g.groups, CS = CP / kTapsBK;
+std::vector<float> wgmma_weights(const HostTensor& weights, const MmaConv& g, int64_t slice) {
+  const int64_t CP = ceil_div(g.C / g.groups, slice) * slice, OCg = g.OC / g.groups, CS = CP / slice;
   const int64_t blocks = ceil_div(OCg, int64_t(64)), KT = g.KH * g.KW * CS;
   auto core = [](int64_t r, int64_t k) {  // WG_CORE(r, k, 64)
     return (k >> 3) * 64 * 8 + (r >> 3) * 64 + ((k >> 2) & 1) * 32 + (r & 7) * 4 + (k & 3);
   };
-  std::vector<float> p(size_t(g.groups * blocks * KT * 64 * kTapsBK), 0.0f);
+  std::vector<float> p(size_t(g.groups * blocks * KT * 64 * slice), 0.0f);
   for_each_tf32_weight(weights, g, [&](int64_t oc, int64_t c, int64_t t, float v) {
-    const int64_t grp = oc / OCg, r = oc % OCg, kt = t * CS + c / kTapsBK;
-    p[size_t(((grp * blocks + r / 64) * KT + kt) * 64 * kTapsBK + core(r % 64, c % kTapsBK))] = v;
+    const int64_t grp = oc / OCg, r = oc % OCg, kt = t * CS + c / slice;
+    p[size_t(((grp * blocks + r / 64) * KT + kt) * 64 * slice + core(r % 64, c % slice))] = v;
   });
   return p;
 }
@@ -308,6 +332,12 @@ std::vector<std::string> mma_tile_variants() {
   return v;
 }
 
+bool wgmma_before_winograd(const NodeBuilder& b, int64_t C, int64_t OC, int64_t pixels, int64_t images, bool pooled) {
+  const double macs = double(C) * double(OC) * 9.0 * double(pixels) * double(images);
+  return !b.kernel_choice.tf32_emulation && wgmma_runs(b) && C >= 64 && OC >= 64 && macs >= 1.5e9 &&
+         (!pooled || pixels * images >= 3136);
+}
+
 bool mma_tiles_forced(const NodeBuilder& b) { return !parse_mma_variant(b.kernel_choice.mma).tiles.empty(); }
 
 void check_mma_variant(const std::string& variant) { parse_mma_variant(variant); }
@@ -321,8 +351,9 @@ bool launch_conv_mma(NodeBuilder& b, const MmaConv& g, bool has_bias, const Tens
   if (OCg < 16 || K < 8) return false;  // too thin for a tensor-core tile: the fp32 kernels
   // conv2d_mma_taps reads weights packed at load: constant ones only.
   const HostTensor* weights = b.constant(1);
-  const int64_t CP = ceil_div(g.C / g.groups, kTapsBK) * kTapsBK;
-  const int64_t taps_K = weights && weights->dtype == DataType::Float32 && !b.half ? g.KH * g.KW * CP : 0;
+  const TapsShape taps = weights && weights->dtype == DataType::Float32 && !b.half
+                             ? TapsShape{g.KH * g.KW, g.C / g.groups}
+                             : TapsShape{};
   auto emit = [&](const MmaTiles& t) {
     MmaLaunch l{[&](const Source& src, int64_t splits, int64_t kslice) {
                   Range r = group_range({size_t(ceil_div(N, t.bn)), size_t(ceil_div(OCg, t.bm)), size_t(batches * splits)},
@@ -331,10 +362,11 @@ bool launch_conv_mma(NodeBuilder& b, const MmaConv& g, bool has_bias, const Tens
                   if (pool) p.pool_h = i32(PH), p.pool_w = i32(PW);
                   p.splits = i32(splits), p.kslice = i32(kslice);
                   if (t.wgmma) {
-                    const MemArg packed = b.packed("mma wgmma", [&] { return wgmma_weights(*weights, g, CP); });
+                    const MemArg packed = b.packed("mma wgmma " + std::to_string(t.slice),
+                                                   [&] { return wgmma_weights(*weights, g, t.slice); });
                     launch_conv_kernel(b, src, "conv2d_wgmma_taps", r, TensorArg{packed.mem, 0}, bias, p);
                   } else if (t.stages) {
-                    const MemArg packed = b.packed("mma taps", [&] { return tap_weights(*weights, g, CP); });
+                    const MemArg packed = b.packed("mma taps", [&] { return tap_weights(*weights, g, taps.depth(kTapsBK) / taps.taps); });
                     launch_conv_kernel(b, src, "conv2d_mma_taps", r, TensorArg{packed.mem, 0}, bias, p);
                   } else {
                     launch_conv_kernel(b, src, "conv2d_gemm", r, b.arg_in(1), bias, p);
@@ -342,13 +374,16 @@ bool launch_conv_mma(NodeBuilder& b, const MmaConv& g, bool has_bias, const Tens
                   if (splits == 1) tail.append_args(b);
                   return false;  // a conv adds its own bias with slice 0
                 },
-                OCg, N, K, batches, pool ? -1 : g.N * g.OC * g.OH * g.OW, b.arg_out(0), taps_K};
+                OCg, N, K, batches, pool ? -1 : g.N * g.OC * g.OH * g.OW, b.arg_out(0), taps};
     emit_variant(b, t, l, pool ? " -DPOOL2" : "", tail);
   };
   std::string key = key_of(pool ? "conv2d_gemm_pool2_tf32" : "conv2d_gemm_tf32",
                            {g.N, g.C, g.H, g.W, g.OC, g.OH, g.OW, g.KH, g.KW, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw,
                             g.groups});
-  return emit_tuned(b, key, OCg, N, K, batches, pool ? -1 : g.N * g.OC * g.OH * g.OW, tail.residual, taps_K, kConvMinK, emit);
+  const bool warpgroup = taps.taps && g.KH == 3 && g.KW == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 &&
+                         g.groups == 1 && wgmma_before_winograd(b, g.C, g.OC, g.OH * g.OW, g.N, pool);
+  return emit_tuned(b, key, OCg, N, K, batches, pool ? -1 : g.N * g.OC * g.OH * g.OW, tail.residual, taps, kConvMinK,
+                    warpgroup, emit);
 }
 
 bool launch_gemm_mma(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const TensorArg& C, const TensorArg& Y,
@@ -369,11 +404,11 @@ bool launch_gemm_mma(NodeBuilder& b, const TensorArg& A, const TensorArg& B, con
                   if (splits == 1) tail.append_args(b);
                   return bias;
                 },
-                g.M, g.N, g.K, nb, nb * g.M * g.N, Y};
+                g.M, g.N, g.K, nb, nb * g.M * g.N, Y, TapsShape{}};
     emit_variant(b, t, l, "", tail);
   };
   return emit_tuned(b, key_of("gemm_tf32", {g.M, g.N, g.K, nb, g.a_sk == 1, g.b_sn == 1}), g.M, g.N, g.K, nb,
-                    nb * g.M * g.N, tail.residual, 0, kGemmMinK, emit);
+                    nb * g.M * g.N, tail.residual, TapsShape{}, kGemmMinK, false, emit);
 }
 
 }  // namespace texplan::lower

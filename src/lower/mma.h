@@ -56,6 +56,17 @@ bool launch_gemm_mma(NodeBuilder& b, const TensorArg& A, const TensorArg& B, con
                          tail);
 }
 
+// Whether the tf32 guess runs a 3x3 convolution (stride 1, one group, its
+// weights constant) of C -> OC channels over `pixels` output pixels of
+// `images` on the warpgroup tiles (conv2d_wgmma_taps) rather than Winograd:
+// on sm_90a, with 64 channels or more on both sides and 1.5 G multiply-adds
+// or more, and `pooled` (FusedConvMaxPool's 2x2 form, which cannot split
+// K) over 56x56 pixels or more, where they ran 8-30% faster than Winograd
+// on the H200; elsewhere Winograd and the taps tiles were faster
+// (docs/kernel-choices.md#warpgroup-tiles).
+bool wgmma_before_winograd(const NodeBuilder& b, int64_t C, int64_t OC, int64_t pixels, int64_t images,
+                           bool pooled);
+
 // Tile variants of gemm_mma.cl ("mma128x64": 128 output channels or rows x
 // 64 pixels or columns per work-group), which KernelChoice::mma names.
 std::vector<std::string> mma_tile_variants();
