@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <set>
 
@@ -142,6 +143,25 @@ TEST(FusedElementwise, EachOpMatchesOnnx) {
   expect_close(run("FusedElementwise", {&a}, {{"program", Attribute::of_strings({"Clip x0 -0.5 0.75"})}}),
                run("Clip", {&a, &lo, &hi}));
   covered.insert("Clip");
+  // RoundTf32 (no ONNX op): to the nearest value with 10 mantissa bits,
+  // ties away from zero (cvt.rna), infinities and NaN kept.
+  HostTensor edge = a;
+  float* v = edge.data<float>();
+  const float tie = 1.0f + 1.0f / 2048.0f, below = std::nextafter(tie, 0.0f);  // halfway between tf32 neighbours
+  v[0] = tie, v[1] = -tie, v[2] = below, v[3] = INFINITY, v[4] = NAN;
+  const std::vector<float> r = run("FusedElementwise", {&edge}, {{"program", Attribute::of_strings({"RoundTf32 x0"})}}).as_float();
+  EXPECT_EQ(r[0], 1.0f + 1.0f / 1024.0f);
+  EXPECT_EQ(r[1], -(1.0f + 1.0f / 1024.0f));
+  EXPECT_EQ(r[2], 1.0f);
+  EXPECT_EQ(r[3], INFINITY);
+  EXPECT_TRUE(std::isnan(r[4]));
+  for (size_t i = 5; i < size_t(edge.count()); ++i) {
+    uint32_t u;
+    std::memcpy(&u, &r[i], 4);
+    EXPECT_EQ(u & 0x1fffu, 0u) << i;
+    EXPECT_LE(std::fabs(r[i] - v[i]), std::fabs(v[i]) / 2048.0f) << i;
+  }
+  covered.insert("RoundTf32");
   for (const auto& op : Epilogue::ops()) EXPECT_TRUE(covered.count(op)) << op << " has no test";
 }
 

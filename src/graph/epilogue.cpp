@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cctype>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 
 namespace texplan {
@@ -24,7 +26,7 @@ const OpSignature kOps[] = {
     {"Floor", 1, 0},   {"Ceil", 1, 0},       {"Softplus", 1, 0}, {"Sign", 1, 0},   {"HardSwish", 1, 0},
     {"Gelu", 1, 0},    {"Add", 2, 0},        {"Sub", 2, 0},    {"Mul", 2, 0},      {"Div", 2, 0},
     {"Pow", 2, 0},     {"Max", 2, 0},        {"Min", 2, 0},    {"Clip", 1, 2},     {"LeakyRelu", 1, 1},
-    {"HardSigmoid", 1, 2}, {"Elu", 1, 1},
+    {"HardSigmoid", 1, 2}, {"Elu", 1, 1}, {"RoundTf32", 1, 0},
 };
 constexpr int kOpCount = int(sizeof(kOps) / sizeof(kOps[0]));
 
@@ -57,6 +59,16 @@ float sigmoid(float x) {
   if (x >= 0) return 1.0f / (1.0f + std::exp(-x));
   const float e = std::exp(x);
   return e / (1.0f + e);
+}
+// To the nearest tf32 value (10 mantissa bits), ties away from zero, as
+// PTX's cvt.rna.tf32.f32; infinities and NaNs unchanged.
+float round_tf32(float x) {
+  if (!std::isfinite(x)) return x;
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u = (u + 0x1000u) & 0xffffe000u;
+  std::memcpy(&x, &u, 4);
+  return x;
 }
 float nan_max(float a, float b) { return std::isnan(a) || a > b ? a : b; }
 float nan_min(float a, float b) { return std::isnan(a) || a < b ? a : b; }
@@ -92,6 +104,7 @@ float apply(int op, const float* a, const float* p) {
     case 24: return x < 0 ? p[0] * x : x;
     case 25: return std::max(0.0f, std::min(1.0f, p[0] * x + p[1]));
     case 26: return x >= 0 ? x : p[0] * (std::exp(x) - 1.0f);
+    case 27: return round_tf32(x);
   }
   return x;
 }

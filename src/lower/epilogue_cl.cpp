@@ -27,6 +27,7 @@ inline float epi_std_min(float a, float b) { return b < a ? b : a; }
 inline float epi_std_max(float a, float b) { return a < b ? b : a; }
 inline float epi_nan_max(float a, float b) { return isnan(a) || a > b ? a : b; }
 inline float epi_nan_min(float a, float b) { return isnan(a) || a < b ? a : b; }
+inline float epi_round_tf32(float x) { return isfinite(x) ? as_float((as_uint(x) + 0x1000u) & 0xffffe000u) : x; }
 inline float epi_sigmoid(float x) {
   if (x >= 0.0f) return 1.0f / (1.0f + exp(-x));
   const float e = exp(x);
@@ -71,6 +72,7 @@ const OpForm kForms[] = {
     {"LeakyRelu", 2, "($0 < 0.0f ? $1 * $0 : $0)"},
     {"HardSigmoid", 3, "epi_std_max(0.0f, epi_std_min(1.0f, $1 * $0 + $2))"},
     {"Elu", 2, "($0 >= 0.0f ? $0 : $1 * (exp($0) - 1.0f))"},
+    {"RoundTf32", 1, "epi_round_tf32($0)"},
 };
 
 // Forms on float vectors (EPI_VF, all operands vectors) where the scalar
