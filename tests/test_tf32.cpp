@@ -14,6 +14,7 @@
 #include "lower/mma.h"
 #include "lower/ops.h"
 #include "lower/tuning.h"
+#include "optimize/tf32_storage.h"
 #include "optimize/usage.h"
 #include "plan/memory_plan.h"
 #include "reference/reference_ops.h"
@@ -279,4 +280,98 @@ TEST(Tf32, PrecisionNames) {
   EXPECT_EQ(runtime::parse_precision("fp16"), runtime::Precision::Fp16);
   EXPECT_THROW(runtime::parse_precision("fp8"), Error);
   EXPECT_THROW(lower::check_mma_variant("mma7x7"), Error);
+}
+
+// tf32 storage (optimize/tf32_storage.h): an activation that only convs
+// read as X is stored rounded by its producer (RoundTf32 at the end of its
+// epilogue), and the tap-major kernels reading it skip their own rounding.
+// Rounding is idempotent, so a chain FusedConv -> FusedConvMaxPool ->
+// FusedConv (+ residual) gives the same bits marked or not; a producer that
+// failed to round would not (the emulated products take the local values
+// as they are).
+TEST(Tf32, ActivationsStoredRoundedGiveTheSameBits) {
+  uint32_t seed = 300;
+  auto r = [&](Shape s) { return random_tensor(std::move(s), -1, 1, seed++); };
+  Graph g;
+  g.model_name = "tf32_storage";
+  g.opset = 17;
+  auto add = [&](const std::string& name, Shape s, const HostTensor* value = nullptr) {
+    Tensor t;
+    t.name = name;
+    t.shape = std::move(s);
+    if (value) t.is_constant = t.has_data = true, t.value = *value;
+    return g.add_tensor(t);
+  };
+  auto conv = [&](const std::string& op, std::vector<int> in, int out, std::vector<std::string> program, bool pool) {
+    Node n;
+    n.name = g.tensors[size_t(out)].name + "_node";
+    n.op_type = op;
+    n.inputs = std::move(in);
+    n.outputs = {out};
+    n.attrs["pads"] = Attribute::of_ints({1, 1, 1, 1});
+    n.attrs["program"] = Attribute::of_strings(std::move(program));
+    if (pool) n.attrs["pool_kernel_shape"] = Attribute::of_ints({2, 2}), n.attrs["pool_strides"] = Attribute::of_ints({2, 2});
+    g.tensors[size_t(out)].producer = int(g.nodes.size());
+    g.nodes.push_back(n);
+  };
+  const HostTensor w1 = r({40, 24, 3, 3}), b1 = r({40}), w2 = r({40, 40, 3, 3}), w3 = r({36, 40, 3, 3}), b3 = r({36});
+  const int x = add("x", {1, 24, 12, 14}), res = add("res", {1, 36, 6, 7});
+  g.tensors[size_t(x)].is_input = g.tensors[size_t(res)].is_input = true;
+  g.inputs = {x, res};
+  const int t1 = add("t1", {1, 40, 12, 14}), t2 = add("t2", {1, 40, 6, 7}), y = add("y", {1, 36, 6, 7});
+  conv("FusedConv", {x, add("w1", w1.shape, &w1), add("b1", b1.shape, &b1)}, t1, {"Relu x0"}, false);
+  conv("FusedConvMaxPool", {t1, add("w2", w2.shape, &w2)}, t2, {}, true);
+  conv("FusedConv", {t2, add("w3", w3.shape, &w3), add("b3", b3.shape, &b3), res}, y, {"Add x0 x1"}, false);
+  g.tensors[size_t(y)].is_output = true;
+  g.outputs = {y};
+  const std::vector<HostTensor> feeds = {r({1, 24, 12, 14}), r({1, 36, 6, 7})};
+
+  auto run = [&](const Graph& gr, const std::string& tiles) {
+    auto dev = runtime::open_device("pocl");
+    PlanInput pin = make_usage_records(gr);
+    plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
+    runtime::SessionOptions opt;
+    opt.precision = runtime::Precision::Tf32;
+    opt.kernel_choice = emulated(0, tiles);
+    runtime::Session s(gr, pin, plan, dev, opt);
+    EXPECT_EQ(s.tf32_nodes().size(), 3u) << tiles;
+    return s.run(feeds)[0];
+  };
+  Graph marked = g;
+  EXPECT_EQ(mark_tf32_storage(marked), 2);
+  EXPECT_TRUE(marked.tensors[size_t(t1)].stored_tf32 && marked.tensors[size_t(t2)].stored_tf32);
+  for (const char* tiles : {"wgmma64x64", "wgmma128x64", "taps64x64"}) {
+    SCOPED_TRACE(tiles);
+    const HostTensor plain = run(g, tiles), rounded = run(marked, tiles);
+    ASSERT_EQ(plain.bytes.size(), rounded.bytes.size());
+    EXPECT_EQ(plain.bytes, rounded.bytes);
+    EXPECT_LE(rel_error(rounded, run(g, "mma64x64")), 5e-3);
+  }
+
+  // Not marked: a graph output, a tensor a conv reads as its residual, one
+  // another op reads, one a conv with a channel scale reads.
+  Graph other = g;
+  other.tensors[size_t(t1)].is_output = true;
+  other.outputs.push_back(t1);
+  EXPECT_EQ(mark_tf32_storage(other), 1);
+  EXPECT_FALSE(other.tensors[size_t(t1)].stored_tf32);
+  Graph residual = g;
+  residual.nodes[2].inputs[3] = t1;  // the residual's shape does not matter to the pass
+  EXPECT_EQ(mark_tf32_storage(residual), 1);
+  EXPECT_FALSE(residual.tensors[size_t(t1)].stored_tf32);
+  Graph relu = g;
+  {
+    Node n;
+    n.name = "relu";
+    n.op_type = "Relu";
+    n.inputs = {t2};
+    n.outputs = {relu.add_tensor(Tensor{.name = "t2r", .shape = {1, 40, 6, 7}})};
+    relu.nodes.push_back(n);
+  }
+  EXPECT_EQ(mark_tf32_storage(relu), 1);
+  EXPECT_FALSE(relu.tensors[size_t(t2)].stored_tf32);
+  Graph scaled = g;
+  set_channel_scaled(scaled.nodes[2]);
+  EXPECT_EQ(mark_tf32_storage(scaled), 1);
+  EXPECT_FALSE(scaled.tensors[size_t(t2)].stored_tf32);
 }

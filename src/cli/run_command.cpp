@@ -508,6 +508,7 @@ int run_command(const RunArgs& a) {
   report["input_shapes"] = json::object();
   for (int id : g.inputs) report["input_shapes"][g.tensors[id].name] = g.tensors[id].shape;
   report["tf32_nodes"] = tf32_nodes;
+  report["tf32_stored_tensors"] = tf32_nodes.empty() ? 0 : m.tf32_stored_tensors;
   report["split_k_nodes"] = split_k_nodes;  // products split over K for small grids
   report["optimization"] = report::optimize_json(optimized, {});
   report["raw_lower_bound_bytes"] = optimized.raw_lower_bound_bytes;
@@ -596,7 +597,11 @@ int run_command(const RunArgs& a) {
   std::cout << "device      " << report["device"].get<std::string>() << "\n";
   std::cout << "precision   " << runtime::precision_name(precision);
   if (precision == runtime::Precision::Tf32)
-    std::cout << ": " << tf32_nodes.size() << " node(s) on tensor cores, inputs rounded to tf32, fp32 sums; the rest exact\n";
+    std::cout << ": " << tf32_nodes.size() << " node(s) on tensor cores, inputs rounded to tf32, fp32 sums; the rest exact"
+              << (tf32_nodes.empty() || m.tf32_stored_tensors == 0
+                      ? ""
+                      : "; " + std::to_string(m.tf32_stored_tensors) + " activation(s) stored rounded")
+              << "\n";
   else if (precision == runtime::Precision::Fp16)
     std::cout << ": float activations and weights stored as IEEE half, fp32 arithmetic; inputs and outputs fp32 ("
               << half_fallback.size() << " node(s) on the CPU for want of a half-storage kernel)\n";

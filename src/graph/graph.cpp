@@ -208,7 +208,7 @@ Tensor without_value(const Tensor& t) {
   Tensor m;
   m.name = t.name, m.dtype = t.dtype, m.shape = t.shape;
   m.is_input = t.is_input, m.is_output = t.is_output, m.is_constant = t.is_constant;
-  m.storage_exponent = t.storage_exponent;
+  m.storage_exponent = t.storage_exponent, m.stored_tf32 = t.stored_tf32;
   m.has_data = t.has_data;
   m.producer = t.producer;
   m.window = t.window;

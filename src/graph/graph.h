@@ -227,6 +227,10 @@ struct Tensor {
   // fp16 storage holds value * 2^storage_exponent, so activations far outside
   // half's range keep their digits (optimize/half_range.h); 0 everywhere else.
   int8_t storage_exponent = 0;
+  // --precision tf32: stored rounded to tf32 by its producer, since every
+  // reader is a convolution that rounds its input so anyway, and then need
+  // not (optimize/tf32_storage.h).
+  bool stored_tf32 = false;
   // Constant values. Empty for weights whose bytes were not loaded (planning
   // without the .onnx.data file); `has_data` tells.
   HostTensor value;

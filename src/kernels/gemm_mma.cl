@@ -406,6 +406,13 @@ void conv2d_gemm(__global const float* X, __global const float* Wt, __global con
     COPY_COMMIT();                               \
   }
 
+// An input word as tf32: rounded, unless X is stored rounded (INPUT_TF32,
+// Tensor::stored_tf32).
+#ifdef INPUT_TF32
+#define TAPS_X_TF32(u) (u)
+#else
+#define TAPS_X_TF32(u) to_tf32(as_float(u))
+#endif
 // Multiplies the slice at as/bs into acc (A already tf32, B rounded here);
 // with MMA_DIAG_NO_MMA (wrong results) nothing, to time the copies alone.
 #ifdef MMA_DIAG_NO_MMA
@@ -424,7 +431,7 @@ void conv2d_gemm(__global const float* X, __global const float* Wt, __global con
       uint bf[FN][2];                                                                            \
       UNROLL for (int j = 0; j < FN; ++j) {                                                      \
         __local const uint* q = (bs) + (8 * s + ft) * SB + wn0 + 8 * j + fg;                     \
-        bf[j][0] = to_tf32(as_float(q[0])), bf[j][1] = to_tf32(as_float(q[4 * SB]));             \
+        bf[j][0] = TAPS_X_TF32(q[0]), bf[j][1] = TAPS_X_TF32(q[4 * SB]);                         \
       }                                                                                          \
       UNROLL for (int i = 0; i < FM; ++i)                                                        \
         UNROLL for (int j = 0; j < FN; ++j) MMA(acc[i][j], af[s][i], bf[j]);                     \
@@ -630,12 +637,15 @@ void conv2d_wgmma_taps(__global const float* X, __global const float* Wt, __glob
     COPY_WAIT(STAGES - 2);  // this work-item's copies of slice kt are done
     // Its input values rounded to tf32 in place (the tensor cores would
     // drop their low bits: errors 4-9x cvt.rna's in VGG-16 and ResNet-50),
-    // while slice kt - 1's products run.
+    // while slice kt - 1's products run; with INPUT_TF32 (X stored rounded,
+    // Tensor::stored_tf32) they are already.
+#ifndef INPUT_TF32
     UNROLL for (int i = 0; i < WG_PP_COPIED; ++i)
       UNROLL for (int j = 0; j < WG_KQ; ++j) {
         __local uint* q = Bs + st * (BN * BK) + WG_CORE(wg_col[i], kq + 4 * j, BN);
         *q = to_tf32(as_float(*q));
       }
+#endif
     WG_FENCE();
     WGMMA_WAIT();                  // slice kt - 1's products have read their stage
     barrier(CLK_LOCAL_MEM_FENCE);  // everyone's slice kt is rounded, and slice kt - 1's stage is free

@@ -442,7 +442,7 @@ bool lower_fused_conv_maxpool(NodeBuilder& b) {
   if (pk.size() != 2 || ps.size() != 2 || pp.size() != 4 || pd.size() != 2) return false;
   if (n.get_string("pool_auto_pad", "NOTSET") != "NOTSET") return false;
   FusedTail tail;
-  Epilogue e = Epilogue::parse(n);
+  Epilogue e = fused_epilogue(b);
   if (e.inputs() > 1) throw Error("program reads x" + std::to_string(e.inputs() - 1) + " but the node has no epilogue inputs");
   tail.prelude = epilogue_cl(e, {EpilogueRead::Value});
   tail.transcendental = e.transcendental();

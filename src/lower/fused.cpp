@@ -58,7 +58,7 @@ bool make_tail(NodeBuilder& b, int first, bool value_x0, FusedTail& tail, int en
   if (end < 0) end = b.inputs();
   const Shape& y = b.out(0).shape;
   if (!float32(b.out(0))) return false;
-  Epilogue e = Epilogue::parse(b.node);
+  Epilogue e = fused_epilogue(b);
   std::vector<EpilogueRead> reads;
   if (value_x0) reads.push_back(EpilogueRead::Value);
   std::vector<std::vector<int64_t>> strides = {contiguous_strides(y)};

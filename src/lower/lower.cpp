@@ -164,6 +164,16 @@ std::string window_prelude() {
          "#define YRUN(i, n) ((i) % ywin_dims.d[MAXR - 1] + (n) <= ywin_dims.d[MAXR - 1])\n";
 }
 
+Epilogue fused_epilogue(const NodeBuilder& b) {
+  Epilogue e = Epilogue::parse(b.node);
+  if (b.tf32 && b.out(0).stored_tf32) {
+    using K = EpilogueOperand::Kind;
+    const EpilogueOperand last = e.code.empty() ? EpilogueOperand{K::Input, 0, 0} : EpilogueOperand{K::Temp, int(e.code.size()) - 1, 0};
+    e.code.push_back({"RoundTf32", {last}});
+  }
+  return e;
+}
+
 void window_output(NodeBuilder& b, FusedTail& tail) {
   if (tail.window || !b.out_window(0)) return;
   tail.window = true;

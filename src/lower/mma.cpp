@@ -107,6 +107,9 @@ Source mma_source(const NodeBuilder& b, const MmaTiles& t, const std::string& ex
                   " -DWN=" + std::to_string(t.wn);
   if (t.stages) d += " -DMMA_TAPS -DSTAGES=" + std::to_string(t.stages);
   if (t.slice != kTapsBK) d += " -DTAPS_BK=" + std::to_string(t.slice);
+  // The tap-major kernels read X (input 0) as it is stored: rounded already
+  // where its producer stored it so (optimize/tf32_storage.h).
+  if (t.stages && b.has_in(0) && b.in(0).stored_tf32) d += " -DINPUT_TF32";
   if (t.wgmma) d += std::string(" -DMMA_WGMMA") + (b.kernel_choice.tf32_emulation ? "" : " -DSM90A_PATCH");
   if (const ForcedMma f = parse_mma_variant(b.kernel_choice.mma); f.tiles == t.name) d += f.build;
   return mma_build(b, "gemm_mma.cl", d + extra, tail.prelude);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/epilogue.h"
 #include "lower/lower.h"
 
 namespace texplan::lower {
@@ -123,6 +124,9 @@ struct FusedTail {
   void append_args(NodeBuilder& b) const;           // all of the above but the channel program's
   void append_xprogram_args(NodeBuilder& b) const;  // the channel program's, after append_args' (gemm.cl XPRO_PARAMS)
 };
+// A fused node's epilogue program (attribute `program`), ending in
+// RoundTf32 where its output is Tensor::stored_tf32 and tf32 runs (b.tf32).
+Epilogue fused_epilogue(const NodeBuilder& b);
 // Adds Y's window to `tail` where output 0 of the node is one (else leaves
 // it as it is); the lowering then writes Y through YI.
 void window_output(NodeBuilder& b, FusedTail& tail);

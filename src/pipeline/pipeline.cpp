@@ -7,6 +7,7 @@
 #include <set>
 
 #include "lower/lower.h"
+#include "optimize/tf32_storage.h"
 #include "reference/reference_ops.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/random_inputs.h"
@@ -77,6 +78,11 @@ void lower_to_records(CompiledModel& m, const plan::DeviceProfile& profile, cons
     throw Error(m.graph.model_name + ": patching runs on OpenCL devices, not on the host's reference executor");
   // Before storage and records: every later stage sees the patch steps.
   m.patching = apply_patching(m.graph, parse_patch(options.patch));
+  // After patching, whose copies read tensors too; buffers only (texture
+  // conversions would read them).
+  if (options.session.precision == runtime::Precision::Tf32 && !device_type.empty() && device_type != "cpu-executor" &&
+      parse_texture_mode(options.textures) == TextureMode::None)
+    m.tf32_stored_tensors = mark_tf32_storage(m.graph);
   m.times.optimize_ms = ms_since(t0);
   if (imported) {
     t0 = std::chrono::steady_clock::now();

@@ -60,6 +60,7 @@ struct CompiledModel {
   OptimizeReport optimized;
   std::vector<OptimizationShare> optimization_shares;  // with CompileOptions::optimization_shares
   HalfRangeReport half_range;  // fp16 on a device: activations scaled into half's range
+  int tf32_stored_tensors = 0;  // tf32 on a device: activations stored rounded (optimize/tf32_storage.h)
   PatchReport patching;
   StorageAssignment storage;
   PlanInput usage;
