@@ -511,12 +511,13 @@ void conv2d_mma_taps(__global const float* X, __global const float* Wt, __global
 // apart (the descriptor's leading offset), 8-row groups 256 bytes apart
 // (its stride offset), each step after the one before. The weights are
 // packed at load in that layout per 64-row block and slice (lower/mma.cpp
-// wgmma_weights), so a slice's A is one copy of 64 x BK words per block; input pixels
-// are copied element-wise into it, and each work-item rounds the values it
-// copied to tf32 once they land, while the slice before is multiplied. A
-// slice's products are issued before the next copies, so that the tensor
-// cores start right after the barrier. NVIDIA's compiler targets sm_90, where ptxas refuses wgmma: the
-// instructions are written behind P90, which SM90A_PATCH makes PTX
+// wgmma_weights), so a slice's A is one copy of 64 x BK words per block;
+// input pixels are copied element-wise into it, and each work-item rounds
+// the values it copied to tf32 once they land (unless X is stored rounded,
+// INPUT_TF32), while the slice before is multiplied. A slice's products are
+// issued before the next copies, so that the tensor cores start right after
+// the barrier. NVIDIA's compiler targets sm_90, where ptxas refuses wgmma:
+// the instructions are written behind P90, which SM90A_PATCH makes PTX
 // comments that Device::program uncomments in the PTX it retargets to
 // sm_90a (docs/kernel-choices.md#wgmma-through-ptx-retargeted-to-sm_90a).
 // Without TEXPLAN_PTX each work-item computes its accumulators from local

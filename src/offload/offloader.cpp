@@ -460,14 +460,17 @@ std::unique_ptr<runtime::OffloadedNode> Offloader::prepare(const runtime::Offloa
                          {w.prefill_dims, {lower::contiguous_strides(w.prefill_dims), w.prefill_src_strides}});
     std::swap(out->before, b.launches);
   }
-  if (!w.epilogue_program.empty()) {
+  std::vector<std::string> program = w.epilogue_program;
+  if (r.tf32 && g.tensors[size_t(node.outputs[0])].stored_tf32)
+    program.push_back(program.empty() ? "RoundTf32 x0" : "RoundTf32 t" + std::to_string(program.size() - 1));
+  if (!program.empty()) {
     Node epi;
     epi.name = node.name + "/epilogue";
     epi.op_type = "FusedElementwise";
     epi.inputs = {node.outputs[0]};
     epi.inputs.insert(epi.inputs.end(), w.epilogue_inputs.begin(), w.epilogue_inputs.end());
     epi.outputs = {node.outputs[0]};
-    epi.attrs["program"] = Attribute::of_strings(w.epilogue_program);
+    epi.attrs["program"] = Attribute::of_strings(program);
     lower::NodeBuilder b(r.device, g, epi, r.locate);
     if (!lower::lower_node(b)) {
       c.target = "texplan", c.reason = "no texplan FusedElementwise kernel for the epilogue";

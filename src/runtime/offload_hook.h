@@ -36,6 +36,10 @@ struct OffloadRequest {
   std::function<lower::Location(int tensor)> locate;  // pool or weight buffer of a tensor
   std::function<lower::Location(int record)> scratch;  // pool bytes of a usage record the offloader added
   const std::vector<lower::Launch>& builtin;            // texplan's own launches (empty: CPU fallback node)
+  // The session's products run in tf32: an output marked Tensor::stored_tf32
+  // is stored rounded to tf32, as texplan's own kernels would store it
+  // (optimize/tf32_storage.h), since its readers skip their rounding.
+  bool tf32 = false;
 };
 
 class Offloader {

@@ -169,7 +169,8 @@ void Session::Impl::offload(const Graph& g, Step& step) {
                      const plan::Placement& p = plan.placements.at(size_t(rec));
                      return lower::Location{pools.at(size_t(p.pool)), p.offset};
                    },
-                   step.launches};
+                   step.launches,
+                   precision == Precision::Tf32};
   step.offload = opt.offload->prepare(r);
   if (step.offload) offloaded.push_back(node.name + " (" + node.op_type + ")");
 }
