@@ -10,6 +10,9 @@
 //
 //   texplan_conv_bench --device gpu --reps 20 --json conv_bench.json
 //
+// --input-tf32 feeds the tf32 variants X rounded and marked so, as tf32
+// storage (optimize/tf32_storage.h) has a producer write it in a model.
+//
 // "TILES/split" is split-K (K cut into slices added into Y atomically) with
 // the slices chosen by shape; "TILES/sN" and "tf32:TILES/sN" (in --variants) N slices. For the
 // small grids of ResNet's 512->512 7x7, 256->256 14x14 and VGG's 512 14x14:
@@ -322,6 +325,10 @@ Graph product_graph(const ProductShape& c, std::vector<HostTensor>& feeds) {
 // `kernels`: the variants the session runs instead of its own choice.
 bool take_min = false;  // --min
 bool cold = false;      // --cold
+// --input-tf32: in the tf32 variants X (input 0) is fed rounded to tf32 and
+// marked Tensor::stored_tf32, as a producer under tf32 storage writes it
+// (optimize/tf32_storage.h): the tap-major tiles then skip their rounding.
+bool input_tf32 = false;
 
 // Reads 256 MB on the device's queue and waits (ceiling.cl's stream_read):
 // the L2 cache then holds none of a node's data, and nothing dirty to write
@@ -361,9 +368,16 @@ class CacheEvictor {
   cl_kernel kernel_ = nullptr;
 };
 
-double time_node(const Graph& g, const std::vector<HostTensor>& feeds, std::shared_ptr<runtime::Device> dev, int reps,
-                 std::vector<float>& output, runtime::Precision precision, const lower::KernelChoice& kernels,
-                 int& launches) {
+double time_node(const Graph& node_graph, const std::vector<HostTensor>& node_feeds,
+                 std::shared_ptr<runtime::Device> dev, int reps, std::vector<float>& output,
+                 runtime::Precision precision, const lower::KernelChoice& kernels, int& launches) {
+  Graph g = node_graph;
+  std::vector<HostTensor> feeds = node_feeds;
+  if (input_tf32 && precision == runtime::Precision::Tf32 && !g.inputs.empty()) {
+    g.tensors[size_t(g.inputs[0])].stored_tf32 = true;
+    const Epilogue round = Epilogue::parse(std::vector<std::string>{"RoundTf32 x0"});
+    for (int64_t i = 0; i < feeds[0].count(); ++i) feeds[0].data<float>()[i] = round.eval(&feeds[0].data<float>()[i]);
+  }
   PlanInput pin = make_usage_records(g);
   plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
   runtime::SessionOptions opt;
@@ -461,7 +475,7 @@ Graph stem_graph(const StemShape& c, bool fused, std::vector<HostTensor>& feeds)
 int usage(const char* argv0) {
   std::cerr << "usage: " << argv0
             << " [--device SPEC] [--reps N] [--filter TEXT] [--variants a,b,...] [--json FILE] [--list] [--min]\n"
-               "       [--cold] [--build-log] [--build-dump DIR] [--product MxKxN[t],...]\n"
+               "       [--cold] [--input-tf32] [--build-log] [--build-dump DIR] [--product MxKxN[t],...]\n"
                "  SPEC: gpu, pocl, opencl:N (default gpu); variants default to all of --list\n";
   return 2;
 }
@@ -489,6 +503,7 @@ int main(int argc, char** argv) {
       else if (a == "--list") list = true;
       else if (a == "--min") take_min = true;
       else if (a == "--cold") cold = true;
+      else if (a == "--input-tf32") input_tf32 = true;
       else if (a == "--build-log") diagnostics.log = true;
       else if (a == "--build-dump") diagnostics.dump_dir = value();
       else if (a == "--product") {
