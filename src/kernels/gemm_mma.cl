@@ -389,7 +389,7 @@ void conv2d_gemm(__global const float* X, __global const float* Wt, __global con
 
 // The next slice to copy (shared by both tap-major kernels): tap (kh, kw),
 // channels c0.., its stage; advanced by carries (one division at the start
-// of a split's range); the first STAGES - 1 copied before the loop.
+// of a split's range); the first `ahead` copied before the loop.
 #define TAPS_CURSOR                                                                                     \
   const int kt0 = kbeg / BK, kt1 = (kend + BK - 1) / BK;                                                \
   int ld_kt = kt0, ld_st = 0;                                                                           \
@@ -400,10 +400,10 @@ void conv2d_gemm(__global const float* X, __global const float* Wt, __global con
     ld_c0 = 0;                                          \
     if (++ld_kw == KW) ld_kw = 0, ++ld_kh;              \
   }
-#define TAPS_PROLOGUE(LOAD)                      \
-  UNROLL for (int s = 0; s < STAGES - 1; ++s) { \
-    if (ld_kt < kt1) LOAD()                      \
-    COPY_COMMIT();                               \
+#define TAPS_PROLOGUE(LOAD, ahead)            \
+  UNROLL for (int s = 0; s < (ahead); ++s) { \
+    if (ld_kt < kt1) LOAD()                   \
+    COPY_COMMIT();                            \
   }
 
 // An input word as tf32: rounded, unless X is stored rounded (INPUT_TF32,
@@ -483,7 +483,7 @@ void conv2d_mma_taps(__global const float* X, __global const float* Wt, __global
     }                                                                                               \
     TAPS_ADVANCE()                                                                                  \
   }
-  TAPS_PROLOGUE(TAPS_LOAD)
+  TAPS_PROLOGUE(TAPS_LOAD, STAGES - 1)
   int st = 0;  // the stage of slice kt
   for (int kt = kt0; kt < kt1; ++kt) {
     COPY_WAIT(STAGES - 2);  // this work-item's copies of slice kt are done
@@ -558,6 +558,7 @@ void conv2d_mma_taps(__global const float* X, __global const float* Wt, __global
   asm volatile(P90 "wgmma.commit_group.sync.aligned;" ::: "memory")
 #endif
 #define WGMMA_WAIT() asm volatile(P90 "wgmma.wait_group.sync.aligned 0;" ::: "memory")
+#define WGMMA_WAIT1() asm volatile(P90 "wgmma.wait_group.sync.aligned 1;" ::: "memory")
 #define WG_FENCE() asm volatile("fence.proxy.async.shared::cta;" ::: "memory")  // the tensor cores read through the async proxy
 #else
 #define WGMMA_SLICE(as_s, bs_s)                                                                       \
@@ -570,6 +571,7 @@ void conv2d_mma_taps(__global const float* X, __global const float* Wt, __global
       acc[0][j][o] = s;                                                                               \
     }
 #define WGMMA_WAIT()
+#define WGMMA_WAIT1()
 #define WG_FENCE()
 #endif
 
@@ -632,10 +634,19 @@ void conv2d_wgmma_taps(__global const float* X, __global const float* Wt, __glob
     }                                                                                              \
     TAPS_ADVANCE()                                                                                 \
   }
-  TAPS_PROLOGUE(WG_LOAD)
+  // WG_PIPE: two slices' products in flight (wgmma.wait_group 1), so the
+  // copies run one slice less ahead: slice kt + STAGES - 2 goes into slice
+  // kt - 2's stage, whose products every warp had waited for before the
+  // barrier. Without it, slice kt - 1's products end before the barrier.
+#ifdef WG_PIPE
+#define WG_AHEAD (STAGES - 2)
+#else
+#define WG_AHEAD (STAGES - 1)
+#endif
+  TAPS_PROLOGUE(WG_LOAD, WG_AHEAD)
   int st = 0;  // the stage of slice kt
   for (int kt = kt0; kt < kt1; ++kt) {
-    COPY_WAIT(STAGES - 2);  // this work-item's copies of slice kt are done
+    COPY_WAIT(WG_AHEAD - 1);  // this work-item's copies of slice kt are done
     // Its input values rounded to tf32 in place (the tensor cores would
     // drop their low bits: errors 4-9x cvt.rna's in VGG-16 and ResNet-50),
     // while slice kt - 1's products run; with INPUT_TF32 (X stored rounded,
@@ -648,17 +659,22 @@ void conv2d_wgmma_taps(__global const float* X, __global const float* Wt, __glob
       }
 #endif
     WG_FENCE();
+#ifndef WG_PIPE
     WGMMA_WAIT();                  // slice kt - 1's products have read their stage
-    barrier(CLK_LOCAL_MEM_FENCE);  // everyone's slice kt is rounded, and slice kt - 1's stage is free
+#endif
+    barrier(CLK_LOCAL_MEM_FENCE);  // everyone's slice kt is rounded, and the stage copied next is free
     {
       __local const uint* as = As + st * (BM * BK);
       __local const uint* bs = Bs + st * (BN * BK);
       WGMMA_SLICE(as_sh + 4u * (uint)(st * (BM * BK) + (warp >> 2) * (64 * BK)), bs_sh + 4u * (uint)(st * (BN * BK)));
     }
-    // The copies of slice kt + STAGES - 1 into slice kt - 1's stage, issued
-    // behind the products.
+    // The copies of slice kt + WG_AHEAD into slice kt - 1's stage (kt - 2's
+    // with WG_PIPE), issued behind the products.
     if (ld_kt < kt1) WG_LOAD()
     COPY_COMMIT();
+#ifdef WG_PIPE
+    WGMMA_WAIT1();  // slice kt - 1's products are done: its stage is free after the next barrier
+#endif
     st = st == STAGES - 1 ? 0 : st + 1;
   }
   WGMMA_WAIT();

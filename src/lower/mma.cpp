@@ -27,6 +27,7 @@ struct MmaTiles {
   int stages = 0;
   bool wgmma = false;  // conv2d_wgmma_taps (sm_90a): bm / 64 warpgroups, bm x bn
   int slice = 16;
+  bool pipelined = false;  // conv2d_wgmma_taps with two slices' products in flight (WG_PIPE)
   int threads() const { return (bm / wm) * (bn / wn) * 32; }
 };
 // Speeds as texplan_conv_bench found them on a GPU; 4-warp tiles of
@@ -57,7 +58,12 @@ const MmaTiles kMmaTiles[] = {{"mma64x64w8", 64, 64, 32, 16, 1.02},  // first: t
                               // two warpgroups sharing the slice's input
                               {"wgmma128x64", 128, 64, 16, 64, 2.6, 3, true},
                               {"wgmma128x64k32", 128, 64, 16, 64, 2.0, 2, true, 32},
-                              {"wgmma128x128", 128, 128, 16, 128, 5.4, 3, true}};
+                              {"wgmma128x128", 128, 128, 16, 128, 5.4, 3, true},
+                              // two slices' products in flight, the copies one slice less ahead:
+                              // not measured yet, so below every other tile of the guess
+                              {"wgmma128x64p", 128, 64, 16, 64, 0.5, 4, true, 16, true},
+                              {"wgmma64x128p", 64, 128, 16, 128, 0.5, 4, true, 16, true},
+                              {"wgmma128x128p", 128, 128, 16, 128, 0.5, 3, true, 16, true}};
 constexpr int64_t kTapsBK = 16;  // gemm_mma.cl's BK with MMA_TAPS, unless a tile says otherwise
 
 // A convolution as the taps tiles see it: taps (KH x KW) over the group's
@@ -107,6 +113,7 @@ Source mma_source(const NodeBuilder& b, const MmaTiles& t, const std::string& ex
                   " -DWN=" + std::to_string(t.wn);
   if (t.stages) d += " -DMMA_TAPS -DSTAGES=" + std::to_string(t.stages);
   if (t.slice != kTapsBK) d += " -DTAPS_BK=" + std::to_string(t.slice);
+  if (t.pipelined) d += " -DWG_PIPE";
   // The tap-major kernels read X (input 0) as it is stored: rounded already
   // where its producer stored it so (optimize/tf32_storage.h).
   if (t.stages && b.has_in(0) && b.in(0).stored_tf32) d += " -DINPUT_TF32";
