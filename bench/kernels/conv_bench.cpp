@@ -375,8 +375,7 @@ double time_node(const Graph& node_graph, const std::vector<HostTensor>& node_fe
   std::vector<HostTensor> feeds = node_feeds;
   if (input_tf32 && precision == runtime::Precision::Tf32 && !g.inputs.empty()) {
     g.tensors[size_t(g.inputs[0])].stored_tf32 = true;
-    const Epilogue round = Epilogue::parse(std::vector<std::string>{"RoundTf32 x0"});
-    for (int64_t i = 0; i < feeds[0].count(); ++i) feeds[0].data<float>()[i] = round.eval(&feeds[0].data<float>()[i]);
+    for (int64_t i = 0; i < feeds[0].count(); ++i) feeds[0].data<float>()[i] = round_tf32(feeds[0].data<float>()[i]);
   }
   PlanInput pin = make_usage_records(g);
   plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");

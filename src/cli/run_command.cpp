@@ -508,7 +508,9 @@ int run_command(const RunArgs& a) {
   report["input_shapes"] = json::object();
   for (int id : g.inputs) report["input_shapes"][g.tensors[id].name] = g.tensors[id].shape;
   report["tf32_nodes"] = tf32_nodes;
-  report["tf32_stored_tensors"] = tf32_nodes.empty() ? 0 : m.tf32_stored_tensors;
+  // Marked activations are stored rounded only where tf32 ran.
+  const int tf32_stored = tf32_nodes.empty() ? 0 : m.tf32_stored_tensors;
+  report["tf32_stored_tensors"] = tf32_stored;
   report["split_k_nodes"] = split_k_nodes;  // products split over K for small grids
   report["optimization"] = report::optimize_json(optimized, {});
   report["raw_lower_bound_bytes"] = optimized.raw_lower_bound_bytes;
@@ -598,9 +600,7 @@ int run_command(const RunArgs& a) {
   std::cout << "precision   " << runtime::precision_name(precision);
   if (precision == runtime::Precision::Tf32)
     std::cout << ": " << tf32_nodes.size() << " node(s) on tensor cores, inputs rounded to tf32, fp32 sums; the rest exact"
-              << (tf32_nodes.empty() || m.tf32_stored_tensors == 0
-                      ? ""
-                      : "; " + std::to_string(m.tf32_stored_tensors) + " activation(s) stored rounded")
+              << (tf32_stored == 0 ? "" : "; " + std::to_string(tf32_stored) + " activation(s) stored rounded")
               << "\n";
   else if (precision == runtime::Precision::Fp16)
     std::cout << ": float activations and weights stored as IEEE half, fp32 arithmetic; inputs and outputs fp32 ("

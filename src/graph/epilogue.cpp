@@ -60,16 +60,6 @@ float sigmoid(float x) {
   const float e = std::exp(x);
   return e / (1.0f + e);
 }
-// To the nearest tf32 value (10 mantissa bits), ties away from zero, as
-// PTX's cvt.rna.tf32.f32; infinities and NaNs unchanged.
-float round_tf32(float x) {
-  if (!std::isfinite(x)) return x;
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  u = (u + 0x1000u) & 0xffffe000u;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
 float nan_max(float a, float b) { return std::isnan(a) || a > b ? a : b; }
 float nan_min(float a, float b) { return std::isnan(a) || a < b ? a : b; }
 
@@ -108,6 +98,19 @@ float apply(int op, const float* a, const float* p) {
   }
   return x;
 }
+
+}  // namespace
+
+float round_tf32(float x) {
+  if (!std::isfinite(x)) return x;
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u = (u + 0x1000u) & 0xffffe000u;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+namespace {
 
 std::string operand_string(const EpilogueOperand& o) {
   switch (o.kind) {

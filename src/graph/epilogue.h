@@ -42,4 +42,8 @@ struct Epilogue {
   float eval(const float* x) const;
 };
 
+// RoundTf32's meaning: x to the nearest tf32 value (10 mantissa bits), ties
+// away from zero, as PTX's cvt.rna.tf32.f32; infinities and NaN unchanged.
+float round_tf32(float x);
+
 }  // namespace texplan

@@ -2,9 +2,8 @@
 #include "lower/mma.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
 
+#include "graph/epilogue.h"
 #include "kernels/kernel_sources.h"
 #include "lower/tuning.h"
 
@@ -178,12 +177,12 @@ const MmaTiles* choose_mma_tiles(const NodeBuilder& b, int64_t M, int64_t N, int
     if (double(M) * double(N) < 0.75 * area && !(emulate && &t == &kMmaTiles[0])) continue;
     const int64_t tk = tile_depth(t, K, taps);
     int64_t kslice = tk, splits = split_k(b, t, M, N, tk, batches, total, kslice, onto_residual), g = groups(t, M, N, batches) * splits;
-    double cost = double(ceil_div(g, cu)) * double(t.bm * t.bn) * double(kslice) / t.speed +
-                  (splits > 1 ? 150e3 + 0.25 * double(M * N * batches * splits) : 0.0);
     // The warpgroup tiles: the fastest whose grid (split included) fills
     // half the compute units; under that they ran up to 1.45x slower
     // (docs/kernel-choices.md#warpgroup-tiles).
-    if (warpgroup) cost = (2 * g >= cu ? 0.0 : 1e6) - t.speed;
+    const double cost = warpgroup ? (2 * g >= cu ? 0.0 : 1e6) - t.speed
+                                  : double(ceil_div(g, cu)) * double(t.bm * t.bn) * double(kslice) / t.speed +
+                                        (splits > 1 ? 150e3 + 0.25 * double(M * N * batches * splits) : 0.0);
     if (cost < best_cost) best = &t, best_cost = cost, best_groups = g;
   }
   return best && 4 * best_groups < cu && !emulate ? nullptr : best;
@@ -276,14 +275,7 @@ void for_each_tf32_weight(const HostTensor& weights, const MmaConv& g,
   for (int64_t oc = 0; oc < g.OC; ++oc)
     for (int64_t c = 0; c < ICg; ++c)
       for (int64_t t = 0; t < taps; ++t) {
-        float v = w[size_t((oc * ICg + c) * taps + t)];
-        if (std::isfinite(v)) {
-          uint32_t u;
-          std::memcpy(&u, &v, 4);
-          u = (u + 0x1000u) & 0xffffe000u;
-          std::memcpy(&v, &u, 4);
-        }
-        place(oc, c, t, v);
+        place(oc, c, t, round_tf32(w[size_t((oc * ICg + c) * taps + t)]));
       }
 }
 
@@ -291,8 +283,8 @@ void for_each_tf32_weight(const HostTensor& weights, const MmaConv& g,
 // channels rounded up to the slice, zeros past them), rounded to tf32; each
 // slice's channels in the order 0 4 8 12 1 5 9 13 ..., so that a lane's
 // fragments over the slice are one 16-byte load.
-std::vector<float> tap_weights(const HostTensor& weights, const MmaConv& g, int64_t CP) {
-  const int64_t taps = g.KH * g.KW;
+std::vector<float> tap_weights(const HostTensor& weights, const MmaConv& g) {
+  const int64_t taps = g.KH * g.KW, CP = ceil_div(g.C / g.groups, kTapsBK) * kTapsBK;
   std::vector<float> p(size_t(g.OC * taps * CP), 0.0f);
   for_each_tf32_weight(weights, g, [&](int64_t oc, int64_t c, int64_t t, float v) {
     const int64_t k = c % kTapsBK, slot = (c - k) + 4 * (k % 4) + k / 4;
@@ -376,7 +368,7 @@ bool launch_conv_mma(NodeBuilder& b, const MmaConv& g, bool has_bias, const Tens
                                                    [&] { return wgmma_weights(*weights, g, t.slice); });
                     launch_conv_kernel(b, src, "conv2d_wgmma_taps", r, TensorArg{packed.mem, 0}, bias, p);
                   } else if (t.stages) {
-                    const MemArg packed = b.packed("mma taps", [&] { return tap_weights(*weights, g, taps.depth(kTapsBK) / taps.taps); });
+                    const MemArg packed = b.packed("mma taps", [&] { return tap_weights(*weights, g); });
                     launch_conv_kernel(b, src, "conv2d_mma_taps", r, TensorArg{packed.mem, 0}, bias, p);
                   } else {
                     launch_conv_kernel(b, src, "conv2d_gemm", r, b.arg_in(1), bias, p);
