@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <random>
+#include <set>
 
 #include "cli/commands.h"
 #include "graph/epilogue.h"
@@ -983,6 +984,123 @@ TEST(Optimize, DepthwiseConvsGoIntoOneByOneConvs) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_LE(test::rel_error(got[i], want[i]), 1e-2) << i;
   EXPECT_TRUE(half.guard_violations().empty());
+}
+
+// ShuffleNet's channel shuffles (Concat, Reshape, Transpose, Reshape) are
+// written by the 1x1 conv computing one of their halves on GPUs: a block
+// whose halves are both convs (one of them a depthwise conv into a 1x1, which
+// GPUs fuse), and one passing its first half through. Not where the conv's
+// half is read by another node too, nor on CPU devices or when switched
+// off. The same outputs on the CPU executor and on texplan's GPU kernels
+// (on PoCL, every tile family and split-K in one launch, guarded), and no
+// higher bound.
+TEST(Optimize, ChannelShufflesWrittenByTheirConvs) {
+  std::mt19937 rng(31);
+  const int64_t C = 64, H = 6, W = 5, half = C / 2;
+  const Shape xs = {1, C, H, W}, hs = {1, half, H, W};
+  int x = 0;
+  Graph g = graph_with_input("shuffles", xs, x);
+  auto shuffle = [&](const std::string& name, int a, int b) {
+    const int cat = tensor(g, name + "_cat", xs), grouped = tensor(g, name + "_grouped", {1, 2, half, H, W}),
+              moved = tensor(g, name + "_moved", {1, half, 2, H, W}), y = tensor(g, name, xs);
+    node(g, "Concat", {a, b}, {cat}, {{"axis", Attribute::of_int(1)}});
+    node(g, "Reshape", {cat, ints(g, name + "_s1", {1, 2, half, H, W})}, {grouped});
+    node(g, "Transpose", {grouped}, {moved}, {{"perm", Attribute::of_ints({0, 2, 1, 3, 4})}});
+    node(g, "Reshape", {moved, ints(g, name + "_s2", {1, C, H, W})}, {y});
+    return y;
+  };
+  auto pointwise = [&](const std::string& name, int in, int64_t cin, bool bias) {  // 1x1 conv, Relu
+    const int c = tensor(g, name + "_conv", hs), y = tensor(g, name, hs);
+    std::vector<int> ins = {in, weight(g, name + "_w", {half, cin, 1, 1}, rng)};
+    if (bias) ins.push_back(weight(g, name + "_b", {half}, rng));
+    node(g, "Conv", ins, {c});
+    node(g, "Relu", {c}, {y});
+    return y;
+  };
+  auto halves = [&](const std::string& name, int in, int& first, int& second) {
+    first = tensor(g, name + "_first", hs), second = tensor(g, name + "_second", hs);
+    node(g, "Slice", {in, ints(g, name + "_s0", {0}), ints(g, name + "_e0", {half}), ints(g, name + "_a0", {1})}, {first});
+    node(g, "Slice", {in, ints(g, name + "_s1", {half}), ints(g, name + "_e1", {C}), ints(g, name + "_a1", {1})}, {second});
+  };
+  // Both halves computed from the input, the second through a depthwise conv.
+  const int a1 = pointwise("a1", x, C, true);
+  const int d1 = tensor(g, "d1", xs);
+  node(g, "Conv", {x, weight(g, "d1_w", {C, 1, 3, 3}, rng), weight(g, "d1_b", {C}, rng)}, {d1},
+       {{"group", Attribute::of_int(C)}, {"kernel_shape", Attribute::of_ints({3, 3})},
+        {"pads", Attribute::of_ints({1, 1, 1, 1})}});
+  const int s1 = shuffle("s1", a1, pointwise("b1", d1, C, false));
+  // The first half passed through, the second through a conv.
+  int p1 = 0, p2 = 0;
+  halves("p", s1, p1, p2);
+  const int s2 = shuffle("s2", p1, pointwise("b2", p2, half, true));
+  // The conv's half read by a Neg too: the Transpose stays.
+  int q1 = 0, q2 = 0;
+  halves("q", s2, q1, q2);
+  const int b3 = pointwise("b3", q2, half, true), neg = tensor(g, "neg", hs);
+  node(g, "Neg", {b3}, {neg});
+  const int s3 = shuffle("s3", q1, b3);
+  for (int y : {s2, s3, neg}) g.tensors[y].is_output = true;
+  g.outputs = {s2, s3, neg};
+  g.topological_sort();
+  const HostTensor input = random_tensor(xs, rng, -2, 2);
+  const std::vector<HostTensor> want = run_graph(g, input);
+
+  const FusedForms gpu = lower::kernel_catalog().fused_for("gpu");
+  ASSERT_TRUE(gpu.shuffled_output_conv);
+  ASSERT_FALSE(lower::kernel_catalog().fused_for("cpu").shuffled_output_conv);
+  Graph on_cpu = g, off = g;
+  EXPECT_EQ(optimize(on_cpu, {.device_forms = lower::kernel_catalog().fused_for("cpu")}).fused_channel_shuffles, 0);
+  const OptimizeReport apart = optimize(off, {.channel_shuffle_fusion = false, .device_forms = gpu});
+  EXPECT_EQ(apart.fused_channel_shuffles, 0);
+  const OptimizeReport rep = optimize(g, {.device_forms = gpu});
+  EXPECT_EQ(rep.fused_channel_shuffles, 2);
+  EXPECT_EQ(rep.fused_depthwise_inputs, 1);
+  EXPECT_LE(rep.lower_bound_bytes, apart.lower_bound_bytes);
+  EXPECT_EQ(off.nodes.size(), g.nodes.size() + 8) << "two Concats, Transposes and four Reshapes gone";
+  int transposes = 0;
+  std::set<std::string> written;
+  for (const Node& n : g.nodes) {
+    transposes += n.op_type == "Transpose";
+    const std::optional<ShuffledOutput> s = shuffled_output(n);
+    if (!s) continue;
+    const std::string& y = g.tensors[size_t(n.outputs[0])].name;
+    written.insert(y);
+    EXPECT_EQ(g.tensors[size_t(n.outputs[0])].shape, xs);
+    // The other half is the last epilogue input, of the conv's shape.
+    const int other = n.inputs[operand_inputs_end(n) - 1];
+    EXPECT_EQ(g.tensors[size_t(other)].shape, hs);
+    if (y == "s2") {
+      EXPECT_EQ(s->slot, 1) << "the conv computes the second half";
+      EXPECT_EQ(g.tensors[size_t(other)].name, "p_first");
+    } else {
+      EXPECT_EQ(y, "s1");
+      EXPECT_EQ(g.tensors[size_t(other)].name, s->slot == 1 ? "a1" : "b1");
+    }
+  }
+  EXPECT_EQ(written, (std::set<std::string>{"s1", "s2"}));
+  EXPECT_EQ(transposes, 1) << "s3's, whose conv half the Neg reads too";
+  expect_all_close(run_graph(g, input), want);
+  expect_all_close(run_graph(on_cpu, input), want);
+  auto dev = runtime::open_device("pocl");
+  std::vector<std::string> writers;
+  for (const Node& n : g.nodes)
+    if (shuffled_output(n)) writers.push_back(n.name + " (FusedConv)");
+  for (const char* variant : {"", "32x32", "32x16", "64x64/s3", "32x32k4"}) {
+    SCOPED_TRACE(variant);
+    const bool split = std::string(variant).find("/s") != std::string::npos;
+    expect_all_close(run_graph(g, input, dev,
+                               [&](const runtime::Session& s) {
+                                 EXPECT_TRUE(s.fallback_nodes().empty());
+                                 // A writer with a depthwise input splits K in one launch where
+                                 // forced (and by shape, unforced); forced tiles alone do not.
+                                 int split_writers = 0;
+                                 for (const std::string& n : s.split_k_nodes())
+                                   split_writers += std::count(writers.begin(), writers.end(), n) > 0;
+                                 if (*variant) EXPECT_EQ(split_writers > 0, split) << ::testing::PrintToString(s.split_k_nodes());
+                               },
+                               {.conv = variant}),
+                     want);
+  }
 }
 
 // Squeeze-and-excitation's two fully connected layers (1x1 convs of the

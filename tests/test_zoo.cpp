@@ -146,6 +146,43 @@ TEST_P(Zoo, OptimizedGraphLowersTheBoundAndRunsWithACleanGuard) {
   EXPECT_LE(cli::relative_error(cpu.run({input})[0], expected), 1e-4);
 }
 
+// ShuffleNet as GPUs run it (their fused forms: depthwise convs inside the
+// 1x1s, the channel shuffles written by their convs) on texplan's GPU
+// kernels, on PoCL: the same output, a clean guard, no Transpose left, at
+// least 16 launches fewer than without the shuffles fused and the same bound.
+TEST(ZooOnGpuKernels, ShuffleNetInGpuForms) {
+  const std::string name = "shufflenet_v2_x1_0";
+  fs::path dir = model_dir(name);
+  if (!fs::exists(dir / (name + ".onnx.data")))
+    GTEST_SKIP() << "no " << name << " with weights at " << dir << " (../shared/models)";
+  const Graph imported = import_onnx(dir.string(), {.load_weights = true});
+  Graph g = imported, apart = imported;
+  const FusedForms gpu = lower::kernel_catalog().fused_for("gpu");
+  const OptimizeReport r = optimize(g, {.device_forms = gpu});
+  const OptimizeReport r_apart = optimize(apart, {.channel_shuffle_fusion = false, .device_forms = gpu});
+  EXPECT_EQ(r.fused_channel_shuffles, 16);
+  EXPECT_EQ(r.lower_bound_bytes, r_apart.lower_bound_bytes);
+  EXPECT_EQ(std::count_if(g.nodes.begin(), g.nodes.end(), [](const Node& n) { return n.op_type == "Transpose"; }), 0);
+  HostTensor input = load_tensor_pb((dir / "test_data_set_0" / "input_0.pb").string());
+  HostTensor expected = load_tensor_pb((dir / "test_data_set_0" / "output_0.pb").string());
+  auto device = runtime::open_device("pocl");
+  auto session = [&](const Graph& graph) {
+    PlanInput pin = make_usage_records(graph);
+    plan::MemoryPlan plan = plan::plan_memory(pin.records, device->info().profile, "best");
+    runtime::SessionOptions so;
+    so.guard = true;
+    so.kernel_choice = {.conv = "gpu"};
+    return std::make_unique<runtime::Session>(graph, pin, plan, device, so);
+  };
+  const auto fused = session(g), unfused = session(apart);
+  auto out = fused->run({input});
+  EXPECT_TRUE(fused->guard_violations().empty()) << fused->guard_violations().front();
+  EXPECT_TRUE(fused->fallback_nodes().empty());
+  EXPECT_LE(cli::relative_error(out[0], expected), 1e-4);
+  // 57 -> 39: the Transposes and the copies of the one Concat the bound keeps.
+  EXPECT_GE(unfused->kernel_launches() - fused->kernel_launches(), 16);
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, Zoo,
                          ::testing::ValuesIn([] {
                            auto v = zoo_models();

@@ -16,6 +16,9 @@ void add_optimize_options(CLI::App& app, OptimizeOptions& o) {
                         "keep two fully connected 1x1 convolutions in a row apart");
   app.add_flag_callback("--no-depthwise-input-fusion", [&o] { o.depthwise_input_fusion = false; },
                         "keep each depthwise convolution apart from the 1x1 convolution reading it (GPUs)");
+  app.add_flag_callback("--no-channel-shuffle-fusion", [&o] { o.channel_shuffle_fusion = false; },
+                        "keep ShuffleNet's channel shuffle (Concat, Reshape, Transpose, Reshape) apart from the "
+                        "1x1 convolution computing one of its halves (GPUs)");
   app.add_flag_callback("--no-channel-program-fusion", [&o] { o.channel_program_fusion = false; },
                         "keep a per-channel elementwise node (BatchNormalization + Relu) apart from the 1x1 "
                         "convolution after it");

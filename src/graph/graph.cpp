@@ -251,6 +251,11 @@ std::optional<ChannelProgram> channel_program(const Node& n) {
   return n.decisions.channel_program;
 }
 
+std::optional<ShuffledOutput> shuffled_output(const Node& n) {
+  if (n.op_type != "FusedConv") return std::nullopt;
+  return n.decisions.shuffled_output;
+}
+
 size_t operand_inputs_end(const Node& n) {
   size_t trailing = channel_scaled(n) ? 1 : 0;
   if (const auto p = channel_program(n)) trailing += p->trailing_inputs();

@@ -155,6 +155,17 @@ struct ChannelProgram {
   }
 };
 
+// ShuffleNet's channel shuffle of two halves, Concat(a, b) -> Reshape [N,
+// 2, C, H, W] -> Transpose(0, 2, 1, 3, 4) -> Reshape [N, 2C, H, W], written
+// by the FusedConv computing one half (docs/fused-ops.md#shuffled-output):
+// its Y has twice its conv's channels, the conv's channel c at Y's channel
+// 2c + slot, and the node's last epilogue input (the other half, of the
+// conv's shape, which the program does not read) copied to channel
+// 2c + 1 - slot. The Concat, both Reshapes and the Transpose run nothing.
+struct ShuffledOutput {
+  int slot = 1;  // 0: the conv's output is the Concat's first input
+};
+
 // What the optimizer decided about a node, for the stages after it. Only
 // code sets these, never a model file: an attribute of a similar name in a
 // model is an ordinary attribute (and import's schema check refuses it).
@@ -187,6 +198,12 @@ struct NodeDecisions {
   // GEMM lowering, half_range, and the passes that refuse it (patching,
   // textures, offload).
   std::optional<ChannelProgram> channel_program;
+  // A FusedConv whose Y is a channel shuffle of its conv's output and another
+  // tensor (shuffled_output()). Set by optimize's
+  // channel_shuffles_into_convs; read by the reference, the GPU lowering,
+  // sharing (never in place), profile and the passes that refuse it
+  // (patching, textures, offload).
+  std::optional<ShuffledOutput> shuffled_output;
 };
 
 struct Node {
@@ -262,6 +279,11 @@ std::optional<ChannelProgram> channel_program(const Node& n);
 // Inputs of n that are operands of its own kernel, before any channel
 // scale or channel program operands (and depthwise weights) at the end.
 size_t operand_inputs_end(const Node& n);
+
+// A FusedConv's shuffled output (NodeDecisions::shuffled_output); none on
+// any other node. Its companion (the other half) is input
+// operand_inputs_end(n) - 1.
+std::optional<ShuffledOutput> shuffled_output(const Node& n);
 
 // A FusedAttention's form; none on any other node (or a malformed one).
 std::optional<AttentionForm> attention_form(const Node& n);

@@ -323,7 +323,7 @@ void gemm(__global const real_t* A, __global const real_t* B, __global const rea
 #ifdef SPLITK
   __global volatile int* sem = SPLIT_SEM(splits);
   if (split_start(sem, &split_flag)) {
-    TILE_EACH(Y[yo + y0 + m * N + n] = 0.0f)
+    TILE_EACH(Y[yo + YI(y0 + m * N + n)] = 0.0f)
     split_zeroed(sem);
   }
 #endif
@@ -348,9 +348,9 @@ void gemm(__global const real_t* A, __global const real_t* B, __global const rea
 #endif
 #ifdef SPLITK
   split_wait_zeroed(sem);
-  TILE_EACH(split_add(Y + yo + y0 + m * N + n,
+  TILE_EACH(split_add(Y + yo + YI(y0 + m * N + n),
                       alpha * acc[i][j] + (has_c && kbeg == 0 ? beta * LD(C, m * c_sm + n * c_sn) : 0.0f)))
-  if (split_leave(sem, &split_flag, splits)) TILE_EACH(SPLIT_FINISH(Y + yo + y0 + m * N + n, y0 + m * N + n))
+  if (split_leave(sem, &split_flag, splits)) TILE_EACH(SPLIT_FINISH(Y + yo + YI(y0 + m * N + n), y0 + m * N + n))
 #else
   TILE_EACH(ST(Y, yo + YI(y0 + m * N + n),
                EPI(alpha * acc[i][j] + (has_c ? beta * LD(C, m * c_sm + n * c_sn) : 0.0f), y0 + m * N + n)))

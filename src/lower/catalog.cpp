@@ -29,8 +29,12 @@ const KernelCatalog& kernel_catalog() {
     // - Strided product operands off CPU devices: they leave the CPU
     //   kernels' contiguous GEMM (docs/kernel-choices.md#strided-product-operands).
     // - FusedAttention everywhere: attention.cl on GPUs, cpu_attention.cl on CPU devices.
+    // - Shuffled outputs (ShuffledOutput, graph.h) on GPUs only, where a
+    //   Transpose is a launch: the CPU kernels' stores then go an element at
+    //   a time, not as vectors (ShuffleNet on PoCL 3.5 -> 5.4 ms,
+    //   docs/fused-ops.md#shuffled-output).
     k.fused_forms["gpu"] = {.conv_maxpool = conv_maxpool, .channel_program_conv = true,
-                            .depthwise_input_conv = true, .strided_operands = true,
+                            .depthwise_input_conv = true, .shuffled_output_conv = true, .strided_operands = true,
                             .attention_head_dim = kMaxAttentionHeadDim,
                             .channel_gate_channels = kMaxGateChannels,
                             .channel_gate_weights = kMaxGateWeights};

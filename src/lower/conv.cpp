@@ -301,7 +301,7 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
     // then beats the unsplit tiles
     // (docs/kernel-choices.md#split-k-in-one-launch-tried-kept-for-depthwise-inputs).
     one_launch = splitk_takes_both_passes(b, tail);
-    emit(depthwise_input_variant(b, g.M, g.N, g.K, nb, split_k_allowed(b, g.K, total, tail)));
+    emit(depthwise_input_variant(b, g.M, g.N, g.K, nb, split_k_allowed(b, g.K, total, tail, one_launch)));
     return;
   }
   // K-groups pay where K is long against the output: at least two of its
@@ -319,6 +319,10 @@ void FusedTail::append_args(NodeBuilder& b) const {
     if (in.strided) b.more_args(in.strides);
   }
   if (strided) b.more_args(dims);
+  if (copy) {
+    b.more_args(copy->to);
+    b.more_args(copy->plane);
+  }
   if (window) {
     b.more_args(ywin_dims);
     b.more_args(ywin_strides);
@@ -357,7 +361,7 @@ bool lower_conv(NodeBuilder& b, const FusedTail& fused) {
   if (g.N * g.OC * g.OH * g.OW == 0) return true;
   const bool plain_1x1 = g.KH == 1 && g.KW == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
   // A channel program: the 1x1 GEMM's tiles only; elsewhere the CPU runs the node.
-  if (tail.xprogram() && (!plain_1x1 || g.groups != 1 || tail.xwindow || tail.window)) return false;
+  if (tail.xprogram() && (!plain_1x1 || g.groups != 1 || tail.xwindow)) return false;
 
   if (g.groups == g.C && ICg == 1 && !tail.xprogram()) {  // depthwise
     Range r = group_range({size_t(ceil_div(ceil_div(g.OW, 4), 16)), size_t(ceil_div(g.OH, 4)), size_t(g.N * g.OC)},

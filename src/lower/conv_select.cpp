@@ -482,9 +482,10 @@ bool winograd_before_tf32(const NodeBuilder& b, const WinogradShape& w, bool poo
 // tail with a residual form (the slices then add onto it). The epilogue
 // always runs as a separate pass: it reads its operands at Y's index only,
 // and (Y over none of them) they still hold the same values after the slices.
-bool split_k_allowed(const NodeBuilder& b, int64_t K, int64_t total, const FusedTail& tail) {
+bool split_k_allowed(const NodeBuilder& b, int64_t K, int64_t total, const FusedTail& tail, bool one_launch) {
   // Half storage: the slices' atomic adds (split_add) work on fp32 words.
-  return !b.half && !tail.window && !tail.xwindow && K >= 2 * kTK && total <= INT32_MAX && (!output_overlaps_input(b) || tail.residual);
+  return !b.half && (!tail.window || one_launch) && !tail.xwindow && K >= 2 * kTK && total <= INT32_MAX &&
+         (!output_overlaps_input(b) || tail.residual);
 }
 
 // Local memory a tile may take: more would cut the work-groups a GPU runs at

@@ -92,7 +92,9 @@ std::string kgroups_defines(const Variant& v);
 double variant_cost(const Variant& v, int64_t M, int64_t N, int64_t K, int64_t batches, int64_t cu);
 
 // Whether a GEMM of depth K into Y (`total` elements) may be split over K.
-bool split_k_allowed(const NodeBuilder& b, int64_t K, int64_t total, const FusedTail& tail);
+// `one_launch`: the split would run as SPLITK_ONE, whose slices store through
+// YI, so Y may be a window.
+bool split_k_allowed(const NodeBuilder& b, int64_t K, int64_t total, const FusedTail& tail, bool one_launch = false);
 
 // Winograd F(2x2, 3x3) (conv_winograd.cl) of a 3x3 stride-1 conv with one
 // group: a work-group computes 32 output channels x 32 2x2 tiles, all 16

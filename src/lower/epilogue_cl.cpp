@@ -279,10 +279,13 @@ std::string channel_program_cl(const Epilogue& e, int operands, const std::optio
   return o.str();
 }
 
-std::string epilogue_cl(const Epilogue& e, const std::vector<EpilogueRead>& reads, const std::vector<bool>& row_constant) {
+std::string epilogue_cl(const Epilogue& e, const std::vector<EpilogueRead>& reads, const std::vector<bool>& row_constant,
+                        int copied) {
   if (int(reads.size()) < e.inputs())
     throw Error("epilogue reads x" + std::to_string(e.inputs() - 1) + " but only " + std::to_string(reads.size()) +
                 " operands are bound");
+  if (copied >= 0 && (size_t(copied) >= reads.size() || reads[size_t(copied)] != EpilogueRead::Direct))
+    throw Error("epilogue copies x" + std::to_string(copied) + ", which it does not read at Y's index");
   std::ostringstream o;
   o << kHelpers;
   bool strided = false;
@@ -293,12 +296,21 @@ std::string epilogue_cl(const Epilogue& e, const std::vector<EpilogueRead>& read
     if (reads[k] == EpilogueRead::Strided) o << ", Dims X" << k << "s", strided = true;
   }
   if (strided) o << ", Dims epi_dims";
+  const std::string x_copied = "X" + std::to_string(copied);
+  if (copied >= 0)
+    o << " , __global real_t* EPY, int EPYo, int EPYp\n"
+      << "inline float epi_stored_with(__global real_t* y, int at, float copy, float v) {\n"
+      << "  ST(y, at, copy);\n  return v;\n}";
   o << "\n" << scalar_function(e, reads.size(), "epi_program");
   // `head`(operand 0, operand 1, ...): each operand as `value`, `direct` or
   // `strided` spells it for buffer X<k> ("X" stands for it).
   auto call = [&](const std::string& head, const std::string& value, const std::string& direct,
                   const std::function<std::string(size_t)>& strided_operand) {
-    o << head << "(";
+    const bool copies = copied >= 0 && head.rfind("#define EPI_VEC", 0) != 0;
+    if (copies) o << head.substr(0, head.rfind(' ') + 1) << "epi_stored_with(EPY, EPYo + (i) + (i) / EPYp * EPYp, LD(" << x_copied
+                  << ", " << x_copied << "o + (i)), " << head.substr(head.rfind(' ') + 1);
+    else o << head;
+    o << "(";
     for (size_t k = 0; k < reads.size(); ++k) {
       const std::string x = "X" + std::to_string(k);
       std::string form = reads[k] == EpilogueRead::Value    ? value
@@ -307,7 +319,7 @@ std::string epilogue_cl(const Epilogue& e, const std::vector<EpilogueRead>& read
       for (size_t at; (at = form.find('@')) != std::string::npos;) form.replace(at, 1, x);
       o << (k ? ", " : "") << form;
     }
-    o << ")\n";
+    o << (copies ? "))\n" : ")\n");
   };
   call("#define EPI(v, i) epi_program", "(v)", "LD(@, @o + (i))",
        [](size_t) { return std::string("LD(@, @o + strided_offset((i), epi_dims, @s))"); });
@@ -344,7 +356,7 @@ std::string epilogue_cl(const Epilogue& e, const std::vector<EpilogueRead>& read
     if (form.empty()) vectorizable = false;
     vp << "  const EPI_VF t" << k << " = " << form << ";\n";
   }
-  if (!vectorizable) return o.str();
+  if (!vectorizable || copied >= 0) return o.str();
   o << "#ifdef EPI_VECTOR_WIDTH\n" << kVectorHelpers << "inline EPI_VF epi_program_v(";
   for (size_t k = 0; k < reads.size(); ++k) o << (k ? ", " : "") << "EPI_VF x" << k;
   o << ") {\n" << vp.str() << "  return " << (e.code.empty() ? "x0" : "t" + std::to_string(e.code.size() - 1))

@@ -30,8 +30,14 @@ enum class EpilogueRead {
 // Semantics match Epilogue::eval exactly (same formulas, same NaN rules).
 // `row_constant[k]`: strided operand k does not change along the innermost
 // dim (a per-channel scale), so EPI_R reads it once a row.
+// `copied` >= 0: EPI and EPI_R also store operand x<copied> (read Direct)
+// with its planes every other one, element i at EPY + EPYo + i + (i / EPYp)
+// * EPYp (`__global real_t* EPY, int EPYo, int EPYp`, planes of EPYp
+// elements, the last of EPI_PARAMS), and there is no EPI_VEC: a
+// ShuffledOutput's other half (graph.h). Every kernel with EPI_PARAMS
+// takes it, whatever its own stores.
 std::string epilogue_cl(const Epilogue& e, const std::vector<EpilogueRead>& reads,
-                        const std::vector<bool>& row_constant = {});
+                        const std::vector<bool>& row_constant = {}, int copied = -1);
 
 // A conv's channel program (ChannelProgram, graph.h) as the prelude of
 // gemm.cl: XPRO_PARAMS (`__global const real_t* P<k>, int P<k>o` for

@@ -53,8 +53,9 @@ int residual_operand(const Epilogue& e, const std::vector<EpilogueRead>& reads, 
 // The tail whose program operands are, in order: the kernel's own value (when
 // value_x0), then node inputs `first`..`end` (-1: to the last) as buffers.
 // Inputs with Y's elements are read at Y's index, the others through
-// broadcast strides.
-bool make_tail(NodeBuilder& b, int first, bool value_x0, FusedTail& tail, int end = -1) {
+// broadcast strides. `copied`: the input the kernels also store as
+// tail.copy says (which the caller sets), or -1.
+bool make_tail(NodeBuilder& b, int first, bool value_x0, FusedTail& tail, int end = -1, int copied = -1) {
   if (end < 0) end = b.inputs();
   const Shape& y = b.out(0).shape;
   if (!float32(b.out(0))) return false;
@@ -95,8 +96,11 @@ bool make_tail(NodeBuilder& b, int first, bool value_x0, FusedTail& tail, int en
   // BatchNormalization, no activation) needs no prelude: the kernels' EPI
   // default stores the value, and split-K needs no pass after its slices.
   if (value_x0 && e.code.empty() && reads.size() == 1) return true;
-  tail.prelude = epilogue_cl(e, reads, row_constant);
+  const int copied_read = copied < 0 ? -1 : copied - first + (value_x0 ? 1 : 0);
+  if (copied_read >= 0 && reads.at(size_t(copied_read)) != EpilogueRead::Direct) return false;
+  tail.prelude = epilogue_cl(e, reads, row_constant, copied_read);
   tail.transcendental = e.transcendental();
+  if (copied_read >= 0) return true;  // no residual form: nothing is stored in place
   // The residual form (FusedTail::residual_prelude): one Add of a leading
   // chain of Adds onto the kernel's value x0 (x0 + bias + residual, as a
   // MatMul with its bias exports) adds an input xj stored exactly where Y is.
@@ -134,10 +138,26 @@ bool lower_fused_conv(NodeBuilder& b) {
   // scale or its program's operands, none of the epilogue's; the conv
   // lowerings that take them read them from there.
   const int end = int(operand_inputs_end(b.node));
+  const std::optional<ShuffledOutput> shuffled = shuffled_output(b.node);
+  if (shuffled) {
+    // Y is the channel shuffle of the conv's output and input end - 1: the
+    // conv stores channel c at Y's 2c + slot through a window's strides, and
+    // its epilogue copies the other half's element to 2c + 1 - slot.
+    const Shape& y = b.out(0).shape;
+    if (end < 4 || y.size() != 4 || y[1] % 2 != 0 || b.in_window(end - 1) || b.out_window(0)) return false;
+    const int64_t plane = y[2] * y[3];
+    b.write_output_part({y[0], y[1] / 2, y[2], y[3]}, {y[1] * plane, 2 * plane, y[3], 1}, shuffled->slot * plane);
+  }
   for (int i = 3; i < end; ++i)
-    if (!b.has_in(i) || b.in(i).shape != b.out(0).shape) return false;  // the contract: Ej has Y's shape
+    if (!b.has_in(i) || b.in(i).shape != b.out(0).shape) return false;  // the contract: Ej has Y's (the conv's) shape
   FusedTail tail;
-  if (!make_tail(b, 3, true, tail, end)) return false;
+  if (!make_tail(b, 3, true, tail, end, shuffled ? end - 1 : -1)) return false;
+  if (shuffled) {
+    const int64_t plane = b.out(0).shape[2] * b.out(0).shape[3];
+    TensorArg other_half = b.arg_out(0);
+    other_half.offset += i32((1 - 2 * shuffled->slot) * plane);
+    tail.copy = FusedTail::PlaneCopy{other_half, i32(plane)};
+  }
   if (const std::optional<ChannelProgram> cp = channel_program(b.node)) {
     const int64_t C = b.in(0).shape.size() == 4 ? b.in(0).shape[1] : -1;
     const int operands_end = b.inputs() - (cp->depthwise ? 1 : 0);
@@ -177,7 +197,11 @@ bool lower_fused_conv(NodeBuilder& b) {
     }
     tail.xprogram_prelude = channel_program_cl(Epilogue::parse(cp->program), cp->operands, cp->depthwise, gate);
   }
-  return lower_conv(b, tail);
+  if (!lower_conv(b, tail)) return false;
+  if (shuffled && !b.output_part_taken())
+    throw Error("its kernels cannot write the shuffled channels (channel-shuffle fusion): run with "
+                "--no-channel-shuffle-fusion");
+  return true;
 }
 
 // FusedMlp (fused.cl mlp2): one work-group per image, one item on CPU

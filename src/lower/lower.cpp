@@ -147,6 +147,24 @@ std::vector<int64_t> NodeBuilder::take_window(int t) {
   return storage_strides(g_, t);
 }
 
+TensorArg NodeBuilder::arg_out(int i) const {
+  TensorArg a = arg(node.outputs.at(i));
+  if (i == 0 && out_part_) a.offset += i32(out_part_->shift);
+  return a;
+}
+
+std::vector<int64_t> NodeBuilder::take_out_window(int i) {
+  if (i != 0 || !out_part_) return take_window(node.outputs.at(i));
+  out_part_->taken = true;
+  return out_part_->strides;
+}
+
+void NodeBuilder::write_output_part(const Shape& shape, std::vector<int64_t> strides, int64_t shift) {
+  OutputPart p{without_value(g_.tensors.at(node.outputs.at(0))), std::move(strides), shift};
+  p.tensor.shape = shape;
+  out_part_ = std::move(p);
+}
+
 std::vector<int> NodeBuilder::untaken_windows() const {
   std::vector<int> left;
   for (const auto* list : {&node.inputs, &node.outputs})

@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -144,23 +145,29 @@ class NodeBuilder {
   int inputs() const { return int(node.inputs.size()); }
   bool has_in(int i) const { return i < inputs() && node.inputs[i] >= 0; }
   const Tensor& in(int i) const { return g_.tensors.at(node.inputs.at(i)); }
-  const Tensor& out(int i) const { return g_.tensors.at(node.outputs.at(i)); }
+  const Tensor& out(int i) const { return i == 0 && out_part_ ? out_part_->tensor : g_.tensors.at(node.outputs.at(i)); }
   // Value of input i if it is a constant with data, else null.
   const HostTensor* constant(int i) const;
   TensorArg arg_in(int i) const { return arg(node.inputs.at(i)); }
-  TensorArg arg_out(int i) const { return arg(node.outputs.at(i)); }
+  TensorArg arg_out(int i) const;
   // Windows (graph.h TensorWindow: a patch's part of a larger tensor): a
   // lowering whose kernels address tensor `t` through its storage's strides
   // takes the window (the strides; contiguous ones for a tensor that is no
   // window). The session refuses a node whose windows were not all taken.
   bool is_window(int t) const { return g_.tensors.at(t).window.has_value(); }
   bool in_window(int i) const { return has_in(i) && is_window(node.inputs.at(i)); }
-  bool out_window(int i) const { return is_window(node.outputs.at(i)); }
+  bool out_window(int i) const { return (i == 0 && out_part_) || is_window(node.outputs.at(i)); }
   std::vector<int64_t> take_window(int t);
   std::vector<int64_t> take_in_window(int i) { return take_window(node.inputs.at(i)); }
-  std::vector<int64_t> take_out_window(int i) { return take_window(node.outputs.at(i)); }
+  std::vector<int64_t> take_out_window(int i);
   // Windowed inputs and outputs of the node that no kernel took.
   std::vector<int> untaken_windows() const;
+  // Output 0 written as a strided part of its tensor (a FusedConv's
+  // ShuffledOutput, graph.h: its conv's channels every other one): from
+  // here on out(0) has `shape`, arg_out(0) starts `shift` elements in, and
+  // it is a window of `strides` (elements) that the kernels must take.
+  void write_output_part(const Shape& shape, std::vector<int64_t> strides, int64_t shift);
+  bool output_part_taken() const { return out_part_ && out_part_->taken; }
 
   int compute_units() const { return dev_.info().compute_units; }
   int64_t local_mem_bytes() const { return dev_.info().local_mem_bytes; }
@@ -264,6 +271,13 @@ class NodeBuilder {
   bool images_1d_ = false;
   std::map<std::string, cl_mem> packed_;
   std::vector<int> taken_;
+  struct OutputPart {
+    Tensor tensor;
+    std::vector<int64_t> strides;
+    int64_t shift = 0;
+    bool taken = false;
+  };
+  std::optional<OutputPart> out_part_;
 };
 
 // Thrown by NodeBuilder::launch when `half` is set and kernel file `file`

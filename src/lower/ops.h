@@ -87,6 +87,14 @@ struct FusedTail {
   std::vector<Input> inputs;  // buffer operands, in operand order
   bool strided = false;       // any input strided: `dims` is passed last
   Dims dims{};
+  // The prelude also stores an operand, its planes every other one
+  // (epilogue_cl's `copied`: a ShuffledOutput's other half): where it
+  // starts and its plane's elements, passed after `dims`.
+  struct PlaneCopy {
+    TensorArg to;
+    cl_int plane = 0;
+  };
+  std::optional<PlaneCopy> copy;
   // When the program begins with a residual Add whose operand is Y's own
   // storage (in-place sharing), Y already holds the residual: split-K adds
   // its slices onto it instead of onto zeros (`residual`), and then runs

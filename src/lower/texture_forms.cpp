@@ -69,7 +69,8 @@ bool texture_kernel(const Graph& g, const Node& n) {
     case TextureForm::FusedConv: {
       // Texture form covers epilogues over the convolution's value (x0) and
       // at most one operand of Y's shape (a residual, x1); no channel scale.
-      if (!conv_like(g, n) || n.inputs.size() > 4 || channel_scaled(n) || channel_program(n)) return false;
+      if (!conv_like(g, n) || n.inputs.size() > 4 || channel_scaled(n) || channel_program(n) || shuffled_output(n))
+        return false;
       int operands = 1;
       if (n.inputs.size() == 4) {
         if (!is_act(g, n.inputs[3]) || g.tensors[n.inputs[3]].shape != y) return false;

@@ -83,6 +83,7 @@ Match match_conv(const Graph& g, const Node& n, const MatchContext& cx) {
   if (!g.tensors[n.inputs[1]].is_constant) return r.no("weights are not constant");
   if (channel_scaled(n)) return r.no("its input channels are scaled (channel-scale fusion)");
   if (channel_program(n)) return r.no("its input goes through a channel program first (channel-program fusion)");
+  if (shuffled_output(n)) return r.no("it writes a channel shuffle (channel-shuffle fusion)");
   int64_t groups = n.get_int("group", 1);
   int64_t N = x[0], C = x[1], H = x[2], W = x[3], OC = y[1], OH = y[2], OW = y[3];
   if (groups <= 0 || C % groups || OC % groups) return r.no("group does not divide the channels");

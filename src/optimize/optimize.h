@@ -55,6 +55,9 @@ struct OptimizeOptions {
   // The Transpose after a FusedAttention into its stores
   // (transposes_into_attention_outputs).
   bool attention_output_transposes = true;
+  // ShuffleNet's channel shuffle into the 1x1 conv computing one of its
+  // halves (channel_shuffles_into_convs): its Transpose never runs.
+  bool channel_shuffle_fusion = true;
   enum class Order { File, Memory } order = Order::Memory;
   // The fused forms the device's kernels run (KernelCatalog::fused_for):
   // the rewrites above that make any other are off. Unset: every form, as
@@ -80,6 +83,7 @@ struct OptimizeReport {
   int fused_mlps = 0;            // pairs of fully connected 1x1 convolutions made FusedMlp
   int fused_layernorm = 0;    // LayerNormalization nodes made from their decomposed form
   int fused_attention = 0;    // FusedAttention nodes (the score matrices no longer stored)
+  int fused_channel_shuffles = 0;  // channel shuffles written by a conv (their Transposes gone)
   int inplace = 0;            // nodes whose output shares an input's storage
   int elided_concats = 0;     // Concat nodes whose inputs are views of the output
   int viewed_nodes = 0;       // Transposes of size-1 dims, 1x1 stride-1 pools: made Reshapes (views)

@@ -111,6 +111,13 @@ int fuse_attention(Graph& g, int64_t max_head_dim);
 // Returns how many.
 int transposes_into_attention_outputs(Graph& g);
 
+// ShuffleNet's channel shuffles of two halves (Concat, Reshape, Transpose,
+// Reshape) into the plain 1x1 FusedConv computing the half made last, read
+// by nothing else: it writes the shuffled tensor, copying the other half
+// into it (graph.h ShuffledOutput; channel_shuffle.cpp). All of them or,
+// where the bound would rise, none. Returns how many.
+int channel_shuffles_into_convs(Graph& g);
+
 // Nodes that move no element (Transposes of size-1 dims, pools of 1x1
 // windows and stride 1) become Reshapes: views of their input, no kernel
 // (views.cpp). Returns how many.

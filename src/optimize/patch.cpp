@@ -193,7 +193,8 @@ bool patchable(const Graph& g, const Node& n) {
   const std::string& op = n.op_type;
   if (is_conv(op)) {
     if (!activation(g, n.inputs[0]) || n.inputs.size() < 2 || n.inputs[1] < 0) return false;
-    if (g.tensors[n.inputs[1]].shape.size() != 4 || channel_scaled(n) || channel_program(n)) return false;
+    if (g.tensors[n.inputs[1]].shape.size() != 4 || channel_scaled(n) || channel_program(n) || shuffled_output(n))
+      return false;
     if (op == "FusedConvMaxPool" && n.get_ints("pool_kernel_shape").size() != 2) return false;
     return true;
   }
@@ -238,7 +239,7 @@ bool writes_windows(const Graph& g, const Node& n) {
   const int y = single_output(n);
   if (y < 0 || g.tensors[y].shape.size() != 4 || g.tensors[y].dtype != DataType::Float32) return false;
   const std::string& op = n.op_type;
-  if (is_conv(op)) return !channel_scaled(n) && !channel_program(n);
+  if (is_conv(op)) return !channel_scaled(n) && !channel_program(n) && !shuffled_output(n);
   return is_pool(op) || op == "FusedElementwise" || op == "Concat";
 }
 
@@ -248,10 +249,10 @@ bool reads_window(const Graph& g, const Node& n, size_t pos) {
   const Shape& x = g.tensors[n.inputs[pos]].shape;
   if (pos == 0 && (is_conv(n.op_type) || is_pool(n.op_type)))  // X, planes evenly apart (window_input)
     return x.size() == 4 && g.tensors[n.inputs[pos]].dtype == DataType::Float32 && x[0] == 1 && !channel_scaled(n) &&
-           !channel_program(n);
+           !channel_program(n) && !shuffled_output(n);
   if (n.op_type == "Concat") return x.size() == 4;  // a copy through strides
   if (x != g.tensors[y].shape) return false;
-  if (n.op_type == "FusedConv") return pos >= 3 && !channel_scaled(n) && !channel_program(n);
+  if (n.op_type == "FusedConv") return pos >= 3 && !channel_scaled(n) && !channel_program(n) && !shuffled_output(n);
   return n.op_type == "FusedElementwise";
 }
 

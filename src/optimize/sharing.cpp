@@ -305,6 +305,8 @@ void place_in_place(const Graph& g, Forest& f) {
 
 bool may_run_in_place(const Node& n) {
   // PatchWrite (optimize/patch.h) writes one tile of its first input's storage.
+  // A shuffled output's element is not its inputs' at the same index.
+  if (shuffled_output(n)) return false;
   return n.op_type == "FusedConv" || n.op_type == "PatchWrite" || n.op_type == "FusedMatMul" || elementwise_in_place_ops().count(n.op_type);
 }
 

@@ -2,6 +2,8 @@
 // FusedConvMaxPool, FusedMlp, FusedMatMul, FusedAttention, FusedElementwise, FusedGather. Each runs its unfused core (Conv, MatMul, Gather)
 // through the reference table, then the epilogue program elementwise, so the
 // fused result means exactly what the unfused ONNX ops mean.
+#include <algorithm>
+
 #include "graph/epilogue.h"
 #include "reference/ops.h"
 
@@ -187,6 +189,24 @@ Outputs FusedConv(const OpContext& c) {
   }
   check_operands(c, e, extra.size());
   apply_epilogue(e, y, extra);
+  if (const std::optional<ShuffledOutput> s = shuffled_output(c.node)) {
+    // Y's channel 2ch + slot is the conv's channel ch, 2ch + 1 - slot the
+    // last epilogue input's (graph.h ShuffledOutput).
+    if (extra.empty() || y.shape.size() != 4 || (s->slot != 0 && s->slot != 1))
+      c.fail("a shuffled output needs a 4D conv and the other half as its last epilogue input");
+    const HostTensor& other = extra.back();
+    const int64_t N = y.shape[0], C = y.shape[1], plane = y.shape[2] * y.shape[3];
+    HostTensor shuffled(DataType::Float32, {N, 2 * C, y.shape[2], y.shape[3]});
+    const float *conv = y.data<float>(), *half = other.data<float>();
+    float* to = shuffled.data<float>();
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t ch = 0; ch < C; ++ch) {
+        const int64_t from = (n * C + ch) * plane;
+        std::copy(conv + from, conv + from + plane, to + (n * 2 * C + 2 * ch + s->slot) * plane);
+        std::copy(half + from, half + from + plane, to + (n * 2 * C + 2 * ch + 1 - s->slot) * plane);
+      }
+    out[0] = std::move(shuffled);
+  }
   return out;
 }
 

@@ -30,6 +30,7 @@ NodeCost node_cost(const Graph& g, const Node& n) {
   const std::string& op = n.op_type;
   if (op == "Conv" || op == "FusedConv") {
     c.flops = 2 * tail(*y, 0) * tail(*b, 1);  // W: [OC, C/groups, k...]
+    if (shuffled_output(n)) c.flops /= 2;  // half of Y is a copy
     // A depthwise input's sums, one per input channel at each of Y's pixels.
     if (const std::optional<ChannelProgram> p = channel_program(n); p && p->depthwise && y->size() == 4)
       c.flops += 2 * double((*y)[0]) * double((*b)[1]) * double((*y)[2]) * double((*y)[3]) *
