@@ -2,7 +2,8 @@
 // the exact pattern (operands of Mul/Add in either order, with or without
 // the bias Add) and the result matches the graph as built, on the reference
 // executor and on the test device (PoCL unless TEXPLAN_TEST_DEVICE); near misses are left alone and still compute the
-// same values.
+// same values. Then a LayerNormalization taken into the product before it
+// (layer_norms_into_products, GPUs), on texplan's GPU kernels.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -10,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "import/onnx_import.h"
+#include "lower/lower.h"
 #include "optimize/optimize.h"
 #include "optimize/usage.h"
 #include "plan/memory_plan.h"
@@ -184,7 +186,78 @@ TEST(LayerNormFusion, BertMiniBoundNoWorse) {
   Graph g = import_onnx(resolve_model_file(path));
   const OptimizeReport r = optimize(g, {});
   EXPECT_EQ(r.fused_layernorm, 8);
-  EXPECT_EQ(count(g, "LayerNormalization"), 8);
+  EXPECT_EQ(r.fused_row_norms, 8) << "every one after a product and its residual (post-norm)";
+  EXPECT_EQ(count(g, "LayerNormalization"), 0);
   EXPECT_EQ(count(g, "ReduceMean"), 0);
   EXPECT_LE(r.lower_bound_bytes, 917504);  // 896 KiB, the bound before this rewrite
+}
+
+// A LayerNormalization over the last axis of a product's bias and residual
+// sum (BERT's post-norm layers) goes into the product in GPU forms (a
+// FusedMatMul's RowNorm): rows of two batches sharing B or each its own,
+// rows longer than any tile, odd row counts, with and without beta. The
+// same outputs on the reference executor and on texplan's GPU kernels on
+// PoCL (every tile family; forced splits and k-groups fall back to whole
+// tiles), run twice (the row semaphores left at 0), guarded. Not where the
+// sum is read again, nor over two axes, nor in CPU forms or switched off.
+TEST(LayerNormFusion, IntoTheProductBeforeIt) {
+  struct Case {
+    int64_t M, K, N;
+    bool batched_b, beta, sum_is_output = false;
+    int64_t axis = -1;
+  };
+  const FusedForms gpu = lower::kernel_catalog().fused_for("gpu");
+  ASSERT_TRUE(gpu.row_norm_product);
+  ASSERT_FALSE(lower::kernel_catalog().fused_for("cpu").row_norm_product);
+  auto dev = test::test_device();
+  for (const Case& c : {Case{8, 40, 48, false, true}, Case{7, 40, 48, false, true}, Case{33, 24, 300, true, false}, Case{5, 64, 256, false, true},
+                        Case{7, 40, 48, false, true, true}, Case{7, 40, 48, false, true, false, 1}}) {
+    SCOPED_TRACE(::testing::Message() << c.M << "x" << c.K << "x" << c.N << (c.batched_b ? " batched" : "")
+                                      << (c.sum_is_output ? " sum read again" : "") << " axis " << c.axis);
+    test::GraphBuilder b("row_norm");
+    const Shape ys = {2, c.M, c.N};
+    const int x = b.input({2, c.M, c.K}), res = b.input(ys);
+    const int w = b.constant(c.batched_b ? Shape{2, c.K, c.N} : Shape{c.K, c.N});
+    const int prod = b.node("MatMul", {x, w}, ys);
+    const int biased = b.node("Add", {prod, b.constant({c.N})}, ys);
+    const int sum = b.node("Add", {biased, res}, ys);
+    std::vector<int> ln = {sum, b.constant({c.axis == -1 ? c.N : c.M * c.N}, 0.5f, 1.5f)};
+    if (c.beta) ln.push_back(b.constant({c.axis == -1 ? c.N : c.M * c.N}));
+    if (c.axis != -1) {  // gamma and beta over [M, N]
+      for (size_t k = 1; k < ln.size(); ++k) b.g.tensors[size_t(ln[k])].shape = {c.M, c.N};
+      for (size_t k = 1; k < ln.size(); ++k) b.g.tensors[size_t(ln[k])].value.shape = {c.M, c.N};
+    }
+    const int y = b.node("LayerNormalization", ln, ys,
+                         {{"axis", Attribute::of_int(c.axis)}, {"epsilon", Attribute::of_float(1e-5f)}});
+    b.output(y);
+    if (c.sum_is_output) b.output(sum);
+    const std::vector<HostTensor> feeds = {random_tensor({2, c.M, c.K}, -1, 1, 5), random_tensor(ys, -1, 1, 6)};
+    const std::vector<HostTensor> want = run_reference(b.g, feeds);
+    const bool fuses = !c.sum_is_output && c.axis == -1;
+    Graph on_cpu = b.g, off = b.g, g = b.g;
+    EXPECT_EQ(optimize(on_cpu, {.device_forms = lower::kernel_catalog().fused_for("cpu")}).fused_row_norms, 0);
+    EXPECT_EQ(optimize(off, {.row_norm_fusion = false, .device_forms = gpu}).fused_row_norms, 0);
+    const OptimizeReport r = optimize(g, {.device_forms = gpu});
+    EXPECT_EQ(r.fused_row_norms, fuses ? 1 : 0);
+    EXPECT_EQ(count(g, "LayerNormalization"), fuses ? 0 : 1);
+    EXPECT_LE(r.lower_bound_bytes, r.raw_lower_bound_bytes);
+    auto expect_want = [&](const std::vector<HostTensor>& got) {
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t k = 0; k < want.size(); ++k) EXPECT_LE(cli::relative_error(got[k], want[k]), 1e-5) << "output " << k;
+    };
+    expect_want(run_reference(g, feeds));
+    PlanInput pin = make_usage_records(g);
+    plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
+    for (const char* variant : {"", "16x16", "32x32", "64x64", "64x128v", "128x128", "32x32k4", "64x64/s3"}) {
+      SCOPED_TRACE(variant);
+      runtime::SessionOptions o;
+      o.guard = true;
+      o.kernel_choice = {.conv = variant[0] ? variant : "gpu"};
+      runtime::Session s(g, pin, plan, dev, o);
+      EXPECT_TRUE(s.fallback_nodes().empty());
+      if (fuses) EXPECT_TRUE(s.split_k_nodes().empty()) << "no split under a row normalization";
+      for (int run = 0; run < 2; ++run) expect_want(s.run(feeds));
+      EXPECT_TRUE(s.guard_violations().empty()) << ::testing::PrintToString(s.guard_violations());
+    }
+  }
 }

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
+#include <memory>
 
 #include "cli/commands.h"
 #include "device/device.h"
@@ -146,23 +148,23 @@ TEST_P(Zoo, OptimizedGraphLowersTheBoundAndRunsWithACleanGuard) {
   EXPECT_LE(cli::relative_error(cpu.run({input})[0], expected), 1e-4);
 }
 
-// ShuffleNet as GPUs run it (their fused forms: depthwise convs inside the
-// 1x1s, the channel shuffles written by their convs) on texplan's GPU
-// kernels, on PoCL: the same output, a clean guard, no Transpose left, at
-// least 16 launches fewer than without the shuffles fused and the same bound.
-TEST(ZooOnGpuKernels, ShuffleNetInGpuForms) {
-  const std::string name = "shufflenet_v2_x1_0";
+// A zoo model as GPUs run it (their fused forms) on texplan's GPU kernels,
+// on PoCL, against the same forms with one rewrite off (`apart`): the same
+// output as PyTorch's, a clean guard, no fallback, the same bound, and
+// `fewer` launches or more; `check` inspects the optimized graph.
+void expect_gpu_forms_run(const std::string& name, const OptimizeOptions& apart_options, int fewer,
+                          const std::function<void(const Graph&, const OptimizeReport&)>& check) {
   fs::path dir = model_dir(name);
   if (!fs::exists(dir / (name + ".onnx.data")))
     GTEST_SKIP() << "no " << name << " with weights at " << dir << " (../shared/models)";
   const Graph imported = import_onnx(dir.string(), {.load_weights = true});
   Graph g = imported, apart = imported;
-  const FusedForms gpu = lower::kernel_catalog().fused_for("gpu");
-  const OptimizeReport r = optimize(g, {.device_forms = gpu});
-  const OptimizeReport r_apart = optimize(apart, {.channel_shuffle_fusion = false, .device_forms = gpu});
-  EXPECT_EQ(r.fused_channel_shuffles, 16);
+  OptimizeOptions off = apart_options;
+  off.device_forms = lower::kernel_catalog().fused_for("gpu");
+  const OptimizeReport r = optimize(g, {.device_forms = off.device_forms});
+  const OptimizeReport r_apart = optimize(apart, off);
+  check(g, r);
   EXPECT_EQ(r.lower_bound_bytes, r_apart.lower_bound_bytes);
-  EXPECT_EQ(std::count_if(g.nodes.begin(), g.nodes.end(), [](const Node& n) { return n.op_type == "Transpose"; }), 0);
   HostTensor input = load_tensor_pb((dir / "test_data_set_0" / "input_0.pb").string());
   HostTensor expected = load_tensor_pb((dir / "test_data_set_0" / "output_0.pb").string());
   auto device = runtime::open_device("pocl");
@@ -176,11 +178,33 @@ TEST(ZooOnGpuKernels, ShuffleNetInGpuForms) {
   };
   const auto fused = session(g), unfused = session(apart);
   auto out = fused->run({input});
-  EXPECT_TRUE(fused->guard_violations().empty()) << fused->guard_violations().front();
+  EXPECT_TRUE(fused->guard_violations().empty()) << ::testing::PrintToString(fused->guard_violations());
   EXPECT_TRUE(fused->fallback_nodes().empty());
   EXPECT_LE(cli::relative_error(out[0], expected), 1e-4);
-  // 57 -> 39: the Transposes and the copies of the one Concat the bound keeps.
-  EXPECT_GE(unfused->kernel_launches() - fused->kernel_launches(), 16);
+  EXPECT_GE(unfused->kernel_launches() - fused->kernel_launches(), fewer);
+}
+
+int count_op(const Graph& g, const std::string& op) {
+  return int(std::count_if(g.nodes.begin(), g.nodes.end(), [&](const Node& n) { return n.op_type == op; }));
+}
+
+// ShuffleNet's channel shuffles written by their convs: no Transpose left,
+// 57 -> 39 launches (the Transposes and the copies of the one Concat the
+// bound keeps).
+TEST(ZooOnGpuKernels, ShuffleNetInGpuForms) {
+  expect_gpu_forms_run("shufflenet_v2_x1_0", {.channel_shuffle_fusion = false}, 16,
+                       [](const Graph& g, const OptimizeReport& r) {
+                         EXPECT_EQ(r.fused_channel_shuffles, 16);
+                         EXPECT_EQ(count_op(g, "Transpose"), 0);
+                       });
+}
+
+// BERT-mini's post-norm LayerNormalizations in the products before them.
+TEST(ZooOnGpuKernels, BertMiniInGpuForms) {
+  expect_gpu_forms_run("bert_mini", {.row_norm_fusion = false}, 8, [](const Graph& g, const OptimizeReport& r) {
+    EXPECT_EQ(r.fused_row_norms, 8);
+    EXPECT_EQ(count_op(g, "LayerNormalization"), 0);
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Zoo,

@@ -256,9 +256,15 @@ std::optional<ShuffledOutput> shuffled_output(const Node& n) {
   return n.decisions.shuffled_output;
 }
 
+std::optional<RowNorm> row_norm(const Node& n) {
+  if (n.op_type != "FusedMatMul") return std::nullopt;
+  return n.decisions.row_norm;
+}
+
 size_t operand_inputs_end(const Node& n) {
   size_t trailing = channel_scaled(n) ? 1 : 0;
   if (const auto p = channel_program(n)) trailing += p->trailing_inputs();
+  if (row_norm(n)) trailing += 2;
   return n.inputs.size() - std::min(trailing, n.inputs.size());
 }
 

@@ -166,6 +166,16 @@ struct ShuffledOutput {
   int slot = 1;  // 0: the conv's output is the Concat's first input
 };
 
+// LayerNormalization over Y's last axis, taken into the FusedMatMul that
+// produces it (BERT's post-norm layers: the sum of an out-projection or an
+// MLP's second product and its residual, read by nothing else): Y =
+// (Z - mean(Z)) / sqrt(var(Z) + epsilon) * gamma + beta row by row, Z the
+// product's program. gamma and beta ([N], beta -1 where absent) are the
+// node's last two inputs, after the epilogue's (docs/fused-ops.md#row-norm).
+struct RowNorm {
+  float epsilon = 1e-5f;
+};
+
 // What the optimizer decided about a node, for the stages after it. Only
 // code sets these, never a model file: an attribute of a similar name in a
 // model is an ordinary attribute (and import's schema check refuses it).
@@ -204,6 +214,10 @@ struct NodeDecisions {
   // sharing (never in place), profile and the passes that refuse it
   // (patching, textures, offload).
   std::optional<ShuffledOutput> shuffled_output;
+  // A FusedMatMul whose output rows are then layer-normalized (row_norm()).
+  // Set by optimize's layer_norms_into_products; read by the reference, the
+  // GPU lowering, and the passes that refuse it (offload, half storage).
+  std::optional<RowNorm> row_norm;
 };
 
 struct Node {
@@ -277,13 +291,18 @@ void set_channel_scaled(Node& n);
 // any other node.
 std::optional<ChannelProgram> channel_program(const Node& n);
 // Inputs of n that are operands of its own kernel, before any channel
-// scale or channel program operands (and depthwise weights) at the end.
+// scale or channel program operands (and depthwise weights), or a row
+// normalization's gamma and beta, at the end.
 size_t operand_inputs_end(const Node& n);
 
 // A FusedConv's shuffled output (NodeDecisions::shuffled_output); none on
 // any other node. Its companion (the other half) is input
 // operand_inputs_end(n) - 1.
 std::optional<ShuffledOutput> shuffled_output(const Node& n);
+
+// A FusedMatMul's row normalization (NodeDecisions::row_norm); none on any
+// other node.
+std::optional<RowNorm> row_norm(const Node& n);
 
 // A FusedAttention's form; none on any other node (or a malformed one).
 std::optional<AttentionForm> attention_form(const Node& n);

@@ -30,6 +30,7 @@
 #ifndef XPRO_SETUP  // a channel gate's values, computed before any XPRO (epilogue_cl.h)
 #define XPRO_SETUP
 #endif
+
 #ifndef WPT
 #define WPT 4
 #endif
@@ -50,6 +51,36 @@
 #endif
 #define LOADS_A (WPTM * TK / 16)  // a work-item's elements of each slice of A
 #define LOADS_B (WPTN * TK / 16)
+
+// Rows layer-normalized after the product (-DROW_NORM, gemm only: a
+// FusedMatMul's RowNorm, graph.h; docs/fused-ops.md#row-norm). Y's rows are
+// N long. Each work-group stores its tile, then counts it at its row
+// block's semaphore (an int of RSEM per batch and row block, left at 0); the
+// last of the block's column tiles normalizes the block's rows in place,
+// reading the other tiles' stores past its cache, a work-item a row (two
+// passes: the mean, then the variance of the centred values, as norm.cl's
+// layer_norm). No barriers: a form with 256 / TILE_M items a row and sums
+// in local memory wrote past Y's end on PoCL for rows past M (cause not
+// found).
+#ifdef ROW_NORM
+#if defined(TEXPLAN_HALF) || defined(SPLITK)
+#error "ROW_NORM reads and writes Y as fp32, once the tile is whole"
+#endif
+#define ROW_NORM_PARAMS                                                                                  \
+  , __global volatile int *RSEM, __global const real_t *RNG, int rngo, __global const real_t *RNB, int rnbo, \
+      int rn_has_bias, float rn_eps
+// This item's global writes visible to every compute unit before its later
+// ones (as split_fence).
+inline void row_norm_fence(void) {
+#ifdef TEXPLAN_PTX
+  asm volatile("membar.gl;" ::: "memory");
+#else
+  mem_fence(CLK_GLOBAL_MEM_FENCE);
+#endif
+}
+#else
+#define ROW_NORM_PARAMS
+#endif
 
 // 8x8 blocks a work-item (128x128 tiles; the k-groups do the same): NVIDIA's
 // compiler left their 64 accumulators on the stack (256 bytes,
@@ -302,7 +333,7 @@ inline bool split_leave(__global volatile int* s, __local int* flag, int splits)
 // MxN per batch. has_c = 0 ignores C.
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void gemm(__global const real_t* A, __global const real_t* B, __global const real_t* C, __global real_t* Y,
-          GemmParams gp EPI_PARAMS YWIN_PARAMS XWIN_PARAMS XPRO_PARAMS SPLIT_PARAMS) {
+          GemmParams gp EPI_PARAMS YWIN_PARAMS XWIN_PARAMS XPRO_PARAMS SPLIT_PARAMS ROW_NORM_PARAMS) {
   GEMM_PARAMS(gp)
   GEMM_LOCALS
   XPRO_SETUP
@@ -354,6 +385,32 @@ void gemm(__global const real_t* A, __global const real_t* B, __global const rea
 #else
   TILE_EACH(ST(Y, yo + YI(y0 + m * N + n),
                EPI(alpha * acc[i][j] + (has_c ? beta * LD(C, m * c_sm + n * c_sn) : 0.0f), y0 + m * N + n)))
+#endif
+#ifdef ROW_NORM
+  __local int rn_last;
+  row_norm_fence();
+  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+  if (tid == 0) {
+    __global volatile int* s = RSEM + z * get_num_groups(1) + get_group_id(1);
+    rn_last = atomic_inc(s) == (int)get_num_groups(0) - 1;
+    if (rn_last) atomic_xchg(s, 0);
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (rn_last && tid < TILE_M && m0 + tid < M) {
+    row_norm_fence();
+    __global volatile float* yr = (__global volatile float*)(Y + yo + y0 + (m0 + tid) * N);
+    float s = 0.0f;
+    for (int n = 0; n < N; ++n) s += yr[n];
+    const float mean = s / (float)N;
+    float q = 0.0f;
+    for (int n = 0; n < N; ++n) {
+      const float d = yr[n] - mean;
+      q += d * d;
+    }
+    const float inv = 1.0f / sqrt(q / (float)N + rn_eps);
+    for (int n = 0; n < N; ++n)
+      yr[n] = (yr[n] - mean) * inv * LD(RNG, rngo + n) + (rn_has_bias ? LD(RNB, rnbo + n) : 0.0f);
+  }
 #endif
 }
 

@@ -33,8 +33,11 @@ const KernelCatalog& kernel_catalog() {
     //   Transpose is a launch: the CPU kernels' stores then go an element at
     //   a time, not as vectors (ShuffleNet on PoCL 3.5 -> 5.4 ms,
     //   docs/fused-ops.md#shuffled-output).
+    // - Row norms (RowNorm, graph.h) on GPUs only, where the
+    //   LayerNormalization is a launch; the CPU kernels' GEMM has no form.
     k.fused_forms["gpu"] = {.conv_maxpool = conv_maxpool, .channel_program_conv = true,
-                            .depthwise_input_conv = true, .shuffled_output_conv = true, .strided_operands = true,
+                            .depthwise_input_conv = true, .shuffled_output_conv = true, .row_norm_product = true,
+                            .strided_operands = true,
                             .attention_head_dim = kMaxAttentionHeadDim,
                             .channel_gate_channels = kMaxGateChannels,
                             .channel_gate_weights = kMaxGateWeights};

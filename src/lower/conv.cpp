@@ -192,7 +192,8 @@ std::string shape_key(const char* kernel, std::initializer_list<int64_t> v) {
 
 Source gemm_source(const Tiles& t, const FusedTail& tail, int64_t depth = kTK) {
   return Source("gemm.cl", "-DWPTM=" + std::to_string(t.wptm) + " -DWPTN=" + std::to_string(t.wptn) +
-                               (t.vec ? " -DVEC" : "") + (depth != kTK ? " -DTK=" + std::to_string(depth) : ""),
+                               (t.vec ? " -DVEC" : "") + (depth != kTK ? " -DTK=" + std::to_string(depth) : "") +
+                               (tail.row_norm ? " -DROW_NORM" : ""),
                 tail.prelude + tail.xprogram_prelude);
 }
 
@@ -220,12 +221,13 @@ struct GemmArgs {
 // others take register tiles chosen by choose_tiles.
 void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const TensorArg& C, const TensorArg& Y,
                  const GemmArgs& g, const FusedTail& tail) {
-  if (b.device_type() == "cpu" && !b.gpu_kernels_forced() && !tail.xprogram() && launch_gemm_cpu(b, A, B, C, Y, g, tail))
+  if (b.device_type() == "cpu" && !b.gpu_kernels_forced() && !tail.xprogram() && !tail.row_norm &&
+      launch_gemm_cpu(b, A, B, C, Y, g, tail))
     return;  // PoCL: lower/opencl_cpu/conv_gemm.cpp
   int64_t nb = 1;
   for (int64_t d : g.batch) nb *= d;
   if (g.M == 0 || g.N == 0 || nb == 0) return;
-  if ((g.M == 1 || g.N == 1) && g.K >= 64 && !tail.xprogram()) {
+  if ((g.M == 1 || g.N == 1) && g.K >= 64 && !tail.xprogram() && !tail.row_norm) {
     bool col = g.N == 1;  // outputs run along M: rows of A times B's column
     int64_t outputs = col ? g.M : g.N;
     const TensorArg &mat = col ? A : B, &vec = col ? B : A;
@@ -242,7 +244,7 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
     tail.append_args(b);
     return;
   }
-  if (!tail.window && !tail.xwindow && !tail.xprogram() && launch_gemm_mma(b, A, B, C, Y, g, tail))
+  if (!tail.window && !tail.xwindow && !tail.xprogram() && !tail.row_norm && launch_gemm_mma(b, A, B, C, Y, g, tail))
     return;  // --precision tf32
   const int64_t total = nb * g.M * g.N;
   bool one_launch = false;  // split-K in one launch (SPLITK_ONE)
@@ -294,6 +296,13 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
     launch_gemm_kernel(b, gemm_source(t, tail, v.depth), "gemm", r, A, B, C, Y, gemm_params(g));
     tail.append_args(b);
     tail.append_xprogram_args(b);
+    if (const auto& rn = tail.row_norm) {  // a semaphore per batch and row block (gemm.cl ROW_NORM)
+      b.more_args(b.semaphores(size_t(nb) * size_t(r.global[1] / r.local[1])));
+      b.more_args(rn->gamma);
+      b.more_args(rn->has_beta ? rn->beta : rn->gamma);
+      b.more_args(cl_int(rn->has_beta));
+      b.more_args(rn->epsilon);
+    }
   };
   if (tail.xdepthwise) {
     // Split with one pass at most (zeroing Y, or the epilogue after) where
@@ -306,9 +315,10 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
   }
   // K-groups pay where K is long against the output: at least two of its
   // 64-deep steps (docs/kernel-choices.md#k-groups).
-  const bool can_kgroups = g.K >= 128;
-  emit(pick_variant(b, shape_key("gemm", {g.M, g.N, g.K, nb, g.a_sk == 1, g.b_sn == 1}), g.M, g.N, g.K, nb,
-                    split_k_allowed(b, g.K, total, tail), emit, nullptr, can_kgroups, true, g.narrow_tiles));
+  const bool can_kgroups = g.K >= 128 && !tail.row_norm;
+  emit(pick_variant(b, shape_key(tail.row_norm ? "gemm_row_norm" : "gemm", {g.M, g.N, g.K, nb, g.a_sk == 1, g.b_sn == 1}),
+                    g.M, g.N, g.K, nb, !tail.row_norm && split_k_allowed(b, g.K, total, tail), emit, nullptr,
+                    can_kgroups, true, g.narrow_tiles));
 }
 
 }  // namespace

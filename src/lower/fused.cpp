@@ -240,8 +240,19 @@ bool lower_fused_mlp(NodeBuilder& b) {
 
 bool lower_fused_matmul(NodeBuilder& b) {
   if (b.inputs() < 2) return false;
+  const int end = int(operand_inputs_end(b.node));
   FusedTail tail;
-  return make_tail(b, 2, true, tail) && lower_matmul(b, b.node.get_int("transB", 0) != 0, tail);
+  if (!make_tail(b, 2, true, tail, end)) return false;
+  if (const std::optional<RowNorm> rn = row_norm(b.node)) {
+    // gamma and beta (graph.h RowNorm): the last two inputs, vectors of Y's last dim.
+    const Shape& y = b.out(0).shape;
+    if (b.half || y.empty() || b.out_window(0) || end + 2 != b.inputs() || !b.has_in(end)) return false;
+    for (int i = end; i < end + 2; ++i)
+      if (b.has_in(i) && (!float32(b.in(i)) || element_count(b.in(i).shape) != y.back())) return false;
+    tail.row_norm = FusedTail::RowNormArgs{b.arg_in(end), b.has_in(end + 1) ? b.arg_in(end + 1) : TensorArg{},
+                                           b.has_in(end + 1), rn->epsilon};
+  }
+  return lower_matmul(b, b.node.get_int("transB", 0) != 0, tail);
 }
 
 // FusedGather (fused.cl fused_gather): a Gather of floats, the program over

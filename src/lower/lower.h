@@ -216,6 +216,7 @@ class NodeBuilder {
   void more_args(const Dims& d) { set_arg(launches.back(), launches.back().args, d); }
   void more_args(const MemArg& m) { set_arg(launches.back(), launches.back().args, m); }
   void more_args(const cl_int& v) { set_arg(launches.back(), launches.back().args, v); }
+  void more_args(const float& v) { set_arg(launches.back(), launches.back().args, v); }
 
   // Textures (lower/texture.cpp): the image holding tensor `t`, the pixel
   // where it starts in it and its layout (`mem` null for a buffer);

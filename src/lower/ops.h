@@ -95,6 +95,15 @@ struct FusedTail {
     cl_int plane = 0;
   };
   std::optional<PlaneCopy> copy;
+  // Y's rows layer-normalized after the product (a FusedMatMul's RowNorm,
+  // graph.h): gemm.cl's -DROW_NORM tiles only, no split; its parameters
+  // (ROW_NORM_PARAMS) passed after the split's.
+  struct RowNormArgs {
+    TensorArg gamma, beta;
+    bool has_beta = false;
+    float epsilon = 1e-5f;
+  };
+  std::optional<RowNormArgs> row_norm;
   // When the program begins with a residual Add whose operand is Y's own
   // storage (in-place sharing), Y already holds the residual: split-K adds
   // its slices onto it instead of onto zeros (`residual`), and then runs

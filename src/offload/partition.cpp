@@ -182,6 +182,7 @@ Match match_matmul(const Graph& g, const Node& n, const MatchContext& cx) {
   Match r;
   const bool fused = n.op_type == "FusedMatMul";
   if (operand_view(n, 0) || operand_view(n, 1)) return r.no("an operand read through strides");
+  if (row_norm(n)) return r.no("it layer-normalizes its rows (row-norm fusion)");
   Shape A = g.tensors[n.inputs[0]].shape, B = g.tensors[n.inputs[1]].shape;
   const Shape& y = g.tensors[n.outputs[0]].shape;
   if (A.size() < 2 || B.size() < 2) return r.no("1-D operand");

@@ -25,6 +25,7 @@ struct FusedForms {
   bool depthwise_input_conv = false; // 1x1 convs whose X is a depthwise conv they compute (depthwise_input_fusion)
   bool mlp = false;                 // FusedMlp (mlp_fusion)
   bool shuffled_output_conv = false; // 1x1 convs writing a channel shuffle (channel_shuffle_fusion)
+  bool row_norm_product = false;    // products layer-normalizing their rows (row_norm_fusion)
   // MatMul/FusedMatMul reading OperandViews (strided_operands; FusedAttention
   // reads them on every device).
   bool strided_operands = false;

@@ -8,6 +8,11 @@
 // exact pattern is rewritten: every intermediate has exactly the consumers
 // above and is no graph output, gamma and beta are constant vectors of the
 // last dim, Pow's exponent and eps constant scalars with their values known.
+//
+// Then (layer_norms_into_products), on GPUs, a LayerNormalization over the
+// last axis of a FusedMatMul's output that nothing else reads goes into that
+// product (graph.h RowNorm): BERT's post-norm sums of a product and its
+// residual, one launch of the layer's seven each.
 #include <algorithm>
 
 #include "optimize/passes.h"
@@ -145,5 +150,59 @@ class LayerNormFuser {
 }  // namespace
 
 int fuse_layer_norm(Graph& g) { return LayerNormFuser(g).run(); }
+
+int layer_norms_into_products(Graph& g) {
+  const auto readers = g.consumers();
+  std::vector<char> erased(g.nodes.size(), 0);
+  int made = 0;
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    const Node& ln = g.nodes[k];
+    if (ln.op_type != "LayerNormalization" || ln.inputs.size() < 2 || ln.inputs[0] < 0 || ln.inputs[1] < 0) continue;
+    if (ln.outputs.empty() || ln.outputs[0] < 0 || ln.get_int("stash_type", 1) != 1) continue;
+    if (std::any_of(ln.outputs.begin() + 1, ln.outputs.end(), [&](int t) { return t >= 0; }))
+      continue;  // its mean and inverse deviation asked for
+    const int z = ln.inputs[0];
+    const Tensor& zt = g.tensors[size_t(z)];
+    if (zt.is_output || readers[size_t(z)].size() != 1 || zt.dtype != DataType::Float32 || zt.shape.empty()) continue;
+    const int64_t rank = int64_t(zt.shape.size()), axis = ln.get_int("axis", -1);
+    if (axis != -1 && axis != rank - 1) continue;
+    // Back through Reshapes that keep the last dim, so rows stay rows (the
+    // out-projection's [S, 1, D] viewed as [1, S, D]), each read only by the
+    // next; `last` is the one whose output the LayerNormalization read.
+    int t = z, last = -1;
+    while (true) {
+      const int q = g.tensors[size_t(t)].producer;
+      if (q < 0 || g.nodes[size_t(q)].op_type != "Reshape") break;
+      const int in = g.nodes[size_t(q)].inputs[0];
+      const Tensor& it = g.tensors[size_t(in)];
+      if (it.is_output || readers[size_t(in)].size() != 1 || it.shape.empty() || it.shape.back() != zt.shape.back())
+        break;
+      if (last < 0) last = q;
+      t = in;
+    }
+    const int p = g.tensors[size_t(t)].producer;
+    if (p < 0) continue;
+    Node& prod = g.nodes[size_t(p)];
+    if (prod.op_type != "FusedMatMul" || prod.outputs.size() != 1 || row_norm(prod) || operand_view(prod, 0) ||
+        operand_view(prod, 1))
+      continue;
+    // gamma and beta: constant vectors of the last dim.
+    const int64_t n = zt.shape.back();
+    const int beta = ln.inputs.size() > 2 ? ln.inputs[2] : -1;
+    auto vector_of_n = [&](int t) {
+      return t >= 0 && g.tensors[size_t(t)].is_constant && g.tensors[size_t(t)].dtype == DataType::Float32 &&
+             element_count(g.tensors[size_t(t)].shape) == n;
+    };
+    if (!vector_of_n(ln.inputs[1]) || (beta >= 0 && !vector_of_n(beta))) continue;
+    prod.inputs.push_back(ln.inputs[1]);
+    prod.inputs.push_back(beta);
+    prod.decisions.row_norm = RowNorm{ln.get_float("epsilon", 1e-5f)};
+    g.nodes[size_t(last >= 0 ? last : p)].outputs[0] = ln.outputs[0];  // the Reshapes now view normalized rows
+    erased[k] = 1;
+    ++made;
+  }
+  if (made > 0) g.erase_nodes(erased);
+  return made;
+}
 
 }  // namespace texplan

@@ -132,6 +132,7 @@ OptimizeOptions runnable(OptimizeOptions o) {
   o.depthwise_input_fusion = o.depthwise_input_fusion && f.depthwise_input_conv;
   o.mlp_fusion = o.mlp_fusion && f.mlp;
   o.channel_shuffle_fusion = o.channel_shuffle_fusion && f.shuffled_output_conv;
+  o.row_norm_fusion = o.row_norm_fusion && f.row_norm_product;
   o.strided_operands = o.strided_operands && f.strided_operands;
   o.attention_fusion = o.attention_fusion && f.attention_head_dim > 0;
   return o;
@@ -175,6 +176,7 @@ OptimizeReport optimize(Graph& g, const OptimizeOptions& given) {
       r.viewed_nodes += strided_operands_within_bound(g, opt.strided_operands);
     if (opt.attention_output_transposes) r.viewed_nodes += transposes_into_attention_outputs(g);
     if (opt.channel_shuffle_fusion) r.fused_channel_shuffles = channel_shuffles_into_convs(g);
+    if (opt.row_norm_fusion) r.fused_row_norms = layer_norms_into_products(g);
   }
   for (auto& n : g.nodes) n.decisions.in_place = opt.inplace && may_run_in_place(n);
   const int slice_views = opt.fuse ? slices_to_views(g) : 0;

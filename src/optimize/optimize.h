@@ -58,6 +58,9 @@ struct OptimizeOptions {
   // ShuffleNet's channel shuffle into the 1x1 conv computing one of its
   // halves (channel_shuffles_into_convs): its Transpose never runs.
   bool channel_shuffle_fusion = true;
+  // A LayerNormalization after a product and its residual into that product
+  // (layer_norms_into_products): its kernel never runs.
+  bool row_norm_fusion = true;
   enum class Order { File, Memory } order = Order::Memory;
   // The fused forms the device's kernels run (KernelCatalog::fused_for):
   // the rewrites above that make any other are off. Unset: every form, as
@@ -84,6 +87,7 @@ struct OptimizeReport {
   int fused_layernorm = 0;    // LayerNormalization nodes made from their decomposed form
   int fused_attention = 0;    // FusedAttention nodes (the score matrices no longer stored)
   int fused_channel_shuffles = 0;  // channel shuffles written by a conv (their Transposes gone)
+  int fused_row_norms = 0;         // LayerNormalizations taken into the product before them
   int inplace = 0;            // nodes whose output shares an input's storage
   int elided_concats = 0;     // Concat nodes whose inputs are views of the output
   int viewed_nodes = 0;       // Transposes of size-1 dims, 1x1 stride-1 pools: made Reshapes (views)

@@ -96,6 +96,10 @@ int pads_into_windows(Graph& g);
 // the last axis becomes one LayerNormalization (layer_norm.cpp); runs before
 // fuse(), which would otherwise split the pattern. Returns how many.
 int fuse_layer_norm(Graph& g);
+// A LayerNormalization over the last axis of a FusedMatMul's output read by
+// nothing else (no operand views; gamma and beta constant vectors) into
+// that product (graph.h RowNorm). Returns how many.
+int layer_norms_into_products(Graph& g);
 
 // Softmax attention, [scale] q @ k^T [scale] [+ mask] -> Softmax -> @ v,
 // becomes one FusedAttention (attention.cpp; AttentionForm, graph.h) where

@@ -63,8 +63,10 @@ void lower_to_records(CompiledModel& m, const plan::DeviceProfile& profile, cons
     oo.device_forms = lower::kernel_catalog().fused_for(device_type);
   // Half storage rescales programs by their operands' exponents: a gate's
   // computed operand has none, and a shuffled output's copied half goes
-  // through no program (half_range.cpp).
-  if (options.session.precision == runtime::Precision::Fp16) oo.channel_gate_fusion = oo.channel_shuffle_fusion = false;
+  // through no program (half_range.cpp); a row normalization's kernel
+  // reads and writes fp32.
+  if (options.session.precision == runtime::Precision::Fp16)
+    oo.channel_gate_fusion = oo.channel_shuffle_fusion = oo.row_norm_fusion = false;
   // Each share optimizes a copy of the graph as imported; none is made
   // where optimization_shares would give none.
   std::unique_ptr<Graph> imported;

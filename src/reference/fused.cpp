@@ -39,9 +39,10 @@ void apply_epilogue(const Epilogue& e, HostTensor& y, const std::vector<HostTens
 
 // The program over y with node inputs `first`.. as E1.., each broadcast
 // (numpy) to y's shape.
-void apply_broadcast_epilogue(const OpContext& c, const Epilogue& e, size_t first, HostTensor& y) {
+void apply_broadcast_epilogue(const OpContext& c, const Epilogue& e, size_t first, HostTensor& y,
+                              size_t end = SIZE_MAX) {
   std::vector<HostTensor> extra;
-  for (size_t j = first; j < c.input_count(); ++j) {
+  for (size_t j = first; j < std::min(end, c.input_count()); ++j) {
     const HostTensor& t = c.input(j);
     require_dtype(c, t, DataType::Float32, "epilogue input");
     if (broadcast_shapes(c, {t.shape, y.shape}) != y.shape)
@@ -258,7 +259,19 @@ Outputs FusedMatMul(const OpContext& c) {
   }
   Outputs out = evaluate(core_node(c.node, "MatMul", {}, 2), {&a, trans_b ? &b_t : &b0});
   HostTensor& y = out[0];
-  apply_broadcast_epilogue(c, e, 2, y);
+  const std::optional<RowNorm> rn = row_norm(c.node);
+  if (rn && (c.input_count() < 4 || !c.has_input(c.input_count() - 2))) c.fail("a row normalization without its gamma");
+  const size_t end = c.input_count() - (rn ? 2 : 0);
+  apply_broadcast_epilogue(c, e, 2, y, end);
+  if (rn) {
+    // LayerNormalization over the last axis (graph.h RowNorm), gamma and
+    // beta the last two inputs.
+    Node norm = core_node(c.node, "LayerNormalization", {}, 0);
+    norm.attrs["axis"] = Attribute::of_int(-1);
+    norm.attrs["epsilon"] = Attribute::of_float(rn->epsilon);
+    const HostTensor* beta = c.has_input(end + 1) ? &c.input(end + 1) : nullptr;
+    y = evaluate(norm, {&y, &c.input(end), beta})[0];
+  }
   return out;
 }
 

@@ -26,6 +26,7 @@ json optimize_json(const OptimizeReport& r, const std::vector<OptimizationShare>
          {"fused_layernorm", r.fused_layernorm},
          {"fused_attention", r.fused_attention},
          {"fused_channel_shuffles", r.fused_channel_shuffles},
+         {"fused_row_norms", r.fused_row_norms},
          {"inplace", r.inplace},
          {"elided_concats", r.elided_concats},
          {"viewed_nodes", r.viewed_nodes},
@@ -48,6 +49,7 @@ void print_optimize_summary(const json& o, std::ostream& out) {
       << o["fused_channel_programs"] << " channel programs into convs, " << o["fused_channel_gates"]
       << " channel gates, " << o["fused_depthwise_inputs"]
       << " depthwise convs into 1x1s, " << o["fused_channel_shuffles"] << " channel shuffles into convs, "
+      << o["fused_row_norms"] << " LayerNormalizations into products, "
       << o["fused_mlps"] << " FusedMlp, " << o["fused_attention"] << " FusedAttention, "
       << o["fused_layernorm"] << " LayerNormalization, " << o["folded_batchnorm"] << " BatchNormalization folded), " << o["inplace"] << " in place, "
       << o["elided_concats"] << " concats elided, " << o["viewed_nodes"] << " made views, order "
