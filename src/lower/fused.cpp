@@ -157,6 +157,18 @@ bool lower_fused_conv(NodeBuilder& b) {
     TensorArg other_half = b.arg_out(0);
     other_half.offset += i32((1 - 2 * shuffled->slot) * plane);
     tail.copy = FusedTail::PlaneCopy{other_half, i32(plane)};
+    // The window's element i at i + (i / plane) * plane: one division where
+    // window_prelude's strided_offset takes three, and YRUN lets the CPU
+    // kernels store a plane's runs as vectors.
+    b.take_out_window(0);
+    tail.window = true;
+    tail.ywin_dims = to_dims({plane}, 1);
+    tail.ywin_strides = to_dims({1}, 1);
+    tail.prelude +=
+        "\n#undef YI\n#undef YRUN\n#undef YWIN_PARAMS\n"
+        "#define YWIN_PARAMS , Dims ywin_dims, Dims ywin_strides\n"
+        "#define YI(i) ((i) + (i) / ywin_dims.d[MAXR - 1] * ywin_dims.d[MAXR - 1])\n"
+        "#define YRUN(i, n) ((i) % ywin_dims.d[MAXR - 1] + (n) <= ywin_dims.d[MAXR - 1])\n";
   }
   if (const std::optional<ChannelProgram> cp = channel_program(b.node)) {
     const int64_t C = b.in(0).shape.size() == 4 ? b.in(0).shape[1] : -1;
