@@ -57,18 +57,20 @@
 // N long. Each work-group stores its tile, then counts it at its row
 // block's semaphore (an int of RSEM per batch and row block, left at 0); the
 // last of the block's column tiles normalizes the block's rows in place,
-// reading the other tiles' stores past its cache, a work-item a row (two
-// passes: the mean, then the variance of the centred values, as norm.cl's
-// layer_norm). No barriers: a form with 256 / TILE_M items a row and sums
-// in local memory wrote past Y's end on PoCL for rows past M (cause not
-// found).
+// reading the other tiles' stores past its cache, 256 / TILE_M work-items a
+// row, neighbours in a row reading neighbouring elements (two passes: the
+// mean, then the variance of the centred values, as norm.cl's layer_norm).
+// A block's rows past M go to a scratch row of N floats (RSCR): their
+// stores, guarded instead, still reached past Y's end on PoCL (cause not
+// found), and a work-item a row (no barriers) read 32 rows a load on GPUs.
 #ifdef ROW_NORM
 #if defined(TEXPLAN_HALF) || defined(SPLITK)
 #error "ROW_NORM reads and writes Y as fp32, once the tile is whole"
 #endif
-#define ROW_NORM_PARAMS                                                                                  \
-  , __global volatile int *RSEM, __global const real_t *RNG, int rngo, __global const real_t *RNB, int rnbo, \
-      int rn_has_bias, float rn_eps
+#define ROW_NORM_PARAMS                                                                                 \
+  , __global volatile int *RSEM, __global float *RSCR, __global const real_t *RNG, int rngo, __global const real_t *RNB, \
+      int rnbo, int rn_has_bias, float rn_eps
+#define RN_ITEMS (256 / TILE_M)
 // This item's global writes visible to every compute unit before its later
 // ones (as split_fence).
 inline void row_norm_fence(void) {
@@ -77,6 +79,18 @@ inline void row_norm_fence(void) {
 #else
   mem_fence(CLK_GLOBAL_MEM_FENCE);
 #endif
+}
+// The sum of v over the RN_ITEMS items of this item's row (red: 256 floats).
+inline float row_norm_sum(__local float* red, int tid, float v) {
+  red[tid] = v;
+  for (int h = RN_ITEMS / 2; h > 0; h >>= 1) {
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (tid % RN_ITEMS < h) red[tid] += red[tid + h];
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const float s = red[tid - tid % RN_ITEMS];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return s;
 }
 #else
 #define ROW_NORM_PARAMS
@@ -388,6 +402,7 @@ void gemm(__global const real_t* A, __global const real_t* B, __global const rea
 #endif
 #ifdef ROW_NORM
   __local int rn_last;
+  __local float rn_red[256];
   row_norm_fence();
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
   if (tid == 0) {
@@ -396,19 +411,22 @@ void gemm(__global const real_t* A, __global const real_t* B, __global const rea
     if (rn_last) atomic_xchg(s, 0);
   }
   barrier(CLK_LOCAL_MEM_FENCE);
-  if (rn_last && tid < TILE_M && m0 + tid < M) {
+  if (rn_last) {  // the whole group: its barriers are all the group's
     row_norm_fence();
-    __global volatile float* yr = (__global volatile float*)(Y + yo + y0 + (m0 + tid) * N);
+    // A row past M reads and writes the scratch row RSCR instead.
+    const int m = m0 + tid / RN_ITEMS, part = tid % RN_ITEMS;
+    __global volatile float* yr =
+        m < M ? (__global volatile float*)(Y + yo + y0 + m * N) : (__global volatile float*)RSCR;
     float s = 0.0f;
-    for (int n = 0; n < N; ++n) s += yr[n];
-    const float mean = s / (float)N;
+    for (int n = part; n < N; n += RN_ITEMS) s += yr[n];
+    const float mean = row_norm_sum(rn_red, tid, s) / (float)N;
     float q = 0.0f;
-    for (int n = 0; n < N; ++n) {
+    for (int n = part; n < N; n += RN_ITEMS) {
       const float d = yr[n] - mean;
       q += d * d;
     }
-    const float inv = 1.0f / sqrt(q / (float)N + rn_eps);
-    for (int n = 0; n < N; ++n)
+    const float inv = 1.0f / sqrt(row_norm_sum(rn_red, tid, q) / (float)N + rn_eps);
+    for (int n = part; n < N; n += RN_ITEMS)
       yr[n] = (yr[n] - mean) * inv * LD(RNG, rngo + n) + (rn_has_bias ? LD(RNB, rnbo + n) : 0.0f);
   }
 #endif

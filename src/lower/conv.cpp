@@ -298,6 +298,7 @@ void launch_gemm(NodeBuilder& b, const TensorArg& A, const TensorArg& B, const T
     tail.append_xprogram_args(b);
     if (const auto& rn = tail.row_norm) {  // a semaphore per batch and row block (gemm.cl ROW_NORM)
       b.more_args(b.semaphores(size_t(nb) * size_t(r.global[1] / r.local[1])));
+      b.more_args(b.semaphores(size_t(g.N)));  // RSCR: the scratch row of rows past M (floats, any values)
       b.more_args(rn->gamma);
       b.more_args(rn->has_beta ? rn->beta : rn->gamma);
       b.more_args(cl_int(rn->has_beta));

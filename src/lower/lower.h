@@ -234,9 +234,9 @@ class NodeBuilder {
   // candidates share it). The session keeps only the buffers that the
   // launches it takes read.
   MemArg packed(const std::string& key, const std::function<std::vector<float>()>& make);
-  // A read-write device buffer of `count` ints, all 0, that the kernels
-  // leave at 0 (split-K's semaphores, gemm.cl split_start), owned by
-  // `buffers` too.
+  // A read-write device buffer of `count` ints, all 0 (split-K's
+  // semaphores, gemm.cl split_start, which the kernels leave at 0; ROW_NORM's
+  // semaphores and scratch row), owned by `buffers` too.
   MemArg semaphores(size_t count);
   std::vector<cl_mem> buffers;
 
