@@ -189,9 +189,9 @@ int layer_norms_into_products(Graph& g) {
     // gamma and beta: constant vectors of the last dim.
     const int64_t n = zt.shape.back();
     const int beta = ln.inputs.size() > 2 ? ln.inputs[2] : -1;
-    auto vector_of_n = [&](int t) {
-      return t >= 0 && g.tensors[size_t(t)].is_constant && g.tensors[size_t(t)].dtype == DataType::Float32 &&
-             element_count(g.tensors[size_t(t)].shape) == n;
+    auto vector_of_n = [&](int v) {
+      return v >= 0 && g.tensors[size_t(v)].is_constant && g.tensors[size_t(v)].dtype == DataType::Float32 &&
+             element_count(g.tensors[size_t(v)].shape) == n;
     };
     if (!vector_of_n(ln.inputs[1]) || (beta >= 0 && !vector_of_n(beta))) continue;
     prod.inputs.push_back(ln.inputs[1]);
