@@ -29,6 +29,29 @@ json read_json(const fs::path& p) {
 
 }  // namespace
 
+// Huge pages for plan (a million-node graph's small heap objects), not for
+// run, whose weights then fault in slowly on some machines (VGG-16's first
+// inference 14.6 s against 1.2 s: docs/reliability.md#the-allocator);
+// a GLIBC_TUNABLES that sets malloc tunables is the user's.
+TEST(CliAllocator, HugePagesForPlanNotForRun) {
+  std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string mode;
+  std::getline(thp, mode);
+  if (mode.find("[madvise]") == std::string::npos)
+    GTEST_SKIP() << "transparent huge pages are not given on request here (" << mode << ")";
+  const std::string unset = "env -u GLIBC_TUNABLES ";
+  Result plan = texplan::test::sh(unset + TEXPLAN_CLI + " -v plan " + kTiny);
+  ASSERT_EQ(plan.code, 0) << plan.out;
+  EXPECT_NE(plan.out.find("allocator: glibc malloc, huge pages"), std::string::npos) << plan.out;
+  Result run = texplan::test::sh(unset + TEXPLAN_CLI + " -v run " + kTiny + " --device cpu");
+  ASSERT_EQ(run.code, 0) << run.out;
+  EXPECT_NE(run.out.find("allocator: glibc malloc, 4 KiB pages"), std::string::npos) << run.out;
+  Result user = texplan::test::sh("GLIBC_TUNABLES=glibc.malloc.hugetlb=1 " + std::string(TEXPLAN_CLI) + " -v run " +
+                                  kTiny + " --device cpu");
+  ASSERT_EQ(user.code, 0) << user.out;
+  EXPECT_NE(user.out.find("allocator: glibc malloc, huge pages"), std::string::npos) << user.out;
+}
+
 TEST(CliPlan, JsonHasTheDocumentedFieldsAndEveryPlanValidates) {
   auto out = texplan::test::temp_dir("cli") / "plan.json";
   Result r = run_cli("plan " + kTiny + " --json " + out.string());

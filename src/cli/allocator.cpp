@@ -27,10 +27,10 @@ bool huge_pages_on_request() {
 
 }  // namespace
 
-void tune_allocator(char** argv) {
+void tune_allocator(char** argv, bool huge_pages) {
   const char* set = std::getenv("GLIBC_TUNABLES");
   if (set && std::string(set).find("glibc.malloc.") != std::string::npos) return;  // the user's (or ours, after exec)
-  if (!set && huge_pages_on_request()) {
+  if (!set && huge_pages && huge_pages_on_request()) {
     setenv("GLIBC_TUNABLES", kTunables, 1);
     execv("/proc/self/exe", argv);
     unsetenv("GLIBC_TUNABLES");  // no exec: go on with the settings below
@@ -41,6 +41,11 @@ void tune_allocator(char** argv) {
   mallopt(M_TOP_PAD, 64 << 20);
   mallopt(M_TRIM_THRESHOLD, INT_MAX);
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
+}
+
+const char* allocator_pages() {
+  const char* set = std::getenv("GLIBC_TUNABLES");
+  return set && std::string(set).find("glibc.malloc.hugetlb=1") != std::string::npos ? "huge pages" : "4 KiB pages";
 }
 
 }  // namespace texplan::cli

@@ -6,12 +6,16 @@
 
 namespace texplan::cli {
 
-// Call first in main. Where the kernel gives transparent huge pages on
-// request, starts the program once more (same arguments) with glibc's
-// malloc asking for them (GLIBC_TUNABLES, which glibc reads only at start);
-// elsewhere, or if that fails, sets the same growth and trimming with
-// mallopt. A GLIBC_TUNABLES that already sets malloc tunables is left as
-// the user gave it.
-void tune_allocator(char** argv);
+// Call first in main. With `huge_pages`, where the kernel gives transparent
+// huge pages on request, starts the program once more (same arguments)
+// with glibc's malloc asking for them (GLIBC_TUNABLES, which glibc reads
+// only at start); otherwise, or if that fails, sets the same growth and
+// trimming with mallopt. A GLIBC_TUNABLES that already sets malloc
+// tunables is left as the user gave it.
+void tune_allocator(char** argv, bool huge_pages);
+
+// What the process's malloc runs with, for --verbose: "huge pages" where
+// glibc asks the kernel for them (GLIBC_TUNABLES), else "4 KiB pages".
+const char* allocator_pages();
 
 }  // namespace texplan::cli

@@ -41,7 +41,10 @@ int usage_error(const std::string& message, const std::string& command) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  cli::tune_allocator(argv);
+  // Huge pages for planning (graphs of a million nodes: small heap
+  // objects), not for runs, whose weights' hundreds of MB then fault in at
+  // about 100 MB/s on some machines (docs/reliability.md#the-allocator).
+  cli::tune_allocator(argv, command_word(argc, argv) == "plan");
   CLI::App app{"texplan: run neural networks on OpenCL GPUs in the least device memory"};
   app.require_subcommand(1);
   app.fallthrough();  // global flags also after the subcommand: `texplan plan m.onnx -q`
@@ -133,6 +136,7 @@ int main(int argc, char** argv) {
 
   if (quiet && verbose) return usage_error("--quiet and --verbose exclude each other", "");
   report::set_verbosity(quiet ? report::Verbosity::Quiet : verbose ? report::Verbosity::Verbose : report::Verbosity::Normal);
+  report::verbose_log() << "allocator: glibc malloc, " << cli::allocator_pages() << "\n";
   ot_args.verbose = ot_args.verbose || verbose;
   // --json -: stdout carries the JSON alone; the table goes to stderr.
   const bool json_to_stdout = (*plan && cli::is_stdout(json_path)) || (*run && cli::is_stdout(run_args.json_path)) ||
