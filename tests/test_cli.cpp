@@ -30,8 +30,8 @@ json read_json(const fs::path& p) {
 }  // namespace
 
 // Huge pages for plan (a million-node graph's small heap objects), not for
-// run, whose weights then fault in slowly on some machines (VGG-16's first
-// inference 14.6 s against 1.2 s: docs/reliability.md#the-allocator);
+// run, whose weights then fault in slowly on some machines
+// (docs/reliability.md#the-allocator);
 // a GLIBC_TUNABLES that sets malloc tunables is the user's.
 TEST(CliAllocator, HugePagesForPlanNotForRun) {
   std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");

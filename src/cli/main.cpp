@@ -42,8 +42,8 @@ int usage_error(const std::string& message, const std::string& command) {
 
 int main(int argc, char** argv) {
   // Huge pages for planning (graphs of a million nodes: small heap
-  // objects), not for runs, whose weights' hundreds of MB then fault in at
-  // about 100 MB/s on some machines (docs/reliability.md#the-allocator).
+  // objects), not for runs, whose weights' hundreds of MB then fault in
+  // slowly on some machines (docs/reliability.md#the-allocator).
   cli::tune_allocator(argv, command_word(argc, argv) == "plan");
   CLI::App app{"texplan: run neural networks on OpenCL GPUs in the least device memory"};
   app.require_subcommand(1);

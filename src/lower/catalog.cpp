@@ -31,8 +31,8 @@ const KernelCatalog& kernel_catalog() {
     // - FusedAttention everywhere: attention.cl on GPUs, cpu_attention.cl on CPU devices.
     // - Shuffled outputs (ShuffledOutput, graph.h) on GPUs only, where a
     //   Transpose is a launch: the CPU kernels' stores then go an element at
-    //   a time, not as vectors (ShuffleNet on PoCL 3.4 -> 3.8 ms,
-    //   docs/fused-ops.md#shuffled-output).
+    //   a time, not as vectors, slower than the Transposes on PoCL
+    //   (docs/fused-ops.md#shuffled-output).
     // - Row norms (RowNorm, graph.h) on GPUs only, where the
     //   LayerNormalization is a launch; the CPU kernels' GEMM has no form.
     k.fused_forms["gpu"] = {.conv_maxpool = conv_maxpool, .channel_program_conv = true,

@@ -3,8 +3,8 @@
 // Transpose(0, 2, 1, 3, 4) -> Reshape [N, 2C, H, W] runs a Transpose kernel
 // per block; the FusedConv that writes a or b writes the shuffled tensor
 // instead, every other channel, and copies the other half into the channels
-// between as it stores its own. On GPUs, where ShuffleNet is launch-bound,
-// that is 16 launches of its 57 gone.
+// between as it stores its own: on GPUs, where ShuffleNet is launch-bound,
+// a launch a block fewer (docs/fused-ops.md#shuffled-output).
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -32,13 +32,8 @@ bool can_write_shuffled(const Graph& g, const Node& p, int y) {
       channel_scaled(p) || p.inputs.size() < 2 || p.inputs[1] < 0)
     return false;
   const Shape& w = g.tensors[size_t(p.inputs[1])].shape;
-  auto ones = [&](const char* attr, size_t n) {
-    const std::vector<int64_t> v = p.get_ints(attr, std::vector<int64_t>(n, 1));
-    return v == std::vector<int64_t>(n, 1);
-  };
-  const std::vector<int64_t> pads = p.get_ints("pads", {0, 0, 0, 0});
-  return w.size() == 4 && w[2] == 1 && w[3] == 1 && p.get_int("group", 1) == 1 && ones("strides", 2) &&
-         std::all_of(pads.begin(), pads.end(), [](int64_t v) { return v == 0; }) &&
+  return w.size() == 4 && w[2] == 1 && w[3] == 1 && p.get_int("group", 1) == 1 &&
+         all_equal(p.get_ints("strides", {1, 1}), 1) && all_equal(p.get_ints("pads", {0, 0, 0, 0}), 0) &&
          p.get_string("auto_pad", "NOTSET") == "NOTSET";
 }
 
