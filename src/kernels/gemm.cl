@@ -52,6 +52,17 @@
 #define LOADS_A (WPTM * TK / 16)  // a work-item's elements of each slice of A
 #define LOADS_B (WPTN * TK / 16)
 
+// This item's global writes visible to every compute unit before its later
+// ones (NVIDIA's mem_fence is the work-group's: membar.cta): split-K in one
+// launch and ROW_NORM, whose work-groups meet at semaphores.
+inline void global_fence(void) {
+#ifdef TEXPLAN_PTX
+  asm volatile("membar.gl;" ::: "memory");
+#else
+  mem_fence(CLK_GLOBAL_MEM_FENCE);
+#endif
+}
+
 // Rows layer-normalized after the product (-DROW_NORM, gemm only: a
 // FusedMatMul's RowNorm, graph.h; docs/fused-ops.md#row-norm). Y's rows are
 // N long. Each work-group stores its tile, then counts it at its row
@@ -71,15 +82,6 @@
   , __global volatile int *RSEM, __global float *RSCR, __global const real_t *RNG, int rngo, __global const real_t *RNB, \
       int rnbo, int rn_has_bias, float rn_eps
 #define RN_ITEMS (256 / TILE_M)
-// This item's global writes visible to every compute unit before its later
-// ones (as split_fence).
-inline void row_norm_fence(void) {
-#ifdef TEXPLAN_PTX
-  asm volatile("membar.gl;" ::: "memory");
-#else
-  mem_fence(CLK_GLOBAL_MEM_FENCE);
-#endif
-}
 // The sum of v over the RN_ITEMS items of this item's row (red: 256 floats).
 inline float row_norm_sum(__local float* red, int tid, float v) {
   red[tid] = v;
@@ -142,15 +144,6 @@ inline float row_norm_sum(__local float* red, int tid, float v) {
 #ifdef SPLITK_ONE
 #define SPLIT_PARAMS , __global volatile int* SEM
 #define SPLIT_SEM(splits) split_semaphore(SEM, splits)
-// This item's global writes visible to every compute unit before its later
-// ones (NVIDIA's mem_fence is the work-group's: membar.cta).
-inline void split_fence(void) {
-#ifdef TEXPLAN_PTX
-  asm volatile("membar.gl;" ::: "memory");
-#else
-  mem_fence(CLK_GLOBAL_MEM_FENCE);
-#endif
-}
 inline bool split_lead(void) { return get_local_id(0) == 0 && get_local_id(1) == 0 && get_local_id(2) == 0; }
 // Y's sum as the other slices left it (past this compute unit's cache).
 inline float split_get(__global float* p) { return *(volatile __global float*)p; }
@@ -167,7 +160,7 @@ inline bool split_start(__global volatile int* s, __local int* flag) {
   return *flag != 0;
 }
 inline void split_zeroed(__global volatile int* s) {
-  split_fence();
+  global_fence();
   barrier(CLK_GLOBAL_MEM_FENCE);
   if (split_lead()) atomic_xchg(&s[1], 1);
 }
@@ -181,7 +174,7 @@ inline void split_wait_zeroed(__global volatile int* s) {
 // After the adds: whether this work-group is the tile's last (it then
 // applies the epilogue, SPLIT_FINISH).
 inline bool split_leave(__global volatile int* s, __local int* flag, int splits) {
-  split_fence();  // the adds performed before the count says so
+  global_fence();  // the adds performed before the count says so
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
   if (split_lead()) {
     const int last = atomic_inc(&s[2]) == splits - 1;
@@ -193,7 +186,7 @@ inline bool split_leave(__global volatile int* s, __local int* flag, int splits)
     *flag = last;
   }
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-  split_fence();
+  global_fence();
   return *flag != 0;
 }
 #define SPLIT_FINISH(p, i) (*(p) = EPI(split_get(p), (i)))
@@ -403,7 +396,7 @@ void gemm(__global const real_t* A, __global const real_t* B, __global const rea
 #ifdef ROW_NORM
   __local int rn_last;
   __local float rn_red[256];
-  row_norm_fence();
+  global_fence();
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
   if (tid == 0) {
     __global volatile int* s = RSEM + z * get_num_groups(1) + get_group_id(1);
@@ -412,7 +405,7 @@ void gemm(__global const real_t* A, __global const real_t* B, __global const rea
   }
   barrier(CLK_LOCAL_MEM_FENCE);
   if (rn_last) {  // the whole group: its barriers are all the group's
-    row_norm_fence();
+    global_fence();
     // A row past M reads and writes the scratch row RSCR instead.
     const int m = m0 + tid / RN_ITEMS, part = tid % RN_ITEMS;
     __global volatile float* yr =
