@@ -296,17 +296,18 @@ std::string epilogue_cl(const Epilogue& e, const std::vector<EpilogueRead>& read
     if (reads[k] == EpilogueRead::Strided) o << ", Dims X" << k << "s", strided = true;
   }
   if (strided) o << ", Dims epi_dims";
+  const bool copies = copied >= 0;
   const std::string x_copied = "X" + std::to_string(copied);
-  if (copied >= 0)
+  if (copies)
     o << " , __global real_t* EPY, int EPYo, int EPYp\n"
       << "inline float epi_stored_with(__global real_t* y, int at, float copy, float v) {\n"
       << "  ST(y, at, copy);\n  return v;\n}";
   o << "\n" << scalar_function(e, reads.size(), "epi_program");
   // `head`(operand 0, operand 1, ...): each operand as `value`, `direct` or
-  // `strided` spells it for buffer X<k> ("X" stands for it).
+  // `strided` spells it for buffer X<k> ("X" stands for it); where the
+  // program copies an operand (no vector form then), wrapped in the store.
   auto call = [&](const std::string& head, const std::string& value, const std::string& direct,
                   const std::function<std::string(size_t)>& strided_operand) {
-    const bool copies = copied >= 0 && head.rfind("#define EPI_VEC", 0) != 0;
     if (copies) o << head.substr(0, head.rfind(' ') + 1) << "epi_stored_with(EPY, EPYo + (i) + (i) / EPYp * EPYp, LD(" << x_copied
                   << ", " << x_copied << "o + (i)), " << head.substr(head.rfind(' ') + 1);
     else o << head;
@@ -356,7 +357,7 @@ std::string epilogue_cl(const Epilogue& e, const std::vector<EpilogueRead>& read
     if (form.empty()) vectorizable = false;
     vp << "  const EPI_VF t" << k << " = " << form << ";\n";
   }
-  if (!vectorizable || copied >= 0) return o.str();
+  if (!vectorizable || copies) return o.str();
   o << "#ifdef EPI_VECTOR_WIDTH\n" << kVectorHelpers << "inline EPI_VF epi_program_v(";
   for (size_t k = 0; k < reads.size(); ++k) o << (k ? ", " : "") << "EPI_VF x" << k;
   o << ") {\n" << vp.str() << "  return " << (e.code.empty() ? "x0" : "t" + std::to_string(e.code.size() - 1))
