@@ -141,12 +141,11 @@ bool lower_fused_conv(NodeBuilder& b) {
   const std::optional<ShuffledOutput> shuffled = shuffled_output(b.node);
   if (shuffled) {
     // Y is the channel shuffle of the conv's output and input end - 1: the
-    // conv stores channel c at Y's 2c + slot through a window's strides, and
-    // its epilogue copies the other half's element to 2c + 1 - slot.
+    // conv stores channel c at Y's 2c + slot (window_output makes its YI),
+    // and its epilogue copies the other half's element to 2c + 1 - slot.
     const Shape& y = b.out(0).shape;
     if (end < 4 || y.size() != 4 || y[1] % 2 != 0 || b.in_window(end - 1) || b.out_window(0)) return false;
-    const int64_t plane = y[2] * y[3];
-    b.write_output_part({y[0], y[1] / 2, y[2], y[3]}, {y[1] * plane, 2 * plane, y[3], 1}, shuffled->slot * plane);
+    b.write_output_interleaved({y[0], y[1] / 2, y[2], y[3]}, shuffled->slot * y[2] * y[3]);
   }
   for (int i = 3; i < end; ++i)
     if (!b.has_in(i) || b.in(i).shape != b.out(0).shape) return false;  // the contract: Ej has Y's (the conv's) shape
@@ -157,18 +156,6 @@ bool lower_fused_conv(NodeBuilder& b) {
     TensorArg other_half = b.arg_out(0);
     other_half.offset += i32((1 - 2 * shuffled->slot) * plane);
     tail.copy = FusedTail::PlaneCopy{other_half, i32(plane)};
-    // The window's element i at i + (i / plane) * plane: one division where
-    // window_prelude's strided_offset takes three, and YRUN lets the CPU
-    // kernels store a plane's runs as vectors.
-    b.take_out_window(0);
-    tail.window = true;
-    tail.ywin_dims = to_dims({plane}, 1);
-    tail.ywin_strides = to_dims({1}, 1);
-    tail.prelude +=
-        "\n#undef YI\n#undef YRUN\n#undef YWIN_PARAMS\n"
-        "#define YWIN_PARAMS , Dims ywin_dims, Dims ywin_strides\n"
-        "#define YI(i) ((i) + (i) / ywin_dims.d[MAXR - 1] * ywin_dims.d[MAXR - 1])\n"
-        "#define YRUN(i, n) ((i) % ywin_dims.d[MAXR - 1] + (n) <= ywin_dims.d[MAXR - 1])\n";
   }
   if (const std::optional<ChannelProgram> cp = channel_program(b.node)) {
     const int64_t C = b.in(0).shape.size() == 4 ? b.in(0).shape[1] : -1;
@@ -210,7 +197,7 @@ bool lower_fused_conv(NodeBuilder& b) {
     tail.xprogram_prelude = channel_program_cl(Epilogue::parse(cp->program), cp->operands, cp->depthwise, gate);
   }
   if (!lower_conv(b, tail)) return false;
-  if (shuffled && !b.output_part_taken())
+  if (shuffled && !b.output_interleave_taken())
     throw Error("its kernels cannot write the shuffled channels (channel-shuffle fusion): run with "
                 "--no-channel-shuffle-fusion");
   return true;

@@ -154,15 +154,21 @@ TensorArg NodeBuilder::arg_out(int i) const {
 }
 
 std::vector<int64_t> NodeBuilder::take_out_window(int i) {
-  if (i != 0 || !out_part_) return take_window(node.outputs.at(i));
-  out_part_->taken = true;
-  return out_part_->strides;
+  if (i == 0 && out_part_) throw Error("output 0 is written every other plane, not through a window's strides");
+  return take_window(node.outputs.at(i));
 }
 
-void NodeBuilder::write_output_part(const Shape& shape, std::vector<int64_t> strides, int64_t shift) {
-  OutputPart p{without_value(g_.tensors.at(node.outputs.at(0))), std::move(strides), shift};
+void NodeBuilder::write_output_interleaved(const Shape& shape, int64_t shift) {
+  OutputPart p{without_value(g_.tensors.at(node.outputs.at(0))), shift};
   p.tensor.shape = shape;
   out_part_ = std::move(p);
+}
+
+int64_t NodeBuilder::take_out_interleave() {
+  if (!out_part_) return 0;
+  out_part_->taken = true;
+  const Shape& s = out_part_->tensor.shape;
+  return s[2] * s[3];
 }
 
 std::vector<int> NodeBuilder::untaken_windows() const {
@@ -195,10 +201,24 @@ Epilogue fused_epilogue(const NodeBuilder& b) {
 void window_output(NodeBuilder& b, FusedTail& tail) {
   if (tail.window || !b.out_window(0)) return;
   tail.window = true;
-  tail.ywin_dims = to_dims(b.out(0).shape, 1);
-  tail.ywin_strides = to_dims(b.take_out_window(0), 0);
-  tail.prelude += "\n" + window_prelude();
-  if (!tail.residual_prelude.empty()) tail.residual_prelude += "\n" + window_prelude();
+  std::string prelude;
+  if (const int64_t plane = b.take_out_interleave()) {
+    // Every other plane: one division a store where strided_offset over
+    // [N, C, H, W] takes three, and YRUN lets the CPU kernels store a
+    // plane's runs as vectors. The plane goes in ywin_dims' last dim.
+    tail.ywin_dims = to_dims({plane}, 1);
+    tail.ywin_strides = to_dims({1}, 1);
+    prelude = "#undef YI\n#undef YRUN\n#undef YWIN_PARAMS\n"
+              "#define YWIN_PARAMS , Dims ywin_dims, Dims ywin_strides\n"
+              "#define YI(i) ((i) + (i) / ywin_dims.d[MAXR - 1] * ywin_dims.d[MAXR - 1])\n"
+              "#define YRUN(i, n) ((i) % ywin_dims.d[MAXR - 1] + (n) <= ywin_dims.d[MAXR - 1])\n";
+  } else {
+    tail.ywin_dims = to_dims(b.out(0).shape, 1);
+    tail.ywin_strides = to_dims(b.take_out_window(0), 0);
+    prelude = window_prelude();
+  }
+  tail.prelude += "\n" + prelude;
+  if (!tail.residual_prelude.empty()) tail.residual_prelude += "\n" + prelude;
 }
 
 void window_input(NodeBuilder& b, FusedTail& tail) {

@@ -162,12 +162,16 @@ class NodeBuilder {
   std::vector<int64_t> take_out_window(int i);
   // Windowed inputs and outputs of the node that no kernel took.
   std::vector<int> untaken_windows() const;
-  // Output 0 written as a strided part of its tensor (a FusedConv's
-  // ShuffledOutput, graph.h: its conv's channels every other one): from
-  // here on out(0) has `shape`, arg_out(0) starts `shift` elements in, and
-  // it is a window of `strides` (elements) that the kernels must take.
-  void write_output_part(const Shape& shape, std::vector<int64_t> strides, int64_t shift);
-  bool output_part_taken() const { return out_part_ && out_part_->taken; }
+  // Output 0 written as every other plane of its tensor (a FusedConv's
+  // ShuffledOutput, graph.h: its conv's channels): from here on out(0) has
+  // `shape` (4D), arg_out(0) starts `shift` elements in, and its element i
+  // lies at i + (i / plane) * plane from there, plane = H x W. A window the
+  // kernels must take with take_out_interleave (window_output does), not
+  // take_out_window.
+  void write_output_interleaved(const Shape& shape, int64_t shift);
+  // The plane of output 0 so written, now taken; 0 where it is not.
+  int64_t take_out_interleave();
+  bool output_interleave_taken() const { return out_part_ && out_part_->taken; }
 
   int compute_units() const { return dev_.info().compute_units; }
   int64_t local_mem_bytes() const { return dev_.info().local_mem_bytes; }
@@ -274,7 +278,6 @@ class NodeBuilder {
   std::vector<int> taken_;
   struct OutputPart {
     Tensor tensor;
-    std::vector<int64_t> strides;
     int64_t shift = 0;
     bool taken = false;
   };
