@@ -49,7 +49,7 @@ class AttentionFuser {
   // The node producing `id` when `id` is an intermediate read by one node
   // alone and no graph output; else -1.
   int private_producer(int id) const {
-    if (id < 0 || t(id).is_output || cons_[size_t(id)].size() != 1) return -1;
+    if (only_reader(g_, cons_, id) < 0) return -1;
     const int p = t(id).producer;
     return p >= 0 && !dead_[size_t(p)] && n(p).outputs.size() == 1 ? p : -1;
   }

@@ -16,12 +16,6 @@
 namespace texplan {
 namespace {
 
-// The only reader of tensor t (-1 if none, several, or t is a graph output).
-int only_reader(const Graph& g, const std::vector<std::vector<int>>& readers, int t) {
-  if (t < 0 || g.tensors[size_t(t)].is_output || readers[size_t(t)].size() != 1) return -1;
-  return readers[size_t(t)][0];
-}
-
 bool is_4d_float(const Tensor& t) { return t.dtype == DataType::Float32 && t.shape.size() == 4; }
 
 // A FusedConv whose kernels can write the shuffled output: a plain 1x1 conv

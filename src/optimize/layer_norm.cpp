@@ -41,11 +41,7 @@ class LayerNormFuser {
   const Tensor& t(int id) const { return g_.tensors[id]; }
   const Node& n(int id) const { return g_.nodes[id]; }
 
-  // The one node consuming tensor `id` (an intermediate that is no graph output), else -1.
-  int only_consumer(int id) const {
-    if (id < 0 || t(id).is_output || cons_[id].size() != 1) return -1;
-    return cons_[id][0];
-  }
+  int only_consumer(int id) const { return only_reader(g_, cons_, id); }
   bool single_output(const Node& node) const {
     return node.outputs.size() == 1 && node.outputs[0] >= 0 && t(node.outputs[0]).dtype == DataType::Float32;
   }
@@ -163,7 +159,7 @@ int layer_norms_into_products(Graph& g) {
       continue;  // its mean and inverse deviation asked for
     const int z = ln.inputs[0];
     const Tensor& zt = g.tensors[size_t(z)];
-    if (zt.is_output || readers[size_t(z)].size() != 1 || zt.dtype != DataType::Float32 || zt.shape.empty()) continue;
+    if (only_reader(g, readers, z) < 0 || zt.dtype != DataType::Float32 || zt.shape.empty()) continue;
     const int64_t rank = int64_t(zt.shape.size()), axis = ln.get_int("axis", -1);
     if (axis != -1 && axis != rank - 1) continue;
     // Back through Reshapes that keep the last dim, so rows stay rows (the
@@ -175,8 +171,7 @@ int layer_norms_into_products(Graph& g) {
       if (q < 0 || g.nodes[size_t(q)].op_type != "Reshape") break;
       const int in = g.nodes[size_t(q)].inputs[0];
       const Tensor& it = g.tensors[size_t(in)];
-      if (it.is_output || readers[size_t(in)].size() != 1 || it.shape.empty() || it.shape.back() != zt.shape.back())
-        break;
+      if (only_reader(g, readers, in) < 0 || it.shape.empty() || it.shape.back() != zt.shape.back()) break;
       if (last < 0) last = q;
       t = in;
     }

@@ -19,6 +19,13 @@ inline bool all_equal(const std::vector<int64_t>& v, int64_t x) {
   return true;
 }
 
+// The one node reading tensor t, an intermediate that is no graph output;
+// -1 where none, several or t is an output. `readers`: g.consumers().
+inline int only_reader(const Graph& g, const std::vector<std::vector<int>>& readers, int t) {
+  if (t < 0 || g.tensors[size_t(t)].is_output || readers[size_t(t)].size() != 1) return -1;
+  return readers[size_t(t)][0];
+}
+
 // A graph with the metadata of `g` and none of its constant values (has_data
 // kept): what planning a candidate needs (storage.cpp's node forms,
 // patch.cpp's segments and grids).
