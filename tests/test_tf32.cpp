@@ -349,7 +349,8 @@ TEST(Tf32, ActivationsStoredRoundedGiveTheSameBits) {
   }
 
   // Not marked: a graph output, a tensor a conv reads as its residual, one
-  // another op reads, one a conv with a channel scale reads.
+  // another op reads, one a conv with a channel scale reads, one a conv
+  // writing a shuffled output reads (its window keeps it off the tf32 tiles).
   Graph other = g;
   other.tensors[size_t(t1)].is_output = true;
   other.outputs.push_back(t1);
@@ -374,4 +375,8 @@ TEST(Tf32, ActivationsStoredRoundedGiveTheSameBits) {
   set_channel_scaled(scaled.nodes[2]);
   EXPECT_EQ(mark_tf32_storage(scaled), 1);
   EXPECT_FALSE(scaled.tensors[size_t(t2)].stored_tf32);
+  Graph shuffling = g;
+  shuffling.nodes[2].decisions.shuffled_output = ShuffledOutput{1};
+  EXPECT_EQ(mark_tf32_storage(shuffling), 1);
+  EXPECT_FALSE(shuffling.tensors[size_t(t2)].stored_tf32);
 }

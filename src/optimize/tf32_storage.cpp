@@ -6,13 +6,14 @@ namespace {
 bool writes_through_epilogue(const Node& n) { return n.op_type == "FusedConv" || n.op_type == "FusedConvMaxPool"; }
 
 // Whether n reads tensor t as its input X only, and rounds it to tf32 as
-// it stands (nothing applied to X first).
+// it stands (nothing applied to X first). A shuffled output's conv stores
+// through a window, which the tensor-core tiles do not: it rounds nothing.
 bool rounds_input(const Node& n, int t) {
   if (n.op_type != "Conv" && n.op_type != "FusedConv" && n.op_type != "FusedConvMaxPool") return false;
   if (n.inputs.empty() || n.inputs[0] != t) return false;
   for (size_t i = 1; i < n.inputs.size(); ++i)
     if (n.inputs[i] == t) return false;
-  return !channel_scaled(n) && !channel_program(n) && !operand_view(n, 0);
+  return !channel_scaled(n) && !channel_program(n) && !operand_view(n, 0) && !shuffled_output(n);
 }
 
 }  // namespace
