@@ -179,10 +179,13 @@ TEST(CpuShapeOps, SoftmaxAndReductions) {
   expect_matches({"GlobalMaxPool", {1, 2, 112, 112}, {}, {}});
 }
 
-// MaxPool's CPU kernel (max_pool2d_rows): rows of 16 and more outputs take
-// vectors inside the input (stride 1 and 2), the edges and other strides
-// and dilations scalars: SqueezeNet's 3x3/2 with ceil_mode, ShuffleNet's
-// padded 3x3/2, 2x2/2, 3x3/1 padded, 5x5/3 and a dilated window.
+// MaxPool's CPU kernels. Three-row windows, strides 1 and 2, undilated
+// (max_pool2d_planes: blocks of 16 or 8 inside columns walking down the
+// plane, the last block overlapping the one before, the other columns one
+// at a time): SqueezeNet's 3x3/2 with ceil_mode, ShuffleNet's padded 3x3/2,
+// GoogLeNet's 3x3/1 and 3x3/2 with ceil_mode, rows of 7 (no block), 12 (8s)
+// and 23 (16s), a 3x5 window, strides 1x2 and 2x1, a window past the last
+// row. The rest (max_pool2d_rows): 2x2/2, 5x5/3 and dilated windows.
 TEST(CpuShapeOps, MaxPoolRows) {
   auto pool = [](std::vector<int64_t> k, std::vector<int64_t> s, std::vector<int64_t> pads, int ceil = 0,
                  std::vector<int64_t> d = {1, 1}) {
@@ -191,6 +194,14 @@ TEST(CpuShapeOps, MaxPoolRows) {
   };
   expect_matches({"MaxPool", {1, 5, 111, 111}, {}, pool({3, 3}, {2, 2}, {0, 0, 0, 0}, 1)});
   expect_matches({"MaxPool", {2, 3, 40, 67}, {}, pool({3, 3}, {2, 2}, {1, 1, 1, 1})});
+  expect_matches({"MaxPool", {1, 6, 14, 14}, {}, pool({3, 3}, {1, 1}, {1, 1, 1, 1}, 1)});
+  expect_matches({"MaxPool", {1, 3, 112, 112}, {}, pool({3, 3}, {2, 2}, {0, 0, 0, 0}, 1)});
+  expect_matches({"MaxPool", {2, 3, 7, 7}, {}, pool({3, 3}, {1, 1}, {1, 1, 1, 1})});
+  expect_matches({"MaxPool", {1, 3, 12, 12}, {}, pool({3, 3}, {1, 1}, {1, 1, 1, 1})});
+  expect_matches({"MaxPool", {1, 3, 23, 23}, {}, pool({3, 3}, {1, 1}, {0, 0, 0, 0})});
+  expect_matches({"MaxPool", {1, 3, 17, 30}, {}, pool({3, 5}, {1, 1}, {1, 2, 1, 2})});
+  expect_matches({"MaxPool", {1, 3, 17, 40}, {}, pool({3, 3}, {1, 2}, {0, 1, 0, 1})});
+  expect_matches({"MaxPool", {1, 3, 18, 21}, {}, pool({3, 3}, {2, 1}, {1, 0, 0, 0}, 1)});
   expect_matches({"MaxPool", {1, 4, 12, 64}, {}, pool({2, 2}, {2, 2}, {0, 0, 0, 0})});
   expect_matches({"MaxPool", {1, 3, 9, 50}, {}, pool({3, 3}, {1, 1}, {1, 1, 1, 1})});
   expect_matches({"MaxPool", {1, 2, 20, 90}, {}, pool({5, 5}, {3, 3}, {2, 2, 2, 2})});

@@ -58,11 +58,21 @@ bool lower_pool(NodeBuilder& b) {
   window_input(b, window);
   const Source pool("pool.cl", "", window.prelude);
   if (n.op_type == "MaxPool") {
-    const bool rows = b.device_type() == "cpu" && !b.gpu_kernels_forced();
-    const int64_t items = rows ? total / OW : total;
-    b.launch(pool, rows ? "max_pool2d_rows" : "max_pool2d", linear_range(items), b.arg_in(0), b.arg_out(0),
-             i32(items), i32(H), i32(W), i32(OH), i32(OW), i32(KH), i32(KW), i32(sh), i32(sw), i32(ph.begin),
-             i32(pw.begin), i32(dh), i32(dw));
+    const bool cpu = b.device_type() == "cpu" && !b.gpu_kernels_forced();
+    if (cpu && KH == 3 && dh == 1 && dw == 1 && (sh == 1 || sh == 2) && (sw == 1 || sw == 2)) {
+      // PoCL, 3-row windows: a plane per work-item, each input row's taps loaded once (pool.cl).
+      const Source planes("pool.cl", "-DPOOL_KW=" + std::to_string(KW) + " -DPOOL_SW=" + std::to_string(sw) +
+                                         " -DPOOL_SH=" + std::to_string(sh), window.prelude);
+      const int64_t items = total / (OH * OW);
+      b.launch(planes, "max_pool2d_planes", cpu_item_range(items), b.arg_in(0), b.arg_out(0), i32(items), i32(H),
+               i32(W), i32(OH), i32(OW), i32(ph.begin), i32(pw.begin));
+      window.append_args(b);
+      return true;
+    }
+    const int64_t items = cpu ? total / OW : total;  // PoCL: a row per work-item
+    b.launch(pool, cpu ? "max_pool2d_rows" : "max_pool2d", cpu ? cpu_item_range(items) : linear_range(items),
+             b.arg_in(0), b.arg_out(0), i32(items), i32(H), i32(W), i32(OH), i32(OW), i32(KH), i32(KW), i32(sh),
+             i32(sw), i32(ph.begin), i32(pw.begin), i32(dh), i32(dw));
     window.append_args(b);
     return true;
   }
