@@ -9,6 +9,9 @@
 #   DIR/bn_relu/bn_relu.onnx  x[1,256,56,56] -> BatchNormalization -> Relu (one FusedElementwise)
 #   DIR/pad_avgpool/pad_avgpool.onnx  x[1,288,35,35] -> Pad 1 on H and W -> AveragePool 3x3 stride 1
 #                             (TorchScript's avg_pool2d(padding=1): Inception-v3's branch pools)
+#   DIR/maxpool14/maxpool14.onnx    x[1,528,14,14] -> MaxPool 3x3 stride 1 pad 1 ceil_mode (GoogLeNet's 4e branch pool)
+#   DIR/maxpool28/maxpool28.onnx    x[1,480,28,28] -> the same (GoogLeNet's 3b)
+#   DIR/maxpool112/maxpool112.onnx  x[1,64,112,112] -> MaxPool 3x3 stride 2 ceil_mode (GoogLeNet's first)
 set -euo pipefail
 dir=$1
 proto=/usr/include/onnx/onnx.proto
@@ -50,4 +53,18 @@ node { op_type: "AveragePool" name: "pool" input: "y" output: "z" attribute { na
 output { name: "z" }
 }
 TXT
+maxpool() {  # NAME C H STRIDE PAD
+  encode "$dir/$1/$1.onnx" <<TXT
+ir_version: 8 opset_import { domain: "" version: 13 } graph { name: "$1"
+$(input x $2 $3 $3)
+node { op_type: "MaxPool" name: "pool" input: "x" output: "y"
+  attribute { name: "kernel_shape" ints: [3, 3] type: INTS } attribute { name: "strides" ints: [$4, $4] type: INTS }
+  attribute { name: "pads" ints: [$5, $5, $5, $5] type: INTS } attribute { name: "ceil_mode" i: 1 type: INT } }
+output { name: "y" }
+}
+TXT
+}
+maxpool maxpool14 528 14 1 1
+maxpool maxpool28 480 28 1 1
+maxpool maxpool112 64 112 2 0
 ls -l "$dir"/*/*.onnx
