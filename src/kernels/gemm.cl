@@ -410,6 +410,28 @@ void gemm(__global const real_t* A, __global const real_t* B, __global const rea
     const int m = m0 + tid / RN_ITEMS, part = tid % RN_ITEMS;
     __global volatile float* yr =
         m < M ? (__global volatile float*)(Y + yo + y0 + m * N) : (__global volatile float*)RSCR;
+#ifdef RN_PER
+    // The row read once, into registers: its loads all in flight together.
+    float v[RN_PER];
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < RN_PER; ++i) {
+      const int n = part + i * RN_ITEMS;
+      v[i] = n < N ? yr[n] : 0.0f;
+      s += v[i];
+    }
+    const float mean = row_norm_sum(rn_red, tid, s) / (float)N;
+    float q = 0.0f;
+#pragma unroll
+    for (int i = 0; i < RN_PER; ++i)
+      if (part + i * RN_ITEMS < N) q += (v[i] - mean) * (v[i] - mean);
+    const float inv = 1.0f / sqrt(row_norm_sum(rn_red, tid, q) / (float)N + rn_eps);
+#pragma unroll
+    for (int i = 0; i < RN_PER; ++i) {
+      const int n = part + i * RN_ITEMS;
+      if (n < N) yr[n] = (v[i] - mean) * inv * LD(RNG, rngo + n) + (rn_has_bias ? LD(RNB, rnbo + n) : 0.0f);
+    }
+#else
     float s = 0.0f;
     for (int n = part; n < N; n += RN_ITEMS) s += yr[n];
     const float mean = row_norm_sum(rn_red, tid, s) / (float)N;
@@ -421,6 +443,7 @@ void gemm(__global const real_t* A, __global const real_t* B, __global const rea
     const float inv = 1.0f / sqrt(row_norm_sum(rn_red, tid, q) / (float)N + rn_eps);
     for (int n = part; n < N; n += RN_ITEMS)
       yr[n] = (yr[n] - mean) * inv * LD(RNG, rngo + n) + (rn_has_bias ? LD(RNB, rnbo + n) : 0.0f);
+#endif
   }
 #endif
 }

@@ -190,10 +190,18 @@ std::string shape_key(const char* kernel, std::initializer_list<int64_t> v) {
   return s;
 }
 
+// ROW_NORM's build: with rows of at most 64 floats an item (RN_PER), the
+// normalizing group holds its rows in registers, read once (gemm.cl).
+std::string row_norm_defines(const Tiles& t, const FusedTail& tail) {
+  if (!tail.row_norm) return "";
+  const int64_t items = 256 / (16 * t.wptm), per = ceil_div(tail.row_norm->row, items);
+  return " -DROW_NORM" + (per <= 64 ? " -DRN_PER=" + std::to_string(per) : std::string());
+}
+
 Source gemm_source(const Tiles& t, const FusedTail& tail, int64_t depth = kTK) {
   return Source("gemm.cl", "-DWPTM=" + std::to_string(t.wptm) + " -DWPTN=" + std::to_string(t.wptn) +
                                (t.vec ? " -DVEC" : "") + (depth != kTK ? " -DTK=" + std::to_string(depth) : "") +
-                               (tail.row_norm ? " -DROW_NORM" : ""),
+                               row_norm_defines(t, tail),
                 tail.prelude + tail.xprogram_prelude);
 }
 

@@ -249,7 +249,7 @@ bool lower_fused_matmul(NodeBuilder& b) {
     for (int i = end; i < end + 2; ++i)
       if (b.has_in(i) && (!float32(b.in(i)) || element_count(b.in(i).shape) != y.back())) return false;
     tail.row_norm = FusedTail::RowNormArgs{b.arg_in(end), b.has_in(end + 1) ? b.arg_in(end + 1) : TensorArg{},
-                                           b.has_in(end + 1), rn->epsilon};
+                                           b.has_in(end + 1), rn->epsilon, y.back()};
   }
   return lower_matmul(b, b.node.get_int("transB", 0) != 0, tail);
 }

@@ -102,6 +102,7 @@ struct FusedTail {
     TensorArg gamma, beta;
     bool has_beta = false;
     float epsilon = 1e-5f;
+    int64_t row = 0;  // Y's row length (its last dim)
   };
   std::optional<RowNormArgs> row_norm;
   // When the program begins with a residual Add whose operand is Y's own

@@ -183,6 +183,12 @@ int layer_norms_into_products(Graph& g) {
       continue;
     // gamma and beta: constant vectors of the last dim.
     const int64_t n = zt.shape.back();
+    // Not a product long in K against its rows: unfused, it splits over K
+    // (or takes the k-groups), which a row-normalizing product cannot; on
+    // the H200 BERT-mini's second MLP products lost more that way than the
+    // launch saved (docs/fused-ops.md#row-norm).
+    const Tensor& a = g.tensors[size_t(prod.inputs[0])];
+    if (a.shape.empty() || a.shape.back() > 2 * n) continue;
     const int beta = ln.inputs.size() > 2 ? ln.inputs[2] : -1;
     auto vector_of_n = [&](int v) {
       return v >= 0 && g.tensors[size_t(v)].is_constant && g.tensors[size_t(v)].dtype == DataType::Float32 &&
