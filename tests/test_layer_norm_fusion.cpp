@@ -184,7 +184,7 @@ TEST(LayerNormFusion, BertMiniBoundNoWorse) {
   const std::string path = std::string(TEXPLAN_MODELS_DIR) + "/bert_mini";
   if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " absent";
   Graph g = import_onnx(resolve_model_file(path));
-  const OptimizeReport r = optimize(g, {});
+  const OptimizeReport r = optimize(g, {.row_norm_fusion = true});
   EXPECT_EQ(r.fused_layernorm, 8);
   EXPECT_EQ(r.fused_row_norms, 4) << "after the out-projections (K 256); not the MLPs' second products (K 1024)";
   EXPECT_EQ(count(g, "LayerNormalization"), 4);
@@ -237,9 +237,11 @@ TEST(LayerNormFusion, IntoTheProductBeforeIt) {
     const std::vector<HostTensor> want = run_reference(b.g, feeds);
     const bool fuses = !c.sum_is_output && c.axis == -1 && c.K <= 2 * c.N;
     Graph on_cpu = b.g, off = b.g, g = b.g;
-    EXPECT_EQ(optimize(on_cpu, {.device_forms = lower::kernel_catalog().fused_for("cpu")}).fused_row_norms, 0);
-    EXPECT_EQ(optimize(off, {.row_norm_fusion = false, .device_forms = gpu}).fused_row_norms, 0);
-    const OptimizeReport r = optimize(g, {.device_forms = gpu});
+    EXPECT_EQ(optimize(on_cpu, {.row_norm_fusion = true, .device_forms = lower::kernel_catalog().fused_for("cpu")})
+                  .fused_row_norms,
+              0);
+    EXPECT_EQ(optimize(off, {.device_forms = gpu}).fused_row_norms, 0) << "opt-in";
+    const OptimizeReport r = optimize(g, {.row_norm_fusion = true, .device_forms = gpu});
     EXPECT_EQ(r.fused_row_norms, fuses ? 1 : 0);
     EXPECT_EQ(count(g, "LayerNormalization"), fuses ? 0 : 1);
     EXPECT_LE(r.lower_bound_bytes, r.raw_lower_bound_bytes);

@@ -149,19 +149,20 @@ TEST_P(Zoo, OptimizedGraphLowersTheBoundAndRunsWithACleanGuard) {
 }
 
 // A zoo model as GPUs run it (their fused forms) on texplan's GPU kernels,
-// on PoCL, against the same forms with one rewrite off (`apart`): the same
-// output as PyTorch's, a clean guard, no fallback, the same bound, and
-// `fewer` launches or more; `check` inspects the optimized graph.
-void expect_gpu_forms_run(const std::string& name, const OptimizeOptions& apart_options, int fewer,
+// on PoCL, with `together`'s options against `apart`'s (one rewrite on, then
+// off): the same output as PyTorch's, a clean guard, no fallback, the same
+// bound, and `fewer` launches or more; `check` inspects the optimized graph.
+void expect_gpu_forms_run(const std::string& name, const OptimizeOptions& together_options,
+                          const OptimizeOptions& apart_options, int fewer,
                           const std::function<void(const Graph&, const OptimizeReport&)>& check) {
   fs::path dir = model_dir(name);
   if (!fs::exists(dir / (name + ".onnx.data")))
     GTEST_SKIP() << "no " << name << " with weights at " << dir << " (../shared/models)";
   const Graph imported = import_onnx(dir.string(), {.load_weights = true});
   Graph g = imported, apart = imported;
-  OptimizeOptions off = apart_options;
-  off.device_forms = lower::kernel_catalog().fused_for("gpu");
-  const OptimizeReport r = optimize(g, {.device_forms = off.device_forms});
+  OptimizeOptions on = together_options, off = apart_options;
+  on.device_forms = off.device_forms = lower::kernel_catalog().fused_for("gpu");
+  const OptimizeReport r = optimize(g, on);
   const OptimizeReport r_apart = optimize(apart, off);
   check(g, r);
   EXPECT_EQ(r.lower_bound_bytes, r_apart.lower_bound_bytes);
@@ -192,18 +193,18 @@ int count_op(const Graph& g, const std::string& op) {
 // 57 -> 39 launches (the Transposes and the copies of the one Concat the
 // bound keeps).
 TEST(ZooOnGpuKernels, ShuffleNetInGpuForms) {
-  expect_gpu_forms_run("shufflenet_v2_x1_0", {.channel_shuffle_fusion = false}, 16,
+  expect_gpu_forms_run("shufflenet_v2_x1_0", {}, {.channel_shuffle_fusion = false}, 16,
                        [](const Graph& g, const OptimizeReport& r) {
                          EXPECT_EQ(r.fused_channel_shuffles, 16);
                          EXPECT_EQ(count_op(g, "Transpose"), 0);
                        });
 }
 
-// BERT-mini's post-norm LayerNormalizations in the products before them:
-// the out-projections' four; the second MLP products' (K four times their
-// rows) stay apart, free to split over K.
+// BERT-mini's post-norm LayerNormalizations in the products before them
+// (opt-in): the out-projections' four; the second MLP products' (K four
+// times their rows) stay apart, free to split over K.
 TEST(ZooOnGpuKernels, BertMiniInGpuForms) {
-  expect_gpu_forms_run("bert_mini", {.row_norm_fusion = false}, 4, [](const Graph& g, const OptimizeReport& r) {
+  expect_gpu_forms_run("bert_mini", {.row_norm_fusion = true}, {}, 4, [](const Graph& g, const OptimizeReport& r) {
     EXPECT_EQ(r.fused_row_norms, 4);
     EXPECT_EQ(count_op(g, "LayerNormalization"), 4);
   });
