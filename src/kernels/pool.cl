@@ -28,20 +28,29 @@ __kernel void max_pool2d(__global const real_t* X, int xo, __global real_t* Y, i
 // branches that PoCL cannot vectorize; per row, short rows spent theirs on
 // the scalar remainder (docs/kernel-choices.md#cpu-maxpool-by-rows).
 //
-// max_pool_block(N): N inside columns from `ow` as one floatN where the taps
-// are consecutive (stride 1) or every other float (stride 2: two loads, the
-// even lanes; the second load's last float is one past the last tap, which
-// the caller keeps inside the row).
+// max_taps##N(row, KW, sw): the max of KW taps for N outputs from `row`
+// (the first output's first tap), where the taps are consecutive (stride
+// 1) or every other float (stride 2: two loads, the even lanes; the second
+// load's last float is one past the last tap, which the caller keeps inside
+// the row). A NaN tap never wins.
+#define MAX_TAPS(N)                                                                                       \
+  inline float##N max_taps##N(__global const real_t* row, int KW, int sw) {                                \
+    float##N m = (float##N)(-INFINITY);                                                                   \
+    for (int kw = 0; kw < KW; ++kw) {                                                                     \
+      const float##N v = sw == 1 ? LDV(N, row + kw) : (float##N)(LDV(N, row + kw).even, LDV(N, row + kw + N).even); \
+      m = select(m, v, v > m);                                                                            \
+    }                                                                                                     \
+    return m;                                                                                             \
+  }
+MAX_TAPS(16)
+MAX_TAPS(8)
+// N inside columns from `o`, over the window's rows kh0..kh1.
 #define MAX_POOL_BLOCK(N)                                                                    \
   {                                                                                          \
     float##N m = (float##N)(-INFINITY);                                                      \
     for (int kh = kh0; kh < kh1; ++kh) {                                                     \
-      __global const real_t* row = x + (ih0 + kh * dh) * XROW(W) + o * sw - pw;              \
-      for (int kw = 0; kw < KW; ++kw) {                                                      \
-        const float##N v =                                                                   \
-            sw == 1 ? LDV(N, row + kw) : (float##N)(LDV(N, row + kw).even, LDV(N, row + kw + N).even); \
-        m = select(m, v, v > m); /* as below: a NaN tap never wins */                        \
-      }                                                                                      \
+      const float##N v = max_taps##N(x + (ih0 + kh * dh) * XROW(W) + o * sw - pw, KW, sw);   \
+      m = select(m, v, v > m);                                                               \
     }                                                                                        \
     STV(N, y + o, m);                                                                        \
   }
@@ -111,18 +120,6 @@ __kernel void max_pool2d_rows(__global const real_t* X, int xo, __global real_t*
 // POOL_SW, POOL_SH), so the tap loop unrolls. Blocks end at the last inside
 // column as in max_pool2d_rows; the other columns are scalars.
 #ifdef POOL_KW
-#define POOL_HROW(N)                                                                        \
-  float##N pool_hrow##N(__global const real_t* row) {                                       \
-    float##N m = (float##N)(-INFINITY);                                                     \
-    for (int kw = 0; kw < POOL_KW; ++kw) {                                                  \
-      const float##N v = POOL_SW == 1 ? LDV(N, row + kw)                                    \
-                                      : (float##N)(LDV(N, row + kw).even, LDV(N, row + kw + N).even); \
-      m = select(m, v, v > m); /* a NaN tap never wins */                                   \
-    }                                                                                       \
-    return m;                                                                               \
-  }
-POOL_HROW(16)
-POOL_HROW(8)
 float pool_hcol(__global const real_t* row, int iw0, int kw0, int kw1) {  // one column's taps in one row
   float m = -INFINITY;
   for (int kw = kw0; kw < kw1; ++kw) {
@@ -136,12 +133,12 @@ float pool_hcol(__global const real_t* row, int iw0, int kw0, int kw1) {  // one
   {                                                                                         \
     __global const real_t* col = x + o * POOL_SW - pw;                                      \
     const float##N none = (float##N)(-INFINITY);                                            \
-    float##N h0 = -ph >= 0 && -ph < H ? pool_hrow##N(col + (-ph) * XROW(W)) : none;         \
-    float##N h1 = POOL_SH == 1 && 1 - ph >= 0 && 1 - ph < H ? pool_hrow##N(col + (1 - ph) * XROW(W)) : none; \
+    float##N h0 = -ph >= 0 && -ph < H ? max_taps##N(col + (-ph) * XROW(W), POOL_KW, POOL_SW) : none;         \
+    float##N h1 = POOL_SH == 1 && 1 - ph >= 0 && 1 - ph < H ? max_taps##N(col + (1 - ph) * XROW(W), POOL_KW, POOL_SW) : none; \
     for (int oh = 0; oh < OH; ++oh) {                                                       \
       const int ih = oh * POOL_SH - ph;                                                     \
-      if (POOL_SH == 2) h1 = ih + 1 >= 0 && ih + 1 < H ? pool_hrow##N(col + (ih + 1) * XROW(W)) : none; \
-      const float##N h2 = ih + 2 >= 0 && ih + 2 < H ? pool_hrow##N(col + (ih + 2) * XROW(W)) : none; \
+      if (POOL_SH == 2) h1 = ih + 1 >= 0 && ih + 1 < H ? max_taps##N(col + (ih + 1) * XROW(W), POOL_KW, POOL_SW) : none; \
+      const float##N h2 = ih + 2 >= 0 && ih + 2 < H ? max_taps##N(col + (ih + 2) * XROW(W), POOL_KW, POOL_SW) : none; \
       float##N m = select(h0, h1, h1 > h0);                                                 \
       m = select(m, h2, h2 > m);                                                            \
       STV(N, Y + yo + YI((plane * OH + oh) * OW) + o, m);                                   \
