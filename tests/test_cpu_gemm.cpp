@@ -2,6 +2,7 @@
 // on PoCL against the CPU reference: register blocks cut by M and N (the
 // last block moved back inside), M = 1 and N = 1 as matrix-vector products
 // (K not a multiple of the vector), transposed constant B packed once,
+// constant B whose rows alias in the caches packed one line longer,
 // transposed B that is computed (gathered), batched and broadcast MatMul,
 // 1x1 convolutions as GEMMs (groups, batch, one pixel), fused epilogues,
 // and every register block the tuner may pick.
@@ -76,6 +77,32 @@ TEST(CpuGemm, TransposedBConstantPackedComputedGathered) {
   expect_matches({"Gemm", {{21, 40}, {35, 40}, {35}}, {{"transB", on}}, {true, true}}, "transB fed");
   expect_matches({"FusedMatMul", {{2, 9, 24}, {17, 24}}, {{"transB", on}, {"program", Attribute::of_strings({"Relu x0"})}}, {true}},
                  "FusedMatMul transB batched A");
+}
+
+TEST(CpuGemm, WeightRowsThatAliasRepackedOneLineLonger) {
+  // Constant B [160, 512]: rows of 32 cache lines, 5 of the 160 in each set
+  // of a 1024-set cache, repacked 528 floats apart (the padding counts in the
+  // weights; the original is released).
+  const Case rows{"MatMul", {{37, 160}, {160, 512}}, {}, {true}};
+  const Result r = run(rows);
+  ASSERT_EQ(r.got.shape, r.want.shape);
+  EXPECT_LE(rel_error(r.got, r.want), 1e-5);
+  EXPECT_EQ(r.weight_bytes, int64_t(160 * 528) * 4) << "only the repacked copy";
+  // Transposed [1024, 80] weights: packed as [80, 1024] rows 1040 apart.
+  const Case packed{"Gemm", {{21, 80}, {1024, 80}, {1024}}, {{"transB", on}}, {true}};
+  const Result t = run(packed);
+  EXPECT_LE(rel_error(t.got, t.want), 1e-5);
+  EXPECT_EQ(t.weight_bytes, int64_t(80 * 1040 + 1024) * 4) << "the repacked copy and the bias";
+  // Too few rows to share a set 5 times (24 of 512 floats), or rows that
+  // start at varying offsets in their lines (500 floats): as they are.
+  for (const int64_t n : {int64_t(512), int64_t(500)}) {
+    const Result u = run({"MatMul", {{37, 24}, {24, n}}, {}, {true}});
+    EXPECT_LE(rel_error(u.got, u.want), 1e-5) << n;
+    EXPECT_EQ(u.weight_bytes, 24 * n * 4) << n;
+  }
+  // Every register block over the padded rows, the last column block moved back inside.
+  for (const char* block : {"8x16x3", "4x16x2", "1x8"})
+    expect_matches({"MatMul", {{13, 80}, {80, 1024}}, {}, {true}}, std::string("K=80 N=1024 ") + block, block);
 }
 
 TEST(CpuGemm, MatrixVectorProducts) {

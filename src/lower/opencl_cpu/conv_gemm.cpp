@@ -6,6 +6,7 @@
 #include "lower/opencl_cpu/lowerings.h"
 
 #include <algorithm>
+#include <numeric>
 
 namespace texplan::lower {
 
@@ -381,6 +382,20 @@ void launch_gemm_block(NodeBuilder &b, const TensorArg &A, const TensorArg &B,
   emit(vs[size_t(pick_cpu_variant(b, key, vs, emit))]);
 }
 
+// A row stride for K rows of n elements: one cache line longer where more
+// than 4 rows would share a set of a 1 MiB 16-way L2 (1024 sets of 64-byte
+// lines; rows whose length in lines has a large power-of-two factor). A
+// column block walks down the rows, and products over such rows ran at
+// 45-65% of the speed of padded ones, e.g. 50x768x3072 at 133 GFLOP/s
+// against 212 (docs/cpu-kernels.md#weight-rows-that-alias-in-the-caches).
+int64_t cache_spread_stride(int64_t n, int64_t rows, int64_t elem) {
+  const int64_t bytes = n * elem;
+  if (bytes % 64 != 0)
+    return n;  // rows start at varying offsets within their lines
+  const int64_t rows_per_set = rows * std::gcd(bytes / 64, int64_t(1024)) / 1024;
+  return rows_per_set > 4 ? n + 64 / elem : n;
+}
+
 // The constant input of the node that `t` locates, if it is one.
 const HostTensor *constant_at(const NodeBuilder &b, const TensorArg &t) {
   for (int i = 0; i < b.inputs(); ++i) {
@@ -414,25 +429,30 @@ bool launch_gemm_cpu(NodeBuilder &b, const TensorArg &A, const TensorArg &B,
                      g.alpha, g.beta, g, g.a_sb, g.b_sb, tail);
     return true;
   }
-  // Constant B read across its rows (Gemm's transB: weights [N, K]): packed
-  // once as [K, N], so B's rows are vector loads; the copy counts in the
-  // session's weights.
+  // Constant B read across its rows (Gemm's transB: weights [N, K]), or
+  // with rows whose stride aliases in the caches: packed once as [K, N],
+  // rows `ldb` apart, so B's rows are vector loads and a column block's rows
+  // spread over the cache sets. The session releases the unpacked weights,
+  // which no launch then reads.
   bool shared_b = true;
   for (int64_t s : g.b_sb)
     shared_b = shared_b && s == 0;
-  const HostTensor *wb = g.b_sn != 1 && g.M > 1 && (shared_b || nb == 1)
+  const int64_t elem = int64_t(b.stored_size(DataType::Float32));
+  const int64_t ldb = cache_spread_stride(g.N, g.K, elem);
+  const bool repack = g.b_sn != 1 || cache_spread_stride(g.b_sk, g.K, elem) != g.b_sk;
+  const HostTensor *wb = repack && g.M > 1 && (shared_b || nb == 1)
                              ? constant_at(b, B)
                              : nullptr;
   if (wb && int64_t(wb->as_float().size()) >=
                 (g.K - 1) * g.b_sk + (g.N - 1) * g.b_sn + 1) {
     const std::vector<float> w = wb->as_float();
-    std::vector<float> packed(size_t(g.K * g.N));
+    std::vector<float> packed(size_t(g.K * ldb), 0.0f);
     for (int64_t k = 0; k < g.K; ++k)
       for (int64_t n = 0; n < g.N; ++n)
-        packed[size_t(k * g.N + n)] = w[size_t(k * g.b_sk + n * g.b_sn)];
+        packed[size_t(k * ldb + n)] = w[size_t(k * g.b_sk + n * g.b_sn)];
     const MemArg m = b.upload_floats(packed.data(), packed.size());
     CpuGemm p = g;
-    p.b_sk = g.N, p.b_sn = 1;
+    p.b_sk = ldb, p.b_sn = 1;
     p.b_sb = std::vector<int64_t>(g.b_sb.size(), 0);
     launch_gemm_block(b, A, TensorArg{m.mem, 0}, C, Y, p, tail);
     return true;
