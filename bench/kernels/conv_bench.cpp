@@ -207,6 +207,9 @@ std::vector<ConvShape> zoo_shapes() {
       {"regnet g8 3x3 440 7", 440, 7, 7, 440, 3, 1, 1, 55},
       {"regnet g8 3x3 48 56", 48, 56, 56, 48, 3, 1, 1, 6},
       {"regnet 1x1 s2 208->440 14", 208, 14, 14, 440, 1, 2, 0, 1},
+      // RegNet-X-400MF's grouped convs (group width 16).
+      {"regnet g16 3x3 400 7", 400, 7, 7, 400, 3, 1, 1, 25},
+      {"regnet g16 3x3 160 14", 160, 14, 14, 160, 3, 1, 1, 10},
   };
 }
 

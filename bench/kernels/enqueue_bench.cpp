@@ -7,6 +7,10 @@
 //
 //   texplan_enqueue_bench [--device SPEC] [--launches N] [--rounds R] [--transfer BYTES]
 //
+// Then what a persistent kernel would save: 64 dependent steps launched one
+// by one against one launch of a group per compute unit that runs them all
+// with a grid barrier between steps (persistent_chains below).
+//
 // Cases: kernels of 2 buffer arguments, of 2 buffers and 16 ints, of 2
 // buffers and the 16 ints as one struct, of 8 buffers (8 distinct, or the 8
 // arguments naming only 1 or 2 buffers), and of 8 buffers and 16 ints (a
@@ -50,6 +54,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -98,11 +103,217 @@ __kernel void many(__global float* a, __global const float* b, __global const fl
 }
 )CL";
 
+// A chain of dependent steps, each reading what another work-group wrote in
+// the step before (element n-1-i), as a model's layers do: one launch per
+// step, or all steps in one persistent launch with a grid barrier between
+// them. The barrier needs every group resident at once (one group per compute
+// unit), and it gives up after a bounded spin, flagging sync[2], rather than
+// hang where the driver does not run them together.
+const char* kPersistentSource = R"CL(
+float step_value(float x, int work) {
+  for (int k = 0; k < work; ++k) x = fma(x, 0.999f, 0.001f);
+  return x + 1.0f;
+}
+__kernel void chain_step(__global float* y, __global const float* x, int n, int work) {
+  const int i = get_global_id(0);
+  if (i < n) y[i] = step_value(x[n - 1 - i], work);
+}
+// sync[0]: arrivals, sync[1]: barriers passed, sync[2]: a group gave up.
+void grid_barrier(volatile __global int* sync, int groups) {
+  barrier(CLK_GLOBAL_MEM_FENCE);
+  if (get_local_id(0) == 0) {
+    const int passed = atomic_add(&sync[1], 0);
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    if (atomic_inc(&sync[0]) == groups - 1) {
+      atomic_xchg(&sync[0], 0);
+      mem_fence(CLK_GLOBAL_MEM_FENCE);
+      atomic_inc(&sync[1]);
+    } else {
+      for (long spins = 0; atomic_add(&sync[1], 0) == passed; ++spins)
+        if (spins == (1L << 26) || atomic_add(&sync[2], 0)) {
+          atomic_xchg(&sync[2], 1);
+          break;
+        }
+    }
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+  }
+  barrier(CLK_GLOBAL_MEM_FENCE);
+}
+__kernel void chain_persistent(__global float* a, __global float* b, int n, int work, int steps,
+                               volatile __global int* sync) {
+  const int groups = get_num_groups(0);
+  for (int s = 0; s < steps; ++s) {
+    __global float* y = s % 2 ? a : b;
+    __global const float* x = s % 2 ? b : a;
+    for (int i = get_global_id(0); i < n; i += get_global_size(0)) y[i] = step_value(x[n - 1 - i], work);
+    grid_barrier(sync, groups);
+  }
+}
+)CL";
+
 void check(cl_int s, const char* what) {
   if (s != CL_SUCCESS) {
     std::fprintf(stderr, "%s: error %d\n", what, s);
     std::exit(1);
   }
+}
+
+// The PTX lines of a program's binary that name a fence or a barrier (NVIDIA
+// returns PTX text; other drivers' binaries print nothing): whether
+// mem_fence(CLK_GLOBAL_MEM_FENCE) became a device-wide fence.
+void print_fences(cl_program p) {
+  size_t size = 0;
+  if (clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) != CL_SUCCESS || size == 0) return;
+  std::string bin(size, '\0');
+  char* ptr = bin.data();
+  if (clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof ptr, &ptr, nullptr) != CL_SUCCESS) return;
+  if (bin.find(".version") == std::string::npos) return;  // not PTX
+  std::vector<std::string> seen;
+  size_t at = 0;
+  while (at < bin.size()) {
+    size_t end = bin.find('\n', at);
+    if (end == std::string::npos) end = bin.size();
+    std::string line = bin.substr(at, end - at);
+    at = end + 1;
+    const size_t first = line.find_first_not_of(" \t");
+    if (first == std::string::npos) continue;
+    line = line.substr(first);
+    const bool fence = line.rfind("membar", 0) == 0 || line.rfind("fence", 0) == 0 || line.rfind("bar.", 0) == 0 ||
+                       line.rfind("barrier", 0) == 0 || line.rfind("atom", 0) == 0;
+    if (!fence) continue;
+    line = line.substr(0, line.find_first_of(" \t"));
+    if (std::find(seen.begin(), seen.end(), line) == seen.end()) seen.push_back(line);
+  }
+  std::printf("PTX fences, barriers and atomics of the persistent kernel:");
+  for (const std::string& l : seen) std::printf(" %s", l.c_str());
+  std::printf("\n");
+}
+
+// `steps` dependent steps over n floats, each launched (chain_step) or all
+// in one launch of one group per compute unit (chain_persistent): wall and
+// device microseconds per step, and whether the result is right (every
+// element stepped `steps` times: a read of a stale value, or a barrier
+// that let a group through early, leaves some short). What a persistent
+// kernel over a run's launch-bound nodes would save per node, before one
+// is built (docs/performance.md#a-persistent-kernel-measured-before-it-is-built).
+void persistent_chains(runtime::Device& dev, int rounds) {
+  cl_context ctx = dev.context();
+  cl_command_queue q = dev.queue(), pq = dev.profiling_queue();
+  cl_device_id id = dev.id();
+  cl_int s = CL_SUCCESS;
+  cl_program p = clCreateProgramWithSource(ctx, 1, &kPersistentSource, nullptr, &s);
+  check(s, "clCreateProgramWithSource");
+  check(clBuildProgram(p, 1, &id, "", nullptr, nullptr), "clBuildProgram (persistent)");
+  print_fences(p);
+  cl_uint units = 0;
+  check(clGetDeviceInfo(id, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, nullptr), "compute units");
+  const int steps = 64;
+  const size_t local = 256, groups = std::max<cl_uint>(1, units);
+  std::printf("\n%d dependent steps over n floats (step k reads element n-1-i of step k-1), %zu groups of %zu "
+              "in the persistent launch\n",
+              steps, groups, local);
+  std::printf("%-34s %12s %12s %12s %12s %8s %8s\n", "n, FMAs per element", "launch wall", "launch dev",
+              "persist wall", "persist dev", "ratio", "right");
+  struct Chain {
+    cl_int n, work;
+  };
+  for (const Chain c : {Chain{4096, 0}, Chain{50176, 0}, Chain{50176, 256}, Chain{802816, 0}, Chain{802816, 64}}) {
+    const size_t bytes = size_t(c.n) * sizeof(float);
+    cl_mem a = clCreateBuffer(ctx, CL_MEM_READ_WRITE, bytes, nullptr, &s);
+    check(s, "clCreateBuffer");
+    cl_mem b = clCreateBuffer(ctx, CL_MEM_READ_WRITE, bytes, nullptr, &s);
+    check(s, "clCreateBuffer");
+    cl_mem sync = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 4 * sizeof(cl_int), nullptr, &s);
+    check(s, "clCreateBuffer");
+    cl_kernel ping = clCreateKernel(p, "chain_step", &s), pong = clCreateKernel(p, "chain_step", &s);
+    check(s, "clCreateKernel");
+    cl_kernel whole = clCreateKernel(p, "chain_persistent", &s);
+    check(s, "clCreateKernel");
+    for (cl_kernel k : {ping, pong}) {
+      check(clSetKernelArg(k, 0, sizeof(cl_mem), k == ping ? &b : &a), "arg");
+      check(clSetKernelArg(k, 1, sizeof(cl_mem), k == ping ? &a : &b), "arg");
+      check(clSetKernelArg(k, 2, sizeof(cl_int), &c.n), "arg");
+      check(clSetKernelArg(k, 3, sizeof(cl_int), &c.work), "arg");
+    }
+    check(clSetKernelArg(whole, 0, sizeof(cl_mem), &a), "arg");
+    check(clSetKernelArg(whole, 1, sizeof(cl_mem), &b), "arg");
+    check(clSetKernelArg(whole, 2, sizeof(cl_int), &c.n), "arg");
+    check(clSetKernelArg(whole, 3, sizeof(cl_int), &c.work), "arg");
+    check(clSetKernelArg(whole, 4, sizeof(cl_int), &steps), "arg");
+    check(clSetKernelArg(whole, 5, sizeof(cl_mem), &sync), "arg");
+    float expected = 0.0f;  // the device's fma is exact, as std::fma is
+    for (int k = 0; k < steps; ++k) {
+      for (int w = 0; w < c.work; ++w) expected = std::fma(expected, 0.999f, 0.001f);
+      expected += 1.0f;
+    }
+    const size_t step_global = (size_t(c.n) + local - 1) / local * local, whole_global = groups * local;
+    // One round: inputs zeroed, then the steps on `queue`; wall us per step,
+    // device us per step (queue == pq), and whether the result is right.
+    auto round = [&](bool persistent, cl_command_queue queue, double& wall, double& device, bool& right) {
+      const float zero = 0.0f;
+      const cl_int zeros = 0;
+      check(clEnqueueFillBuffer(queue, a, &zero, sizeof zero, 0, bytes, 0, nullptr, nullptr), "fill");
+      check(clEnqueueFillBuffer(queue, sync, &zeros, sizeof zeros, 0, 4 * sizeof(cl_int), 0, nullptr, nullptr),
+            "fill");
+      check(clFinish(queue), "clFinish");
+      std::vector<cl_event> events;
+      const bool timed = queue == pq;
+      const auto t0 = Clock::now();
+      if (persistent) {
+        events.resize(timed ? 1 : 0);
+        check(clEnqueueNDRangeKernel(queue, whole, 1, nullptr, &whole_global, &local, 0, nullptr,
+                                     timed ? &events[0] : nullptr),
+              "clEnqueueNDRangeKernel");
+      } else {
+        events.resize(timed ? size_t(steps) : 0);
+        for (int k = 0; k < steps; ++k)
+          check(clEnqueueNDRangeKernel(queue, k % 2 ? pong : ping, 1, nullptr, &step_global, &local, 0, nullptr,
+                                       timed ? &events[size_t(k)] : nullptr),
+                "clEnqueueNDRangeKernel");
+      }
+      check(clFinish(queue), "clFinish");
+      wall = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / steps;
+      cl_ulong first = ~cl_ulong(0), last = 0;
+      for (cl_event e : events) {
+        cl_ulong t_start = 0, t_end = 0;
+        check(clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof t_start, &t_start, nullptr), "event");
+        check(clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof t_end, &t_end, nullptr), "event");
+        first = std::min(first, t_start), last = std::max(last, t_end);
+        clReleaseEvent(e);
+      }
+      device = events.empty() ? 0.0 : double(last - first) * 1e-3 / steps;
+      std::vector<float> out(size_t(c.n));
+      cl_int flags[4] = {};
+      check(clEnqueueReadBuffer(queue, steps % 2 ? b : a, CL_TRUE, 0, bytes, out.data(), 0, nullptr, nullptr),
+            "read");
+      check(clEnqueueReadBuffer(queue, sync, CL_TRUE, 0, sizeof flags, flags, 0, nullptr, nullptr), "read");
+      right = flags[2] == 0;
+      for (float v : out) right = right && v == expected;
+    };
+    double wall[2], dev_us[2];
+    bool right[2] = {true, true};
+    for (int mode = 0; mode < 2; ++mode) {
+      std::vector<double> walls, devs;
+      for (int r = 0; r <= rounds; ++r) {
+        double w = 0, d = 0, w2 = 0;
+        bool ok = true, ok2 = true;
+        round(mode == 1, q, w, d, ok);
+        round(mode == 1, pq, w2, d, ok2);
+        right[mode] = right[mode] && ok && ok2;
+        if (r == 0) continue;  // warm-up
+        walls.push_back(w), devs.push_back(d);
+      }
+      std::sort(walls.begin(), walls.end());
+      std::sort(devs.begin(), devs.end());
+      wall[mode] = walls[walls.size() / 2], dev_us[mode] = devs[devs.size() / 2];
+    }
+    const std::string name = std::to_string(c.n) + ", " + std::to_string(c.work);
+    std::printf("%-34s %12.2f %12.2f %12.2f %12.2f %8.2f %4s/%-3s\n", name.c_str(), wall[0], dev_us[0], wall[1],
+                dev_us[1], wall[1] / wall[0], right[0] ? "yes" : "NO", right[1] ? "yes" : "NO");
+    for (cl_kernel k : {ping, pong, whole}) clReleaseKernel(k);
+    for (cl_mem m : {a, b, sync}) clReleaseMemObject(m);
+  }
+  clReleaseProgram(p);
 }
 
 struct Case {
@@ -264,6 +475,8 @@ int main(int argc, char** argv) {
     std::printf("%-48s %14.2f %14.2f %14.2f\n", c.name.c_str(), enq[enq.size() / 2], wall[wall.size() / 2],
                 idle[idle.size() / 2]);
   }
+
+  persistent_chains(*dev, rounds);
 
   // Transfers: `bytes` in (and 4 KB out) per round, wall time to clFinish.
   const size_t out_bytes = 4096;
