@@ -90,6 +90,22 @@ TEST(CpuConvOcvec, EveryCandidateBlockMatches) {
       if (v.local == 1) expect_matches(s.c, v.name().substr(0, v.name().find('/')));
 }
 
+TEST(CpuConvOcvec, ShapeRuleBlocksNoWiderThanTheRow) {
+  // Pixels past the row are computed for nothing and send every tap down the
+  // edge path: a 7-pixel row took 24-pixel blocks at a third of the speed.
+  const int width = pocl()->info().native_float_width;
+  for (const int64_t OW : {int64_t(3), int64_t(7), int64_t(8), int64_t(14), int64_t(17)})
+    for (const int64_t OCg : {int64_t(8), int64_t(16), int64_t(384)}) {
+      const std::vector<lower::CpuVariant> vs = lower::conv_ocvec_candidates(OCg, OW, width);
+      ASSERT_FALSE(vs.empty());
+      for (const lower::CpuVariant& v : vs) EXPECT_LE(v.ocb, OW) << v.name() << " OCg " << OCg << " OW " << OW;
+    }
+  // A 1-pixel row still takes 2-pixel blocks (the kernel's least), and runs right.
+  for (const lower::CpuVariant& v : lower::conv_ocvec_candidates(16, 1, width)) EXPECT_EQ(v.ocb, 2) << v.name();
+  expect_matches(conv({1, 32, 7, 7}, {32, 16, 3, 3}, {1, 1, 1, 1}, {{"group", Attribute::of_int(2)}}));
+  expect_matches(conv({1, 8, 5, 1}, {16, 8, 3, 1}, {1, 0, 1, 0}));
+}
+
 namespace {
 
 test::NodeCase pool(Shape x, std::vector<int64_t> k, std::vector<int64_t> s, std::vector<int64_t> pads,
