@@ -445,9 +445,8 @@ bool launch_gemm_cpu(NodeBuilder &b, const TensorArg &A, const TensorArg &B,
   const HostTensor *wb = repack && g.M > 1 && (shared_b || nb == 1)
                              ? constant_at(b, B)
                              : nullptr;
-  if (wb && int64_t(wb->as_float().size()) >=
-                (g.K - 1) * g.b_sk + (g.N - 1) * g.b_sn + 1) {
-    const std::vector<float> w = wb->as_float();
+  if (wb && wb->count() >= (g.K - 1) * g.b_sk + (g.N - 1) * g.b_sn + 1) {
+    const float *w = wb->data<float>();  // constant_at's tensors are Float32
     std::vector<float> packed(size_t(g.K * ldb), 0.0f);
     for (int64_t k = 0; k < g.K; ++k)
       for (int64_t n = 0; n < g.N; ++n)
