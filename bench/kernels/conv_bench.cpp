@@ -210,6 +210,8 @@ std::vector<ConvShape> zoo_shapes() {
       // RegNet-X-400MF's grouped convs (group width 16).
       {"regnet g16 3x3 400 7", 400, 7, 7, 400, 3, 1, 1, 25},
       {"regnet g16 3x3 160 14", 160, 14, 14, 160, 3, 1, 1, 10},
+      {"regnet 1x1 400->400 7", 400, 7, 7, 400, 1, 1, 0, 1},
+      {"regnet 1x1 160->160 14", 160, 14, 14, 160, 1, 1, 0, 1},
   };
 }
 

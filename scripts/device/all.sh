@@ -15,17 +15,20 @@
 #   gpu_profile.sh            tune, tuned latency, per-family throughput
 #   tf32 step                 texplan run --precision tf32 (tensor cores) per model
 #   gpu_bench.sh -X           PyTorch eager / CUDA graph / memory over the zoo
+#   enqueue step              (only when asked) texplan_enqueue_bench: a launch's host cost,
+#                             and dependent steps launched against one persistent launch with
+#                             grid barriers (pack.sh -m "" texplan_enqueue_bench packs it)
 # and last scripts/device/summary.py: one speed table from all of them (summary.md).
 #
 #   scripts/device/all.sh [-n RUNS] [-F FUZZ_SECONDS] [-f CLBLAST_FRACTION] [-c CONV_BENCH_ARGS]
 #                         [-s "STEPS"] [-m "MODELS"]
-#     STEPS: any of export gputests conv optimize textures offload offload+torch tf32 profile torch
-#            (default: all but offload+torch)
+#     STEPS: any of export gputests conv optimize textures offload offload+torch tf32 profile torch enqueue
+#            (default: all but offload+torch and enqueue)
 set -uo pipefail
 RUNS=30 FUZZ=0 FRACTION=0 CONV_ARGS="" STEPS="export conv optimize textures offload tf32 profile torch" MODELS=""
 while getopts "n:F:f:c:s:m:h" opt; do
   case $opt in n) RUNS=$OPTARG ;; c) CONV_ARGS=$OPTARG ;; F) FUZZ=$OPTARG ;; f) FRACTION=$OPTARG ;; s) STEPS=$OPTARG ;; m) MODELS=$OPTARG ;;
-    *) sed -n '2,23p' "$0"; exit 2 ;; esac
+    *) sed -n '2,26p' "$0"; exit 2 ;; esac
 done
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/out-gpu}
@@ -110,6 +113,13 @@ if has tf32; then
   done
 fi
 has profile && { stamp profile; timeout 200 scripts/device/gpu_profile.sh -n "$RUNS" -t 60 "${models[@]}" >/dev/null 2>&1 || echo "profile: exit $?"; }
+if has enqueue; then
+  stamp enqueue
+  if [[ -x .dev/bin/texplan_enqueue_bench ]]; then
+    timeout 60 .dev/bin/texplan_enqueue_bench --device gpu --launches 100 --rounds 5 >"$OUT/enqueue.txt" 2>&1 ||
+      echo "enqueue: exit $?"
+  else echo "enqueue: texplan_enqueue_bench not packed (pack.sh -m \"\" texplan_enqueue_bench)"; fi
+fi
 has torch && { stamp torch; timeout 200 scripts/device/gpu_bench.sh -X -n "$RUNS" >"$OUT/torch_log.txt" 2>&1 || echo "torch: exit $?"; }
 stamp done
 syspython scripts/device/summary.py "$OUT" | tee "$OUT/summary.md"
