@@ -60,6 +60,26 @@ TEST(Import, FoldsShapeSubgraphsAndInfersStaticShapes) {
   EXPECT_EQ(g.tensors[g.find("shape")].value.as_int64(), (std::vector<int64_t>{1, -1}));
 }
 
+TEST(Import, FoldsSplitsOfConstantsIntoEveryPart) {
+  // A Split whose input is a constant (RAFT's coordinate grid) folds into
+  // both parts; each then feeds a node, values as split.
+  OnnxBuilder b;
+  b.input("x", {2, 3}).output("y").output("z");
+  b.initializer("c", {2, 6}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  b.initializer("one", {1}, {1.0f});
+  b.node("Add", {"c", "one"}, {"d"});
+  b.initializer_i64("sizes", {2}, {3, 3});
+  auto* split = b.node("Split", {"d", "sizes"}, {"left", "right"});
+  OnnxBuilder::attr_int(split, "axis", -1);
+  b.node("Add", {"x", "left"}, {"y"});
+  b.node("Mul", {"x", "right"}, {"z"});
+  auto dir = test::temp_dir("fold_split");
+  Graph g = import_onnx(b.save(dir, "split"));
+  ASSERT_EQ(g.nodes.size(), 2u) << "the Add of constants and the Split folded";
+  EXPECT_EQ(g.tensors[g.find("left")].value.as_float(), (std::vector<float>{2, 3, 4, 8, 9, 10}));
+  EXPECT_EQ(g.tensors[g.find("right")].value.as_float(), (std::vector<float>{5, 6, 7, 11, 12, 13}));
+}
+
 TEST(Import, UsageRecordsAliasReshapeAndKeepOutputsLive) {
   auto dir = test::temp_dir("usage");
   Graph g = import_onnx(conv_relu_reshape().save(dir, "tiny"));

@@ -10,7 +10,9 @@ namespace texplan::importing {
 
 // With `graph`, inputs and outputs become its tensor ids (all defined by
 // then); `first_output`, when known, is the id of the node's first
-// non-empty output, the others following it.
+// non-empty output, the others following it. Without it (constant folding)
+// the outputs are placeholders, -1 where omitted: the reference ops read
+// how many a node has and which are wanted (a Split's parts).
 Node Importer::to_node(const onnx::NodeProto& n, int index, const Graph* graph, int first_output) {
   Node r;
   r.name = n.name().empty() ? node_label(n, index) : printable(n.name());
@@ -31,6 +33,8 @@ Node Importer::to_node(const onnx::NodeProto& n, int index, const Graph* graph, 
                                                                                         : find_tensor(*graph, in));
     for (const auto& out : n.output())
       r.outputs.push_back(out.empty() ? -1 : first_output >= 0 ? first_output++ : find_tensor(*graph, out));
+  } else {
+    for (const auto& out : n.output()) r.outputs.push_back(out.empty() ? -1 : int(r.outputs.size()));
   }
   return r;
 }
