@@ -229,6 +229,55 @@ __kernel void resize_f32(__global const real_t* x, int xo, __global real_t* y, i
   ST(y, yo + i, top * (1.0f - wy) + bot * wy);
 }
 
+// GridSample of 4-D X [N, C, H, W] at grid [N, Ho, Wo, 2] (reference/resize.cpp
+// GridSample's arithmetic): one work-item per output pixel, all C channels,
+// so the grid point and the taps' weights are worked out once.
+// padding: 0 zeros, 1 border, 2 reflection.
+inline float grid_source(float v, int len, int align, int padding) {
+  float x = align ? (v + 1.0f) * 0.5f * (float)(len - 1) : ((v + 1.0f) * (float)len - 1.0f) * 0.5f;
+  if (padding == 2) {
+    const float lo = align ? 0.0f : -0.5f, span = align ? (float)(len - 1) : (float)len;
+    if (span <= 0.0f) return 0.0f;
+    const float d = fabs(x - lo), flips = floor(d / span), extra = d - flips * span;
+    x = fmod(flips, 2.0f) == 0.0f ? lo + extra : lo + span - extra;
+  }
+  if (padding != 0) x = clamp(x, 0.0f, (float)(len - 1));
+  return x;
+}
+__kernel void grid_sample_f32(__global const real_t* x, int xo, __global const real_t* grid, int go,
+                              __global real_t* y, int yo, int N, int C, int H, int W, int HWo, int linear,
+                              int align, int padding) {
+  const int p = get_global_id(0), n = get_global_id(1);
+  if (p >= HWo || n >= N) return;
+  const float sx = grid_source(LD(grid, go + (n * HWo + p) * 2), W, align, padding);
+  const float sy = grid_source(LD(grid, go + (n * HWo + p) * 2 + 1), H, align, padding);
+  int idx[4];
+  float w[4];
+  if (linear) {
+    const float fx = floor(sx), fy = floor(sy), wx = sx - fx, wy = sy - fy;
+    const int x0 = (int)fx, y0 = (int)fy;
+    const int xs[4] = {x0, x0 + 1, x0, x0 + 1}, ys[4] = {y0, y0, y0 + 1, y0 + 1};
+    const float ws[4] = {(1.0f - wx) * (1.0f - wy), wx * (1.0f - wy), (1.0f - wx) * wy, wx * wy};
+    for (int t = 0; t < 4; ++t) {
+      const bool in = xs[t] >= 0 && xs[t] < W && ys[t] >= 0 && ys[t] < H;
+      idx[t] = in ? ys[t] * W + xs[t] : 0;
+      w[t] = in ? ws[t] : 0.0f;
+    }
+  } else {
+    const int ix = (int)rint(sx), iy = (int)rint(sy);
+    const bool in = ix >= 0 && ix < W && iy >= 0 && iy < H;
+    idx[0] = in ? iy * W + ix : 0, w[0] = in ? 1.0f : 0.0f;
+    for (int t = 1; t < 4; ++t) idx[t] = 0, w[t] = 0.0f;
+  }
+  const int HW = H * W;
+  for (int c = 0; c < C; ++c) {
+    __global const real_t* plane = x + xo + (n * C + c) * HW;
+    const float v = w[0] * LD(plane, idx[0]) + w[1] * LD(plane, idx[1]) + w[2] * LD(plane, idx[2]) +
+                    w[3] * LD(plane, idx[3]);
+    ST(y, yo + (n * C + c) * HWo + p, v);
+  }
+}
+
 // Resize on CPU devices: a work-item per block of `per_block` output rows of a
 // plane. Each column's source columns and weight are the same for every
 // row, so they are found once per chunk of RZ_COLS columns (private

@@ -306,6 +306,7 @@ const std::map<std::string, Lowering>& table() {
       {"Concat", lower_concat}, {"Split", lower_split}, {"Transpose", lower_transpose},
       {"Slice", lower_slice}, {"Expand", lower_expand}, {"Tile", lower_tile},
       {"Gather", lower_gather}, {"Pad", lower_pad}, {"Resize", lower_resize},
+      {"GridSample", lower_grid_sample},
       {"FusedConv", lower_fused_conv}, {"FusedMatMul", lower_fused_matmul},
       {"FusedElementwise", lower_fused_elementwise}, {"FusedGather", lower_fused_gather},
       {"FusedConvMaxPool", lower_fused_conv_maxpool},

@@ -292,6 +292,7 @@ struct GatherGeometry {
 std::optional<GatherGeometry> gather_geometry(NodeBuilder& b);
 bool lower_pad(NodeBuilder& b);
 bool lower_resize(NodeBuilder& b);
+bool lower_grid_sample(NodeBuilder& b);
 // ---- texture kernels (texture.cpp), one per family of ops ----
 // Each form has its own conditions on the node (texture_kernel below).
 enum class TextureForm : uint8_t {

@@ -1,4 +1,4 @@
-// Resize (opsets 10 to 18) and the older Upsample. Every supported mode is
+// Resize (opsets 10 to 18) and the older Upsample; GridSample at the end. Every supported mode is
 // separable, so the tensor is resampled one axis at a time: each output
 // index along an axis reads a few input indices (1 for nearest, 2 for linear,
 // 4 for cubic) with weights, indices clamped to the edge as the ONNX
@@ -215,10 +215,84 @@ Outputs Upsample(const OpContext& c) {
   return single(resize(c, x, out, scales, {}, s));
 }
 
+// GridSample (opsets 16 and 20) of 4-D X [N, C, H, W] at grid [N, Ho, Wo, 2]
+// (x then y, -1 and 1 the edges): PyTorch's grid_sample, whose exporters
+// write it. Bilinear or nearest (half to even, as torch rounds); cubic is
+// refused by name. Padding: zeros, border (coordinates clamped) or
+// reflection (reflected about the edges, then clamped).
+struct GridSampleSpec {
+  bool linear = true, align_corners = false;
+  int padding = 0;  // 0 zeros, 1 border, 2 reflection
+};
+
+GridSampleSpec grid_sample_spec(const OpContext& c) {
+  GridSampleSpec g;
+  const std::string mode = c.node.get_string("mode", "bilinear");
+  if (mode == "bilinear" || mode == "linear") g.linear = true;
+  else if (mode == "nearest") g.linear = false;
+  else c.fail("mode '" + mode + "' is not supported (bilinear and nearest are)");
+  const std::string pad = c.choice("padding_mode", {"zeros", "border", "reflection"});
+  g.padding = pad == "zeros" ? 0 : pad == "border" ? 1 : 2;
+  g.align_corners = c.node.get_int("align_corners", 0) != 0;
+  return g;
+}
+
+// The source coordinate of normalized v along an axis of `len`, with the
+// border and reflection paddings applied (zeros leaves it as it is).
+double grid_source(double v, int64_t len, const GridSampleSpec& g) {
+  double x = g.align_corners ? (v + 1) / 2 * double(len - 1) : ((v + 1) * double(len) - 1) / 2;
+  if (g.padding == 2) {
+    const double lo = g.align_corners ? 0 : -0.5, span = g.align_corners ? double(len - 1) : double(len);
+    if (span <= 0) return 0;
+    const double d = std::fabs(x - lo), flips = std::floor(d / span), extra = d - flips * span;
+    x = std::fmod(flips, 2.0) == 0 ? lo + extra : lo + span - extra;
+  }
+  if (g.padding != 0) x = std::clamp(x, 0.0, double(len - 1));
+  return x;
+}
+
+Outputs GridSample(const OpContext& c) {
+  const HostTensor& x = c.input(0);
+  const HostTensor& grid = c.input(1);
+  if (x.shape.size() != 4) c.fail("X must be 4-D [N, C, H, W], got " + to_string(x.shape));
+  if (grid.shape.size() != 4 || grid.shape[3] != 2 || grid.shape[0] != x.shape[0])
+    c.fail("grid must be [N, Ho, Wo, 2] with X's N, got " + to_string(grid.shape) + " for X " + to_string(x.shape));
+  if (x.dtype != DataType::Float32 || grid.dtype != DataType::Float32) c.fail("X and grid must be float");
+  const GridSampleSpec g = grid_sample_spec(c);
+  const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3], Ho = grid.shape[1], Wo = grid.shape[2];
+  HostTensor y(DataType::Float32, {N, C, Ho, Wo});
+  const float* X = x.data<float>();
+  const float* G = grid.data<float>();
+  float* Y = y.data<float>();
+  auto at = [&](const float* plane, int64_t iy, int64_t ix) {
+    return iy < 0 || iy >= H || ix < 0 || ix >= W ? 0.0 : double(plane[iy * W + ix]);
+  };
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t p = 0; p < Ho * Wo; ++p) {
+      const float* gp = G + (n * Ho * Wo + p) * 2;
+      const double sx = grid_source(gp[0], W, g), sy = grid_source(gp[1], H, g);
+      for (int64_t ch = 0; ch < C; ++ch) {
+        const float* plane = X + (n * C + ch) * H * W;
+        double v;
+        if (!g.linear) {
+          v = at(plane, int64_t(std::nearbyint(sy)), int64_t(std::nearbyint(sx)));
+        } else {
+          const double fx = std::floor(sx), fy = std::floor(sy), wx = sx - fx, wy = sy - fy;
+          const int64_t x0 = int64_t(fx), y0 = int64_t(fy);
+          v = (at(plane, y0, x0) * (1 - wx) + at(plane, y0, x0 + 1) * wx) * (1 - wy) +
+              (at(plane, y0 + 1, x0) * (1 - wx) + at(plane, y0 + 1, x0 + 1) * wx) * wy;
+        }
+        Y[(n * C + ch) * Ho * Wo + p] = float(v);
+      }
+    }
+  return single(std::move(y));
+}
+
 }  // namespace
 
 void register_resize(OpTable& t) {
   t["Resize"] = {Resize, {"mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a", "exclude_outside", "extrapolation_value", "antialias", "keep_aspect_ratio_policy", "axes"}};
+  t["GridSample"] = {GridSample, {"mode", "padding_mode", "align_corners"}};
   t["Upsample"] = {Upsample, {"mode", "scales"}};
 }
 

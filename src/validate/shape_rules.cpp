@@ -331,6 +331,16 @@ void scatter(NodeCheck& c) {  // Scatter, ScatterElements, ScatterND
   c.expect_like_input(0, 0);
 }
 
+void grid_sample(NodeCheck& c) {
+  c.require_rank(0, 4, 4);
+  c.require_rank(1, 4, 4);
+  const Shape& x = c.shape(0);
+  const Shape& g = c.shape(1);
+  if (g[3] != 2 || g[0] != x[0])
+    c.fail("grid " + c.described(1) + " must be [N, Ho, Wo, 2] with the N of " + c.described(0));
+  c.expect(0, {x[0], x[1], g[1], g[2]}, c.dtype(0));
+}
+
 void depth_to_space(NodeCheck& c) {
   c.require_rank(0, 4, 4);
   const Shape& x = c.shape(0);
@@ -521,6 +531,7 @@ void add_shape_rules(RuleTable& t) {
   t["SpaceToDepth"] = depth_to_space;
   t["Resize"] = resize;
   t["Upsample"] = resize;
+  t["GridSample"] = grid_sample;
   t["Shape"] = shape_op;
   t["Size"] = size_op;
   t["Constant"] = constant;
