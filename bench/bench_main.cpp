@@ -142,9 +142,19 @@ Latency time_texplan(const fs::path& dir, const std::string& device, int runs) {
 json latency_vs_onnxruntime(const std::string& models, const std::string& device, int runs, int rounds) {
   json rows = json::array();
   std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(models))
-    if (e.is_directory() && fs::exists(e.path() / (e.path().filename().string() + ".onnx.data")))
-      names.push_back(e.path().filename().string());
+  // The zoo's layout: NAME/NAME.onnx with its weights in NAME.onnx.data, one
+  // input; other folders are named as skipped rather than left out silently.
+  for (const auto& e : fs::directory_iterator(models)) {
+    if (!e.is_directory()) continue;
+    const std::string name = e.path().filename().string();
+    const fs::path data = e.path() / "test_data_set_0";
+    if (!fs::exists(e.path() / (name + ".onnx.data")))
+      std::cout << "skipped " << name << ": no " << name << ".onnx.data beside " << name << ".onnx\n";
+    else if (!fs::exists(data / "input_0.pb") || fs::exists(data / "input_1.pb"))
+      std::cout << "skipped " << name << ": the latency table takes models of one input (test_data_set_0/input_0.pb)\n";
+    else
+      names.push_back(name);
+  }
   std::sort(names.begin(), names.end());
   const int threads = int(std::thread::hardware_concurrency());
   fs::path peers = fs::path(TEXPLAN_SOURCE_DIR) / "bench" / "peers";
