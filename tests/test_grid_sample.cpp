@@ -73,6 +73,20 @@ TEST(GridSample, KernelOnPoclMatchesPyTorch) {
   }
 }
 
+TEST(GridSample, OpsetTwentyLinearIsBilinear) {
+  // Opset 20 renamed bilinear to linear: the same kernel and values.
+  const json j = cases();
+  for (const json& c : j["cases"]) {
+    if (c["mode"] != "bilinear") continue;
+    test::NodeCase nc = grid_case(j, c);
+    nc.attrs["mode"] = Attribute::of_string("linear");
+    test::OneNode n = test::one_node(nc, "grid_sample_20", 20, 5);
+    n.feeds = {tensor(j["x_shape"], j["x"]), tensor(j["grid_shape"], j["grid"])};
+    const test::OneNodeRun r = test::run_one_node(n, runtime::open_device("pocl"), {});
+    EXPECT_LE(test::rel_error(r.got, tensor(j["y_shape"], c["y"])), 1e-5) << what(c);
+  }
+}
+
 TEST(GridSample, FormsItDoesNotRunAreNamed) {
   const json j = cases();
   const HostTensor x = tensor(j["x_shape"], j["x"]), grid = tensor(j["grid_shape"], j["grid"]);
@@ -80,12 +94,15 @@ TEST(GridSample, FormsItDoesNotRunAreNamed) {
   n.name = "gs";
   n.op_type = "GridSample";
   n.outputs = {0};
-  n.attrs = {{"mode", Attribute::of_string("bicubic")}};
-  try {
-    reference::evaluate(n, {&x, &grid});
-    FAIL() << "bicubic ran";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("mode 'bicubic' is not supported"), std::string::npos) << e.what();
+  for (const char* mode : {"bicubic", "cubic"}) {  // opsets 16 and 20
+    n.attrs = {{"mode", Attribute::of_string(mode)}};
+    try {
+      reference::evaluate(n, {&x, &grid});
+      FAIL() << mode << " ran";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("mode '" + std::string(mode) + "' is not supported"), std::string::npos)
+          << e.what();
+    }
   }
   n.attrs = {};
   const HostTensor flat(DataType::Float32, {2, 4, 7});
