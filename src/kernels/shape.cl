@@ -232,7 +232,7 @@ __kernel void resize_f32(__global const real_t* x, int xo, __global real_t* y, i
 // GridSample of 4-D X [N, C, H, W] at grid [N, Ho, Wo, 2] (reference/resize.cpp
 // GridSample's arithmetic): one work-item per output pixel, all C channels,
 // so the grid point and the taps' weights are worked out once.
-// padding: 0 zeros, 1 border, 2 reflection.
+// padding: reference::GridSampleForm's codes (0 zeros, 1 border, 2 reflection).
 inline float grid_source(float v, int len, int align, int padding) {
   float x = align ? (v + 1.0f) * 0.5f * (float)(len - 1) : ((v + 1.0f) * (float)len - 1.0f) * 0.5f;
   if (padding == 2) {

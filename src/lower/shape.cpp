@@ -5,6 +5,7 @@
 #include <string>
 
 #include "lower/ops.h"
+#include "reference/reference_ops.h"
 
 namespace texplan::lower {
 
@@ -334,18 +335,15 @@ bool lower_grid_sample(NodeBuilder& b) {
   if (b.in(0).dtype != DataType::Float32 || b.in(1).dtype != DataType::Float32 || x.size() != 4 || g.size() != 4 ||
       g[3] != 2 || g[0] != x[0])
     return false;
-  const std::string mode = b.node.get_string("mode", "bilinear"), pad = b.node.get_string("padding_mode", "zeros");
-  const bool linear = mode == "bilinear" || mode == "linear";
-  if (!linear && mode != "nearest") return false;
-  const cl_int padding = pad == "zeros" ? 0 : pad == "border" ? 1 : pad == "reflection" ? 2 : -1;
-  if (padding < 0) return false;
+  const std::optional<reference::GridSampleForm> f = reference::grid_sample_form(b.node);
+  if (!f) return false;
   const int64_t hwo = g[1] * g[2];
   if (element_count(b.out(0).shape) == 0) return true;
   Range r;
   r.dims = 2;
   r.global[0] = size_t(hwo), r.global[1] = size_t(x[0]);
   b.launch("shape.cl", "grid_sample_f32", r, b.arg_in(0), b.arg_in(1), b.arg_out(0), i32(x[0]), i32(x[1]), i32(x[2]),
-           i32(x[3]), i32(hwo), cl_int(linear), cl_int(b.node.get_int("align_corners", 0) != 0), padding);
+           i32(x[3]), i32(hwo), cl_int(f->linear), cl_int(f->align_corners), cl_int(f->padding));
   return true;
 }
 

@@ -3,6 +3,7 @@
 // fold constant (shape-computing) subgraphs and by the CPU reference executor
 // to check the OpenCL kernels.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,15 @@ std::vector<std::string> supported_ops();
 // Returns one HostTensor per node output (shape and dtype set).
 // Throws texplan::Error naming the node on unsupported op/attribute/dtype.
 std::vector<HostTensor> evaluate(const Node& node, const std::vector<const HostTensor*>& inputs);
+
+// GridSample's attributes as the reference and the kernel (shape.cl
+// grid_sample_f32, which takes the same padding codes) run them; nullopt,
+// with the reason in `why`, for a form neither runs (cubic).
+struct GridSampleForm {
+  bool linear = true, align_corners = false;
+  int padding = 0;  // 0 zeros, 1 border, 2 reflection
+};
+std::optional<GridSampleForm> grid_sample_form(const Node& node, std::string* why = nullptr);
 
 }  // namespace texplan::reference
 

@@ -219,27 +219,11 @@ Outputs Upsample(const OpContext& c) {
 // (x then y, -1 and 1 the edges): PyTorch's grid_sample, whose exporters
 // write it. Bilinear or nearest (half to even, as torch rounds); cubic is
 // refused by name. Padding: zeros, border (coordinates clamped) or
-// reflection (reflected about the edges, then clamped).
-struct GridSampleSpec {
-  bool linear = true, align_corners = false;
-  int padding = 0;  // 0 zeros, 1 border, 2 reflection
-};
-
-GridSampleSpec grid_sample_spec(const OpContext& c) {
-  GridSampleSpec g;
-  const std::string mode = c.node.get_string("mode", "bilinear");
-  if (mode == "bilinear" || mode == "linear") g.linear = true;
-  else if (mode == "nearest") g.linear = false;
-  else c.fail("mode '" + mode + "' is not supported (bilinear and nearest are)");
-  const std::string pad = c.choice("padding_mode", {"zeros", "border", "reflection"});
-  g.padding = pad == "zeros" ? 0 : pad == "border" ? 1 : 2;
-  g.align_corners = c.node.get_int("align_corners", 0) != 0;
-  return g;
-}
+// reflection (reflected about the edges, then clamped): grid_sample_form.
 
 // The source coordinate of normalized v along an axis of `len`, with the
 // border and reflection paddings applied (zeros leaves it as it is).
-double grid_source(double v, int64_t len, const GridSampleSpec& g) {
+double grid_source(double v, int64_t len, const GridSampleForm& g) {
   double x = g.align_corners ? (v + 1) / 2 * double(len - 1) : ((v + 1) * double(len) - 1) / 2;
   if (g.padding == 2) {
     const double lo = g.align_corners ? 0 : -0.5, span = g.align_corners ? double(len - 1) : double(len);
@@ -258,7 +242,10 @@ Outputs GridSample(const OpContext& c) {
   if (grid.shape.size() != 4 || grid.shape[3] != 2 || grid.shape[0] != x.shape[0])
     c.fail("grid must be [N, Ho, Wo, 2] with X's N, got " + to_string(grid.shape) + " for X " + to_string(x.shape));
   if (x.dtype != DataType::Float32 || grid.dtype != DataType::Float32) c.fail("X and grid must be float");
-  const GridSampleSpec g = grid_sample_spec(c);
+  std::string why;
+  const std::optional<GridSampleForm> form = grid_sample_form(c.node, &why);
+  if (!form) c.fail(why);
+  const GridSampleForm& g = *form;
   const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3], Ho = grid.shape[1], Wo = grid.shape[2];
   HostTensor y(DataType::Float32, {N, C, Ho, Wo});
   const float* X = x.data<float>();
@@ -289,6 +276,24 @@ Outputs GridSample(const OpContext& c) {
 }
 
 }  // namespace
+
+std::optional<GridSampleForm> grid_sample_form(const Node& node, std::string* why) {
+  auto refuse = [&](const std::string& reason) -> std::optional<GridSampleForm> {
+    if (why) *why = reason;
+    return std::nullopt;
+  };
+  GridSampleForm g;
+  const std::string mode = node.get_string("mode", "bilinear"), pad = node.get_string("padding_mode", "zeros");
+  if (mode == "bilinear" || mode == "linear") g.linear = true;
+  else if (mode == "nearest") g.linear = false;
+  else return refuse("mode '" + mode + "' is not supported (bilinear and nearest are)");
+  if (pad == "zeros") g.padding = 0;
+  else if (pad == "border") g.padding = 1;
+  else if (pad == "reflection") g.padding = 2;
+  else return refuse("unsupported padding_mode '" + pad + "' (supported: zeros, border, reflection)");
+  g.align_corners = node.get_int("align_corners", 0) != 0;
+  return g;
+}
 
 void register_resize(OpTable& t) {
   t["Resize"] = {Resize, {"mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a", "exclude_outside", "extrapolation_value", "antialias", "keep_aspect_ratio_policy", "axes"}};
