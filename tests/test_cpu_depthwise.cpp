@@ -136,6 +136,27 @@ TEST(CpuDepthwise, WideRowsBatchAndEpilogues) {
                   {{"group", Attribute::of_int(6)}, {"pads", ints({2, 2, 2, 2})}, {"program", Attribute::of_strings({"Add x0 x1", "Relu t0"})}}});
 }
 
+// 7x7 taps, and more than 16 on 16-wide blocks (5x5, 3x7, 7x3), take one
+// kernel row's weights at a time (cpu_depthwise.cl): every row block on odd
+// sizes, at strides 1 and 2, unequal kernel sides both ways round, and 7x7
+// on 8-wide blocks.
+TEST(CpuDepthwise, ManyTapsEveryRowBlock) {
+  expect_matches({"Conv", {{1, 5, 19, 23}, {5, 1, 5, 5}, {5}}, {{"group", Attribute::of_int(5)}, {"pads", ints({2, 2, 2, 2})}}},
+                 {"2x16", "4x16", "8x16"});
+  expect_matches({"Conv", {{1, 3, 25, 31}, {6, 1, 5, 5}},
+                  {{"group", Attribute::of_int(3)}, {"pads", ints({2, 1, 2, 3})}, {"strides", ints({2, 2})}}},
+                 {"2x16", "4x16", "8x16"});
+  expect_matches({"Conv", {{1, 4, 21, 17}, {4, 1, 7, 7}, {4}}, {{"group", Attribute::of_int(4)}, {"pads", ints({3, 3, 3, 3})}}},
+                 {"7x16", "2x16"});
+  expect_matches({"Conv", {{1, 3, 13, 20}, {3, 1, 3, 7}, {3}}, {{"group", Attribute::of_int(3)}, {"pads", ints({1, 3, 1, 3})}}},
+                 {"4x16", "8x16"});
+  expect_matches({"Conv", {{1, 2, 11, 10}, {2, 1, 7, 7}, {2}}, {{"group", Attribute::of_int(2)}, {"pads", ints({3, 3, 3, 3})}}},
+                 {"4x8", "8x8"});
+  expect_matches({"Conv", {{1, 3, 13, 30}, {3, 1, 7, 3}, {3}},
+                  {{"group", Attribute::of_int(3)}, {"pads", ints({3, 1, 3, 1})}, {"strides", ints({2, 1})}}},
+                 {"2x16", "4x16"});
+}
+
 // Dilated taps in the tile kernel: 3x3 dilation 2 on 12x12 (every row
 // block), 5x5 dilation 2 on 14x14 (the dilated last stage of MobileNet-V3
 // in LR-ASPP and DeepLabV3: rows of 7), unequal dilations with a stride of

@@ -186,6 +186,18 @@ std::vector<ConvShape> zoo_shapes() {
       {"dw 5x5 240 28", 240, 28, 28, 240, 5, 1, 2, 240},
       {"dw 5x5 672 14 s2", 672, 14, 14, 672, 5, 2, 2, 672},
       {"dw 5x5 1152 7", 1152, 7, 7, 1152, 5, 1, 2, 1152},
+      // ConvNeXt-T's 7x7 depthwise convs.
+      {"convnext dw 7x7 96 56", 96, 56, 56, 96, 7, 1, 3, 96},
+      {"convnext dw 7x7 192 28", 192, 28, 28, 192, 7, 1, 3, 192},
+      {"convnext dw 7x7 384 14", 384, 14, 14, 384, 7, 1, 3, 384},
+      {"convnext dw 7x7 768 7", 768, 7, 7, 768, 7, 1, 3, 768},
+      // MNASNet-0.5's: few channels, 5x5 at stride 2.
+      {"mnas dw 3x3 24 112 s2", 24, 112, 112, 24, 3, 2, 1, 24},
+      {"mnas dw 5x5 48 56 s2", 48, 56, 56, 48, 5, 2, 2, 48},
+      {"mnas dw 5x5 72 28", 72, 28, 28, 72, 5, 1, 2, 72},
+      {"mnas dw 5x5 144 28 s2", 144, 28, 28, 144, 5, 2, 2, 144},
+      {"mnas dw 5x5 240 14", 240, 14, 14, 240, 5, 1, 2, 240},
+      {"mnas dw 5x5 576 7", 576, 7, 7, 576, 5, 1, 2, 576},
       // Inception-v3's factorized and strided convs, RegNet-Y's grouped ones (group width 8).
       {"inception 1x7 128->128 17", 128, 17, 17, 128, 1, 1, 0, 1, false, {}, 7, 3},
       {"inception 7x1 128->192 17", 128, 17, 17, 192, 7, 1, 3, 1, false, {}, 1, 0},

@@ -155,6 +155,25 @@ __kernel void depthwise_tile_cpu(__global const real_t* X, int xo, __global cons
       VF acc[OCB];
 #pragma unroll
       for (int q = 0; q < OCB; ++q) acc[q] = (VF)(b);
+#if DW_KH * DW_KW > 25 || (DW_KH * DW_KW > 16 && PB == 16)
+      // 7x7, and 5x5 on 16-wide blocks: the weights, broadcast, do not fit
+      // in the registers beside the accumulators (LLVM spilled them and the
+      // taps inside the loop), so one kernel row's weights at a time, each
+      // tap loaded for one FMA; the row loop stays a loop, lest its weights
+      // be hoisted (docs/cpu-kernels.md#depthwise-weights-one-kernel-row-at-a-time).
+#pragma unroll 1
+      for (int kh = 0; kh < DW_KH; ++kh) {
+        VF w[DW_KW];
+#pragma unroll
+        for (int kw = 0; kw < DW_KW; ++kw) w[kw] = (VF)(wk[kh * DW_KW + kw]);
+#pragma unroll
+        for (int q = 0; q < OCB; ++q) {
+          const float* r = tile[q * DW_SH + kh * DW_DH] + ow0 * DW_SW;
+#pragma unroll
+          for (int kw = 0; kw < DW_KW; ++kw) acc[q] = fma(w[kw], DW_TAP(r + kw * DW_DW), acc[q]);
+        }
+      }
+#else
       // Input row by input row, so that each tap vector is loaded once and
       // dies at once (the other order keeps them all live: spills).
 #pragma unroll
@@ -168,6 +187,7 @@ __kernel void depthwise_tile_cpu(__global const real_t* X, int xo, __global cons
             if (d >= 0 && d % DW_DH == 0 && kh < DW_KH) acc[q] = fma((VF)(wk[kh * DW_KW + kw]), tap, acc[q]);
           }
         }
+#endif
 #pragma unroll
       for (int q = 0; q < OCB; ++q)
         if (oh0 + q < OH) DW_STORE(base + q * OW + ow0, acc[q], OW - ow0);
