@@ -93,4 +93,31 @@ inline OneNodeRun run_one_node(const OneNode& n, const std::shared_ptr<runtime::
   return r;
 }
 
+// Every node evaluated by the reference, in order: the graph's outputs.
+inline std::vector<HostTensor> evaluate_graph(const Graph& g, const std::vector<HostTensor>& feeds) {
+  std::vector<HostTensor> v(g.tensors.size());
+  for (size_t i = 0; i < g.inputs.size(); ++i) v[g.inputs[i]] = feeds.at(i);
+  for (size_t t = 0; t < g.tensors.size(); ++t)
+    if (g.tensors[t].is_constant) v[t] = g.tensors[t].value;
+  for (const Node& n : g.nodes) {
+    std::vector<const HostTensor*> ins;
+    for (int t : n.inputs) ins.push_back(t >= 0 ? &v[t] : nullptr);
+    std::vector<HostTensor> outs = reference::evaluate(n, ins);
+    for (size_t k = 0; k < n.outputs.size(); ++k)
+      if (n.outputs[k] >= 0) v[n.outputs[k]] = std::move(outs[k]);
+  }
+  std::vector<HostTensor> r;
+  for (int t : g.outputs) r.push_back(v[t]);
+  return r;
+}
+
+inline double max_abs_diff(const HostTensor& a, const HostTensor& b) {
+  EXPECT_EQ(to_string(a.shape), to_string(b.shape));
+  std::vector<float> x = a.as_float(), y = b.as_float();
+  if (x.size() != y.size()) return INFINITY;
+  double m = 0;
+  for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::abs(double(x[i]) - double(y[i])));
+  return m;
+}
+
 }  // namespace texplan::test

@@ -15,33 +15,6 @@ namespace {
 
 using test::NodeCase;
 
-// Every node evaluated by the reference, in order: the graph's outputs.
-std::vector<HostTensor> evaluate_graph(const Graph& g, const std::vector<HostTensor>& feeds) {
-  std::vector<HostTensor> v(g.tensors.size());
-  for (size_t i = 0; i < g.inputs.size(); ++i) v[g.inputs[i]] = feeds.at(i);
-  for (size_t t = 0; t < g.tensors.size(); ++t)
-    if (g.tensors[t].is_constant) v[t] = g.tensors[t].value;
-  for (const Node& n : g.nodes) {
-    std::vector<const HostTensor*> ins;
-    for (int t : n.inputs) ins.push_back(t >= 0 ? &v[t] : nullptr);
-    std::vector<HostTensor> outs = reference::evaluate(n, ins);
-    for (size_t k = 0; k < n.outputs.size(); ++k)
-      if (n.outputs[k] >= 0) v[n.outputs[k]] = std::move(outs[k]);
-  }
-  std::vector<HostTensor> r;
-  for (int t : g.outputs) r.push_back(v[t]);
-  return r;
-}
-
-double max_abs_diff(const HostTensor& a, const HostTensor& b) {
-  EXPECT_EQ(to_string(a.shape), to_string(b.shape));
-  std::vector<float> x = a.as_float(), y = b.as_float();
-  if (x.size() != y.size()) return INFINITY;
-  double m = 0;
-  for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::abs(double(x[i]) - double(y[i])));
-  return m;
-}
-
 test::OneNode einsum_node(const std::string& equation, std::vector<Shape> shapes, uint32_t seed = 3) {
   NodeCase c{"Einsum", std::move(shapes), {{"equation", Attribute::of_string(equation)}}, {}};
   c.fed.assign(c.inputs.size(), true);
@@ -174,7 +147,7 @@ TEST(EinsumLowering, EqualsTheReferenceOnManyEquations) {
     }
     ASSERT_EQ(g.outputs.size(), 1u);
     EXPECT_EQ(to_string(g.tensors[g.outputs[0]].shape), to_string(n.want.shape));
-    EXPECT_LT(max_abs_diff(evaluate_graph(g, n.feeds).at(0), n.want), 1e-5);
+    EXPECT_LT(test::max_abs_diff(test::evaluate_graph(g, n.feeds).at(0), n.want), 1e-5);
   }
 }
 
@@ -185,7 +158,7 @@ TEST(EinsumLowering, LoweredFormsRunOnTheDevice) {
     SCOPED_TRACE(c.equation);
     test::OneNode n = einsum_node(c.equation, c.shapes, 11);
     lower_einsums(n.graph);
-    EXPECT_LT(max_abs_diff(test::run_one_node(n, dev).got, n.want), 1e-5);
+    EXPECT_LT(test::max_abs_diff(test::run_one_node(n, dev).got, n.want), 1e-5);
   }
 }
 
@@ -199,7 +172,7 @@ TEST(EinsumLowering, ReduceSumTakesAxesAsTheOpsetDoes) {
     EXPECT_EQ(r.op_type, "ReduceSum");
     EXPECT_EQ(r.has("axes"), opset < 13);
     EXPECT_EQ(r.inputs.size(), opset < 13 ? 1u : 2u);
-    EXPECT_LT(max_abs_diff(evaluate_graph(n.graph, n.feeds).at(0), n.want), 1e-6);
+    EXPECT_LT(test::max_abs_diff(test::evaluate_graph(n.graph, n.feeds).at(0), n.want), 1e-6);
   }
 }
 
@@ -256,7 +229,7 @@ TEST(EinsumImport, ConstantOperandsFoldOnlyInPairs) {
     const std::vector<std::string> want =
         operands == 2 ? std::vector<std::string>{"Relu"} : std::vector<std::string>{"MatMul", "MatMul", "Relu"};
     EXPECT_EQ(ops, want);
-    const std::vector<HostTensor> y = evaluate_graph(g, {});
+    const std::vector<HostTensor> y = test::evaluate_graph(g, {});
     for (float v : y.at(0).as_float()) EXPECT_FLOAT_EQ(v, operands == 2 ? 4.0f : 16.0f);
   }
 }

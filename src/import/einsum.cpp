@@ -35,10 +35,10 @@ bool contains(const std::vector<int>& v, int x) { return std::find(v.begin(), v.
 
 class EinsumLowering {
  public:
-  EinsumLowering(Graph& g, const Node& n, const EinsumSpec& spec) : g_(g), n_(n), spec_(spec) {}
+  EinsumLowering(Graph& g, const Node& n, const EinsumSpec& spec, RewriteNodes& r) : g_(g), n_(n), spec_(spec), r_(r) {}
 
-  // The nodes that compute n's output in its place.
-  std::vector<Node> lower() {
+  // Adds to r the nodes that compute n's output in its place.
+  void lower() {
     std::vector<Operand> operands;
     for (size_t k = 0; k < n_.inputs.size(); ++k) operands.push_back(drop_broadcast_dims({n_.inputs[k], spec_.operands[k]}));
     Operand acc = operands[0];
@@ -53,13 +53,12 @@ class EinsumLowering {
       if (!contains(spec_.output, l)) summed.push_back(l);
     acc = transpose(reduce_sum(acc, summed), spec_.output);
     const int out = n_.outputs[0];
-    if (nodes_.empty()) {
-      nodes_.push_back(make("Identity", {acc.tensor}, {out}));
+    if (r_.empty()) {
+      r_.add("Identity", {acc.tensor}, {out});
     } else {
       // The last node writes the Einsum's own output tensor.
-      nodes_.back().outputs[0] = out;
+      r_.back().outputs[0] = out;
     }
-    return std::move(nodes_);
   }
 
  private:
@@ -75,47 +74,13 @@ class EinsumLowering {
   }
   DataType dtype() const { return g_.tensors[n_.inputs[0]].dtype; }
 
-  int new_tensor(const Shape& shape, DataType dtype) {
-    Tensor t;
-    do t.name = n_.name + "/einsum_" + std::to_string(tensor_count_++);
-    while (g_.find(t.name) >= 0);
-    t.dtype = dtype;
-    t.shape = shape;
-    return g_.add_tensor(std::move(t));
-  }
-  int int64_constant(const std::vector<int64_t>& values) {
-    const int id = new_tensor({int64_t(values.size())}, DataType::Int64);
-    Tensor& t = g_.tensors[id];
-    t.is_constant = true;
-    t.value = HostTensor(DataType::Int64, t.shape);
-    std::copy(values.begin(), values.end(), t.value.data<int64_t>());
-    t.has_data = true;
-    return id;
-  }
-  Node make(const std::string& op, std::vector<int> inputs, std::vector<int> outputs) {
-    Node m;
-    m.name = n_.name + "/" + op + "_" + std::to_string(nodes_.size());
-    m.op_type = op;
-    m.inputs = std::move(inputs);
-    m.outputs = std::move(outputs);
-    return m;
-  }
-
-  int reshape(int tensor, const Shape& shape) {
-    if (g_.tensors[tensor].shape == shape) return tensor;
-    const int target = int64_constant(shape);
-    const int out = new_tensor(shape, g_.tensors[tensor].dtype);
-    nodes_.push_back(make("Reshape", {tensor, target}, {out}));
-    return out;
-  }
-
   // Dimensions of extent 1 whose label is larger in another operand.
   Operand drop_broadcast_dims(const Operand& x) {
     Operand r{x.tensor, {}};
     const Shape& s = g_.tensors[x.tensor].shape;
     for (size_t d = 0; d < s.size(); ++d)
       if (!(s[d] == 1 && spec_.extents.at(x.labels[d]) != 1)) r.labels.push_back(x.labels[d]);
-    r.tensor = reshape(x.tensor, shape_of(r.labels));
+    r.tensor = r_.reshape(x.tensor, shape_of(r.labels));
     return r;
   }
 
@@ -126,13 +91,13 @@ class EinsumLowering {
     for (size_t d = 0; d < x.labels.size(); ++d)
       if (contains(labels, x.labels[d])) axes.push_back(int64_t(d));
       else r.labels.push_back(x.labels[d]);
-    r.tensor = new_tensor(shape_of(r.labels), dtype());
+    r.tensor = r_.tensor(shape_of(r.labels), dtype());
     // Axes as an input from opset 13, as an attribute before.
-    Node m = g_.opset >= 13 ? make("ReduceSum", {x.tensor, int64_constant(axes)}, {r.tensor})
-                            : make("ReduceSum", {x.tensor}, {r.tensor});
+    std::vector<int> inputs = {x.tensor};
+    if (g_.opset >= 13) inputs.push_back(r_.int64_constant(axes));
+    Node& m = r_.add("ReduceSum", inputs, {r.tensor});
     if (g_.opset < 13) m.attrs["axes"] = Attribute::of_ints(axes);
     m.attrs["keepdims"] = Attribute::of_int(0);
-    nodes_.push_back(std::move(m));
     return r;
   }
 
@@ -140,10 +105,8 @@ class EinsumLowering {
     if (x.labels == order) return x;
     std::vector<int64_t> perm;
     for (int l : order) perm.push_back(std::find(x.labels.begin(), x.labels.end(), l) - x.labels.begin());
-    Operand r{new_tensor(shape_of(order), dtype()), order};
-    Node m = make("Transpose", {x.tensor}, {r.tensor});
-    m.attrs["perm"] = Attribute::of_ints(perm);
-    nodes_.push_back(std::move(m));
+    Operand r{r_.tensor(shape_of(order), dtype()), order};
+    r_.add("Transpose", {x.tensor}, {r.tensor}).attrs["perm"] = Attribute::of_ints(perm);
     return r;
   }
 
@@ -177,19 +140,18 @@ class EinsumLowering {
       s.push_back(cols);
       return s;
     };
-    const int a3 = reshape(a.tensor, matrix(m, k)), b3 = reshape(b.tensor, matrix(k, n));
-    const int product = new_tensor(matrix(m, n), dtype());
-    nodes_.push_back(make("MatMul", {a3, b3}, {product}));
+    const int a3 = r_.reshape(a.tensor, matrix(m, k)), b3 = r_.reshape(b.tensor, matrix(k, n));
+    const int product = r_.tensor(matrix(m, n), dtype());
+    r_.add("MatMul", {a3, b3}, {product});
     Operand r{-1, concat({&batch, &free_a, &free_b})};
-    r.tensor = reshape(product, shape_of(r.labels));
+    r.tensor = r_.reshape(product, shape_of(r.labels));
     return r;
   }
 
   Graph& g_;
   const Node& n_;
   const EinsumSpec& spec_;
-  std::vector<Node> nodes_;
-  int tensor_count_ = 0;
+  RewriteNodes& r_;
 };
 
 // Diagonals and empty dimensions stay with the reference's direct loop.
@@ -209,35 +171,23 @@ bool lowerable(const Graph& g, const Node& n, const EinsumSpec& spec) {
 
 int lower_einsums(Graph& g) {
   if (std::none_of(g.nodes.begin(), g.nodes.end(), [](const Node& n) { return n.op_type == "Einsum"; })) return 0;
-  std::vector<Node> nodes;
-  int lowered = 0;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const Node n = g.nodes[i];  // a copy: lowering adds tensors, not nodes, to g
-    if (n.op_type != "Einsum") {
-      nodes.push_back(n);
-      continue;
-    }
-    std::vector<Shape> shapes;
-    for (int t : n.inputs) shapes.push_back(t >= 0 ? g.tensors[t].shape : Shape{});
-    EinsumSpec spec;
-    try {
-      spec = reference::parse_einsum(n.get_string("equation", ""), shapes);
-    } catch (const Error& e) {
-      throw Error("node '" + n.name + "' (Einsum): " + e.what());
-    }
-    if (!lowerable(g, n, spec)) {
-      nodes.push_back(n);
-      continue;
-    }
-    for (Node& m : EinsumLowering(g, n, spec).lower()) nodes.push_back(std::move(m));
-    ++lowered;
-  }
-  if (lowered) {
-    g.nodes = std::move(nodes);
-    g.topological_sort();  // sets the new nodes' producers
-    g.remove_dead_nodes();
-  }
-  return lowered;
+  return replace_nodes(
+      g,
+      [&](const Node& n, RewriteNodes& r) {
+        if (n.op_type != "Einsum") return false;
+        std::vector<Shape> shapes;
+        for (int t : n.inputs) shapes.push_back(t >= 0 ? g.tensors[t].shape : Shape{});
+        EinsumSpec spec;
+        try {
+          spec = reference::parse_einsum(n.get_string("equation", ""), shapes);
+        } catch (const Error& e) {
+          throw Error("node '" + n.name + "' (Einsum): " + e.what());
+        }
+        if (!lowerable(g, n, spec)) return false;
+        EinsumLowering(g, n, spec, r).lower();
+        return true;
+      },
+      "einsum");
 }
 
 void infer_einsum_dims(onnx::InferenceContext& ctx) {

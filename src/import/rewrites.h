@@ -7,9 +7,43 @@
 #pragma once
 #include <onnx/defs/shape_inference.h>
 
+#include <functional>
+#include <string>
+#include <vector>
+
 #include "graph/graph.h"
 
 namespace texplan {
+
+// The nodes and tensors that replace node `n` in a rewrite: tensors named
+// "<n>/<tag>_<k>", nodes "<n>/<op>_<k>", kept in order until take().
+class RewriteNodes {
+ public:
+  RewriteNodes(Graph& g, const Node& n, std::string tag) : g_(g), n_(n), tag_(std::move(tag)) {}
+  int tensor(const Shape& shape, DataType dtype);
+  int int64_constant(const std::vector<int64_t>& values);
+  // A constant of `shape`: `value`'s bytes where it has any (weights not
+  // loaded: shape only).
+  int constant(const Shape& shape, HostTensor value);
+  Node& add(const std::string& op, std::vector<int> inputs, std::vector<int> outputs);
+  // `tensor` reshaped (itself where it has the shape already).
+  int reshape(int tensor, const Shape& shape);
+  std::vector<Node> take() { return std::move(nodes_); }
+  bool empty() const { return nodes_.empty(); }
+  Node& back() { return nodes_.back(); }
+
+ private:
+  Graph& g_;
+  const Node& n_;
+  std::string tag_;
+  std::vector<Node> nodes_;
+  int tensors_ = 0;
+};
+
+// Replaces every node for which `lower(node, nodes)` returns true (having
+// added the nodes that compute its outputs, the last writing them) by those
+// nodes; re-sorts and drops what became dead. Returns how many it replaced.
+int replace_nodes(Graph& g, const std::function<bool(const Node&, RewriteNodes&)>& lower, const std::string& tag);
 
 // Every Einsum becomes Transpose, ReduceSum, Reshape and MatMul nodes
 // (operands contracted pairwise, left to right). An Einsum with a diagonal
@@ -23,7 +57,17 @@ int lower_einsums(Graph& g);
 // One whose mask is a graph output stays. Returns the number removed.
 int remove_inference_dropouts(Graph& g);
 
-// Both of the above; what import_onnx calls last.
+// Every Conv over three spatial dims (video models' Conv3d) with constant
+// weights becomes 2-D Convs over its frames, which every device runs: the
+// input transposed to frames-major [N, D, C, H, W] (padded in depth), per
+// tap of the kernel's depth a Slice of OD frames (the depth stride as the
+// step) reshaped to N*OD images and convolved with that tap's [OC, C/G,
+// KH, KW] weights, the partial sums added, and the sum transposed back.
+// Others (non-constant weights, auto_pad SAME_* with uneven totals kept as
+// is) stay for the CPU reference. Returns the number lowered.
+int lower_volume_convs(Graph& g);
+
+// All of the above; what import_onnx calls last.
 void rewrite_imported_graph(Graph& g);
 
 // Einsum's output dims where every operand's shape is known (libonnx 1.12's
