@@ -61,6 +61,10 @@ MORE = {
     "vit_b_16": (_vit_b_16, _image(224)),
     "resnet50_fpn": (lambda: _FeaturePyramid(), _image(224)),
     "deeplabv3_mobilenet_v3_large": (_deeplabv3, _image(224)),
+    # Video: Conv over three spatial dims, 8 frames of 112x112.
+    "r3d_18": (lambda: tvm.video.r3d_18(), lambda: torch.randn(1, 3, 8, 112, 112)),
+    "mc3_18": (lambda: tvm.video.mc3_18(), lambda: torch.randn(1, 3, 8, 112, 112)),
+    "r2plus1d_18": (lambda: tvm.video.r2plus1d_18(), lambda: torch.randn(1, 3, 8, 112, 112)),
 }
 ZOO.update(MORE)
 
