@@ -63,12 +63,14 @@ TEST(VolumeConvLowering, EqualsTheReferencesThreeDimConv) {
     ASSERT_EQ(lower_volume_convs(g), 1);
     for (const Node& m : g.nodes) {
       EXPECT_TRUE(m.op_type == "Transpose" || m.op_type == "Pad" || m.op_type == "Slice" || m.op_type == "Reshape" ||
-                  m.op_type == "Conv" || m.op_type == "Add")
+                  m.op_type == "Conv" || m.op_type == "FusedConv")
           << m.op_type;
-      if (m.op_type == "Conv") EXPECT_EQ(g.tensors[m.inputs[0]].shape.size(), 4u) << m.name;
+      if (m.op_type == "Conv" || m.op_type == "FusedConv") EXPECT_EQ(g.tensors[m.inputs[0]].shape.size(), 4u) << m.name;
     }
-    EXPECT_EQ(count(g, "Conv"), c.w[2]);  // one per tap of the kernel's depth
-    EXPECT_EQ(count(g, "Add"), c.w[2] - 1);
+    // One conv per tap of the kernel's depth, each after the first adding
+    // the sum so far.
+    EXPECT_EQ(count(g, "Conv"), 1);
+    EXPECT_EQ(count(g, "FusedConv"), c.w[2] - 1);
     EXPECT_LT(test::rel_error(test::evaluate_graph(g, n.feeds).at(0), n.want), 1e-6);
   }
 }
@@ -106,7 +108,7 @@ TEST(VolumeConvLowering, WithoutWeightDataGivesShapesOnly) {
   ASSERT_EQ(lower_volume_convs(n.graph), 1);
   int taps = 0;
   for (const Node& m : n.graph.nodes)
-    if (m.op_type == "Conv") {
+    if (m.op_type == "Conv" || m.op_type == "FusedConv") {
       const Tensor& w = n.graph.tensors[m.inputs[1]];
       EXPECT_TRUE(w.is_constant);
       EXPECT_FALSE(w.has_data);
@@ -130,9 +132,9 @@ TEST(VolumeConvImport, TheImporterLowersAConv3d) {
   std::string bytes;
   b.m.SerializeToString(&bytes);
   const Graph g = import_onnx_bytes(bytes, "video");
-  EXPECT_EQ(count(g, "Conv"), 3);
+  EXPECT_EQ(count(g, "Conv") + count(g, "FusedConv"), 3);
   for (const Node& m : g.nodes)
-    if (m.op_type == "Conv") EXPECT_EQ(g.tensors[m.inputs[0]].shape.size(), 4u);
+    if (m.op_type == "Conv" || m.op_type == "FusedConv") EXPECT_EQ(g.tensors[m.inputs[0]].shape.size(), 4u);
   EXPECT_EQ(to_string(g.tensors[g.outputs[0]].shape), "1x3x4x6x6");
 }
 

@@ -4,8 +4,9 @@
 // with X frames-major ([N, D, C, H, W], padded with zero frames in depth),
 // tap kd's input frames for every od are one Slice (start kd * dd, step
 // sd), which reshaped to [N * OD, C, H, W] is a batch of images; every
-// device has 2-D convolution kernels (and their fused Add), none has 3-D
-// ones, and the CPU reference ran r3d_18 15x slower than onnxruntime.
+// device has 2-D convolution kernels (and FusedConv's residual Add, which
+// sums the taps), none has 3-D ones, and the CPU reference ran r3d_18 15x
+// slower than onnxruntime.
 #include <algorithm>
 #include <cstring>
 #include <optional>
@@ -109,21 +110,20 @@ void lower(const Graph& g, const Node& n, const VolumeConv& v, RewriteNodes& r) 
     }
     const int images = r.reshape(taps, {v.N * v.OD, v.C, v.H, v.W});
     const int out = r.tensor({v.N * v.OD, v.OC, v.OH, v.OW}, dt);
+    // Each later tap's conv adds the sum so far as its residual (a FusedConv,
+    // in place): left as Adds, the fuser took them all into the first tap's
+    // conv, which then ran last with every tap's output live at once.
     std::vector<int> inputs = {images, depth_tap_weights(g.tensors[n.inputs[1]], v, kd, r)};
-    if (kd == 0 && bias >= 0) inputs.push_back(bias);
-    Node& conv = r.add("Conv", inputs, {out});
+    if (sum >= 0) inputs.insert(inputs.end(), {-1, sum});
+    else if (bias >= 0) inputs.push_back(bias);
+    Node& conv = r.add(sum >= 0 ? "FusedConv" : "Conv", inputs, {out});
     conv.attrs["strides"] = Attribute::of_ints({v.strides[1], v.strides[2]});
     conv.attrs["dilations"] = Attribute::of_ints({v.dilations[1], v.dilations[2]});
     conv.attrs["pads"] = Attribute::of_ints({v.pads[1], v.pads[2], v.pads[4], v.pads[5]});
     conv.attrs["kernel_shape"] = Attribute::of_ints({v.KH, v.KW});
     conv.attrs["group"] = Attribute::of_int(v.group);
-    if (sum < 0) {
-      sum = out;
-    } else {
-      const int added = r.tensor({v.N * v.OD, v.OC, v.OH, v.OW}, dt);
-      r.add("Add", {sum, out}, {added});
-      sum = added;
-    }
+    if (sum >= 0) conv.attrs["program"] = Attribute::of_strings({"Add x0 x1"});
+    sum = out;
   }
   const int volume = r.reshape(sum, {v.N, v.OD, v.OC, v.OH, v.OW});
   r.add("Transpose", {volume}, {n.outputs[0]}).attrs["perm"] = Attribute::of_ints(frames_major);
