@@ -1,7 +1,7 @@
 // Conv over three spatial dims (video models' Conv3d) lowered at import to
 // 2-D Convs over frames (import/volume_conv.cpp): the lowered graph against
 // the reference's own 3-D Conv on strides, pads (explicit, auto_pad SAME_*,
-// depth-only), dilations, groups, batches, one-frame kernels and no bias, on
+// depth-only, past the kernel), dilations, groups, batches, one-frame kernels and no bias, on
 // the host and on the device with no node left to the CPU; the shapes it
 // leaves alone; and a Conv3d as the ONNX file gives it.
 #include <gtest/gtest.h>
@@ -41,6 +41,8 @@ std::vector<VolumeCase> cases() {
       {"auto_pad SAME_LOWER, even kernel", {1, 2, 5, 6, 7}, {3, 2, 2, 2, 2}, true,
        {{"auto_pad", Attribute::of_string("SAME_LOWER")}}},
       {"auto_pad VALID", {1, 2, 5, 6, 7}, {3, 2, 3, 3, 3}, true, {{"auto_pad", Attribute::of_string("VALID")}}},
+      {"depth pads past the kernel: frames of padding alone", {1, 2, 3, 5, 5}, {3, 2, 3, 3, 3}, true,
+       {{"pads", ints({4, 1, 1, 5, 1, 1})}}},
   };
 }
 
