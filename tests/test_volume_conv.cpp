@@ -1,9 +1,9 @@
 // Conv over three spatial dims (video models' Conv3d) lowered at import to
 // 2-D Convs over frames (import/volume_conv.cpp): the lowered graph against
 // the reference's own 3-D Conv on strides, pads (explicit, auto_pad SAME_*,
-// depth-only, past the kernel), dilations, groups, batches, one-frame kernels and no bias, on
-// the host and on the device with no node left to the CPU; the shapes it
-// leaves alone; and a Conv3d as the ONNX file gives it.
+// depth-only, past the kernel), dilations, groups, batches, one-frame
+// kernels and no bias, on the host and on the device with no node left to
+// the CPU; the shapes it leaves alone; and a Conv3d as the ONNX file gives it.
 #include <gtest/gtest.h>
 
 #include "import/onnx_import.h"
