@@ -72,7 +72,7 @@ int remove_inference_dropouts(Graph& g) {
 void rewrite_imported_graph(Graph& g) {
   remove_inference_dropouts(g);
   lower_einsums(g);
-  lower_volume_convs(g);
+  lower_volume_ops(g);
 }
 
 }  // namespace texplan

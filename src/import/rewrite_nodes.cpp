@@ -15,17 +15,16 @@ int RewriteNodes::tensor(const Shape& shape, DataType dtype) {
 }
 
 int RewriteNodes::int64_constant(const std::vector<int64_t>& values) {
-  const Shape shape = {int64_t(values.size())};
-  HostTensor v(DataType::Int64, shape);
+  HostTensor v(DataType::Int64, {int64_t(values.size())});
   std::copy(values.begin(), values.end(), v.data<int64_t>());
-  return constant(shape, std::move(v));
+  return constant(std::move(v));
 }
 
-int RewriteNodes::constant(const Shape& shape, HostTensor value) {
-  const int id = tensor(shape, value.dtype);
+int RewriteNodes::constant(HostTensor value) {
+  const int id = tensor(value.shape, value.dtype);
   Tensor& t = g_.tensors[id];
   t.is_constant = true;
-  t.has_data = !value.bytes.empty() || element_count(shape) == 0;
+  t.has_data = !value.bytes.empty() || element_count(value.shape) == 0;
   if (t.has_data) t.value = std::move(value);
   return id;
 }

@@ -22,9 +22,9 @@ class RewriteNodes {
   RewriteNodes(Graph& g, const Node& n, std::string tag) : g_(g), n_(n), tag_(std::move(tag)) {}
   int tensor(const Shape& shape, DataType dtype);
   int int64_constant(const std::vector<int64_t>& values);
-  // A constant of `shape`: `value`'s bytes where it has any (weights not
-  // loaded: shape only).
-  int constant(const Shape& shape, HostTensor value);
+  // A constant of value's dtype and shape, with its bytes where it has any
+  // (weights not loaded: a shape without bytes).
+  int constant(HostTensor value);
   Node& add(const std::string& op, std::vector<int> inputs, std::vector<int> outputs);
   // `tensor` reshaped (itself where it has the shape already).
   int reshape(int tensor, const Shape& shape);
@@ -57,15 +57,17 @@ int lower_einsums(Graph& g);
 // One whose mask is a graph output stays. Returns the number removed.
 int remove_inference_dropouts(Graph& g);
 
-// Every Conv over three spatial dims (video models' Conv3d) with constant
-// weights becomes 2-D Convs over its frames, which every device runs: the
-// input transposed to frames-major [N, D, C, H, W] (padded in depth), per
-// tap of the kernel's depth a Slice of OD frames (the depth stride as the
-// step) reshaped to N*OD images and convolved with that tap's [OC, C/G,
-// KH, KW] weights, the partial sums added, and the sum transposed back.
-// Others (non-constant weights, auto_pad SAME_* with uneven totals kept as
-// is) stay for the CPU reference. Returns the number lowered.
-int lower_volume_convs(Graph& g);
+// Every Conv (constant weights), MaxPool and AveragePool over three
+// spatial dims (video models' Conv3d, MaxPool3d, AvgPool3d) becomes its 2-D
+// form over frames, which every device runs: the input transposed
+// frames-major [N, D, C, H, W] and padded in depth, per tap of the window's
+// depth a Slice of the frames it reads for every output frame (the depth
+// stride as the step) reshaped to N*OD images for the 2-D op, the taps
+// combined (convs: each later one adding the sum so far as its residual;
+// Max; a sum scaled per output frame), and the result transposed back.
+// Others (non-constant weights, MaxPool's Indices, AveragePool rounding up)
+// stay for the CPU reference. Returns the number lowered.
+int lower_volume_ops(Graph& g);
 
 // All of the above; what import_onnx calls last.
 void rewrite_imported_graph(Graph& g);

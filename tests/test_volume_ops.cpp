@@ -1,9 +1,11 @@
-// Conv over three spatial dims (video models' Conv3d) lowered at import to
-// 2-D Convs over frames (import/volume_conv.cpp): the lowered graph against
-// the reference's own 3-D Conv on strides, pads (explicit, auto_pad SAME_*,
+// Conv, MaxPool and AveragePool over three spatial dims (video models'
+// Conv3d, MaxPool3d, AvgPool3d) lowered at import to their 2-D forms over
+// frames (import/volume_ops.cpp): the lowered graphs against the
+// reference's own 3-D operators on strides, pads (explicit, auto_pad SAME_*,
 // depth-only, past the kernel), dilations, groups, batches, one-frame
-// kernels and no bias, on the host and on the device with no node left to
-// the CPU; the shapes it leaves alone; and a Conv3d as the ONNX file gives it.
+// kernels, no bias, ceil_mode and count_include_pad, on the host and on the
+// device with no node left to the CPU; the nodes it leaves alone; and a
+// Conv3d as the ONNX file gives it.
 #include <gtest/gtest.h>
 
 #include "import/onnx_import.h"
@@ -62,7 +64,7 @@ TEST(VolumeConvLowering, EqualsTheReferencesThreeDimConv) {
     SCOPED_TRACE(c.what);
     test::OneNode n = volume_node(c, 5);
     Graph g = n.graph;
-    ASSERT_EQ(lower_volume_convs(g), 1);
+    ASSERT_EQ(lower_volume_ops(g), 1);
     for (const Node& m : g.nodes) {
       EXPECT_TRUE(m.op_type == "Transpose" || m.op_type == "Pad" || m.op_type == "Slice" || m.op_type == "Reshape" ||
                   m.op_type == "Conv" || m.op_type == "FusedConv")
@@ -82,7 +84,7 @@ TEST(VolumeConvLowering, RunsOnTheDeviceWithNoCpuFallback) {
   for (const VolumeCase& c : cases()) {
     SCOPED_TRACE(c.what);
     test::OneNode n = volume_node(c, 9);
-    ASSERT_EQ(lower_volume_convs(n.graph), 1);
+    ASSERT_EQ(lower_volume_ops(n.graph), 1);
     EXPECT_LT(test::rel_error(test::run_one_node(n, dev).got, n.want), 1e-5);  // run_one_node: no fallback
   }
 }
@@ -96,7 +98,7 @@ TEST(VolumeConvLowering, LeavesOtherConvsAsTheyAre) {
   };
   for (const auto& c : others) {
     test::OneNode n = test::one_node(c, "other", 17, 1);
-    EXPECT_EQ(lower_volume_convs(n.graph), 0);
+    EXPECT_EQ(lower_volume_ops(n.graph), 0);
     EXPECT_EQ(count(n.graph, "Conv"), 1);
   }
 }
@@ -107,7 +109,7 @@ TEST(VolumeConvLowering, WithoutWeightDataGivesShapesOnly) {
   test::OneNode n = volume_node(cases()[0], 3);
   for (Tensor& t : n.graph.tensors)
     if (t.is_constant) t.has_data = false, t.value = HostTensor();
-  ASSERT_EQ(lower_volume_convs(n.graph), 1);
+  ASSERT_EQ(lower_volume_ops(n.graph), 1);
   int taps = 0;
   for (const Node& m : n.graph.nodes)
     if (m.op_type == "Conv" || m.op_type == "FusedConv") {
@@ -118,6 +120,78 @@ TEST(VolumeConvLowering, WithoutWeightDataGivesShapesOnly) {
       ++taps;
     }
   EXPECT_EQ(taps, 3);
+}
+
+struct PoolCase {
+  std::string what, op;
+  Shape x;
+  std::map<std::string, Attribute> attrs;
+};
+
+std::vector<PoolCase> pool_cases() {
+  return {
+      {"C3D's 1x2x2 max", "MaxPool", {1, 3, 4, 8, 8}, {{"kernel_shape", ints({1, 2, 2})}, {"strides", ints({1, 2, 2})}}},
+      {"I3D's 3x3x3 max, stride 2, pads", "MaxPool", {1, 4, 7, 9, 10},
+       {{"kernel_shape", ints({3, 3, 3})}, {"strides", ints({2, 2, 2})}, {"pads", ints({1, 1, 1, 1, 1, 1})}}},
+      {"max rounding up, depth dilation 2", "MaxPool", {2, 2, 8, 7, 7},
+       {{"kernel_shape", ints({2, 3, 3})}, {"strides", ints({2, 2, 2})}, {"dilations", ints({2, 1, 1})},
+        {"ceil_mode", Attribute::of_int(1)}}},
+      {"max auto_pad SAME_UPPER", "MaxPool", {1, 2, 5, 6, 6},
+       {{"kernel_shape", ints({3, 3, 3})}, {"strides", ints({2, 2, 2})}, {"auto_pad", Attribute::of_string("SAME_UPPER")}}},
+      {"S3D's 2x7x7 average", "AveragePool", {1, 3, 2, 7, 7}, {{"kernel_shape", ints({2, 7, 7})}}},
+      {"average with pads, not counting them", "AveragePool", {1, 3, 5, 6, 7},
+       {{"kernel_shape", ints({3, 3, 3})}, {"strides", ints({1, 2, 2})}, {"pads", ints({1, 1, 1, 1, 1, 1})}}},
+      {"average with pads, counting them", "AveragePool", {2, 2, 5, 6, 6},
+       {{"kernel_shape", ints({3, 2, 2})}, {"strides", ints({2, 1, 1})}, {"pads", ints({1, 0, 1, 1, 1, 0})},
+        {"count_include_pad", Attribute::of_int(1)}}},
+  };
+}
+
+test::OneNode pool_node(const PoolCase& c, uint32_t seed) {
+  return test::one_node({c.op, {c.x}, c.attrs, {true}}, "volume_pool", 17, seed);
+}
+
+TEST(VolumePoolLowering, EqualsTheReferencesThreeDimPools) {
+  for (const PoolCase& c : pool_cases()) {
+    SCOPED_TRACE(c.what);
+    test::OneNode n = pool_node(c, 7);
+    Graph g = n.graph;
+    ASSERT_EQ(lower_volume_ops(g), 1);
+    for (const Node& m : g.nodes) {
+      EXPECT_TRUE(m.op_type == "Transpose" || m.op_type == "Pad" || m.op_type == "Slice" || m.op_type == "Reshape" ||
+                  m.op_type == c.op || m.op_type == "Max" || m.op_type == "Add" || m.op_type == "Mul")
+          << m.op_type;
+      if (m.op_type == c.op) EXPECT_EQ(g.tensors[m.inputs[0]].shape.size(), 4u) << m.name;
+    }
+    EXPECT_EQ(count(g, c.op), c.attrs.at("kernel_shape").ints[0]);  // one per depth tap
+    EXPECT_LT(test::rel_error(test::evaluate_graph(g, n.feeds).at(0), n.want), 1e-6);
+  }
+}
+
+TEST(VolumePoolLowering, RunsOnTheDeviceWithNoCpuFallback) {
+  auto dev = test::test_device();
+  for (const PoolCase& c : pool_cases()) {
+    SCOPED_TRACE(c.what);
+    test::OneNode n = pool_node(c, 13);
+    ASSERT_EQ(lower_volume_ops(n.graph), 1);
+    EXPECT_LT(test::rel_error(test::run_one_node(n, dev).got, n.want), 1e-6);
+  }
+}
+
+// MaxPool whose Indices are read, and AveragePool rounding up (whose
+// windows past the end count differently), stay with the reference.
+TEST(VolumePoolLowering, LeavesIndicesAndAveragesRoundingUpAlone) {
+  test::OneNode avg = test::one_node(
+      {"AveragePool", {{1, 2, 5, 6, 6}}, {{"kernel_shape", ints({2, 2, 2})}, {"strides", ints({2, 2, 2})}, {"ceil_mode", Attribute::of_int(1)}}, {true}},
+      "avg", 17, 1);
+  EXPECT_EQ(lower_volume_ops(avg.graph), 0);
+  test::OneNode max = test::one_node({"MaxPool", {{1, 2, 4, 6, 6}}, {{"kernel_shape", ints({2, 2, 2})}}, {true}}, "max", 17, 1);
+  Tensor indices;
+  indices.name = "indices";
+  indices.dtype = DataType::Int64;
+  indices.shape = {1, 2, 3, 5, 5};
+  max.graph.nodes[0].outputs.push_back(max.graph.add_tensor(indices));
+  EXPECT_EQ(lower_volume_ops(max.graph), 0);
 }
 
 // A Conv3d as an exporter writes it is lowered by the importer itself.
