@@ -155,6 +155,21 @@ TEST(CpuShapeOps, PadRows) {
   pad({2, 4, 9}, {0, 2, 3, 1, 1, 5}, "reflect");
 }
 
+// Constant pads on one axis with only 1s before it (a clip padded with
+// frames) move X as one run (pad_flat_f32): both ends, one end, runs off
+// the 16-element blocks, the padding value; and one where a dim before the
+// padded axis is not 1 (the general kernel).
+TEST(CpuShapeOps, PadOneAxisAsARun) {
+  HostTensor value(DataType::Float32, {});
+  value.data<float>()[0] = -0.5f;
+  auto pad = [&](Shape shape, std::vector<int64_t> pads) { expect_matches({"Pad", shape, {ints(pads), value}}); };
+  pad({1, 5, 3, 6, 7}, {0, 1, 0, 0, 0, 0, 1, 0, 0, 0});
+  pad({1, 1, 4, 33}, {0, 0, 3, 0, 0, 0, 0, 0});
+  pad({7, 13}, {2, 0, 5, 0});
+  pad({1, 2, 5}, {0, 0, 0, 0, 0, 17});
+  pad({2, 5, 3, 4}, {0, 1, 0, 0, 0, 2, 0, 0});
+}
+
 TEST(CpuShapeOps, SoftmaxAndReductions) {
   // Rows of 128 (bert's attention), 37 (a tail only) and 1; LogSoftmax; a
   // softmax over a middle axis (the strided kernel).

@@ -159,6 +159,20 @@ __kernel void pad_f32(__global const real_t* x, int xo, __global real_t* y, int 
   ST(y, yo + i, off < 0 ? value : LD(x, xo + off));
 }
 
+// Constant pads on one axis with only 1s before it (a clip padded with
+// frames, import/volume_ops.cpp): Y is `pre` values, X, then values to the
+// end. A work-item moves 16 elements, as one vector where they are all X.
+__kernel void pad_flat_f32(__global const real_t* x, int xo, __global real_t* y, int yo, int n, int pre, int len,
+                           float value) {
+  const int i0 = get_global_id(0) * 16;
+  if (i0 >= n) return;
+  if (i0 >= pre && i0 + 16 <= pre + len) {
+    STV(16, y + yo + i0, LDV(16, x + xo + i0 - pre));
+    return;
+  }
+  for (int i = i0; i < min(i0 + 16, n); ++i) ST(y, yo + i, i >= pre && i < pre + len ? LD(x, xo + i - pre) : value);
+}
+
 // CPU devices: one work-item a row of the last dim. The outer coordinates
 // are resolved once per row (pad_f32 divides every dim for every element);
 // the row is its left border, a run of the input row, its right border.

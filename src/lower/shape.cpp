@@ -275,6 +275,17 @@ bool lower_pad(NodeBuilder& b) {
     if (p < 0) return false;  // negative pads crop: CPU
   const Shape& out = b.out(0).shape;
   int64_t n = element_count(out);
+  // Constant pads on one axis with only 1s before it: X is one run of Y.
+  int64_t axis = -1;
+  for (size_t a = 0; a < in.size(); ++a)
+    if (pads[a] != 0 || pads[a + in.size()] != 0) axis = axis < 0 ? int64_t(a) : int64_t(in.size());
+  if (m == 0 && axis >= 0 && axis < int64_t(in.size()) &&
+      std::all_of(in.begin(), in.begin() + axis, [](int64_t d) { return d == 1; })) {
+    const int64_t inner = element_count(in) / std::max<int64_t>(1, in[size_t(axis)]);
+    b.launch("shape.cl", "pad_flat_f32", linear_range(ceil_div(n, int64_t(16))), b.arg_in(0), b.arg_out(0), i32(n),
+             i32(pads[size_t(axis)] * inner), i32(element_count(in)), value);
+    return true;
+  }
   // CPU devices: a row per work-item (pad_rows_f32); GPUs: an element each, coalesced.
   if (b.device_type() == "cpu" && !b.gpu_kernels_forced() && !out.empty() && out.back() >= 8) {
     const int64_t rows = n / out.back();
