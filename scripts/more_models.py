@@ -65,6 +65,9 @@ MORE = {
     "r3d_18": (lambda: tvm.video.r3d_18(), lambda: torch.randn(1, 3, 8, 112, 112)),
     "mc3_18": (lambda: tvm.video.mc3_18(), lambda: torch.randn(1, 3, 8, 112, 112)),
     "r2plus1d_18": (lambda: tvm.video.r2plus1d_18(), lambda: torch.randn(1, 3, 8, 112, 112)),
+    # MaxPool3d and AvgPool3d besides; 16 frames of 224x224. Untrained, its
+    # output hardly moves with the input (--check refuses it as trivial).
+    "s3d": (lambda: tvm.video.s3d(), lambda: torch.randn(1, 3, 16, 224, 224)),
 }
 ZOO.update(MORE)
 

@@ -69,6 +69,13 @@ int remove_inference_dropouts(Graph& g);
 // stay for the CPU reference. Returns the number lowered.
 int lower_volume_ops(Graph& g);
 
+// A Transpose whose output, through elementwise ops of one tensor (Relu,
+// Clip with constant bounds, ...) each read by the next alone, is read only
+// by Transposes that undo it: the ops run on its input instead and the
+// Transposes' readers read their result (volume ops leave such a pair
+// between each two of them). Returns the number removed.
+int cancel_transpose_round_trips(Graph& g);
+
 // All of the above; what import_onnx calls last.
 void rewrite_imported_graph(Graph& g);
 

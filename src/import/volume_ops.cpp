@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "import/rewrites.h"
+#include "reference/common.h"
 
 namespace texplan {
 namespace {
@@ -92,13 +93,28 @@ class FrameTaps {
     depth_ = v.D + pd0 + pd1;
     if (pd0 > 0 || pd1 > 0) {
       const int padded = r.tensor({v.N, depth_, v.C, v.H, v.W}, dt);
-      std::vector<int> inputs = {frames_, r.int64_constant({0, pd0, 0, 0, 0, 0, pd1, 0, 0, 0})};
-      if (pad_value != 0.0f) {
-        HostTensor value(DataType::Float32, {});
-        value.data<float>()[0] = pad_value;
-        inputs.push_back(r.constant(std::move(value)));
+      HostTensor value(dt, {});
+      if (dt == DataType::Float16) value.data<uint16_t>()[0] = reference::float_to_half(pad_value);
+      else value.data<float>()[0] = pad_value;
+      const int fill = r.constant(std::move(value));
+      if (v.N == 1) {
+        // One image: the padding frames as Expands of the value beside the
+        // frames in a Concat, which the optimizer elides, so the frames'
+        // producer writes them into the padded clip: a Pad would copy them
+        // into it, both copies live at once.
+        std::vector<int> parts;
+        auto padding = [&](int64_t count) {
+          const int t = r.tensor({1, count, v.C, v.H, v.W}, dt);
+          r.add("Expand", {fill, r.int64_constant({1, count, v.C, v.H, v.W})}, {t});
+          parts.push_back(t);
+        };
+        if (pd0 > 0) padding(pd0);
+        parts.push_back(frames_);
+        if (pd1 > 0) padding(pd1);
+        r.add("Concat", parts, {padded}).attrs["axis"] = Attribute::of_int(1);
+      } else {
+        r.add("Pad", {frames_, r.int64_constant({0, pd0, 0, 0, 0, 0, pd1, 0, 0, 0}), fill}, {padded});
       }
-      r.add("Pad", inputs, {padded});
       frames_ = padded;
     }
   }

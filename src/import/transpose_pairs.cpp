@@ -1,0 +1,117 @@
+// Transposes undone by inverse Transposes after elementwise ops removed
+// (rewrites.h). Volume ops leave one between each pair of them: their output
+// transposed back to [N, C, D, H, W], an activation, and the next one's
+// input transposed frames-major again (S3D: 181 Transposes, 12% of a run).
+#include <algorithm>
+#include <set>
+
+#include "import/rewrites.h"
+
+namespace texplan {
+namespace {
+
+// Elementwise ops of one tensor (any other input a one-element constant):
+// they give the same values in any layout.
+bool layout_free(const Graph& g, const Node& n) {
+  static const std::set<std::string> ops = {"Relu",     "Sigmoid", "Tanh",      "Exp",         "Log",       "Sqrt",
+                                            "Abs",      "Neg",     "Erf",       "Reciprocal",  "Floor",     "Ceil",
+                                            "Softplus", "Sign",    "HardSwish", "HardSigmoid", "LeakyRelu", "Elu",
+                                            "Gelu",     "Clip",    "Identity"};
+  if (!ops.count(n.op_type) || n.inputs.empty() || n.inputs[0] < 0 || n.outputs.size() != 1 || n.outputs[0] < 0)
+    return false;
+  for (size_t i = 1; i < n.inputs.size(); ++i) {
+    const int t = n.inputs[i];
+    if (t >= 0 && !(g.tensors[t].is_constant && element_count(g.tensors[t].shape) == 1)) return false;
+  }
+  return true;
+}
+
+std::vector<int64_t> inverse(const std::vector<int64_t>& perm) {
+  std::vector<int64_t> inv(perm.size(), -1);
+  for (size_t i = 0; i < perm.size(); ++i) {
+    if (perm[i] < 0 || perm[i] >= int64_t(perm.size()) || inv[size_t(perm[i])] >= 0) return {};
+    inv[size_t(perm[i])] = int64_t(i);
+  }
+  return inv;
+}
+
+}  // namespace
+
+int cancel_transpose_round_trips(Graph& g) {
+  int cancelled = 0;
+  bool reordered = false;  // a Reshape now reads what later nodes make
+  std::vector<std::vector<int>> consumers = g.consumers();  // kept current as nodes are bypassed
+  std::vector<char> graph_output(g.tensors.size(), 0);
+  for (int t : g.outputs) graph_output[size_t(t)] = 1;
+  auto drop_reader = [&](int t, int node) {
+    auto& c = consumers[size_t(t)];
+    c.erase(std::remove(c.begin(), c.end(), node), c.end());
+  };
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    const Node& a = g.nodes[k];
+    if (a.op_type != "Transpose" || a.inputs.empty() || a.inputs[0] < 0 || a.outputs.size() != 1 || a.outputs[0] < 0)
+      continue;
+    const std::vector<int64_t> undo = inverse(a.get_ints("perm"));
+    if (undo.empty() || undo.size() != g.tensors[a.inputs[0]].shape.size()) continue;
+    // A's output through a chain of layout-free ops, each read by the next
+    // alone, to a tensor read only by Transposes that undo A.
+    std::vector<int> chain;
+    int end = a.outputs[0];
+    while (!graph_output[size_t(end)] && consumers[size_t(end)].size() == 1 &&
+           layout_free(g, g.nodes[size_t(consumers[size_t(end)][0])])) {
+      chain.push_back(consumers[size_t(end)][0]);
+      end = g.nodes[size_t(chain.back())].outputs[0];
+    }
+    const std::vector<int> readers = consumers[size_t(end)];
+    if (graph_output[size_t(end)] || readers.empty() ||
+        !std::all_of(readers.begin(), readers.end(), [&](int r) {
+          const Node& b = g.nodes[size_t(r)];
+          return b.op_type == "Transpose" && b.get_ints("perm") == undo && b.outputs.size() == 1 && b.outputs[0] >= 0 &&
+                 !graph_output[size_t(b.outputs[0])];
+        }))
+      continue;
+    // The chain now runs on A's input, in its layout; the undoing
+    // Transposes' readers read the chain's end; A and they are left dead.
+    const int source = a.inputs[0];
+    drop_reader(source, int(k));
+    consumers[size_t(a.outputs[0])].clear();
+    if (chain.empty()) {
+      end = source;
+    } else {
+      // Where A's input is a Reshape's, read by A alone, the ops go before
+      // the Reshape too: right after their producer, which can then take
+      // them in (a volume op's conv and its activation).
+      const int p = g.tensors[source].producer;
+      const bool before_reshape = p >= 0 && g.nodes[size_t(p)].op_type == "Reshape" &&
+                                  consumers[size_t(source)].empty() && !graph_output[size_t(source)];
+      const int first = before_reshape ? g.nodes[size_t(p)].inputs[0] : source;
+      g.nodes[size_t(chain.front())].inputs[0] = first;
+      if (before_reshape) drop_reader(first, p);
+      consumers[size_t(first)].push_back(chain.front());
+      const Shape shape = g.tensors[first].shape;
+      for (int c : chain) g.tensors[size_t(g.nodes[size_t(c)].outputs[0])].shape = shape;
+      if (before_reshape) {
+        g.nodes[size_t(p)].inputs[0] = end;
+        consumers[size_t(end)].push_back(p);
+        end = source;
+        reordered = true;
+      }
+    }
+    for (int r : readers) {
+      drop_reader(g.nodes[size_t(r)].inputs[0], r);
+      const int out = g.nodes[size_t(r)].outputs[0];
+      for (int c : consumers[size_t(out)]) {
+        for (int& in : g.nodes[size_t(c)].inputs)
+          if (in == out) in = end;
+        consumers[size_t(end)].push_back(c);
+      }
+      consumers[size_t(out)].clear();
+    }
+    ++cancelled;
+  }
+  if (reordered) g.topological_sort();
+  if (cancelled) g.remove_dead_nodes();
+  return cancelled;
+}
+
+}  // namespace texplan
