@@ -61,6 +61,18 @@ MORE = {
     "vit_b_16": (_vit_b_16, _image(224)),
     "resnet50_fpn": (lambda: _FeaturePyramid(), _image(224)),
     "deeplabv3_mobilenet_v3_large": (_deeplabv3, _image(224)),
+    # Wider and deeper relatives, and segmentation on a ResNet-50 (dilated).
+    "convnext_small": (lambda: tvm.convnext_small(), _image(224)),
+    "mnasnet1_3": (lambda: tvm.mnasnet1_3(), _image(224)),
+    "shufflenet_v2_x2_0": (lambda: tvm.shufflenet_v2_x2_0(), _image(224)),
+    "regnet_x_1_6gf": (lambda: tvm.regnet_x_1_6gf(), _image(224)),
+    "regnet_y_1_6gf": (lambda: tvm.regnet_y_1_6gf(), _image(224)),
+    "efficientnet_b1": (lambda: tvm.efficientnet_b1(), _image(240)),
+    "fcn_resnet50": (lambda: tvm.segmentation.fcn_resnet50(weights=None, weights_backbone=None, aux_loss=False), _image(224)),
+    "deeplabv3_resnet50": (
+        lambda: tvm.segmentation.deeplabv3_resnet50(weights=None, weights_backbone=None, aux_loss=False),
+        _image(224),
+    ),
     # Video: Conv over three spatial dims, 8 frames of 112x112.
     "r3d_18": (lambda: tvm.video.r3d_18(), lambda: torch.randn(1, 3, 8, 112, 112)),
     "mc3_18": (lambda: tvm.video.mc3_18(), lambda: torch.randn(1, 3, 8, 112, 112)),
