@@ -69,7 +69,9 @@ TEST(VolumeConvLowering, EqualsTheReferencesThreeDimConv) {
       EXPECT_TRUE(m.op_type == "Transpose" || m.op_type == "Expand" || m.op_type == "Concat" || m.op_type == "Pad" ||
                   m.op_type == "Slice" || m.op_type == "Reshape" || m.op_type == "Conv" || m.op_type == "FusedConv")
           << m.op_type;
-      if (m.op_type == "Conv" || m.op_type == "FusedConv") EXPECT_EQ(g.tensors[m.inputs[0]].shape.size(), 4u) << m.name;
+      if (m.op_type == "Conv" || m.op_type == "FusedConv") {
+        EXPECT_EQ(g.tensors[m.inputs[0]].shape.size(), 4u) << m.name;
+      }
     }
     // One conv per tap of the kernel's depth, each after the first adding
     // the sum so far.
@@ -162,7 +164,9 @@ TEST(VolumePoolLowering, EqualsTheReferencesThreeDimPools) {
                   m.op_type == "Slice" || m.op_type == "Reshape" || m.op_type == c.op || m.op_type == "Max" ||
                   m.op_type == "Add" || m.op_type == "Mul")
           << m.op_type;
-      if (m.op_type == c.op) EXPECT_EQ(g.tensors[m.inputs[0]].shape.size(), 4u) << m.name;
+      if (m.op_type == c.op) {
+        EXPECT_EQ(g.tensors[m.inputs[0]].shape.size(), 4u) << m.name;
+      }
     }
     EXPECT_EQ(count(g, c.op), c.attrs.at("kernel_shape").ints[0]);  // one per depth tap
     EXPECT_LT(test::rel_error(test::evaluate_graph(g, n.feeds).at(0), n.want), 1e-6);
@@ -211,7 +215,9 @@ TEST(VolumeConvImport, TheImporterLowersAConv3d) {
   const Graph g = import_onnx_bytes(bytes, "video");
   EXPECT_EQ(count(g, "Conv") + count(g, "FusedConv"), 3);
   for (const Node& m : g.nodes)
-    if (m.op_type == "Conv" || m.op_type == "FusedConv") EXPECT_EQ(g.tensors[m.inputs[0]].shape.size(), 4u);
+    if (m.op_type == "Conv" || m.op_type == "FusedConv") {
+      EXPECT_EQ(g.tensors[m.inputs[0]].shape.size(), 4u);
+    }
   EXPECT_EQ(to_string(g.tensors[g.outputs[0]].shape), "1x3x4x6x6");
 }
 

@@ -26,7 +26,7 @@ const OpSignature kOps[] = {
     {"Floor", 1, 0},   {"Ceil", 1, 0},       {"Softplus", 1, 0}, {"Sign", 1, 0},   {"HardSwish", 1, 0},
     {"Gelu", 1, 0},    {"Add", 2, 0},        {"Sub", 2, 0},    {"Mul", 2, 0},      {"Div", 2, 0},
     {"Pow", 2, 0},     {"Max", 2, 0},        {"Min", 2, 0},    {"Clip", 1, 2},     {"LeakyRelu", 1, 1},
-    {"HardSigmoid", 1, 2}, {"Elu", 1, 1}, {"RoundTf32", 1, 0},
+    {"HardSigmoid", 1, 2}, {"Elu", 1, 1}, {"RoundTf32", 1, 0}, {"Round", 1, 0},
 };
 constexpr int kOpCount = int(sizeof(kOps) / sizeof(kOps[0]));
 
@@ -95,6 +95,7 @@ float apply(int op, const float* a, const float* p) {
     case 25: return std::max(0.0f, std::min(1.0f, p[0] * x + p[1]));
     case 26: return x >= 0 ? x : p[0] * (std::exp(x) - 1.0f);
     case 27: return round_tf32(x);
+    case 28: return std::nearbyint(x);  // halves to even
   }
   return x;
 }

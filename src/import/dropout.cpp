@@ -72,6 +72,7 @@ int remove_inference_dropouts(Graph& g) {
 void rewrite_imported_graph(Graph& g) {
   remove_inference_dropouts(g);
   lower_einsums(g);
+  lower_quantize_pairs(g);
   lower_volume_ops(g);
   cancel_transpose_round_trips(g);
 }

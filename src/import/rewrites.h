@@ -42,7 +42,8 @@ class RewriteNodes {
 
 // Replaces every node for which `lower(node, nodes)` returns true (having
 // added the nodes that compute its outputs, the last writing them) by those
-// nodes; re-sorts and drops what became dead. Returns how many it replaced.
+// nodes, calling it once per node in the graph's order; re-sorts and drops
+// what became dead. Returns how many it replaced.
 int replace_nodes(Graph& g, const std::function<bool(const Node&, RewriteNodes&)>& lower, const std::string& tag);
 
 // Every Einsum becomes Transpose, ReduceSum, Reshape and MatMul nodes
@@ -68,6 +69,13 @@ int remove_inference_dropouts(Graph& g);
 // Others (non-constant weights, MaxPool's Indices, AveragePool rounding up)
 // stay for the CPU reference. Returns the number lowered.
 int lower_volume_ops(Graph& g);
+
+// Every QuantizeLinear (per tensor, of float32) read only by
+// DequantizeLinears of its scale s and zero point z, with them, becomes
+// y = clip(round(x / s), qmin - z, qmax - z) * s in float (Div, Round, Clip,
+// Mul), which is what the pair computes: quantized ("QDQ") models run in
+// float on every device. Returns the number of pairs lowered.
+int lower_quantize_pairs(Graph& g);
 
 // A Transpose whose output, through elementwise ops of one tensor (Relu,
 // Clip with constant bounds, ...) each read by the next alone, is read only

@@ -27,6 +27,7 @@ UNARY(abs_f, fabs(v))
 UNARY(reciprocal, 1.0f / v)
 UNARY(sqrt_f, sqrt(v))
 UNARY(floor_f, floor(v))
+UNARY(round_f, rint(v))  // halves to even
 UNARY(ceil_f, ceil(v))
 UNARY(elu, v >= 0.0f ? v : p0 * (exp(v) - 1.0f))
 UNARY(softplus, log(exp(v) + 1.0f))

@@ -58,6 +58,7 @@ bool lower_unary(NodeBuilder& b) {
   else if (op == "Reciprocal") k = "reciprocal";
   else if (op == "Sqrt") k = "sqrt_f";
   else if (op == "Floor") k = "floor_f";
+  else if (op == "Round") k = "round_f";
   else if (op == "Ceil") k = "ceil_f";
   else if (op == "Elu") k = "elu", p0 = b.node.get_float("alpha", 1.0f);
   else if (op == "Softplus") k = "softplus";

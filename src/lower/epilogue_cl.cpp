@@ -56,6 +56,7 @@ const OpForm kForms[] = {
     {"Erf", 1, "erf($0)"},
     {"Reciprocal", 1, "(1.0f / $0)"},
     {"Floor", 1, "floor($0)"},
+    {"Round", 1, "rint($0)"},
     {"Ceil", 1, "ceil($0)"},
     {"Softplus", 1, "epi_softplus($0)"},
     {"Sign", 1, "(float)(($0 > 0.0f) - ($0 < 0.0f))"},

@@ -286,7 +286,7 @@ const std::map<std::string, Lowering>& table() {
       {"HardSwish", lower_unary}, {"Erf", lower_unary}, {"Gelu", lower_unary},
       {"Exp", lower_unary}, {"Log", lower_unary}, {"Neg", lower_unary},
       {"Abs", lower_unary}, {"Reciprocal", lower_unary}, {"Sqrt", lower_unary},
-      {"Floor", lower_unary}, {"Ceil", lower_unary}, {"Elu", lower_unary},
+      {"Floor", lower_unary}, {"Ceil", lower_unary}, {"Round", lower_unary}, {"Elu", lower_unary},
       {"Softplus", lower_unary}, {"Sin", lower_unary}, {"Cos", lower_unary},
       {"Add", lower_binary}, {"Sub", lower_binary}, {"Mul", lower_binary},
       {"Div", lower_binary}, {"Pow", lower_binary}, {"Max", lower_binary},

@@ -37,7 +37,7 @@ bool broadcasts_to(const Shape& s, const Shape& to) {
 
 const std::set<std::string>& unary_ops() {
   static const std::set<std::string> ops = {"Relu", "Sigmoid", "Tanh",  "Exp",      "Log",  "Sqrt",      "Abs",
-                                            "Neg",  "Erf",     "Reciprocal", "Floor", "Ceil", "Softplus", "Sign",
+                                            "Neg",  "Erf",     "Reciprocal", "Floor", "Ceil", "Round", "Softplus", "Sign",
                                             "HardSwish"};
   return ops;
 }

@@ -71,7 +71,7 @@ enum class Role { Rigid, PassThrough, Linear, Fused, Elementwise };
 // ONNX elementwise operators an epilogue instruction spells exactly (no
 // attributes); such a node becomes a FusedElementwise where a scale touches it.
 const std::set<std::string> kUnaryInstr = {"Sigmoid", "Tanh",       "Exp",   "Log",  "Sqrt",     "Abs",  "Neg",
-                                           "Erf",     "Reciprocal", "Floor", "Ceil", "Softplus", "Sign", "HardSwish"};
+                                           "Erf",     "Reciprocal", "Floor", "Ceil", "Round", "Softplus", "Sign", "HardSwish"};
 const std::set<std::string> kBinaryInstr = {"Mul", "Div", "Pow"};
 
 // Linear: Conv/ConvTranspose/Gemm/MatMul of one activation and constant

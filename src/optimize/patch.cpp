@@ -58,7 +58,7 @@ int single_output(const Node& n) {
 const std::set<std::string>& same_region_ops() {
   static const std::set<std::string> ops = {
       "Relu", "Sigmoid", "Tanh", "Exp",  "Log",       "Sqrt",        "Abs",       "Neg", "Erf",  "Reciprocal",
-      "Floor", "Ceil",   "Softplus", "Sign", "HardSwish", "HardSigmoid", "LeakyRelu", "Elu", "Gelu", "Clip",
+      "Floor", "Ceil", "Round",   "Softplus", "Sign", "HardSwish", "HardSigmoid", "LeakyRelu", "Elu", "Gelu", "Clip",
       "Add",  "Sub",     "Mul",  "Div",  "Pow",       "Max",         "Min",       "FusedElementwise", "Identity",
       "BatchNormalization"};
   return ops;

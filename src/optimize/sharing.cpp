@@ -15,7 +15,7 @@ bool is_alias_op(const std::string& op) {
 const std::set<std::string>& elementwise_in_place_ops() {
   static const std::set<std::string> ops = {
       "Relu", "Sigmoid", "Tanh", "Exp",       "Log",         "Sqrt",      "Abs", "Neg", "Erf",  "Reciprocal",
-      "Floor", "Ceil",   "Softplus", "Sign",  "HardSwish",   "HardSigmoid", "LeakyRelu", "Elu", "Gelu", "Clip",
+      "Floor", "Ceil", "Round",   "Softplus", "Sign",  "HardSwish",   "HardSigmoid", "LeakyRelu", "Elu", "Gelu", "Clip",
       "Add",  "Sub",     "Mul",  "Div",       "Pow",         "Max",       "Min", "FusedElementwise"};
   return ops;
 }

@@ -30,6 +30,7 @@ void register_normalization(OpTable& t);  // normalization.cpp: *Normalization, 
 void register_shape_ops(OpTable& t);      // shape_ops.cpp: data movement and shape computation
 void register_indexing(OpTable& t);       // indexing.cpp: Gather*, Scatter*, OneHot, NonZero, TopK
 void register_resize(OpTable& t);         // resize.cpp: Resize, Upsample
+void register_quantize(OpTable& t);       // quantize.cpp: QuantizeLinear, DequantizeLinear
 void register_fused(OpTable& t);          // fused.cpp: FusedConv, FusedMatMul, FusedElementwise, FusedGather... (docs/fused-ops.md)
 
 }  // namespace texplan::reference

@@ -19,6 +19,7 @@ const OpTable& table() {
     register_shape_ops(t);
     register_indexing(t);
     register_resize(t);
+    register_quantize(t);
     register_fused(t);
     return t;
   }();
