@@ -112,6 +112,7 @@ TEST(FusedElementwise, EachOpMatchesOnnx) {
       {"Reciprocal", {"Reciprocal x0"}, {}, false, true},
       {"Floor", {"Floor x0"}, {}},
       {"Ceil", {"Ceil x0"}, {}},
+      {"Round", {"Round x0"}, {}},
       {"Softplus", {"Softplus x0"}, {}},
       {"Sign", {"Sign x0"}, {}},
       {"HardSwish", {"HardSwish x0"}, {}},
@@ -143,6 +144,14 @@ TEST(FusedElementwise, EachOpMatchesOnnx) {
   expect_close(run("FusedElementwise", {&a}, {{"program", Attribute::of_strings({"Clip x0 -0.5 0.75"})}}),
                run("Clip", {&a, &lo, &hi}));
   covered.insert("Clip");
+  // Round's halves go to even, as ONNX's (QDQ models' pairs, import/quantize_pairs.cpp).
+  HostTensor halves = a;
+  const float h[] = {0.5f, 1.5f, 2.5f, -0.5f, -2.5f, 3.5f};
+  std::copy(std::begin(h), std::end(h), halves.data<float>());
+  const std::vector<float> rounded = run("FusedElementwise", {&halves}, {{"program", Attribute::of_strings({"Round x0"})}}).as_float();
+  const float even[] = {0.0f, 2.0f, 2.0f, -0.0f, -2.0f, 4.0f};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(rounded[size_t(i)], even[i]) << h[i];
+  expect_close(run("FusedElementwise", {&halves}, {{"program", Attribute::of_strings({"Round x0"})}}), run("Round", {&halves}));
   // RoundTf32 (no ONNX op): to the nearest value with 10 mantissa bits,
   // ties away from zero (cvt.rna), infinities and NaN kept.
   HostTensor edge = a;
