@@ -520,6 +520,36 @@ TEST(Optimize, ElementwiseAfterAProductsReshapeMovesIntoItsEpilogue) {
   EXPECT_EQ(reshapes_after_products(kept), 0);
 }
 
+// A convolution over a batch of frames reshaped back to a clip, then its
+// activation (volume ops, import/volume_ops.cpp): the Relu moves before
+// the Reshape into the conv's epilogue; a Clip with constant bounds too.
+TEST(Optimize, ActivationAfterAConvsReshapeMovesIntoItsEpilogue) {
+  std::mt19937 rng(9);
+  for (const std::string act : {"Relu", "Clip"}) {
+    SCOPED_TRACE(act);
+    int x = 0;
+    Graph g = graph_with_input("frames", {4, 3, 6, 6}, x);
+    const int c = tensor(g, "c", {4, 5, 6, 6}), r = tensor(g, "r", {1, 4, 5, 6, 6}), y = tensor(g, "y", {1, 4, 5, 6, 6});
+    node(g, "Conv", {x, weight(g, "w", {5, 3, 3, 3}, rng), weight(g, "b", {5}, rng)}, {c},
+         {{"pads", Attribute::of_ints({1, 1, 1, 1})}});
+    node(g, "Reshape", {c, ints(g, "clip", {1, 4, 5, 6, 6})}, {r});
+    std::vector<int> in = {r};
+    if (act == "Clip") in.insert(in.end(), {weight(g, "lo", {}, rng), weight(g, "hi", {}, rng)});
+    node(g, act, in, {y});
+    g.tensors[y].is_output = true;
+    g.outputs = {y};
+    g.topological_sort();
+    const HostTensor input = random_tensor({4, 3, 6, 6}, rng, -2, 2);
+    const HostTensor want = run_graph(g, input)[0];
+    optimize(g, {});
+    ASSERT_EQ(g.nodes.size(), 2u);  // FusedConv, Reshape (a view)
+    EXPECT_EQ(g.nodes[0].op_type, "FusedConv");
+    EXPECT_EQ(g.nodes[1].op_type, "Reshape");
+    expect_close(run_graph(g, input)[0], want);
+    expect_close(run_graph(g, input, test::test_device())[0], want);
+  }
+}
+
 // Products whose operands Slices and Transposes cut from another tensor read
 // that tensor through strides (OperandView): t = s transposed as A of one
 // product, q and k^T both cut from s as A and B of another; the Slices and

@@ -635,7 +635,8 @@ int run_command(const RunArgs& a) {
             << human_bytes(optimized.lower_bound_bytes) << " (order " << optimized.order
             << (precision == runtime::Precision::Fp16 ? "; fp32 bytes, as the graph's tensors" : "") << ")\n";
   if (patched.mode != "off") report::print_patch_summary(report["patching"], std::cout);
-  std::cout << "weights     " << human_bytes(weight_bytes) << "\n";
+  std::cout << "weights     " << human_bytes(weight_bytes)
+            << (fallback.empty() ? "" : " on the device (the CPU fallback nodes read theirs from host memory)") << "\n";
   if (!fallback.empty()) {
     std::cout << "cpu fallback " << fallback.size() << " node(s):";
     const size_t shown = std::min<size_t>(fallback.size(), 10);

@@ -39,7 +39,6 @@ std::vector<int64_t> inverse(const std::vector<int64_t>& perm) {
 
 int cancel_transpose_round_trips(Graph& g) {
   int cancelled = 0;
-  bool reordered = false;  // a Reshape now reads what later nodes make
   std::vector<std::vector<int>> consumers = g.consumers();  // kept current as nodes are bypassed
   std::vector<char> graph_output(g.tensors.size(), 0);
   for (int t : g.outputs) graph_output[size_t(t)] = 1;
@@ -78,24 +77,10 @@ int cancel_transpose_round_trips(Graph& g) {
     if (chain.empty()) {
       end = source;
     } else {
-      // Where A's input is a Reshape's, read by A alone, the ops go before
-      // the Reshape too: right after their producer, which can then take
-      // them in (a volume op's conv and its activation).
-      const int p = g.tensors[source].producer;
-      const bool before_reshape = p >= 0 && g.nodes[size_t(p)].op_type == "Reshape" &&
-                                  consumers[size_t(source)].empty() && !graph_output[size_t(source)];
-      const int first = before_reshape ? g.nodes[size_t(p)].inputs[0] : source;
-      g.nodes[size_t(chain.front())].inputs[0] = first;
-      if (before_reshape) drop_reader(first, p);
-      consumers[size_t(first)].push_back(chain.front());
-      const Shape shape = g.tensors[first].shape;
+      g.nodes[size_t(chain.front())].inputs[0] = source;
+      consumers[size_t(source)].push_back(chain.front());
+      const Shape shape = g.tensors[source].shape;
       for (int c : chain) g.tensors[size_t(g.nodes[size_t(c)].outputs[0])].shape = shape;
-      if (before_reshape) {
-        g.nodes[size_t(p)].inputs[0] = end;
-        consumers[size_t(end)].push_back(p);
-        end = source;
-        reordered = true;
-      }
     }
     for (int r : readers) {
       drop_reader(g.nodes[size_t(r)].inputs[0], r);
@@ -109,7 +94,6 @@ int cancel_transpose_round_trips(Graph& g) {
     }
     ++cancelled;
   }
-  if (reordered) g.topological_sort();
   if (cancelled) g.remove_dead_nodes();
   return cancelled;
 }

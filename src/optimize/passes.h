@@ -61,9 +61,10 @@ FuseCounts fuse(Graph& g, bool pool, bool channel_scales, bool channel_programs,
 // MatMul, where fuse() takes it into the product's epilogue. Returns how many.
 int scales_after_products(Graph& g);
 
-// An Add, Sub, Mul, Div, Max or Min after a MatMul's or Gemm's Reshape
-// moves before it, the other operand reshaped (a view), so fuse() takes it
-// into the product's epilogue. Returns how many.
+// An Add, Sub, Mul, Div, Max or Min after a MatMul's, Gemm's or Conv's
+// Reshape moves before it, the other operand reshaped (a view), and so does
+// an activation of one tensor (Relu, Clip with constant bounds, ...), so
+// fuse() takes it into the product's epilogue. Returns how many.
 int reshapes_after_products(Graph& g);
 
 // A per-channel Mul (squeeze-and-excitation's scale) read only by a 1x1

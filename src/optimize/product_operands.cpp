@@ -159,12 +159,17 @@ int scales_after_products(Graph& g) {
 // into the product's epilogue: reshape(x @ w) + r = reshape(x @ w +
 // reshape(r)). PyTorch's attention ends in out_proj as a 2-D Gemm, a
 // Reshape back to [batch, tokens, width] and the residual Add: one kernel
-// (and a residual split-K can add onto) per layer instead of two.
+// (and a residual split-K can add onto) per layer instead of two. A
+// convolution's activation likewise (volume ops' 2-D convs over frames,
+// reshaped back to clips: import/volume_ops.cpp).
 // Only where the product's output feeds the Reshape (or a chain of them)
-// alone, the Reshape's the binary node alone, and the other operand has the
-// Reshape's shape.
+// alone, the Reshape's the elementwise node alone, and a binary node's
+// other operand has the Reshape's shape.
 int reshapes_after_products(Graph& g) {
   static const std::set<std::string> binary = {"Add", "Sub", "Mul", "Div", "Max", "Min"};
+  // Ops of one tensor (Clip's bounds one-element constants).
+  static const std::set<std::string> unary = {"Relu", "Sigmoid", "Tanh", "Clip", "HardSwish", "HardSigmoid",
+                                              "LeakyRelu", "Elu", "Gelu", "Softplus"};
   const Links links(g);
   const std::vector<std::vector<int>> consumers = g.consumers();
   auto only_reader = [&](int t) {
@@ -173,7 +178,9 @@ int reshapes_after_products(Graph& g) {
   int moved = 0;
   for (int k = 0; k < int(g.nodes.size()); ++k) {
     const Node& mm = g.nodes[k];
-    if ((mm.op_type != "MatMul" && mm.op_type != "Gemm") || mm.outputs.size() != 1) continue;
+    if ((mm.op_type != "MatMul" && mm.op_type != "Gemm" && mm.op_type != "Conv" && mm.op_type != "FusedConv") ||
+        mm.outputs.size() != 1)
+      continue;
     const int t = mm.outputs[0];
     const int r = only_reader(t);
     if (r < 0 || g.nodes[r].op_type != "Reshape" || g.nodes[r].inputs.empty() || g.nodes[r].inputs[0] != t ||
@@ -185,6 +192,29 @@ int reshapes_after_products(Graph& g) {
       last = e, y = g.nodes[e].outputs[0], e = only_reader(y);
     if (e < 0) continue;
     Node& op = g.nodes[e];
+    if (unary.count(op.op_type) && op.inputs[0] == y && op.outputs.size() == 1 && op.outputs[0] >= 0 &&
+        std::all_of(op.inputs.begin() + 1, op.inputs.end(), [&](int c) {
+          return c < 0 || (g.tensors[c].is_constant && element_count(g.tensors[c].shape) == 1);
+        })) {
+      // The op reads the product and writes a tensor of its shape, which
+      // the Reshape (chain) then turns into the op's own output.
+      const int z = op.outputs[0];
+      Tensor before = g.tensors[z];
+      before.name = unique_tensor_name(g, g.tensors[z].name + "@before_reshape");
+      before.shape = g.tensors[t].shape;
+      before.is_input = before.is_output = before.has_data = false;
+      before.value = HostTensor{};
+      before.producer = -1;
+      before.window.reset();
+      const int z2 = g.add_tensor(std::move(before));
+      Node& un = g.nodes[e];  // add_tensor does not move nodes
+      un.inputs[0] = t;
+      un.outputs[0] = z2;
+      g.nodes[r].inputs[0] = z2;
+      g.nodes[last].outputs[0] = z;
+      ++moved;
+      continue;
+    }
     if (!binary.count(op.op_type) || op.inputs.size() != 2 || op.outputs.size() != 1 || op.outputs[0] < 0) continue;
     const int slot = op.inputs[0] == y ? 0 : 1, o = op.inputs[size_t(1 - slot)], z = op.outputs[0];
     if (op.inputs[size_t(slot)] != y || o < 0 || o == y || g.tensors[o].is_constant) continue;
