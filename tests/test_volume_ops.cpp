@@ -8,6 +8,8 @@
 // Conv3d as the ONNX file gives it.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "import/onnx_import.h"
 #include "import/rewrites.h"
 #include "one_node.h"
@@ -59,36 +61,44 @@ int count(const Graph& g, const std::string& op) {
   return n;
 }
 
+// n lowered on the host: the frames' data movement and `ops` only, the 2-D
+// ops (`two_d`) on 4-D images, and the reference's value. Returns the graph.
+Graph expect_lowered(const test::OneNode& n, const std::set<std::string>& ops, const std::set<std::string>& two_d) {
+  Graph g = n.graph;
+  EXPECT_EQ(lower_volume_ops(g), 1);
+  static const std::set<std::string> frames = {"Transpose", "Expand", "Concat", "Pad", "Slice", "Reshape"};
+  for (const Node& m : g.nodes) {
+    EXPECT_TRUE(frames.count(m.op_type) || ops.count(m.op_type)) << m.op_type;
+    if (two_d.count(m.op_type)) {
+      EXPECT_EQ(g.tensors[m.inputs[0]].shape.size(), 4u) << m.name;
+    }
+  }
+  EXPECT_LT(test::rel_error(test::evaluate_graph(g, n.feeds).at(0), n.want), 1e-6);
+  return g;
+}
+
 TEST(VolumeConvLowering, EqualsTheReferencesThreeDimConv) {
   for (const VolumeCase& c : cases()) {
     SCOPED_TRACE(c.what);
-    test::OneNode n = volume_node(c, 5);
-    Graph g = n.graph;
-    ASSERT_EQ(lower_volume_ops(g), 1);
-    for (const Node& m : g.nodes) {
-      EXPECT_TRUE(m.op_type == "Transpose" || m.op_type == "Expand" || m.op_type == "Concat" || m.op_type == "Pad" ||
-                  m.op_type == "Slice" || m.op_type == "Reshape" || m.op_type == "Conv" || m.op_type == "FusedConv")
-          << m.op_type;
-      if (m.op_type == "Conv" || m.op_type == "FusedConv") {
-        EXPECT_EQ(g.tensors[m.inputs[0]].shape.size(), 4u) << m.name;
-      }
-    }
+    const Graph g = expect_lowered(volume_node(c, 5), {"Conv", "FusedConv"}, {"Conv", "FusedConv"});
     // One conv per tap of the kernel's depth, each after the first adding
     // the sum so far.
     EXPECT_EQ(count(g, "Conv"), 1);
     EXPECT_EQ(count(g, "FusedConv"), c.w[2] - 1);
-    EXPECT_LT(test::rel_error(test::evaluate_graph(g, n.feeds).at(0), n.want), 1e-6);
   }
+}
+
+// One node lowered and run on the device (run_one_node: nothing on the CPU).
+void expect_lowered_on_device(const std::string& what, test::OneNode n, const std::shared_ptr<runtime::Device>& dev,
+                              double tolerance) {
+  SCOPED_TRACE(what);
+  ASSERT_EQ(lower_volume_ops(n.graph), 1);
+  EXPECT_LT(test::rel_error(test::run_one_node(n, dev).got, n.want), tolerance);
 }
 
 TEST(VolumeConvLowering, RunsOnTheDeviceWithNoCpuFallback) {
   auto dev = test::test_device();
-  for (const VolumeCase& c : cases()) {
-    SCOPED_TRACE(c.what);
-    test::OneNode n = volume_node(c, 9);
-    ASSERT_EQ(lower_volume_ops(n.graph), 1);
-    EXPECT_LT(test::rel_error(test::run_one_node(n, dev).got, n.want), 1e-5);  // run_one_node: no fallback
-  }
+  for (const VolumeCase& c : cases()) expect_lowered_on_device(c.what, volume_node(c, 9), dev, 1e-5);
 }
 
 TEST(VolumeConvLowering, LeavesOtherConvsAsTheyAre) {
@@ -156,31 +166,14 @@ test::OneNode pool_node(const PoolCase& c, uint32_t seed) {
 TEST(VolumePoolLowering, EqualsTheReferencesThreeDimPools) {
   for (const PoolCase& c : pool_cases()) {
     SCOPED_TRACE(c.what);
-    test::OneNode n = pool_node(c, 7);
-    Graph g = n.graph;
-    ASSERT_EQ(lower_volume_ops(g), 1);
-    for (const Node& m : g.nodes) {
-      EXPECT_TRUE(m.op_type == "Transpose" || m.op_type == "Expand" || m.op_type == "Concat" || m.op_type == "Pad" ||
-                  m.op_type == "Slice" || m.op_type == "Reshape" || m.op_type == c.op || m.op_type == "Max" ||
-                  m.op_type == "Add" || m.op_type == "Mul")
-          << m.op_type;
-      if (m.op_type == c.op) {
-        EXPECT_EQ(g.tensors[m.inputs[0]].shape.size(), 4u) << m.name;
-      }
-    }
+    const Graph g = expect_lowered(pool_node(c, 7), {c.op, "Max", "Add", "Mul"}, {c.op});
     EXPECT_EQ(count(g, c.op), c.attrs.at("kernel_shape").ints[0]);  // one per depth tap
-    EXPECT_LT(test::rel_error(test::evaluate_graph(g, n.feeds).at(0), n.want), 1e-6);
   }
 }
 
 TEST(VolumePoolLowering, RunsOnTheDeviceWithNoCpuFallback) {
   auto dev = test::test_device();
-  for (const PoolCase& c : pool_cases()) {
-    SCOPED_TRACE(c.what);
-    test::OneNode n = pool_node(c, 13);
-    ASSERT_EQ(lower_volume_ops(n.graph), 1);
-    EXPECT_LT(test::rel_error(test::run_one_node(n, dev).got, n.want), 1e-6);
-  }
+  for (const PoolCase& c : pool_cases()) expect_lowered_on_device(c.what, pool_node(c, 13), dev, 1e-6);
 }
 
 // MaxPool whose Indices are read, and AveragePool rounding up (whose
