@@ -115,14 +115,16 @@ Latency time_texplan(const fs::path& dir, const std::string& device, int runs) {
   std::optional<lower::TuningScope> tuning;  // kernel choices, read as the session builds its kernels
   if (kernel_choices) tuning.emplace(kernel_choices, false, *dev);
   runtime::Session s(m.graph, m.usage, m.plan, dev, co.session);
-  HostTensor in = load_tensor_pb((dir / "test_data_set_0" / "input_0.pb").string());
+  std::vector<HostTensor> in;  // input_0.pb, input_1.pb, ... in the model's input order
+  for (int k = 0; fs::exists(dir / "test_data_set_0" / ("input_" + std::to_string(k) + ".pb")); ++k)
+    in.push_back(load_tensor_pb((dir / "test_data_set_0" / ("input_" + std::to_string(k) + ".pb")).string()));
   Latency l;
   l.precision = runtime::precision_name(s.precision());
-  l.rel_error = cli::relative_error(s.run({in})[0], load_tensor_pb((dir / "test_data_set_0" / "output_0.pb").string()));
-  s.run({in});
+  l.rel_error = cli::relative_error(s.run(in)[0], load_tensor_pb((dir / "test_data_set_0" / "output_0.pb").string()));
+  s.run(in);
   std::vector<double> ms;
   for (int i = 0; i < runs; ++i) {
-    s.run({in});
+    s.run(in);
     ms.push_back(s.last_run_ms());
   }
   std::sort(ms.begin(), ms.end());
@@ -142,18 +144,27 @@ Latency time_texplan(const fs::path& dir, const std::string& device, int runs) {
 json latency_vs_onnxruntime(const std::string& models, const std::string& device, int runs, int rounds) {
   json rows = json::array();
   std::vector<std::string> names;
-  // The zoo's layout: NAME/NAME.onnx with its weights in NAME.onnx.data, one
-  // input; other folders are named as skipped rather than left out silently.
+  // The zoo's layout: NAME/NAME.onnx, its weights in NAME.onnx.data or in
+  // itself, test_data_set_0/input_K.pb and output_0.pb; other folders (the
+  // zoo's models without weights) are named as skipped, with the reason.
   for (const auto& e : fs::directory_iterator(models)) {
     if (!e.is_directory()) continue;
     const std::string name = e.path().filename().string();
-    const fs::path data = e.path() / "test_data_set_0";
-    if (!fs::exists(e.path() / (name + ".onnx.data")))
-      std::cout << "skipped " << name << ": no " << name << ".onnx.data beside " << name << ".onnx\n";
-    else if (!fs::exists(data / "input_0.pb") || fs::exists(data / "input_1.pb"))
-      std::cout << "skipped " << name << ": the latency table takes models of one input (test_data_set_0/input_0.pb)\n";
-    else
-      names.push_back(name);
+    const fs::path data = e.path() / "test_data_set_0", model = e.path() / (name + ".onnx");
+    if (!fs::exists(model)) continue;
+    if (!fs::exists(data / "input_0.pb") || !fs::exists(data / "output_0.pb")) {
+      std::cout << "skipped " << name << ": no test_data_set_0/input_0.pb and output_0.pb\n";
+      continue;
+    }
+    if (!fs::exists(e.path() / (name + ".onnx.data"))) {
+      try {  // weights inside the .onnx, or none to be found
+        import_onnx(model.string(), {.load_weights = true});
+      } catch (const Error& err) {
+        std::cout << "skipped " << err.what() << "\n";  // "NAME: why"
+        continue;
+      }
+    }
+    names.push_back(name);
   }
   std::sort(names.begin(), names.end());
   const int threads = int(std::thread::hardware_concurrency());

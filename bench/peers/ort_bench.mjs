@@ -3,8 +3,10 @@
 //
 //   node ort_bench.mjs --models DIR [--threads N] [--runs R] [--warmup W] [--json OUT.json] [--no-load-warning] [NAME ...]
 //
-// For each DIR/NAME/NAME.onnx (weights in NAME.onnx.data, ONNX external data) it feeds
-// test_data_set_0/input_0.pb, compares the first output with output_0.pb
+// For each DIR/NAME/NAME.onnx (weights in NAME.onnx.data, ONNX external data, or in
+// the .onnx itself) it feeds test_data_set_0/input_K.pb to the model's K-th input
+// (a folder whose weights are missing ends in onnxruntime's error, reported as a
+// skip), compares the first output with output_0.pb
 // (rel error = ||out - ref|| / ||ref||), warms up W runs, times R runs and prints
 // min/median ms. Threads: intraOpNumThreads = interOpNumThreads = N; graph
 // optimizations stay at onnxruntime's default level. With no NAME, every model folder in DIR.
@@ -101,8 +103,10 @@ function relError(out, ref) {
 async function benchOne(dir, name, args) {
   const folder = path.join(dir, name), model = path.join(folder, `${name}.onnx`);
   if (!fs.existsSync(model)) return { skip: `no ${model}` };
-  if (!fs.existsSync(`${model}.data`)) return { skip: `no weights (${name}.onnx.data missing)` };
-  const input = readTensorProto(fs.readFileSync(path.join(folder, 'test_data_set_0', 'input_0.pb')));
+  // input_0.pb, input_1.pb, ... feed the model's inputs in order.
+  const inputs = [];
+  for (let k = 0; fs.existsSync(path.join(folder, 'test_data_set_0', `input_${k}.pb`)); k++)
+    inputs.push(readTensorProto(fs.readFileSync(path.join(folder, 'test_data_set_0', `input_${k}.pb`))));
   const refPath = path.join(folder, 'test_data_set_0', 'output_0.pb');
   const ref = fs.existsSync(refPath) ? readTensorProto(fs.readFileSync(refPath)) : null;
 
@@ -111,7 +115,7 @@ async function benchOne(dir, name, args) {
     intraOpNumThreads: args.threads,
     interOpNumThreads: args.threads,
   });
-  const feeds = { [session.inputNames[0]]: input };
+  const feeds = Object.fromEntries(session.inputNames.map((n, k) => [n, inputs[k]]));
   const outName = session.outputNames[0];
   let out;
   for (let i = 0; i < Math.max(1, args.warmup); i++) out = (await session.run(feeds))[outName];
