@@ -209,6 +209,11 @@ const std::vector<std::string>& Epilogue::ops() {
   return names;
 }
 
+bool Epilogue::unary(const std::string& op) {
+  const int i = op_index(op);
+  return i >= 0 && kOps[i].values == 1;
+}
+
 bool Epilogue::transcendental() const {
   static const std::vector<std::string> kMath = {"Sigmoid", "Tanh", "Exp",      "Log", "Erf",
                                                  "Gelu",    "Softplus", "Elu", "Pow"};

@@ -32,6 +32,9 @@ struct Epilogue {
   std::vector<std::string> to_strings() const;  // inverse of parse
   // Ops an epilogue may use (docs/fused-ops.md).
   static const std::vector<std::string>& ops();
+  // Whether `op` is an epilogue op of one value (and literal parameters):
+  // as a graph node, an elementwise op of one tensor (Relu, Clip, ...).
+  static bool unary(const std::string& op);
   // Whether an instruction is a transcendental function (Sigmoid, Tanh, Exp,
   // Log, Erf, Gelu, Softplus, Elu, Pow): long inline code in a kernel, which
   // on CPU devices takes registers from its accumulators.

@@ -3,8 +3,8 @@
 // transposed back to [N, C, D, H, W], an activation, and the next one's
 // input transposed frames-major again (S3D: 181 Transposes, 12% of a run).
 #include <algorithm>
-#include <set>
 
+#include "graph/epilogue.h"
 #include "import/rewrites.h"
 
 namespace texplan {
@@ -13,11 +13,8 @@ namespace {
 // Elementwise ops of one tensor (any other input a one-element constant):
 // they give the same values in any layout.
 bool layout_free(const Graph& g, const Node& n) {
-  static const std::set<std::string> ops = {"Relu",     "Sigmoid", "Tanh",      "Exp",         "Log",       "Sqrt",
-                                            "Abs",      "Neg",     "Erf",       "Reciprocal",  "Floor",     "Ceil",
-                                            "Softplus", "Sign",    "HardSwish", "HardSigmoid", "LeakyRelu", "Elu",
-                                            "Gelu",     "Clip",    "Identity"};
-  if (!ops.count(n.op_type) || n.inputs.empty() || n.inputs[0] < 0 || n.outputs.size() != 1 || n.outputs[0] < 0)
+  if (!(Epilogue::unary(n.op_type) || n.op_type == "Identity") || n.inputs.empty() || n.inputs[0] < 0 ||
+      n.outputs.size() != 1 || n.outputs[0] < 0)
     return false;
   for (size_t i = 1; i < n.inputs.size(); ++i) {
     const int t = n.inputs[i];

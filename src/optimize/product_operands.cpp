@@ -167,9 +167,6 @@ int scales_after_products(Graph& g) {
 // other operand has the Reshape's shape.
 int reshapes_after_products(Graph& g) {
   static const std::set<std::string> binary = {"Add", "Sub", "Mul", "Div", "Max", "Min"};
-  // Ops of one tensor (Clip's bounds one-element constants).
-  static const std::set<std::string> unary = {"Relu", "Sigmoid", "Tanh", "Clip", "HardSwish", "HardSigmoid",
-                                              "LeakyRelu", "Elu", "Gelu", "Softplus"};
   const Links links(g);
   const std::vector<std::vector<int>> consumers = g.consumers();
   auto only_reader = [&](int t) {
@@ -192,7 +189,7 @@ int reshapes_after_products(Graph& g) {
       last = e, y = g.nodes[e].outputs[0], e = only_reader(y);
     if (e < 0) continue;
     Node& op = g.nodes[e];
-    if (unary.count(op.op_type) && op.inputs[0] == y && op.outputs.size() == 1 && op.outputs[0] >= 0 &&
+    if (Epilogue::unary(op.op_type) && op.inputs[0] == y && op.outputs.size() == 1 && op.outputs[0] >= 0 &&
         std::all_of(op.inputs.begin() + 1, op.inputs.end(), [&](int c) {
           return c < 0 || (g.tensors[c].is_constant && element_count(g.tensors[c].shape) == 1);
         })) {
