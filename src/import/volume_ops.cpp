@@ -28,47 +28,28 @@ struct Window3 {
   std::vector<int64_t> k, s, d, pads;
 };
 
-// The window of n over x (kernel `k`) with explicit pads, or nothing where
-// an attribute is out of range or the output's dims are not the window's
-// (the reference then says why). `ceil`: the output rounds up (MaxPool's
-// ceil_mode; its depth is padded further at the end).
+// The window of n over x (kernel `k`) with explicit pads, as the reference
+// computes it (auto_pad resolved, ceil_mode's rule), or nothing where an
+// attribute is out of range or y's dims are not the window's (the reference
+// then says why when it runs the node). `ceil`: the output rounds up
+// (MaxPool's ceil_mode; its depth is padded further at the end).
 std::optional<Window3> window3(const Node& n, const Shape& x, const Shape& y, std::vector<int64_t> k, bool ceil) {
-  if (x.size() != 5 || y.size() != 5 || k.size() != 3) return std::nullopt;
-  Window3 v;
-  v.N = x[0], v.C = x[1], v.D = x[2], v.H = x[3], v.W = x[4];
-  v.k = std::move(k);
-  v.s = n.get_ints("strides", {1, 1, 1});
-  v.d = n.get_ints("dilations", {1, 1, 1});
-  v.pads = n.get_ints("pads", {0, 0, 0, 0, 0, 0});
-  if (v.s.size() != 3 || v.d.size() != 3 || v.pads.size() != 6) return std::nullopt;
-  const int64_t in[3] = {v.D, v.H, v.W};
-  for (int a = 0; a < 3; ++a)
-    if (v.s[a] < 1 || v.d[a] < 1 || v.k[a] < 1 || v.pads[a] < 0 || v.pads[a + 3] < 0) return std::nullopt;
-  const std::string auto_pad = n.get_string("auto_pad", "NOTSET");
-  if (auto_pad == "VALID") {
-    std::fill(v.pads.begin(), v.pads.end(), 0);
-  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-    for (int a = 0; a < 3; ++a) {
-      const int64_t out = (in[a] + v.s[a] - 1) / v.s[a];
-      const int64_t total = std::max<int64_t>(0, (out - 1) * v.s[a] + (v.k[a] - 1) * v.d[a] + 1 - in[a]);
-      v.pads[a] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      v.pads[a + 3] = total - v.pads[a];
-    }
-  } else if (auto_pad != "NOTSET") {
+  if (x.size() != 5 || y.size() != 5 || k.size() != 3 || y[0] != x[0]) return std::nullopt;
+  const std::vector<const HostTensor*> no_values;  // forward_window reads attributes only
+  reference::Window w;
+  try {
+    w = reference::forward_window(reference::OpContext(n, no_values), {x[2], x[3], x[4]}, std::move(k), ceil);
+  } catch (const Error&) {
     return std::nullopt;
   }
-  int64_t out[3];
-  for (int a = 0; a < 3; ++a) {
-    const int64_t span = in[a] + v.pads[a] + v.pads[a + 3] - (v.k[a] - 1) * v.d[a] - 1;
-    if (span < 0) return std::nullopt;
-    out[a] = (ceil ? (span + v.s[a] - 1) / v.s[a] : span / v.s[a]) + 1;
-  }
-  // Rounding up, a last window starting in the end padding is dropped (as
-  // PyTorch and the reference do); the output's shape decides.
-  v.OD = y[2], v.OH = y[3], v.OW = y[4];
-  for (int a = 0; a < 3; ++a)
-    if (y[size_t(a) + 2] != out[a] && !(ceil && y[size_t(a) + 2] == out[a] - 1)) return std::nullopt;
-  if (y[0] != v.N) return std::nullopt;
+  if (y[2] != w.out[0] || y[3] != w.out[1] || y[4] != w.out[2]) return std::nullopt;
+  Window3 v;
+  v.N = x[0], v.C = x[1], v.D = x[2], v.H = x[3], v.W = x[4];
+  v.OD = w.out[0], v.OH = w.out[1], v.OW = w.out[2];
+  v.k = {w.kernel[0], w.kernel[1], w.kernel[2]};
+  v.s = {w.stride[0], w.stride[1], w.stride[2]};
+  v.d = {w.dilation[0], w.dilation[1], w.dilation[2]};
+  v.pads = {w.pad_begin[0], w.pad_begin[1], w.pad_begin[2], w.pad_end[0], w.pad_end[1], w.pad_end[2]};
   return v;
 }
 
