@@ -48,7 +48,11 @@ int lower_quantize_pairs(Graph& g) {
   const auto consumers = g.consumers();
   std::vector<char> graph_output(g.tensors.size(), 0);
   for (int t : g.outputs) graph_output[size_t(t)] = 1;
-  std::map<int, std::vector<int>> pairs;  // Quantize node -> its Dequantize nodes
+  struct Pair {
+    Affine affine;
+    std::vector<int> dequantizers;
+  };
+  std::map<int, Pair> pairs;  // by Quantize node
   std::vector<char> paired(g.nodes.size(), 0);
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     const Node& q = g.nodes[k];
@@ -65,7 +69,7 @@ int lower_quantize_pairs(Graph& g) {
             d.outputs[0] >= 0 && affine(g, d) == a;
     }
     if (!all) continue;
-    pairs[int(k)] = readers;
+    pairs[int(k)] = {*a, readers};
     for (int r : readers) paired[size_t(r)] = 1;
   }
   if (pairs.empty()) return 0;
@@ -77,7 +81,7 @@ int lower_quantize_pairs(Graph& g) {
         if (paired[size_t(at)]) return true;  // a Dequantize: its value comes from the pair's Mul
         const auto p = pairs.find(at);
         if (p == pairs.end()) return false;
-        const Affine a = *affine(g, n);
+        const Affine& a = p->second.affine;
         const Shape shape = g.tensors[n.inputs[0]].shape;
         auto scalar = [&](float v) {
           HostTensor t(DataType::Float32, {});
@@ -90,7 +94,7 @@ int lower_quantize_pairs(Graph& g) {
         r.add("Div", {n.inputs[0], scalar(a.scale)}, {scaled});
         r.add("Round", {scaled}, {rounded});
         r.add("Clip", {rounded, scalar(float(lo - a.zero)), scalar(float(hi - a.zero))}, {clipped});
-        const std::vector<int>& dequantized = p->second;
+        const std::vector<int>& dequantized = p->second.dequantizers;
         const int out = g.nodes[size_t(dequantized.front())].outputs[0];
         r.add("Mul", {clipped, scalar(a.scale)}, {out});
         for (size_t i = 1; i < dequantized.size(); ++i)
