@@ -214,6 +214,16 @@ bool Epilogue::unary(const std::string& op) {
   return i >= 0 && kOps[i].values == 1;
 }
 
+bool Epilogue::unary_node(const Graph& g, const Node& n) {
+  if (!unary(n.op_type) || n.inputs.empty() || n.inputs[0] < 0 || n.outputs.size() != 1 || n.outputs[0] < 0)
+    return false;
+  for (size_t i = 1; i < n.inputs.size(); ++i) {
+    const int t = n.inputs[i];
+    if (t >= 0 && !(g.tensors[size_t(t)].is_constant && element_count(g.tensors[size_t(t)].shape) == 1)) return false;
+  }
+  return true;
+}
+
 bool Epilogue::transcendental() const {
   static const std::vector<std::string> kMath = {"Sigmoid", "Tanh", "Exp",      "Log", "Erf",
                                                  "Gelu",    "Softplus", "Elu", "Pow"};

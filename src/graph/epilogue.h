@@ -35,6 +35,9 @@ struct Epilogue {
   // Whether `op` is an epilogue op of one value (and literal parameters):
   // as a graph node, an elementwise op of one tensor (Relu, Clip, ...).
   static bool unary(const std::string& op);
+  // Whether node n of g is such an op: one tensor in (input 0), any other
+  // input absent or a one-element constant (Clip's bounds), one output.
+  static bool unary_node(const Graph& g, const Node& n);
   // Whether an instruction is a transcendental function (Sigmoid, Tanh, Exp,
   // Log, Erf, Gelu, Softplus, Elu, Pow): long inline code in a kernel, which
   // on CPU devices takes registers from its accumulators.

@@ -10,17 +10,10 @@
 namespace texplan {
 namespace {
 
-// Elementwise ops of one tensor (any other input a one-element constant):
-// they give the same values in any layout.
+// Elementwise ops of one tensor: they give the same values in any layout.
 bool layout_free(const Graph& g, const Node& n) {
-  if (!(Epilogue::unary(n.op_type) || n.op_type == "Identity") || n.inputs.empty() || n.inputs[0] < 0 ||
-      n.outputs.size() != 1 || n.outputs[0] < 0)
-    return false;
-  for (size_t i = 1; i < n.inputs.size(); ++i) {
-    const int t = n.inputs[i];
-    if (t >= 0 && !(g.tensors[t].is_constant && element_count(g.tensors[t].shape) == 1)) return false;
-  }
-  return true;
+  return Epilogue::unary_node(g, n) ||
+         (n.op_type == "Identity" && n.inputs.size() == 1 && n.inputs[0] >= 0 && n.outputs.size() == 1 && n.outputs[0] >= 0);
 }
 
 std::vector<int64_t> inverse(const std::vector<int64_t>& perm) {
@@ -47,8 +40,9 @@ int cancel_transpose_round_trips(Graph& g) {
     const Node& a = g.nodes[k];
     if (a.op_type != "Transpose" || a.inputs.empty() || a.inputs[0] < 0 || a.outputs.size() != 1 || a.outputs[0] < 0)
       continue;
-    const std::vector<int64_t> undo = inverse(a.get_ints("perm"));
-    if (undo.empty() || undo.size() != g.tensors[a.inputs[0]].shape.size()) continue;
+    const size_t rank = g.tensors[a.inputs[0]].shape.size();
+    const std::vector<int64_t> undo = inverse(transpose_perm(a, rank));
+    if (undo.size() != rank) continue;
     // A's output through a chain of layout-free ops, each read by the next
     // alone, to a tensor read only by Transposes that undo A.
     std::vector<int> chain;
@@ -62,7 +56,7 @@ int cancel_transpose_round_trips(Graph& g) {
     if (graph_output[size_t(end)] || readers.empty() ||
         !std::all_of(readers.begin(), readers.end(), [&](int r) {
           const Node& b = g.nodes[size_t(r)];
-          return b.op_type == "Transpose" && b.get_ints("perm") == undo && b.outputs.size() == 1 && b.outputs[0] >= 0 &&
+          return b.op_type == "Transpose" && transpose_perm(b, rank) == undo && b.outputs.size() == 1 && b.outputs[0] >= 0 &&
                  !graph_output[size_t(b.outputs[0])];
         }))
       continue;

@@ -189,10 +189,7 @@ int reshapes_after_products(Graph& g) {
       last = e, y = g.nodes[e].outputs[0], e = only_reader(y);
     if (e < 0) continue;
     Node& op = g.nodes[e];
-    if (Epilogue::unary(op.op_type) && op.inputs[0] == y && op.outputs.size() == 1 && op.outputs[0] >= 0 &&
-        std::all_of(op.inputs.begin() + 1, op.inputs.end(), [&](int c) {
-          return c < 0 || (g.tensors[c].is_constant && element_count(g.tensors[c].shape) == 1);
-        })) {
+    if (Epilogue::unary_node(g, op) && op.inputs[0] == y) {
       // The op reads the product and writes a tensor of its shape, which
       // the Reshape (chain) then turns into the op's own output.
       const int z = op.outputs[0];
