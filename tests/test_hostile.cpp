@@ -190,6 +190,61 @@ const std::vector<Case>& cases() {
          a->set_s("reflect");
        },
        {"node 'pad' (Pad)", "reflect pads 3 and 3 of axis 2 must be smaller than its size 2"}},
+      {"conv3d_short_bias",
+       [](OnnxBuilder& b) {
+         b.input("x", {1, 3, 4, 8, 8}).output("y");
+         b.initializer("w", {16, 3, 3, 3, 3}, ones(16 * 81));
+         b.initializer("bias", {1}, {1.0f});
+         b.node("Conv", {"x", "w", "bias"}, {"y"}, "conv");
+       },
+       {"node 'conv' (Conv)", "input 2 'bias' has 1 value", "expected 16 (one per output channel)"}},
+      {"conv3d_weight_channels",
+       [](OnnxBuilder& b) {
+         b.input("x", {1, 3, 4, 8, 8}).output("y");
+         b.initializer("w", {16, 5, 3, 3, 3}, ones(16 * 135));
+         b.node("Conv", {"x", "w"}, {"y"}, "conv");
+       },
+       {"conv", "5"}},
+      {"conv3d_kernel_deeper_than_frames",
+       [](OnnxBuilder& b) {
+         b.input("x", {1, 3, 2, 8, 8}).output("y");
+         b.initializer("w", {4, 3, 5, 3, 3}, ones(4 * 135));
+         b.node("Conv", {"x", "w"}, {"y"}, "conv");
+       },
+       {"node 'conv' (Conv)", "the window (5) is larger than the padded input"}},
+      {"quantize_scale_zero",
+       [](OnnxBuilder& b) {
+         b.input("x", {1, 4}).output("y");
+         b.initializer("s", {}, {0.0f});
+         b.node("QuantizeLinear", {"x", "s"}, {"q"}, "quant");
+         b.node("DequantizeLinear", {"q", "s"}, {"d"}, "dequant");
+         b.node("Relu", {"d"}, {"y"}, "relu");
+       },
+       {"node 'quant' (QuantizeLinear)", "the scale must be positive and finite"}},
+      {"dequantize_zero_point_type",
+       [](OnnxBuilder& b) {
+         b.input("q", {1, 4}, onnx::TensorProto::INT8).output("y");
+         b.initializer("s", {}, {0.5f});
+         auto* z = b.m.mutable_graph()->add_initializer();
+         z->set_name("z");
+         z->set_data_type(onnx::TensorProto::UINT8);
+         z->add_int32_data(128);
+         b.node("DequantizeLinear", {"q", "s", "z"}, {"y"}, "dequant");
+       },
+       {"node 'dequant' (DequantizeLinear)", "the zero point's type differs from the input's"}},
+      {"dequantize_weight_scales_short",
+       [](OnnxBuilder& b) {
+         b.input("x", {1, 3, 8, 8}).output("y");
+         auto* w = b.m.mutable_graph()->add_initializer();
+         w->set_name("w");
+         w->set_data_type(onnx::TensorProto::INT8);
+         for (int64_t d : {4, 3, 3, 3}) w->add_dims(d);
+         for (int i = 0; i < 4 * 27; ++i) w->add_int32_data(i % 100);
+         b.initializer("ws", {2}, {0.5f, 0.25f});
+         OnnxBuilder::attr_int(b.node("DequantizeLinear", {"w", "ws"}, {"wd"}, "dequant"), "axis", 0);
+         b.node("Conv", {"x", "wd"}, {"y"}, "conv");
+       },
+       {"node 'dequant' (DequantizeLinear)", "a per-axis scale must have 4 values (axis 0), got shape 2"}},
       {"gather_constant_index_out_of_range",
        [](OnnxBuilder& b) {
          b.input("x", {5, 4}).output("y");

@@ -210,7 +210,7 @@ TEST(DeviceFaults, KernelThatFailsToBuild) {
   std::string e = error_of([&] { runtime::Session s(m.g, m.pin, m.plan, runtime::open_device("pocl")); });
   fail_build = 0;
   const std::string first_line = e.substr(0, e.find('\n'));
-  expect_one_line(first_line, {"model bn: node bn (BatchNormalization)", "building kernels norm.cl",
+  expect_one_line(first_line, {"model bn: node 'bn' (BatchNormalization)", "building kernels norm.cl",
                                "CL_BUILD_PROGRAM_FAILURE"});
   expect_usable(m);
 

@@ -635,7 +635,7 @@ TEST(Session, ErrorsNameTheModelAndWhatIsWrong) {
     Session bad(unknown, pin, plan, test_device());
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("model relu_neg_add: node neg (NoSuchOp): unsupported operator: no OpenCL kernel and no CPU reference"),
+    EXPECT_NE(std::string(e.what()).find("model relu_neg_add: node 'neg' (NoSuchOp): unsupported operator: no OpenCL kernel and no CPU reference"),
               std::string::npos)
         << e.what();
   }

@@ -141,7 +141,8 @@ bool Importer::try_fold(const onnx::NodeProto& n, int index, std::vector<HostTen
     outs = reference::evaluate(node, ins);
   } catch (const Error& e) {
     if (limit.exceeded()) return false;
-    throw Error(name_ + ": folding constants: node " + one_line(e.what()));
+    throw Error(name_ + ": node '" + node.name + "' (" + node.op_type +
+                "): " + one_line(reference::failure_reason(node, e.what())) + " (while folding constants)");
   }
   return true;
 }

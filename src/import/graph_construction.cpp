@@ -5,6 +5,7 @@
 #include "import/importer.h"
 #include "import/rewrites.h"
 #include "reference/reference_ops.h"
+#include "validate/validate.h"
 
 namespace texplan::importing {
 
@@ -170,6 +171,15 @@ void Importer::complete_graph(Graph& graph) {
     const int id = graph.find(name);
     if (id < 0) continue;  // dead, and gone
     const Tensor& t = graph.tensors[id];
+    // Inputs all known: the node itself is wrong (a window larger than its
+    // input, say), not data-dependent; its rule says how.
+    if (t.producer >= 0) {
+      const Node& p = graph.nodes[t.producer];
+      bool inputs_known = true;
+      for (int i : p.inputs)
+        inputs_known = inputs_known && (i < 0 || std::find(unknown_.begin(), unknown_.end(), graph.tensors[i].name) == unknown_.end());
+      if (inputs_known) validate_operands(graph, p);
+    }
     std::string who = t.producer >= 0 ? " (output of node '" + graph.nodes[t.producer].name + "', " +
                                             graph.nodes[t.producer].op_type + ")"
                                       : "";

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "reference/ops.h"
+#include "reference/quantize.h"
 
 namespace texplan::reference {
 namespace {
@@ -20,46 +21,75 @@ struct Affine {
   float scale_at(int64_t i) const { return scale.size() == 1 ? scale[0] : scale[size_t(i / inner % extent)]; }
 };
 
+bool holds_values(const HostTensor& t) { return t.bytes.size() == size_t(t.count()) * element_size(t.dtype); }
+
+// The per-axis case's axis, or -1 per tensor.
+int64_t scale_axis(const OpContext& c, const Shape& x) {
+  const HostTensor& s = c.input(1);
+  if (s.count() == 1) return -1;
+  const int64_t rank = int64_t(x.size());
+  const int64_t axis = normalize_axis(c, c.node.get_int("axis", 1), rank);
+  if (s.shape.size() != 1 || s.shape[0] != x[size_t(axis)])
+    c.fail("a per-axis scale must have " + std::to_string(x[size_t(axis)]) + " values (axis " + std::to_string(axis) +
+           "), got shape " + to_string(s.shape));
+  return axis;
+}
+
+// After quantize_output_type's checks.
 Affine affine(const OpContext& c, const Shape& x) {
   const HostTensor& s = c.input(1);
-  if (s.dtype != DataType::Float32) c.fail("the scale must be float32 (got " + std::string(to_string(s.dtype)) + ")");
   Affine a;
   a.scale = s.as_float();
-  if (a.scale.empty()) c.fail("the scale is empty");
-  for (float v : a.scale)
-    if (!(v > 0.0f) || !std::isfinite(v)) c.fail("the scale must be positive and finite");
   if (c.has_input(2)) {
     const HostTensor& z = c.input(2);
-    if (z.shape != s.shape) c.fail("the zero point's shape " + to_string(z.shape) + " differs from the scale's " + to_string(s.shape));
     for (int64_t i = 0; i < z.count(); ++i) {
       if (z.dtype == DataType::Int8) a.zero.push_back(z.data<int8_t>()[i]);
       else if (z.dtype == DataType::UInt8) a.zero.push_back(z.data<uint8_t>()[i]);
-      else if (z.dtype == DataType::Int32) a.zero.push_back(z.data<int32_t>()[i]);
-      else c.fail("zero points of type " + std::string(to_string(z.dtype)) + " are not supported (int8, uint8, int32)");
+      else a.zero.push_back(z.data<int32_t>()[i]);
     }
   } else {
     a.zero.assign(1, 0);
   }
-  if (a.scale.size() > 1 || (s.shape.size() == 1 && s.shape[0] != 1)) {
-    const int64_t rank = int64_t(x.size());
-    const int64_t axis = normalize_axis(c, c.node.get_int("axis", 1), rank);
-    if (s.shape.size() != 1 || s.shape[0] != x[size_t(axis)])
-      c.fail("a per-axis scale must have " + std::to_string(x[size_t(axis)]) + " values (axis " + std::to_string(axis) +
-             "), got shape " + to_string(s.shape));
+  if (const int64_t axis = scale_axis(c, x); axis >= 0) {
     a.extent = x[size_t(axis)];
-    for (int64_t d = axis + 1; d < rank; ++d) a.inner *= x[size_t(d)];
-  } else if (s.count() != 1) {
-    c.fail("the scale must be one value or one per index of the axis");
+    for (int64_t d = axis + 1; d < int64_t(x.size()); ++d) a.inner *= x[size_t(d)];
   }
   return a;
 }
 
+}  // namespace
+
+DataType quantize_output_type(const OpContext& c, bool dequantize) {
+  const HostTensor& x = c.input(0);
+  if (dequantize && x.dtype != DataType::Int8 && x.dtype != DataType::UInt8 && x.dtype != DataType::Int32)
+    c.fail("input of type " + std::string(to_string(x.dtype)) + " is not supported (int8, uint8, int32)");
+  if (!dequantize && x.dtype != DataType::Float32)
+    c.fail("input of type " + std::string(to_string(x.dtype)) + " is not supported (float32)");
+  const HostTensor& s = c.input(1);
+  if (s.dtype != DataType::Float32) c.fail("the scale must be float32 (got " + std::string(to_string(s.dtype)) + ")");
+  if (s.count() == 0) c.fail("the scale is empty");
+  scale_axis(c, x.shape);
+  if (holds_values(s))
+    for (float v : s.as_float())
+      if (!(v > 0.0f) || !std::isfinite(v)) c.fail("the scale must be positive and finite (got " + std::to_string(v) + ")");
+  if (c.has_input(2)) {
+    const HostTensor& z = c.input(2);
+    if (z.shape != s.shape) c.fail("the zero point's shape " + to_string(z.shape) + " differs from the scale's " + to_string(s.shape));
+    if (z.dtype != DataType::Int8 && z.dtype != DataType::UInt8 && z.dtype != DataType::Int32)
+      c.fail("zero points of type " + std::string(to_string(z.dtype)) + " are not supported (int8, uint8, int32)");
+    if (dequantize && z.dtype != x.dtype) c.fail("the zero point's type differs from the input's");
+    if (!dequantize && z.dtype == DataType::Int32) c.fail("only int8 and uint8 outputs are supported");
+  }
+  if (dequantize) return DataType::Float32;
+  return c.has_input(2) ? c.input(2).dtype : DataType::UInt8;
+}
+
+namespace {
+
 Outputs DequantizeLinear(const OpContext& c) {
   const HostTensor& x = c.input(0);
-  if (x.dtype != DataType::Int8 && x.dtype != DataType::UInt8 && x.dtype != DataType::Int32)
-    c.fail("input of type " + std::string(to_string(x.dtype)) + " is not supported (int8, uint8, int32)");
+  quantize_output_type(c, true);
   const Affine a = affine(c, x.shape);
-  if (c.has_input(2) && c.input(2).dtype != x.dtype) c.fail("the zero point's type differs from the input's");
   HostTensor y(DataType::Float32, x.shape);
   float* out = y.data<float>();
   for (int64_t i = 0; i < x.count(); ++i) {
@@ -73,10 +103,8 @@ Outputs DequantizeLinear(const OpContext& c) {
 
 Outputs QuantizeLinear(const OpContext& c) {
   const HostTensor& x = c.input(0);
-  if (x.dtype != DataType::Float32) c.fail("input of type " + std::string(to_string(x.dtype)) + " is not supported (float32)");
+  const DataType out_type = quantize_output_type(c, false);
   const Affine a = affine(c, x.shape);
-  const DataType out_type = c.has_input(2) ? c.input(2).dtype : DataType::UInt8;
-  if (out_type != DataType::Int8 && out_type != DataType::UInt8) c.fail("only int8 and uint8 outputs are supported");
   const int32_t lo = out_type == DataType::Int8 ? -128 : 0, hi = out_type == DataType::Int8 ? 127 : 255;
   HostTensor y(out_type, x.shape);
   const float* in = x.data<float>();

@@ -20,6 +20,10 @@ std::vector<std::string> supported_ops();
 // Throws texplan::Error naming the node on unsupported op/attribute/dtype.
 std::vector<HostTensor> evaluate(const Node& node, const std::vector<const HostTensor*>& inputs);
 
+// The reason of evaluate()'s error `message` without its "NAME (OP): "
+// prefix, so callers can name the node their own way ("node 'NAME' (OP)").
+std::string failure_reason(const Node& node, const std::string& message);
+
 // GridSample's attributes as the reference and the kernel (shape.cl
 // grid_sample_f32, which takes the same padding codes) run them; nullopt,
 // with the reason in `why`, for a form neither runs (cubic).

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "reference/ops.h"
+#include "reference/reference_ops.h"
 
 namespace texplan::reference {
 namespace {
@@ -67,6 +68,11 @@ std::vector<HostTensor> evaluate(const Node& node, const std::vector<const HostT
     out.resize(c.output_count());
   }
   return out;
+}
+
+std::string failure_reason(const Node& node, const std::string& message) {
+  const std::string prefix = node.name + " (" + node.op_type + "): ";
+  return message.starts_with(prefix) ? message.substr(prefix.size()) : message;
 }
 
 }  // namespace texplan::reference

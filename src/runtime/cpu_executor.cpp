@@ -71,10 +71,8 @@ std::vector<HostTensor> CpuExecutor::run(const std::vector<HostTensor>& inputs) 
     try {
       outs = reference::evaluate(n, args);
     } catch (const Error& e) {  // "NAME (OP): reason", said as a session says it (index faults alike)
-      std::string reason = e.what();
-      const std::string prefix = n.name + " (" + n.op_type + "): ";
-      if (reason.starts_with(prefix)) reason = reason.substr(prefix.size());
-      throw Error("model " + g_.model_name + ": node '" + n.name + "' (" + n.op_type + "): " + reason);
+      throw Error("model " + g_.model_name + ": node '" + n.name + "' (" + n.op_type +
+                  "): " + reference::failure_reason(n, e.what()));
     }
     for (size_t k = 0; k < n.outputs.size() && k < outs.size(); ++k)
       if (n.outputs[k] >= 0) write(n.outputs[k], outs[k]);

@@ -102,7 +102,7 @@ struct Session::Impl {
 
   std::string model() const { return "model " + graph.model_name; }
   std::string at_node(int n) const {
-    return model() + ": node " + graph.nodes[n].name + " (" + graph.nodes[n].op_type + ")";
+    return model() + ": node '" + graph.nodes[n].name + "' (" + graph.nodes[n].op_type + ")";
   }
   void check(cl_int s, const std::string& what) const {
     if (s != CL_SUCCESS) throw Error(what + ": " + cl_error_name(s));

@@ -58,10 +58,7 @@ void Session::Impl::run_on_cpu(const Step& s) {
             model() + ": reading the index fault flags");
       raise_index_fault(fault_words);
     }
-    std::string reason = e.what();  // "NAME (OP): reason": the node is named once
-    const std::string prefix = node.name + " (" + node.op_type + "): ";
-    if (reason.starts_with(prefix)) reason = reason.substr(prefix.size());
-    throw Error(at_node(s.node) + " on the CPU: " + reason);
+    throw Error(at_node(s.node) + " on the CPU: " + reference::failure_reason(node, e.what()));
   }
   for (size_t k = 0; k < node.outputs.size() && k < outs.size(); ++k) {
     int t = node.outputs[k];

@@ -1,7 +1,9 @@
 // The elementwise family: unary math and activations, Clip, binary
 // arithmetic, comparisons, logic, variadic Max/Min/Sum/Mean, PRelu, Where,
-// Cast, CastLike, Dropout.
+// Cast, CastLike, Dropout, QuantizeLinear, DequantizeLinear.
 #include "validate/validate_internal.h"
+
+#include "reference/quantize.h"
 
 namespace texplan::validation {
 namespace {
@@ -87,6 +89,11 @@ void dropout(NodeCheck& c) {
   c.expect(1, c.shape(0), DataType::Bool);
 }
 
+template <bool Dequantize> void quantize(NodeCheck& c) {
+  const DataType t = c.reference([&](const OpContext& ctx) { return reference::quantize_output_type(ctx, Dequantize); });
+  c.expect(0, c.shape(0), t);
+}
+
 }  // namespace
 
 void add_elementwise_rules(RuleTable& t) {
@@ -110,6 +117,8 @@ void add_elementwise_rules(RuleTable& t) {
   t["Cast"] = cast;
   t["CastLike"] = cast_like;
   t["Dropout"] = dropout;
+  t["QuantizeLinear"] = quantize<false>;
+  t["DequantizeLinear"] = quantize<true>;
 }
 
 }  // namespace texplan::validation

@@ -11,7 +11,7 @@
 // Fully checked (operands, dtypes, parameters, attributes, outputs): the
 // elementwise family (unary math and activations, Clip, binary arithmetic,
 // comparisons, logic, variadic Max/Min/Sum/Mean, PRelu, Where, Cast,
-// CastLike), Conv, ConvTranspose, Gemm, MatMul, MaxPool, AveragePool, the
+// CastLike, QuantizeLinear, DequantizeLinear), Conv, ConvTranspose, Gemm, MatMul, MaxPool, AveragePool, the
 // global pools, BatchNormalization, InstanceNormalization,
 // LayerNormalization, LRN, MeanVarianceNormalization, Softmax, LogSoftmax,
 // Hardmax, the Reduce* family, ArgMax, ArgMin, Reshape, Flatten, Squeeze,
@@ -51,8 +51,9 @@ const RuleTable& rules() {
   return table;
 }
 
-void validate_node(const Graph& g, const Node& n) {
-  NodeCheck c(g, n);
+// Runs n's rule: its operands and attributes checked, its outputs' shapes
+// and dtypes stated in c.
+void run_rule(NodeCheck& c, const Graph& g, const Node& n) {
   for (size_t o = 0; o < n.outputs.size(); ++o)
     if (n.outputs[o] >= int(g.tensors.size())) c.fail("output " + std::to_string(o) + " names no tensor");
   auto it = rules().find(n.op_type);
@@ -64,6 +65,11 @@ void validate_node(const Graph& g, const Node& n) {
   } catch (const std::exception& e) {  // element_count overflow, bad_alloc: name the node all the same
     c.fail(e.what());
   }
+}
+
+void validate_node(const Graph& g, const Node& n) {
+  NodeCheck c(g, n);
+  run_rule(c, g, n);
   c.compare_outputs();
 }
 
@@ -71,6 +77,11 @@ void validate_node(const Graph& g, const Node& n) {
 
 void validate_graph(const Graph& g) {
   for (const Node& n : g.nodes) validate_node(g, n);
+}
+
+void validate_operands(const Graph& g, const Node& n) {
+  NodeCheck c(g, n);
+  run_rule(c, g, n);
 }
 
 }  // namespace texplan

@@ -21,4 +21,8 @@ namespace texplan {
 // Throws Error "MODEL: node 'NAME' (OP): what is wrong, what was expected".
 void validate_graph(const Graph& g);
 
+// n's operands and attributes only (its outputs' shapes may be unknown yet):
+// why import could not infer an output, where the inputs are known.
+void validate_operands(const Graph& g, const Node& n);
+
 }  // namespace texplan

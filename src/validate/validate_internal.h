@@ -179,10 +179,7 @@ class NodeCheck {
     try {
       return f(context());
     } catch (const OpError& e) {
-      std::string m = e.what();
-      const std::string prefix = n_.name + " (" + n_.op_type + "): ";
-      if (m.starts_with(prefix)) m = m.substr(prefix.size());
-      fail(m);
+      fail(reference::failure_reason(n_, e.what()));
     }
   }
 
