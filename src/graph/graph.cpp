@@ -204,6 +204,11 @@ std::vector<float> Node::get_floats(const std::string& a, std::vector<float> dfl
   return it == attrs.end() ? dflt : it->second.floats;
 }
 
+std::vector<std::string> Node::get_strings(const std::string& a) const {
+  auto it = attrs.find(a);
+  return it == attrs.end() ? std::vector<std::string>{} : it->second.strings;
+}
+
 Tensor without_value(const Tensor& t) {
   Tensor m;
   m.name = t.name, m.dtype = t.dtype, m.shape = t.shape;

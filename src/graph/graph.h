@@ -234,6 +234,7 @@ struct Node {
   std::string get_string(const std::string& a, const std::string& dflt) const;
   std::vector<int64_t> get_ints(const std::string& a, std::vector<int64_t> dflt = {}) const;
   std::vector<float> get_floats(const std::string& a, std::vector<float> dflt = {}) const;
+  std::vector<std::string> get_strings(const std::string& a) const;
 };
 
 // A 4D NCHW tensor that lives inside another's storage as a window:

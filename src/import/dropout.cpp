@@ -73,6 +73,7 @@ void rewrite_imported_graph(Graph& g) {
   remove_inference_dropouts(g);
   lower_einsums(g);
   lower_quantize_pairs(g);
+  lower_recurrent_ops(g);
   lower_volume_ops(g);
   cancel_transpose_round_trips(g);
 }

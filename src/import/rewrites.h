@@ -77,6 +77,13 @@ int lower_volume_ops(Graph& g);
 // float on every device. Returns the number of pairs lowered.
 int lower_quantize_pairs(Graph& g);
 
+// Every RNN, GRU and LSTM (float32, constant W, R, B and peepholes, no
+// sequence shorter than X) unrolled over its steps: X's product with W for
+// all steps, then per step the state's product with R and the cell's
+// elementwise nodes, the states written into Y's slices. Others stay for
+// the CPU reference. Returns the number lowered.
+int lower_recurrent_ops(Graph& g);
+
 // A Transpose whose output, through elementwise ops of one tensor (Relu,
 // Clip with constant bounds, ...) each read by the next alone, is read only
 // by Transposes that undo it: the ops run on its input instead and the

@@ -31,6 +31,7 @@ void register_shape_ops(OpTable& t);      // shape_ops.cpp: data movement and sh
 void register_indexing(OpTable& t);       // indexing.cpp: Gather*, Scatter*, OneHot, NonZero, TopK
 void register_resize(OpTable& t);         // resize.cpp: Resize, Upsample
 void register_quantize(OpTable& t);       // quantize.cpp: QuantizeLinear, DequantizeLinear
+void register_recurrent(OpTable& t);      // recurrent.cpp: RNN, GRU, LSTM
 void register_fused(OpTable& t);          // fused.cpp: FusedConv, FusedMatMul, FusedElementwise, FusedGather... (docs/fused-ops.md)
 
 }  // namespace texplan::reference

@@ -21,6 +21,7 @@ const OpTable& table() {
     register_indexing(t);
     register_resize(t);
     register_quantize(t);
+    register_recurrent(t);
     register_fused(t);
     return t;
   }();

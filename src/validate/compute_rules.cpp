@@ -1,8 +1,10 @@
 // Products and convolutions (MatMul, Gemm, Conv, ConvTranspose), pools,
-// normalizations, softmax and the reductions.
+// normalizations, softmax, the reductions and the recurrent operators (RNN,
+// GRU, LSTM).
 #include "validate/validate_internal.h"
 
 #include "reference/conv_shapes.h"
+#include "reference/recurrent.h"
 
 namespace texplan::validation {
 namespace {
@@ -202,6 +204,13 @@ void arg_reduce(NodeCheck& c) {
   c.expect(0, out, DataType::Int64);
 }
 
+void recurrent(NodeCheck& c) {
+  const reference::RecurrentForm f = c.reference([&](const OpContext& ctx) { return reference::recurrent_form(ctx); });
+  c.expect(0, f.y_shape(), c.dtype(0));
+  c.expect(1, f.state_shape(), c.dtype(0));
+  c.expect(2, f.state_shape(), c.dtype(0));
+}
+
 }  // namespace
 
 void add_compute_rules(RuleTable& t) {
@@ -214,6 +223,7 @@ void add_compute_rules(RuleTable& t) {
   t["GlobalAveragePool"] = global_pool;
   t["GlobalMaxPool"] = global_pool;
   t["BatchNormalization"] = batch_norm;
+  for (const char* op : {"RNN", "GRU", "LSTM"}) t[op] = recurrent;
   t["InstanceNormalization"] = instance_norm;
   t["LayerNormalization"] = layer_norm;
   t["LRN"] = lrn;

@@ -1,0 +1,283 @@
+// RNN, GRU and LSTM unrolled over their steps into products and elementwise
+// nodes (rewrites.h), which every device runs and the optimizer fuses: the
+// input's product with W for all steps at once, then per step one product
+// of the state with R and the cell's elementwise arithmetic. The steps'
+// states are Y's slices (concat elision writes them in place), so a
+// recurrent layer needs its input, Y and one step's gates, nothing per step
+// beyond. Shapes are static, so unrolling loses nothing but launches (one
+// product and a few fused elementwise kernels a step).
+#include <map>
+#include <string>
+
+#include "import/rewrites.h"
+#include "reference/recurrent.h"
+
+namespace texplan {
+namespace {
+
+using reference::CellActivation;
+using reference::Recurrence;
+using reference::RecurrentForm;
+
+class RecurrentLowering {
+ public:
+  RecurrentLowering(const Graph& g, const Node& n, const RecurrentForm& f, RewriteNodes& r)
+      : g_(g), n_(n), f_(f), r_(r), B_(f.batch), H_(f.hidden) {}
+
+  void run() {
+    const int x = steps_major(input(0), {f_.steps, B_, f_.input}, {1, 0, 2});
+    std::vector<int> pieces(size_t(f_.steps * f_.directions), -1), last_h, last_c;
+    for (int64_t d = 0; d < f_.directions; ++d) {
+      const int xw = input_products(x, d);
+      int h = initial_state(5, d), c = f_.kind == Recurrence::Lstm ? initial_state(6, d) : -1;
+      for (int64_t s = 0; s < f_.steps; ++s) {
+        const int64_t t = f_.backward(d) ? f_.steps - 1 - s : s;
+        const int xt = r_.reshape(slice(xw, 0, t, t + 1), {B_, f_.gates * H_});
+        step(d, xt, h, c);
+        pieces[size_t(t * f_.directions + d)] = h;
+      }
+      last_h.push_back(h);
+      last_c.push_back(c);
+    }
+    if (wanted(0)) {
+      std::vector<int> all;
+      for (int p : pieces) all.push_back(r_.reshape(p, {1, B_, H_}));
+      const int y = concat(all, {f_.steps * f_.directions, B_, H_});
+      output(0, r_.reshape(y, {f_.steps, f_.directions, B_, H_}), {2, 0, 1, 3});
+    }
+    for (int k : {1, 2}) {
+      if (!wanted(k) || (k == 2 && f_.kind != Recurrence::Lstm)) continue;
+      std::vector<int> all;
+      for (int s : k == 1 ? last_h : last_c) all.push_back(r_.reshape(s, {1, B_, H_}));
+      output(k, concat(all, {f_.directions, B_, H_}), {1, 0, 2});
+    }
+  }
+
+ private:
+  const Graph& g_;
+  const Node& n_;
+  const RecurrentForm& f_;
+  RewriteNodes& r_;
+  const int64_t B_, H_;
+
+  std::map<std::string, int> made_;  // constants every step shares, by what they hold
+
+  // The constant `key` names, made by make() the first time only: one copy
+  // of R and the cell's parameters per direction, not one per step.
+  template <class F> int once(const std::string& key, F make) {
+    auto it = made_.find(key);
+    if (it == made_.end()) it = made_.emplace(key, make()).first;
+    return it->second;
+  }
+  int scalar(float v) {
+    return once("scalar " + std::to_string(v), [&] { return constant({}, true, [&](int64_t) { return v; }); });
+  }
+
+  int input(size_t i) const { return i < n_.inputs.size() ? n_.inputs[i] : -1; }
+  bool wanted(size_t k) const { return k < n_.outputs.size() && n_.outputs[k] >= 0; }
+  DataType dtype() const { return g_.tensors[input(0)].dtype; }
+
+  int add(const std::string& op, std::vector<int> in, const Shape& shape) {
+    const int out = r_.tensor(shape, dtype());
+    r_.add(op, std::move(in), {out});
+    return out;
+  }
+  int binary(const char* op, int a, int b) {
+    const Shape& sa = g_.tensors[a].shape;
+    return add(op, {a, b}, sa.size() >= g_.tensors[b].shape.size() ? sa : g_.tensors[b].shape);
+  }
+  // a [.., M, K] times a constant b [K, N]: [.., M, N].
+  int product(int a, int b) {
+    Shape s = g_.tensors[a].shape;
+    s.back() = g_.tensors[b].shape.back();
+    return add("MatMul", {a, b}, s);
+  }
+  int slice(int t, int64_t axis, int64_t begin, int64_t end) {
+    Shape s = g_.tensors[t].shape;
+    s[size_t(axis)] = end - begin;
+    return add("Slice", {t, r_.int64_constant({begin}), r_.int64_constant({end}), r_.int64_constant({axis})}, s);
+  }
+  int transpose(int t, const std::vector<int64_t>& perm) {
+    Shape s;
+    for (int64_t p : perm) s.push_back(g_.tensors[t].shape[size_t(p)]);
+    const int out = add("Transpose", {t}, s);
+    r_.back().attrs["perm"] = Attribute::of_ints(perm);
+    return out;
+  }
+  int concat(const std::vector<int>& parts, const Shape& shape) {
+    if (parts.size() == 1) return parts[0];
+    const int out = add("Concat", parts, shape);
+    r_.back().attrs["axis"] = Attribute::of_int(0);
+    return out;
+  }
+  // `t` in steps-major order: itself in layout 0; layout 1's batch-major form
+  // transposed by `perm` (a reshape for one sequence).
+  int steps_major(int t, const Shape& shape, const std::vector<int64_t>& perm) {
+    if (!f_.batch_major || B_ == 1) return r_.reshape(t, shape);
+    return transpose(t, perm);
+  }
+  // Writes `t` (steps-major) as the node's output k, batch-major in layout 1.
+  void output(size_t k, int t, const std::vector<int64_t>& perm) {
+    if (f_.batch_major && B_ > 1) {
+      r_.add("Transpose", {t}, {n_.outputs[k]}).attrs["perm"] = Attribute::of_ints(perm);
+      return;
+    }
+    r_.add("Reshape", {t, r_.int64_constant(g_.tensors[n_.outputs[k]].shape)}, {n_.outputs[k]});
+  }
+
+  // A float constant of `shape` from value(i) (shape only where the
+  // weights were not loaded).
+  template <class F> int constant(const Shape& shape, bool known, F value) {
+    HostTensor t;
+    t.dtype = DataType::Float32;
+    t.shape = shape;
+    if (known) {
+      t = HostTensor(DataType::Float32, shape);
+      for (int64_t i = 0; i < t.count(); ++i) t.data<float>()[i] = value(i);
+    }
+    return r_.constant(std::move(t));
+  }
+  const float* values(size_t i) const {
+    const Tensor& t = g_.tensors[input(i)];
+    return t.has_data ? t.value.data<float>() : nullptr;
+  }
+  // Rows [row0, row0 + rows) of W or R (input i) of direction d, transposed:
+  // [cols, rows], the right operand of a product.
+  int transposed_rows(size_t i, int64_t d, int64_t row0, int64_t rows) {
+    return once("rows " + std::to_string(i) + " " + std::to_string(d) + " " + std::to_string(row0) + " " +
+                    std::to_string(rows),
+                [&] {
+                  const int64_t cols = g_.tensors[input(i)].shape[2], G = f_.gates * H_;
+                  const float* v = values(i);
+                  return constant({cols, rows}, v != nullptr,
+                                  [&](int64_t e) { return v[(d * G + row0 + e % rows) * cols + e / rows]; });
+                });
+  }
+
+  // X W^T + the biases that do not depend on the state, every step: [T, B, G].
+  int input_products(int x, int64_t d) {
+    const int64_t G = f_.gates * H_;
+    const int xw = product(x, transposed_rows(1, d, 0, G));
+    if (input(3) < 0) return xw;
+    const float* b = values(3);
+    // GRU's Rb_h stays with the state's product under linear_before_reset.
+    const int bias = constant({G}, b != nullptr, [&](int64_t e) {
+      const bool inside = f_.kind == Recurrence::Gru && f_.linear_before_reset && e >= 2 * H_;
+      return b[d * 2 * G + e] + (inside ? 0.0f : b[d * 2 * G + G + e]);
+    });
+    return binary("Add", xw, bias);
+  }
+
+  // initial_h or initial_c (input i) of direction d as [B, H]; zeros if absent.
+  int initial_state(size_t i, int64_t d) {
+    if (input(i) < 0) return constant({B_, H_}, true, [](int64_t) { return 0.0f; });
+    return r_.reshape(slice(input(i), f_.batch_major ? 1 : 0, d, d + 1), {B_, H_});
+  }
+
+  // a(x), x clipped first where it is a gate's input (not LSTM's cell state).
+  int activate(CellActivation a, int x, bool gate_input = true) {
+    if (f_.clip > 0 && gate_input) {
+      x = add("Clip", {x, scalar(-f_.clip), scalar(f_.clip)}, g_.tensors[x].shape);
+    }
+    const char* op = a == CellActivation::Sigmoid ? "Sigmoid" : a == CellActivation::Tanh ? "Tanh" : "Relu";
+    return add(op, {x}, g_.tensors[x].shape);
+  }
+  int gate(int t, int64_t k) { return slice(t, 1, k * H_, (k + 1) * H_); }
+  // LSTM's peephole k (i, o, f) of direction d times the cell state c.
+  int peephole(int64_t d, int64_t k, int c) {
+    const int weights = once("peephole " + std::to_string(d) + " " + std::to_string(k), [&] {
+      const float* p = values(7);
+      return constant({H_}, p != nullptr, [&](int64_t e) { return p[d * 3 * H_ + k * H_ + e]; });
+    });
+    return binary("Mul", c, weights);
+  }
+
+  // One step of direction d from x's gates xt [B, G]: h (and c) become the new state.
+  void step(int64_t d, int xt, int& h, int& c) {
+    const auto& act = f_.activations[size_t(d)];
+    const int64_t G = f_.gates * H_;
+    const bool peepholes = f_.kind == Recurrence::Lstm && input(7) >= 0;
+    if (f_.kind == Recurrence::Rnn) {
+      h = activate(act[0], binary("Add", xt, product(h, transposed_rows(2, d, 0, G))));
+    } else if (f_.kind == Recurrence::Lstm) {
+      const int pre = binary("Add", xt, product(h, transposed_rows(2, d, 0, G)));
+      int i_pre = gate(pre, 0), f_pre = gate(pre, 2), o_pre = gate(pre, 1);
+      if (peepholes) {
+        i_pre = binary("Add", i_pre, peephole(d, 0, c));
+        f_pre = binary("Add", f_pre, peephole(d, 2, c));
+      }
+      const int i = activate(act[0], i_pre);
+      const int fg = f_.input_forget ? binary("Sub", scalar(1.0f), i)
+                                     : activate(act[0], f_pre);
+      c = binary("Add", binary("Mul", fg, c), binary("Mul", i, activate(act[1], gate(pre, 3))));
+      if (peepholes) o_pre = binary("Add", o_pre, peephole(d, 1, c));
+      h = binary("Mul", activate(act[0], o_pre), activate(act[2], c, false));
+    } else {
+      const int xzr = slice(xt, 1, 0, 2 * H_), xh = gate(xt, 2);
+      int rec_h = -1, zr;
+      if (f_.linear_before_reset) {
+        int rec = product(h, transposed_rows(2, d, 0, G));
+        if (input(3) >= 0) {
+          const int bias = once("state bias " + std::to_string(d), [&] {
+            const float* b = values(3);
+            return constant({G}, b != nullptr, [&](int64_t e) { return e >= 2 * H_ ? b[d * 2 * G + G + e] : 0.0f; });
+          });
+          rec = binary("Add", rec, bias);
+        }
+        zr = binary("Add", xzr, slice(rec, 1, 0, 2 * H_));
+        rec_h = gate(rec, 2);
+      } else {
+        zr = binary("Add", xzr, product(h, transposed_rows(2, d, 0, 2 * H_)));
+      }
+      const int z = activate(act[0], gate(zr, 0)), rg = activate(act[0], gate(zr, 1));
+      const int reset = f_.linear_before_reset ? binary("Mul", rg, rec_h)
+                                               : product(binary("Mul", rg, h), transposed_rows(2, d, 2 * H_, H_));
+      const int candidate = activate(act[1], binary("Add", xh, reset));
+      h = binary("Add", candidate, binary("Mul", z, binary("Sub", h, candidate)));
+    }
+  }
+};
+
+// Lowered: float32, constant W, R, B and P, every sequence as long as X.
+bool lowerable(const Graph& g, const Node& n) {
+  if (n.op_type != "RNN" && n.op_type != "GRU" && n.op_type != "LSTM") return false;
+  if (n.inputs.size() < 3 || g.tensors[n.inputs[0]].dtype != DataType::Float32) return false;
+  for (size_t i : {1, 2, 3, 7})
+    if (i < n.inputs.size() && n.inputs[i] >= 0 && !g.tensors[n.inputs[i]].is_constant) return false;
+  if (n.inputs.size() > 4 && n.inputs[4] >= 0) {
+    const Tensor& lens = g.tensors[n.inputs[4]];
+    if (!lens.is_constant || !lens.has_data) return false;
+    const Shape& x = g.tensors[n.inputs[0]].shape;
+    const int64_t steps = n.get_int("layout", 0) ? x[1] : x[0];
+    for (int64_t L : lens.value.as_int64())
+      if (L != steps) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int lower_recurrent_ops(Graph& g) {
+  return replace_nodes(
+      g,
+      [&](const Node& n, RewriteNodes& r) {
+        if (!lowerable(g, n)) return false;
+        std::vector<const HostTensor*> shapes;
+        std::vector<HostTensor> views(n.inputs.size());
+        for (size_t i = 0; i < n.inputs.size(); ++i) {
+          if (n.inputs[i] < 0) {
+            shapes.push_back(nullptr);
+            continue;
+          }
+          views[i].dtype = g.tensors[n.inputs[i]].dtype;
+          views[i].shape = g.tensors[n.inputs[i]].shape;
+          shapes.push_back(&views[i]);
+        }
+        const RecurrentForm f = reference::recurrent_form(reference::OpContext(n, shapes));
+        RecurrentLowering(g, n, f, r).run();
+        return true;
+      },
+      "unrolled");
+}
+
+}  // namespace texplan
