@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string_view>
 
 #include "import/onnx_import.h"
@@ -113,10 +114,14 @@ class Reader {
   size_t n_, i_ = 0;
 };
 
-enum class A { Int, Ints, Float, Type, Tensor, Mode };
+// Window: kernel_shape, strides or dilations (1 to 3 small positive values
+// mostly, so 3-D windows over 5-D inputs reach the volume rewrite); Pads:
+// 2 to 6 small ones. Pick: one of `choices` (an Einsum equation, a mode).
+enum class A { Int, Ints, Float, Type, Tensor, Mode, Window, Pads, Pick };
 struct AttrSpec {
   const char* name;
   A kind;
+  std::vector<const char*> choices = {};
 };
 struct OpSpec {
   const char* op;
@@ -163,13 +168,17 @@ const std::vector<OpSpec>& ops() {
       {"ReduceMean", 1, 1, 1, {{"axes", A::Ints}, {"keepdims", A::Int}}},
       {"ArgMax", 1, 1, 1, {{"axis", A::Int}, {"keepdims", A::Int}}},
       {"Conv", 2, 3, 1,
-       {{"kernel_shape", A::Ints}, {"pads", A::Ints}, {"strides", A::Ints}, {"dilations", A::Ints},
+       {{"kernel_shape", A::Window}, {"pads", A::Pads}, {"strides", A::Window}, {"dilations", A::Window},
         {"group", A::Int}, {"auto_pad", A::Mode}}},
       {"ConvTranspose", 2, 3, 1,
        {{"kernel_shape", A::Ints}, {"pads", A::Ints}, {"strides", A::Ints}, {"output_padding", A::Ints},
         {"output_shape", A::Ints}, {"group", A::Int}}},
-      {"MaxPool", 1, 1, 1, {{"kernel_shape", A::Ints}, {"pads", A::Ints}, {"strides", A::Ints}, {"ceil_mode", A::Int}}},
-      {"AveragePool", 1, 1, 1, {{"kernel_shape", A::Ints}, {"pads", A::Ints}, {"strides", A::Ints}}},
+      {"MaxPool", 1, 1, 1,
+       {{"kernel_shape", A::Window}, {"pads", A::Pads}, {"strides", A::Window}, {"dilations", A::Window},
+        {"ceil_mode", A::Int}, {"auto_pad", A::Mode}}},
+      {"AveragePool", 1, 1, 1,
+       {{"kernel_shape", A::Window}, {"pads", A::Pads}, {"strides", A::Window}, {"ceil_mode", A::Int},
+        {"count_include_pad", A::Int}, {"auto_pad", A::Mode}}},
       {"GlobalAveragePool", 1, 1, 1, {}},
       {"LRN", 1, 1, 1, {{"size", A::Int}, {"alpha", A::Float}}},
       {"MatMul", 2, 2, 1, {}},
@@ -193,31 +202,75 @@ const std::vector<OpSpec>& ops() {
       {"LayerNormalization", 1, 3, 1, {{"axis", A::Int}}},
       {"DepthToSpace", 1, 1, 1, {{"blocksize", A::Int}}},
       {"SpaceToDepth", 1, 1, 1, {{"blocksize", A::Int}}},
+      // Quantized ("QDQ") models: scales and zero points from fill_tensor's
+      // scalars (0, negative, NaN, inf) and int8/uint8/int32 tensors.
+      {"QuantizeLinear", 1, 3, 1, {{"axis", A::Int}}},
+      {"DequantizeLinear", 1, 3, 1, {{"axis", A::Int}}},
+      {"Round", 1, 1, 1, {}},
+      {"Einsum", 1, 3, 1,
+       {{"equation", A::Pick,
+         {"ij,jk->ik", "bij,bjk->bik", "ii->i", "ij->ji", "i,i->", "...ij,...jk->...ik", "ij,jk", "ij->k",
+          "a,b,c->abc", "i->ii", "ij", "...", "...->...", "ij,ij->ij", "i,j->ij", "bn,anm,bm->ba", "a...b,...->",
+          "ij,,jk->ik", "i j->j", "ij->", "ab.c->a", "->", ""}}}},
+      {"GridSample", 2, 2, 1,
+       {{"mode", A::Pick, {"bilinear", "nearest", "linear", "bicubic", "cubic", "zeros"}},
+        {"padding_mode", A::Pick, {"zeros", "border", "reflection", "nearest"}},
+        {"align_corners", A::Int}}},
   };
   return v;
 }
 
-constexpr std::array<int, 6> kTypes = {onnx::TensorProto::FLOAT, onnx::TensorProto::INT64, onnx::TensorProto::INT32,
-                                        onnx::TensorProto::BOOL,  onnx::TensorProto::UINT8, onnx::TensorProto::FLOAT16};
+constexpr std::array<int, 7> kTypes = {onnx::TensorProto::FLOAT, onnx::TensorProto::INT64, onnx::TensorProto::INT32,
+                                        onnx::TensorProto::BOOL,  onnx::TensorProto::UINT8, onnx::TensorProto::FLOAT16,
+                                        onnx::TensorProto::INT8};
 
-// A small tensor: mostly int64 shape-like vectors, else floats.
+// A float as a scale might be: 0, negative, NaN, infinite, tiny, huge.
+float scale_value(Reader& r) {
+  static const std::array<float, 10> edge = {0.0f, -0.0f, -1.0f, std::numeric_limits<float>::quiet_NaN(),
+                                             std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                                             1e-38f, 1e38f, 1e-45f, 0.5f};
+  return r.chance(60) ? r.pick(edge) : float(int8_t(r.u8())) / 64;
+}
+
+// A small tensor: mostly int64 shape-like vectors, else floats; sometimes a
+// quantization parameter (a float scale, an int8/uint8/int32 zero point,
+// scalars or short vectors) or a float kernel of rank 3 to 5 (3-D Conv).
 void fill_tensor(Reader& r, onnx::TensorProto* t) {
-  const bool ints = r.chance(60);
-  t->set_data_type(ints ? onnx::TensorProto::INT64 : onnx::TensorProto::FLOAT);
-  const size_t rank = r.below(ints ? 2 : 4);
+  enum { Ints, Floats, Scale, ZeroPoint, Kernel };
+  const uint8_t kind_roll = r.u8() % 100;
+  const int kind = kind_roll < 50 ? Ints : kind_roll < 75 ? Floats : kind_roll < 84 ? Scale : kind_roll < 93 ? ZeroPoint : Kernel;
+  static const std::array<int, 3> zero_types = {onnx::TensorProto::INT8, onnx::TensorProto::UINT8, onnx::TensorProto::INT32};
+  const int type = kind == Ints ? onnx::TensorProto::INT64 : kind == ZeroPoint ? r.pick(zero_types) : onnx::TensorProto::FLOAT;
+  t->set_data_type(type);
+  size_t rank = 0;
+  switch (kind) {
+    case Ints: rank = r.below(2); break;
+    case Floats: rank = r.below(4); break;
+    case Scale: case ZeroPoint: rank = r.chance(60) ? 0 : 1; break;
+    case Kernel: rank = 3 + r.below(3); break;
+  }
   int64_t n = 1;
   for (size_t k = 0; k < rank; ++k) {
-    int64_t d = int64_t(r.below(ints ? 6 : 4));
+    int64_t d = kind == Ints ? int64_t(r.below(6)) : kind == Kernel ? 1 + int64_t(r.below(3)) : int64_t(r.below(kind == Floats ? 4 : 5));
     t->add_dims(d);
     n *= d;
   }
   if (rank > 0 && r.chance(3)) t->set_dims(0, r.small_int());  // a lie about the data
   for (int64_t i = 0; i < n; ++i) {
-    if (ints) t->add_int64_data(r.small_int());
-    else t->add_float_data(float(int8_t(r.u8())) / 8);
+    switch (kind) {
+      case Ints: t->add_int64_data(r.small_int()); break;
+      case Scale: t->add_float_data(scale_value(r)); break;
+      case ZeroPoint: {  // int32_data holds int8 and uint8 too; sometimes out of the type's range
+        const int64_t v = r.chance(90) ? int64_t(int8_t(r.u8())) + (type == onnx::TensorProto::UINT8 ? 128 : 0) : r.small_int();
+        t->add_int32_data(int32_t(v));
+        break;
+      }
+      default: t->add_float_data(float(int8_t(r.u8())) / 8);
+    }
   }
   if (r.chance(3)) {  // external data, in or out of the scratch folder
     t->clear_int64_data();
+    t->clear_int32_data();
     t->clear_float_data();
     t->set_data_location(onnx::TensorProto::EXTERNAL);
     auto* kv = t->add_external_data();
@@ -258,6 +311,23 @@ void add_attribute(Reader& r, onnx::NodeProto* n, const AttrSpec& spec) {
       a->set_type(onnx::AttributeProto::TENSOR);
       fill_tensor(r, a->mutable_t());
       break;
+    case A::Window:
+    case A::Pads: {
+      a->set_type(onnx::AttributeProto::INTS);
+      if (r.chance(10)) {  // anything, as A::Ints
+        for (size_t i = 0, k = r.below(7); i < k; ++i) a->add_ints(r.small_int());
+        break;
+      }
+      static const std::array<size_t, 6> window = {3, 3, 2, 1, 3, 4}, pads = {6, 6, 4, 2, 6, 3};
+      const size_t k = spec.kind == A::Window ? r.pick(window) : r.pick(pads);
+      for (size_t i = 0; i < k; ++i)
+        a->add_ints(r.chance(95) ? int64_t(r.below(3)) + (spec.kind == A::Window ? 1 : 0) : r.small_int());
+      break;
+    }
+    case A::Pick:
+      a->set_type(onnx::AttributeProto::STRING);
+      a->set_s(spec.choices[r.below(spec.choices.size())]);
+      break;
     case A::Mode: {
       static const std::array<const char*, 8> modes = {"nearest", "linear", "constant", "reflect", "edge",
                                                          "SAME_UPPER", "VALID", "cubic"};
@@ -283,7 +353,7 @@ std::string build_model(Reader& r) {
     auto* tt = v->mutable_type()->mutable_tensor_type();
     tt->set_elem_type(r.chance(80) ? onnx::TensorProto::FLOAT : r.pick(kTypes));
     auto* shape = tt->mutable_shape();
-    const size_t rank = r.below(5);
+    const size_t rank = r.below(6);  // up to 5-D: 3-D Conv and pools
     for (size_t k = 0; k < rank; ++k) {
       int64_t d = r.dim();
       if (d < 0) shape->add_dim()->set_dim_param("N");
