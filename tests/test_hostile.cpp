@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <functional>
+#include <limits>
 
 #include "import/onnx_import.h"
 #include "onnx_builder.h"
@@ -252,6 +253,20 @@ const std::vector<Case>& cases() {
          b.node("Gather", {"x", "idx"}, {"y"}, "gather");
        },
        {"node 'gather' (Gather)", "input 1 'idx' holds index 7, out of range for axis 0", "of size 5"}},
+      // Found by fuzz_shapes: a NaN scale of a Resize that import folds
+      // became an int64 output dim (undefined behaviour in the reference
+      // operator; UBSan), and ONNX's inference made it -2^63, which the Add
+      // was blamed for. Refused by the guarded Resize schema, naming it.
+      {"resize_nan_scale_folded",
+       [](OnnxBuilder& b) {
+         b.input("x", {1, 1, 2, 4}).output("y");
+         b.initializer("c", {1, 1, 2, 2}, ones(4));
+         b.initializer("roi", {0}, {});
+         b.initializer("scales", {4}, {1.0f, 1.0f, 1.0f, std::numeric_limits<float>::quiet_NaN()});
+         b.node("Resize", {"c", "roi", "scales"}, {"r"}, "resize");
+         b.node("Add", {"x", "r"}, {"y"}, "add");
+       },
+       {"node name: resize", "scale nan is not a positive size factor"}},
   };
   return all;
 }

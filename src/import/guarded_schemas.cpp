@@ -64,6 +64,20 @@ void check_for_inference(const std::string& op, onnx::InferenceContext& c) {
     if (const auto* a = c.getAttribute("blocksize"); a && (a->i() < 1 || a->i() > 65536))
       fail_shape_inference("blocksize ", a->i(), " is not in [1, 65536]");
   }
+  // Resize and Upsample multiply each dim by its scale and cast the product
+  // to int64: a NaN, infinite or huge scale is undefined behaviour there
+  // (and became a dim of -2^63 that a later node was blamed for).
+  if (op == "Resize" || op == "Upsample") {
+    auto check_scale = [](float v) {
+      if (!(v > 0) || v > 1e6) fail_shape_inference("scale ", v, " is not a positive size factor");
+    };
+    const size_t at = op == "Upsample" || c.getNumInputs() == 2 ? 1 : 2;
+    if (const onnx::TensorProto* t = at < c.getNumInputs() ? c.getInputData(at) : nullptr;
+        t && t->data_type() == onnx::TensorProto::FLOAT)
+      for (float v : onnx::ParseData<float>(t)) check_scale(v);
+    if (const auto* a = c.getAttribute("scales"))
+      for (float v : a->floats()) check_scale(v);
+  }
   // Inputs whose length becomes a rank (a shape, axes, pads, scales): ONNX
   // makes one dimension per element, so a length of 2^49 exhausts memory.
   static const std::map<std::string, std::vector<size_t>> rank_inputs = {

@@ -200,7 +200,7 @@ std::unique_ptr<OpSchema> resize18(int since) {
       if (scales.size() != axes.size())
         fail_shape_inference("scales has ", scales.size(), " values for ", axes.size(), " axes");
       for (size_t k = 0; k < axes.size(); ++k) {
-        if (!(scales[k] > 0)) fail_shape_inference("scale ", scales[k], " must be positive");
+        if (!(scales[k] > 0) || scales[k] > 1e6) fail_shape_inference("scale ", scales[k], " is not a positive size factor");
         out[axes[k]] = int64_t(std::floor(double(dims[axes[k]]) * double(scales[k])));
       }
     } else {

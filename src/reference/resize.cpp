@@ -172,7 +172,9 @@ Outputs Resize(const OpContext& c) {
   for (size_t i = 0; i < n; ++i) {
     const int64_t d = axes[i];
     if (!scales.empty()) {
-      if (scales[i] <= 0) c.fail("scales must be positive");
+      // NaN, infinite or absurd factors would make no size (the import's
+      // validation refuses the same: validate/shape_rules.cpp resize).
+      if (!(scales[i] > 0) || scales[i] > 1e6) c.fail("scale " + std::to_string(scales[i]) + " is not a positive size factor");
       full_scales[d] = scales[i];
       out[d] = int64_t(std::floor(double(x.shape[d]) * scales[i]));
     } else {
@@ -209,7 +211,7 @@ Outputs Upsample(const OpContext& c) {
   if (scales.size() != x.shape.size()) c.fail("scales must have one entry per input dim");
   Shape out = x.shape;
   for (size_t d = 0; d < out.size(); ++d) {
-    if (scales[d] < 1) c.fail("Upsample scales must be >= 1");
+    if (!(scales[d] >= 1) || scales[d] > 1e6) c.fail("Upsample scale " + std::to_string(scales[d]) + " is not a size factor from 1 to 1e6");
     out[d] = int64_t(std::floor(double(x.shape[d]) * scales[d]));
   }
   return single(resize(c, x, out, scales, {}, s));
