@@ -192,6 +192,23 @@ TEST(VolumePoolLowering, LeavesIndicesAndAveragesRoundingUpAlone) {
   EXPECT_EQ(lower_volume_ops(max.graph), 0);
 }
 
+// Empty volumes (a 0 channel, batch or frame count) stay with the reference:
+// the rewrite's Reshape to [N * OD, 0, H, W] would copy a dim where the 0 is
+// (ONNX's Reshape rule), and import then refused a valid model blaming its
+// own 'pool/Reshape_2'. The model imports, plans and runs.
+TEST(VolumePoolLowering, LeavesEmptyVolumesAlone) {
+  test::OneNode max = test::one_node({"MaxPool", {{1, 0, 4, 4, 4}}, {{"kernel_shape", ints({2, 2, 2})}}, {true}}, "max", 17, 1);
+  EXPECT_EQ(lower_volume_ops(max.graph), 0);
+  test::OneNode avg = test::one_node({"AveragePool", {{0, 2, 4, 4, 4}}, {{"kernel_shape", ints({2, 2, 2})}}, {true}}, "avg", 17, 1);
+  EXPECT_EQ(lower_volume_ops(avg.graph), 0);
+  test::OnnxBuilder b(17);
+  b.input("x", {1, 0, 4, 4, 4});
+  test::OnnxBuilder::attr_ints(b.node("MaxPool", {"x"}, {"y"}, "pool"), "kernel_shape", {2, 2, 2});
+  b.output("y");
+  const Graph g = import_onnx_bytes(b.m.SerializeAsString(), "empty_volume");
+  EXPECT_EQ(g.tensors[g.outputs[0]].shape, (Shape{1, 0, 3, 3, 3}));
+}
+
 // A Conv3d as an exporter writes it is lowered by the importer itself.
 TEST(VolumeConvImport, TheImporterLowersAConv3d) {
   test::OnnxBuilder b(17);

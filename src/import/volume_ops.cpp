@@ -35,6 +35,9 @@ struct Window3 {
 // (MaxPool's ceil_mode; its depth is padded further at the end).
 std::optional<Window3> window3(const Node& n, const Shape& x, const Shape& y, std::vector<int64_t> k, bool ceil) {
   if (x.size() != 5 || y.size() != 5 || k.size() != 3 || y[0] != x[0]) return std::nullopt;
+  // An empty volume stays with the reference: the rewrite's Reshapes to a 0
+  // dim would copy the input's dim there instead (ONNX's Reshape rule).
+  if (std::count(x.begin(), x.end(), 0) || std::count(y.begin(), y.end(), 0)) return std::nullopt;
   const std::vector<const HostTensor*> no_values;  // forward_window reads attributes only
   reference::Window w;
   try {
