@@ -43,7 +43,9 @@ int RewriteNodes::reshape(int t, const Shape& shape) {
   if (g_.tensors[t].shape == shape) return t;
   const int target = int64_constant(shape);
   const int out = tensor(shape, g_.tensors[t].dtype);
-  add("Reshape", {t, target}, {out});
+  // A 0 in the target is a 0 dim, not ONNX's "copy the input's dim".
+  Node& m = add("Reshape", {t, target}, {out});
+  if (std::count(shape.begin(), shape.end(), 0)) m.attrs["allowzero"] = Attribute::of_int(1);
   return out;
 }
 
