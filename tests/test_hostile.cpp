@@ -312,6 +312,23 @@ HostTensor run_output(const std::string& path, const std::string& device, const 
   return load_tensor_pb(out_dir + "/output_0.pb");
 }
 
+// An empty constant_value of a Pad is no value (0, as ONNX says): the Pad
+// kernel's lowering read its first element (UBSan, found by fuzz_run; kept as
+// fuzz/regressions/run/lower-pad-empty-constant-value-read-past-end).
+TEST(HostileDefined, EmptyPadValueIsZeroOnEveryDevice) {
+  OnnxBuilder b;
+  b.input("x", {2, 3}).output("y");
+  b.initializer_i64("pads", {4}, {1, 0, 0, 2});
+  b.initializer("value", {0}, {});
+  b.node("Pad", {"x", "pads", "value"}, {"y"}, "pad");
+  const std::string path = save(b, "pad_empty_value");
+  const HostTensor pocl = run_output(path, "pocl", (dir() / "pad_empty_pocl").string());
+  const HostTensor ref = run_output(path, "cpu", (dir() / "pad_empty_cpu").string());
+  ASSERT_EQ(pocl.shape, (Shape{3, 5}));
+  EXPECT_EQ(pocl.bytes, ref.bytes);
+  EXPECT_EQ(pocl.data<float>()[0], 0.0f);
+}
+
 // Reflect padding as wide as ONNX defines it (axis size - 1) and negative
 // (in-range) Gather indices: PoCL gives what the CPU reference gives.
 TEST(HostileDefined, WidestReflectPadAndNegativeIndicesMatchTheReference) {

@@ -262,7 +262,8 @@ bool lower_pad(NodeBuilder& b) {
     pads = b.constant(1)->as_int64();
     if (b.has_in(2)) {
       if (!b.constant(2)) return false;
-      value = b.constant(2)->as_float()[0];
+      // An empty constant_value is no value (0), as in the reference.
+      if (b.constant(2)->count() > 0) value = b.constant(2)->as_float()[0];
     }
     if (b.has_in(3)) return false;  // axes input (opset 18)
   }
