@@ -267,6 +267,16 @@ const std::vector<Case>& cases() {
          b.node("Add", {"x", "r"}, {"y"}, "add");
        },
        {"node name: resize", "scale nan is not a positive size factor"}},
+      // Found by fuzz_run: a float axis (ONNX 1.12's inference does not check
+      // CumSum's axis type) of inf was cast to int64 by HostTensor::as_int64
+      // in the validator (undefined behaviour; UBSan).
+      {"cumsum_float_axis_inf",
+       [](OnnxBuilder& b) {
+         b.input("x", {4}).output("y");
+         b.initializer("axis", {}, {std::numeric_limits<float>::infinity()});
+         b.node("CumSum", {"x", "axis"}, {"y"}, "cumsum");
+       },
+       {"node 'cumsum' (CumSum)", "value inf is not an integer an int64 can hold"}},
   };
   return all;
 }

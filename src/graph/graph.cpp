@@ -88,6 +88,16 @@ HostTensor::HostTensor(DataType t, Shape s) : dtype(t), shape(std::move(s)) {
   bytes.assign(size_t(n), 0);
 }
 
+namespace {
+// A float read as an integer (an axis, a count, a bound) must be one int64
+// holds: casting NaN, an infinity or a value beyond 2^63 is undefined.
+int64_t float_as_int64(double x) {
+  if (!(x >= -9223372036854775808.0 && x < 9223372036854775808.0))
+    throw Error("value " + std::to_string(x) + " is not an integer an int64 can hold");
+  return int64_t(x);
+}
+}  // namespace
+
 std::vector<int64_t> HostTensor::as_int64() const {
   int64_t n = count();
   std::vector<int64_t> v(static_cast<size_t>(n));
@@ -98,8 +108,8 @@ std::vector<int64_t> HostTensor::as_int64() const {
       case DataType::Int8: v[i] = data<int8_t>()[i]; break;
       case DataType::UInt8: v[i] = data<uint8_t>()[i]; break;
       case DataType::Bool: v[i] = data<uint8_t>()[i] != 0; break;
-      case DataType::Float32: v[i] = int64_t(data<float>()[i]); break;
-      case DataType::Float64: v[i] = int64_t(data<double>()[i]); break;
+      case DataType::Float32: v[i] = float_as_int64(data<float>()[i]); break;
+      case DataType::Float64: v[i] = float_as_int64(data<double>()[i]); break;
       default: throw Error(std::string("cannot read ") + to_string(dtype) + " as integers");
     }
   }
