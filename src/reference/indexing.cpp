@@ -104,7 +104,7 @@ Outputs GatherND(const OpContext& c) {
       const int64_t* tuple = idx.data() + (bi * per_batch + t) * k;
       int64_t off = bi * batch_elems;
       for (int64_t d = 0; d < k; ++d) off += checked_index(c, tuple[d], x.shape[b + d], b + d) * xs[b + d];
-      std::memcpy(dst, x.bytes.data() + off * es, slice);
+      if (slice > 0) std::memcpy(dst, x.bytes.data() + off * es, slice);  // empty: no pointer
     }
   return single(std::move(y));
 }
