@@ -246,6 +246,23 @@ const std::vector<Case>& cases() {
          b.node("Conv", {"x", "wd"}, {"y"}, "conv");
        },
        {"node 'dequant' (DequantizeLinear)", "a per-axis scale must have 4 values (axis 0), got shape 2"}},
+      {"lstm_short_bias",
+       [](OnnxBuilder& b) {
+         b.input("x", {3, 1, 2}).output("y");
+         b.initializer("w", {1, 16, 2}, ones(32));
+         b.initializer("r", {1, 16, 4}, ones(64));
+         b.initializer("bias", {1, 16}, ones(16));
+         OnnxBuilder::attr_int(b.node("LSTM", {"x", "w", "r", "bias"}, {"y"}, "lstm"), "hidden_size", 4);
+       },
+       {"node 'lstm' (LSTM)", "B must be 1x32, got 1x16"}},
+      {"gru_hidden_size_lies",
+       [](OnnxBuilder& b) {
+         b.input("x", {3, 1, 2}).output("y");
+         b.initializer("w", {1, 12, 2}, ones(24));
+         b.initializer("r", {1, 12, 4}, ones(48));
+         OnnxBuilder::attr_int(b.node("GRU", {"x", "w", "r"}, {"y"}, "gru"), "hidden_size", 8);
+       },
+       {"node 'gru' (GRU)"}},
       {"gather_constant_index_out_of_range",
        [](OnnxBuilder& b) {
          b.input("x", {5, 4}).output("y");

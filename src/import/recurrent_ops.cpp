@@ -273,7 +273,12 @@ int lower_recurrent_ops(Graph& g) {
           views[i].shape = g.tensors[n.inputs[i]].shape;
           shapes.push_back(&views[i]);
         }
-        const RecurrentForm f = reference::recurrent_form(reference::OpContext(n, shapes));
+        RecurrentForm f;
+        try {
+          f = reference::recurrent_form(reference::OpContext(n, shapes));
+        } catch (const Error&) {
+          return false;  // the validator names the fault after import's rewrites
+        }
         RecurrentLowering(g, n, f, r).run();
         return true;
       },
