@@ -334,6 +334,10 @@ struct Graph {
   std::string model_name;  // for messages: "resnet18"
   std::string model_path;
   int64_t opset = 0;
+  // Quantize-Dequantize pairs import turned into float arithmetic: a
+  // quantized model, whose outputs can differ from another runtime's by a
+  // quantization step where a value lands near a rounding boundary.
+  int quantized_pairs = 0;
   std::vector<Tensor> tensors;
   std::vector<Node> nodes;  // in execution order (topologically sorted)
   std::vector<int> inputs;  // tensor ids of user-fed inputs

@@ -74,7 +74,7 @@ int lower_quantize_pairs(Graph& g) {
   }
   if (pairs.empty()) return 0;
   int at = -1;  // replace_nodes visits the nodes in order
-  return replace_nodes(
+  const int lowered = replace_nodes(
       g,
       [&](const Node& n, RewriteNodes& r) {
         ++at;
@@ -102,6 +102,8 @@ int lower_quantize_pairs(Graph& g) {
         return true;
       },
       "dequantized");
+  g.quantized_pairs += lowered;
+  return lowered;
 }
 
 }  // namespace texplan
