@@ -110,6 +110,22 @@ __kernel void many(__global float* a, __global const float* b, __global const fl
 // unit), and it gives up after a bounded spin, flagging sync[2], rather than
 // hang where the driver does not run them together.
 const char* kPersistentSource = R"CL(
+// The barrier's forms (BarrierForm below): OpenCL 1.2's mem_fence, which
+// NVIDIA compiles to a fence of the group alone (membar.cta); PTX's
+// device-wide membar.gl inline (NVIDIA only); OpenCL C 3.0's device-scope
+// fence; each with the steps' reads volatile (past a non-coherent L1) or not.
+#if defined(PTX_FENCE)
+#define DEVICE_FENCE() asm volatile("membar.gl;" ::: "memory")
+#elif defined(SCOPED_FENCE)
+#define DEVICE_FENCE() atomic_work_item_fence(CLK_GLOBAL_MEM_FENCE, memory_order_seq_cst, memory_scope_device)
+#else
+#define DEVICE_FENCE() mem_fence(CLK_GLOBAL_MEM_FENCE)
+#endif
+#ifdef VOLATILE_READS
+#define READS volatile __global const float*
+#else
+#define READS __global const float*
+#endif
 float step_value(float x, int work) {
   for (int k = 0; k < work; ++k) x = fma(x, 0.999f, 0.001f);
   return x + 1.0f;
@@ -123,10 +139,10 @@ void grid_barrier(volatile __global int* sync, int groups) {
   barrier(CLK_GLOBAL_MEM_FENCE);
   if (get_local_id(0) == 0) {
     const int passed = atomic_add(&sync[1], 0);
-    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    DEVICE_FENCE();
     if (atomic_inc(&sync[0]) == groups - 1) {
       atomic_xchg(&sync[0], 0);
-      mem_fence(CLK_GLOBAL_MEM_FENCE);
+      DEVICE_FENCE();
       atomic_inc(&sync[1]);
     } else {
       for (long spins = 0; atomic_add(&sync[1], 0) == passed; ++spins)
@@ -135,7 +151,7 @@ void grid_barrier(volatile __global int* sync, int groups) {
           break;
         }
     }
-    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    DEVICE_FENCE();
   }
   barrier(CLK_GLOBAL_MEM_FENCE);
 }
@@ -144,12 +160,25 @@ __kernel void chain_persistent(__global float* a, __global float* b, int n, int 
   const int groups = get_num_groups(0);
   for (int s = 0; s < steps; ++s) {
     __global float* y = s % 2 ? a : b;
-    __global const float* x = s % 2 ? b : a;
+    READS x = s % 2 ? b : a;
     for (int i = get_global_id(0); i < n; i += get_global_size(0)) y[i] = step_value(x[n - 1 - i], work);
     grid_barrier(sync, groups);
   }
 }
 )CL";
+
+struct BarrierForm {
+  const char* name;
+  const char* options;
+  bool nvidia_only;
+};
+const BarrierForm kBarrierForms[] = {
+    {"OpenCL 1.2 mem_fence", "", false},
+    {"OpenCL 1.2 mem_fence, volatile reads", "-DVOLATILE_READS", false},
+    {"PTX membar.gl", "-DPTX_FENCE", true},
+    {"PTX membar.gl, volatile reads", "-DPTX_FENCE -DVOLATILE_READS", true},
+    {"OpenCL C 3.0 device-scope fence", "-cl-std=CL3.0 -DSCOPED_FENCE", false},
+};
 
 void check(cl_int s, const char* what) {
   if (s != CL_SUCCESS) {
@@ -196,20 +225,35 @@ void print_fences(cl_program p) {
 // that let a group through early, leaves some short). What a persistent
 // kernel over a run's launch-bound nodes would save per node, before one
 // is built (docs/performance.md#a-persistent-kernel-measured-before-it-is-built).
-void persistent_chains(runtime::Device& dev, int rounds) {
+void persistent_chains(runtime::Device& dev, int rounds, const BarrierForm& form) {
   cl_context ctx = dev.context();
   cl_command_queue q = dev.queue(), pq = dev.profiling_queue();
   cl_device_id id = dev.id();
   cl_int s = CL_SUCCESS;
+  char vendor[256] = {};
+  clGetDeviceInfo(id, CL_DEVICE_VENDOR, sizeof vendor - 1, vendor, nullptr);
+  std::printf("\nbarrier: %s\n", form.name);
+  if (form.nvidia_only && std::string(vendor).find("NVIDIA") == std::string::npos) {
+    std::printf("  (NVIDIA only: skipped on %s)\n", vendor);
+    return;
+  }
   cl_program p = clCreateProgramWithSource(ctx, 1, &kPersistentSource, nullptr, &s);
   check(s, "clCreateProgramWithSource");
-  check(clBuildProgram(p, 1, &id, "", nullptr, nullptr), "clBuildProgram (persistent)");
+  if (clBuildProgram(p, 1, &id, form.options, nullptr, nullptr) != CL_SUCCESS) {
+    size_t size = 0;
+    clGetProgramBuildInfo(p, id, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size);
+    std::string log(size, '\0');
+    clGetProgramBuildInfo(p, id, CL_PROGRAM_BUILD_LOG, size, log.data(), nullptr);
+    std::printf("  does not build: %s\n", log.substr(0, log.find('\n')).c_str());
+    clReleaseProgram(p);
+    return;
+  }
   print_fences(p);
   cl_uint units = 0;
   check(clGetDeviceInfo(id, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, nullptr), "compute units");
   const int steps = 64;
   const size_t local = 256, groups = std::max<cl_uint>(1, units);
-  std::printf("\n%d dependent steps over n floats (step k reads element n-1-i of step k-1), %zu groups of %zu "
+  std::printf("%d dependent steps over n floats (step k reads element n-1-i of step k-1), %zu groups of %zu "
               "in the persistent launch\n",
               steps, groups, local);
   std::printf("%-34s %12s %12s %12s %12s %8s %8s\n", "n, FMAs per element", "launch wall", "launch dev",
@@ -249,6 +293,7 @@ void persistent_chains(runtime::Device& dev, int rounds) {
     const size_t step_global = (size_t(c.n) + local - 1) / local * local, whole_global = groups * local;
     // One round: inputs zeroed, then the steps on `queue`; wall us per step,
     // device us per step (queue == pq), and whether the result is right.
+    int gave_up = 0;  // persistent rounds whose barrier gave up waiting
     auto round = [&](bool persistent, cl_command_queue queue, double& wall, double& device, bool& right) {
       const float zero = 0.0f;
       const cl_int zeros = 0;
@@ -288,6 +333,7 @@ void persistent_chains(runtime::Device& dev, int rounds) {
             "read");
       check(clEnqueueReadBuffer(queue, sync, CL_TRUE, 0, sizeof flags, flags, 0, nullptr, nullptr), "read");
       right = flags[2] == 0;
+      gave_up += flags[2] != 0;
       for (float v : out) right = right && v == expected;
     };
     double wall[2], dev_us[2];
@@ -308,8 +354,8 @@ void persistent_chains(runtime::Device& dev, int rounds) {
       wall[mode] = walls[walls.size() / 2], dev_us[mode] = devs[devs.size() / 2];
     }
     const std::string name = std::to_string(c.n) + ", " + std::to_string(c.work);
-    std::printf("%-34s %12.2f %12.2f %12.2f %12.2f %8.2f %4s/%-3s\n", name.c_str(), wall[0], dev_us[0], wall[1],
-                dev_us[1], wall[1] / wall[0], right[0] ? "yes" : "NO", right[1] ? "yes" : "NO");
+    std::printf("%-34s %12.2f %12.2f %12.2f %12.2f %8.2f %4s/%s\n", name.c_str(), wall[0], dev_us[0], wall[1],
+                dev_us[1], wall[1] / wall[0], right[0] ? "yes" : "NO", right[1] ? "yes" : gave_up ? "gave up" : "NO");
     for (cl_kernel k : {ping, pong, whole}) clReleaseKernel(k);
     for (cl_mem m : {a, b, sync}) clReleaseMemObject(m);
   }
@@ -476,7 +522,7 @@ int main(int argc, char** argv) {
                 idle[idle.size() / 2]);
   }
 
-  persistent_chains(*dev, rounds);
+  for (const BarrierForm& form : kBarrierForms) persistent_chains(*dev, rounds, form);
 
   // Transfers: `bytes` in (and 4 KB out) per round, wall time to clFinish.
   const size_t out_bytes = 4096;
