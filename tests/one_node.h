@@ -29,6 +29,23 @@ struct OneNode {
   HostTensor want;                // the reference's output
 };
 
+// `value` as input `name` of node n in g: a graph input (its value in
+// `feeds`) or, not fed, a constant holding it.
+inline int add_operand(Graph& g, Node& n, const std::string& name, const HostTensor& value, bool fed,
+                       std::vector<HostTensor>& feeds) {
+  Tensor t;
+  t.name = name;
+  t.dtype = value.dtype;
+  t.shape = value.shape;
+  t.is_input = fed;
+  t.is_constant = t.has_data = !fed;
+  if (!fed) t.value = value;
+  const int id = g.add_tensor(t);
+  if (fed) g.inputs.push_back(id), feeds.push_back(value);
+  n.inputs.push_back(id);
+  return id;
+}
+
 // Input i gets random values in [-1, 1) from seed `seed + i`.
 inline OneNode one_node(const NodeCase& c, const std::string& model, int opset, uint32_t seed) {
   OneNode r;
@@ -49,16 +66,7 @@ inline OneNode one_node(const NodeCase& c, const std::string& model, int opset, 
       ref.push_back(nullptr);
       continue;
     }
-    const bool fed = i < c.fed.size() && c.fed[i];
-    Tensor t;
-    t.name = "in" + std::to_string(i);
-    t.shape = c.inputs[i];
-    t.is_input = fed;
-    t.is_constant = t.has_data = !fed;
-    if (!fed) t.value = values[i];
-    const int id = g.add_tensor(t);
-    if (fed) g.inputs.push_back(id), r.feeds.push_back(values[i]);
-    n.inputs.push_back(id);
+    add_operand(g, n, "in" + std::to_string(i), values[i], i < c.fed.size() && c.fed[i], r.feeds);
     ref.push_back(&values[i]);
   }
   n.outputs = {0};  // one output, for the reference

@@ -92,16 +92,7 @@ RecurrentNode recurrent_node(const RecurrentCase& c, uint32_t seed) {
       values[i] = test::random_tensor(shapes[i], -1, 1, uint32_t(seed + i));
     }
     const bool fed = i == 0 || i == 5 || i == 6;  // X and the initial states
-    Tensor t;
-    t.name = "in" + std::to_string(i);
-    t.dtype = values[i].dtype;
-    t.shape = shapes[i];
-    t.is_input = fed;
-    t.is_constant = t.has_data = !fed;
-    if (!fed) t.value = values[i];
-    const int id = g.add_tensor(t);
-    if (fed) g.inputs.push_back(id), r.feeds.push_back(values[i]);
-    n.inputs.push_back(id);
+    test::add_operand(g, n, "in" + std::to_string(i), values[i], fed, r.feeds);
     ref.push_back(&values[i]);
   }
   const size_t outputs = lstm ? 3 : 2;
