@@ -152,13 +152,15 @@ TEST(RecurrentLowering, RunsOnTheDeviceWithNoCpuFallback) {
   }
 }
 
-// Weights that are inputs, and sequences shorter than X, stay with the
-// reference (which runs them: the node tests' form).
+// Weights that are inputs, sequences shorter than X, and no sequences at all
+// stay with the reference (which runs them: the node tests' form).
 TEST(RecurrentLowering, LeavesRuntimeWeightsAndShortSequencesAlone) {
   RecurrentNode lens = recurrent_node(cases()[5], 1);
   Tensor& l = lens.graph.tensors[lens.graph.nodes[0].inputs[4]];
   l.value.data<int32_t>()[1] = 2;
   EXPECT_EQ(lower_recurrent_ops(lens.graph), 0);
+  RecurrentNode empty = recurrent_node({"no sequences", "GRU", 3, 0, 2, 4, {}}, 1);
+  EXPECT_EQ(lower_recurrent_ops(empty.graph), 0);
   RecurrentNode fed = recurrent_node(cases()[0], 1);
   Tensor& w = fed.graph.tensors[fed.graph.nodes[0].inputs[1]];
   w.is_constant = w.has_data = false;

@@ -279,6 +279,7 @@ int lower_recurrent_ops(Graph& g) {
         } catch (const Error&) {
           return false;  // the validator names the fault after import's rewrites
         }
+        if (f.steps < 1 || f.batch < 1) return false;  // nothing to unroll: the reference's empty outputs
         RecurrentLowering(g, n, f, r).run();
         return true;
       },
