@@ -125,11 +125,16 @@ TEST(RecurrentLowering, EqualsTheReferencesOperatorOnEveryOutput) {
     ASSERT_EQ(lower_recurrent_ops(n.graph), 1);
     EXPECT_NO_THROW(validate_graph(n.graph));  // every lowered node's declared shape is what it computes
     EXPECT_EQ(count(n.graph, c.op), 0);
-    // One product of the state with R per step and direction (GRU's reset
-    // before the product: two), and X's product once per direction.
+    // Per direction: X's product once and per step the state's product with
+    // R (GRU's reset before the product: a second one). With several
+    // sequences, each gate's products apart: one per gate.
     const int64_t D = c.attrs.count("direction") && c.attrs.at("direction").s == "bidirectional" ? 2 : 1;
-    const bool two = c.op == "GRU" && !c.attrs.count("linear_before_reset");
-    EXPECT_EQ(count(n.graph, "MatMul"), D * (1 + c.T * (two ? 2 : 1)));
+    const int64_t gates = c.op == "LSTM" ? 4 : c.op == "GRU" ? 3 : 1;
+    const bool per_gate = c.B > 1 && gates > 1, reset_first = c.op == "GRU" && !c.attrs.count("linear_before_reset");
+    // (input_forget: f = 1 - i, so f's own products are dead and dropped.)
+    const int64_t used = gates - (per_gate && c.attrs.count("input_forget") ? 1 : 0);
+    const int64_t per_step = per_gate ? used : reset_first ? 2 : 1;
+    EXPECT_EQ(count(n.graph, "MatMul"), D * ((per_gate ? used : 1) + c.T * per_step));
     const std::vector<HostTensor> got = test::evaluate_graph(n.graph, n.feeds);
     ASSERT_EQ(got.size(), n.want.size());
     for (size_t k = 0; k < got.size(); ++k) EXPECT_LT(test::max_abs_diff(got[k], n.want[k]), 1e-5) << "output " << k;

@@ -22,17 +22,20 @@ using reference::RecurrentForm;
 class RecurrentLowering {
  public:
   RecurrentLowering(const Graph& g, const Node& n, const RecurrentForm& f, RewriteNodes& r)
-      : g_(g), n_(n), f_(f), r_(r), B_(f.batch), H_(f.hidden) {}
+      : g_(g), n_(n), f_(f), r_(r), B_(f.batch), H_(f.hidden), per_gate_(f.batch > 1 && f.gates > 1) {}
 
   void run() {
     const int x = steps_major(input(0), {f_.steps, B_, f_.input}, {1, 0, 2});
     std::vector<int> pieces(size_t(f_.steps * f_.directions), -1), last_h, last_c;
     for (int64_t d = 0; d < f_.directions; ++d) {
-      const int xw = input_products(x, d);
+      std::vector<int> xw;  // [T, B, G], or per_gate_ one [T, B, H] per gate
+      for (int64_t k = 0; k < (per_gate_ ? f_.gates : 1); ++k)
+        xw.push_back(input_products(x, d, per_gate_ ? k : 0, per_gate_ ? 1 : f_.gates));
       int h = initial_state(5, d), c = f_.kind == Recurrence::Lstm ? initial_state(6, d) : -1;
       for (int64_t s = 0; s < f_.steps; ++s) {
         const int64_t t = f_.backward(d) ? f_.steps - 1 - s : s;
-        const int xt = r_.reshape(slice(xw, 0, t, t + 1), {B_, f_.gates * H_});
+        std::vector<int> xt;
+        for (int part : xw) xt.push_back(r_.reshape(slice(part, 0, t, t + 1), {B_, g_.tensors[part].shape[2]}));
         step(d, xt, h, c);
         pieces[size_t(t * f_.directions + d)] = h;
       }
@@ -59,6 +62,10 @@ class RecurrentLowering {
   const RecurrentForm& f_;
   RewriteNodes& r_;
   const int64_t B_, H_;
+  // Several sequences: each gate's products apart (a gate of [B, G] is a
+  // strided column block, which a Slice would copy every step). One: all
+  // gates in one product, each gate a view of its columns.
+  const bool per_gate_;
 
   std::map<std::string, int> made_;  // constants every step shares, by what they hold
 
@@ -154,18 +161,35 @@ class RecurrentLowering {
                 });
   }
 
-  // X W^T + the biases that do not depend on the state, every step: [T, B, G].
-  int input_products(int x, int64_t d) {
-    const int64_t G = f_.gates * H_;
-    const int xw = product(x, transposed_rows(1, d, 0, G));
+  // X W^T + the biases that do not depend on the state, every step, for
+  // gates [first, first + count): [T, B, count * H].
+  int input_products(int x, int64_t d, int64_t first, int64_t count) {
+    const int64_t G = f_.gates * H_, row0 = first * H_, rows = count * H_;
+    const int xw = product(x, transposed_rows(1, d, row0, rows));
     if (input(3) < 0) return xw;
     const float* b = values(3);
     // GRU's Rb_h stays with the state's product under linear_before_reset.
-    const int bias = constant({G}, b != nullptr, [&](int64_t e) {
-      const bool inside = f_.kind == Recurrence::Gru && f_.linear_before_reset && e >= 2 * H_;
-      return b[d * 2 * G + e] + (inside ? 0.0f : b[d * 2 * G + G + e]);
+    const int bias = constant({rows}, b != nullptr, [&](int64_t e) {
+      const bool inside = f_.kind == Recurrence::Gru && f_.linear_before_reset && row0 + e >= 2 * H_;
+      return b[d * 2 * G + row0 + e] + (inside ? 0.0f : b[d * 2 * G + G + row0 + e]);
     });
     return binary("Add", xw, bias);
+  }
+
+  // Gate k of x's part of a step.
+  int x_gate(const std::vector<int>& xt, int64_t k) { return per_gate_ ? xt[size_t(k)] : gate(xt[0], k); }
+  // x's part plus the state's product, gates [first, first + count), one tensor per gate.
+  std::vector<int> gate_inputs(const std::vector<int>& xt, int h, int64_t d, int64_t first, int64_t count) {
+    std::vector<int> out;
+    if (per_gate_) {
+      for (int64_t k = first; k < first + count; ++k)
+        out.push_back(binary("Add", xt[size_t(k)], product(h, transposed_rows(2, d, k * H_, H_))));
+      return out;
+    }
+    const int x = count == f_.gates ? xt[0] : slice(xt[0], 1, first * H_, (first + count) * H_);
+    const int pre = binary("Add", x, product(h, transposed_rows(2, d, first * H_, count * H_)));
+    for (int64_t k = 0; k < count; ++k) out.push_back(count == 1 ? pre : gate(pre, k));
+    return out;
   }
 
   // initial_h or initial_c (input i) of direction d as [B, H]; zeros if absent.
@@ -192,49 +216,58 @@ class RecurrentLowering {
     return binary("Mul", c, weights);
   }
 
-  // One step of direction d from x's gates xt [B, G]: h (and c) become the new state.
-  void step(int64_t d, int xt, int& h, int& c) {
+  // One step of direction d from x's part of the gates: h (and c) become the new state.
+  void step(int64_t d, const std::vector<int>& xt, int& h, int& c) {
     const auto& act = f_.activations[size_t(d)];
     const int64_t G = f_.gates * H_;
     const bool peepholes = f_.kind == Recurrence::Lstm && input(7) >= 0;
     if (f_.kind == Recurrence::Rnn) {
-      h = activate(act[0], binary("Add", xt, product(h, transposed_rows(2, d, 0, G))));
+      h = activate(act[0], gate_inputs(xt, h, d, 0, 1)[0]);
     } else if (f_.kind == Recurrence::Lstm) {
-      const int pre = binary("Add", xt, product(h, transposed_rows(2, d, 0, G)));
-      int i_pre = gate(pre, 0), f_pre = gate(pre, 2), o_pre = gate(pre, 1);
+      const std::vector<int> pre = gate_inputs(xt, h, d, 0, 4);  // i o f c
+      int i_pre = pre[0], f_pre = pre[2], o_pre = pre[1];
       if (peepholes) {
         i_pre = binary("Add", i_pre, peephole(d, 0, c));
         f_pre = binary("Add", f_pre, peephole(d, 2, c));
       }
       const int i = activate(act[0], i_pre);
-      const int fg = f_.input_forget ? binary("Sub", scalar(1.0f), i)
-                                     : activate(act[0], f_pre);
-      c = binary("Add", binary("Mul", fg, c), binary("Mul", i, activate(act[1], gate(pre, 3))));
+      const int fg = f_.input_forget ? binary("Sub", scalar(1.0f), i) : activate(act[0], f_pre);
+      c = binary("Add", binary("Mul", fg, c), binary("Mul", i, activate(act[1], pre[3])));
       if (peepholes) o_pre = binary("Add", o_pre, peephole(d, 1, c));
       h = binary("Mul", activate(act[0], o_pre), activate(act[2], c, false));
     } else {
-      const int xzr = slice(xt, 1, 0, 2 * H_), xh = gate(xt, 2);
-      int rec_h = -1, zr;
-      if (f_.linear_before_reset) {
+      int z_pre, r_pre, rec_h = -1;
+      if (f_.linear_before_reset && !per_gate_) {
+        // One product for all three gates; Rb_h rides with it.
         int rec = product(h, transposed_rows(2, d, 0, G));
-        if (input(3) >= 0) {
-          const int bias = once("state bias " + std::to_string(d), [&] {
-            const float* b = values(3);
-            return constant({G}, b != nullptr, [&](int64_t e) { return e >= 2 * H_ ? b[d * 2 * G + G + e] : 0.0f; });
-          });
-          rec = binary("Add", rec, bias);
-        }
-        zr = binary("Add", xzr, slice(rec, 1, 0, 2 * H_));
-        rec_h = gate(rec, 2);
+        if (input(3) >= 0) rec = binary("Add", rec, state_bias(d, G, 0));
+        const int zr = binary("Add", slice(xt[0], 1, 0, 2 * H_), slice(rec, 1, 0, 2 * H_));
+        z_pre = gate(zr, 0), r_pre = gate(zr, 1), rec_h = gate(rec, 2);
       } else {
-        zr = binary("Add", xzr, product(h, transposed_rows(2, d, 0, 2 * H_)));
+        const std::vector<int> zr = gate_inputs(xt, h, d, 0, 2);
+        z_pre = zr[0], r_pre = zr[1];
+        if (f_.linear_before_reset) {
+          rec_h = product(h, transposed_rows(2, d, 2 * H_, H_));
+          if (input(3) >= 0) rec_h = binary("Add", rec_h, state_bias(d, H_, 2 * H_));
+        }
       }
-      const int z = activate(act[0], gate(zr, 0)), rg = activate(act[0], gate(zr, 1));
+      const int z = activate(act[0], z_pre), rg = activate(act[0], r_pre);
       const int reset = f_.linear_before_reset ? binary("Mul", rg, rec_h)
                                                : product(binary("Mul", rg, h), transposed_rows(2, d, 2 * H_, H_));
-      const int candidate = activate(act[1], binary("Add", xh, reset));
+      const int candidate = activate(act[1], binary("Add", x_gate(xt, 2), reset));
       h = binary("Add", candidate, binary("Mul", z, binary("Sub", h, candidate)));
     }
+  }
+
+  // GRU's Rb under linear_before_reset, rows [row0, row0 + rows) of the
+  // state's product: Rb_h where the rows are h's, 0 for z's and r's.
+  int state_bias(int64_t d, int64_t rows, int64_t row0) {
+    return once("state bias " + std::to_string(d) + " " + std::to_string(row0) + " " + std::to_string(rows), [&] {
+      const float* b = values(3);
+      const int64_t G = f_.gates * H_;
+      return constant({rows}, b != nullptr,
+                      [&](int64_t e) { return row0 + e >= 2 * H_ ? b[d * 2 * G + G + row0 + e] : 0.0f; });
+    });
   }
 };
 
