@@ -283,7 +283,7 @@ const std::vector<Case>& cases() {
          b.node("Resize", {"c", "roi", "scales"}, {"r"}, "resize");
          b.node("Add", {"x", "r"}, {"y"}, "add");
        },
-       {"node name: resize", "scale nan is not a positive size factor"}},
+       {"node 'resize' (Resize): scale nan is not a positive size factor (ONNX shape inference)"}},
       // Found by fuzz_run: a float axis (ONNX 1.12's inference does not check
       // CumSum's axis type) of inf was cast to int64 by HostTensor::as_int64
       // in the validator (undefined behaviour; UBSan).

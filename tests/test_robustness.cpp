@@ -385,7 +385,7 @@ TEST(HostileModel, NegativeDims) {
   fill.input("x", {1}).output("y");
   fill.initializer_i64("shape", {1}, {-1});
   fill.node("ConstantOfShape", {"shape"}, {"y"}, "fill");
-  expect_plan_refuses(fill.save(dir, "neg_fill"), "neg_fill", "node name: fill): [ShapeInferenceError] shape value -1 is negative");
+  expect_plan_refuses(fill.save(dir, "neg_fill"), "neg_fill", "node 'fill' (ConstantOfShape): shape value -1 is negative");
   OnnxBuilder gnd;
   gnd.input("x", {1}).output("y");
   gnd.initializer_i64("shape", {1}, {-1});

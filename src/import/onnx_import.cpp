@@ -23,9 +23,10 @@
 #include <limits>
 #include <map>
 #include <memory>
-#include <optional>
-#include <set>
 #include <mutex>
+#include <optional>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <system_error>
 #include <unordered_map>
@@ -431,7 +432,15 @@ void Importer::infer_shapes() {
         throw Error(name_ + ": initializer '" + one_line(t, 200) +
                     "' is held in an external data file that is not beside the model, and shape inference needs "
                     "its values: keep the .onnx.data file beside the .onnx (or save small tensors inside it)");
-    throw Error(name_ + ": ONNX shape inference failed: " + one_line(m));
+    // ONNX names the node "(op_type:OP, node name: NAME): [ShapeInferenceError] why";
+    // said as every other node error is.
+    static const std::regex node_error(R"(\(op_type:([^,]*), node name: ([^)]*)\): (?:\[ShapeInferenceError\] )?(.*))");
+    std::smatch at;
+    const std::string line = one_line(m);
+    if (std::regex_search(line, at, node_error))
+      throw Error(name_ + ": node '" + at[2].str() + "' (" + at[1].str() + "): " +
+                  at[3].str().substr(0, at[3].str().find_last_not_of(' ') + 1) + " (ONNX shape inference)");
+    throw Error(name_ + ": ONNX shape inference failed: " + line);
   }
   shapes_.clear();
   shapes_indexed_ = false;
