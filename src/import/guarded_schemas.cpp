@@ -13,6 +13,7 @@
 
 #include "import/newer_schemas.h"
 #include "import/rewrites.h"
+#include "reference/common.h"
 
 namespace texplan::importing {
 
@@ -69,7 +70,7 @@ void check_for_inference(const std::string& op, onnx::InferenceContext& c) {
   // (and became a dim of -2^63 that a later node was blamed for).
   if (op == "Resize" || op == "Upsample") {
     auto check_scale = [](float v) {
-      if (!(v > 0) || v > 1e6) fail_shape_inference("scale ", v, " is not a positive size factor");
+      if (!reference::is_size_factor(v)) fail_shape_inference("scale ", v, " is not a positive size factor");
     };
     const size_t at = op == "Upsample" || c.getNumInputs() == 2 ? 1 : 2;
     if (const onnx::TensorProto* t = at < c.getNumInputs() ? c.getInputData(at) : nullptr;

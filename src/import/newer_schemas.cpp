@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "reference/common.h"
 
 namespace texplan {
 namespace {
@@ -200,7 +201,7 @@ std::unique_ptr<OpSchema> resize18(int since) {
       if (scales.size() != axes.size())
         fail_shape_inference("scales has ", scales.size(), " values for ", axes.size(), " axes");
       for (size_t k = 0; k < axes.size(); ++k) {
-        if (!(scales[k] > 0) || scales[k] > 1e6) fail_shape_inference("scale ", scales[k], " is not a positive size factor");
+        if (!reference::is_size_factor(scales[k])) fail_shape_inference("scale ", scales[k], " is not a positive size factor");
         out[axes[k]] = int64_t(std::floor(double(dims[axes[k]]) * double(scales[k])));
       }
     } else {

@@ -180,6 +180,11 @@ struct Window {
   int64_t kernel_size() const { return kernel[0] * kernel[1] * kernel[2]; }
 };
 
+// A Resize or Upsample scale texplan takes: positive and at most 1e6. A NaN,
+// infinite or absurd factor makes no size (its int64 cast is undefined);
+// the reference, the validator and import's shape inference all ask this.
+inline bool is_size_factor(double scale) { return scale > 0 && scale <= 1e6; }
+
 // Reads kernel_shape (or `kernel` when given), strides, dilations, pads and
 // auto_pad (NOTSET, SAME_UPPER, SAME_LOWER, VALID) and computes the output
 // extent of a forward window op (Conv, pools). `ceil_mode` rounds the output

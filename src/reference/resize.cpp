@@ -172,9 +172,7 @@ Outputs Resize(const OpContext& c) {
   for (size_t i = 0; i < n; ++i) {
     const int64_t d = axes[i];
     if (!scales.empty()) {
-      // NaN, infinite or absurd factors would make no size (the import's
-      // validation refuses the same: validate/shape_rules.cpp resize).
-      if (!(scales[i] > 0) || scales[i] > 1e6) c.fail("scale " + std::to_string(scales[i]) + " is not a positive size factor");
+      if (!is_size_factor(scales[i])) c.fail("scale " + std::to_string(scales[i]) + " is not a positive size factor");
       full_scales[d] = scales[i];
       out[d] = int64_t(std::floor(double(x.shape[d]) * scales[i]));
     } else {
@@ -211,7 +209,7 @@ Outputs Upsample(const OpContext& c) {
   if (scales.size() != x.shape.size()) c.fail("scales must have one entry per input dim");
   Shape out = x.shape;
   for (size_t d = 0; d < out.size(); ++d) {
-    if (!(scales[d] >= 1) || scales[d] > 1e6) c.fail("Upsample scale " + std::to_string(scales[d]) + " is not a size factor from 1 to 1e6");
+    if (!(scales[d] >= 1) || !is_size_factor(scales[d])) c.fail("Upsample scale " + std::to_string(scales[d]) + " is not a size factor from 1 to 1e6");
     out[d] = int64_t(std::floor(double(x.shape[d]) * scales[d]));
   }
   return single(resize(c, x, out, scales, {}, s));

@@ -393,7 +393,7 @@ void resize(NodeCheck& c) {
   Shape out = x;
   for (size_t i = 0; i < ax.size(); ++i) {
     if (!scales.empty()) {
-      if (!(scales[i] > 0) || scales[i] > 1e6) c.fail("scale " + std::to_string(scales[i]) + " is not a positive size factor");
+      if (!reference::is_size_factor(scales[i])) c.fail("scale " + std::to_string(scales[i]) + " is not a positive size factor");
       out[ax[i]] = int64_t(std::floor(double(x[ax[i]]) * scales[i]));
     } else {
       if (sizes[i] < 0) c.fail("sizes must not be negative");
