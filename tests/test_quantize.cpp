@@ -164,6 +164,7 @@ TEST(QuantizedModel, ImportsWithNoQuantizeOrDequantizeLeft) {
   EXPECT_EQ(count(g, "QuantizeLinear"), 0);
   EXPECT_EQ(count(g, "DequantizeLinear"), 0);
   EXPECT_EQ(count(g, "Round"), 2);  // one per activation pair
+  EXPECT_EQ(g.quantized_pairs, 2);   // pairs, not the nodes they replaced
   const HostTensor x = test::random_tensor({1, 3, 7, 7}, -2, 2, 4);
   const HostTensor got = test::evaluate_graph(g, {x}).at(0), want = qdq_conv_by_steps(x);
   // Every value on the output's grid of 0.05, and equal to the steps'.

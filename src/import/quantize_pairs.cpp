@@ -74,7 +74,7 @@ int lower_quantize_pairs(Graph& g) {
   }
   if (pairs.empty()) return 0;
   int at = -1;  // replace_nodes visits the nodes in order
-  const int lowered = replace_nodes(
+  replace_nodes(
       g,
       [&](const Node& n, RewriteNodes& r) {
         ++at;
@@ -83,27 +83,22 @@ int lower_quantize_pairs(Graph& g) {
         if (p == pairs.end()) return false;
         const Affine& a = p->second.affine;
         const Shape shape = g.tensors[n.inputs[0]].shape;
-        auto scalar = [&](float v) {
-          HostTensor t(DataType::Float32, {});
-          t.data<float>()[0] = v;
-          return r.constant(std::move(t));
-        };
         const int lo = a.type == DataType::Int8 ? -128 : 0, hi = a.type == DataType::Int8 ? 127 : 255;
         const int scaled = r.tensor(shape, DataType::Float32), rounded = r.tensor(shape, DataType::Float32),
                   clipped = r.tensor(shape, DataType::Float32);
-        r.add("Div", {n.inputs[0], scalar(a.scale)}, {scaled});
+        r.add("Div", {n.inputs[0], r.float_scalar(a.scale)}, {scaled});
         r.add("Round", {scaled}, {rounded});
-        r.add("Clip", {rounded, scalar(float(lo - a.zero)), scalar(float(hi - a.zero))}, {clipped});
+        r.add("Clip", {rounded, r.float_scalar(float(lo - a.zero)), r.float_scalar(float(hi - a.zero))}, {clipped});
         const std::vector<int>& dequantized = p->second.dequantizers;
         const int out = g.nodes[size_t(dequantized.front())].outputs[0];
-        r.add("Mul", {clipped, scalar(a.scale)}, {out});
+        r.add("Mul", {clipped, r.float_scalar(a.scale)}, {out});
         for (size_t i = 1; i < dequantized.size(); ++i)
           r.add("Identity", {out}, {g.nodes[size_t(dequantized[i])].outputs[0]});
         return true;
       },
       "dequantized");
-  g.quantized_pairs += lowered;
-  return lowered;
+  g.quantized_pairs += int(pairs.size());
+  return int(pairs.size());
 }
 
 }  // namespace texplan

@@ -6,6 +6,7 @@
 // recurrent layer needs its input, Y and one step's gates, nothing per step
 // beyond. Shapes are static, so unrolling loses nothing but launches (one
 // product and a few fused elementwise kernels a step).
+#include <bit>
 #include <map>
 #include <string>
 
@@ -77,7 +78,8 @@ class RecurrentLowering {
     return it->second;
   }
   int scalar(float v) {
-    return once("scalar " + std::to_string(v), [&] { return constant({}, true, [&](int64_t) { return v; }); });
+    // Keyed by its bits: std::to_string's six decimals would merge near values.
+    return once("scalar " + std::to_string(std::bit_cast<uint32_t>(v)), [&] { return r_.float_scalar(v); });
   }
 
   int input(size_t i) const { return i < n_.inputs.size() ? n_.inputs[i] : -1; }

@@ -20,6 +20,12 @@ int RewriteNodes::int64_constant(const std::vector<int64_t>& values) {
   return constant(std::move(v));
 }
 
+int RewriteNodes::float_scalar(float value) {
+  HostTensor v(DataType::Float32, {});
+  v.data<float>()[0] = value;
+  return constant(std::move(v));
+}
+
 int RewriteNodes::constant(HostTensor value) {
   const int id = tensor(value.shape, value.dtype);
   Tensor& t = g_.tensors[id];

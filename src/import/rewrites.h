@@ -22,6 +22,7 @@ class RewriteNodes {
   RewriteNodes(Graph& g, const Node& n, std::string tag) : g_(g), n_(n), tag_(std::move(tag)) {}
   int tensor(const Shape& shape, DataType dtype);
   int int64_constant(const std::vector<int64_t>& values);
+  int float_scalar(float value);  // a float32 constant of shape []
   // A constant of value's dtype and shape, with its bytes where it has any
   // (weights not loaded: a shape without bytes).
   int constant(HostTensor value);
