@@ -115,9 +115,7 @@ Latency time_texplan(const fs::path& dir, const std::string& device, int runs) {
   std::optional<lower::TuningScope> tuning;  // kernel choices, read as the session builds its kernels
   if (kernel_choices) tuning.emplace(kernel_choices, false, *dev);
   runtime::Session s(m.graph, m.usage, m.plan, dev, co.session);
-  std::vector<HostTensor> in;  // input_0.pb, input_1.pb, ... in the model's input order
-  for (int k = 0; fs::exists(dir / "test_data_set_0" / ("input_" + std::to_string(k) + ".pb")); ++k)
-    in.push_back(load_tensor_pb((dir / "test_data_set_0" / ("input_" + std::to_string(k) + ".pb")).string()));
+  const std::vector<HostTensor> in = cli::load_set(dir / "test_data_set_0", "input_");  // in the model's input order
   Latency l;
   l.precision = runtime::precision_name(s.precision());
   l.rel_error = cli::relative_error(s.run(in)[0], load_tensor_pb((dir / "test_data_set_0" / "output_0.pb").string()));

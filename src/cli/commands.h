@@ -3,6 +3,7 @@
 // benchmarks and the tests.
 #pragma once
 #include <nlohmann/json.hpp>
+#include <filesystem>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -98,6 +99,10 @@ struct OnnxTestArgs {
 };
 void add_onnx_test_options(CLI::App& app, OnnxTestArgs& a);
 int onnx_tests_command(const OnnxTestArgs& a);
+
+// A test data set's PREFIX0.pb, PREFIX1.pb, ... ("input_", "output_"), in
+// order, up to the first missing.
+std::vector<HostTensor> load_set(const std::filesystem::path& set, const std::string& prefix);
 
 // Relative error ||out - ref|| / ||ref|| over all elements (float view).
 double relative_error(const HostTensor& out, const HostTensor& ref);

@@ -52,14 +52,14 @@ bool is_unsupported(const std::string& msg) {
          msg.find("unknown operator") != std::string::npos || msg.find("not implemented") != std::string::npos;
 }
 
+}  // namespace
+
 std::vector<HostTensor> load_set(const fs::path& set, const std::string& prefix) {
   std::vector<HostTensor> v;
   for (int i = 0; fs::exists(set / (prefix + std::to_string(i) + ".pb")); ++i)
     v.push_back(load_tensor_pb((set / (prefix + std::to_string(i) + ".pb")).string()));
   return v;
 }
-
-}  // namespace
 
 int onnx_tests_command(const OnnxTestArgs& a) {
   if (!fs::is_directory(a.dir)) throw Error(a.dir + ": no such folder (apt-get install libonnx-testdata)");
