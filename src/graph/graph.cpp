@@ -322,6 +322,11 @@ std::optional<AttentionForm> attention_form(const Node& n) {
   return n.decisions.attention;
 }
 
+const RecurrentCell* recurrent_cell(const Node& n) {
+  if (n.op_type != "RecurrentSteps" || !n.decisions.recurrent_cell) return nullptr;
+  return &*n.decisions.recurrent_cell;
+}
+
 std::optional<OperandView> operand_view(const Node& n, int input) {
   auto it = n.decisions.operand_views.find(input);
   if (it == n.decisions.operand_views.end()) return std::nullopt;

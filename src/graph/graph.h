@@ -116,6 +116,34 @@ struct AttentionForm {
   std::vector<int64_t> output_perm;
 };
 
+// Recurrent cells (RNN, GRU, LSTM) as ONNX defines them: their gates, in
+// ONNX's order (GRU z r h, LSTM i o f c), and the activations texplan runs.
+enum class Recurrence : uint8_t { Rnn, Gru, Lstm };
+enum class CellActivation : uint8_t { Sigmoid, Tanh, Relu };
+inline int64_t gate_count(Recurrence k) { return k == Recurrence::Rnn ? 1 : k == Recurrence::Gru ? 3 : 4; }
+
+// A RecurrentSteps' cell (recurrent_cell()): one direction of an RNN, GRU or
+// LSTM over all its steps, the input's products already made. Inputs: XW
+// [T, B, G*H] (X W^T plus the biases that do not depend on the state), R^T
+// [H, G*H] (the state's product's right operand), and optionally GRU's Rb_h [H], initial h [B, H], LSTM's initial
+// c [B, H] and peepholes P [3*H] (i o f). Outputs: Y [T, B, H], every step's
+// h at its step's index, and LSTM's last c [B, H]. Set by import's
+// lower_recurrent_ops; read by the reference, the validator, the lowering
+// and profile (docs/optimizations.md#recurrent-layers).
+struct RecurrentCell {
+  Recurrence kind = Recurrence::Lstm;
+  std::vector<CellActivation> activations;  // RNN f; GRU f, g; LSTM f, g, h
+  bool reverse = false;  // from the last step to the first
+  float clip = 0;        // 0: none; else gate inputs clipped to [-clip, clip]
+  bool input_forget = false;  // LSTM: f = 1 - i
+  // GRU always has it: r multiplies (h R_h^T + Rb_h). (The other GRU form
+  // needs r of every unit before that product: import unrolls it.)
+  bool linear_before_reset = false;
+};
+// The largest state (batch x hidden floats) a RecurrentSteps takes: its
+// kernel keeps one in each work-group's local memory (16 KiB).
+constexpr int64_t kMaxRecurrentState = 4096;
+
 // An elementwise program that a FusedConv applies to X before the product:
 // conv(P(X, V1, ..., Vk), W) with operand x0 = X's element and x<j> = Vj at
 // its input channel. V1..Vk (one value per input channel, [C, 1, 1] or
@@ -203,6 +231,8 @@ struct NodeDecisions {
   std::map<int, OperandView> operand_views;
   // A FusedAttention's scale and K layout (attention_form()).
   std::optional<AttentionForm> attention;
+  // A RecurrentSteps' cell (recurrent_cell()).
+  std::optional<RecurrentCell> recurrent_cell;
   // A FusedConv's program over X's channels (channel_program()). Set by
   // optimize's channel_programs_into_convs; read by the reference, the GPU
   // GEMM lowering, half_range, and the passes that refuse it (patching,
@@ -307,6 +337,8 @@ std::optional<RowNorm> row_norm(const Node& n);
 
 // A FusedAttention's form; none on any other node (or a malformed one).
 std::optional<AttentionForm> attention_form(const Node& n);
+// A RecurrentSteps' cell; none on any other node.
+const RecurrentCell* recurrent_cell(const Node& n);
 
 // A Transpose's perm attribute, or where it has none ONNX's default for an
 // input of `rank` axes: the axes reversed. Not checked to be a permutation.

@@ -115,6 +115,78 @@ double activate(CellActivation a, double v) {
   return v;
 }
 
+// One direction's cell, as both operators run it: RNN, GRU and LSTM from
+// their ONNX node, RecurrentSteps (graph.h) from its input products.
+struct Cell {
+  Recurrence kind = Recurrence::Lstm;
+  std::vector<CellActivation> act;
+  double clip = 0;
+  bool input_forget = false, linear_before_reset = false;
+  int64_t H = 0;
+  const double* R = nullptr;    // [G*H, H]
+  const double* Rbh = nullptr;  // GRU's Rb_h [H]
+  const double* P = nullptr;    // LSTM's peepholes [3*H], or none
+
+  double clipped(double v) const { return clip > 0 ? std::clamp(v, -clip, clip) : v; }
+
+  // One step of one sequence: h (and c) from the step's input part of the
+  // gates, xg [G*H] (x W^T + Wb, + Rb but GRU's Rb_h).
+  void step(const double* xg, std::vector<double>& hs, std::vector<double>& cs) const {
+    const int64_t G = gate_count(kind) * H;
+    std::vector<double> gates(static_cast<size_t>(G)), hn(static_cast<size_t>(H));
+    for (int64_t g = 0; g < G; ++g) {
+      double v = xg[g];
+      if (kind != Recurrence::Gru || g < 2 * H)  // GRU's h gate takes the state's product below
+        for (int64_t k = 0; k < H; ++k) v += hs[size_t(k)] * R[g * H + k];
+      gates[size_t(g)] = v;
+    }
+    if (kind == Recurrence::Rnn) {
+      for (int64_t j = 0; j < H; ++j) hn[size_t(j)] = activate(act[0], clipped(gates[size_t(j)]));
+    } else if (kind == Recurrence::Gru) {
+      std::vector<double> z(static_cast<size_t>(H)), rr(static_cast<size_t>(H));
+      for (int64_t j = 0; j < H; ++j) {
+        z[size_t(j)] = activate(act[0], clipped(gates[size_t(j)]));
+        rr[size_t(j)] = activate(act[0], clipped(gates[size_t(H + j)]));
+      }
+      for (int64_t j = 0; j < H; ++j) {
+        const double* Rh = R + (2 * H + j) * H;
+        double hr = 0;
+        if (linear_before_reset) {
+          for (int64_t k = 0; k < H; ++k) hr += hs[size_t(k)] * Rh[k];
+          hr = rr[size_t(j)] * (hr + Rbh[j]);
+        } else {
+          for (int64_t k = 0; k < H; ++k) hr += rr[size_t(k)] * hs[size_t(k)] * Rh[k];
+          hr += Rbh[j];
+        }
+        const double h = activate(act[1], clipped(gates[size_t(2 * H + j)] + hr));
+        hn[size_t(j)] = (1.0 - z[size_t(j)]) * h + z[size_t(j)] * hs[size_t(j)];
+      }
+    } else {
+      for (int64_t j = 0; j < H; ++j) {
+        const double cp = cs[size_t(j)];
+        const double i = activate(act[0], clipped(gates[size_t(j)] + (P ? P[j] * cp : 0.0)));
+        const double fg =
+            input_forget ? 1.0 - i : activate(act[0], clipped(gates[size_t(2 * H + j)] + (P ? P[2 * H + j] * cp : 0.0)));
+        const double cc = activate(act[1], clipped(gates[size_t(3 * H + j)]));
+        const double cn = fg * cp + i * cc;
+        const double o = activate(act[0], clipped(gates[size_t(H + j)] + (P ? P[H + j] * cn : 0.0)));
+        cs[size_t(j)] = cn;
+        hn[size_t(j)] = o * activate(act[2], cn);
+      }
+    }
+    hs = hn;
+  }
+};
+
+HostTensor to_tensor(const OpContext& c, DataType dt, const std::vector<double>& v, const Shape& s) {
+  HostTensor out(dt, s);
+  dispatch_float(c, dt, [&](auto tag) {
+    using T = decltype(tag);
+    for (size_t k = 0; k < v.size(); ++k) out.data<T>()[k] = T(v[k]);
+  });
+  return out;
+}
+
 Outputs Recurrent(const OpContext& c) {
   const RecurrentForm f = recurrent_form(c);
   const int64_t T = f.steps, Bn = f.batch, I = f.input, H = f.hidden, G = f.gates * H, D = f.directions;
@@ -137,15 +209,13 @@ Outputs Recurrent(const OpContext& c) {
 
   std::vector<double> y(static_cast<size_t>(T * D * Bn * H), 0.0), yh(static_cast<size_t>(D * Bn * H), 0.0),
       yc(static_cast<size_t>(D * Bn * H), 0.0);
-  std::vector<double> gates(static_cast<size_t>(G)), hs(static_cast<size_t>(H)), cs(static_cast<size_t>(H)),
-      hn(static_cast<size_t>(H));
-  auto clip = [&](double v) { return f.clip > 0 ? std::clamp(v, -double(f.clip), double(f.clip)) : v; };
+  std::vector<double> xg(static_cast<size_t>(G)), hs(static_cast<size_t>(H)), cs(static_cast<size_t>(H));
   for (int64_t d = 0; d < D; ++d) {
     const double* W = w.data() + d * G * I;
-    const double* R = r.data() + d * G * H;
     const double* Wb = bias.data() + d * 2 * G;
     const double* Rb = Wb + G;
-    const auto& act = f.activations[size_t(d)];
+    const Cell cell{f.kind, f.activations[size_t(d)], double(f.clip), f.input_forget, f.linear_before_reset, H,
+                    r.data() + d * G * H, Rb + 2 * H, peep.empty() ? nullptr : peep.data() + d * 3 * H};
     for (int64_t b = 0; b < Bn; ++b) {
       for (int64_t j = 0; j < H; ++j) {
         hs[size_t(j)] = h0.empty() ? 0.0 : h0[size_t(si(d, b) + j)];
@@ -155,52 +225,12 @@ Outputs Recurrent(const OpContext& c) {
       for (int64_t s = 0; s < L; ++s) {
         const int64_t t = f.backward(d) ? L - 1 - s : s;
         const double* xt = x.data() + xi(t, b);
-        // gates = x W^T + Wb (+ h R^T + Rb, except GRU's h gate under linear_before_reset=0)
         for (int64_t g = 0; g < G; ++g) {
-          double v = Wb[g];
+          double v = Wb[g] + (f.kind == Recurrence::Gru && g >= 2 * H ? 0.0 : Rb[g]);
           for (int64_t k = 0; k < I; ++k) v += xt[k] * W[g * I + k];
-          const bool gru_h = f.kind == Recurrence::Gru && g >= 2 * H;
-          if (!gru_h) {
-            v += Rb[g];
-            for (int64_t k = 0; k < H; ++k) v += hs[size_t(k)] * R[g * H + k];
-          }
-          gates[size_t(g)] = v;
+          xg[size_t(g)] = v;
         }
-        if (f.kind == Recurrence::Rnn) {
-          for (int64_t j = 0; j < H; ++j) hn[size_t(j)] = activate(act[0], clip(gates[size_t(j)]));
-        } else if (f.kind == Recurrence::Gru) {
-          std::vector<double> z(static_cast<size_t>(H)), rr(static_cast<size_t>(H));
-          for (int64_t j = 0; j < H; ++j) {
-            z[size_t(j)] = activate(act[0], clip(gates[size_t(j)]));
-            rr[size_t(j)] = activate(act[0], clip(gates[size_t(H + j)]));
-          }
-          for (int64_t j = 0; j < H; ++j) {
-            const double* Rh = R + (2 * H + j) * H;
-            double hr = 0;
-            if (f.linear_before_reset) {
-              for (int64_t k = 0; k < H; ++k) hr += hs[size_t(k)] * Rh[k];
-              hr = rr[size_t(j)] * (hr + Rb[2 * H + j]);
-            } else {
-              for (int64_t k = 0; k < H; ++k) hr += rr[size_t(k)] * hs[size_t(k)] * Rh[k];
-              hr += Rb[2 * H + j];
-            }
-            const double h = activate(act[1], clip(gates[size_t(2 * H + j)] + hr));
-            hn[size_t(j)] = (1.0 - z[size_t(j)]) * h + z[size_t(j)] * hs[size_t(j)];
-          }
-        } else {
-          const double* P = peep.empty() ? nullptr : peep.data() + d * 3 * H;
-          for (int64_t j = 0; j < H; ++j) {
-            const double cp = cs[size_t(j)];
-            const double i = activate(act[0], clip(gates[size_t(j)] + (P ? P[j] * cp : 0.0)));
-            const double fg = f.input_forget ? 1.0 - i : activate(act[0], clip(gates[size_t(2 * H + j)] + (P ? P[2 * H + j] * cp : 0.0)));
-            const double cc = activate(act[1], clip(gates[size_t(3 * H + j)]));
-            const double cn = fg * cp + i * cc;
-            const double o = activate(act[0], clip(gates[size_t(H + j)] + (P ? P[H + j] * cn : 0.0)));
-            cs[size_t(j)] = cn;
-            hn[size_t(j)] = o * activate(act[2], cn);
-          }
-        }
-        hs = hn;
+        cell.step(xg.data(), hs, cs);
         for (int64_t j = 0; j < H; ++j) y[size_t(yi(t, d, b) + j)] = hs[size_t(j)];
       }
       for (int64_t j = 0; j < H; ++j) {
@@ -210,18 +240,58 @@ Outputs Recurrent(const OpContext& c) {
     }
   }
   const DataType dt = c.input(0).dtype;
-  auto tensor = [&](const std::vector<double>& v, const Shape& s) {
-    HostTensor out(dt, s);
-    dispatch_float(c, dt, [&](auto tag) {
-      using T = decltype(tag);
-      for (size_t k = 0; k < v.size(); ++k) out.data<T>()[k] = T(v[k]);
-    });
-    return out;
-  };
   Outputs out;
-  out.push_back(tensor(y, f.y_shape()));
-  out.push_back(tensor(yh, f.state_shape()));
-  if (lstm) out.push_back(tensor(yc, f.state_shape()));
+  out.push_back(to_tensor(c, dt, y, f.y_shape()));
+  out.push_back(to_tensor(c, dt, yh, f.state_shape()));
+  if (lstm) out.push_back(to_tensor(c, dt, yc, f.state_shape()));
+  out.resize(c.output_count());
+  return out;
+}
+
+// RecurrentSteps (graph.h RecurrentCell): inputs XW [T, B, G*H], R^T [H, G*H],
+// Rb_h [H], h0 [B, H], c0 [B, H], P [3*H]; outputs Y [T, B, H], last c [B, H].
+Outputs RecurrentSteps(const OpContext& c) {
+  const RecurrentCell* rc = recurrent_cell(c.node);
+  if (!rc) c.fail("has no recurrent cell");
+  const HostTensor& xw = c.input(0);
+  if (xw.shape.size() != 3 || !c.has_input(1) || c.input(1).shape.size() != 2)
+    c.fail("XW must be [T, B, G*H] and R^T [H, G*H], got " + to_string(xw.shape));
+  const int64_t T = xw.shape[0], Bn = xw.shape[1], H = c.input(1).shape[0], G = gate_count(rc->kind) * H;
+  const size_t activations = rc->kind == Recurrence::Rnn ? 1 : rc->kind == Recurrence::Gru ? 2 : 3;
+  if (rc->activations.size() != activations) c.fail("its cell lists the wrong number of activations");
+  if (rc->kind == Recurrence::Gru && !rc->linear_before_reset) c.fail("a GRU cell must be linear_before_reset");
+  require_shape(c, 0, {T, Bn, G}, "XW");
+  require_shape(c, 1, {H, G}, "R^T");
+  require_shape(c, 2, {H}, "Rb_h");
+  require_shape(c, 3, {Bn, H}, "initial_h");
+  require_shape(c, 4, {Bn, H}, "initial_c");
+  require_shape(c, 5, {3 * H}, "P");
+  const std::vector<double> x = c.doubles(xw), rt = c.doubles(c.input(1));
+  std::vector<double> r(rt.size());  // R [G*H, H], as the cell reads it
+  for (int64_t k = 0; k < H; ++k)
+    for (int64_t g = 0; g < G; ++g) r[size_t(g * H + k)] = rt[size_t(k * G + g)];
+  auto optional = [&](size_t i, int64_t n) {
+    return c.has_input(i) ? c.doubles(c.input(i)) : std::vector<double>(size_t(n), 0.0);
+  };
+  const std::vector<double> rbh = optional(2, H), h0 = optional(3, Bn * H), c0 = optional(4, Bn * H);
+  const std::vector<double> peep = c.has_input(5) ? c.doubles(c.input(5)) : std::vector<double>();
+  const Cell cell{rc->kind, rc->activations, double(rc->clip), rc->input_forget, rc->linear_before_reset, H,
+                  r.data(), rbh.data(), peep.empty() ? nullptr : peep.data()};
+  std::vector<double> y(static_cast<size_t>(T * Bn * H)), last_c(static_cast<size_t>(Bn * H)),
+      hs(static_cast<size_t>(H)), cs(static_cast<size_t>(H));
+  for (int64_t b = 0; b < Bn; ++b) {
+    std::copy_n(h0.begin() + b * H, H, hs.begin());
+    std::copy_n(c0.begin() + b * H, H, cs.begin());
+    for (int64_t s = 0; s < T; ++s) {
+      const int64_t t = rc->reverse ? T - 1 - s : s;
+      cell.step(x.data() + (t * Bn + b) * G, hs, cs);
+      std::copy(hs.begin(), hs.end(), y.begin() + (t * Bn + b) * H);
+    }
+    std::copy(cs.begin(), cs.end(), last_c.begin() + b * H);
+  }
+  Outputs out;
+  out.push_back(to_tensor(c, xw.dtype, y, {T, Bn, H}));
+  if (rc->kind == Recurrence::Lstm) out.push_back(to_tensor(c, xw.dtype, last_c, {Bn, H}));
   out.resize(c.output_count());
   return out;
 }
@@ -238,6 +308,7 @@ void register_recurrent(OpTable& t) {
   t["RNN"] = {Recurrent, common};
   t["GRU"] = {Recurrent, with({"linear_before_reset"})};
   t["LSTM"] = {Recurrent, with({"input_forget"})};
+  t["RecurrentSteps"] = {RecurrentSteps, {}};
 }
 
 }  // namespace texplan::reference

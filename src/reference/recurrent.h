@@ -11,10 +11,9 @@
 
 namespace texplan::reference {
 
-enum class Recurrence { Rnn, Gru, Lstm };
-
-// The activations texplan runs in a recurrent cell (ONNX allows more).
-enum class CellActivation { Sigmoid, Tanh, Relu };
+// graph.h's: the activations texplan runs in a recurrent cell (ONNX allows more).
+using texplan::CellActivation;
+using texplan::Recurrence;
 
 struct RecurrentForm {
   Recurrence kind = Recurrence::Lstm;

@@ -211,6 +211,19 @@ void recurrent(NodeCheck& c) {
   c.expect(2, f.state_shape(), c.dtype(0));
 }
 
+// Import makes it from an RNN, GRU or LSTM checked above; its operands are
+// checked against its cell as the reference reads them.
+void recurrent_steps(NodeCheck& c) {
+  const RecurrentCell* cell = recurrent_cell(c.node());
+  if (!cell) c.fail("has no recurrent cell");
+  if (c.rank(0) != 3 || c.rank(1) != 2) c.fail("XW must have rank 3 and R^T rank 2");
+  const int64_t T = c.shape(0)[0], B = c.shape(0)[1], H = c.shape(1)[0];
+  if (c.shape(0)[2] != gate_count(cell->kind) * H || c.shape(1)[1] != c.shape(0)[2])
+    c.fail("XW " + to_string(c.shape(0)) + " and R^T " + to_string(c.shape(1)) + " do not share their gates");
+  c.expect(0, {T, B, H}, c.dtype(0));
+  c.expect(1, {B, H}, c.dtype(0));
+}
+
 }  // namespace
 
 void add_compute_rules(RuleTable& t) {
@@ -224,6 +237,7 @@ void add_compute_rules(RuleTable& t) {
   t["GlobalMaxPool"] = global_pool;
   t["BatchNormalization"] = batch_norm;
   for (const char* op : {"RNN", "GRU", "LSTM"}) t[op] = recurrent;
+  t["RecurrentSteps"] = recurrent_steps;
   t["InstanceNormalization"] = instance_norm;
   t["LayerNormalization"] = layer_norm;
   t["LRN"] = lrn;
