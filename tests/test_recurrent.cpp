@@ -1,10 +1,13 @@
 // RNN, GRU and LSTM (reference/recurrent.cpp; ONNX's node tests for them
-// pass through `texplan onnx-tests --filter lstm|gru|rnn`) unrolled at import
-// (import/recurrent_ops.cpp): the lowered graph against the reference's own
-// operator, every output (Y, Y_h, Y_c), over directions, layouts, batches,
-// initial states, peepholes, input_forget, clip, GRU's linear_before_reset
-// and activation lists, on the host and on the device with nothing on the
-// CPU; the nodes it leaves alone; an LSTM as an ONNX file gives it.
+// pass through `texplan onnx-tests --filter lstm|gru|rnn`) lowered at import
+// (import/recurrent_ops.cpp) into one RecurrentSteps node per direction, or
+// unrolled (large states, GRU's reset before the product): the lowered
+// graph against the reference's own operator, every output (Y, Y_h, Y_c),
+// over directions, layouts, batches, initial states, peepholes,
+// input_forget, clip, GRU's linear_before_reset and activation lists, on the
+// host and on the device with nothing on the CPU, in both kernel forms (a
+// launch a step, one persistent launch); the nodes it leaves alone; an LSTM
+// as an ONNX file gives it.
 #include <gtest/gtest.h>
 
 #include "import/onnx_import.h"
@@ -47,6 +50,7 @@ std::vector<RecurrentCase> cases() {
       {"RNN both ways, Relu and Tanh", "RNN", 5, 2, 3, 4,
        {{"direction", Attribute::of_string("bidirectional")}, {"activations", strings({"Relu", "Tanh"})}}, true},
       {"RNN batch-major, one step", "RNN", 1, 3, 4, 2, {{"layout", Attribute::of_int(1)}}},
+      {"LSTM, a state too large for one work-group (unrolled)", "LSTM", 2, 33, 3, 128, {}, true},
   };
 }
 
@@ -134,26 +138,49 @@ TEST(RecurrentLowering, EqualsTheReferencesOperatorOnEveryOutput) {
     // (input_forget: f = 1 - i, so f's own products are dead and dropped.)
     const int64_t used = gates - (per_gate && c.attrs.count("input_forget") ? 1 : 0);
     const int64_t per_step = per_gate ? used : reset_first ? 2 : 1;
-    EXPECT_EQ(count(n.graph, "MatMul"), D * ((per_gate ? used : 1) + c.T * per_step));
+    if (c.B * c.H <= kMaxRecurrentState && !reset_first) {  // X's product and the steps' node, per direction
+      EXPECT_EQ(count(n.graph, "MatMul"), D);
+      EXPECT_EQ(count(n.graph, "RecurrentSteps"), D);
+    } else {
+      EXPECT_EQ(count(n.graph, "RecurrentSteps"), 0);
+      EXPECT_EQ(count(n.graph, "MatMul"), D * ((per_gate ? used : 1) + c.T * per_step));
+    }
     const std::vector<HostTensor> got = test::evaluate_graph(n.graph, n.feeds);
     ASSERT_EQ(got.size(), n.want.size());
     for (size_t k = 0; k < got.size(); ++k) EXPECT_LT(test::max_abs_diff(got[k], n.want[k]), 1e-5) << "output " << k;
   }
 }
 
+// Both forms of RecurrentSteps' kernel: a launch a step, and one launch of
+// one work-group per compute unit with a grid barrier between steps (PoCL
+// has OpenCL C 3.0's device-scope fences too); runs twice, so the barrier's
+// counters left by one run serve the next.
 TEST(RecurrentLowering, RunsOnTheDeviceWithNoCpuFallback) {
   auto dev = test::test_device();
-  for (const RecurrentCase& c : cases()) {
-    SCOPED_TRACE(c.what);
-    RecurrentNode n = recurrent_node(c, 11);
-    ASSERT_EQ(lower_recurrent_ops(n.graph), 1);
-    PlanInput pin = make_usage_records(n.graph);
-    plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
-    runtime::Session s(n.graph, pin, plan, dev, {});
-    EXPECT_TRUE(s.fallback_nodes().empty());
-    const std::vector<HostTensor> got = s.run(n.feeds);
-    ASSERT_EQ(got.size(), n.want.size());
-    for (size_t k = 0; k < got.size(); ++k) EXPECT_LT(test::max_abs_diff(got[k], n.want[k]), 1e-5) << "output " << k;
+  for (const std::string form : {"steps", "persistent"}) {
+    if (form == "persistent" && !dev->info().device_scope_fences) {
+      std::printf("skipped: %s has no device-scope fences for the persistent form\n", dev->info().name.c_str());
+      continue;
+    }
+    for (const RecurrentCase& c : cases()) {
+      SCOPED_TRACE(c.what + ", " + form);
+      RecurrentNode n = recurrent_node(c, 11);
+      ASSERT_EQ(lower_recurrent_ops(n.graph), 1);
+      PlanInput pin = make_usage_records(n.graph);
+      plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
+      runtime::SessionOptions o;
+      o.kernel_choice.recurrent = form;
+      runtime::Session s(n.graph, pin, plan, dev, o);
+      EXPECT_TRUE(s.fallback_nodes().empty());
+      const int steps_nodes = count(n.graph, "RecurrentSteps");
+      if (form == "persistent" && steps_nodes > 0) EXPECT_LE(s.kernel_launches(), int(n.graph.nodes.size()));
+      for (int run = 0; run < 2; ++run) {
+        const std::vector<HostTensor> got = s.run(n.feeds);
+        ASSERT_EQ(got.size(), n.want.size());
+        for (size_t k = 0; k < got.size(); ++k)
+          EXPECT_LT(test::max_abs_diff(got[k], n.want[k]), 1e-5) << "output " << k << ", run " << run;
+      }
+    }
   }
 }
 
@@ -196,8 +223,9 @@ TEST(RecurrentReference, ShortSequencesLeaveZerosAndKeepTheirLastState) {
 }
 
 // An LSTM as PyTorch's exporter writes one (constant weights, a bias, no
-// initial state, Y_h read) is unrolled by the importer itself.
-TEST(RecurrentImport, TheImporterUnrollsAnLstm) {
+// initial state, Y_h read) is lowered by the importer itself: X's product
+// and one RecurrentSteps.
+TEST(RecurrentImport, TheImporterLowersAnLstm) {
   test::OnnxBuilder b(14);
   const int64_t T = 3, I = 2, H = 4;
   b.input("x", {T, 1, I});
@@ -215,7 +243,8 @@ TEST(RecurrentImport, TheImporterUnrollsAnLstm) {
   b.m.SerializeToString(&bytes);
   const Graph g = import_onnx_bytes(bytes, "lstm", "", {.load_weights = true});
   EXPECT_EQ(count(g, "LSTM"), 0);
-  EXPECT_EQ(count(g, "MatMul"), 1 + T);
+  EXPECT_EQ(count(g, "MatMul"), 1);
+  EXPECT_EQ(count(g, "RecurrentSteps"), 1);
   ASSERT_EQ(g.outputs.size(), 1u);
   EXPECT_EQ(to_string(g.tensors[g.outputs[0]].shape), "1x1x4");
 }

@@ -51,6 +51,7 @@ struct RunArgs {
   int bench = 0;
   double tolerance = -1;  // negative: by precision, 1e-4 for fp32, 1e-2 for tf32 and fp16 (docs/precision.md)
   std::string precision = "fp32";  // fp32 | tf32 | fp16 (runtime::Precision)
+  std::string recurrent = "auto";  // auto | steps | persistent (lower::KernelChoice::recurrent)
   std::string json_path;
   std::string output_dir;  // writes output_N.pb there
   bool profile = false;    // per-node device times (cli/profile_report.h)

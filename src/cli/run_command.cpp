@@ -89,12 +89,9 @@ Timing time_runs(int n, F&& run_once) {
 // Device time of one run spent in CLBlast's nodes and in texplan's (from
 // profiling events; the median run of three). With --bench only: 4 more runs.
 json time_partitions(const Graph& g, const PlanInput& pin, const plan::MemoryPlan& plan,
-                     std::shared_ptr<runtime::Device> device, std::shared_ptr<offload::Offloader> offloader,
-                     const std::vector<HostTensor>& inputs, runtime::Precision precision) {
-  runtime::SessionOptions o;
-  o.precision = precision;
+                     std::shared_ptr<runtime::Device> device, const std::vector<HostTensor>& inputs,
+                     runtime::SessionOptions o) {
   o.profile = true;
-  o.offload = offloader;
   runtime::Session s(g, pin, plan, device, o);
   std::set<std::string> library(s.offloaded_nodes().begin(), s.offloaded_nodes().end());
   s.run(inputs);  // warm-up
@@ -148,7 +145,21 @@ int run_command(const RunArgs& a) {
     return ms;
   };
   auto since = [&] { return ms_text(since_ms()); };
+  // The device first: its type decides some of import's forms (recurrent layers).
+  const bool on_cpu = a.device == "cpu";
+  std::shared_ptr<runtime::Device> device;
+  plan::DeviceProfile profile;
+  if (on_cpu) {
+    profile = plan::DeviceProfile::load("pocl");
+  } else {
+    runtime::DeviceOptions device_options;
+    device_options.program_cache = a.program_cache;
+    device = runtime::open_device(a.device, device_options);
+    profile = device->info().profile;
+  }
   ImportOptions import_options{.load_weights = true};
+  // (A recurrent kernel named takes them on CPU devices too.)
+  import_options.recurrent_steps_nodes = on_cpu || device->info().type != "cpu" || a.recurrent != "auto";
   apply_shape_settings(a.shapes, import_options);
   const std::string stem = fs::path(file).stem().string();
   if (a.random_input && !a.inputs.empty())
@@ -175,22 +186,11 @@ int run_command(const RunArgs& a) {
   }
   runtime::check_inputs(g, inputs);
 
-  const bool on_cpu = a.device == "cpu";
   if (on_cpu && a.io == "device")
     throw Error(g.model_name + ": --io device needs an OpenCL device; --device cpu is the host's reference executor");
   if (on_cpu && (a.profile || !a.trace_path.empty()))
     throw Error(g.model_name + ": --profile and --trace time OpenCL kernels; --device cpu is the host's reference "
                 "executor");
-  std::shared_ptr<runtime::Device> device;
-  plan::DeviceProfile profile;
-  if (on_cpu) {
-    profile = plan::DeviceProfile::load("pocl");
-  } else {
-    runtime::DeviceOptions device_options;
-    device_options.program_cache = a.program_cache;
-    device = runtime::open_device(a.device, device_options);
-    profile = device->info().profile;
-  }
   // Tf32 only where the device has tensor cores; elsewhere exact fp32, said once.
   runtime::Precision precision = runtime::parse_precision(a.precision);
   if (precision == runtime::Precision::Tf32 && (!device || !runtime::tf32_supported(*device))) {
@@ -219,6 +219,7 @@ int run_command(const RunArgs& a) {
   co.optimize = a.optimize;
   co.patch = a.patch;
   co.session.precision = precision;
+  if (a.recurrent != "auto") co.session.kernel_choice.recurrent = a.recurrent;
   // PatchWrite runs on OpenCL devices only (lower/patch_write.cpp).
   if (on_cpu && a.patch != "off")
     throw Error(g.model_name + ": --patch runs on OpenCL devices; --device cpu is the host's reference executor");
@@ -249,6 +250,12 @@ int run_command(const RunArgs& a) {
   }
   // Offload: the partition adds its scratch records before planning.
   std::shared_ptr<offload::Offloader> offloader;
+  // What every session of this run takes (the timed, profiled, guarded and measuring ones).
+  auto session_options = [&] {
+    runtime::SessionOptions o = co.session;
+    o.offload = offloader;
+    return o;
+  };
   if (!on_cpu && a.offload != "none") {
     offload::OffloadOptions oo;
     oo.only = a.offload_only;
@@ -271,9 +278,7 @@ int run_command(const RunArgs& a) {
     // candidate; then partition and plan again, without the scratch of the
     // nodes texplan keeps (its pools are freed first).
     {
-      runtime::SessionOptions mo;
-      mo.offload = offloader;
-      mo.precision = precision;
+      runtime::SessionOptions mo = session_options();
       runtime::Session measure(g, pin, plan, device, mo);
     }
     pin = usage_records(m, co);
@@ -346,9 +351,7 @@ int run_command(const RunArgs& a) {
     if (a.bench > 0) timing = time_runs(a.bench, [&] { return cpu.run(inputs), -1.0; });
     report["device"] = "cpu (reference executor)";
   } else {
-    runtime::SessionOptions so;
-    so.offload = offloader;
-    so.precision = precision;
+    runtime::SessionOptions so = session_options();
     runtime::Session session(g, pin, plan, device, so);
     tuning_progress.reset();
     report::verbose_log() << "session on " << device->info().name << " (pools allocated, weights uploaded, kernels built) in "
@@ -387,10 +390,8 @@ int run_command(const RunArgs& a) {
       timing = time_runs(a.bench, [&] { return session.run(inputs), session.last_enqueue_ms(); });
     report["device"] = device->info().name + " (" + device->info().platform + ")";
     if (a.profile || !a.trace_path.empty()) {
-      runtime::SessionOptions po;
+      runtime::SessionOptions po = session_options();
       po.profile = true;
-      po.offload = offloader;
-      po.precision = precision;
       runtime::Session profiled(g, pin, plan, device, po);
       profiled.run(inputs);  // warm-up
       std::vector<std::vector<runtime::NodeTime>> runs;
@@ -404,12 +405,10 @@ int run_command(const RunArgs& a) {
       if (!a.trace_path.empty())
         write_file(a.trace_path, trace_json(runs, g.model_name, device->info().name).dump() + "\n", g.model_name);
     }
-    if (offloader && a.bench > 0) partition_ms = time_partitions(g, pin, plan, device, offloader, inputs, precision);
+    if (offloader && a.bench > 0) partition_ms = time_partitions(g, pin, plan, device, inputs, session_options());
     if (a.guard) {
-      runtime::SessionOptions go;
+      runtime::SessionOptions go = session_options();
       go.guard = true;
-      go.offload = offloader;
-      go.precision = precision;
       runtime::Session guarded(g, pin, plan, device, go);
       guarded.run(inputs);
       for (const auto& v : guarded.guard_violations()) {

@@ -46,6 +46,11 @@ void add_run_options(CLI::App& app, RunArgs& a) {
                  "weights stored as IEEE half, fp32 arithmetic (every device; plans halve; errors near 1e-3)")
       ->check(CLI::IsMember({"fp32", "tf32", "fp16"}))
       ->capture_default_str();
+  app.add_option("--recurrent-kernel", a.recurrent,
+                 "RNN/GRU/LSTM steps: steps (a launch a step), persistent (all steps in one launch, a grid barrier "
+                 "between them; devices with OpenCL C 3.0's device-scope fences), auto (persistent on such GPUs)")
+      ->check(CLI::IsMember({"auto", "steps", "persistent"}))
+      ->capture_default_str();
   app.add_flag("--guard", a.guard, "poison pools and check after every node that live tensors stay intact");
   app.add_option("--bench", a.bench, "time N runs after warm-up")->check(whole_number(0, 1 << 30));
   app.add_option("--io", a.io,

@@ -139,6 +139,16 @@ DeviceInfo describe(cl_device_id d, int index) {
   i.local_mem_bytes = int64_t(device_value<cl_ulong>(d, CL_DEVICE_LOCAL_MEM_SIZE));
   i.max_group_items = int64_t(device_value<size_t>(d, CL_DEVICE_MAX_WORK_GROUP_SIZE));
   i.native_float_width = std::max(1, int(device_value<cl_uint>(d, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT)));
+  {
+    // OpenCL 3.0's names (this build targets the 1.2 API): a 1.2 device
+    // answers CL_INVALID_VALUE, and has none.
+    constexpr cl_device_info kAtomicFenceCapabilities = 0x1064;  // CL_DEVICE_ATOMIC_FENCE_CAPABILITIES
+    constexpr cl_bitfield kAtomicScopeDevice = 1 << 5;           // CL_DEVICE_ATOMIC_SCOPE_DEVICE
+    cl_bitfield fences = 0;
+    i.device_scope_fences =
+        clGetDeviceInfo(d, kAtomicFenceCapabilities, sizeof fences, &fences, nullptr) == CL_SUCCESS &&
+        (fences & kAtomicScopeDevice) != 0;
+  }
   std::istringstream ext(device_string(d, CL_DEVICE_EXTENSIONS));
   for (std::string e; ext >> e;) i.extensions.push_back(e);
   auto has = [&](const std::string& e) {
@@ -425,7 +435,7 @@ cl_program Device::program(const std::string& file, const std::string& defines, 
   // The options that decide the binary, which key the program cache; -w
   // changes only what the compiler says.
   const std::string code_options =
-      std::string("-cl-std=CL1.2 -cl-mad-enable ") +
+      std::string(defines.find("-cl-std=") == std::string::npos ? "-cl-std=CL1.2 " : "") + "-cl-mad-enable " +
       ((fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) ? "-cl-fp32-correctly-rounded-divide-sqrt " : "") +
       (show_log && nv_options ? "-cl-nv-verbose " : "") + defines;
   const std::string options = code_options + (show_log || to_sink ? "" : " -w");

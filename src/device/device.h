@@ -55,6 +55,10 @@ struct DeviceInfo {
   // register blocks by it.
   int native_float_width = 1;
   std::vector<std::string> extensions;
+  // OpenCL C 3.0's atomic_work_item_fence at memory_scope_device
+  // (CL_DEVICE_ATOMIC_FENCE_CAPABILITIES): what a persistent kernel's grid
+  // barrier needs (lower/recurrent.cpp).
+  bool device_scope_fences = false;
   plan::DeviceProfile profile;
 };
 

@@ -69,11 +69,11 @@ int remove_inference_dropouts(Graph& g) {
   return removed;
 }
 
-void rewrite_imported_graph(Graph& g) {
+void rewrite_imported_graph(Graph& g, bool recurrent_steps_nodes) {
   remove_inference_dropouts(g);
   lower_einsums(g);
   lower_quantize_pairs(g);
-  lower_recurrent_ops(g);
+  lower_recurrent_ops(g, recurrent_steps_nodes);
   lower_volume_ops(g);
   cancel_transpose_round_trips(g);
 }

@@ -194,7 +194,7 @@ void Importer::complete_graph(Graph& graph) {
   for (auto& t : graph.tensors)
     if (t.is_constant && !t.has_data && opt_.load_weights)
       throw Error(name_ + ": weights of '" + t.name + "' are not loaded");
-  rewrite_imported_graph(graph);
+  rewrite_imported_graph(graph, opt_.recurrent_steps_nodes);
 }
 
 // Before opset 13, Softmax/LogSoftmax/Hardmax flatten the input to 2-D at

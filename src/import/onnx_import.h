@@ -24,6 +24,12 @@ struct ImportOptions {
   // input's static dims. Every symbolic dimension left unfixed is an error
   // that names it and these two ways to fix it.
   std::map<std::string, Shape> input_shapes = {};
+  // RNN, GRU and LSTM with a small state as one RecurrentSteps node per
+  // direction (one kernel a step, or all steps in one persistent launch),
+  // else unrolled into a product and elementwise nodes a step, which CPU
+  // devices run faster (docs/performance.md#recurrent-kernels-2026-12-05).
+  // The pipeline sets it by device type.
+  bool recurrent_steps_nodes = true;
 };
 
 // A graph input as the file declares it: dims[k] < 0 where dimension k is

@@ -22,11 +22,13 @@ using reference::RecurrentForm;
 
 class RecurrentLowering {
  public:
-  RecurrentLowering(const Graph& g, const Node& n, const RecurrentForm& f, RewriteNodes& r)
-      : g_(g), n_(n), f_(f), r_(r), B_(f.batch), H_(f.hidden), per_gate_(f.batch > 1 && f.gates > 1) {}
+  RecurrentLowering(const Graph& g, const Node& n, const RecurrentForm& f, RewriteNodes& r, bool steps_nodes)
+      : g_(g), n_(n), f_(f), r_(r), B_(f.batch), H_(f.hidden), per_gate_(f.batch > 1 && f.gates > 1),
+        steps_nodes_(steps_nodes) {}
 
   void run() {
     const int x = steps_major(input(0), {f_.steps, B_, f_.input}, {1, 0, 2});
+    if (one_node_per_direction()) return run_steps_nodes(x);
     std::vector<int> pieces(size_t(f_.steps * f_.directions), -1), last_h, last_c;
     for (int64_t d = 0; d < f_.directions; ++d) {
       std::vector<int> xw;  // [T, B, G], or per_gate_ one [T, B, H] per gate
@@ -49,12 +51,7 @@ class RecurrentLowering {
       const int y = concat(all, {f_.steps * f_.directions, B_, H_});
       output(0, r_.reshape(y, {f_.steps, f_.directions, B_, H_}), {2, 0, 1, 3});
     }
-    for (int k : {1, 2}) {
-      if (!wanted(k) || (k == 2 && f_.kind != Recurrence::Lstm)) continue;
-      std::vector<int> all;
-      for (int s : k == 1 ? last_h : last_c) all.push_back(r_.reshape(s, {1, B_, H_}));
-      output(k, concat(all, {f_.directions, B_, H_}), {1, 0, 2});
-    }
+    states_out(last_h, last_c);
   }
 
  private:
@@ -67,6 +64,7 @@ class RecurrentLowering {
   // strided column block, which a Slice would copy every step). One: all
   // gates in one product, each gate a view of its columns.
   const bool per_gate_;
+  const bool steps_nodes_;  // ImportOptions::recurrent_steps_nodes
 
   std::map<std::string, int> made_;  // constants every step shares, by what they hold
 
@@ -132,6 +130,67 @@ class RecurrentLowering {
       return;
     }
     r_.add("Reshape", {t, r_.int64_constant(g_.tensors[n_.outputs[k]].shape)}, {n_.outputs[k]});
+  }
+
+  // Y_h and Y_c from each direction's last state [B, H].
+  void states_out(const std::vector<int>& last_h, const std::vector<int>& last_c) {
+    for (int k : {1, 2}) {
+      if (!wanted(k) || (k == 2 && f_.kind != Recurrence::Lstm)) continue;
+      std::vector<int> all;
+      for (int s : k == 1 ? last_h : last_c) all.push_back(r_.reshape(s, {1, B_, H_}));
+      output(k, concat(all, {f_.directions, B_, H_}), {1, 0, 2});
+    }
+  }
+
+  // A state small enough for one work-group's local memory takes one
+  // RecurrentSteps node per direction (graph.h), whose kernel runs a step in
+  // one launch, or all of them in one (lower/recurrent.cpp). Larger batches
+  // are products worth a GEMM each step: unrolled. So is GRU's form without
+  // linear_before_reset, whose r multiplies h before the product.
+  bool one_node_per_direction() const {
+    return steps_nodes_ && B_ * H_ <= kMaxRecurrentState && (f_.kind != Recurrence::Gru || f_.linear_before_reset);
+  }
+  void run_steps_nodes(int x) {
+    std::vector<int> ys, last_h, last_c;
+    const int64_t G = f_.gates * H_;
+    for (int64_t d = 0; d < f_.directions; ++d) {
+      std::vector<int> in = {input_products(x, d, 0, f_.gates), transposed_rows(2, d, 0, G), -1, -1, -1, -1};
+      if (f_.kind == Recurrence::Gru && input(3) >= 0) in[2] = state_bias(d, H_, 2 * H_);
+      if (input(5) >= 0) in[3] = initial_state(5, d);
+      if (f_.kind == Recurrence::Lstm && input(6) >= 0) in[4] = initial_state(6, d);
+      if (f_.kind == Recurrence::Lstm && input(7) >= 0) in[5] = peepholes(d);
+      while (in.back() < 0) in.pop_back();
+      const int y = r_.tensor({f_.steps, B_, H_}, dtype());
+      std::vector<int> out = {y};
+      if (f_.kind == Recurrence::Lstm) out.push_back(r_.tensor({B_, H_}, dtype()));
+      Node& n = r_.add("RecurrentSteps", in, out);
+      RecurrentCell cell;
+      cell.kind = f_.kind;
+      cell.activations = f_.activations[size_t(d)];
+      cell.reverse = f_.backward(d);
+      cell.clip = f_.clip;
+      cell.input_forget = f_.input_forget;
+      cell.linear_before_reset = f_.linear_before_reset;
+      n.decisions.recurrent_cell = cell;
+      ys.push_back(r_.reshape(y, {f_.steps, 1, B_, H_}));
+      const int64_t last = f_.backward(d) ? 0 : f_.steps - 1;
+      last_h.push_back(r_.reshape(slice(y, 0, last, last + 1), {B_, H_}));
+      if (f_.kind == Recurrence::Lstm) last_c.push_back(out[1]);
+    }
+    if (wanted(0)) {
+      int y = ys[0];
+      if (ys.size() > 1) {
+        y = add("Concat", ys, {f_.steps, f_.directions, B_, H_});
+        r_.back().attrs["axis"] = Attribute::of_int(1);
+      }
+      output(0, y, {2, 0, 1, 3});
+    }
+    states_out(last_h, last_c);
+  }
+  // LSTM's peepholes (i o f) of direction d: [3 * H].
+  int peepholes(int64_t d) {
+    const float* p = values(7);
+    return constant({3 * H_}, p != nullptr, [&](int64_t e) { return p[d * 3 * H_ + e]; });
   }
 
   // A float constant of `shape` from value(i) (shape only where the
@@ -292,7 +351,7 @@ bool lowerable(const Graph& g, const Node& n) {
 
 }  // namespace
 
-int lower_recurrent_ops(Graph& g) {
+int lower_recurrent_ops(Graph& g, bool steps_nodes) {
   return replace_nodes(
       g,
       [&](const Node& n, RewriteNodes& r) {
@@ -315,7 +374,7 @@ int lower_recurrent_ops(Graph& g) {
           return false;  // the validator names the fault after import's rewrites
         }
         if (f.steps < 1 || f.batch < 1) return false;  // nothing to unroll: the reference's empty outputs
-        RecurrentLowering(g, n, f, r).run();
+        RecurrentLowering(g, n, f, r, steps_nodes).run();
         return true;
       },
       "unrolled");

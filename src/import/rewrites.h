@@ -83,7 +83,7 @@ int lower_quantize_pairs(Graph& g);
 // all steps, then per step the state's product with R and the cell's
 // elementwise nodes, the states written into Y's slices. Others stay for
 // the CPU reference. Returns the number lowered.
-int lower_recurrent_ops(Graph& g);
+int lower_recurrent_ops(Graph& g, bool steps_nodes = true);
 
 // A Transpose whose output, through elementwise ops of one tensor (Relu,
 // Clip with constant bounds, ...) each read by the next alone, is read only
@@ -93,7 +93,7 @@ int lower_recurrent_ops(Graph& g);
 int cancel_transpose_round_trips(Graph& g);
 
 // All of the above; what import_onnx calls last.
-void rewrite_imported_graph(Graph& g);
+void rewrite_imported_graph(Graph& g, bool recurrent_steps_nodes = true);
 
 // Einsum's output dims where every operand's shape is known (libonnx 1.12's
 // Einsum inference gives only the rank); fails shape inference, with the

@@ -50,6 +50,16 @@ typedef struct {
 } AttentionParams;
 #define ATT_BATCH(p, s, b) ((b) / (p).heads * (p).s##_sb + (b) % (p).heads * (p).s##_sh)
 
+// RecurrentSteps' scalars (recurrent.cl; lower/recurrent.cpp): element
+// offsets of XW, R, Rb_h, h0, c0, P, Y and C; the sizes; which optional
+// inputs there are; the cell's flags; the node's index for the fault flags.
+typedef struct {
+  int xwo, ro, rbo, h0o, c0o, po, yo, co;
+  int steps, batch, hidden, upg;
+  int reverse, has_rb, has_h0, has_c0, has_p, input_forget, node;
+  float clip;
+} RecurrentParams;
+
 // Offset in a strided operand of element i of the contiguous space `dims`.
 inline int strided_offset(int i, Dims dims, Dims st) {
   int off = 0;

@@ -48,7 +48,7 @@ const KernelCatalog& kernel_catalog() {
                            "norm.cl",          "fused.cl",        "cpu_conv.cl",    "cpu_gemm.cl",
                            "cpu_depthwise.cl", "cpu_winograd.cl", "texture_ops.cl", "texture_conv.cl",
                            "gemm.cl",          "conv.cl",         "conv_maxpool.cl", "attention.cl",
-                           "cpu_attention.cl", "gemm_kgroups.cl"};
+                           "cpu_attention.cl", "gemm_kgroups.cl", "recurrent.cl"};
     return k;
   }();
   return catalog;

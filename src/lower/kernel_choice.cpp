@@ -12,6 +12,7 @@ void check_kernel_choice(const KernelChoice& c) {
   check_mma_variant(c.mma);
   check_cpu_winograd_variant(c.cpu_winograd);
   check_attention_blocks(c.attention);
+  check_recurrent_form(c.recurrent);
   if (c.tf32_splits < 0) throw Error("tf32 split-K into " + std::to_string(c.tf32_splits) + " slices");
 }
 

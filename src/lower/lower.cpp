@@ -312,6 +312,7 @@ const std::map<std::string, Lowering>& table() {
       {"FusedConvMaxPool", lower_fused_conv_maxpool},
       {"FusedMlp", lower_fused_mlp},
       {"FusedAttention", lower_fused_attention},
+      {"RecurrentSteps", lower_recurrent_steps},
       {"PatchWrite", lower_patch_write},
   };
   return t;

@@ -48,6 +48,13 @@ struct GemmParams {
   Dims batch{}, a_sb{}, b_sb{}, c_sb{};
 };
 
+// RecurrentSteps' scalars; match RecurrentParams in src/kernels/common.cl.
+struct RecurrentParams {
+  cl_int xwo = 0, ro = 0, rbo = 0, h0o = 0, c0o = 0, po = 0, yo = 0, co = 0;
+  cl_int steps = 0, batch = 0, hidden = 0, upg = 0;
+  cl_int reverse = 0, has_rb = 0, has_h0 = 0, has_c0 = 0, has_p = 0, input_forget = 0, node = 0;
+  cl_float clip = 0;
+};
 // FusedAttention's scalars; match AttentionParams in src/kernels/common.cl.
 struct AttentionParams {
   cl_int qo = 0, ko = 0, vo = 0, mo = 0, yo = 0;
@@ -206,7 +213,8 @@ class NodeBuilder {
   std::function<FaultFlags()> index_faults;
 
   // Prepares kernel `name` from src/kernels/`src.file` with `args`
-  // (TensorArg, MemArg, int, float, Dims, ConvParams, GemmParams, AttentionParams) for the
+  // (TensorArg, MemArg, int, float, Dims, ConvParams, GemmParams, AttentionParams,
+  // RecurrentParams) for the
   // given range.
   template <class... A>
   void launch(const Source& src, const char* name, const Range& r, const A&... args) {
@@ -264,6 +272,7 @@ class NodeBuilder {
   void set_arg(Launch& l, cl_uint& i, const ConvParams& v) { set_raw(l, i, sizeof v, &v); }
   void set_arg(Launch& l, cl_uint& i, const GemmParams& v) { set_raw(l, i, sizeof v, &v); }
   void set_arg(Launch& l, cl_uint& i, const AttentionParams& v) { set_raw(l, i, sizeof v, &v); }
+  void set_arg(Launch& l, cl_uint& i, const RecurrentParams& v) { set_raw(l, i, sizeof v, &v); }
   void set_arg(Launch& l, cl_uint& i, const MemArg& m) {
     if (m.mem) l.mems.push_back(m.mem);
     set_raw(l, i, sizeof(cl_mem), &m.mem);

@@ -237,6 +237,10 @@ bool lower_fused_mlp(NodeBuilder& b);
 // FusedAttention (lower/attention.cpp): attention.cl's blocks of query rows
 // with K and V tiles in local memory; on CPU devices lower_attention_cpu.
 bool lower_fused_attention(NodeBuilder& b);
+// RecurrentSteps (lower/recurrent.cpp): recurrent.cl, a launch a step or
+// all steps in one persistent launch (KernelChoice::recurrent).
+bool lower_recurrent_steps(NodeBuilder& b);
+void check_recurrent_form(const std::string& form);  // throws unless "", "steps" or "persistent"
 // Throws Error unless `blocks` is "" or KernelChoice::attention's "BMxSPLIT".
 void check_attention_blocks(const std::string& blocks);
 // The head dims (Q/K's and V's last dims) its kernels take: the fused forms'

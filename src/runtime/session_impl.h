@@ -71,7 +71,10 @@ struct Session::Impl {
   // pinned memory where outputs are staged) and raised as that node's error.
   static constexpr int kFaultFlagsKey = -1;  // their key in `staging`
   cl_mem index_faults = nullptr;
-  cl_int fault_words[4] = {};
+  // Words 0-3: the first fault (node + 1, an index's low and high words,
+  // the kind: 0 an index out of range, 1 a grid barrier that gave up);
+  // 4-5: the persistent kernels' grid barrier (src/kernels/recurrent.cl).
+  cl_int fault_words[8] = {};
   cl_int* fault_read = nullptr;  // where a run's read of the flags lands
   int64_t weight_bytes = 0, pool_bytes = 0;
   std::vector<Step> steps;

@@ -112,11 +112,15 @@ void Session::Impl::raise_index_fault(const cl_int* words) {
   if (words[0] == 0) return;
   const int n = words[0] - 1;
   const int64_t k = int64_t(uint64_t(uint32_t(words[1])) | uint64_t(uint32_t(words[2])) << 32);
-  const cl_int zeros[4] = {};
+  const cl_int zeros[8] = {};
   check(clEnqueueWriteBuffer(q, index_faults, CL_TRUE, 0, sizeof zeros, zeros, 0, nullptr, nullptr),
         model() + ": clearing the index fault flags");
   if (n < 0 || n >= int(graph.nodes.size())) throw Error(model() + ": an index out of range, node unknown");
   const Node& node = graph.nodes[n];
+  if (words[3] == 1)
+    throw Error(model() + ": node '" + node.name + "' (" + node.op_type +
+                "): the device did not run the persistent kernel's work-groups at once (its grid barrier gave up "
+                "waiting); the recurrent kernel's steps form runs anywhere");
   std::string where = "an index input";
   if (!node.inputs.empty() && node.inputs[0] >= 0) {
     const Shape& data = graph.tensors[node.inputs[0]].shape;

@@ -1,0 +1,205 @@
+// RecurrentSteps (graph.h RecurrentCell; lower/recurrent.cpp): one direction
+// of an RNN, GRU or LSTM, its input products given. Work-group g owns hidden
+// units [g * UPG, (g + 1) * UPG) of every sequence: each step it reads the
+// state before (h of every unit, from Y at the step before's index, or h0)
+// into local memory, dots its units' columns of R^T with it, runs their cell and
+// writes their h into Y and LSTM's c into C. A launch runs steps [s0, s1):
+// one (the launch is the barrier between steps) or, under RS_PERSISTENT,
+// all of them, one group per compute unit, every group waiting at a grid
+// barrier after each step.
+//
+// Built with RS_CELL (0 RNN, 1 GRU, 2 LSTM), RS_F, RS_G, RS_H (the cell's
+// activations: 0 sigmoid, 1 tanh, 2 relu), RS_WG (items a group), RS_TPR
+// (items summing one row of R), RS_ROWS (rows of a group: gates x UPG x B),
+// RS_RLOCAL (the group's rows of R kept in local memory across steps).
+
+#if RS_CELL == 0
+#define RS_NG 1
+#elif RS_CELL == 1
+#define RS_NG 3
+#else
+#define RS_NG 4
+#endif
+
+#ifdef RS_VEC
+#define RS_CAT_(a, b) a##b
+#define RS_CAT(a, b) RS_CAT_(a, b)
+#define RS_VTYPE RS_CAT(float, RS_VEC)
+#ifdef TEXPLAN_HALF
+#define RS_VLOAD(p, i) RS_CAT(vload_half, RS_VEC)(0, (p) + (i))
+#else
+#define RS_VLOAD(p, i) RS_CAT(vload, RS_VEC)(0, (p) + (i))
+#endif
+#define RS_VSTORE(v, a) RS_CAT(vstore, RS_VEC)((v), 0, (a))
+#endif
+
+inline float rs_act(int a, float v) {
+  return a == 0 ? 1.0f / (1.0f + exp(-v)) : a == 1 ? tanh(v) : fmax(v, 0.0f);
+}
+
+#ifdef RS_PERSISTENT
+// OpenCL C 3.0's device-scope fence (lower/recurrent.cpp builds this form
+// with -cl-std=CL3.0 only): OpenCL 1.2's mem_fence orders a group's own
+// accesses alone (NVIDIA's membar.cta), and a step would read h that other
+// groups have not yet made visible (docs/performance.md#a-persistent-kernel-measured-before-it-is-built).
+#define RS_DEVICE_FENCE() atomic_work_item_fence(CLK_GLOBAL_MEM_FENCE, memory_order_seq_cst, memory_scope_device)
+
+// Every group waits until all have arrived. sync[0] counts arrivals,
+// sync[1] the barriers passed (words 4 and 5 of the session's fault flags,
+// left at 0 and n after each launch). A group that waits longer than any
+// step takes (the driver did not run all groups at once) flags the node in
+// fault[0] and fault[3] = 1 and goes on, rather than hang; the session then
+// raises the error.
+bool rs_grid_barrier(__global int* fault, int node, __local int* gave_up) {
+  volatile __global int* sync = fault + 4;
+  barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+  if (get_local_id(0) == 0) {
+    *gave_up = 0;
+    const int passed = atomic_add(&sync[1], 0);
+    RS_DEVICE_FENCE();
+    if (atomic_inc(&sync[0]) == (int)get_num_groups(0) - 1) {
+      atomic_xchg(&sync[0], 0);
+      RS_DEVICE_FENCE();
+      atomic_inc(&sync[1]);
+    } else {
+      for (long spins = 0; atomic_add(&sync[1], 0) == passed; ++spins) {
+        if (spins == (1L << 24) || atomic_add(&fault[0], 0) != 0) {
+          if (atomic_cmpxchg(&fault[0], 0, node + 1) == 0) atomic_xchg(&fault[3], 1);
+          *gave_up = 1;
+          break;
+        }
+      }
+    }
+    RS_DEVICE_FENCE();
+  }
+  barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+  return *gave_up != 0;
+}
+#endif
+
+__kernel __attribute__((reqd_work_group_size(RS_WG, 1, 1))) void recurrent_steps(
+    __global const real_t* xw, __global const real_t* r, __global const real_t* rbh, __global const real_t* h0,
+    __global const real_t* c0, __global const real_t* peep, __global real_t* y, __global real_t* cst,
+    RecurrentParams p, int s0, int s1, __global int* fault) {
+  __local float hloc[RS_STATE];
+  __local float gates[RS_ROWS];
+  __local float red[RS_WG];
+#ifdef RS_RLOCAL
+  __local float rloc[RS_RLOCAL];
+#endif
+#ifdef RS_PERSISTENT
+  __local int gave_up;
+#endif
+  const int H = p.hidden, B = p.batch, T = p.steps, UPG = p.upg, G = RS_NG * H;
+  const int lid = get_local_id(0), j0 = get_group_id(0) * UPG;
+  // Row q * UPG * B + u * B + b: gate q of unit j0 + u, sequence b. Each
+  // pass sums RS_WG / RS_TPR rows, RS_TPR items a row over slices of k;
+  // neighbouring items take neighbouring rows, which are neighbouring
+  // columns of R^T [H, G] (one load for a warp, a vector for PoCL).
+  const int per_pass = RS_WG / RS_TPR, lane = lid / per_pass, slot = lid % per_pass;
+#ifdef RS_RLOCAL
+  // The group's columns of R^T, k-major: rloc[k * NG * UPG + q * UPG + u].
+  for (int e = lid; e < RS_NG * UPG * H; e += RS_WG) {
+    const int k = e / (RS_NG * UPG), q = e / UPG % RS_NG, u = e % UPG;
+    rloc[e] = j0 + u < H ? LD(r, p.ro + k * G + q * H + j0 + u) : 0.0f;
+  }
+#endif
+  for (int s = s0; s < s1; ++s) {
+    const int t = p.reverse ? T - 1 - s : s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (s == 0) {
+      for (int e = lid; e < B * H; e += RS_WG) hloc[e] = p.has_h0 ? LD(h0, p.h0o + e) : 0.0f;
+    } else {
+      const int before = p.reverse ? t + 1 : t - 1;
+      for (int e = lid; e < B * H; e += RS_WG) hloc[e] = LD(y, p.yo + before * B * H + e);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+#ifdef RS_VEC
+    // CPU devices: an item sums RS_VEC neighbouring units of one gate and
+    // sequence in a vector (R^T's row k holds them side by side), which
+    // PoCL's vectorizer would not make of the loop over k.
+    for (int e = lid; e < RS_NG * B * ((UPG + RS_VEC - 1) / RS_VEC); e += RS_WG) {
+      const int per_gate = B * ((UPG + RS_VEC - 1) / RS_VEC);
+      const int q = e / per_gate, b = e % per_gate % B, u0 = e % per_gate / B * RS_VEC;
+      __local const float* hb = hloc + b * H;
+      if (j0 + u0 + RS_VEC <= H && u0 + RS_VEC <= UPG) {
+        RS_VTYPE acc = 0.0f;
+        const int w = p.ro + q * H + j0 + u0;
+        for (int k = 0; k < H; ++k) acc += RS_VLOAD(r, w + k * G) * hb[k];
+        float sums[RS_VEC];
+        RS_VSTORE(acc, sums);
+        for (int v = 0; v < RS_VEC; ++v) gates[(q * UPG + u0 + v) * B + b] = sums[v];
+      } else {
+        for (int u = u0; u < min(u0 + RS_VEC, UPG); ++u) {
+          float sum = 0.0f;
+          if (j0 + u < H)
+            for (int k = 0; k < H; ++k) sum += LD(r, p.ro + k * G + q * H + j0 + u) * hb[k];
+          gates[(q * UPG + u) * B + b] = sum;
+        }
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+#else
+    for (int base = 0; base < RS_ROWS; base += per_pass) {
+      const int row = base + slot;
+      float sum = 0.0f;
+      if (row < RS_ROWS) {
+        const int q = row / (UPG * B), u = row / B % UPG, b = row % B;
+        if (j0 + u < H) {
+          __local const float* hb = hloc + b * H;
+#ifdef RS_RLOCAL
+          __local const float* w = rloc + q * UPG + u;
+          for (int k = lane; k < H; k += RS_TPR) sum += w[k * RS_NG * UPG] * hb[k];
+#else
+          const int w = p.ro + q * H + j0 + u;
+          for (int k = lane; k < H; k += RS_TPR) sum += LD(r, w + k * G) * hb[k];
+#endif
+        }
+      }
+      red[lid] = sum;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      for (int half_tpr = RS_TPR / 2; half_tpr > 0; half_tpr /= 2) {
+        if (lane < half_tpr) red[lid] += red[lid + half_tpr * per_pass];
+        barrier(CLK_LOCAL_MEM_FENCE);
+      }
+      if (lane == 0 && row < RS_ROWS) gates[row] = red[lid];
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+#endif
+    for (int e = lid; e < UPG * B; e += RS_WG) {
+      const int u = e / B, b = e % B, j = j0 + u;
+      if (j >= H) continue;
+      const int x = p.xwo + (t * B + b) * G + j;
+#define RS_GATE(q) (gates[((q) * UPG + u) * B + b] + LD(xw, x + (q) * H))
+#define RS_CLIP(v) (p.clip > 0.0f ? clamp((v), -p.clip, p.clip) : (v))
+      const float hp = hloc[b * H + j];
+      float h;
+#if RS_CELL == 0
+      h = rs_act(RS_F, RS_CLIP(RS_GATE(0)));
+#elif RS_CELL == 1
+      // z r h; r multiplies the state's product and Rb_h (linear_before_reset).
+      const float z = rs_act(RS_F, RS_CLIP(RS_GATE(0)));
+      const float rg = rs_act(RS_F, RS_CLIP(RS_GATE(1)));
+      const float rb = p.has_rb ? LD(rbh, p.rbo + j) : 0.0f;
+      const float n = rs_act(RS_G, RS_CLIP(LD(xw, x + 2 * H) + rg * (gates[(2 * UPG + u) * B + b] + rb)));
+      h = (1.0f - z) * n + z * hp;
+#else
+      // i o f c; peepholes i, o, f.
+      const int ci = p.co + b * H + j;
+      const float cp = s == 0 ? (p.has_c0 ? LD(c0, p.c0o + b * H + j) : 0.0f) : LD(cst, ci);
+      const float pi = p.has_p ? LD(peep, p.po + j) : 0.0f, po = p.has_p ? LD(peep, p.po + H + j) : 0.0f,
+                  pf = p.has_p ? LD(peep, p.po + 2 * H + j) : 0.0f;
+      const float i = rs_act(RS_F, RS_CLIP(RS_GATE(0) + pi * cp));
+      const float f = p.input_forget ? 1.0f - i : rs_act(RS_F, RS_CLIP(RS_GATE(2) + pf * cp));
+      const float c = f * cp + i * rs_act(RS_G, RS_CLIP(RS_GATE(3)));
+      const float o = rs_act(RS_F, RS_CLIP(RS_GATE(1) + po * c));
+      ST(cst, ci, c);
+      h = o * rs_act(RS_H, c);
+#endif
+      ST(y, p.yo + (t * B + b) * H + j, h);
+    }
+#ifdef RS_PERSISTENT
+    if (s + 1 < s1 && rs_grid_barrier(fault, p.node, &gave_up)) return;
+#endif
+  }
+}

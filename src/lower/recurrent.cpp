@@ -1,0 +1,110 @@
+// RecurrentSteps (graph.h RecurrentCell): recurrent.cl, each work-group
+// owning some hidden units of every sequence. GPUs whose OpenCL C has
+// device-scope fences run all steps in one launch of one group per compute
+// unit, ordered by a grid barrier (a launch costs NVIDIA's host 5-6 us, a
+// barrier 2.5 us: docs/performance.md#a-persistent-kernel-measured-before-it-is-built);
+// other devices take a launch per step.
+#include <algorithm>
+
+#include "lower/ops.h"
+
+namespace texplan::lower {
+namespace {
+
+constexpr int64_t kGroupItems = 256;
+
+int activation_code(CellActivation a) {
+  return a == CellActivation::Sigmoid ? 0 : a == CellActivation::Tanh ? 1 : 2;
+}
+
+}  // namespace
+
+void check_recurrent_form(const std::string& form) {
+  if (!form.empty() && form != "steps" && form != "persistent")
+    throw Error("no recurrent form " + form + " (steps: a launch a step; persistent: one launch)");
+}
+
+bool lower_recurrent_steps(NodeBuilder& b) {
+  const RecurrentCell* cell = recurrent_cell(b.node);
+  if (!cell || b.inputs() < 2 || !b.has_in(0) || !b.has_in(1) || b.node.outputs.empty()) return false;
+  for (int i = 0; i < b.inputs(); ++i)
+    if (b.has_in(i) && (b.in(i).dtype != DataType::Float32 || b.in_window(i))) return false;
+  const bool lstm = cell->kind == Recurrence::Lstm;
+  if (lstm && (b.node.outputs.size() < 2 || b.node.outputs[1] < 0)) return false;  // C is the running state
+  const Shape& xw = b.in(0).shape;
+  const int64_t T = xw[0], B = xw[1], H = b.in(1).shape[0], NG = gate_count(cell->kind);
+  if (T * B * H == 0) return true;
+  if (B * H > kMaxRecurrentState) return false;
+
+  const std::string& named = b.kernel_choice.recurrent;
+  const bool fences = b.device().info().device_scope_fences;
+  bool persistent = named.empty() ? fences && b.device_type() == "gpu" : named == "persistent";
+  if (persistent && !fences)
+    throw Error("the persistent recurrent kernel needs OpenCL C 3.0's device-scope fences, which " +
+                b.device().info().name + " lacks");
+  if (persistent && !b.index_faults) persistent = false;  // no fault flags (outside a session): nowhere to sync
+  const int64_t cu = std::max(1, b.compute_units());
+  // Units per group: every unit in as many groups as the device runs at once.
+  int64_t upg = ceil_div(H, cu);
+  const bool cpu_vectors = b.device_type() == "cpu" && !b.gpu_kernels_forced();
+  const int64_t wg = std::min<int64_t>(cpu_vectors ? 64 : kGroupItems, std::max<int64_t>(1, b.device().info().max_group_items));
+  auto local_bytes = [&](int64_t u, bool r_local) {
+    return 4 * (B * H + NG * u * B + wg + (r_local ? NG * u * H : 0)) + 64;
+  };
+  if (persistent && named.empty() && local_bytes(upg, false) > b.local_mem_bytes()) persistent = false;
+  while (!persistent && upg > 1 && local_bytes(upg, false) > b.local_mem_bytes()) upg = ceil_div(upg, 2);
+  if (local_bytes(upg, false) > b.local_mem_bytes()) return false;
+  const int64_t groups = ceil_div(H, upg), rows = NG * upg * B;
+  // R's rows in local memory where a group reads them every step of one launch.
+  const bool r_local = persistent && local_bytes(upg, true) <= std::min<int64_t>(b.local_mem_bytes(), 40960);
+  int64_t tpr = 1;
+  while (tpr * 2 <= 32 && tpr * 2 * rows <= wg && tpr * 2 <= H) tpr *= 2;
+
+  std::string defines = "-DRS_CELL=" + std::to_string(int(cell->kind)) + " -DRS_WG=" + std::to_string(wg) +
+                        " -DRS_TPR=" + std::to_string(tpr) + " -DRS_ROWS=" + std::to_string(rows) +
+                        " -DRS_STATE=" + std::to_string(B * H);
+  const char* names[] = {"-DRS_F=", "-DRS_G=", "-DRS_H="};
+  for (size_t k = 0; k < cell->activations.size() && k < 3; ++k)
+    defines += std::string(" ") + names[k] + std::to_string(activation_code(cell->activations[k]));
+  for (size_t k = cell->activations.size(); k < 3; ++k) defines += std::string(" ") + names[k] + "0";
+  if (persistent) defines += " -cl-std=CL3.0 -DRS_PERSISTENT";
+  if (r_local) defines += " -DRS_RLOCAL=" + std::to_string(NG * upg * H);
+  // CPU devices sum units in vectors (recurrent.cl RS_VEC).
+  if (b.device_type() == "cpu" && !b.gpu_kernels_forced()) {
+    const int v = b.device().info().native_float_width >= 16 ? 16 : 8;
+    defines += " -DRS_VEC=" + std::to_string(v);
+  }
+
+  RecurrentParams p;
+  const TensorArg x = b.arg_in(0), r = b.arg_in(1), y = b.arg_out(0);
+  auto optional = [&](int i, cl_int& offset, cl_int* has) {
+    if (!b.has_in(i)) return x;  // any valid buffer
+    const TensorArg a = b.arg_in(i);
+    offset = a.offset;
+    if (has) *has = 1;
+    return a;
+  };
+  const TensorArg rbh = optional(2, p.rbo, &p.has_rb), h0 = optional(3, p.h0o, &p.has_h0),
+                  c0 = optional(4, p.c0o, &p.has_c0), peep = optional(5, p.po, &p.has_p);
+  const TensorArg c = lstm ? b.arg_out(1) : y;
+  p.xwo = x.offset, p.ro = r.offset, p.yo = y.offset, p.co = lstm ? c.offset : 0;
+  p.steps = i32(T), p.batch = i32(B), p.hidden = i32(H), p.upg = i32(upg);
+  p.reverse = cell->reverse, p.input_forget = cell->input_forget, p.clip = cell->clip;
+  NodeBuilder::FaultFlags faults;
+  if (b.index_faults) faults = b.index_faults();
+  p.node = faults.node;
+  const MemArg fault{faults.mem ? faults.mem : y.mem};  // the steps form never touches it
+  const Range range = group_range({size_t(groups)}, {size_t(wg)});
+  const Source src("recurrent.cl", defines);
+  if (persistent) {
+    b.launch(src, "recurrent_steps", range, MemArg{x.mem}, MemArg{r.mem}, MemArg{rbh.mem}, MemArg{h0.mem},
+             MemArg{c0.mem}, MemArg{peep.mem}, MemArg{y.mem}, MemArg{c.mem}, p, cl_int(0), i32(T), fault);
+    return true;
+  }
+  for (int64_t s = 0; s < T; ++s)
+    b.launch(src, "recurrent_steps", range, MemArg{x.mem}, MemArg{r.mem}, MemArg{rbh.mem}, MemArg{h0.mem},
+             MemArg{c0.mem}, MemArg{peep.mem}, MemArg{y.mem}, MemArg{c.mem}, p, i32(s), i32(s + 1), fault);
+  return true;
+}
+
+}  // namespace texplan::lower
