@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <set>
 #include <tuple>
+#include <utility>
 
 #include "optimize/passes.h"
 #include "optimize/sharing.h"
@@ -210,6 +211,28 @@ OptimizeReport optimize(Graph& g, const OptimizeOptions& given) {
   if (r.lower_bound_bytes > r.raw_lower_bound_bytes && opt.concat_elision) {
     mark_concats(g, {});  // never worse than the graph as given
     r.lower_bound_bytes = graph_lower_bound(g);
+  }
+  if (r.lower_bound_bytes > r.raw_lower_bound_bytes && opt.inplace) {
+    // Still worse: an output written over a view of a larger tensor keeps
+    // that whole tensor alive as long as itself (an unrolled GRU's gates
+    // over slices of every step's input product, which Y's steps outlive).
+    // Without in-place writes, with and without concat elision, the
+    // smallest bound is kept.
+    std::vector<char> in_place(g.nodes.size());
+    for (size_t k = 0; k < g.nodes.size(); ++k) in_place[k] = std::exchange(g.nodes[k].decisions.in_place, false);
+    int64_t best = graph_lower_bound(g);
+    bool elided = false;
+    if (opt.concat_elision) {
+      elide_concats(g);
+      if (const int64_t b = graph_lower_bound(g); b < best) best = b, elided = true;
+      else mark_concats(g, {});
+    }
+    if (best < r.lower_bound_bytes) {
+      r.lower_bound_bytes = best;
+    } else {
+      if (elided) mark_concats(g, {});
+      for (size_t k = 0; k < g.nodes.size(); ++k) g.nodes[k].decisions.in_place = in_place[k];
+    }
   }
   if (opt.fuse && opt.concat_elision && opt.concat_slice_views) {
     const int made = slices_into_concats_to_views(g);
