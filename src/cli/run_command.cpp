@@ -159,7 +159,8 @@ int run_command(const RunArgs& a) {
   }
   ImportOptions import_options{.load_weights = true};
   // (A recurrent kernel named takes them on CPU devices too.)
-  import_options.recurrent_steps_nodes = on_cpu || device->info().type != "cpu" || a.recurrent != "auto";
+  import_options.recurrent_steps_nodes =
+      recurrent_steps_nodes(on_cpu ? "cpu-executor" : device->info().type) || a.recurrent != "auto";
   apply_shape_settings(a.shapes, import_options);
   const std::string stem = fs::path(file).stem().string();
   if (a.random_input && !a.inputs.empty())

@@ -28,7 +28,7 @@ struct ImportOptions {
   // direction (one kernel a step, or all steps in one persistent launch),
   // else unrolled into a product and elementwise nodes a step, which CPU
   // devices run faster (docs/performance.md#recurrent-kernels-2026-12-05).
-  // The pipeline sets it by device type.
+  // The pipeline sets it by device type (pipeline.h recurrent_steps_nodes).
   bool recurrent_steps_nodes = true;
 };
 

@@ -1,11 +1,12 @@
-// RNN, GRU and LSTM unrolled over their steps into products and elementwise
-// nodes (rewrites.h), which every device runs and the optimizer fuses: the
-// input's product with W for all steps at once, then per step one product
-// of the state with R and the cell's elementwise arithmetic. The steps'
-// states are Y's slices (concat elision writes them in place), so a
-// recurrent layer needs its input, Y and one step's gates, nothing per step
-// beyond. Shapes are static, so unrolling loses nothing but launches (one
-// product and a few fused elementwise kernels a step).
+// RNN, GRU and LSTM lowered (rewrites.h): the input's product with W for
+// all steps at once, then either one RecurrentSteps node per direction
+// (graph.h; one kernel over the steps, lower/recurrent.cpp) or the steps
+// unrolled into products and elementwise nodes, which every device runs
+// and the optimizer fuses: per step one product of the state with R and
+// the cell's elementwise arithmetic, the states Y's slices (concat elision
+// writes them in place). Either way a recurrent layer needs its input, Y
+// and one step's gates, nothing per step beyond
+// (docs/optimizations.md#recurrent-layers).
 #include <bit>
 #include <map>
 #include <string>

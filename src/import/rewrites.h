@@ -79,10 +79,12 @@ int lower_volume_ops(Graph& g);
 int lower_quantize_pairs(Graph& g);
 
 // Every RNN, GRU and LSTM (float32, constant W, R, B and peepholes, no
-// sequence shorter than X) unrolled over its steps: X's product with W for
-// all steps, then per step the state's product with R and the cell's
-// elementwise nodes, the states written into Y's slices. Others stay for
-// the CPU reference. Returns the number lowered.
+// sequence shorter than X) lowered: X's product with W for all steps, then
+// with `steps_nodes` (ImportOptions::recurrent_steps_nodes) one
+// RecurrentSteps per direction (graph.h) where the state fits one, else
+// unrolled: per step the state's product with R and the cell's elementwise
+// nodes, the states written into Y's slices. Others stay for the CPU
+// reference. Returns the number lowered.
 int lower_recurrent_ops(Graph& g, bool steps_nodes = true);
 
 // A Transpose whose output, through elementwise ops of one tensor (Relu,

@@ -60,6 +60,8 @@ NodeCost node_cost(const Graph& g, const Node& n) {
       const double keys = double(f->k_transposed ? k.back() : k[k.size() - 2]);
       c.flops = 2 * tail(*y, 0) / double(y->back()) * keys * double(q.back() + y->back());
     }
+  } else if (recurrent_cell(n) && b->size() == 2) {
+    c.flops = 2 * tail(*y, 0) * double((*b)[1]);  // every step: its state [B, H] times R^T [H, G*H]
   } else if (op == "MatMul" || op == "FusedMatMul") {
     const std::optional<OperandView> v = operand_view(n, 0);  // A read through a view: its logical shape
     c.flops = 2 * tail(*y, 0) * double(v ? v->shape.back() : a->back());

@@ -21,6 +21,8 @@
 // Constant, ConstantOfShape, EyeLike, Trilu, CumSum, OneHot, TopK, Range.
 // Output shape only (the reference checks the rest while evaluating; no
 // OpenCL kernel reads them): NonZero (dtype and rank; its length is data).
+// Shapes against its cell: RecurrentSteps, which import makes from an RNN,
+// GRU or LSTM checked here (compute_rules.cpp).
 // Not checked here: the Fused* operators, which only optimize creates (import
 // refuses them: they have no ONNX schema) and whose operands optimize derives
 // from nodes checked here.
