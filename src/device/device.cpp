@@ -145,9 +145,11 @@ DeviceInfo describe(cl_device_id d, int index) {
     constexpr cl_device_info kAtomicFenceCapabilities = 0x1064;  // CL_DEVICE_ATOMIC_FENCE_CAPABILITIES
     constexpr cl_bitfield kAtomicScopeDevice = 1 << 5;           // CL_DEVICE_ATOMIC_SCOPE_DEVICE
     cl_bitfield fences = 0;
-    i.device_scope_fences =
-        clGetDeviceInfo(d, kAtomicFenceCapabilities, sizeof fences, &fences, nullptr) == CL_SUCCESS &&
-        (fences & kAtomicScopeDevice) != 0;
+    if (clGetDeviceInfo(d, kAtomicFenceCapabilities, sizeof fences, &fences, nullptr) == CL_SUCCESS &&
+        (fences & kAtomicScopeDevice) != 0)
+      i.grid_fence = DeviceInfo::GridFence::OpenClDeviceScope;
+    else if (i.vendor.find("NVIDIA") != std::string::npos)
+      i.grid_fence = DeviceInfo::GridFence::NvidiaPtx;
   }
   std::istringstream ext(device_string(d, CL_DEVICE_EXTENSIONS));
   for (std::string e; ext >> e;) i.extensions.push_back(e);

@@ -55,10 +55,14 @@ struct DeviceInfo {
   // register blocks by it.
   int native_float_width = 1;
   std::vector<std::string> extensions;
-  // OpenCL C 3.0's atomic_work_item_fence at memory_scope_device
-  // (CL_DEVICE_ATOMIC_FENCE_CAPABILITIES): what a persistent kernel's grid
-  // barrier needs (lower/recurrent.cpp).
-  bool device_scope_fences = false;
+  // How a persistent kernel's grid barrier makes one work-group's writes
+  // visible to the others (lower/recurrent.cpp): OpenCL C 3.0's
+  // atomic_work_item_fence at memory_scope_device where the device lists it
+  // (CL_DEVICE_ATOMIC_FENCE_CAPABILITIES), else on NVIDIA's driver PTX's
+  // membar.gl inline; both measured right on an H100, OpenCL 1.2's mem_fence
+  // not (docs/performance.md#a-persistent-kernel-measured-before-it-is-built).
+  enum class GridFence { None, OpenClDeviceScope, NvidiaPtx };
+  GridFence grid_fence = GridFence::None;
   plan::DeviceProfile profile;
 };
 

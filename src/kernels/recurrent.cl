@@ -38,11 +38,17 @@ inline float rs_act(int a, float v) {
 }
 
 #ifdef RS_PERSISTENT
-// OpenCL C 3.0's device-scope fence (lower/recurrent.cpp builds this form
-// with -cl-std=CL3.0 only): OpenCL 1.2's mem_fence orders a group's own
-// accesses alone (NVIDIA's membar.cta), and a step would read h that other
-// groups have not yet made visible (docs/performance.md#a-persistent-kernel-measured-before-it-is-built).
+// A device-wide fence: OpenCL C 3.0's (lower/recurrent.cpp builds this form
+// with -cl-std=CL3.0), or on NVIDIA's driver, where the device may not list
+// it, PTX's membar.gl (RS_PTX_FENCE). OpenCL 1.2's mem_fence orders a
+// group's own accesses alone (NVIDIA's membar.cta), and a step would read h
+// that other groups have not yet made visible
+// (docs/performance.md#a-persistent-kernel-measured-before-it-is-built).
+#ifdef RS_PTX_FENCE
+#define RS_DEVICE_FENCE() asm volatile("membar.gl;" ::: "memory")
+#else
 #define RS_DEVICE_FENCE() atomic_work_item_fence(CLK_GLOBAL_MEM_FENCE, memory_order_seq_cst, memory_scope_device)
+#endif
 
 // Every group waits until all have arrived. sync[0] counts arrivals,
 // sync[1] the barriers passed (words 4 and 5 of the session's fault flags,

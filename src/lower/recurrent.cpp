@@ -1,6 +1,6 @@
 // RecurrentSteps (graph.h RecurrentCell): recurrent.cl, each work-group
-// owning some hidden units of every sequence. GPUs whose OpenCL C has
-// device-scope fences run all steps in one launch of one group per compute
+// owning some hidden units of every sequence. GPUs with device-scope
+// fences (runtime::DeviceInfo::grid_fence) run all steps in one launch of one group per compute
 // unit, ordered by a grid barrier (a launch costs NVIDIA's host 5-6 us, a
 // barrier 2.5 us: docs/performance.md#a-persistent-kernel-measured-before-it-is-built);
 // other devices take a launch per step.
@@ -37,10 +37,12 @@ bool lower_recurrent_steps(NodeBuilder& b) {
   if (B * H > kMaxRecurrentState) return false;
 
   const std::string& named = b.kernel_choice.recurrent;
-  const bool fences = b.device().info().device_scope_fences;
+  using GridFence = runtime::DeviceInfo::GridFence;
+  const GridFence fence = b.device().info().grid_fence;
+  const bool fences = fence != GridFence::None;
   bool persistent = named.empty() ? fences && b.device_type() == "gpu" : named == "persistent";
   if (persistent && !fences)
-    throw Error("the persistent recurrent kernel needs OpenCL C 3.0's device-scope fences, which " +
+    throw Error("the persistent recurrent kernel needs OpenCL C 3.0's device-scope fences (or NVIDIA's), which " +
                 b.device().info().name + " lacks");
   if (persistent && !b.index_faults) persistent = false;  // no fault flags (outside a session): nowhere to sync
   const int64_t cu = std::max(1, b.compute_units());
@@ -67,7 +69,8 @@ bool lower_recurrent_steps(NodeBuilder& b) {
   for (size_t k = 0; k < cell->activations.size() && k < 3; ++k)
     defines += std::string(" ") + names[k] + std::to_string(activation_code(cell->activations[k]));
   for (size_t k = cell->activations.size(); k < 3; ++k) defines += std::string(" ") + names[k] + "0";
-  if (persistent) defines += " -cl-std=CL3.0 -DRS_PERSISTENT";
+  if (persistent)
+    defines += fence == GridFence::NvidiaPtx ? " -DRS_PERSISTENT -DRS_PTX_FENCE" : " -cl-std=CL3.0 -DRS_PERSISTENT";
   if (r_local) defines += " -DRS_RLOCAL=" + std::to_string(NG * upg * H);
   // CPU devices sum units in vectors (recurrent.cl RS_VEC).
   if (b.device_type() == "cpu" && !b.gpu_kernels_forced()) {
