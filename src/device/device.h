@@ -60,7 +60,7 @@ struct DeviceInfo {
   // atomic_work_item_fence at memory_scope_device where the device lists it
   // (CL_DEVICE_ATOMIC_FENCE_CAPABILITIES), else on NVIDIA's driver PTX's
   // membar.gl inline; both measured right on an H100, OpenCL 1.2's mem_fence
-  // not (docs/performance.md#a-persistent-kernel-measured-before-it-is-built).
+  // not (docs/performance.md#a-persistent-kernel-measured-before-it-is-built-2026-12-05).
   enum class GridFence { None, OpenClDeviceScope, NvidiaPtx };
   GridFence grid_fence = GridFence::None;
   plan::DeviceProfile profile;

@@ -129,7 +129,7 @@ inline int64_t gate_count(Recurrence k) { return k == Recurrence::Rnn ? 1 : k ==
 // c [B, H] and peepholes P [3*H] (i o f). Outputs: Y [T, B, H], every step's
 // h at its step's index, and LSTM's last c [B, H]. Set by import's
 // lower_recurrent_ops; read by the reference, the validator, the lowering
-// and profile (docs/optimizations.md#recurrent-layers).
+// and profile (docs/optimizations.md#import-rewrites-srcimportrewritesh).
 struct RecurrentCell {
   Recurrence kind = Recurrence::Lstm;
   std::vector<CellActivation> activations;  // RNN f; GRU f, g; LSTM f, g, h

@@ -6,7 +6,7 @@
 // the cell's elementwise arithmetic, the states Y's slices (concat elision
 // writes them in place). Either way a recurrent layer needs its input, Y
 // and one step's gates, nothing per step beyond
-// (docs/optimizations.md#recurrent-layers).
+// (docs/optimizations.md#import-rewrites-srcimportrewritesh).
 #include <bit>
 #include <map>
 #include <string>

@@ -43,7 +43,7 @@ inline float rs_act(int a, float v) {
 // it, PTX's membar.gl (RS_PTX_FENCE). OpenCL 1.2's mem_fence orders a
 // group's own accesses alone (NVIDIA's membar.cta), and a step would read h
 // that other groups have not yet made visible
-// (docs/performance.md#a-persistent-kernel-measured-before-it-is-built).
+// (docs/performance.md#a-persistent-kernel-measured-before-it-is-built-2026-12-05).
 #ifdef RS_PTX_FENCE
 #define RS_DEVICE_FENCE() asm volatile("membar.gl;" ::: "memory")
 #else

@@ -1,9 +1,10 @@
 // RecurrentSteps (graph.h RecurrentCell): recurrent.cl, each work-group
-// owning some hidden units of every sequence. GPUs with device-scope
-// fences (runtime::DeviceInfo::grid_fence) run all steps in one launch of one group per compute
-// unit, ordered by a grid barrier (a launch costs NVIDIA's host 5-6 us, a
-// barrier 2.5 us: docs/performance.md#a-persistent-kernel-measured-before-it-is-built);
-// other devices take a launch per step.
+// owning some hidden units of every sequence. GPUs that list device-scope
+// fences (runtime::DeviceInfo::grid_fence) run all steps in one launch of
+// one group per compute unit, ordered by a grid barrier (on an H100 a
+// launch costs the host 5-6 us, a barrier 2.5 us:
+// docs/performance.md#the-zoo-against-the-cuda-graph-on-the-h100-and-the-barriers-forms-2026-12-05);
+// other devices take a launch a step unless KernelChoice::recurrent names it.
 #include <algorithm>
 
 #include "lower/ops.h"
@@ -40,7 +41,11 @@ bool lower_recurrent_steps(NodeBuilder& b) {
   using GridFence = runtime::DeviceInfo::GridFence;
   const GridFence fence = b.device().info().grid_fence;
   const bool fences = fence != GridFence::None;
-  bool persistent = named.empty() ? fences && b.device_type() == "gpu" : named == "persistent";
+  // By default only where the device lists device-scope fences: NVIDIA's
+  // PTX form is right in texplan_enqueue_bench, but this kernel's persistent
+  // form has not been timed there yet (docs/performance.md#recurrent-kernels-2026-12-05).
+  bool persistent =
+      named.empty() ? fence == GridFence::OpenClDeviceScope && b.device_type() == "gpu" : named == "persistent";
   if (persistent && !fences)
     throw Error("the persistent recurrent kernel needs OpenCL C 3.0's device-scope fences (or NVIDIA's), which " +
                 b.device().info().name + " lacks");
