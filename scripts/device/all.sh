@@ -18,17 +18,20 @@
 #   enqueue step              (only when asked) texplan_enqueue_bench: a launch's host cost,
 #                             and dependent steps launched against one persistent launch with
 #                             grid barriers (pack.sh -m "" texplan_enqueue_bench packs it)
+#   recurrent step            (only when asked) the sequence models of export_recurrent.py,
+#                             exported there with PyTorch eager's time, each in both forms
+#                             of RecurrentSteps' kernel (--recurrent-kernel steps, persistent)
 # and last scripts/device/summary.py: one speed table from all of them (summary.md).
 #
 #   scripts/device/all.sh [-n RUNS] [-F FUZZ_SECONDS] [-f CLBLAST_FRACTION] [-c CONV_BENCH_ARGS]
 #                         [-s "STEPS"] [-m "MODELS"]
 #     STEPS: any of export gputests conv optimize textures offload offload+torch tf32 profile torch enqueue
-#            (default: all but offload+torch and enqueue)
+#            recurrent (default: all but offload+torch, enqueue and recurrent)
 set -uo pipefail
 RUNS=30 FUZZ=0 FRACTION=0 CONV_ARGS="" STEPS="export conv optimize textures offload tf32 profile torch" MODELS=""
 while getopts "n:F:f:c:s:m:h" opt; do
   case $opt in n) RUNS=$OPTARG ;; c) CONV_ARGS=$OPTARG ;; F) FUZZ=$OPTARG ;; f) FRACTION=$OPTARG ;; s) STEPS=$OPTARG ;; m) MODELS=$OPTARG ;;
-    *) sed -n '2,26p' "$0"; exit 2 ;; esac
+    *) sed -n '2,29p' "$0"; exit 2 ;; esac
 done
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/out-gpu}
@@ -119,6 +122,20 @@ if has enqueue; then
     timeout 60 .dev/bin/texplan_enqueue_bench --device gpu --launches 100 --rounds 5 >"$OUT/enqueue.txt" 2>&1 ||
       echo "enqueue: exit $?"
   else echo "enqueue: texplan_enqueue_bench not packed (pack.sh -m \"\" texplan_enqueue_bench)"; fi
+fi
+if has recurrent; then
+  stamp recurrent
+  timeout 90 env LD_LIBRARY_PATH="$TEXPLAN_SYSTEM_LD_LIBRARY_PATH" python3 scripts/export_recurrent.py --eager-cuda \
+    "$OUT/seq" 2>&1 | grep -E "eager|rror" >"$OUT/recurrent.txt"
+  for m in speech_lstm crnn gru_tagger; do
+    for form in persistent steps; do
+      echo "-- $m $form" >>"$OUT/recurrent.txt"
+      timeout 40 texplan run "$OUT/seq/$m" --device gpu --io device --check --bench "$RUNS" --recurrent-kernel "$form" \
+        2>&1 | grep -E "first|latency|rel error|rror" >>"$OUT/recurrent.txt"
+    done
+  done
+  rm -rf "$OUT/seq"
+  cat "$OUT/recurrent.txt"
 fi
 has torch && { stamp torch; timeout 200 scripts/device/gpu_bench.sh -X -n "$RUNS" >"$OUT/torch_log.txt" 2>&1 || echo "torch: exit $?"; }
 stamp done
