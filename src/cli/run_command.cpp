@@ -145,22 +145,7 @@ int run_command(const RunArgs& a) {
     return ms;
   };
   auto since = [&] { return ms_text(since_ms()); };
-  // The device first: its type decides some of import's forms (recurrent layers).
-  const bool on_cpu = a.device == "cpu";
-  std::shared_ptr<runtime::Device> device;
-  plan::DeviceProfile profile;
-  if (on_cpu) {
-    profile = plan::DeviceProfile::load("pocl");
-  } else {
-    runtime::DeviceOptions device_options;
-    device_options.program_cache = a.program_cache;
-    device = runtime::open_device(a.device, device_options);
-    profile = device->info().profile;
-  }
   ImportOptions import_options{.load_weights = true};
-  // (A recurrent kernel named takes them on CPU devices too.)
-  import_options.recurrent_steps_nodes =
-      recurrent_steps_nodes(on_cpu ? "cpu-executor" : device->info().type) || a.recurrent != "auto";
   apply_shape_settings(a.shapes, import_options);
   const std::string stem = fs::path(file).stem().string();
   if (a.random_input && !a.inputs.empty())
@@ -187,11 +172,22 @@ int run_command(const RunArgs& a) {
   }
   runtime::check_inputs(g, inputs);
 
+  const bool on_cpu = a.device == "cpu";
   if (on_cpu && a.io == "device")
     throw Error(g.model_name + ": --io device needs an OpenCL device; --device cpu is the host's reference executor");
   if (on_cpu && (a.profile || !a.trace_path.empty()))
     throw Error(g.model_name + ": --profile and --trace time OpenCL kernels; --device cpu is the host's reference "
                 "executor");
+  std::shared_ptr<runtime::Device> device;
+  plan::DeviceProfile profile;
+  if (on_cpu) {
+    profile = plan::DeviceProfile::load("pocl");
+  } else {
+    runtime::DeviceOptions device_options;
+    device_options.program_cache = a.program_cache;
+    device = runtime::open_device(a.device, device_options);
+    profile = device->info().profile;
+  }
   // Tf32 only where the device has tensor cores; elsewhere exact fp32, said once.
   runtime::Precision precision = runtime::parse_precision(a.precision);
   if (precision == runtime::Precision::Tf32 && (!device || !runtime::tf32_supported(*device))) {

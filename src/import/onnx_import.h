@@ -25,10 +25,9 @@ struct ImportOptions {
   // that names it and these two ways to fix it.
   std::map<std::string, Shape> input_shapes = {};
   // RNN, GRU and LSTM with a small state as one RecurrentSteps node per
-  // direction (one kernel a step, or all steps in one persistent launch),
-  // else unrolled into a product and elementwise nodes a step, which CPU
-  // devices run faster (docs/performance.md#recurrent-kernels-2026-12-05).
-  // The pipeline sets it by device type (pipeline.h recurrent_steps_nodes).
+  // direction (one kernel a step, or all steps in one persistent launch);
+  // false: unrolled into a product and elementwise nodes a step, the form
+  // of larger states (tests compare the two).
   bool recurrent_steps_nodes = true;
 };
 

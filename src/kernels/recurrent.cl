@@ -53,9 +53,9 @@ inline float rs_act(int a, float v) {
 // Every group waits until all have arrived. sync[0] counts arrivals,
 // sync[1] the barriers passed (words 4 and 5 of the session's fault flags,
 // left at 0 and n after each launch). A group that waits longer than any
-// step takes (the driver did not run all groups at once) flags the node in
-// fault[0] and fault[3] = 1 and goes on, rather than hang; the session then
-// raises the error.
+// step takes (2^26 reads of the counter, seconds: the driver did not run
+// all groups at once) flags the node in fault[0] and fault[3] = 1 and goes
+// on, rather than hang; the session then raises the error.
 bool rs_grid_barrier(__global int* fault, int node, __local int* gave_up) {
   volatile __global int* sync = fault + 4;
   barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
@@ -69,7 +69,7 @@ bool rs_grid_barrier(__global int* fault, int node, __local int* gave_up) {
       atomic_inc(&sync[1]);
     } else {
       for (long spins = 0; atomic_add(&sync[1], 0) == passed; ++spins) {
-        if (spins == (1L << 24) || atomic_add(&fault[0], 0) != 0) {
+        if (spins == (1L << 26) || atomic_add(&fault[0], 0) != 0) {
           if (atomic_cmpxchg(&fault[0], 0, node + 1) == 0) atomic_xchg(&fault[3], 1);
           *gave_up = 1;
           break;
@@ -172,9 +172,18 @@ __kernel __attribute__((reqd_work_group_size(RS_WG, 1, 1))) void recurrent_steps
       barrier(CLK_LOCAL_MEM_FENCE);
     }
 #endif
+#ifdef RS_ONE_CELL
+    // An item a unit and sequence, no loop: PoCL vectorizes the cell's
+    // transcendentals across items only so.
+    {
+      const int e = lid;
+      const int u = e / B, b = e % B, j = j0 + u;
+      if (e < UPG * B && j < H) {
+#else
     for (int e = lid; e < UPG * B; e += RS_WG) {
       const int u = e / B, b = e % B, j = j0 + u;
-      if (j >= H) continue;
+      if (j < H) {
+#endif
       const int x = p.xwo + (t * B + b) * G + j;
 #define RS_GATE(q) (gates[((q) * UPG + u) * B + b] + LD(xw, x + (q) * H))
 #define RS_CLIP(v) (p.clip > 0.0f ? clamp((v), -p.clip, p.clip) : (v))
@@ -203,6 +212,7 @@ __kernel __attribute__((reqd_work_group_size(RS_WG, 1, 1))) void recurrent_steps
       h = o * rs_act(RS_H, c);
 #endif
       ST(y, p.yo + (t * B + b) * H + j, h);
+      }
     }
 #ifdef RS_PERSISTENT
     if (s + 1 < s1 && rs_grid_barrier(fault, p.node, &gave_up)) return;

@@ -29,7 +29,7 @@ struct KernelChoice {
   // RecurrentSteps' kernel: "steps" (a launch a step) or "persistent" (all
   // steps in one launch, a grid barrier between them; devices with
   // device-scope fences, runtime::DeviceInfo::grid_fence); "": persistent on
-  // GPUs that list OpenCL C 3.0's, else steps.
+  // devices that list OpenCL C 3.0's, else steps.
   std::string recurrent{};
   // --precision tf32's tiles (mma_tile_variants()), "+FLAG" after them for a
   // diagnostic build of gemm_mma.cl; "": by shape and tuning cache.

@@ -1,10 +1,10 @@
 // RecurrentSteps (graph.h RecurrentCell): recurrent.cl, each work-group
-// owning some hidden units of every sequence. GPUs that list device-scope
-// fences (runtime::DeviceInfo::grid_fence) run all steps in one launch of
-// one group per compute unit, ordered by a grid barrier (on an H100 a
-// launch costs the host 5-6 us, a barrier 2.5 us:
+// owning some hidden units of every sequence. Devices that list
+// device-scope fences (runtime::DeviceInfo::grid_fence) run all steps in
+// one launch of one group per compute unit, ordered by a grid barrier (on
+// an H100 a launch costs the host 5-6 us, a barrier 2.5 us:
 // docs/performance.md#the-zoo-against-the-cuda-graph-on-the-h100-and-the-barriers-forms-2026-12-05);
-// other devices take a launch a step unless KernelChoice::recurrent names it.
+// others take a launch a step unless KernelChoice::recurrent names it.
 #include <algorithm>
 
 #include "lower/ops.h"
@@ -41,11 +41,11 @@ bool lower_recurrent_steps(NodeBuilder& b) {
   using GridFence = runtime::DeviceInfo::GridFence;
   const GridFence fence = b.device().info().grid_fence;
   const bool fences = fence != GridFence::None;
-  // By default only where the device lists device-scope fences: NVIDIA's
-  // PTX form is right in texplan_enqueue_bench, but this kernel's persistent
-  // form has not been timed there yet (docs/performance.md#recurrent-kernels-2026-12-05).
-  bool persistent =
-      named.empty() ? fence == GridFence::OpenClDeviceScope && b.device_type() == "gpu" : named == "persistent";
+  // By default where the device lists device-scope fences (PoCL does: there
+  // it runs 0.74-0.91x the unrolled steps' time). NVIDIA's PTX form is right
+  // in texplan_enqueue_bench, but this kernel's persistent form has not been
+  // timed there yet (docs/performance.md#recurrent-kernels-2026-12-05).
+  bool persistent = named.empty() ? fence == GridFence::OpenClDeviceScope : named == "persistent";
   if (persistent && !fences)
     throw Error("the persistent recurrent kernel needs OpenCL C 3.0's device-scope fences (or NVIDIA's), which " +
                 b.device().info().name + " lacks");
@@ -54,13 +54,17 @@ bool lower_recurrent_steps(NodeBuilder& b) {
   // Units per group: every unit in as many groups as the device runs at once.
   int64_t upg = ceil_div(H, cu);
   const bool cpu_vectors = b.device_type() == "cpu" && !b.gpu_kernels_forced();
-  const int64_t wg = std::min<int64_t>(cpu_vectors ? 64 : kGroupItems, std::max<int64_t>(1, b.device().info().max_group_items));
+  const int64_t max_items =
+      std::min<int64_t>(cpu_vectors ? 4 * kGroupItems : kGroupItems, std::max<int64_t>(1, b.device().info().max_group_items));
   auto local_bytes = [&](int64_t u, bool r_local) {
-    return 4 * (B * H + NG * u * B + wg + (r_local ? NG * u * H : 0)) + 64;
+    return 4 * (B * H + NG * u * B + max_items + (r_local ? NG * u * H : 0)) + 64;
   };
   if (persistent && named.empty() && local_bytes(upg, false) > b.local_mem_bytes()) persistent = false;
   while (!persistent && upg > 1 && local_bytes(upg, false) > b.local_mem_bytes()) upg = ceil_div(upg, 2);
   if (local_bytes(upg, false) > b.local_mem_bytes()) return false;
+  // CPU devices: as many items as the group's units and sequences (up to
+  // 1024), each one cell (RS_ONE_CELL), which PoCL runs as one vector loop.
+  const int64_t wg = cpu_vectors ? std::min(max_items, std::max<int64_t>(16, ceil_div(upg * B, 16) * 16)) : max_items;
   const int64_t groups = ceil_div(H, upg), rows = NG * upg * B;
   // R's rows in local memory where a group reads them every step of one launch.
   const bool r_local = persistent && local_bytes(upg, true) <= std::min<int64_t>(b.local_mem_bytes(), 40960);
@@ -77,8 +81,9 @@ bool lower_recurrent_steps(NodeBuilder& b) {
   if (persistent)
     defines += fence == GridFence::NvidiaPtx ? " -DRS_PERSISTENT -DRS_PTX_FENCE" : " -cl-std=CL3.0 -DRS_PERSISTENT";
   if (r_local) defines += " -DRS_RLOCAL=" + std::to_string(NG * upg * H);
+  if (upg * B <= wg) defines += " -DRS_ONE_CELL";
   // CPU devices sum units in vectors (recurrent.cl RS_VEC).
-  if (b.device_type() == "cpu" && !b.gpu_kernels_forced()) {
+  if (cpu_vectors) {
     const int v = b.device().info().native_float_width >= 16 ? 16 : 8;
     defines += " -DRS_VEC=" + std::to_string(v);
   }

@@ -123,9 +123,7 @@ void plan_records(CompiledModel& m, const plan::DeviceProfile& profile, const Co
 
 CompiledModel compile(const std::string& model_path, const ImportOptions& import, const plan::DeviceProfile& profile,
                       const std::string& device_type, const CompileOptions& options) {
-  ImportOptions io = import;
-  io.recurrent_steps_nodes = recurrent_steps_nodes(device_type);
-  CompiledModel m = import_model(model_path, io);
+  CompiledModel m = import_model(model_path, import);
   lower_to_records(m, profile, device_type, options);
   plan_records(m, profile, options);
   return m;

@@ -88,10 +88,6 @@ CompiledModel compile(const std::string& model_path, const ImportOptions& import
 //
 // lower_to_records throws Error for patching on "cpu-executor".
 CompiledModel import_model(const std::string& model_path, const ImportOptions& import);
-// ImportOptions::recurrent_steps_nodes for a device of `device_type`
-// ("gpu", "cpu", ... or "cpu-executor"): all but CPU devices, where PoCL
-// runs the unrolled steps faster (docs/performance.md#recurrent-kernels-2026-12-05).
-inline bool recurrent_steps_nodes(const std::string& device_type) { return device_type != "cpu"; }
 void lower_to_records(CompiledModel& m, const plan::DeviceProfile& profile, const std::string& device_type,
                       const CompileOptions& options);
 // m.graph's usage records over m.storage made again (after lower_to_records).

@@ -149,9 +149,7 @@ json plan_model(const std::string& model_path, const plan::DeviceProfile& dev, c
   co.patch = opt.patch;
   co.session.precision = opt.float_storage == DataType::Float16 ? runtime::Precision::Fp16 : runtime::Precision::Fp32;
   // Up to the usage records (pipeline/pipeline.h): a profile, no device.
-  ImportOptions io = opt.import;
-  io.recurrent_steps_nodes = recurrent_steps_nodes(dev.device_type);
-  CompiledModel m = import_model(model_path, io);
+  CompiledModel m = import_model(model_path, opt.import);
   lower_to_records(m, dev, dev.device_type, co);  // the fused forms the target's kernels run
   const Graph& g = m.graph;
   PlanInput& in = m.usage;
