@@ -125,8 +125,9 @@ inline int64_t gate_count(Recurrence k) { return k == Recurrence::Rnn ? 1 : k ==
 // A RecurrentSteps' cell (recurrent_cell()): one direction of an RNN, GRU or
 // LSTM over all its steps, the input's products already made. Inputs: XW
 // [T, B, G*H] (X W^T plus the biases that do not depend on the state), R^T
-// [H, G*H] (the state's product's right operand), and optionally GRU's Rb_h [H], initial h [B, H], LSTM's initial
-// c [B, H] and peepholes P [3*H] (i o f). Outputs: Y [T, B, H], every step's
+// [H, G*H] (the state's product's right operand), and optionally GRU's Rb_h
+// [H], initial h [B, H], LSTM's initial c [B, H] and peepholes P [3*H]
+// (i o f). Outputs: Y [T, B, H], every step's
 // h at its step's index, and LSTM's last c [B, H]. Set by import's
 // lower_recurrent_ops; read by the reference, the validator, the lowering
 // and profile (docs/optimizations.md#import-rewrites-srcimportrewritesh).

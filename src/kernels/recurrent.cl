@@ -11,7 +11,10 @@
 // Built with RS_CELL (0 RNN, 1 GRU, 2 LSTM), RS_F, RS_G, RS_H (the cell's
 // activations: 0 sigmoid, 1 tanh, 2 relu), RS_WG (items a group), RS_TPR
 // (items summing one row of R), RS_ROWS (rows of a group: gates x UPG x B),
-// RS_RLOCAL (the group's rows of R kept in local memory across steps).
+// RS_STATE (B x H floats), and where set RS_RLOCAL (the floats of the
+// group's columns of R^T, kept in local memory across steps), RS_VEC (CPU
+// devices: units summed in vectors of this width), RS_ONE_CELL (one cell an
+// item), RS_PERSISTENT and RS_PTX_FENCE (the grid barrier and its fence).
 
 #if RS_CELL == 0
 #define RS_NG 1

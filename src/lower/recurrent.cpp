@@ -90,33 +90,32 @@ bool lower_recurrent_steps(NodeBuilder& b) {
 
   RecurrentParams p;
   const TensorArg x = b.arg_in(0), r = b.arg_in(1), y = b.arg_out(0);
-  auto optional = [&](int i, cl_int& offset, cl_int* has) {
+  auto optional = [&](int i, cl_int& offset, cl_int& has) {
     if (!b.has_in(i)) return x;  // any valid buffer
     const TensorArg a = b.arg_in(i);
     offset = a.offset;
-    if (has) *has = 1;
+    has = 1;
     return a;
   };
-  const TensorArg rbh = optional(2, p.rbo, &p.has_rb), h0 = optional(3, p.h0o, &p.has_h0),
-                  c0 = optional(4, p.c0o, &p.has_c0), peep = optional(5, p.po, &p.has_p);
+  const TensorArg rbh = optional(2, p.rbo, p.has_rb), h0 = optional(3, p.h0o, p.has_h0),
+                  c0 = optional(4, p.c0o, p.has_c0), peep = optional(5, p.po, p.has_p);
   const TensorArg c = lstm ? b.arg_out(1) : y;
   p.xwo = x.offset, p.ro = r.offset, p.yo = y.offset, p.co = lstm ? c.offset : 0;
   p.steps = i32(T), p.batch = i32(B), p.hidden = i32(H), p.upg = i32(upg);
   p.reverse = cell->reverse, p.input_forget = cell->input_forget, p.clip = cell->clip;
+  // Only the persistent form's barrier uses the session's fault flags:
+  // asking for them makes every run read them back.
   NodeBuilder::FaultFlags faults;
-  if (b.index_faults) faults = b.index_faults();
+  if (persistent) faults = b.index_faults();
   p.node = faults.node;
-  const MemArg fault{faults.mem ? faults.mem : y.mem};  // the steps form never touches it
+  const MemArg fault{persistent ? faults.mem : y.mem};  // the steps form never touches it
   const Range range = group_range({size_t(groups)}, {size_t(wg)});
   const Source src("recurrent.cl", defines);
-  if (persistent) {
+  const int64_t steps_a_launch = persistent ? T : 1;
+  for (int64_t s = 0; s < T; s += steps_a_launch)
     b.launch(src, "recurrent_steps", range, MemArg{x.mem}, MemArg{r.mem}, MemArg{rbh.mem}, MemArg{h0.mem},
-             MemArg{c0.mem}, MemArg{peep.mem}, MemArg{y.mem}, MemArg{c.mem}, p, cl_int(0), i32(T), fault);
-    return true;
-  }
-  for (int64_t s = 0; s < T; ++s)
-    b.launch(src, "recurrent_steps", range, MemArg{x.mem}, MemArg{r.mem}, MemArg{rbh.mem}, MemArg{h0.mem},
-             MemArg{c0.mem}, MemArg{peep.mem}, MemArg{y.mem}, MemArg{c.mem}, p, i32(s), i32(s + 1), fault);
+             MemArg{c0.mem}, MemArg{peep.mem}, MemArg{y.mem}, MemArg{c.mem}, p, i32(s), i32(s + steps_a_launch),
+             fault);
   return true;
 }
 
