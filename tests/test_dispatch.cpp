@@ -12,7 +12,9 @@
 #include <cstdlib>
 #include <random>
 
+#include "graph_builder.h"
 #include "lower/ops.h"
+#include "optimize/optimize.h"
 #include "optimize/usage.h"
 #include "plan/memory_plan.h"
 #include "runtime/session.h"
@@ -218,4 +220,74 @@ TEST(Dispatch, SplitKConvsArePreparedLaunches) {
   ASSERT_EQ(out[0].count(), expected[0].count());
   std::vector<float> a = out[0].as_float(), e = expected[0].as_float();
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], e[i], 1e-4f * (1 + std::fabs(e[i]))) << i;
+}
+
+namespace {
+// The kernels of a profiled run, node by node.
+std::vector<std::vector<std::string>> kernels_by_node(runtime::Session& s, const HostTensor& in) {
+  s.run({in});
+  std::vector<std::vector<std::string>> names;
+  for (const auto& t : s.node_times()) {
+    if (t.launches == 0) continue;
+    names.emplace_back();
+    for (const auto& k : t.kernels) names.back().push_back(k.name);
+  }
+  return names;
+}
+}  // namespace
+
+// A split product's zeroing pass right after another's epilogue pass runs
+// inside it (Session::Impl::merge_split_passes): three split convs with a
+// Relu each, 9 launches as 7, with the results of the unsplit convs and of
+// guard mode, which keeps the passes apart and proves the plan; where the
+// zeroed output reuses the bytes of the residual the epilogue before it
+// reads, the pass stays apart.
+TEST(Dispatch, SplitKZeroingPassesRunInsideTheEpiloguesBefore) {
+  auto dev = test_device();
+  auto build = [](bool residual) {
+    test::GraphBuilder b("split_chain");
+    const int x = b.input({1, 8, 10, 10});
+    const int c1 = b.node("Relu", {b.conv(x, 16, 3, 1, 1)}, {1, 16, 10, 10});
+    int c2 = b.node("Relu", {b.conv(c1, 16, 3, 1, 1)}, {1, 16, 10, 10});
+    if (residual) c2 = b.node("Relu", {b.node("Add", {b.conv(c2, 16, 3, 1, 1), c1}, {1, 16, 10, 10})}, {1, 16, 10, 10});
+    const int c3 = b.node("Relu", {b.conv(c2, 16, 3, 1, 1)}, {1, 16, 10, 10});
+    b.output(c3);
+    Graph g = std::move(b.g);
+    OptimizeOptions o;
+    o.inplace = false;  // the residual stays an input of the epilogue, not Y's own storage
+    optimize(g, o);
+    return g;
+  };
+  const HostTensor in = random_tensor({1, 8, 10, 10});
+  for (bool residual : {false, true}) {
+    SCOPED_TRACE(residual ? "residual" : "chain");
+    Graph g = build(residual);
+    PlanInput pin = make_usage_records(g);
+    plan::MemoryPlan plan = plan::plan_memory(pin.records, dev->info().profile, "best");
+    runtime::Session whole(g, pin, plan, dev, {.kernel_choice = {.conv = "gpu"}});
+    runtime::SessionOptions o{.kernel_choice = {.conv = "gpu/s2"}};
+    o.profile = true;
+    runtime::Session split(g, pin, plan, dev, o);
+    o.profile = false;
+    o.guard = true;
+    runtime::Session guarded(g, pin, plan, dev, o);
+    const std::vector<std::vector<std::string>> names = kernels_by_node(split, in);
+    const size_t convs = residual ? 4 : 3;
+    ASSERT_EQ(names.size(), convs);
+    EXPECT_EQ(names[0], (std::vector<std::string>{"splitk_zero", "conv2d_gemm", "splitk_finish"}));
+    int merged = 0;
+    for (size_t i = 1; i < convs; ++i) merged += names[i].front() != "splitk_zero";
+    EXPECT_EQ(split.kernel_launches(), int(3 * convs) - merged);
+    EXPECT_EQ(merged, 2);
+    // The residual chain: the last conv's output lies on c1's bytes (the
+    // plan's reuse), which the residual conv's epilogue reads.
+    if (residual) EXPECT_EQ(names[3].front(), "splitk_zero");
+    const HostTensor expected = whole.run({in})[0];
+    for (runtime::Session* s : {&split, &guarded}) {
+      const HostTensor out = s->run({in})[0];
+      EXPECT_LT(test::rel_error(out, expected), 1e-5);
+    }
+    EXPECT_TRUE(guarded.guard_violations().empty()) << guarded.guard_violations()[0].to_string();
+    EXPECT_EQ(guarded.kernel_launches(), int(3 * convs));
+  }
 }

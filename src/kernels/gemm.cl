@@ -582,14 +582,17 @@ void conv2d_gemm(__global const real_t* X, __global const real_t* Wt, __global c
 }
 
 // Split-K's passes around the slices over Y's `total` elements: zeroed
-// before them, the epilogue applied in place after.
+// before them, the epilogue applied in place after. The finish pass zeroes
+// Z's `ztotal` elements too: the next split product's zeroing pass, where
+// it comes right after (lower::absorb_zeroing; 0 where there is none).
 __kernel void splitk_zero(__global real_t* Y, int yo, int total) {
   const int i = get_global_id(0);
   if (i < total) ST(Y, yo + i, 0.0f);
 }
 
-__kernel void splitk_finish(__global real_t* Y, int yo, int total EPI_PARAMS) {
+__kernel void splitk_finish(__global real_t* Y, int yo, int total, __global real_t* Z, int zo, int ztotal EPI_PARAMS) {
   const int i = get_global_id(0);
+  if (i < ztotal) ST(Z, zo + i, 0.0f);
   if (i < total) ST(Y, yo + i, EPI(LD(Y, yo + i), i));
 }
 

@@ -155,6 +155,7 @@ void launch_splitk_zero(NodeBuilder& b, const Source& split, const TensorArg& Y,
   b.used_split_k = true;  // every split lowering starts here but SPLITK_ONE's
   if (splits_onto_residual(b, tail)) return;
   b.launch(split, "splitk_zero", linear_range(total), Y, i32(total));
+  b.launches.back().zeroes = Y, b.launches.back().zero_count = total;
 }
 // The epilogue after the slices: the tail's program, or over the residual the program after its Add.
 const std::string& splitk_finish_prelude(const NodeBuilder& b, const FusedTail& tail) {
@@ -163,7 +164,8 @@ const std::string& splitk_finish_prelude(const NodeBuilder& b, const FusedTail& 
 void launch_splitk_finish(NodeBuilder& b, const TensorArg& Y, int64_t total, const FusedTail& tail) {
   const std::string& prelude = splitk_finish_prelude(b, tail);
   if (prelude.empty()) return;
-  b.launch(Source("gemm.cl", "", prelude), "splitk_finish", linear_range(total), Y, i32(total));
+  b.launch(Source("gemm.cl", "", prelude), "splitk_finish", linear_range(total), Y, i32(total), Y, i32(0));
+  b.launches.back().zero_args = 3;  // Z, zo, ztotal: nothing to zero until absorb_zeroing
   tail.append_args(b);
 }
 bool splits_add_bias(const NodeBuilder& b, const FusedTail& tail, GemmParams& p, TensorArg& C) {

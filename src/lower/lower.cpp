@@ -273,6 +273,20 @@ void NodeBuilder::set_raw(Launch& l, cl_uint& index, size_t size, const void* va
   ++index;
 }
 
+void absorb_zeroing(Launch& finish, const Launch& zero) {
+  cl_uint i = cl_uint(finish.zero_args);
+  const cl_int count = i32(zero.zero_count);
+  for (auto [size, value] : {std::pair<size_t, const void*>{sizeof(cl_mem), &zero.zeroes.mem},
+                             {sizeof(cl_int), &zero.zeroes.offset}, {sizeof(cl_int), &count}}) {
+    cl_int s = clSetKernelArg(finish.kernel, i++, size, value);
+    if (s != CL_SUCCESS) throw Error(std::string("clSetKernelArg(splitk_finish, zeroing): ") + runtime::cl_error_name(s));
+  }
+  const size_t group = finish.has_local ? finish.local[0] : 1;
+  finish.global[0] = std::max(finish.global[0], size_t(ceil_div(zero.zero_count, int64_t(group))) * group);
+  finish.mems.push_back(zero.zeroes.mem);
+  finish.zero_args = -1;  // one range per launch
+}
+
 bool half_kernel_file(const std::string& file) { return kernel_catalog().half_kernel_file(file); }
 
 bool lower_patch_write(NodeBuilder& b);  // lower/patch_write.cpp

@@ -104,7 +104,19 @@ struct Launch {
   bool has_local = false;
   cl_uint args = 0;  // arguments set so far
   std::vector<cl_mem> mems;  // the memory objects among them
+  // splitk_zero: the `zero_count` elements it zeroes from `zeroes`.
+  // splitk_finish: the index of its arguments (Z, zo, ztotal) that zero
+  // such a range too, or -1 (absorb_zeroing).
+  TensorArg zeroes{nullptr, 0};
+  int64_t zero_count = 0;
+  int zero_args = -1;
 };
+
+// Merges `zero` (a splitk_zero launch) into `finish` (a splitk_finish
+// launch enqueued right before it): one launch fewer where the two split
+// products follow each other. The caller proves that nothing between them
+// touches the zeroed range (runtime/session_lowering.cpp).
+void absorb_zeroing(Launch& finish, const Launch& zero);
 
 struct Range {
   cl_uint dims = 1;

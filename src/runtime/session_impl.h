@@ -145,6 +145,7 @@ struct Session::Impl {
   void prepare(const Graph& g);
   static std::vector<int> windows_of(const Graph& g, const Node& node);
   static bool reads(const std::vector<lower::Launch>& launches, cl_mem m);
+  void merge_split_passes(const Graph& g);
   void release_unread_weights(const Graph& g);
   void offload(const Graph& g, Step& step);
   void keep_host_constants(const Graph& g);

@@ -119,7 +119,61 @@ void Session::Impl::prepare(const Graph& g) {
       if (o >= 0 && !g.tensors[root(o)].is_constant) step.writes.push_back(record(o));
     for (int r : scratch_records[n]) step.writes.push_back(r);
   }
+  merge_split_passes(g);
   release_unread_weights(g);
+}
+
+// A split product's zeroing pass (splitk_zero) right after another's
+// epilogue pass (splitk_finish) runs inside it: GoogLeNet's and ResNet's
+// deep layers split one after the other, and where a driver costs 5-10 us
+// a launch the pass costs more on the host than on the device
+// (docs/kernel-choices.md#split-k-passes-merged). In the merged launch the
+// zeros land while the epilogue runs, after the earlier product's slices
+// and before anything after it: so the zeroed range must overlap nothing
+// that epilogue touches, its node's outputs and the inputs its program
+// reads (all but the product's operands 0 and 1, which only the slices
+// read). Steps between them run nothing; a step on the CPU, offloaded or on
+// textures ends the chance. Guard mode keeps the passes apart: its proof
+// checks each step against the plan's lifetimes, in which the zeroed bytes
+// may still hold the earlier product's operands, dead only once its slices
+// have run.
+void Session::Impl::merge_split_passes(const Graph& g) {
+  if (opt.guard) return;
+  const int64_t element = half ? 2 : 4;
+  int last = -1;  // the step whose last launch is the one before this step's first
+  for (int n = 0; n < int(steps.size()); ++n) {
+    Step& s = steps[n];
+    if (s.cpu || s.offload || texture_step(g.nodes[s.node])) {
+      last = -1;
+      continue;
+    }
+    if (s.launches.empty()) continue;
+    if (last >= 0 && steps[last].launches.back().zero_args >= 0 && s.launches.front().zero_count > 0 &&
+        s.launches.size() > 1) {
+      const lower::Launch& zero = s.launches.front();
+      const int64_t z0 = int64_t(zero.zeroes.offset) * element, z1 = z0 + zero.zero_count * element;
+      const Node& before = g.nodes[steps[last].node];
+      std::vector<int> touched(before.outputs);
+      for (size_t i = 0; i < before.inputs.size(); ++i)
+        if (i >= 2 || std::count(before.inputs.begin() + 2, before.inputs.end(), before.inputs[i]) > 0)
+          touched.push_back(before.inputs[i]);
+      bool overlaps = false;
+      for (int t : touched) {
+        if (t < 0 || g.tensors[root(t)].is_constant) continue;
+        const lower::Location at = locate(g, t);
+        overlaps = overlaps ||
+                   (at.mem == zero.zeroes.mem && at.byte_offset < z1 && z0 < at.byte_offset + stored(g.tensors[t]));
+      }
+      if (!overlaps) {
+        lower::absorb_zeroing(steps[last].launches.back(), zero);
+        clReleaseKernel(zero.kernel);
+        s.launches.erase(s.launches.begin());
+        --launches;
+        steps[last].writes.push_back(record(g.nodes[s.node].outputs.at(0)));
+      }
+    }
+    last = n;
+  }
 }
 
 std::vector<int> Session::Impl::windows_of(const Graph& g, const Node& node) {
