@@ -55,6 +55,13 @@ std::vector<RecurrentCase> cases() {
       {"RNN both ways, Relu and Tanh", "RNN", 5, 2, 3, 4,
        {{"direction", Attribute::of_string("bidirectional")}, {"activations", strings({"Relu", "Tanh"})}}, true},
       {"RNN batch-major, one step", "RNN", 1, 3, 4, 2, {{"layout", Attribute::of_int(1)}}},
+      // Wide enough for CPU devices' vectors of 16 units (recurrent.cl
+      // RS_VEC), with units left over, and 64-unit rows padded (RS_RSTRIDE).
+      {"LSTM, one sequence, 64 units", "LSTM", 3, 1, 5, 64, {}},
+      {"LSTM reversed, 32 units, peepholes, clip, initial states", "LSTM", 3, 2, 4, 32,
+       {{"direction", Attribute::of_string("reverse")}, {"clip", Attribute::of_float(0.5f)}}, true, true},
+      {"GRU linear before reset, 3 sequences, 40 units", "GRU", 3, 3, 4, 40,
+       {{"linear_before_reset", Attribute::of_int(1)}}, true},
       {"LSTM, a state too large for one work-group (unrolled)", "LSTM", 2, 33, 3, 128, {}, true},
   };
 }

@@ -11,10 +11,11 @@
 // Built with RS_CELL (0 RNN, 1 GRU, 2 LSTM), RS_F, RS_G, RS_H (the cell's
 // activations: 0 sigmoid, 1 tanh, 2 relu), RS_WG (items a group), RS_TPR
 // (items summing one row of R), RS_ROWS (rows of a group: gates x UPG x B),
-// RS_STATE (B x H floats), and where set RS_RLOCAL (the floats of the
+// RS_STATE (B x H floats), and where set RS_RSTRIDE (R^T's row stride, when
+// not G x H), RS_RLOCAL (the floats of the
 // group's columns of R^T, kept in local memory across steps), RS_VEC (CPU
-// devices: units summed in vectors of this width), RS_ONE_CELL (one cell an
-// item), RS_PERSISTENT and RS_PTX_FENCE (the grid barrier and its fence).
+// devices: units summed, and their cells run, in vectors of this width),
+// RS_PERSISTENT and RS_PTX_FENCE (the grid barrier and its fence).
 
 #if RS_CELL == 0
 #define RS_NG 1
@@ -34,11 +35,65 @@
 #define RS_VLOAD(p, i) RS_CAT(vload, RS_VEC)(0, (p) + (i))
 #endif
 #define RS_VSTORE(v, a) RS_CAT(vstore, RS_VEC)((v), 0, (a))
+#ifdef TEXPLAN_HALF
+#define RS_VSTG(p, i, v) RS_CAT(vstore_half, RS_VEC)((v), 0, (p) + (i))
+#else
+#define RS_VSTG(p, i, v) RS_CAT(vstore, RS_VEC)((v), 0, (p) + (i))
+#endif
+// The state's products: gate q of unit u of sequence b at gates[RS_GI(q, u,
+// b)], units side by side on CPU devices (the cell's vectors), sequences
+// on others.
+#define RS_GI(q, u, b) (((q) * B + (b)) * UPG + (u))
+#else
+#define RS_GI(q, u, b) (((q) * UPG + (u)) * B + (b))
 #endif
 
-inline float rs_act(int a, float v) {
-  return a == 0 ? 1.0f / (1.0f + exp(-v)) : a == 1 ? tanh(v) : fmax(v, 0.0f);
-}
+// The cell of one unit and sequence (T float), or on CPU devices of RS_VEC
+// neighbouring units at once (T RS_VTYPE: PoCL vectorizes exp and tanh only
+// when written on vectors). LDG, LDL and STG load and store T at global
+// element i, at a local pointer and store T. g: the state's product for gate
+// 0 of the first unit, gate q at g + q * gq; x: xw's index of gate 0; j:
+// the first unit; ci: its cell state's index in C; yi: its h's in Y.
+#define RS_CELL_FUNCTIONS(S, T, LDG, LDL, STG)                                                                \
+  inline T rs_act##S(int a, T v) { return a == 0 ? 1.0f / (1.0f + exp(-v)) : a == 1 ? tanh(v) : fmax(v, 0.0f); } \
+  inline T rs_clip##S(T v, float c) { return c > 0.0f ? clamp(v, -c, c) : v; }                               \
+  inline void rs_cell##S(__global const real_t* xw, int x, __local const float* g, int gq, T hp,              \
+                         __global const real_t* rbh, __global const real_t* c0, __global const real_t* peep,  \
+                         __global real_t* cst, __global real_t* y, RecurrentParams p, int j, int b, int s,     \
+                         int ci, int yi) {                                                                    \
+    const int H = p.hidden;                                                                                   \
+    T h;                                                                                                      \
+    if (RS_CELL == 0) {                                                                                       \
+      h = rs_act##S(RS_F, rs_clip##S(LDL(g) + LDG(xw, x), p.clip));                                           \
+    } else if (RS_CELL == 1) {                                                                                \
+      /* z r h; r multiplies the state's product and Rb_h (linear_before_reset). */                          \
+      const T z = rs_act##S(RS_F, rs_clip##S(LDL(g) + LDG(xw, x), p.clip));                                   \
+      const T rg = rs_act##S(RS_F, rs_clip##S(LDL(g + gq) + LDG(xw, x + H), p.clip));                         \
+      const T rb = p.has_rb ? LDG(rbh, p.rbo + j) : (T)0.0f;                                                  \
+      const T n = rs_act##S(RS_G, rs_clip##S(LDG(xw, x + 2 * H) + rg * (LDL(g + 2 * gq) + rb), p.clip));      \
+      h = (1.0f - z) * n + z * hp;                                                                            \
+    } else {                                                                                                  \
+      /* i o f c; peepholes i, o, f. */                                                                       \
+      const T cp = s == 0 ? (p.has_c0 ? LDG(c0, p.c0o + b * H + j) : (T)0.0f) : LDG(cst, ci);                 \
+      const T pi = p.has_p ? LDG(peep, p.po + j) : (T)0.0f, po = p.has_p ? LDG(peep, p.po + H + j) : (T)0.0f, \
+              pf = p.has_p ? LDG(peep, p.po + 2 * H + j) : (T)0.0f;                                           \
+      const T i = rs_act##S(RS_F, rs_clip##S(LDL(g) + LDG(xw, x) + pi * cp, p.clip));                         \
+      const T f = p.input_forget ? 1.0f - i                                                                   \
+                                 : rs_act##S(RS_F, rs_clip##S(LDL(g + 2 * gq) + LDG(xw, x + 2 * H) + pf * cp, p.clip)); \
+      const T c = f * cp + i * rs_act##S(RS_G, rs_clip##S(LDL(g + 3 * gq) + LDG(xw, x + 3 * H), p.clip));     \
+      const T o = rs_act##S(RS_F, rs_clip##S(LDL(g + gq) + LDG(xw, x + H) + po * c, p.clip));                 \
+      STG(cst, ci, c);                                                                                        \
+      h = o * rs_act##S(RS_H, c);                                                                             \
+    }                                                                                                         \
+    STG(y, yi, h);                                                                                            \
+  }
+
+#define RS_LDL1(p) (*(p))
+RS_CELL_FUNCTIONS(, float, LD, RS_LDL1, ST)
+#ifdef RS_VEC
+#define RS_LDLV(p) RS_CAT(vload, RS_VEC)(0, (p))
+RS_CELL_FUNCTIONS(v, RS_VTYPE, RS_VLOAD, RS_LDLV, RS_VSTG)
+#endif
 
 #ifdef RS_PERSISTENT
 // A device-wide fence: OpenCL C 3.0's (lower/recurrent.cpp builds this form
@@ -100,6 +155,11 @@ __kernel __attribute__((reqd_work_group_size(RS_WG, 1, 1))) void recurrent_steps
   __local int gave_up;
 #endif
   const int H = p.hidden, B = p.batch, T = p.steps, UPG = p.upg, G = RS_NG * H;
+#ifdef RS_RSTRIDE
+  const int RS_ROW = RS_RSTRIDE;  // R^T's rows padded (lower/recurrent.cpp)
+#else
+  const int RS_ROW = G;
+#endif
   const int lid = get_local_id(0), j0 = get_group_id(0) * UPG;
   // Row q * UPG * B + u * B + b: gate q of unit j0 + u, sequence b. Each
   // pass sums RS_WG / RS_TPR rows, RS_TPR items a row over slices of k;
@@ -110,7 +170,7 @@ __kernel __attribute__((reqd_work_group_size(RS_WG, 1, 1))) void recurrent_steps
   // The group's columns of R^T, k-major: rloc[k * NG * UPG + q * UPG + u].
   for (int e = lid; e < RS_NG * UPG * H; e += RS_WG) {
     const int k = e / (RS_NG * UPG), q = e / UPG % RS_NG, u = e % UPG;
-    rloc[e] = j0 + u < H ? LD(r, p.ro + k * G + q * H + j0 + u) : 0.0f;
+    rloc[e] = j0 + u < H ? LD(r, p.ro + k * RS_ROW + q * H + j0 + u) : 0.0f;
   }
 #endif
   for (int s = s0; s < s1; ++s) {
@@ -132,18 +192,24 @@ __kernel __attribute__((reqd_work_group_size(RS_WG, 1, 1))) void recurrent_steps
       const int q = e / per_gate, b = e % per_gate % B, u0 = e % per_gate / B * RS_VEC;
       __local const float* hb = hloc + b * H;
       if (j0 + u0 + RS_VEC <= H && u0 + RS_VEC <= UPG) {
-        RS_VTYPE acc = 0.0f;
+        // Four sums over k in turn: independent chains of adds.
+        RS_VTYPE acc0 = 0.0f, acc1 = 0.0f, acc2 = 0.0f, acc3 = 0.0f;
         const int w = p.ro + q * H + j0 + u0;
-        for (int k = 0; k < H; ++k) acc += RS_VLOAD(r, w + k * G) * hb[k];
-        float sums[RS_VEC];
-        RS_VSTORE(acc, sums);
-        for (int v = 0; v < RS_VEC; ++v) gates[(q * UPG + u0 + v) * B + b] = sums[v];
+        int k = 0;
+        for (; k + 4 <= H; k += 4) {
+          acc0 += RS_VLOAD(r, w + k * RS_ROW) * hb[k];
+          acc1 += RS_VLOAD(r, w + (k + 1) * RS_ROW) * hb[k + 1];
+          acc2 += RS_VLOAD(r, w + (k + 2) * RS_ROW) * hb[k + 2];
+          acc3 += RS_VLOAD(r, w + (k + 3) * RS_ROW) * hb[k + 3];
+        }
+        for (; k < H; ++k) acc0 += RS_VLOAD(r, w + k * RS_ROW) * hb[k];
+        RS_VSTORE((acc0 + acc1) + (acc2 + acc3), gates + RS_GI(q, u0, b));
       } else {
         for (int u = u0; u < min(u0 + RS_VEC, UPG); ++u) {
           float sum = 0.0f;
           if (j0 + u < H)
-            for (int k = 0; k < H; ++k) sum += LD(r, p.ro + k * G + q * H + j0 + u) * hb[k];
-          gates[(q * UPG + u) * B + b] = sum;
+            for (int k = 0; k < H; ++k) sum += LD(r, p.ro + k * RS_ROW + q * H + j0 + u) * hb[k];
+          gates[RS_GI(q, u, b)] = sum;
         }
       }
     }
@@ -161,7 +227,7 @@ __kernel __attribute__((reqd_work_group_size(RS_WG, 1, 1))) void recurrent_steps
           for (int k = lane; k < H; k += RS_TPR) sum += w[k * RS_NG * UPG] * hb[k];
 #else
           const int w = p.ro + q * H + j0 + u;
-          for (int k = lane; k < H; k += RS_TPR) sum += LD(r, w + k * G) * hb[k];
+          for (int k = lane; k < H; k += RS_TPR) sum += LD(r, w + k * RS_ROW) * hb[k];
 #endif
         }
       }
@@ -175,48 +241,29 @@ __kernel __attribute__((reqd_work_group_size(RS_WG, 1, 1))) void recurrent_steps
       barrier(CLK_LOCAL_MEM_FENCE);
     }
 #endif
-#ifdef RS_ONE_CELL
-    // An item a unit and sequence, no loop: PoCL vectorizes the cell's
-    // transcendentals across items only so.
-    {
-      const int e = lid;
-      const int u = e / B, b = e % B, j = j0 + u;
-      if (e < UPG * B && j < H) {
+#ifdef RS_VEC
+    // CPU devices: an item the cells of RS_VEC units of one sequence.
+    for (int e = lid; e < B * ((UPG + RS_VEC - 1) / RS_VEC); e += RS_WG) {
+      const int per_b = (UPG + RS_VEC - 1) / RS_VEC, b = e / per_b, u0 = e % per_b * RS_VEC;
+      if (j0 + u0 + RS_VEC <= H && u0 + RS_VEC <= UPG) {
+        const int j = j0 + u0;
+        rs_cellv(xw, p.xwo + (t * B + b) * G + j, gates + RS_GI(0, u0, b), B * UPG,
+                 RS_CAT(vload, RS_VEC)(0, hloc + b * H + j), rbh, c0, peep, cst, y, p, j, b, s, p.co + b * H + j,
+                 p.yo + (t * B + b) * H + j);
+      } else {
+        for (int u = u0, j = j0 + u0; u < min(u0 + RS_VEC, UPG) && j < H; ++u, ++j)
+          rs_cell(xw, p.xwo + (t * B + b) * G + j, gates + RS_GI(0, u, b), B * UPG, hloc[b * H + j], rbh, c0, peep,
+                  cst, y, p, j, b, s, p.co + b * H + j, p.yo + (t * B + b) * H + j);
+      }
+    }
 #else
     for (int e = lid; e < UPG * B; e += RS_WG) {
       const int u = e / B, b = e % B, j = j0 + u;
-      if (j < H) {
-#endif
-      const int x = p.xwo + (t * B + b) * G + j;
-#define RS_GATE(q) (gates[((q) * UPG + u) * B + b] + LD(xw, x + (q) * H))
-#define RS_CLIP(v) (p.clip > 0.0f ? clamp((v), -p.clip, p.clip) : (v))
-      const float hp = hloc[b * H + j];
-      float h;
-#if RS_CELL == 0
-      h = rs_act(RS_F, RS_CLIP(RS_GATE(0)));
-#elif RS_CELL == 1
-      // z r h; r multiplies the state's product and Rb_h (linear_before_reset).
-      const float z = rs_act(RS_F, RS_CLIP(RS_GATE(0)));
-      const float rg = rs_act(RS_F, RS_CLIP(RS_GATE(1)));
-      const float rb = p.has_rb ? LD(rbh, p.rbo + j) : 0.0f;
-      const float n = rs_act(RS_G, RS_CLIP(LD(xw, x + 2 * H) + rg * (gates[(2 * UPG + u) * B + b] + rb)));
-      h = (1.0f - z) * n + z * hp;
-#else
-      // i o f c; peepholes i, o, f.
-      const int ci = p.co + b * H + j;
-      const float cp = s == 0 ? (p.has_c0 ? LD(c0, p.c0o + b * H + j) : 0.0f) : LD(cst, ci);
-      const float pi = p.has_p ? LD(peep, p.po + j) : 0.0f, po = p.has_p ? LD(peep, p.po + H + j) : 0.0f,
-                  pf = p.has_p ? LD(peep, p.po + 2 * H + j) : 0.0f;
-      const float i = rs_act(RS_F, RS_CLIP(RS_GATE(0) + pi * cp));
-      const float f = p.input_forget ? 1.0f - i : rs_act(RS_F, RS_CLIP(RS_GATE(2) + pf * cp));
-      const float c = f * cp + i * rs_act(RS_G, RS_CLIP(RS_GATE(3)));
-      const float o = rs_act(RS_F, RS_CLIP(RS_GATE(1) + po * c));
-      ST(cst, ci, c);
-      h = o * rs_act(RS_H, c);
-#endif
-      ST(y, p.yo + (t * B + b) * H + j, h);
-      }
+      if (j < H)
+        rs_cell(xw, p.xwo + (t * B + b) * G + j, gates + RS_GI(0, u, b), UPG * B, hloc[b * H + j], rbh, c0, peep, cst,
+                y, p, j, b, s, p.co + b * H + j, p.yo + (t * B + b) * H + j);
     }
+#endif
 #ifdef RS_PERSISTENT
     if (s + 1 < s1 && rs_grid_barrier(fault, p.node, &gave_up)) return;
 #endif

@@ -62,9 +62,11 @@ bool lower_recurrent_steps(NodeBuilder& b) {
   if (persistent && named.empty() && local_bytes(upg, false) > b.local_mem_bytes()) persistent = false;
   while (!persistent && upg > 1 && local_bytes(upg, false) > b.local_mem_bytes()) upg = ceil_div(upg, 2);
   if (local_bytes(upg, false) > b.local_mem_bytes()) return false;
-  // CPU devices: as many items as the group's units and sequences (up to
-  // 1024), each one cell (RS_ONE_CELL), which PoCL runs as one vector loop.
-  const int64_t wg = cpu_vectors ? std::min(max_items, std::max<int64_t>(16, ceil_div(upg * B, 16) * 16)) : max_items;
+  // CPU devices: an item per vector of units of one gate and sequence
+  // (recurrent.cl RS_VEC), which the group's loop over items runs in turn.
+  const int vec = b.device().info().native_float_width >= 16 ? 16 : 8;
+  const int64_t wg =
+      cpu_vectors ? std::min(max_items, std::max<int64_t>(16, ceil_div(NG * B * ceil_div(upg, vec), 16) * 16)) : max_items;
   const int64_t groups = ceil_div(H, upg), rows = NG * upg * B;
   // R's rows in local memory where a group reads them every step of one launch.
   const bool r_local = persistent && local_bytes(upg, true) <= std::min<int64_t>(b.local_mem_bytes(), 40960);
@@ -81,15 +83,28 @@ bool lower_recurrent_steps(NodeBuilder& b) {
   if (persistent)
     defines += fence == GridFence::NvidiaPtx ? " -DRS_PERSISTENT -DRS_PTX_FENCE" : " -cl-std=CL3.0 -DRS_PERSISTENT";
   if (r_local) defines += " -DRS_RLOCAL=" + std::to_string(NG * upg * H);
-  if (upg * B <= wg) defines += " -DRS_ONE_CELL";
-  // CPU devices sum units in vectors (recurrent.cl RS_VEC).
-  if (cpu_vectors) {
-    const int v = b.device().info().native_float_width >= 16 ? 16 : 8;
-    defines += " -DRS_VEC=" + std::to_string(v);
-  }
+  if (cpu_vectors) defines += " -DRS_VEC=" + std::to_string(vec);
 
   RecurrentParams p;
-  const TensorArg x = b.arg_in(0), r = b.arg_in(1), y = b.arg_out(0);
+  const TensorArg x = b.arg_in(0), y = b.arg_out(0);
+  TensorArg r = b.arg_in(1);
+  // CPU devices: an item reads a column block of R^T down all H rows, and
+  // rows of a stride of 2^n x 128 bytes fall into few cache sets
+  // (speech_lstm's 4096 bytes: one): constant R^T is copied with its rows
+  // 64 bytes longer where its row's 64-byte blocks number an even count
+  // (docs/cpu-kernels.md#recurrent-weights-rows-padded).
+  const int64_t G = NG * H;
+  if (const HostTensor* rt = b.constant(1); cpu_vectors && rt && G % 16 == 0 && (G / 16) % 2 == 0) {
+    const int64_t stride = G + 16;
+    const MemArg padded = b.packed("recurrent padded rows", [&] {
+      const std::vector<float> v = rt->as_float();
+      std::vector<float> out(size_t(H * stride), 0.0f);
+      for (int64_t k = 0; k < H; ++k) std::copy_n(v.begin() + k * G, G, out.begin() + k * stride);
+      return out;
+    });
+    r = TensorArg{padded.mem, 0};
+    defines += " -DRS_RSTRIDE=" + std::to_string(stride);
+  }
   auto optional = [&](int i, cl_int& offset, cl_int& has) {
     if (!b.has_in(i)) return x;  // any valid buffer
     const TensorArg a = b.arg_in(i);
