@@ -48,8 +48,8 @@ void add_run_options(CLI::App& app, RunArgs& a) {
       ->capture_default_str();
   app.add_option("--recurrent-kernel", a.recurrent,
                  "RNN/GRU/LSTM steps: steps (a launch a step), persistent (all steps in one launch, a grid barrier "
-                 "between them; devices with device-scope fences, OpenCL C 3.0's or NVIDIA's), auto (persistent on devices "
-                 "that list OpenCL C 3.0's)")
+                 "between them; devices with device-scope fences, OpenCL C 3.0's or NVIDIA's), auto (persistent wherever "
+                 "the device has one)")
       ->check(CLI::IsMember({"auto", "steps", "persistent"}))
       ->capture_default_str();
   app.add_flag("--guard", a.guard, "poison pools and check after every node that live tensors stay intact");

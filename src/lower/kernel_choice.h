@@ -27,9 +27,9 @@ struct KernelChoice {
   // of 32 to 512); "": short up to 256 keys, else tiled.
   std::string attention{};
   // RecurrentSteps' kernel: "steps" (a launch a step) or "persistent" (all
-  // steps in one launch, a grid barrier between them; devices with
-  // device-scope fences, runtime::DeviceInfo::grid_fence); "": persistent on
-  // devices that list OpenCL C 3.0's, else steps.
+  // steps in one launch, a grid barrier between them; devices with a
+  // device-wide fence, runtime::DeviceInfo::grid_fence); "": persistent
+  // wherever there is one, else steps.
   std::string recurrent{};
   // --precision tf32's tiles (mma_tile_variants()), "+FLAG" after them for a
   // diagnostic build of gemm_mma.cl; "": by shape and tuning cache.

@@ -1,10 +1,11 @@
 // RecurrentSteps (graph.h RecurrentCell): recurrent.cl, each work-group
-// owning some hidden units of every sequence. Devices that list
-// device-scope fences (runtime::DeviceInfo::grid_fence) run all steps in
-// one launch of one group per compute unit, ordered by a grid barrier (on
-// an H100 a launch costs the host 5-6 us, a barrier 2.5 us:
+// owning some hidden units of every sequence. Devices with a device-wide
+// fence (runtime::DeviceInfo::grid_fence: OpenCL C 3.0's device scope, or
+// NVIDIA's membar.gl) run all steps in one launch of one group per compute
+// unit, ordered by a grid barrier (on an H100 a launch costs the host 5-6
+// us, a barrier 2.5 us:
 // docs/performance.md#the-zoo-against-the-cuda-graph-on-the-h100-and-the-barriers-forms-2026-12-05);
-// others take a launch a step unless KernelChoice::recurrent names it.
+// others take a launch a step, as KernelChoice::recurrent "steps" does.
 #include <algorithm>
 
 #include "lower/ops.h"
@@ -41,11 +42,10 @@ bool lower_recurrent_steps(NodeBuilder& b) {
   using GridFence = runtime::DeviceInfo::GridFence;
   const GridFence fence = b.device().info().grid_fence;
   const bool fences = fence != GridFence::None;
-  // By default where the device lists device-scope fences (PoCL does: there
-  // it runs 0.74-0.91x the unrolled steps' time). NVIDIA's PTX form is right
-  // in texplan_enqueue_bench, but this kernel's persistent form has not been
-  // timed there yet (docs/performance.md#recurrent-kernels-2026-12-05).
-  bool persistent = named.empty() ? fence == GridFence::OpenClDeviceScope : named == "persistent";
+  // By default wherever there is a fence (PoCL: 0.74-0.91x the unrolled
+  // steps' time; the H100: 0.71-0.90x the steps form's,
+  // docs/performance.md#recurrent-kernels-on-the-h100-2026-12-05).
+  bool persistent = named.empty() ? fences : named == "persistent";
   if (persistent && !fences)
     throw Error("the persistent recurrent kernel needs OpenCL C 3.0's device-scope fences (or NVIDIA's), which " +
                 b.device().info().name + " lacks");
