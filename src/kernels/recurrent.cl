@@ -243,13 +243,13 @@ __kernel __attribute__((reqd_work_group_size(RS_WG, 1, 1))) void recurrent_steps
 #endif
 #ifdef RS_VEC
     // CPU devices: an item the cells of RS_VEC units of one sequence.
-    for (int e = lid; e < B * ((UPG + RS_VEC - 1) / RS_VEC); e += RS_WG) {
-      const int per_b = (UPG + RS_VEC - 1) / RS_VEC, b = e / per_b, u0 = e % per_b * RS_VEC;
+    const int per_b = (UPG + RS_VEC - 1) / RS_VEC;
+    for (int e = lid; e < B * per_b; e += RS_WG) {
+      const int b = e / per_b, u0 = e % per_b * RS_VEC;
       if (j0 + u0 + RS_VEC <= H && u0 + RS_VEC <= UPG) {
         const int j = j0 + u0;
-        rs_cellv(xw, p.xwo + (t * B + b) * G + j, gates + RS_GI(0, u0, b), B * UPG,
-                 RS_CAT(vload, RS_VEC)(0, hloc + b * H + j), rbh, c0, peep, cst, y, p, j, b, s, p.co + b * H + j,
-                 p.yo + (t * B + b) * H + j);
+        rs_cellv(xw, p.xwo + (t * B + b) * G + j, gates + RS_GI(0, u0, b), B * UPG, RS_LDLV(hloc + b * H + j), rbh,
+                 c0, peep, cst, y, p, j, b, s, p.co + b * H + j, p.yo + (t * B + b) * H + j);
       } else {
         for (int u = u0, j = j0 + u0; u < min(u0 + RS_VEC, UPG) && j < H; ++u, ++j)
           rs_cell(xw, p.xwo + (t * B + b) * G + j, gates + RS_GI(0, u, b), B * UPG, hloc[b * H + j], rbh, c0, peep,

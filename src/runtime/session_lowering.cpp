@@ -154,9 +154,10 @@ void Session::Impl::merge_split_passes(const Graph& g) {
       const int64_t z0 = int64_t(zero.zeroes.offset) * element, z1 = z0 + zero.zero_count * element;
       const Node& before = g.nodes[steps[last].node];
       std::vector<int> touched(before.outputs);
-      for (size_t i = 0; i < before.inputs.size(); ++i)
-        if (i >= 2 || std::count(before.inputs.begin() + 2, before.inputs.end(), before.inputs[i]) > 0)
-          touched.push_back(before.inputs[i]);
+      const auto program_inputs = before.inputs.begin() + std::min<size_t>(2, before.inputs.size());
+      for (auto in = before.inputs.begin(); in != before.inputs.end(); ++in)
+        if (in >= program_inputs || std::find(program_inputs, before.inputs.end(), *in) != before.inputs.end())
+          touched.push_back(*in);
       bool overlaps = false;
       for (int t : touched) {
         if (t < 0 || g.tensors[root(t)].is_constant) continue;
@@ -169,7 +170,6 @@ void Session::Impl::merge_split_passes(const Graph& g) {
         clReleaseKernel(zero.kernel);
         s.launches.erase(s.launches.begin());
         --launches;
-        steps[last].writes.push_back(record(g.nodes[s.node].outputs.at(0)));
       }
     }
     last = n;
